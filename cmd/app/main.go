@@ -1,0 +1,110 @@
+// Command app is one instance of the lab's web app: /sale and /testLock
+// under a lock chosen per request, over a shared Redis.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/handlers"
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "app:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		addr         = flag.String("addr", env("APP_ADDR", "127.0.0.1:8081"), "listen address [APP_ADDR]")
+		name         = flag.String("name", env("INSTANCE_NAME", ""), "instance name sent in X-Instance (default: the listen address) [INSTANCE_NAME]")
+		redisAddr    = flag.String("redis", env("REDIS_ADDR", "127.0.0.1:6380"), "Redis address [REDIS_ADDR]")
+		lockTTL      = flag.Duration("lock-ttl", 2*time.Second, "lease of the Redis locks")
+		lockWait     = flag.Duration("lock-wait", 5*time.Second, "how long a request waits for a lock before a 503")
+		retry        = flag.Duration("retry", 10*time.Millisecond, "sleep between attempts to take a busy lock")
+		redisTimeout = flag.Duration("redis-timeout", time.Second, "dial, read and write timeout of each Redis call")
+		pool         = flag.Int("pool", 64, "Redis connection pool size")
+	)
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	if *name == "" {
+		*name = *addr
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("instance", *name)
+
+	rdb := redis.NewClient(&redis.Options{
+		Addr:         *redisAddr,
+		DialTimeout:  *redisTimeout,
+		ReadTimeout:  *redisTimeout,
+		WriteTimeout: *redisTimeout,
+		PoolSize:     *pool,
+		// No automatic retries: go-redis would resend a command whose reply
+		// timed out, and a sale that already ran would run twice. A failed
+		// call fails the request (503) instead.
+		MaxRetries: -1,
+	})
+	defer rdb.Close()
+
+	gin.SetMode(gin.ReleaseMode)
+	router := handlers.New(handlers.Config{
+		Instance:  *name,
+		Inventory: inventory.New(rdb),
+		Ladder:    lock.NewLadder(rdb, lock.Options{TTL: *lockTTL, Wait: *lockWait, Retry: lock.FixedSleep(*retry)}),
+		Log:       log,
+	})
+	srv := &http.Server{
+		Addr:              *addr,
+		Handler:           router,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      *lockWait + 30*time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("serving", "addr", *addr, "redis", *redisAddr, "lock_ttl", *lockTTL, "lock_wait", *lockWait)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), *lockWait+10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func env(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,33 @@
+package handlers
+
+import (
+	_ "embed"
+	"html/template"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lockladder/lockladder/lock"
+)
+
+//go:embed page.html
+var pageSrc string
+
+var pageTmpl = template.Must(template.New("page").Parse(pageSrc))
+
+// page serves a small HTML page that shows the counters and calls /sale and
+// /testLock with a chosen lock.
+func (h *handler) page(c *gin.Context) {
+	if _, ok := h.query(c); !ok {
+		return
+	}
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	c.Status(http.StatusOK)
+	err := pageTmpl.Execute(c.Writer, struct {
+		Instance string
+		Rungs    []lock.Rung
+	}{h.cfg.Instance, h.cfg.Ladder.Rungs()})
+	if err != nil {
+		h.cfg.Log.Error("render page", "err", err)
+	}
+}

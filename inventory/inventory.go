@@ -1,0 +1,173 @@
+// Package inventory keeps the lab's shared state in Redis: the stock of
+// articles, an independent counter of sales, and the counter num.
+//
+// Sell and Incr are deliberately non-atomic read-modify-writes, exactly as
+// in the articles (GET, check, SET): they are only correct under a lock that
+// really excludes. SellAtomic and IncrAtomic are the ceiling: one script or
+// one command, no lock needed.
+package inventory
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Keys in Redis.
+const (
+	KeyStock = "stock" // articles left
+	KeySold  = "sold"  // INCRed once per successful sale, atomically
+	KeyNum   = "num"   // the /testLock counter
+
+	// LockPrefix starts every lock key; Reset deletes them all.
+	LockPrefix = "lock:"
+	// StockLock guards the stock, NumLock guards num.
+	StockLock = LockPrefix + "stock"
+	NumLock   = LockPrefix + "num"
+)
+
+// ErrSoldOut means there was no stock left to sell.
+var ErrSoldOut = errors.New("inventory: sold out")
+
+//go:embed sell_atomic.lua
+var sellAtomicSrc string
+
+var sellAtomic = redis.NewScript(sellAtomicSrc)
+
+// Store is the inventory in one Redis.
+type Store struct {
+	rdb redis.Cmdable
+}
+
+// New returns a Store over rdb.
+func New(rdb redis.Cmdable) *Store { return &Store{rdb: rdb} }
+
+// Snapshot is the state read back after a run.
+type Snapshot struct {
+	Stock int64 `json:"stock"`
+	Sold  int64 `json:"sold"`
+	Num   int64 `json:"num"`
+}
+
+// Sell sells one item the way the articles do: GET the stock, check it,
+// SET it one lower, then count the sale. Two callers that interleave here
+// both sell the same item. It returns the stock left, or ErrSoldOut.
+func (s *Store) Sell(ctx context.Context) (int64, error) {
+	n, err := s.get(ctx, KeyStock)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, ErrSoldOut
+	}
+	if err := s.rdb.Set(ctx, KeyStock, n-1, 0).Err(); err != nil {
+		return 0, fmt.Errorf("inventory: SET %s: %w", KeyStock, err)
+	}
+	if err := s.rdb.Incr(ctx, KeySold).Err(); err != nil {
+		return 0, fmt.Errorf("inventory: INCR %s: %w", KeySold, err)
+	}
+	return n - 1, nil
+}
+
+// Incr adds one to num the non-atomic way: GET num, SET num+1.
+func (s *Store) Incr(ctx context.Context) (int64, error) {
+	n, err := s.get(ctx, KeyNum)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.rdb.Set(ctx, KeyNum, n+1, 0).Err(); err != nil {
+		return 0, fmt.Errorf("inventory: SET %s: %w", KeyNum, err)
+	}
+	return n + 1, nil
+}
+
+// SellAtomic sells one item in a single Lua script: check, decrement and
+// count cannot interleave with anyone. It returns the stock left, or
+// ErrSoldOut.
+func (s *Store) SellAtomic(ctx context.Context) (int64, error) {
+	n, err := sellAtomic.Run(ctx, s.rdb, []string{KeyStock, KeySold}).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("inventory: sell script: %w", err)
+	}
+	if n < 0 {
+		return 0, ErrSoldOut
+	}
+	return n, nil
+}
+
+// IncrAtomic adds one to num with INCR, which Redis runs atomically.
+func (s *Store) IncrAtomic(ctx context.Context) (int64, error) {
+	n, err := s.rdb.Incr(ctx, KeyNum).Result()
+	if err != nil {
+		return 0, fmt.Errorf("inventory: INCR %s: %w", KeyNum, err)
+	}
+	return n, nil
+}
+
+// Snapshot reads stock, sold and num in one MGET.
+func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
+	vals, err := s.rdb.MGet(ctx, KeyStock, KeySold, KeyNum).Result()
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("inventory: MGET: %w", err)
+	}
+	var out [3]int64
+	for i, v := range vals {
+		if v == nil {
+			continue
+		}
+		str, _ := v.(string)
+		if out[i], err = strconv.ParseInt(str, 10, 64); err != nil {
+			return Snapshot{}, fmt.Errorf("inventory: key %d holds %q, not an integer", i, str)
+		}
+	}
+	return Snapshot{Stock: out[0], Sold: out[1], Num: out[2]}, nil
+}
+
+// Reset sets the stock, zeroes sold and num, and deletes every lock key, so
+// that no lock from an earlier run survives into the next.
+func (s *Store) Reset(ctx context.Context, stock int64) error {
+	var locks []string
+	iter := s.rdb.Scan(ctx, 0, LockPrefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		locks = append(locks, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("inventory: SCAN %s*: %w", LockPrefix, err)
+	}
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, KeyStock, stock, 0)
+		p.Set(ctx, KeySold, 0, 0)
+		p.Set(ctx, KeyNum, 0, 0)
+		if len(locks) > 0 {
+			p.Del(ctx, locks...)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("inventory: reset: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("inventory: PING: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) get(ctx context.Context, key string) (int64, error) {
+	n, err := s.rdb.Get(ctx, key).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("inventory: GET %s: %w", key, err)
+	}
+	return n, nil
+}

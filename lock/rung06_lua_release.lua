@@ -1,0 +1,8 @@
+-- Release a lock only if we still own it, in one atomic step.
+-- KEYS[1] lock key
+-- ARGV[1] the owner token this holder wrote when it acquired
+-- Returns 1 when deleted, 0 when the lock is gone or someone else's.
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  return redis.call("DEL", KEYS[1])
+end
+return 0
