@@ -1,0 +1,267 @@
+// Package bench replays the classic `ab -n 5000 -c 100` test against each
+// lock strategy through the load balancer, reads the counters back and
+// judges every run: SAFE, OVERSOLD or LOST UPDATES.
+//
+// Each run is POST /reset?stock=N, then the load, then GET /stock. The load
+// is a closed loop driven by vegeta as a library: Concurrency workers, each
+// sending its next request as soon as the previous one is answered, until
+// exactly Requests requests have been sent to POST /sale?lock=L or
+// POST /testLock?lock=L (POST, not ab's GET: see loadMethod). Verdicts are
+// computed only from what the app answered and what GET /stock reads back
+// afterwards (see Judge); nothing is assumed about a strategy.
+//
+// cmd/bench and `make demo` only parse flags and call Run, then one of the
+// writers (WriteTable, WriteJSON, WriteMarkdown, WriteReports).
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults used when the matching Config field is zero.
+const (
+	DefaultRequests    = 5000
+	DefaultConcurrency = 100
+	DefaultStock       = 1000
+	DefaultTimeout     = 30 * time.Second
+)
+
+// The endpoints a run can load, as named in Config.Endpoints and Row.Endpoint.
+const (
+	EndpointSale     = "sale"
+	EndpointTestLock = "testLock"
+)
+
+// ErrNotLoopback is returned when the target is not a loopback address and
+// Config.AllowRemote is false: load only ever targets this machine.
+var ErrNotLoopback = errors.New("bench: refusing a non-loopback target (set AllowRemote to override)")
+
+// Config describes a benchmark. Zero values take the documented defaults.
+type Config struct {
+	// URL is the base URL of the load balancer, e.g. http://127.0.0.1:8080.
+	URL string
+	// Locks are the strategies to run; default: every name GET /strategies lists.
+	Locks []string
+	// Endpoints are "sale" and/or "testLock"; default both.
+	Endpoints []string
+	// Requests is the number of requests per run (ab -n); default 5000.
+	Requests int
+	// Concurrency is the number of closed-loop workers (ab -c); default 100.
+	Concurrency int
+	// Stock is set by POST /reset?stock=N before each run; default 1000.
+	Stock int
+	// Timeout bounds each request; default 30s.
+	Timeout time.Duration
+	// AllowRemote lifts the loopback-only guard on the URL and on every
+	// connection dialled.
+	AllowRemote bool
+	// Progress receives progress (nil = none): a live line rewritten with \r
+	// when it is a terminal, otherwise one line per finished run.
+	Progress io.Writer
+}
+
+// Row is the outcome of one run: one lock, one endpoint.
+type Row struct {
+	Lock     string `json:"lock"`
+	Endpoint string `json:"endpoint"`
+
+	// Requests is the number of requests sent and answered (or failed).
+	Requests int `json:"requests"`
+	// OK counts HTTP 200 answers.
+	OK int `json:"ok"`
+	// Codes counts every other outcome by status ("409", "503", "502"),
+	// and "error" for transport errors (refused, reset, timeout).
+	Codes map[string]int `json:"codes"`
+	// Instances counts 200 answers per X-Instance header: it shows the
+	// load was spread over the instances.
+	Instances map[string]int `json:"instances"`
+
+	// Initial is the stock the reset answered; Remaining, Sold and Num are
+	// read back from GET /stock after the run.
+	Initial   int64 `json:"initial"`
+	Remaining int64 `json:"remaining"`
+	Sold      int64 `json:"sold"`
+	Num       int64 `json:"num"`
+
+	// Oversold and LostUpdates are computed by Judge.
+	Oversold    int64 `json:"oversold"`
+	LostUpdates int64 `json:"lost_updates"`
+
+	// RPS is answered requests per second of the run (ab's "Requests per
+	// second"); latencies are per request, in milliseconds.
+	RPS        float64 `json:"rps"`
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	MaxMs      float64 `json:"max_ms"`
+	DurationMs float64 `json:"duration_ms"`
+
+	// Verdict is SAFE, OVERSOLD or LOST UPDATES (see Judge).
+	Verdict string `json:"verdict"`
+}
+
+// Run benchmarks every lock in cfg.Locks (default: all of GET /strategies)
+// on every endpoint, one run after the other, in that order. It stops at the
+// first failed run and returns the rows finished so far with the error.
+func Run(ctx context.Context, cfg Config) ([]Row, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	h := newHarness(cfg)
+	defer h.close()
+
+	offered, err := h.strategies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	locks := cfg.Locks
+	if len(locks) == 0 {
+		locks = offered
+	} else if err := checkLocks(locks, offered); err != nil {
+		return nil, err
+	}
+
+	p := newProgress(cfg.Progress)
+	for _, lock := range locks {
+		for _, ep := range cfg.Endpoints {
+			p.fit(lock, ep)
+		}
+	}
+	rows := make([]Row, 0, len(locks)*len(cfg.Endpoints))
+	for _, lock := range locks {
+		for _, ep := range cfg.Endpoints {
+			row, err := h.runOne(ctx, lock, ep, p)
+			if err != nil {
+				return rows, err
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// RunOne resets the stock, fires cfg.Requests requests at
+// /{endpoint}?lock={lock} with cfg.Concurrency closed-loop workers, reads the
+// counters back and judges the run.
+func RunOne(ctx context.Context, cfg Config, lock, endpoint string) (Row, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return Row{}, err
+	}
+	h := newHarness(cfg)
+	defer h.close()
+	return h.runOne(ctx, lock, endpoint, newProgress(cfg.Progress))
+}
+
+// normalize applies the defaults and validates cfg.
+func (c Config) normalize() (Config, error) {
+	u, err := checkURL(c.URL, c.AllowRemote)
+	if err != nil {
+		return c, err
+	}
+	c.URL = u
+
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"Requests", &c.Requests, DefaultRequests},
+		{"Concurrency", &c.Concurrency, DefaultConcurrency},
+		{"Stock", &c.Stock, DefaultStock},
+	} {
+		switch {
+		case *f.v < 0:
+			return c, fmt.Errorf("bench: %s must not be negative, got %d", f.name, *f.v)
+		case *f.v == 0:
+			*f.v = f.def
+		}
+	}
+	switch {
+	case c.Timeout < 0:
+		return c, fmt.Errorf("bench: Timeout must not be negative, got %s", c.Timeout)
+	case c.Timeout == 0:
+		c.Timeout = DefaultTimeout
+	}
+
+	if len(c.Endpoints) == 0 {
+		c.Endpoints = []string{EndpointSale, EndpointTestLock}
+	} else {
+		eps := make([]string, len(c.Endpoints))
+		for i, ep := range c.Endpoints {
+			if eps[i], err = normalizeEndpoint(ep); err != nil {
+				return c, err
+			}
+		}
+		c.Endpoints = eps
+	}
+	for _, l := range c.Locks {
+		if strings.TrimSpace(l) == "" {
+			return c, errors.New("bench: empty lock name in Locks")
+		}
+	}
+	return c, nil
+}
+
+func normalizeEndpoint(ep string) (string, error) {
+	switch e := strings.TrimPrefix(ep, "/"); e {
+	case EndpointSale, EndpointTestLock:
+		return e, nil
+	default:
+		return "", fmt.Errorf("bench: unknown endpoint %q (want %q or %q)", ep, EndpointSale, EndpointTestLock)
+	}
+}
+
+// checkURL validates the base URL and returns it without a trailing slash.
+// Unless allowRemote, its host must be a loopback IP literal or "localhost";
+// names are not resolved here, the dialer checks every connection as well.
+func checkURL(raw string, allowRemote bool) (string, error) {
+	if raw == "" {
+		return "", errors.New("bench: URL is required (e.g. http://127.0.0.1:8080)")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("bench: bad URL %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("bench: bad URL %q: scheme must be http or https", raw)
+	}
+	if u.Hostname() == "" {
+		return "", fmt.Errorf("bench: bad URL %q: no host", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("bench: bad URL %q: want a base URL without query or fragment", raw)
+	}
+	if !allowRemote && !isLoopbackHost(u.Hostname()) {
+		return "", fmt.Errorf("%w: %q", ErrNotLoopback, raw)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func checkLocks(locks, offered []string) error {
+	known := make(map[string]bool, len(offered))
+	for _, o := range offered {
+		known[o] = true
+	}
+	for _, l := range locks {
+		if !known[l] {
+			return fmt.Errorf("bench: the app offers no lock %q (GET /strategies lists: %s)", l, strings.Join(offered, ", "))
+		}
+	}
+	return nil
+}

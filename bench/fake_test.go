@@ -1,0 +1,208 @@
+package bench_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeApp implements the app's HTTP contract (docs/contracts.md) over an
+// in-memory inventory, behind what looks like three instances. Each lock
+// name picks a behaviour:
+//
+//   - "none": the read-modify-write with no exclusion (read, sleep, write),
+//     which loses updates and oversells;
+//   - "atomic": the same operation under a mutex, which is safe;
+//   - "flaky": safe, but every 4th request answers 503 untouched;
+//   - "drop": safe, but every 5th request's connection is cut unanswered;
+//   - "slow": never answers until the client goes away.
+//
+// Any other lock is a 400, as the app does.
+type fakeApp struct {
+	strategies []string      // what GET /strategies lists
+	raceDelay  time.Duration // the sleep in "none" between read and write
+	failReset  int           // when set, POST /reset answers this status
+	failStock  int           // when set, GET /stock answers this status
+	failList   int           // when set, GET /strategies answers this status
+
+	mu               sync.Mutex
+	stock, sold, num int64
+	methods          map[string]int // methods of load requests since reset
+
+	hits        atomic.Int64 // load requests since the last reset
+	inflight    atomic.Int64
+	maxInflight atomic.Int64
+	resets      atomic.Int64
+}
+
+var fakeInstances = []string{"app-1", "app-2", "app-3"}
+
+// start serves the fake on a loopback httptest server.
+func (f *fakeApp) start(t *testing.T) *httptest.Server {
+	t.Helper()
+	if f.strategies == nil {
+		f.strategies = []string{"none", "atomic"}
+	}
+	if f.raceDelay == 0 {
+		f.raceDelay = time.Millisecond
+	}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	seq := f.hits.Load() // only to spread X-Instance; exactness does not matter
+	w.Header().Set("X-Instance", fakeInstances[int(seq)%len(fakeInstances)])
+	switch r.URL.Path {
+	case "/strategies":
+		if f.failList != 0 {
+			writeJSON(w, f.failList, map[string]string{"error": "boom"})
+			return
+		}
+		list := []map[string]string{}
+		for _, s := range f.strategies {
+			list = append(list, map[string]string{"name": s, "summary": "s", "flaw": "f"})
+		}
+		writeJSON(w, http.StatusOK, list)
+	case "/reset":
+		if r.Method != http.MethodPost {
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method"})
+			return
+		}
+		if f.failReset != 0 {
+			writeJSON(w, f.failReset, map[string]string{"error": "boom"})
+			return
+		}
+		n, err := strconv.ParseInt(r.URL.Query().Get("stock"), 10, 64)
+		if err != nil || n < 0 {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "stock"})
+			return
+		}
+		f.mu.Lock()
+		f.stock, f.sold, f.num = n, 0, 0
+		f.methods = map[string]int{}
+		f.mu.Unlock()
+		f.hits.Store(0)
+		f.maxInflight.Store(0)
+		f.resets.Add(1)
+		writeJSON(w, http.StatusOK, map[string]int64{"stock": n, "sold": 0, "num": 0})
+	case "/stock":
+		if f.failStock != 0 {
+			writeJSON(w, f.failStock, map[string]string{"error": "boom"})
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]int64{"stock": f.stock, "sold": f.sold, "num": f.num})
+	case "/sale", "/testLock":
+		f.load(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
+	n := f.hits.Add(1)
+	in := f.inflight.Add(1)
+	defer f.inflight.Add(-1)
+	for {
+		m := f.maxInflight.Load()
+		if in <= m || f.maxInflight.CompareAndSwap(m, in) {
+			break
+		}
+	}
+	f.mu.Lock()
+	f.methods[r.Method]++
+	f.mu.Unlock()
+
+	lock := r.URL.Query().Get("lock")
+	sale := r.URL.Path == "/sale"
+	switch lock {
+	case "none":
+		f.racy(w, sale)
+	case "atomic":
+		f.safe(w, sale)
+	case "flaky":
+		if n%4 == 0 {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "lock not had"})
+			return
+		}
+		f.safe(w, sale)
+	case "drop":
+		if n%5 == 0 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		f.safe(w, sale)
+	case "slow":
+		<-r.Context().Done()
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unknown lock", "locks": f.strategies})
+	}
+}
+
+// loadMethods returns the methods of the load requests since the last reset.
+func (f *fakeApp) loadMethods() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := make(map[string]int, len(f.methods))
+	for k, v := range f.methods {
+		m[k] = v
+	}
+	return m
+}
+
+// racy is the articles' business operation with no exclusion: each step is
+// atomic, the whole is not.
+func (f *fakeApp) racy(w http.ResponseWriter, sale bool) {
+	f.mu.Lock()
+	stock, num := f.stock, f.num
+	f.mu.Unlock()
+	time.Sleep(f.raceDelay)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !sale {
+		f.num = num + 1
+		writeJSON(w, http.StatusOK, map[string]any{"num": f.num})
+		return
+	}
+	if stock <= 0 {
+		writeJSON(w, http.StatusConflict, map[string]any{"sold": false, "remaining": 0})
+		return
+	}
+	f.stock = stock - 1
+	f.sold++ // the independent counter of successes
+	writeJSON(w, http.StatusOK, map[string]any{"sold": true, "remaining": f.stock})
+}
+
+func (f *fakeApp) safe(w http.ResponseWriter, sale bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !sale {
+		f.num++
+		writeJSON(w, http.StatusOK, map[string]any{"num": f.num})
+		return
+	}
+	if f.stock <= 0 {
+		writeJSON(w, http.StatusConflict, map[string]any{"sold": false, "remaining": 0})
+		return
+	}
+	f.stock--
+	f.sold++
+	writeJSON(w, http.StatusOK, map[string]any{"sold": true, "remaining": f.stock})
+}

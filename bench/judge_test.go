@@ -1,0 +1,60 @@
+package bench_test
+
+import (
+	"testing"
+
+	"github.com/lockladder/lockladder/bench"
+)
+
+func TestJudge(t *testing.T) {
+	tests := []struct {
+		name        string
+		row         bench.Row
+		oversold    int64
+		lost        int64
+		wantVerdict string
+	}{
+		// /sale: oversold = ok - (initial - remaining)
+		{"sale sold out exactly", bench.Row{Endpoint: "sale", OK: 1000, Initial: 1000, Remaining: 0}, 0, 0, bench.VerdictSafe},
+		{"sale some left", bench.Row{Endpoint: "sale", OK: 300, Initial: 1000, Remaining: 700}, 0, 0, bench.VerdictSafe},
+		{"sale nothing sold", bench.Row{Endpoint: "sale", OK: 0, Initial: 1000, Remaining: 1000}, 0, 0, bench.VerdictSafe},
+		{"sale empty stock", bench.Row{Endpoint: "sale", OK: 0, Initial: 0, Remaining: 0}, 0, 0, bench.VerdictSafe},
+		{"sale leading slash", bench.Row{Endpoint: "/sale", OK: 10, Initial: 10, Remaining: 0}, 0, 0, bench.VerdictSafe},
+		{"sale oversold, stock at zero", bench.Row{Endpoint: "sale", OK: 4870, Initial: 1000, Remaining: 0}, 3870, 0, bench.VerdictOversold},
+		{"sale oversold, stock left", bench.Row{Endpoint: "sale", OK: 900, Initial: 1000, Remaining: 200}, 100, 0, bench.VerdictOversold},
+		{"sale negative remaining, books balance", bench.Row{Endpoint: "sale", OK: 1002, Initial: 1000, Remaining: -2}, 0, 0, bench.VerdictOversold},
+		{"sale negative remaining and oversold", bench.Row{Endpoint: "sale", OK: 1500, Initial: 1000, Remaining: -5}, 495, 0, bench.VerdictOversold},
+		{"sale ok above initial", bench.Row{Endpoint: "sale", OK: 11, Initial: 10, Remaining: -1}, 0, 0, bench.VerdictOversold},
+		{"sale stock gone without a 200", bench.Row{Endpoint: "sale", OK: 5, Initial: 10, Remaining: 3}, -2, 0, bench.VerdictOversold},
+		{"sale ignores num", bench.Row{Endpoint: "sale", OK: 10, Initial: 10, Remaining: 0, Num: 3}, 0, 0, bench.VerdictSafe},
+		// /testLock: lost = ok - num
+		{"testLock all kept", bench.Row{Endpoint: "testLock", OK: 5000, Num: 5000}, 0, 0, bench.VerdictSafe},
+		{"testLock nothing", bench.Row{Endpoint: "testLock"}, 0, 0, bench.VerdictSafe},
+		{"testLock some 503s", bench.Row{Endpoint: "testLock", OK: 4990, Num: 4990, Codes: map[string]int{"503": 10}}, 0, 0, bench.VerdictSafe},
+		{"testLock lost", bench.Row{Endpoint: "testLock", OK: 5000, Num: 1322}, 0, 3678, bench.VerdictLostUpdates},
+		{"testLock more increments than 200s", bench.Row{Endpoint: "testLock", OK: 10, Num: 12}, 0, -2, bench.VerdictLostUpdates},
+		{"testLock ignores stock", bench.Row{Endpoint: "testLock", OK: 7, Num: 7, Initial: 10, Remaining: 99}, 0, 0, bench.VerdictSafe},
+		// Stale results are replaced, not kept.
+		{"stale fields recomputed", bench.Row{Endpoint: "sale", OK: 10, Initial: 10, Oversold: 9, LostUpdates: 9, Verdict: "OVERSOLD"}, 0, 0, bench.VerdictSafe},
+		{"unknown endpoint", bench.Row{Endpoint: "buy", OK: 10, Oversold: 3, Verdict: "SAFE"}, 0, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.row
+			bench.Judge(&r)
+			if r.Oversold != tt.oversold || r.LostUpdates != tt.lost || r.Verdict != tt.wantVerdict {
+				t.Errorf("got oversold %d, lost %d, %q; want %d, %d, %q",
+					r.Oversold, r.LostUpdates, r.Verdict, tt.oversold, tt.lost, tt.wantVerdict)
+			}
+			again := r
+			bench.Judge(&again)
+			if again.Oversold != r.Oversold || again.LostUpdates != r.LostUpdates || again.Verdict != r.Verdict {
+				t.Errorf("Judge is not idempotent: %+v then %+v", r, again)
+			}
+			if r.OK != tt.row.OK || r.Initial != tt.row.Initial || r.Remaining != tt.row.Remaining || r.Num != tt.row.Num {
+				t.Errorf("Judge changed an input field: %+v", r)
+			}
+		})
+	}
+	bench.Judge(nil) // must not panic
+}

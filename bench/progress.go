@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// progress reports runs as they go. On a terminal it redraws one live line
+// with \r and leaves the final line of each run; elsewhere (a file, a pipe,
+// a buffer) it writes one line per finished run. A nil *progress is silent.
+// It is used from one goroutine only.
+type progress struct {
+	w    io.Writer
+	live bool
+
+	lock, endpoint string
+	total          int
+	nameWidth      int // lock/endpoint names are padded to this
+	drawn          int // width of the live line on screen
+}
+
+func newProgress(w io.Writer) *progress {
+	if w == nil {
+		return nil
+	}
+	return &progress{w: w, live: isTerminal(w)}
+}
+
+// isTerminal reports whether w is a character device, and TERM allows
+// cursor tricks.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func (p *progress) isLive() bool { return p != nil && p.live }
+
+// fit widens the name column for lock/endpoint, so that the lines of a
+// series of runs align.
+func (p *progress) fit(lock, endpoint string) {
+	if p != nil {
+		p.nameWidth = max(p.nameWidth, len(lock)+1+len(endpoint))
+	}
+}
+
+func (p *progress) start(lock, endpoint string, total int) {
+	if p == nil {
+		return
+	}
+	p.lock, p.endpoint, p.total = lock, endpoint, total
+	p.fit(lock, endpoint)
+	if p.live {
+		p.update(0, 0, 0)
+	}
+}
+
+// update redraws the live line: a bar, requests done, 200s and the rate so far.
+func (p *progress) update(done, ok int, elapsed time.Duration) {
+	if !p.isLive() {
+		return
+	}
+	const width = 24
+	filled := 0
+	if p.total > 0 {
+		filled = min(width, done*width/p.total)
+	}
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(done) / s
+	}
+	p.draw(fmt.Sprintf("%s  [%s%s] %*d/%d  ok %d  %.0f req/s",
+		p.name(), strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+		len(fmt.Sprint(p.total)), done, p.total, ok, rate))
+}
+
+// finish leaves the run's summary line.
+func (p *progress) finish(r Row) {
+	if p == nil {
+		return
+	}
+	extra := ""
+	switch r.Endpoint {
+	case EndpointSale:
+		extra = fmt.Sprintf("  sold %d  remaining %d  oversold %d", r.Sold, r.Remaining, r.Oversold)
+	case EndpointTestLock:
+		extra = fmt.Sprintf("  num %d  lost %d", r.Num, r.LostUpdates)
+	}
+	other := ""
+	if len(r.Codes) > 0 {
+		other = "  other " + otherCell(r.Codes)
+	}
+	p.line(fmt.Sprintf("%s  %d req  ok %d%s%s  %.0f req/s  p99 %.1fms  %s",
+		p.name(), r.Requests, r.OK, other, extra, r.RPS, r.P99Ms, r.Verdict))
+}
+
+// fail leaves a line saying the run failed.
+func (p *progress) fail(err error) {
+	if p == nil {
+		return
+	}
+	p.line(fmt.Sprintf("%s  failed: %v", p.name(), err))
+}
+
+func (p *progress) name() string { return fmt.Sprintf("%-*s", p.nameWidth, p.lock+"/"+p.endpoint) }
+
+// line writes s as a finished line, over the live line if there is one.
+func (p *progress) line(s string) {
+	if p.live {
+		p.draw(s)
+		fmt.Fprintln(p.w)
+		p.drawn = 0
+		return
+	}
+	fmt.Fprintln(p.w, s)
+}
+
+// draw rewrites the live line, blanking what is left of a longer one.
+func (p *progress) draw(s string) {
+	pad := max(0, p.drawn-len(s))
+	fmt.Fprintf(p.w, "\r%s%s", s, strings.Repeat(" ", pad))
+	p.drawn = len(s)
+}

@@ -1,0 +1,119 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestProgressLive(t *testing.T) {
+	var b bytes.Buffer
+	p := &progress{w: &b, live: true}
+	p.start("lua", "sale", 5000)
+	p.update(2500, 900, time.Second)
+	p.update(5000, 1000, 2*time.Second)
+	r := Row{Lock: "lua", Endpoint: "sale", Requests: 5000, OK: 1000, Codes: map[string]int{"409": 4000},
+		Initial: 1000, Sold: 1000, RPS: 2500, P99Ms: 12.3}
+	Judge(&r)
+	p.finish(r)
+
+	out := b.String()
+	if n := strings.Count(out, "\r"); n != 4 {
+		t.Errorf("want 4 redraws (start, 2 updates, finish), got %d: %q", n, out)
+	}
+	if strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "\n") {
+		t.Errorf("want the run to end with exactly one newline: %q", out)
+	}
+	for _, s := range []string{"[############............] 2500/5000  ok 900  2500 req/s", "409:4000", "SAFE"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("live progress lacks %q: %q", s, out)
+		}
+	}
+	// Each redraw covers the whole of the line it overwrites.
+	segs := strings.Split(strings.TrimSuffix(out, "\n"), "\r")[1:]
+	for i := 1; i < len(segs); i++ {
+		if len(segs[i]) < len(strings.TrimRight(segs[i-1], " ")) {
+			t.Errorf("redraw %q leaves part of %q on screen", segs[i], segs[i-1])
+		}
+	}
+
+	b.Reset()
+	p.start("lua", "testLock", 10)
+	p.fail(errString("boom"))
+	out = strings.TrimRight(strings.TrimSuffix(b.String(), "\n"), " ")
+	if !strings.HasSuffix(out, "\rlua/testLock  failed: boom") || !strings.HasPrefix(out, "\rlua/testLock") {
+		t.Errorf("failure line: %q", out)
+	}
+}
+
+func TestProgressPlainAndNil(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b)
+	if p.isLive() {
+		t.Fatal("a buffer is not a terminal")
+	}
+	p.start("none", "sale", 10)
+	p.update(5, 5, time.Second)
+	if b.Len() != 0 {
+		t.Errorf("plain progress wrote before the run ended: %q", b.String())
+	}
+	p.finish(Row{Lock: "none", Endpoint: "sale", Requests: 10, OK: 10, Verdict: VerdictOversold})
+	if out := b.String(); strings.Contains(out, "\r") || strings.Count(out, "\n") != 1 || !strings.Contains(out, "OVERSOLD") {
+		t.Errorf("plain progress: %q", out)
+	}
+
+	var nilp *progress = newProgress(nil)
+	nilp.start("x", "sale", 1)
+	nilp.update(1, 1, time.Second)
+	nilp.finish(Row{})
+	nilp.fail(errString("x"))
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// TestProgressLiveRun drives the live line from a real run: the ticker
+// redraws it while requests are in flight.
+func TestProgressLiveRun(t *testing.T) {
+	var mu sync.Mutex
+	var stock, num int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Instance", "only")
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/reset":
+			stock, num = 50, 0
+		case "/testLock":
+			time.Sleep(5 * time.Millisecond)
+			num++
+		}
+		fmt.Fprintf(w, `{"stock":%d,"sold":0,"num":%d}`, stock, num)
+	}))
+	defer srv.Close()
+
+	cfg, err := Config{URL: srv.URL, Requests: 80, Concurrency: 4, Stock: 50}.normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(cfg)
+	defer h.close()
+	var b bytes.Buffer
+	r, err := h.runOne(t.Context(), "lua", "testLock", &progress{w: &b, live: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != VerdictSafe || r.OK != 80 || r.Num != 80 || r.Instances["only"] != 80 {
+		t.Errorf("row %+v", r)
+	}
+	out := b.String()
+	if strings.Count(out, "\r") < 3 || !strings.Contains(out, "/80  ok ") || !strings.HasSuffix(strings.TrimRight(out, " \n"), "SAFE") {
+		t.Errorf("want a start line, at least one tick and the summary: %q", out)
+	}
+}
