@@ -1,0 +1,41 @@
+package bench_test
+
+import "github.com/lockladder/lockladder/bench"
+
+// fixtureRows are four judged rows as a run of the ladder produces them.
+func fixtureRows() []bench.Row {
+	rows := []bench.Row{
+		{
+			Lock: "none", Endpoint: "sale", Requests: 5000, OK: 4870,
+			Codes:     map[string]int{"409": 130},
+			Instances: map[string]int{"app-1": 1623, "app-2": 1624, "app-3": 1623},
+			Initial:   1000, Remaining: 0, Sold: 4870,
+			RPS: 2710.4, P50Ms: 31.25, P99Ms: 96.5, MaxMs: 140.875, DurationMs: 1844.7,
+		},
+		{
+			Lock: "none", Endpoint: "testLock", Requests: 5000, OK: 5000,
+			Codes:     map[string]int{},
+			Instances: map[string]int{"app-1": 1667, "app-2": 1667, "app-3": 1666},
+			Initial:   1000, Remaining: 1000, Num: 1322,
+			RPS: 2911, P50Ms: 30.1, P99Ms: 88, MaxMs: 120.4, DurationMs: 1717.6,
+		},
+		{
+			Lock: "lua", Endpoint: "sale", Requests: 5000, OK: 1000,
+			Codes:     map[string]int{"409": 3998, "503": 2},
+			Instances: map[string]int{"app-1": 334, "app-2": 333, "app-3": 333},
+			Initial:   1000, Remaining: 0, Sold: 1000,
+			RPS: 412.3, P50Ms: 180.2, P99Ms: 1210.5, MaxMs: 4999.9, DurationMs: 12127,
+		},
+		{
+			Lock: "atomic", Endpoint: "sale", Requests: 5000, OK: 1000,
+			Codes:     map[string]int{"409": 4000, "error": 3, "502": 1},
+			Instances: map[string]int{"app-1": 334, "app-2": 333, "app-3": 333},
+			Initial:   1000, Remaining: 0, Sold: 1000,
+			RPS: 9120.7, P50Ms: 0.84, P99Ms: 4.12, MaxMs: 9.99, DurationMs: 548.2,
+		},
+	}
+	for i := range rows {
+		bench.Judge(&rows[i])
+	}
+	return rows
+}

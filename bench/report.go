@@ -1,0 +1,318 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Meta describes the conditions of a benchmark, for the reports.
+type Meta struct {
+	Started     time.Time `json:"started"`
+	URL         string    `json:"url"`
+	Requests    int       `json:"requests"`
+	Concurrency int       `json:"concurrency"`
+	Stock       int       `json:"stock"`
+	Host        string    `json:"host"`            // e.g. "2 cores, linux/amd64"
+	Notes       []string  `json:"notes,omitempty"` // free text, one item each
+}
+
+// NewMeta fills a Meta from cfg (defaults applied), started and HostInfo.
+func NewMeta(cfg Config, started time.Time) Meta {
+	if n, err := cfg.normalize(); err == nil {
+		cfg = n
+	}
+	return Meta{
+		Started:     started,
+		URL:         cfg.URL,
+		Requests:    cfg.Requests,
+		Concurrency: cfg.Concurrency,
+		Stock:       cfg.Stock,
+		Host:        HostInfo(),
+	}
+}
+
+// HostInfo describes the machine running the benchmark: "2 cores, linux/amd64".
+func HostInfo() string {
+	cores := "cores"
+	if runtime.NumCPU() == 1 {
+		cores = "core"
+	}
+	return fmt.Sprintf("%d %s, %s/%s", runtime.NumCPU(), cores, runtime.GOOS, runtime.GOARCH)
+}
+
+// column is one column of the table and of the Markdown report.
+type column struct {
+	head  string
+	right bool // numbers align right
+	cell  func(Row) string
+}
+
+var columns = []column{
+	{"lock", false, func(r Row) string { return r.Lock }},
+	{"endpoint", false, func(r Row) string { return r.Endpoint }},
+	{"requests", true, func(r Row) string { return strconv.Itoa(r.Requests) }},
+	{"ok", true, func(r Row) string { return strconv.Itoa(r.OK) }},
+	{"other", false, func(r Row) string { return otherCell(r.Codes) }},
+	{"sold", true, func(r Row) string { return strconv.FormatInt(r.Sold, 10) }},
+	{"remaining", true, func(r Row) string { return strconv.FormatInt(r.Remaining, 10) }},
+	{"oversold", true, func(r Row) string { return countCell(r, EndpointSale, r.Oversold) }},
+	{"lost", true, func(r Row) string { return countCell(r, EndpointTestLock, r.LostUpdates) }},
+	{"req/s", true, func(r Row) string { return strconv.FormatFloat(r.RPS, 'f', 0, 64) }},
+	{"p50 ms", true, func(r Row) string { return msCell(r.P50Ms) }},
+	{"p99 ms", true, func(r Row) string { return msCell(r.P99Ms) }},
+	{"max ms", true, func(r Row) string { return msCell(r.MaxMs) }},
+	{"verdict", false, func(r Row) string { return r.Verdict }},
+}
+
+// countCell shows a verdict count only on the endpoint it belongs to.
+func countCell(r Row, endpoint string, n int64) string {
+	if strings.TrimPrefix(r.Endpoint, "/") != endpoint {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func msCell(v float64) string {
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// WriteTable writes rows as an aligned text table for the terminal.
+func WriteTable(w io.Writer, rows []Row) error {
+	cells := make([][]string, 0, len(rows)+2)
+	head := make([]string, len(columns))
+	for i, c := range columns {
+		head[i] = c.head
+	}
+	cells = append(cells, head, nil) // nil: the rule under the head
+	for _, r := range rows {
+		line := make([]string, len(columns))
+		for i, c := range columns {
+			line[i] = c.cell(r)
+		}
+		cells = append(cells, line)
+	}
+
+	width := make([]int, len(columns))
+	for _, line := range cells {
+		for i, s := range line {
+			width[i] = max(width[i], len([]rune(s)))
+		}
+	}
+
+	bw := bufio.NewWriter(w)
+	for _, line := range cells {
+		var b strings.Builder
+		for i, c := range columns {
+			s := strings.Repeat("-", width[i])
+			if line != nil {
+				s = line[i]
+			}
+			pad := strings.Repeat(" ", width[i]-len([]rune(s)))
+			switch {
+			case i == len(columns)-1 && !c.right:
+				b.WriteString(s) // no trailing blanks
+			case c.right:
+				b.WriteString(pad + s)
+			default:
+				b.WriteString(s + pad)
+			}
+			if i < len(columns)-1 {
+				b.WriteString("  ")
+			}
+		}
+		bw.WriteString(b.String())
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// WriteJSON writes rows as an indented JSON array of row objects.
+func WriteJSON(w io.Writer, rows []Row) error {
+	return writeIndentedJSON(w, jsonRows(rows))
+}
+
+// jsonRows never encodes a missing list or map as null.
+func jsonRows(rows []Row) []Row {
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		if r.Codes == nil {
+			r.Codes = map[string]int{}
+		}
+		if r.Instances == nil {
+			r.Instances = map[string]int{}
+		}
+		out[i] = r
+	}
+	return out
+}
+
+func writeIndentedJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// Legend explains the table's derived columns; WriteMarkdown prints it
+// under the table.
+const Legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, remaining >= 0, ok <= initial); " +
+	"lost = ok - num on /testLock (SAFE needs 0); other = non-200 answers by status, error = transport error; " +
+	"latencies in ms per request."
+
+// WriteMarkdown writes rows as a Markdown table, numbers right-aligned and
+// unsafe verdicts in bold, followed by a one-line legend.
+func WriteMarkdown(w io.Writer, rows []Row) error {
+	bw := bufio.NewWriter(w)
+	var head, rule []string
+	for _, c := range columns {
+		head = append(head, c.head)
+		if c.right {
+			rule = append(rule, "---:")
+		} else {
+			rule = append(rule, "---")
+		}
+	}
+	writeMDRow(bw, head)
+	writeMDRow(bw, rule)
+	for _, r := range rows {
+		line := make([]string, len(columns))
+		for i, c := range columns {
+			line[i] = mdEscape(c.cell(r))
+		}
+		if v := line[len(line)-1]; v != "" && r.Verdict != VerdictSafe {
+			line[len(line)-1] = "**" + v + "**"
+		}
+		if line[0] != "" {
+			line[0] = "`" + line[0] + "`"
+		}
+		writeMDRow(bw, line)
+	}
+	fmt.Fprintf(bw, "\n%s\n", Legend)
+	return bw.Flush()
+}
+
+func writeMDRow(w io.Writer, cells []string) {
+	fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+}
+
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "`", "'").Replace(s)
+}
+
+// report is the JSON report file.
+type report struct {
+	Meta Meta  `json:"meta"`
+	Rows []Row `json:"rows"`
+}
+
+// WriteReports writes results/bench-YYYYMMDD-HHMMSS.{json,md} (from
+// meta.Started, now if zero) into dir, creating dir if needed, and copies
+// them to latest.{json,md}. A second report in the same second gets a
+// "-2", "-3"... suffix instead of overwriting the first. The JSON file is
+// {"meta":{...},"rows":[...]}; the Markdown file has a title, the meta as
+// a list, the table and the legend.
+func WriteReports(dir string, rows []Row, meta Meta) (jsonPath, mdPath string, err error) {
+	if meta.Started.IsZero() {
+		meta.Started = time.Now()
+	}
+	var js, md bytes.Buffer
+	if err := writeIndentedJSON(&js, report{Meta: meta, Rows: jsonRows(rows)}); err != nil {
+		return "", "", fmt.Errorf("bench: encoding the JSON report: %w", err)
+	}
+	writeMarkdownReport(&md, rows, meta)
+
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("bench: %w", err)
+	}
+	stem := "bench-" + meta.Started.Format("20060102-150405")
+	for i := 1; ; i++ {
+		name := stem
+		if i > 1 {
+			name = fmt.Sprintf("%s-%d", stem, i)
+		}
+		jsonPath = filepath.Join(dir, name+".json")
+		mdPath = filepath.Join(dir, name+".md")
+		err := createNew(jsonPath, js.Bytes())
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("bench: %w", err)
+		}
+		if err := createNew(mdPath, md.Bytes()); err != nil {
+			return "", "", fmt.Errorf("bench: %w", err)
+		}
+		break
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"latest.json", js.Bytes()}, {"latest.md", md.Bytes()}} {
+		if err := replaceFile(filepath.Join(dir, f.name), f.data); err != nil {
+			return jsonPath, mdPath, fmt.Errorf("bench: %w", err)
+		}
+	}
+	return jsonPath, mdPath, nil
+}
+
+func writeMarkdownReport(w io.Writer, rows []Row, meta Meta) {
+	fmt.Fprintf(w, "# Lock ladder benchmark, %s\n\n", meta.Started.Format("2006-01-02 15:04:05 MST"))
+	fmt.Fprintf(w, "- target: %s\n", meta.URL)
+	fmt.Fprintf(w, "- load: %d requests per run, %d concurrent (closed loop), stock reset to %d before each run\n",
+		meta.Requests, meta.Concurrency, meta.Stock)
+	if meta.Host != "" {
+		fmt.Fprintf(w, "- host: %s\n", meta.Host)
+	}
+	for _, n := range meta.Notes {
+		fmt.Fprintf(w, "- %s\n", strings.ReplaceAll(n, "\n", " "))
+	}
+	fmt.Fprintln(w)
+	WriteMarkdown(w, rows) // in-memory writer: no error
+}
+
+// createNew writes a file that must not exist yet.
+func createNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// replaceFile writes path atomically: a temporary file renamed over it.
+func replaceFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // no-op after a successful rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
