@@ -1,0 +1,305 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// directive is one nginx directive; block is non-nil for "name args { ... }".
+type directive struct {
+	name  string
+	args  []string
+	block []*directive
+}
+
+// parseNginx parses nginx configuration syntax: directives, blocks,
+// comments and quoted strings. It knows no directive's meaning.
+func parseNginx(src []byte) ([]*directive, error) {
+	toks, err := tokenize(string(src))
+	if err != nil {
+		return nil, err
+	}
+	p := &confParser{toks: toks}
+	ds, err := p.block(0)
+	if err != nil {
+		return nil, err
+	}
+	if p.i != len(p.toks) {
+		return nil, fmt.Errorf("nginx.conf: line %d: unexpected %q", p.toks[p.i].line, p.toks[p.i].s)
+	}
+	return ds, nil
+}
+
+type token struct {
+	s      string
+	quoted bool // a string literal: never a '{', '}' or ';'
+	line   int
+}
+
+func tokenize(s string) ([]token, error) {
+	var toks []token
+	line := 1
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\n':
+			line++
+			i++
+		case c == ' ' || c == '\t' || c == '\r':
+			i++
+		case c == '#':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case c == '{' || c == '}' || c == ';':
+			toks = append(toks, token{s: string(c), line: line})
+			i++
+		case c == '"' || c == '\'':
+			start := line
+			var b strings.Builder
+			i++
+			for ; i < len(s) && s[i] != c; i++ {
+				// As nginx does: \" \' and \\ lose the backslash, other
+				// escapes (a regex's \.) keep it.
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"'\\", s[i+1]) >= 0 {
+					i++
+				}
+				if s[i] == '\n' {
+					line++
+				}
+				b.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("nginx.conf: line %d: unterminated string", start)
+			}
+			i++
+			toks = append(toks, token{s: b.String(), quoted: true, line: start})
+		default:
+			j := i
+			for j < len(s) && !strings.ContainsRune(" \t\r\n;{}#\"'", rune(s[j])) {
+				j++
+			}
+			toks = append(toks, token{s: s[i:j], line: line})
+			i = j
+		}
+	}
+	return toks, nil
+}
+
+type confParser struct {
+	toks []token
+	i    int
+}
+
+func (p *confParser) block(depth int) ([]*directive, error) {
+	var ds []*directive
+	for p.i < len(p.toks) {
+		t := p.toks[p.i]
+		if !t.quoted && t.s == "}" {
+			if depth == 0 {
+				return nil, fmt.Errorf("nginx.conf: line %d: unexpected '}'", t.line)
+			}
+			return ds, nil
+		}
+		if !t.quoted && (t.s == "{" || t.s == ";") {
+			return nil, fmt.Errorf("nginx.conf: line %d: unexpected %q", t.line, t.s)
+		}
+		d := &directive{name: t.s}
+		p.i++
+		for {
+			if p.i >= len(p.toks) {
+				return nil, fmt.Errorf("nginx.conf: line %d: %s: unexpected end of file", t.line, d.name)
+			}
+			a := p.toks[p.i]
+			p.i++
+			if a.quoted || (a.s != ";" && a.s != "{" && a.s != "}") {
+				d.args = append(d.args, a.s)
+				continue
+			}
+			if a.s == "}" {
+				return nil, fmt.Errorf("nginx.conf: line %d: %s: missing ';'", a.line, d.name)
+			}
+			if a.s == "{" {
+				body, err := p.block(depth + 1)
+				if err != nil {
+					return nil, err
+				}
+				if p.i >= len(p.toks) {
+					return nil, fmt.Errorf("nginx.conf: line %d: %s: missing '}'", t.line, d.name)
+				}
+				p.i++ // '}'
+				if body == nil {
+					body = []*directive{}
+				}
+				d.block = body
+			}
+			break
+		}
+		ds = append(ds, d)
+	}
+	if depth > 0 {
+		return nil, errors.New("nginx.conf: missing '}' at end of file")
+	}
+	return ds, nil
+}
+
+// formatNginx writes directives back as nginx configuration.
+func formatNginx(ds []*directive) []byte {
+	var b strings.Builder
+	writeDirectives(&b, ds, 0)
+	return []byte(b.String())
+}
+
+func writeDirectives(b *strings.Builder, ds []*directive, depth int) {
+	indent := strings.Repeat("    ", depth)
+	for _, d := range ds {
+		b.WriteString(indent)
+		b.WriteString(d.name)
+		for _, a := range d.args {
+			b.WriteByte(' ')
+			b.WriteString(quoteArg(a))
+		}
+		if d.block == nil {
+			b.WriteString(";\n")
+			continue
+		}
+		b.WriteString(" {\n")
+		writeDirectives(b, d.block, depth+1)
+		b.WriteString(indent + "}\n")
+	}
+}
+
+func quoteArg(a string) string {
+	if a != "" && !strings.ContainsAny(a, " \t\r\n;{}#\"'\\") {
+		return a
+	}
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	return `"` + r.Replace(a) + `"`
+}
+
+// find returns the directives named name in ds (not recursive).
+func find(ds []*directive, name string) []*directive {
+	var out []*directive
+	for _, d := range ds {
+		if d.name == name {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// drop removes the directives named in names from ds, recursively into
+// blocks.
+func drop(ds []*directive, names ...string) []*directive {
+	out := ds[:0]
+	for _, d := range ds {
+		if contains(names, d.name) {
+			continue
+		}
+		if d.block != nil {
+			d.block = drop(d.block, names...)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// DeriveNginxConf turns the project's nginx.conf (written for
+// docker-compose: upstream app1:8080.., listen 80) into one that runs on
+// loopback from dir: the upstream's server lines become upstreams (with
+// the first line's parameters kept), every listen becomes listen, and the
+// process runs in the foreground with its pid, error log and temp files in
+// dir and no access log. Nothing else changes, so the proxy behaviour under
+// test (keepalive, proxy_next_upstream off, timeouts) is the docker one.
+// Run the result as `nginx -p dir -c FILE`.
+func DeriveNginxConf(src []byte, listen string, upstreams []string, dir string) ([]byte, error) {
+	if len(upstreams) == 0 {
+		return nil, errors.New("stack: DeriveNginxConf: no upstreams")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("stack: DeriveNginxConf: %w", err)
+	}
+	ds, err := parseNginx(src)
+	if err != nil {
+		return nil, fmt.Errorf("stack: DeriveNginxConf: %w", err)
+	}
+	https := find(ds, "http")
+	if len(https) != 1 {
+		return nil, fmt.Errorf("stack: DeriveNginxConf: want one http block, found %d", len(https))
+	}
+	http := https[0]
+	ups := find(http.block, "upstream")
+	if len(ups) != 1 {
+		return nil, fmt.Errorf("stack: DeriveNginxConf: want one upstream block, found %d", len(ups))
+	}
+	up := ups[0]
+	servers := find(up.block, "server")
+	if len(servers) == 0 || len(servers[0].args) == 0 {
+		return nil, fmt.Errorf("stack: DeriveNginxConf: upstream %v has no server", up.args)
+	}
+	params := servers[0].args[1:]
+	var body []*directive
+	for _, u := range upstreams {
+		body = append(body, &directive{name: "server", args: append([]string{u}, params...)})
+	}
+	for _, d := range up.block {
+		if d.name != "server" {
+			body = append(body, d)
+		}
+	}
+	up.block = body
+
+	listens := 0
+	for _, srv := range find(http.block, "server") {
+		for _, l := range find(srv.block, "listen") {
+			if len(l.args) == 0 {
+				return nil, errors.New("stack: DeriveNginxConf: listen without an address")
+			}
+			l.args[0] = listen
+			listens++
+		}
+	}
+	if listens == 0 {
+		return nil, errors.New("stack: DeriveNginxConf: no server block with a listen directive")
+	}
+
+	// Logs and temp files into dir; user is dropped (as root nginx then runs
+	// workers as its built-in default user; unprivileged it ignores user).
+	http.block = drop(http.block, "access_log", "error_log",
+		"client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path")
+	// nginx creates each temp dir (the last path element) itself.
+	temp := func(kind string) string { return filepath.Join(dir, "nginx-"+kind+"-temp") }
+	http.block = append([]*directive{
+		{name: "access_log", args: []string{"off"}},
+		{name: "client_body_temp_path", args: []string{temp("client-body")}},
+		{name: "proxy_temp_path", args: []string{temp("proxy")}},
+		{name: "fastcgi_temp_path", args: []string{temp("fastcgi")}},
+		{name: "uwsgi_temp_path", args: []string{temp("uwsgi")}},
+		{name: "scgi_temp_path", args: []string{temp("scgi")}},
+	}, http.block...)
+	top := []*directive{
+		{name: "daemon", args: []string{"off"}},
+		{name: "pid", args: []string{filepath.Join(dir, "nginx.pid")}},
+		{name: "error_log", args: []string{filepath.Join(dir, "nginx-error.log"), "warn"}},
+	}
+	for _, d := range ds {
+		if !contains([]string{"daemon", "pid", "error_log", "user", "master_process"}, d.name) {
+			top = append(top, d)
+		}
+	}
+	out := "# Derived by lockladder/stack from the project's nginx.conf for a loopback run.\n" +
+		"# Regenerated on every start: edit nginx.conf instead.\n"
+	return append([]byte(out), formatNginx(top)...), nil
+}

@@ -1,0 +1,176 @@
+package stack
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+const dockerConf = `# comment
+user nginx;
+worker_processes auto;
+pid /var/run/nginx.pid;
+events { worker_connections 1024; }
+http {
+    access_log /var/log/nginx/access.log;
+    upstream app {
+        server app1:8080 max_fails=0;
+        server app2:8080 max_fails=0;
+        keepalive 64;   # trailing comment
+    }
+    server {
+        listen 80;
+        location / {
+            proxy_pass http://app;
+            proxy_set_header Connection "";
+            proxy_set_header X-Q 'a b;{c}';
+            proxy_next_upstream off;
+            access_log off;
+        }
+    }
+}
+`
+
+func TestDeriveNginxConf(t *testing.T) {
+	out, err := DeriveNginxConf([]byte(dockerConf), "127.0.0.1:9999",
+		[]string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"}, "/run/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := parseNginx(out)
+	if err != nil {
+		t.Fatalf("derived config does not parse: %v\n%s", err, out)
+	}
+	top := map[string][]string{}
+	for _, d := range ds {
+		top[d.name] = d.args
+	}
+	for name, want := range map[string]string{
+		"daemon":    "off",
+		"pid":       "/run/x/nginx.pid",
+		"error_log": "/run/x/nginx-error.log warn",
+	} {
+		if got := strings.Join(top[name], " "); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if _, ok := top["user"]; ok {
+		t.Error("user kept")
+	}
+	http := find(ds, "http")[0]
+	up := find(http.block, "upstream")[0]
+	var servers []string
+	for _, s := range find(up.block, "server") {
+		servers = append(servers, strings.Join(s.args, " "))
+	}
+	want := []string{"127.0.0.1:7001 max_fails=0", "127.0.0.1:7002 max_fails=0", "127.0.0.1:7003 max_fails=0"}
+	if !slices.Equal(servers, want) {
+		t.Errorf("upstream servers = %q, want %q", servers, want)
+	}
+	if len(find(up.block, "keepalive")) != 1 {
+		t.Error("keepalive lost")
+	}
+	srv := find(http.block, "server")[0]
+	if got := find(srv.block, "listen")[0].args; !slices.Equal(got, []string{"127.0.0.1:9999"}) {
+		t.Errorf("listen = %q", got)
+	}
+	loc := find(srv.block, "location")[0]
+	if len(find(loc.block, "access_log")) != 0 {
+		t.Error("a nested access_log survived")
+	}
+	if got := find(http.block, "access_log"); len(got) != 1 || got[0].args[0] != "off" {
+		t.Errorf("http access_log = %v", got)
+	}
+	for _, w := range []string{
+		`proxy_set_header Connection "";`,
+		`proxy_set_header X-Q "a b;{c}";`,
+		"proxy_next_upstream off;",
+		"proxy_temp_path /run/x/nginx-proxy-temp;",
+	} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("derived config lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func TestDeriveNginxConfErrors(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"no http", "events {}", "one http block"},
+		{"no upstream", "http { server { listen 80; } }", "one upstream block"},
+		{"empty upstream", "http { upstream a { keepalive 1; } server { listen 80; } }", "has no server"},
+		{"no listen", "http { upstream a { server x:1; } server { } }", "no server block with a listen"},
+		{"unbalanced", "http { upstream a { server x:1; }", "missing '}'"},
+		{"missing semicolon", "http { upstream a { server x:1 } }", "missing ';'"},
+		{"unterminated string", `http { x "y; }`, "unterminated string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DeriveNginxConf([]byte(tc.src), "127.0.0.1:1", []string{"127.0.0.1:2"}, "/tmp")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The built-in proxy round-robins and never replays a failed request to
+// another instance.
+func TestProxyNoRetry(t *testing.T) {
+	var goodHits, badHits atomic.Int64
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		goodHits.Add(1)
+		w.Header().Set("X-Instance", "good")
+		io.WriteString(w, `{"sold":true}`)
+	}))
+	defer good.Close()
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		badHits.Add(1)
+		// Dies mid-request: the sale may have happened, the answer is lost.
+		c, _, _ := w.(http.Hijacker).Hijack()
+		c.Close()
+	}))
+	defer bad.Close()
+
+	h, err := newProxy([]string{good.URL, bad.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(h)
+	defer front.Close()
+
+	var ok, badGateway int
+	for range 10 {
+		for _, method := range []string{http.MethodPost, http.MethodGet} {
+			req, _ := http.NewRequest(method, front.URL+"/sale?lock=none", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch resp.StatusCode {
+			case http.StatusOK:
+				ok++
+			case http.StatusBadGateway:
+				badGateway++
+				var e struct{ Error, Upstream string }
+				if err := json.Unmarshal(body, &e); err != nil || e.Error == "" || e.Upstream == "" {
+					t.Errorf("502 body = %s (%v), want JSON with error and upstream", body, err)
+				}
+			default:
+				t.Errorf("status %d: %s", resp.StatusCode, body)
+			}
+		}
+	}
+	if ok != 10 || badGateway != 10 {
+		t.Errorf("%d ok, %d bad gateway; want 10 and 10 (round robin)", ok, badGateway)
+	}
+	if goodHits.Load() != 10 || badHits.Load() != 10 {
+		t.Errorf("good saw %d, bad saw %d; want 10 each: a failed request was replayed",
+			goodHits.Load(), badHits.Load())
+	}
+}

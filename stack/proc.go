@@ -1,0 +1,152 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stopGrace is how long a process gets between SIGTERM and SIGKILL.
+const stopGrace = 5 * time.Second
+
+// proc is one OS process the stack started, in its own process group (so
+// nginx's workers go with their master), with stdout and stderr appended to
+// a log file.
+type proc struct {
+	name    string
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{} // closed once Wait has returned
+	waitErr error         // valid after done
+}
+
+// startProc starts path with args in its own process group; output is
+// appended to logPath. A goroutine reaps it, so done closes when it exits.
+// If this process dies, the kernel sends the child SIGKILL.
+func startProc(name, path string, args []string, dir, logPath string) (*proc, error) {
+	return startProcSig(name, path, args, dir, logPath, syscall.SIGKILL)
+}
+
+// startProcSig is startProc with the signal sent on this process's death.
+func startProcSig(name, path string, args []string, dir, logPath string, deathSig syscall.Signal) (*proc, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("stack: %s: log: %w", name, err)
+	}
+	defer f.Close() // the child has its own copy
+	cmd := exec.Command(path, args...)
+	cmd.Dir = dir
+	cmd.Stdout = f
+	cmd.Stderr = f
+	cmd.SysProcAttr = sysProcAttr(deathSig)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("stack: start %s: %w", name, err)
+	}
+	p := &proc{name: name, logPath: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// exited reports whether the process has exited (and been reaped).
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitErr describes how the process ended; call only after done.
+func (p *proc) exitErr() error {
+	if p.waitErr == nil {
+		return errors.New("exit status 0")
+	}
+	return p.waitErr
+}
+
+// stop sends SIGTERM to the process group, SIGKILL after grace, and waits
+// until the leader is reaped and no member of its group is left. Calling it
+// on an exited process only sweeps the group.
+func (p *proc) stop(grace time.Duration) error {
+	pid := p.pid()
+	if !p.exited() {
+		signalGroup(pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			signalGroup(pid, syscall.SIGKILL)
+			select {
+			case <-p.done:
+			case <-time.After(5 * time.Second):
+				return fmt.Errorf("stack: %s (pid %d) did not die after SIGKILL", p.name, pid)
+			}
+		}
+	}
+	// The leader is gone; anything left in its group (an orphaned nginx
+	// worker) is killed too. The group id cannot be reused while the group
+	// has members.
+	for i := 0; groupAlive(pid); i++ {
+		if i == 0 {
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		if i > 100 {
+			return fmt.Errorf("stack: %s: process group %d survives SIGKILL", p.name, pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// signalGroup signals the process group led by pid, or pid alone if it
+// leads none.
+func signalGroup(pid int, sig syscall.Signal) {
+	if err := syscall.Kill(-pid, sig); err != nil {
+		syscall.Kill(pid, sig)
+	}
+}
+
+func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
+
+// logTail returns the last n bytes of a log file, for error messages.
+func logTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		f.Seek(st.Size()-n, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	if len(b) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n--- %s (tail) ---\n%s", filepath.Base(path), b)
+}
+
+// logger serialises progress lines from the supervisor goroutines.
+type logger struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *logger) printf(format string, args ...any) {
+	if l == nil || l.w == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, format+"\n", args...)
+}

@@ -1,0 +1,291 @@
+package stack
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+)
+
+// expireTick is how often an embedded miniredis is fast-forwarded to the
+// wall clock, so keys with a TTL expire in real time (miniredis alone only
+// expires keys when told to).
+const expireTick = 10 * time.Millisecond
+
+// Redis is one Redis server on loopback: a real redis-server process or an
+// embedded miniredis served over TCP from this process.
+type Redis struct {
+	addr    string
+	version string
+	lg      *logger
+
+	// real
+	proc  *proc
+	dir   string
+	rmDir bool
+
+	// embedded
+	mini     *miniredis.Miniredis
+	stopTick chan struct{}
+	tickDone chan struct{}
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartRedis starts a standalone Redis on addr ("" or port 0: a free
+// loopback port) and returns once it answers PING. Real runs redis-server
+// with nothing persisted, in a temp dir removed by Stop; Embedded serves
+// miniredis from this process; Auto picks redis-server when it is on PATH
+// and otherwise falls back to miniredis, unless requireReal is set, in
+// which case a missing redis-server is an error. Progress lines go to log
+// (nil: discarded).
+func StartRedis(ctx context.Context, addr string, mode Mode, requireReal bool, log io.Writer) (*Redis, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	return startRedis(ctx, addr, mode, requireReal, "", &logger{w: log})
+}
+
+// startRedis is StartRedis with a run dir ("" = a temp dir of its own).
+func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, dir string, lg *logger) (*Redis, error) {
+	real, bin, err := resolveMode(mode, "redis-server", requireReal)
+	if err != nil {
+		return nil, fmt.Errorf("stack: redis: %w", err)
+	}
+	if !real {
+		if mode != Embedded {
+			lg.printf("redis-server not found on PATH: using embedded miniredis (Redis-compatible, in this process)")
+		}
+		return startMiniredis(addr, lg)
+	}
+	return startRedisServer(ctx, bin, addr, dir, lg)
+}
+
+// resolveMode decides between the real binary and the embedded fallback.
+func resolveMode(mode Mode, binary string, requireReal bool) (real bool, path string, err error) {
+	switch mode {
+	case Embedded:
+		return false, "", nil
+	case Real, Auto, "":
+		path, err := exec.LookPath(binary)
+		if err == nil {
+			return true, path, nil
+		}
+		if mode == Real {
+			return false, "", fmt.Errorf("mode %q needs %s: %w", Real, binary, err)
+		}
+		if requireReal {
+			return false, "", fmt.Errorf("%s not found on PATH and RequireReal is set (CI=true): install it rather than falling back: %w", binary, err)
+		}
+		return false, "", nil
+	default:
+		return false, "", fmt.Errorf("unknown mode %q (want %q, %q or %q)", mode, Auto, Real, Embedded)
+	}
+}
+
+func startMiniredis(addr string, lg *logger) (*Redis, error) {
+	m := miniredis.NewMiniRedis()
+	if err := m.StartAddr(addr); err != nil {
+		return nil, fmt.Errorf("stack: embedded miniredis on %s: %w", addr, err)
+	}
+	r := &Redis{
+		addr:     m.Addr(),
+		version:  moduleVersion("github.com/alicebob/miniredis/v2"),
+		lg:       lg,
+		mini:     m,
+		stopTick: make(chan struct{}),
+		tickDone: make(chan struct{}),
+	}
+	go r.tick()
+	lg.printf("%s", r.summary())
+	return r, nil
+}
+
+// tick advances miniredis's clock with the wall clock.
+func (r *Redis) tick() {
+	defer close(r.tickDone)
+	t := time.NewTicker(expireTick)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-r.stopTick:
+			return
+		case now := <-t.C:
+			r.mini.FastForward(now.Sub(last))
+			last = now
+		}
+	}
+}
+
+func startRedisServer(ctx context.Context, bin, addr, dir string, lg *logger) (r *Redis, err error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("stack: redis address %q: %w", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if port == "0" {
+		if port, err = freePort(host); err != nil {
+			return nil, err
+		}
+	}
+	r = &Redis{addr: net.JoinHostPort(host, port), lg: lg, dir: dir}
+	if dir == "" {
+		if r.dir, err = os.MkdirTemp("", "lockladder-redis-"); err != nil {
+			return nil, fmt.Errorf("stack: redis: %w", err)
+		}
+		r.rmDir = true
+	}
+	defer func() {
+		if err != nil {
+			r.Stop()
+		}
+	}()
+	r.version = binaryVersion(bin, `v=(\S+)`, "--version")
+	// Nothing persisted, nothing shared with a Redis the user runs: own
+	// port, loopback only, own dir.
+	args := []string{
+		"--port", port, "--bind", host,
+		"--save", "", "--appendonly", "no",
+		"--daemonize", "no", "--dir", r.dir,
+		"--pidfile", filepath.Join(r.dir, "redis-"+port+".pid"),
+	}
+	r.proc, err = startProc("redis-server", bin, args, r.dir, filepath.Join(r.dir, "redis-"+port+".log"))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for {
+		if err := ping(ctx, r.addr); err == nil {
+			break
+		}
+		select {
+		case <-r.proc.done:
+			return nil, fmt.Errorf("stack: redis-server on %s exited: %v%s", r.addr, r.proc.exitErr(), logTail(r.proc.logPath, 2048))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stack: redis-server on %s: no PONG: %w%s", r.addr, ctx.Err(), logTail(r.proc.logPath, 2048))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	lg.printf("%s", r.summary())
+	return r, nil
+}
+
+// ping sends one PING over a fresh connection and wants +PONG.
+func ping(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: 500 * time.Millisecond}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := io.WriteString(c, "*1\r\n$4\r\nPING\r\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("PING: %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// Addr is the host:port the server listens on.
+func (r *Redis) Addr() string { return r.addr }
+
+// Embedded reports whether this is miniredis in this process.
+func (r *Redis) Embedded() bool { return r.mini != nil }
+
+// Pid is the redis-server process id, 0 when embedded.
+func (r *Redis) Pid() int {
+	if r.proc == nil {
+		return 0
+	}
+	return r.proc.pid()
+}
+
+func (r *Redis) summary() string {
+	if r.mini != nil {
+		return fmt.Sprintf("redis: embedded miniredis %s on %s (in this process; TTLs advanced every %s)", r.version, r.addr, expireTick)
+	}
+	return fmt.Sprintf("redis: redis-server %s on %s (pid %d)", r.version, r.addr, r.Pid())
+}
+
+// Stop stops the server (SIGTERM, SIGKILL after a grace period) and waits
+// for it; it is idempotent.
+func (r *Redis) Stop() error {
+	r.stopOnce.Do(func() {
+		if r.mini != nil {
+			close(r.stopTick)
+			<-r.tickDone
+			r.mini.Close()
+		}
+		if r.proc != nil {
+			r.stopErr = r.proc.stop(stopGrace)
+		}
+		if r.rmDir {
+			r.stopErr = errors.Join(r.stopErr, os.RemoveAll(r.dir))
+		}
+	})
+	return r.stopErr
+}
+
+// freePort asks the kernel for a free TCP port on host and releases it for
+// a child process to bind.
+func freePort(host string) (string, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", fmt.Errorf("stack: free port on %s: %w", host, err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port, nil
+}
+
+// binaryVersion runs bin args and returns the first submatch of re in its
+// output, or "(unknown version)".
+func binaryVersion(bin, re string, args ...string) string {
+	out, _ := exec.Command(bin, args...).CombinedOutput()
+	if m := regexp.MustCompile(re).FindSubmatch(out); m != nil {
+		return string(m[1])
+	}
+	return "(unknown version)"
+}
+
+// moduleVersion is the version of a module linked into this binary.
+func moduleVersion(path string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == path {
+				return m.Version
+			}
+		}
+	}
+	return "(unknown version)"
+}
+
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}

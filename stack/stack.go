@@ -1,0 +1,557 @@
+// Package stack runs the lab's topology on loopback: one Redis, several
+// app instances (each its own OS process, supervised and restarted if it
+// dies) and a load balancer in front of them, the same shape as
+// docker-compose.yml. Real redis-server and nginx are used when they are on
+// PATH; otherwise an embedded miniredis and a built-in Go reverse proxy
+// stand in, and the stack says so (Summary). Every process it starts is
+// stopped by pid.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Mode selects a real binary or its in-process stand-in.
+type Mode string
+
+const (
+	// Auto uses the real binary when it is on PATH, else the stand-in
+	// (or fails when Config.RequireReal is set).
+	Auto Mode = "auto"
+	// Real requires the binary: redis-server, or nginx for the LB.
+	Real Mode = "real"
+	// Embedded uses miniredis for Redis, the built-in Go proxy for the LB.
+	Embedded Mode = "embedded"
+)
+
+// Defaults for Config.
+const (
+	DefaultInstances   = 3
+	DefaultLBAddr      = "127.0.0.1:8080"
+	DefaultAppBasePort = 8081
+	DefaultRedisAddr   = "127.0.0.1:6380"
+)
+
+// Config describes a stack. The zero value means the defaults below.
+type Config struct {
+	Dir         string    // run dir: derived nginx conf, logs, pid files; "" = a new temp dir removed on Stop
+	Instances   int       // default 3
+	LBAddr      string    // default 127.0.0.1:8080; "127.0.0.1:0" = pick a free port
+	AppBasePort int       // default 8081, instances on base, base+1, ...; 0 with LBAddr port 0 => free ports
+	RedisAddr   string    // default 127.0.0.1:6380; port 0 = free port
+	Redis       Mode      // Auto: real redis-server if on PATH else embedded miniredis
+	LB          Mode      // Auto: nginx if on PATH else built-in Go reverse proxy
+	RequireReal bool      // Auto with a missing binary is an error, never a fallback (set it when CI=true)
+	AppBinary   string    // the built app binary; default bin/app in the repo root
+	AppArgs     []string  // extra flags passed to every instance (e.g. -lock-ttl 2s)
+	NginxConf   string    // the project's nginx.conf to derive from; default nginx.conf in the repo root
+	Log         io.Writer // human progress lines; nil = discard
+
+	// StartTimeout bounds Start when ctx has no deadline; default 30s.
+	StartTimeout time.Duration
+}
+
+// Stack is a running topology. Its methods are safe for concurrent use.
+type Stack struct {
+	cfg   Config
+	dir   string
+	rmDir bool
+	lg    *logger
+
+	redis     *Redis
+	instances []*instance
+	lbAddr    string
+	nginx     *proc
+	nginxVer  string
+	proxy     *proxyServer
+
+	life     context.Context // cancelled by Stop: supervisors return
+	end      context.CancelFunc
+	wg       sync.WaitGroup
+	restarts atomic.Int64
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// instance is one supervised app process.
+type instance struct {
+	name, addr string
+	args       []string
+	logPath    string
+
+	mu      sync.Mutex
+	p       *proc
+	started time.Time
+}
+
+func (in *instance) current() *proc {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.p
+}
+
+var healthClient = &http.Client{
+	Timeout:   2 * time.Second,
+	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+}
+
+// Start starts Redis, the app instances and the load balancer, and returns
+// once every instance and the load balancer answer GET /healthz with 200.
+// ctx bounds the start only. On any failure it stops whatever it started.
+func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Stack{cfg: cfg, lg: &logger{w: cfg.Log}}
+	s.life, s.end = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	ctx, cancel := withDefaultTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+
+	// Decide both modes before starting anything.
+	realRedis, _, err := resolveMode(cfg.Redis, "redis-server", cfg.RequireReal)
+	if err != nil {
+		return nil, fmt.Errorf("stack: redis: %w", err)
+	}
+	realLB, nginxBin, err := resolveMode(cfg.LB, "nginx", cfg.RequireReal)
+	if err != nil {
+		return nil, fmt.Errorf("stack: lb: %w", err)
+	}
+	if _, err := os.Stat(cfg.AppBinary); err != nil {
+		return nil, fmt.Errorf("stack: app binary: %w (build it: go build -o bin/app ./cmd/app)", err)
+	}
+	if realLB {
+		if _, err := os.Stat(cfg.NginxConf); err != nil {
+			return nil, fmt.Errorf("stack: nginx: %w (set Config.NginxConf)", err)
+		}
+	}
+
+	// A fixed port already taken would be worse than a failure: the health
+	// checks could be answered by whatever holds it (another stack).
+	if err := checkPortsFree(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.makeDir(); err != nil {
+		return nil, err
+	}
+	redisMode := Embedded
+	if realRedis {
+		redisMode = Real
+	} else if cfg.Redis != Embedded {
+		s.lg.printf("redis-server not found on PATH: using embedded miniredis (Redis-compatible, in this process)")
+	}
+	if s.redis, err = startRedis(ctx, cfg.RedisAddr, redisMode, cfg.RequireReal, s.dir, s.lg); err != nil {
+		return nil, err
+	}
+
+	if err := s.startInstances(ctx); err != nil {
+		return nil, err
+	}
+
+	targets := s.InstanceURLs()
+	if realLB {
+		host, port, _ := net.SplitHostPort(cfg.LBAddr)
+		if port == "0" {
+			if port, err = freePort(host); err != nil {
+				return nil, err
+			}
+		}
+		s.lbAddr = net.JoinHostPort(host, port)
+		s.nginxVer = binaryVersion(nginxBin, `nginx/(\S+)`, "-v")
+		var ups []string
+		for _, in := range s.instances {
+			ups = append(ups, in.addr)
+		}
+		s.nginx, err = startNginx(ctx, nginxBin, cfg.NginxConf, s.dir, s.lbAddr, ups)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		if cfg.LB != Embedded {
+			s.lg.printf("nginx not found on PATH: using the built-in Go reverse proxy (round robin, no retry, in this process)")
+		}
+		if s.proxy, err = startProxy(cfg.LBAddr, targets); err != nil {
+			return nil, err
+		}
+		s.lbAddr = s.proxy.addr
+	}
+	var lbDone <-chan struct{}
+	if s.nginx != nil {
+		lbDone = s.nginx.done
+	}
+	// Round robin: one health check per instance goes through each of them.
+	for range s.instances {
+		if err := waitHealthy(ctx, s.URL(), lbDone); err != nil {
+			return nil, fmt.Errorf("stack: load balancer: %w", err)
+		}
+	}
+	s.lg.printf("%s", s.lbSummary())
+
+	for _, in := range s.instances {
+		s.wg.Add(1)
+		go s.supervise(in)
+	}
+	s.lg.printf("stack: up at %s", s.URL())
+	return s, nil
+}
+
+// appPorts returns the instances' ports, or nil when they are to be free
+// ports picked at start.
+func (c *Config) appPorts() []int {
+	_, lbPort, _ := net.SplitHostPort(c.LBAddr)
+	if lbPort == "0" && c.AppBasePort == 0 {
+		return nil
+	}
+	base := c.AppBasePort
+	if base == 0 {
+		base = DefaultAppBasePort
+	}
+	ports := make([]int, c.Instances)
+	for i := range ports {
+		ports[i] = base + i
+	}
+	return ports
+}
+
+// checkPortsFree fails if a fixed port of the stack is already in use.
+func checkPortsFree(c Config) error {
+	addrs := []string{c.RedisAddr, c.LBAddr}
+	for _, p := range c.appPorts() {
+		addrs = append(addrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+	}
+	for _, a := range addrs {
+		if _, port, _ := net.SplitHostPort(a); port == "0" {
+			continue
+		}
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			return fmt.Errorf("stack: %s is not free (another stack up? stop it with `go run ./cmd/stack down`): %w", a, err)
+		}
+		ln.Close()
+	}
+	return nil
+}
+
+func (c *Config) setDefaults() error {
+	if c.Instances == 0 {
+		c.Instances = DefaultInstances
+	}
+	if c.Instances < 0 {
+		return fmt.Errorf("stack: Instances = %d", c.Instances)
+	}
+	if c.LBAddr == "" {
+		c.LBAddr = DefaultLBAddr
+	}
+	if _, _, err := net.SplitHostPort(c.LBAddr); err != nil {
+		return fmt.Errorf("stack: LBAddr: %w", err)
+	}
+	if c.RedisAddr == "" {
+		c.RedisAddr = DefaultRedisAddr
+	}
+	if c.Redis == "" {
+		c.Redis = Auto
+	}
+	if c.LB == "" {
+		c.LB = Auto
+	}
+	if c.AppBinary == "" {
+		c.AppBinary = repoPath("bin", "app")
+	}
+	if c.NginxConf == "" {
+		c.NginxConf = repoPath("nginx.conf")
+	}
+	// Children run in the run dir: make the paths absolute now.
+	var err error
+	if c.AppBinary, err = absBinary(c.AppBinary); err != nil {
+		return fmt.Errorf("stack: AppBinary: %w", err)
+	}
+	if c.NginxConf, err = filepath.Abs(c.NginxConf); err != nil {
+		return fmt.Errorf("stack: NginxConf: %w", err)
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = 30 * time.Second
+	}
+	return nil
+}
+
+// absBinary makes a binary path absolute; a bare name is looked up on PATH.
+func absBinary(p string) (string, error) {
+	if !strings.ContainsRune(p, filepath.Separator) {
+		if lp, err := exec.LookPath(p); err == nil {
+			p = lp
+		}
+	}
+	return filepath.Abs(p)
+}
+
+// repoPath joins elem to the repo root: the nearest directory at or above
+// the working directory holding go.mod (the working directory if none).
+func repoPath(elem ...string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return filepath.Join(elem...)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(append([]string{d}, elem...)...)
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Join(append([]string{wd}, elem...)...)
+		}
+	}
+}
+
+func (s *Stack) makeDir() error {
+	if s.cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "lockladder-stack-")
+		if err != nil {
+			return fmt.Errorf("stack: run dir: %w", err)
+		}
+		s.dir, s.rmDir = d, true
+		// nginx workers (unprivileged when we are root) use temp dirs in here.
+		return os.Chmod(d, 0o755)
+	}
+	d, err := filepath.Abs(s.cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("stack: run dir: %w", err)
+	}
+	s.dir = d
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("stack: run dir: %w", err)
+	}
+	return nil
+}
+
+// startInstances starts every app process and waits until each is healthy.
+func (s *Stack) startInstances(ctx context.Context) error {
+	fixed := s.cfg.appPorts()
+	for i := range s.cfg.Instances {
+		var port string
+		if fixed != nil {
+			port = strconv.Itoa(fixed[i])
+		} else {
+			var err error
+			if port, err = freePort("127.0.0.1"); err != nil {
+				return err
+			}
+		}
+		name := fmt.Sprintf("app%d", i+1)
+		in := &instance{
+			name:    name,
+			addr:    net.JoinHostPort("127.0.0.1", port),
+			logPath: filepath.Join(s.dir, name+".log"),
+		}
+		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", s.redis.Addr()}, s.cfg.AppArgs...)
+		s.instances = append(s.instances, in)
+		p, err := startProc(name, s.cfg.AppBinary, in.args, s.dir, in.logPath)
+		if err != nil {
+			return err
+		}
+		in.p, in.started = p, time.Now()
+	}
+	errs := make([]error, len(s.instances))
+	var wg sync.WaitGroup
+	for i, in := range s.instances {
+		wg.Go(func() {
+			if err := waitHealthy(ctx, "http://"+in.addr, in.p.done); err != nil {
+				errs[i] = fmt.Errorf("stack: %s on %s: %w%s", in.name, in.addr, err, logTail(in.logPath, 2048))
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, in := range s.instances {
+		s.lg.printf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.p.pid(), in.logPath)
+	}
+	return nil
+}
+
+// waitHealthy polls base+"/healthz" until it answers 200, exited closes
+// (the process died) or ctx ends.
+func waitHealthy(ctx context.Context, base string, exited <-chan struct{}) error {
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+		resp, err := healthClient.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("GET /healthz: %s", resp.Status)
+		} else {
+			last = err
+		}
+		select {
+		case <-exited:
+			return errors.New("process exited before it was healthy")
+		case <-ctx.Done():
+			return fmt.Errorf("not healthy: %w (last: %v)", ctx.Err(), last)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// supervise restarts in whenever its process exits while the stack is up,
+// with a backoff that grows while it keeps crashing early.
+func (s *Stack) supervise(in *instance) {
+	defer s.wg.Done()
+	backoff := 100 * time.Millisecond
+	for {
+		p := in.current()
+		select {
+		case <-s.life.Done():
+			return
+		case <-p.done:
+		}
+		if s.life.Err() != nil { // stopping: not a crash
+			return
+		}
+		n := s.restarts.Add(1)
+		if time.Since(in.started) > 10*time.Second {
+			backoff = 100 * time.Millisecond
+		}
+		s.lg.printf("%s: pid %d exited unexpectedly (%v); restarting in %s (restart #%d)", in.name, p.pid(), p.exitErr(), backoff, n)
+		for {
+			select {
+			case <-s.life.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			np, err := startProc(in.name, s.cfg.AppBinary, in.args, s.dir, in.logPath)
+			if err != nil {
+				s.lg.printf("%s: restart failed: %v; retrying in %s", in.name, err, backoff)
+				continue
+			}
+			in.mu.Lock()
+			in.p, in.started = np, time.Now()
+			in.mu.Unlock()
+			s.lg.printf("%s: restarted as pid %d", in.name, np.pid())
+			break
+		}
+		// Say when it is serving again; if it dies first the loop above sees it.
+		ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
+		np := in.current()
+		if waitHealthy(ctx, "http://"+in.addr, np.done) == nil {
+			s.lg.printf("%s: healthy again (pid %d)", in.name, np.pid())
+		}
+		cancel()
+	}
+}
+
+// URL is the load balancer's base URL, e.g. "http://127.0.0.1:8080".
+func (s *Stack) URL() string { return "http://" + s.lbAddr }
+
+// InstanceURLs are the direct base URLs of the app instances.
+func (s *Stack) InstanceURLs() []string {
+	urls := make([]string, len(s.instances))
+	for i, in := range s.instances {
+		urls[i] = "http://" + in.addr
+	}
+	return urls
+}
+
+// RedisAddr is the host:port of the stack's Redis.
+func (s *Stack) RedisAddr() string { return s.redis.Addr() }
+
+// Dir is the run dir (logs, derived nginx.conf, pid files).
+func (s *Stack) Dir() string { return s.dir }
+
+// Restarts counts instance restarts by the supervisor.
+func (s *Stack) Restarts() int { return int(s.restarts.Load()) }
+
+// Pids lists every OS process the stack started and runs now (after Stop:
+// the last ones): redis-server, the nginx master, the app instances.
+func (s *Stack) Pids() []int {
+	var pids []int
+	if s.redis != nil && s.redis.Pid() != 0 {
+		pids = append(pids, s.redis.Pid())
+	}
+	if s.nginx != nil {
+		pids = append(pids, s.nginx.pid())
+	}
+	for _, in := range s.instances {
+		if p := in.current(); p != nil {
+			pids = append(pids, p.pid())
+		}
+	}
+	return pids
+}
+
+// Summary says, one line per component, what runs: real or embedded Redis,
+// nginx or the built-in proxy, each app instance, with versions and pids.
+func (s *Stack) Summary() []string {
+	lines := []string{s.redis.summary()}
+	for _, in := range s.instances {
+		lines = append(lines, fmt.Sprintf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.current().pid(), in.logPath))
+	}
+	lines = append(lines, s.lbSummary())
+	if n := s.Restarts(); n > 0 {
+		lines = append(lines, fmt.Sprintf("supervisor: %d instance restart(s)", n))
+	}
+	return lines
+}
+
+func (s *Stack) lbSummary() string {
+	if s.nginx != nil {
+		return fmt.Sprintf("lb: nginx %s on %s -> %d instances (pid %d, config %s)",
+			s.nginxVer, s.lbAddr, len(s.instances), s.nginx.pid(), filepath.Join(s.dir, "nginx.conf"))
+	}
+	return fmt.Sprintf("lb: built-in Go reverse proxy on %s -> %d instances (round robin, no retry; in this process)",
+		s.lbAddr, len(s.instances))
+}
+
+// Stop stops the load balancer, the instances and Redis, each by pid
+// (SIGTERM, then SIGKILL after a grace period), waits for them and removes
+// a temp run dir. It is idempotent and safe after a failed Start.
+func (s *Stack) Stop() error {
+	s.stopOnce.Do(func() {
+		s.end()
+		s.wg.Wait()
+		var errs []error
+		if s.proxy != nil {
+			errs = append(errs, s.proxy.stop(stopGrace))
+		}
+		if s.nginx != nil {
+			errs = append(errs, s.nginx.stop(stopGrace))
+		}
+		appErrs := make([]error, len(s.instances))
+		var wg sync.WaitGroup
+		for i, in := range s.instances {
+			if p := in.current(); p != nil {
+				wg.Go(func() { appErrs[i] = p.stop(stopGrace) })
+			}
+		}
+		wg.Wait()
+		errs = append(errs, appErrs...)
+		if s.redis != nil {
+			errs = append(errs, s.redis.Stop())
+		}
+		if s.rmDir {
+			errs = append(errs, os.RemoveAll(s.dir))
+		}
+		s.stopErr = errors.Join(errs...)
+	})
+	return s.stopErr
+}
