@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// up starts a detached stack and records it; a second up says it is up;
+// down stops every recorded process and removes the state file.
+func TestUpDown(t *testing.T) {
+	bin := t.TempDir()
+	for _, pkg := range []string{"app", "stack"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, pkg), "../"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go build ./cmd/%s: %v\n%s", pkg, err, out)
+		}
+	}
+	dir := t.TempDir()
+	stackCmd := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, "stack"), args...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("stack %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	flags := []string{"-dir", dir, "-lb-port", "0", "-app-port", "0", "-redis-port", "0",
+		"-app", filepath.Join(bin, "app"), "-nginx-conf", "../../nginx.conf"}
+
+	out := stackCmd(append([]string{"up"}, append(flags, "--", "-lock-ttl", "3s")...)...)
+	t.Cleanup(func() { exec.Command(filepath.Join(bin, "stack"), "down", "-dir", dir).Run() })
+	t.Log(out)
+	st, err := readState(filepath.Join(dir, "stack.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "up at "+st.URL) {
+		t.Errorf("up printed %q, want the URL %s", out, st.URL)
+	}
+	if len(st.Procs) < 3 {
+		t.Fatalf("state records %d processes: %+v", len(st.Procs), st)
+	}
+	resp, err := http.Get(st.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /healthz via the LB: %s", resp.Status)
+	}
+
+	if out := stackCmd(append([]string{"up"}, flags...)...); !strings.Contains(out, "already up") {
+		t.Errorf("second up printed %q, want already up", out)
+	}
+
+	out = stackCmd("down", "-dir", dir)
+	t.Log(out)
+	if !strings.Contains(out, "stack stopped") {
+		t.Errorf("down printed %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stack.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("state file left behind: %v", err)
+	}
+	for _, p := range append(st.Procs, procRef{st.Pid, st.Start}) {
+		// The supervisor's parent is init here, which may reap it late.
+		for end := time.Now().Add(5 * time.Second); alive(p.Pid, p.Start) && time.Now().Before(end); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(p.Pid, p.Start) {
+			t.Errorf("pid %d alive after down", p.Pid)
+		}
+		if m := groupMembers(p.Pid); len(m) > 0 && samePid(p.Pid, p.Start) {
+			t.Errorf("process group %d alive after down: %v", p.Pid, m)
+		}
+	}
+	if out := stackCmd("down", "-dir", dir); !strings.Contains(out, "nothing is up") {
+		t.Errorf("down with nothing up printed %q", out)
+	}
+}
