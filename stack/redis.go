@@ -46,15 +46,16 @@ type Redis struct {
 }
 
 // StartRedis starts a standalone Redis on addr ("" or port 0: a free
-// loopback port) and returns once it answers PING. Real runs redis-server
+// port; no host: 127.0.0.1) and returns once it answers PING. Real runs redis-server
 // with nothing persisted, in a temp dir removed by Stop; Embedded serves
 // miniredis from this process; Auto picks redis-server when it is on PATH
 // and otherwise falls back to miniredis, unless requireReal is set, in
 // which case a missing redis-server is an error. Progress lines go to log
 // (nil: discarded).
 func StartRedis(ctx context.Context, addr string, mode Mode, requireReal bool, log io.Writer) (*Redis, error) {
-	if addr == "" {
-		addr = "127.0.0.1:0"
+	addr, err := loopback(addr, "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("stack: redis address: %w", err)
 	}
 	return startRedis(ctx, addr, mode, requireReal, "", &logger{w: log})
 }

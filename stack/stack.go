@@ -212,6 +212,22 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	return s, nil
 }
 
+// loopback defaults addr to def and an empty host to 127.0.0.1: the stack
+// never listens on every interface by accident.
+func loopback(addr, def string) (string, error) {
+	if addr == "" {
+		return def, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
 // appPorts returns the instances' ports, or nil when they are to be free
 // ports picked at start.
 func (c *Config) appPorts() []int {
@@ -256,14 +272,12 @@ func (c *Config) setDefaults() error {
 	if c.Instances < 0 {
 		return fmt.Errorf("stack: Instances = %d", c.Instances)
 	}
-	if c.LBAddr == "" {
-		c.LBAddr = DefaultLBAddr
-	}
-	if _, _, err := net.SplitHostPort(c.LBAddr); err != nil {
+	var err error
+	if c.LBAddr, err = loopback(c.LBAddr, DefaultLBAddr); err != nil {
 		return fmt.Errorf("stack: LBAddr: %w", err)
 	}
-	if c.RedisAddr == "" {
-		c.RedisAddr = DefaultRedisAddr
+	if c.RedisAddr, err = loopback(c.RedisAddr, DefaultRedisAddr); err != nil {
+		return fmt.Errorf("stack: RedisAddr: %w", err)
 	}
 	if c.Redis == "" {
 		c.Redis = Auto
@@ -278,7 +292,6 @@ func (c *Config) setDefaults() error {
 		c.NginxConf = repoPath("nginx.conf")
 	}
 	// Children run in the run dir: make the paths absolute now.
-	var err error
 	if c.AppBinary, err = absBinary(c.AppBinary); err != nil {
 		return fmt.Errorf("stack: AppBinary: %w", err)
 	}
