@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -38,14 +39,15 @@ func acquire(ctx context.Context, o Options, try func(context.Context) (bool, er
 	}()
 	for {
 		ok, err := try(ctx)
-		if ok {
+		switch {
+		case ok:
 			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, o.Wait, ctx.Err())
-		}
-		if err != nil {
+		case err != nil && !errors.Is(err, ctx.Err()):
+			// The back end failed (Redis unreachable, say): report that,
+			// not a lock that merely seemed busy.
 			return err
+		case ctx.Err() != nil:
+			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, o.Wait, ctx.Err())
 		}
 		d := backoff.NextBackoff()
 		if timer == nil {

@@ -55,6 +55,9 @@ func run() error {
 		ReadTimeout:  *redisTimeout,
 		WriteTimeout: *redisTimeout,
 		PoolSize:     *pool,
+		// One dial attempt: with Redis down, fail the request at once
+		// rather than after go-redis's default five attempts 100ms apart.
+		DialerRetries: 1,
 		// No automatic retries: go-redis would resend a command whose reply
 		// timed out, and a sale that already ran would run twice. A failed
 		// call fails the request (503) instead.

@@ -1,0 +1,55 @@
+# lockladder: which Redis locks oversell, and what each fix costs.
+#
+#   make demo    bring the stack up, run the comparison, show the results
+#   make test    run the tests
+
+# Sizes and ports; override like `make bench N=1000 C=50`.
+N         ?= 5000
+C         ?= 100
+STOCK     ?= 1000
+INSTANCES ?= 3
+LB_PORT   ?= 8080
+APP_PORT  ?= 8081
+REDIS_PORT ?= 6380
+LOCKS     ?=
+OUT       ?= results
+
+GO      ?= go
+BIN     := bin
+STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES)
+BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS))
+
+.PHONY: all build demo up down bench test vet lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+## demo: start Redis, 3 app instances and a load balancer, benchmark every lock, keep serving until Ctrl-C
+demo: build
+	$(BIN)/stack demo $(STACK_FLAGS) $(BENCH_FLAGS)
+
+## up / down: the same stack in the background
+up: build
+	$(BIN)/stack up $(STACK_FLAGS)
+
+down: build
+	$(BIN)/stack down
+
+## bench: the comparison against a running stack (starts one if none answers)
+bench: build
+	$(BIN)/bench -url http://127.0.0.1:$(LB_PORT) $(STACK_FLAGS) $(BENCH_FLAGS)
+
+## test: vet, then every test (real redis-server and nginx when installed; required under CI=true)
+test: vet
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+vet:
+	$(GO) vet ./...
+
+lint: vet
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
+
+clean:
+	rm -rf $(BIN) .run

@@ -1,0 +1,148 @@
+// Package e2e runs the whole path: a Redis, three app instances behind a
+// load balancer, and the benchmark through it, then judges every lock from
+// the counters it reads back. With redis-server and nginx installed it uses
+// them; under CI=true it requires them.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/stack"
+)
+
+// appBinary is built once for every test in this package.
+var appBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lockladder-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	appBinary = filepath.Join(dir, "app")
+	build := exec.Command("go", "build", "-o", appBinary, "../cmd/app")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build app:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// startStack brings up the stack on free loopback ports and stops it when
+// the test ends, checking that none of its processes survives.
+func startStack(t *testing.T) *stack.Stack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := stack.Start(ctx, stack.Config{
+		Dir:         t.TempDir(),
+		Instances:   3,
+		LBAddr:      "127.0.0.1:0",
+		AppBasePort: 0,
+		RedisAddr:   "127.0.0.1:0",
+		RequireReal: redistest.CI(),
+		AppBinary:   appBinary,
+		NginxConf:   "../nginx.conf",
+		Log:         logWriter{t},
+	})
+	if err != nil {
+		t.Fatalf("start stack: %v", err)
+	}
+	t.Cleanup(func() {
+		pids := st.Pids()
+		if err := st.Stop(); err != nil {
+			t.Errorf("stop stack: %v", err)
+		}
+		for _, pid := range pids {
+			if syscall.Kill(pid, 0) == nil {
+				t.Errorf("pid %d still alive after Stop", pid)
+			}
+		}
+	})
+	return st
+}
+
+// TestLadderThroughLoadBalancer is the ab -n N -c C test of the articles,
+// smaller: through the load balancer and three instances, none and local
+// lose updates, lua and atomic are exact.
+func TestLadderThroughLoadBalancer(t *testing.T) {
+	st := startStack(t)
+	const requests, concurrency, stock = 1500, 60, 300
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rows, err := bench.Run(ctx, bench.Config{
+		URL:         st.URL(),
+		Locks:       []string{"none", "local", "lua", "atomic"},
+		Endpoints:   []string{"sale", "testLock"},
+		Requests:    requests,
+		Concurrency: concurrency,
+		Stock:       stock,
+	})
+	if err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	var table strings.Builder
+	bench.WriteTable(&table, rows)
+	t.Log("\n" + table.String())
+
+	if len(rows) != 8 {
+		t.Fatalf("%d rows, want 8", len(rows))
+	}
+	for _, r := range rows {
+		t.Run(r.Lock+"/"+r.Endpoint, func(t *testing.T) {
+			answered := r.OK
+			for _, n := range r.Codes {
+				answered += n
+			}
+			if r.Requests != requests || answered != requests {
+				t.Fatalf("requests %d, answers %d (codes %v), want %d", r.Requests, answered, r.Codes, requests)
+			}
+			if len(r.Instances) != 3 {
+				t.Errorf("successes came from %v, want all 3 instances", r.Instances)
+			}
+			switch r.Lock {
+			case "none", "local":
+				// The lock does not exclude across instances: the race shows.
+				if r.Endpoint == "sale" && (r.Verdict != "OVERSOLD" || r.Oversold <= 0) {
+					t.Errorf("verdict %s, oversold %d: want OVERSOLD", r.Verdict, r.Oversold)
+				}
+				if r.Endpoint == "testLock" && (r.Verdict != "LOST UPDATES" || r.LostUpdates <= 0) {
+					t.Errorf("verdict %s, lost %d: want LOST UPDATES", r.Verdict, r.LostUpdates)
+				}
+			case "lua", "atomic":
+				if r.Verdict != "SAFE" {
+					t.Errorf("verdict %s: want SAFE", r.Verdict)
+				}
+				if r.Endpoint == "sale" {
+					// Exact: the whole stock sold, once each, and the
+					// independent sold counter agrees.
+					if r.OK != stock || r.Remaining != 0 || r.Sold != stock || r.Oversold != 0 {
+						t.Errorf("ok %d, remaining %d, sold %d: want exactly the stock %d sold", r.OK, r.Remaining, r.Sold, stock)
+					}
+				} else if int64(r.OK) != r.Num || r.LostUpdates != 0 {
+					t.Errorf("ok %d, num %d: want equal", r.OK, r.Num)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,226 @@
+package handlers_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/handlers"
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
+)
+
+type env struct {
+	router http.Handler
+	mr     *miniredis.Miniredis
+	rdb    *redis.Client
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	gin.SetMode(gin.TestMode)
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	r := handlers.New(handlers.Config{
+		Instance:  "test-1",
+		Inventory: inventory.New(rdb),
+		Ladder:    lock.NewLadder(rdb, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}),
+		MaxStock:  1000,
+	})
+	return &env{router: r, mr: mr, rdb: rdb}
+}
+
+func (e *env) do(t *testing.T, method, target string) (int, http.Header, map[string]any) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	e.router.ServeHTTP(w, httptest.NewRequest(method, target, nil))
+	var body map[string]any
+	if ct := w.Header().Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			// /strategies answers an array
+			body = map[string]any{"raw": w.Body.String()}
+		}
+	}
+	return w.Code, w.Header(), body
+}
+
+func TestSaleAndTestLockEveryRung(t *testing.T) {
+	for _, name := range []string{"none", "local", "lua", "atomic"} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			if code, _, _ := e.do(t, "POST", "/reset?stock=2"); code != 200 {
+				t.Fatalf("reset: %d", code)
+			}
+			for i, want := range []struct {
+				code      int
+				remaining float64
+			}{{200, 1}, {200, 0}, {409, 0}} {
+				code, h, body := e.do(t, "POST", "/sale?lock="+name)
+				if code != want.code || body["remaining"] != want.remaining || body["lock"] != name {
+					t.Fatalf("sale %d: %d %v, want %d remaining %v", i, code, body, want.code, want.remaining)
+				}
+				if h.Get("X-Instance") != "test-1" || body["instance"] != "test-1" {
+					t.Fatalf("sale %d: instance header %q body %v", i, h.Get("X-Instance"), body["instance"])
+				}
+				if sold := body["sold"]; sold != (code == 200) {
+					t.Fatalf("sale %d: sold=%v with status %d", i, sold, code)
+				}
+			}
+			for i := 1; i <= 3; i++ {
+				code, _, body := e.do(t, "GET", "/testLock?lock="+name)
+				if code != 200 || body["num"] != float64(i) {
+					t.Fatalf("testLock %d: %d %v", i, code, body)
+				}
+			}
+			_, _, body := e.do(t, "GET", "/stock")
+			if body["stock"] != 0.0 || body["sold"] != 2.0 || body["num"] != 3.0 {
+				t.Fatalf("stock after run: %v", body)
+			}
+			if keys := e.mr.Keys(); len(keys) != 3 {
+				t.Fatalf("keys left %v: want only stock, sold, num (no lock left held)", keys)
+			}
+		})
+	}
+}
+
+func TestResetClearsLocks(t *testing.T) {
+	e := newEnv(t)
+	e.mr.Set("lock:stock", "stale")
+	e.mr.Set("lock:num", "stale")
+	e.mr.Set("unrelated", "x")
+	if code, _, body := e.do(t, "POST", "/reset?stock=7"); code != 200 || body["stock"] != 7.0 {
+		t.Fatalf("reset: %d %v", code, body)
+	}
+	if e.mr.Exists("lock:stock") || e.mr.Exists("lock:num") || !e.mr.Exists("unrelated") {
+		t.Fatalf("keys after reset: %v", e.mr.Keys())
+	}
+}
+
+func TestLockHeldElsewhereGives503(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=5")
+	e.mr.Set("lock:stock", "another-holder")
+	e.mr.SetTTL("lock:stock", time.Minute)
+	code, _, body := e.do(t, "POST", "/sale?lock=lua")
+	if code != 503 || !strings.Contains(body["error"].(string), "not obtained") {
+		t.Fatalf("got %d %v, want 503 lock not obtained", code, body)
+	}
+	if got, _ := e.mr.Get("stock"); got != "5" {
+		t.Fatalf("stock changed to %s by a refused sale", got)
+	}
+}
+
+func TestRedisDownGives503(t *testing.T) {
+	e := newEnv(t)
+	e.mr.Close()
+	for _, target := range []string{"/sale?lock=lua", "/sale?lock=atomic", "/testLock?lock=none", "/stock", "/healthz"} {
+		if code, _, body := e.do(t, "GET", target); code != 503 || body["error"] == nil {
+			t.Errorf("%s with Redis down: %d %v, want 503 with an error", target, code, body)
+		}
+	}
+}
+
+// TestBadInputChangesNothing: every malformed request gets a 4xx JSON error
+// naming the problem, and Redis is left exactly as it was.
+func TestBadInputChangesNothing(t *testing.T) {
+	cases := []struct {
+		method, target string
+		code           int
+		mentions       string
+	}{
+		{"GET", "/sale", 400, "missing lock"},
+		{"GET", "/sale?lock=", 400, "missing lock"},
+		{"GET", "/sale?lock=nope", 400, `unknown lock "nope"`},
+		{"GET", "/sale?lock=LUA", 400, "unknown lock"},
+		{"GET", "/sale?lock=lua%00", 400, "unknown lock"},
+		{"GET", "/sale?lock=" + strings.Repeat("x", 5000), 400, "..."},
+		{"GET", "/sale?lock=lua&lock=none", 400, "given 2 times"},
+		{"GET", "/sale?lock=lua&extra=1", 400, `unknown parameter "extra"`},
+		{"POST", "/testLock?lock=%F0%9F%94%92", 400, "unknown lock"},
+		{"GET", "/testLock?lock=lua&stock=5", 400, "unknown parameter"},
+		{"POST", "/reset", 400, "stock: missing"},
+		{"POST", "/reset?stock=", 400, "stock: missing"},
+		{"POST", "/reset?stock=-1", 400, "out of range"},
+		{"POST", "/reset?stock=1.5", 400, "not a whole number"},
+		{"POST", "/reset?stock=abc", 400, "not a whole number"},
+		{"POST", "/reset?stock=1001", 400, "out of range"},
+		{"POST", "/reset?stock=99999999999999999999999", 400, "not a whole number"},
+		{"POST", "/reset?stock=5&lock=lua", 400, "unknown parameter"},
+		{"GET", "/stock?x=1", 400, "unknown parameter"},
+		{"GET", "/reset?stock=5", 405, "not allowed"},
+		{"DELETE", "/sale?lock=lua", 405, "not allowed"},
+		{"PUT", "/testLock?lock=lua", 405, "not allowed"},
+		{"POST", "/stock", 405, "not allowed"},
+		{"GET", "/nowhere", 404, "no such endpoint"},
+	}
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=10")
+	e.do(t, "POST", "/sale?lock=lua")
+	before := e.mr.Dump()
+	for _, tc := range cases {
+		t.Run(tc.method+" "+truncate(tc.target), func(t *testing.T) {
+			code, h, body := e.do(t, tc.method, tc.target)
+			if code != tc.code {
+				t.Fatalf("status %d, want %d (%v)", code, tc.code, body)
+			}
+			msg, _ := body["error"].(string)
+			if !strings.Contains(msg, tc.mentions) {
+				t.Fatalf("error %q does not mention %q", msg, tc.mentions)
+			}
+			if code == 400 {
+				if locks, _ := body["locks"].([]any); len(locks) != 4 {
+					t.Fatalf("400 does not list the valid locks: %v", body)
+				}
+			}
+			if code == 405 && h.Get("Allow") == "" {
+				t.Fatal("405 without an Allow header")
+			}
+			if after := e.mr.Dump(); after != before {
+				t.Fatalf("Redis changed:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
+func TestStrategiesAndPage(t *testing.T) {
+	e := newEnv(t)
+	w := httptest.NewRecorder()
+	e.router.ServeHTTP(w, httptest.NewRequest("GET", "/strategies", nil))
+	var rungs []lock.Rung
+	if err := json.Unmarshal(w.Body.Bytes(), &rungs); err != nil || len(rungs) != 4 {
+		t.Fatalf("strategies: %v %s", err, w.Body)
+	}
+	w = httptest.NewRecorder()
+	e.router.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	page := w.Body.String()
+	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
+		t.Fatalf("page: %d %s", w.Code, w.Header().Get("Content-Type"))
+	}
+	for _, want := range []string{"test-1", "/sale?lock=lua", "/testLock?lock=atomic", "/reset?stock="} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	e := newEnv(t)
+	if code, _, body := e.do(t, "GET", "/healthz"); code != 200 || body["status"] != "ok" {
+		t.Fatalf("healthz: %d %v", code, body)
+	}
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40]
+	}
+	return s
+}

@@ -1,0 +1,44 @@
+// Package redistest starts a throwaway Redis for a test: a real
+// redis-server on a free loopback port, stopped when the test ends.
+//
+// Where redis-server is not installed it falls back to the embedded
+// miniredis and says so in the test log, except under CI=true, where a
+// missing redis-server fails the test: CI proves the real thing.
+package redistest
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/stack"
+)
+
+// CI reports whether the tests run in CI, where every real dependency is
+// required.
+func CI() bool { return os.Getenv("CI") == "true" }
+
+// Start returns a client to a fresh Redis and its address.
+func Start(t testing.TB) (*redis.Client, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := stack.StartRedis(ctx, "127.0.0.1:0", stack.Auto, CI(), nil)
+	if err != nil {
+		t.Fatalf("start redis: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("stop redis: %v", err)
+		}
+	})
+	if r.Embedded() {
+		t.Logf("redis-server not on PATH: using embedded miniredis at %s", r.Addr())
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, PoolSize: 128})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb, r.Addr()
+}

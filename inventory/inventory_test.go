@@ -1,0 +1,135 @@
+package inventory_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/inventory"
+)
+
+func TestSellUntilSoldOut(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	s := inventory.New(rdb)
+	for _, sell := range []struct {
+		name string
+		fn   func(context.Context) (int64, error)
+	}{{"Sell", s.Sell}, {"SellAtomic", s.SellAtomic}} {
+		t.Run(sell.name, func(t *testing.T) {
+			if err := s.Reset(ctx, 2); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []int64{1, 0} {
+				if got, err := sell.fn(ctx); err != nil || got != want {
+					t.Fatalf("got %d, %v; want %d", got, err, want)
+				}
+			}
+			if _, err := sell.fn(ctx); !errors.Is(err, inventory.ErrSoldOut) {
+				t.Fatalf("third sale: %v, want ErrSoldOut", err)
+			}
+			snap, err := s.Snapshot(ctx)
+			if err != nil || snap != (inventory.Snapshot{Stock: 0, Sold: 2, Num: 0}) {
+				t.Fatalf("snapshot %+v, %v", snap, err)
+			}
+		})
+	}
+}
+
+func TestIncr(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	s := inventory.New(rdb)
+	s.Reset(ctx, 0)
+	if n, err := s.Incr(ctx); n != 1 || err != nil {
+		t.Fatalf("Incr: %d %v", n, err)
+	}
+	if n, err := s.IncrAtomic(ctx); n != 2 || err != nil {
+		t.Fatalf("IncrAtomic: %d %v", n, err)
+	}
+}
+
+func TestResetDeletesLockKeysOnly(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	s := inventory.New(rdb)
+	for _, k := range []string{inventory.StockLock, inventory.NumLock, "lock:other", "keep"} {
+		rdb.Set(ctx, k, "x", 0)
+	}
+	rdb.Set(ctx, inventory.KeyNum, 42, 0)
+	if err := s.Reset(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, inventory.StockLock, inventory.NumLock, "lock:other").Val(); n != 0 {
+		t.Fatalf("%d lock keys survived reset", n)
+	}
+	if rdb.Exists(ctx, "keep").Val() != 1 {
+		t.Fatal("reset deleted an unrelated key")
+	}
+	if snap, _ := s.Snapshot(ctx); snap != (inventory.Snapshot{Stock: 5}) {
+		t.Fatalf("after reset %+v", snap)
+	}
+}
+
+// TestAtomicCeilingNeverOversells: many concurrent atomic sales sell
+// exactly the stock, and sold agrees.
+func TestAtomicCeilingNeverOversells(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	s := inventory.New(rdb)
+	const stock, buyers = 100, 400
+	s.Reset(ctx, stock)
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for range buyers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.SellAtomic(ctx); err == nil {
+				ok.Add(1)
+			} else if !errors.Is(err, inventory.ErrSoldOut) {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	snap, _ := s.Snapshot(ctx)
+	if ok.Load() != stock || snap.Stock != 0 || snap.Sold != stock {
+		t.Fatalf("%d sales succeeded, snapshot %+v; want exactly %d", ok.Load(), snap, stock)
+	}
+}
+
+// TestSellRacesWithoutALock shows why the ladder exists: the articles'
+// GET/check/SET sale, run concurrently with no lock, sells more than the
+// stock.
+func TestSellRacesWithoutALock(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	s := inventory.New(rdb)
+	const stock, buyers = 50, 400
+	s.Reset(ctx, stock)
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for range buyers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Sell(ctx); err == nil {
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	snap, _ := s.Snapshot(ctx)
+	oversold := ok.Load() - (stock - snap.Stock)
+	if oversold <= 0 {
+		t.Fatalf("%d sales of %d stock, %d left: the race did not show", ok.Load(), stock, snap.Stock)
+	}
+	if snap.Sold != ok.Load() {
+		t.Fatalf("sold counter %d, successes %d", snap.Sold, ok.Load())
+	}
+	t.Logf("no lock: %d sold from a stock of %d (%d oversold)", ok.Load(), stock, oversold)
+}

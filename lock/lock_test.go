@@ -1,0 +1,220 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// fast keeps the wait bound and retries short so that timeouts are quick.
+var fast = lock.Options{TTL: time.Second, Wait: 100 * time.Millisecond, Retry: lock.FixedSleep(2 * time.Millisecond)}
+
+func TestNoneExcludesNobody(t *testing.T) {
+	ctx := context.Background()
+	a, err := lock.None{}.Obtain(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := lock.None{}.Obtain(ctx, "k")
+	if err != nil {
+		t.Fatalf("second holder: %v", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLocal(t *testing.T) {
+	ctx := context.Background()
+	l := lock.NewLocal(fast)
+
+	a, err := l.Obtain(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := l.Obtain(ctx, "other")
+	if err != nil {
+		t.Fatalf("another key must be free: %v", err)
+	}
+	defer other.Release(ctx)
+
+	start := time.Now()
+	if _, err := l.Obtain(ctx, "k"); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("second Obtain while held: got %v, want ErrNotObtained", err)
+	}
+	if waited := time.Since(start); waited < fast.Wait || waited > fast.Wait+time.Second {
+		t.Errorf("waited %s, want about the wait bound %s", waited, fast.Wait)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.Obtain(cctx, "k"); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Obtain with a cancelled ctx: got %v", err)
+	}
+
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("second Release: got %v, want ErrNotHeld", err)
+	}
+	b, err := l.Obtain(ctx, "k")
+	if err != nil {
+		t.Fatalf("Obtain after release: %v", err)
+	}
+	b.Release(ctx)
+}
+
+// TestLocalIsPerProcess shows rung 1's flaw: two processes (two Local
+// lockers) both hold the same key at once.
+func TestLocalIsPerProcess(t *testing.T) {
+	ctx := context.Background()
+	a, err := lock.NewLocal(fast).Obtain(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release(ctx)
+	b, err := lock.NewLocal(fast).Obtain(ctx, "k")
+	if err != nil {
+		t.Fatalf("second process: %v", err)
+	}
+	b.Release(ctx)
+}
+
+func TestLuaExcludesAndReleases(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	l := lock.NewLua(rdb, fast)
+
+	a, err := l.Obtain(ctx, "lock:k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl := rdb.PTTL(ctx, "lock:k").Val(); ttl <= 0 || ttl > fast.TTL {
+		t.Errorf("lock key PTTL = %s, want a lease in (0, %s]", ttl, fast.TTL)
+	}
+	if _, err := l.Obtain(ctx, "lock:k"); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("Obtain while held: got %v, want ErrNotObtained", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, "lock:k").Val(); n != 0 {
+		t.Fatalf("lock key still there after release")
+	}
+	b, err := l.Obtain(ctx, "lock:k")
+	if err != nil {
+		t.Fatalf("Obtain after release: %v", err)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLuaLateReleaseLeavesNextHolderAlone is the fix rung 6 brings: A
+// outlives its lease, B takes the lock, and A's late release must not free
+// B's lock.
+func TestLuaLateReleaseLeavesNextHolderAlone(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	opts := fast
+	opts.TTL = 50 * time.Millisecond
+	opts.Wait = 2 * time.Second
+	l := lock.NewLua(rdb, opts)
+
+	a, err := l.Obtain(ctx, "lock:k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Obtain(ctx, "lock:k") // waits until A's lease lapses
+	if err != nil {
+		t.Fatalf("B after A's lease lapsed: %v", err)
+	}
+	token := rdb.Get(ctx, "lock:k").Val()
+	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("A's late release: got %v, want ErrNotHeld", err)
+	}
+	if got := rdb.Get(ctx, "lock:k").Val(); got != token {
+		t.Fatalf("A's late release changed B's lock: %q, want %q", got, token)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatalf("B's release: %v", err)
+	}
+}
+
+func TestLuaRedisDownIsAnErrorNotATimeout(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond})
+	defer rdb.Close()
+	_, err := lock.NewLua(rdb, fast).Obtain(context.Background(), "lock:k")
+	if err == nil || errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("got %v, want a connection error", err)
+	}
+}
+
+// TestExactUnderContention runs the non-atomic GET/SET increment from many
+// goroutines: under a lock that excludes, no update is lost; with none,
+// some are.
+func TestExactUnderContention(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	opts := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second, Retry: lock.FixedSleep(time.Millisecond)}
+	cases := []struct {
+		name   string
+		locker lock.Locker
+		exact  bool
+	}{
+		{"lua", lock.NewLua(rdb, opts), true},
+		{"local", lock.NewLocal(opts), true}, // one process: exact
+		{"none", lock.None{}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			key := "n:" + tc.name
+			const workers, each = 20, 25
+			var ok atomic.Int64
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range each {
+						held, err := tc.locker.Obtain(ctx, "lock:"+key)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						n, _ := rdb.Get(ctx, key).Int()
+						time.Sleep(100 * time.Microsecond) // widen the window a little
+						rdb.Set(ctx, key, strconv.Itoa(n+1), 0)
+						if err := held.Release(ctx); err != nil {
+							t.Error(err)
+						}
+						ok.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			got, _ := rdb.Get(ctx, key).Int64()
+			lost := ok.Load() - got
+			if tc.exact && lost != 0 {
+				t.Fatalf("%d increments, counter %d: %d lost under %s", ok.Load(), got, lost, tc.name)
+			}
+			if !tc.exact && lost == 0 {
+				t.Fatalf("no lock lost no update in %d increments: the race did not show", ok.Load())
+			}
+			t.Logf("%s: %d increments, counter %d, lost %d", tc.name, ok.Load(), got, lost)
+		})
+	}
+}
