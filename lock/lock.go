@@ -57,6 +57,9 @@ type Options struct {
 	// Retry makes the backoff for one Obtain. Default FixedSleep(10ms): the
 	// articles' "sleep and try again", with a shorter sleep.
 	Retry func() Backoff
+	// Clock is what rungs that compare timestamps (getset) read as "now".
+	// Default time.Now; a skewed instance runs it ahead.
+	Clock func() time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -68,6 +71,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Retry == nil {
 		o.Retry = FixedSleep(10 * time.Millisecond)
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
 	return o
 }
