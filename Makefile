@@ -39,7 +39,7 @@ down: build
 
 ## bench: the comparison against a running stack (starts one if none answers)
 bench: build
-	$(BIN)/bench -url http://127.0.0.1:$(LB_PORT) $(STACK_FLAGS) $(BENCH_FLAGS)
+	$(BIN)/bench $(STACK_FLAGS) $(BENCH_FLAGS)
 
 ## test: vet, then every test (real redis-server and nginx when installed; required under CI=true)
 test: vet

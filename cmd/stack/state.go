@@ -185,18 +185,18 @@ func statFields(b []byte) []string {
 // up starts `stack run` with the same arguments as a background process in
 // a new session and returns once it has recorded a healthy stack.
 func up(ctx context.Context, o options, args []string) error {
-	if st, ok := liveState(o.state); ok {
+	if st, ok := liveState(o.State); ok {
 		fmt.Printf("already up at %s (pid %d); stop it with `stack down`\n", st.URL, st.Pid)
 		return nil
 	}
-	if err := prepareRunDir(o.dir); err != nil {
+	if err := prepareRunDir(o.Dir); err != nil {
 		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	logPath := filepath.Join(o.dir, "stack.log")
+	logPath := filepath.Join(o.Dir, "stack.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return err
@@ -212,7 +212,7 @@ func up(ctx context.Context, o options, args []string) error {
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.After(90 * time.Second)
 	for {
-		if st, err := readState(o.state); err == nil && st.Pid == cmd.Process.Pid {
+		if st, err := readState(o.State); err == nil && st.Pid == cmd.Process.Pid {
 			for _, l := range st.Summary {
 				fmt.Println(l)
 			}
@@ -239,9 +239,9 @@ func up(ctx context.Context, o options, args []string) error {
 // supervisor, which stops its children; then SIGKILL to any recorded
 // process (and its process group) still alive.
 func down(o options) error {
-	st, err := readState(o.state)
+	st, err := readState(o.State)
 	if errors.Is(err, os.ErrNotExist) {
-		fmt.Printf("nothing is up (no %s)\n", o.state)
+		fmt.Printf("nothing is up (no %s)\n", o.State)
 		return nil
 	}
 	if err != nil {
@@ -272,7 +272,7 @@ func down(o options) error {
 			syscall.Kill(-p.Pid, syscall.SIGKILL)
 		}
 	}
-	os.Remove(o.state)
+	os.Remove(o.State)
 	fmt.Println("stack stopped")
 	return nil
 }

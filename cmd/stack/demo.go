@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/internal/cli"
+	"github.com/lockladder/lockladder/stack"
+)
+
+// demo is `make demo`: bring the stack up, run the comparison through the
+// load balancer, print the table and the reports' paths, then keep serving
+// the page until Ctrl-C.
+func demo(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("stack demo", flag.ContinueOnError)
+	finishStack := cli.StackFlags(fs)
+	finishBench := cli.BenchFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	so, err := finishStack(fs.Args())
+	if err != nil {
+		return err
+	}
+	bo, err := finishBench()
+	if err != nil {
+		return err
+	}
+	return run(ctx, so, func(ctx context.Context, s *stack.Stack) error {
+		cfg := bo.Config
+		cfg.URL = s.URL()
+		fmt.Printf("\nbenchmark: %d requests at %d concurrent per run, stock %d, through %s\n",
+			cfg.Requests, cfg.Concurrency, cfg.Stock, s.URL())
+		if _, err := bench.Compare(ctx, cfg, bo.Out, s.Summary(), os.Stdout); err != nil {
+			if ctx.Err() != nil {
+				return errDone
+			}
+			return err
+		}
+		fmt.Printf("\nserving: open %s/ in a browser, or curl -X POST '%s/sale?lock=lua'\n", s.URL(), s.URL())
+		fmt.Println("press Ctrl-C to stop every process this demo started")
+		return nil
+	})
+}

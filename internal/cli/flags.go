@@ -1,0 +1,136 @@
+// Package cli holds the command-line flags that cmd/stack and cmd/bench
+// share, so both describe the stack and the benchmark in the same words.
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/stack"
+)
+
+// StackOptions is a parsed stack command line.
+type StackOptions struct {
+	Config stack.Config
+	Dir    string // run dir (.run under the repo root)
+	State  string // Dir/stack.json
+	LBPort int
+}
+
+// StackFlags registers the stack's flags on fs; after fs.Parse, the
+// returned function builds the options, with appArgs for every instance.
+func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
+	var (
+		o         StackOptions
+		redisPort = fs.Int("redis-port", 6380, "Redis port on 127.0.0.1 (0: a free port)")
+		redisMode = fs.String("redis", "auto", "Redis: auto (redis-server if on PATH, else embedded), real or embedded (miniredis in this process)")
+		lbMode    = fs.String("lb", "auto", "load balancer: auto (nginx if on PATH, else builtin), nginx or builtin (Go reverse proxy in this process)")
+	)
+	fs.IntVar(&o.LBPort, "lb-port", 8080, "load balancer port on 127.0.0.1 (0 with -app-port 0: free ports for all)")
+	fs.StringVar(&o.Dir, "dir", RepoPath(".run"), "run dir: logs, derived nginx.conf, state file")
+	fs.IntVar(&o.Config.Instances, "instances", stack.DefaultInstances, "number of app instances")
+	fs.IntVar(&o.Config.AppBasePort, "app-port", stack.DefaultAppBasePort, "first app port; instances listen on it and the ports after it")
+	fs.StringVar(&o.Config.AppBinary, "app", RepoPath("bin", "app"), "app binary (go build -o bin/app ./cmd/app)")
+	fs.StringVar(&o.Config.NginxConf, "nginx-conf", RepoPath("nginx.conf"), "nginx.conf to derive the loopback config from")
+	return func(appArgs []string) (StackOptions, error) {
+		o.Config.AppArgs = appArgs
+		o.Config.LBAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(o.LBPort))
+		o.Config.RedisAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(*redisPort))
+		if o.Config.Instances < 1 {
+			return o, fmt.Errorf("-instances %d: want at least 1", o.Config.Instances)
+		}
+		switch *redisMode {
+		case "auto", "real", "embedded":
+			o.Config.Redis = stack.Mode(*redisMode)
+		default:
+			return o, fmt.Errorf("-redis %q: want auto, real or embedded", *redisMode)
+		}
+		switch *lbMode {
+		case "auto":
+			o.Config.LB = stack.Auto
+		case "nginx", "real":
+			o.Config.LB = stack.Real
+		case "builtin", "embedded":
+			o.Config.LB = stack.Embedded
+		default:
+			return o, fmt.Errorf("-lb %q: want auto, nginx or builtin", *lbMode)
+		}
+		o.Config.Dir = o.Dir
+		o.Config.RequireReal = os.Getenv("CI") == "true"
+		o.Config.Log = os.Stderr
+		o.State = filepath.Join(o.Dir, "stack.json")
+		return o, nil
+	}
+}
+
+// BenchOptions is a parsed benchmark command line.
+type BenchOptions struct {
+	Config bench.Config
+	Out    string // reports folder
+}
+
+// BenchFlags registers the benchmark's flags on fs; after fs.Parse, the
+// returned function builds the options.
+func BenchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
+	var (
+		o         BenchOptions
+		locks     = fs.String("locks", "", "comma-separated locks to run (default: every lock GET /strategies lists)")
+		endpoints = fs.String("endpoints", "sale,testLock", "comma-separated endpoints to load")
+	)
+	fs.IntVar(&o.Config.Requests, "n", bench.DefaultRequests, "requests per run (ab -n)")
+	fs.IntVar(&o.Config.Concurrency, "c", bench.DefaultConcurrency, "concurrent closed-loop workers (ab -c)")
+	fs.IntVar(&o.Config.Stock, "stock", bench.DefaultStock, "stock set before each run")
+	fs.DurationVar(&o.Config.Timeout, "timeout", bench.DefaultTimeout, "timeout of each request")
+	fs.StringVar(&o.Out, "out", RepoPath("results"), "folder for the JSON and Markdown reports")
+	return func() (BenchOptions, error) {
+		o.Config.Locks = split(*locks)
+		o.Config.Endpoints = split(*endpoints)
+		if o.Config.Requests < 1 || o.Config.Concurrency < 1 || o.Config.Stock < 1 {
+			return o, fmt.Errorf("-n, -c and -stock must be at least 1 (got %d, %d, %d)",
+				o.Config.Requests, o.Config.Concurrency, o.Config.Stock)
+		}
+		o.Config.Progress = os.Stderr
+		return o, nil
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// RepoPath joins elem to the repo root (the nearest directory at or above
+// the working directory holding go.mod; else the working directory).
+func RepoPath(elem ...string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return filepath.Join(elem...)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return rel(wd, filepath.Join(append([]string{d}, elem...)...))
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Join(elem...)
+		}
+	}
+}
+
+// rel shortens p relative to wd when it is under it, for readable defaults.
+func rel(wd, p string) string {
+	if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
