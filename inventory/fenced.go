@@ -1,0 +1,150 @@
+package inventory
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The highest fencing token seen per resource. They live under LockPrefix,
+// beside the lock's own token counter (lock:stock:fence, see lock.Fenced),
+// so that Reset forgets both at once: a Reset that restarted the counter
+// but kept the highest token seen would make every later token stale.
+const (
+	StockFence = StockLock + ":fence:max"
+	NumFence   = NumLock + ":fence:max"
+)
+
+// ErrStaleToken means a fencing token lower than the highest already seen
+// for the resource: its holder's lease has passed to someone else, and its
+// read or write was refused.
+var ErrStaleToken = errors.New("inventory: stale fencing token")
+
+var (
+	//go:embed fenced_read.lua
+	fencedReadSrc string
+	//go:embed fenced_write.lua
+	fencedWriteSrc string
+
+	fencedRead  = redis.NewScript(fencedReadSrc)
+	fencedWrite = redis.NewScript(fencedWriteSrc)
+)
+
+// SellFenced sells one item like Sell, as a read-modify-write, but under a
+// fencing token (lock.Fenced hands them out; fenceKey is where the highest
+// token seen is kept, StockFence for the stock). It returns the stock left,
+// ErrSoldOut, or ErrStaleToken when a holder with a higher token has
+// already been here.
+//
+// Both the read and the write go through a script that compares token with
+// the highest seen. Fencing only the write is not enough. Say A holds token
+// 5, reads stock 10, and pauses past its lease; B gets token 6 and reads
+// the same 10. A wakes up and writes 9: 5 is higher than any token the
+// write has seen, so it is accepted. B then writes 9 too, also accepted:
+// one item sold twice. Registering the token at read time closes that: B's
+// read records 6, so A's write (5 < 6) is refused, and only B's sale
+// counts. Whoever reads with a token has every older holder's pending
+// write refused.
+//
+// The write script also INCRs sold, so sold counts accepted sales only. It
+// is not idempotent: the client should not retry it after a timeout.
+func (s *Store) SellFenced(ctx context.Context, fenceKey string, token int64) (int64, error) {
+	n, err := s.readFenced(ctx, fenceKey, KeyStock, token)
+	if err != nil {
+		return 0, err
+	}
+	afterFencedRead(ctx)
+	if n <= 0 {
+		return 0, ErrSoldOut
+	}
+	if err := s.writeFenced(ctx, fenceKey, token, KeyStock, n-1, KeySold); err != nil {
+		return 0, err
+	}
+	return n - 1, nil
+}
+
+// IncrFenced adds one to num like Incr (GET, then SET num+1), with both
+// steps checked against the fencing token as in SellFenced (fenceKey:
+// NumFence). It returns the new num, or ErrStaleToken.
+func (s *Store) IncrFenced(ctx context.Context, fenceKey string, token int64) (int64, error) {
+	n, err := s.readFenced(ctx, fenceKey, KeyNum, token)
+	if err != nil {
+		return 0, err
+	}
+	afterFencedRead(ctx)
+	if err := s.writeFenced(ctx, fenceKey, token, KeyNum, n+1, ""); err != nil {
+		return 0, err
+	}
+	return n + 1, nil
+}
+
+// readFenced reads key with token, recording it as the highest seen.
+func (s *Store) readFenced(ctx context.Context, fenceKey, key string, token int64) (int64, error) {
+	res, err := fencedRead.Run(ctx, s.rdb, []string{fenceKey, key}, token).Slice()
+	if err != nil {
+		return 0, fmt.Errorf("inventory: fenced read of %s: %w", key, err)
+	}
+	ok, n, err := fencedReply(res)
+	if err != nil {
+		return 0, fmt.Errorf("inventory: fenced read of %s: %w", key, err)
+	}
+	if !ok {
+		return 0, fmt.Errorf("%w: read of %s with token %d, highest seen %d", ErrStaleToken, key, token, n)
+	}
+	return n, nil
+}
+
+// writeFenced sets key to v with token, and INCRs counter ("" for none) in
+// the same script.
+func (s *Store) writeFenced(ctx context.Context, fenceKey string, token int64, key string, v int64, counter string) error {
+	keys := []string{fenceKey, key}
+	if counter != "" {
+		keys = append(keys, counter)
+	}
+	res, err := fencedWrite.Run(ctx, s.rdb, keys, token, v).Slice()
+	if err != nil {
+		return fmt.Errorf("inventory: fenced write of %s: %w", key, err)
+	}
+	ok, n, err := fencedReply(res)
+	if err != nil {
+		return fmt.Errorf("inventory: fenced write of %s: %w", key, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: write of %s with token %d, highest seen %d", ErrStaleToken, key, token, n)
+	}
+	return nil
+}
+
+// fencedReply decodes a fenced script's {ok, n}; n may come back as an
+// integer or as the string stored in Redis.
+func fencedReply(res []any) (bool, int64, error) {
+	if len(res) != 2 {
+		return false, 0, fmt.Errorf("script returned %v, want {ok, n}", res)
+	}
+	ok, _ := res[0].(int64)
+	switch n := res[1].(type) {
+	case int64:
+		return ok == 1, n, nil
+	case string:
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil {
+			return false, 0, fmt.Errorf("holds %q, not an integer", n)
+		}
+		return ok == 1, v, nil
+	}
+	return false, 0, fmt.Errorf("script returned %v, want {ok, n}", res)
+}
+
+// afterReadKey carries a hook that runs between a fenced read and its
+// write; tests use it to interleave two holders there.
+type afterReadKey struct{}
+
+func afterFencedRead(ctx context.Context) {
+	if f, ok := ctx.Value(afterReadKey{}).(func()); ok {
+		f()
+	}
+}
