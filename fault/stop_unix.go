@@ -1,0 +1,81 @@
+//go:build unix
+
+package fault
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// resumeEnv, when set in this binary's environment, makes it the resumer
+// of a stopped process rather than whatever it normally is.
+const resumeEnv = "LOCKLADDER_RESUME"
+
+// StopProcess stops this whole process with SIGSTOP for d: every
+// goroutine, timers and watchdogs included, as a long GC pause or a
+// frozen VM would. A child (this same binary, see ResumeIfAsked) sends
+// SIGCONT after d.
+func StopProcess(d time.Duration) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("fault: pause: %w", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%d", resumeEnv, os.Getpid(), d))
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("fault: pause: %w", err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGSTOP); err != nil {
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("fault: pause: %w", err)
+	}
+	// We run again: the resumer sent SIGCONT. Reap it.
+	return cmd.Wait()
+}
+
+// ResumeIfAsked must be the first thing main does in a binary that uses
+// StopProcess: in the resumer child it waits, resumes the stopped parent
+// and exits; otherwise it returns at once.
+func ResumeIfAsked() {
+	v, ok := os.LookupEnv(resumeEnv)
+	if !ok {
+		return
+	}
+	pidStr, dStr, _ := strings.Cut(v, ":")
+	pid, err1 := strconv.Atoi(pidStr)
+	d, err2 := strconv.ParseInt(dStr, 10, 64)
+	if err1 != nil || err2 != nil || pid <= 1 {
+		fmt.Fprintf(os.Stderr, "fault: bad %s=%q\n", resumeEnv, v)
+		os.Exit(2)
+	}
+	waitStopped(pid)
+	time.Sleep(time.Duration(d))
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		fmt.Fprintf(os.Stderr, "fault: resume %d: %v\n", pid, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// waitStopped waits (at most a second) until /proc says pid is stopped, so
+// that the pause is measured from the stop, not from our start. Where there
+// is no /proc it returns at once.
+func waitStopped(pid int) {
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return
+		}
+		// The state is the first field after the parenthesised command.
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'T' {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
