@@ -10,13 +10,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
 
+	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -27,6 +30,8 @@ type Inventory interface {
 	SellAtomic(ctx context.Context) (int64, error)
 	Incr(ctx context.Context) (int64, error)
 	IncrAtomic(ctx context.Context) (int64, error)
+	SellFenced(ctx context.Context, fenceKey string, token int64) (int64, error)
+	IncrFenced(ctx context.Context, fenceKey string, token int64) (int64, error)
 	Snapshot(ctx context.Context) (inventory.Snapshot, error)
 	Reset(ctx context.Context, stock int64) error
 	Ping(ctx context.Context) error
@@ -50,6 +55,10 @@ type Config struct {
 	OpTimeout time.Duration
 	// MaxStock is the largest stock /reset accepts. Default 1,000,000.
 	MaxStock int64
+	// Faults, when not nil, lets requests arm faults (work=, fault=,
+	// pause=; see package fault) that act through these actions. nil
+	// refuses every fault parameter with a 400.
+	Faults *fault.Actions
 }
 
 // New builds the router.
@@ -109,70 +118,158 @@ func (h *handler) recover(c *gin.Context) {
 	c.Next()
 }
 
+// resource is what a request works on under a lock: the stock or num.
+type resource struct {
+	lockKey  string
+	fenceKey string
+	op       func(context.Context) (int64, error)                // the non-atomic read-modify-write
+	atomic   func(context.Context) (int64, error)                // the one-script ceiling
+	fenced   func(context.Context, string, int64) (int64, error) // op, checked against a fencing token
+}
+
+func (h *handler) stockResource() resource {
+	inv := h.cfg.Inventory
+	return resource{inventory.StockLock, inventory.StockFence, inv.Sell, inv.SellAtomic, inv.SellFenced}
+}
+
+func (h *handler) numResource() resource {
+	inv := h.cfg.Inventory
+	return resource{inventory.NumLock, inventory.NumFence, inv.Incr, inv.IncrAtomic, inv.IncrFenced}
+}
+
 // sale sells one item under the chosen lock.
 func (h *handler) sale(c *gin.Context) {
-	q, ok := h.query(c, "lock")
+	req, ok := h.lockRequest(c)
 	if !ok {
 		return
 	}
-	rung, locker, ok := h.rung(c, q)
-	if !ok {
-		return
-	}
-	remaining, err := h.critical(c, rung, locker, inventory.StockLock,
-		h.cfg.Inventory.Sell, h.cfg.Inventory.SellAtomic)
+	remaining, err := h.critical(c, req, h.stockResource())
 	switch {
 	case errors.Is(err, inventory.ErrSoldOut):
-		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": rung.Name, "sold": false, "remaining": 0})
+		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "remaining": 0})
+	case errors.Is(err, inventory.ErrStaleToken):
+		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "error": err.Error()})
 	case err != nil:
-		h.unavailable(c, rung, err)
+		h.unavailable(c, req.rung, err)
 	default:
-		c.JSON(http.StatusOK, gin.H{"instance": h.cfg.Instance, "lock": rung.Name, "sold": true, "remaining": remaining})
+		c.JSON(http.StatusOK, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": true, "remaining": remaining})
 	}
 }
 
 // testLock increments num under the chosen lock.
 func (h *handler) testLock(c *gin.Context) {
-	q, ok := h.query(c, "lock")
+	req, ok := h.lockRequest(c)
 	if !ok {
 		return
 	}
-	rung, locker, ok := h.rung(c, q)
-	if !ok {
-		return
+	num, err := h.critical(c, req, h.numResource())
+	switch {
+	case errors.Is(err, inventory.ErrStaleToken):
+		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "error": err.Error()})
+	case err != nil:
+		h.unavailable(c, req.rung, err)
+	default:
+		c.JSON(http.StatusOK, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "num": num})
 	}
-	num, err := h.critical(c, rung, locker, inventory.NumLock,
-		h.cfg.Inventory.Incr, h.cfg.Inventory.IncrAtomic)
-	if err != nil {
-		h.unavailable(c, rung, err)
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"instance": h.cfg.Instance, "lock": rung.Name, "num": num})
 }
 
-// critical runs op under the rung's lock on key, or atomicOp for the
-// atomic ceiling. Once the lock is held the business runs to its end even
-// if the client goes away: stopping half way through a read-modify-write
-// would teach nothing.
-func (h *handler) critical(c *gin.Context, rung lock.Rung, locker lock.Locker, key string,
-	op, atomicOp func(context.Context) (int64, error)) (int64, error) {
-	if rung.Atomic {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
-		defer cancel()
-		return atomicOp(ctx)
+// lockRequest is a parsed /sale or /testLock request.
+type lockRequest struct {
+	rung    lock.Rung
+	locker  lock.Locker
+	reenter bool
+	plan    fault.Plan
+}
+
+// lockRequest parses ?lock=NAME, reenter= and, on an instance with faults
+// enabled, the fault parameters.
+func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
+	allowed := []string{"lock", "reenter"}
+	if h.cfg.Faults != nil {
+		allowed = append(allowed, fault.Params...)
+	} else {
+		for _, p := range fault.Params {
+			if c.Request.URL.Query().Has(p) {
+				h.badRequest(c, fmt.Sprintf("fault parameters (%s) are disabled on this instance: start it with -faults",
+					strings.Join(fault.Params, ", ")))
+				return lockRequest{}, false
+			}
+		}
 	}
-	held, err := locker.Obtain(c.Request.Context(), key)
+	q, ok := h.query(c, allowed...)
+	if !ok {
+		return lockRequest{}, false
+	}
+	var req lockRequest
+	if req.rung, req.locker, ok = h.rung(c, q); !ok {
+		return lockRequest{}, false
+	}
+	if v, has := q["reenter"]; has {
+		b, err := strconv.ParseBool(v[0])
+		if err != nil {
+			h.badRequest(c, fmt.Sprintf("reenter: %q is not a boolean (use 1 or 0)", truncate(v[0], 32)))
+			return lockRequest{}, false
+		}
+		req.reenter = b
+	}
+	if h.cfg.Faults != nil {
+		plan, err := fault.Parse(url.Values(q))
+		if err != nil {
+			h.badRequest(c, err.Error())
+			return lockRequest{}, false
+		}
+		req.plan = plan
+	}
+	return req, true
+}
+
+// critical runs the resource's operation under the request's lock, or its
+// atomic script for the ceiling. Once the lock is held the business runs
+// to its end even if the client goes away: stopping half way through a
+// read-modify-write would teach nothing.
+func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64, error) {
+	// The owner of reentrant acquisitions is this request: a nested
+	// acquire below belongs to the same owner.
+	ctx := lock.WithOwner(c.Request.Context(), h.cfg.Instance+":"+uuid.NewString())
+	if req.plan.Armed() {
+		ctx = fault.With(ctx, req.plan.Injector(*h.cfg.Faults))
+	}
+	budget := h.cfg.OpTimeout + req.plan.Work + req.plan.Pause
+	if req.rung.Atomic {
+		ctx, cancel := context.WithTimeout(ctx, budget)
+		defer cancel()
+		return res.atomic(ctx)
+	}
+
+	held, err := req.locker.Obtain(ctx, res.lockKey)
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), h.cfg.OpTimeout)
+	fault.Inject(ctx, fault.Acquired)
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
-	defer func() {
-		if err := held.Release(ctx); err != nil {
-			h.cfg.Log.Warn("release failed", "lock", rung.Name, "key", key, "err", err)
+	defer h.release(bctx, req.rung, res.lockKey, held)
+
+	if req.reenter {
+		// The articles' testReEnter: take the same lock again inside the
+		// critical section. A reentrant lock counts up; any other waits
+		// for itself until the wait bound.
+		inner, err := req.locker.Obtain(ctx, res.lockKey)
+		if err != nil {
+			return 0, fmt.Errorf("re-entering the lock it holds: %w", err)
 		}
-	}()
-	return op(ctx)
+		defer h.release(bctx, req.rung, res.lockKey, inner)
+	}
+	if t, ok := held.(lock.Tokened); ok {
+		return res.fenced(bctx, res.fenceKey, t.Token())
+	}
+	return res.op(bctx)
+}
+
+func (h *handler) release(ctx context.Context, rung lock.Rung, key string, held lock.Lock) {
+	if err := held.Release(ctx); err != nil {
+		h.cfg.Log.Warn("release failed", "lock", rung.Name, "key", key, "err", err)
+	}
 }
 
 func (h *handler) unavailable(c *gin.Context, rung lock.Rung, err error) {

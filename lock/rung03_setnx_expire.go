@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/fault"
 )
 
 // SetNXExpire adds the lease rung 2 lacked, as the articles first do: SETNX
@@ -31,7 +33,7 @@ func NewSetNXExpire(rdb redis.Cmdable, o Options) *SetNXExpire {
 }
 
 // Obtain tries SETNX key 1 until it wins or the wait ends, then gives the
-// key its TTL. The fault point BeforeExpire lies between the two.
+// key its TTL. The fault point fault.BeforeExpire lies between the two.
 func (l *SetNXExpire) Obtain(ctx context.Context, key string) (Lock, error) {
 	err := acquire(ctx, l.opts, func(ctx context.Context) (bool, error) {
 		ok, err := l.rdb.SetNX(ctx, key, "1", 0).Result()
@@ -41,7 +43,7 @@ func (l *SetNXExpire) Obtain(ctx context.Context, key string) (Lock, error) {
 		if !ok {
 			return false, nil
 		}
-		Inject(ctx, BeforeExpire)
+		fault.Inject(ctx, fault.BeforeExpire)
 		// The key is ours: finish the acquisition even if the caller gave
 		// up meanwhile, so that only a real crash here leaves a key
 		// without a TTL, as in the articles, and not a cancelled request.

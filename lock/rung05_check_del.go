@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/fault"
 )
 
 // CheckDel writes a random token per holder (SET key <uuid> NX PX ttl) and
@@ -54,7 +56,7 @@ type checkDelLock struct {
 }
 
 // Release GETs the key and, if it still holds our token, DELs it: two
-// commands, with the fault point BeforeDelete between them.
+// commands, with the fault point fault.BeforeDelete between them.
 func (l *checkDelLock) Release(ctx context.Context) error {
 	v, err := l.rdb.Get(ctx, l.key).Result()
 	if errors.Is(err, redis.Nil) {
@@ -66,7 +68,7 @@ func (l *checkDelLock) Release(ctx context.Context) error {
 	if v != l.token {
 		return ErrNotHeld
 	}
-	Inject(ctx, BeforeDelete)
+	fault.Inject(ctx, fault.BeforeDelete)
 	n, err := l.rdb.Del(ctx, l.key).Result()
 	if err != nil {
 		return fmt.Errorf("lock: DEL %s: %w", l.key, err)

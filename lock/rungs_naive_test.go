@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -143,8 +144,8 @@ func TestSetNXExpireCrashBetweenLeavesNoTTL(t *testing.T) {
 	l := lock.NewSetNXExpire(rdb, opts)
 
 	var reached atomic.Bool
-	crash := lock.WithInjector(ctx, func(_ context.Context, p lock.Point) {
-		if p == lock.BeforeExpire {
+	crash := fault.With(ctx, func(_ context.Context, p fault.Point) {
+		if p == fault.BeforeExpire {
 			reached.Store(true)
 			runtime.Goexit()
 		}
@@ -251,8 +252,8 @@ func TestCheckDelPauseBeforeDeleteFreesNextHolder(t *testing.T) {
 	}
 	var b lock.Lock
 	var bToken string
-	pause := lock.WithInjector(ctx, func(_ context.Context, p lock.Point) {
-		if p != lock.BeforeDelete {
+	pause := fault.With(ctx, func(_ context.Context, p fault.Point) {
+		if p != fault.BeforeDelete {
 			return
 		}
 		// A is paused here; B waits until A's lease lapses and takes it.
