@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
@@ -23,7 +25,9 @@ type env struct {
 	rdb    *redis.Client
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+func newEnvWith(t *testing.T, faults *fault.Actions) *env {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
 	mr := miniredis.RunT(t)
@@ -32,8 +36,9 @@ func newEnv(t *testing.T) *env {
 	r := handlers.New(handlers.Config{
 		Instance:  "test-1",
 		Inventory: inventory.New(rdb),
-		Ladder:    lock.NewLadder(rdb, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}),
+		Ladder:    lock.NewLadder(rdb, nil, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}),
 		MaxStock:  1000,
+		Faults:    faults,
 	})
 	return &env{router: r, mr: mr, rdb: rdb}
 }
@@ -53,7 +58,8 @@ func (e *env) do(t *testing.T, method, target string) (int, http.Header, map[str
 }
 
 func TestSaleAndTestLockEveryRung(t *testing.T) {
-	for _, name := range []string{"none", "local", "lua", "atomic"} {
+	// redlock needs masters: see its own test below.
+	for _, name := range []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "getset", "reentrant", "fenced", "atomic"} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			if code, _, _ := e.do(t, "POST", "/reset?stock=2"); code != 200 {
@@ -84,8 +90,10 @@ func TestSaleAndTestLockEveryRung(t *testing.T) {
 			if body["stock"] != 0.0 || body["sold"] != 2.0 || body["num"] != 3.0 {
 				t.Fatalf("stock after run: %v", body)
 			}
-			if keys := e.mr.Keys(); len(keys) != 3 {
-				t.Fatalf("keys left %v: want only stock, sold, num (no lock left held)", keys)
+			for _, k := range e.mr.Keys() {
+				if k == inventory.StockLock || k == inventory.NumLock {
+					t.Fatalf("lock key %s left behind: keys %v", k, e.mr.Keys())
+				}
 			}
 		})
 	}
@@ -176,7 +184,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 				t.Fatalf("error %q does not mention %q", msg, tc.mentions)
 			}
 			if code == 400 {
-				if locks, _ := body["locks"].([]any); len(locks) != 4 {
+				if locks, _ := body["locks"].([]any); len(locks) != 12 {
 					t.Fatalf("400 does not list the valid locks: %v", body)
 				}
 			}
@@ -195,7 +203,7 @@ func TestStrategiesAndPage(t *testing.T) {
 	w := httptest.NewRecorder()
 	e.router.ServeHTTP(w, httptest.NewRequest("GET", "/strategies", nil))
 	var rungs []lock.Rung
-	if err := json.Unmarshal(w.Body.Bytes(), &rungs); err != nil || len(rungs) != 4 {
+	if err := json.Unmarshal(w.Body.Bytes(), &rungs); err != nil || len(rungs) != 12 {
 		t.Fatalf("strategies: %v %s", err, w.Body)
 	}
 	w = httptest.NewRecorder()
@@ -223,4 +231,108 @@ func truncate(s string) string {
 		return s[:40]
 	}
 	return s
+}
+
+func TestRedlockWithoutMastersSaysSo(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=5")
+	code, _, body := e.do(t, "POST", "/sale?lock=redlock")
+	if code != 503 || !strings.Contains(body["error"].(string), "-masters") {
+		t.Fatalf("got %d %v, want 503 naming -masters", code, body)
+	}
+}
+
+func TestFaultParametersRefusedUnlessEnabled(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=5")
+	before := e.mr.Dump()
+	for _, q := range []string{"work=300ms", "fault=crash", "fault=pause&pause=1s", "pause=1s"} {
+		code, _, body := e.do(t, "POST", "/sale?lock=lua&"+q)
+		if code != 400 || !strings.Contains(body["error"].(string), "-faults") {
+			t.Errorf("%s: %d %v, want 400 naming -faults", q, code, body)
+		}
+	}
+	if e.mr.Dump() != before {
+		t.Fatal("a refused fault request changed Redis")
+	}
+}
+
+func TestArmedFaultsStrikeAtTheirPoints(t *testing.T) {
+	var exits, sleeps, stops []string
+	e := newEnvWith(t, &fault.Actions{
+		Exit:  func(code int) { exits = append(exits, strconv.Itoa(code)) },
+		Sleep: func(d time.Duration) { sleeps = append(sleeps, d.String()) },
+		Stop:  func(d time.Duration) { stops = append(stops, d.String()) },
+	})
+	e.do(t, "POST", "/reset?stock=5")
+	for _, tc := range []struct {
+		target string
+		code   int
+	}{
+		{"/sale?lock=lua&fault=crash", 200},                        // exits after acquiring (faked: goes on)
+		{"/sale?lock=setnx-expire&fault=crash-before-expire", 200}, // exits between SETNX and EXPIRE
+		{"/sale?lock=lua&fault=crash-before-expire", 200},          // lua has no such point: nothing
+		{"/sale?lock=lua&work=7ms", 200},
+		{"/testLock?lock=check-del&fault=check-pause&pause=20ms", 200},
+		{"/sale?lock=reentrant&fault=pause&pause=30ms", 200},
+		{"/sale?lock=lua&work=0s", 400},
+		{"/sale?lock=lua&fault=melt", 400},
+		{"/sale?lock=lua&fault=pause", 400},
+	} {
+		if code, _, body := e.do(t, "POST", tc.target); code != tc.code {
+			t.Fatalf("%s: %d %v, want %d", tc.target, code, body, tc.code)
+		}
+	}
+	if got := strings.Join(exits, ","); got != "3,3" {
+		t.Errorf("exits %q, want two exits with status 3", got)
+	}
+	if got := strings.Join(sleeps, ","); got != "7ms,20ms" {
+		t.Errorf("sleeps %q, want the work then the check-pause", got)
+	}
+	if got := strings.Join(stops, ","); got != "30ms" {
+		t.Errorf("stops %q, want one process stop of 30ms", got)
+	}
+}
+
+// TestReenter: the articles' testReEnter. A reentrant lock lets its owner
+// in again; any other lock waits for itself and gives up with a 503.
+func TestReenter(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=5")
+	if code, _, body := e.do(t, "POST", "/sale?lock=reentrant&reenter=1"); code != 200 || body["remaining"] != 4.0 {
+		t.Fatalf("reentrant re-entered: %d %v", code, body)
+	}
+	if e.mr.Exists(inventory.StockLock) {
+		t.Fatal("reentrant lock left held after both releases")
+	}
+	for _, name := range []string{"lua", "local", "setnx-px"} {
+		code, _, body := e.do(t, "POST", "/sale?lock="+name+"&reenter=1")
+		if code != 503 || !strings.Contains(body["error"].(string), "re-entering") {
+			t.Fatalf("%s re-entered: %d %v, want 503", name, code, body)
+		}
+	}
+	if got, _ := e.mr.Get("stock"); got != "4" {
+		t.Fatalf("stock %s after refused re-entries, want 4", got)
+	}
+	if code, _, _ := e.do(t, "POST", "/sale?lock=lua&reenter=maybe"); code != 400 {
+		t.Fatalf("reenter=maybe: %d, want 400", code)
+	}
+}
+
+// TestFencedRefusesStaleToken: a holder whose token is below the highest
+// seen gets a 409 and changes nothing.
+func TestFencedRefusesStaleToken(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=5")
+	if code, _, _ := e.do(t, "POST", "/sale?lock=fenced"); code != 200 {
+		t.Fatal("first fenced sale failed")
+	}
+	e.mr.Set(inventory.StockFence, "1000000") // someone with a far higher token has been here
+	code, _, body := e.do(t, "POST", "/sale?lock=fenced")
+	if code != 409 || !strings.Contains(body["error"].(string), "stale") {
+		t.Fatalf("got %d %v, want 409 stale token", code, body)
+	}
+	if got, _ := e.mr.Get("stock"); got != "4" {
+		t.Fatalf("stock %s, want 4: the stale write must not land", got)
+	}
 }

@@ -15,6 +15,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/fault"
 )
 
 // Keys in Redis.
@@ -64,6 +66,7 @@ func (s *Store) Sell(ctx context.Context) (int64, error) {
 	if n <= 0 {
 		return 0, ErrSoldOut
 	}
+	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
 	if err := s.rdb.Set(ctx, KeyStock, n-1, 0).Err(); err != nil {
 		return 0, fmt.Errorf("inventory: SET %s: %w", KeyStock, err)
 	}
@@ -79,6 +82,7 @@ func (s *Store) Incr(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	fault.Inject(ctx, fault.Business)
 	if err := s.rdb.Set(ctx, KeyNum, n+1, 0).Err(); err != nil {
 		return 0, fmt.Errorf("inventory: SET %s: %w", KeyNum, err)
 	}

@@ -1,6 +1,11 @@
 package lock
 
-import "github.com/redis/go-redis/v9"
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Rung describes one strategy of the ladder, for /strategies and reports.
 type Rung struct {
@@ -18,36 +23,64 @@ type Ladder struct {
 	lockers map[string]Locker
 }
 
-// NewLadder builds every rung over one Redis client.
-func NewLadder(rdb redis.Cmdable, o Options) *Ladder {
-	l := &Ladder{lockers: make(map[string]Locker)}
-	l.add(Rung{
-		Name:    "none",
-		Summary: "no lock: GET, check, SET straight away",
-		Flaw:    "lost updates under any concurrency",
-	}, None{})
-	l.add(Rung{
-		Name:    "local",
-		Summary: "an in-process mutex per key (Java synchronized)",
-		Flaw:    "excludes only within one process: oversells across instances",
-	}, NewLocal(o))
-	l.add(Rung{
-		Name:    "lua",
-		Summary: "SET key uuid NX PX ttl; release with a Lua compare-and-delete",
-		Flaw:    "the lease still lapses when the business outlives the TTL",
-	}, NewLua(rdb, o))
-	l.add(Rung{
-		Name:    "atomic",
-		Summary: "no lock: one Lua script checks and decrements (or increments)",
-		Flaw:    "none, but only when the whole operation fits in one script",
-		Atomic:  true,
-	}, nil)
-	return l
-}
+// ErrNoMasters is what redlock answers when the process was given no
+// independent masters.
+var ErrNoMasters = errors.New("lock: redlock needs independent masters (start the app with -masters a,b,c,d,e)")
 
-func (l *Ladder) add(r Rung, lk Locker) {
-	l.rungs = append(l.rungs, r)
-	l.lockers[r.Name] = lk
+// NewLadder builds every rung over one Redis client; redlock runs over the
+// independent masters instead.
+func NewLadder(rdb redis.Cmdable, masters []redis.Cmdable, o Options) *Ladder {
+	l := &Ladder{lockers: make(map[string]Locker)}
+	var redlock Locker = unavailable{ErrNoMasters}
+	if len(masters) > 0 {
+		redlock = NewRedlock(masters, o)
+	}
+	for _, r := range []struct {
+		Rung
+		Locker
+	}{
+		{Rung{Name: "none",
+			Summary: "no lock: GET, check, SET straight away",
+			Flaw:    "lost updates under any concurrency"}, None{}},
+		{Rung{Name: "local",
+			Summary: "an in-process mutex per key (Java synchronized)",
+			Flaw:    "excludes only within one process: oversells across instances"}, NewLocal(o)},
+		{Rung{Name: "setnx",
+			Summary: "SETNX key 1, business, DEL key",
+			Flaw:    "a holder that dies never releases: every later request waits forever"}, NewSetNX(rdb, o)},
+		{Rung{Name: "setnx-expire",
+			Summary: "SETNX, then a separate EXPIRE",
+			Flaw:    "a crash between the two commands leaves a lock with no TTL"}, NewSetNXExpire(rdb, o)},
+		{Rung{Name: "setnx-px",
+			Summary: "SET key 1 NX PX ttl, then a plain DEL",
+			Flaw:    "business longer than the TTL: the lock lapses and A's DEL frees B's lock"}, NewSetNXPX(rdb, o)},
+		{Rung{Name: "check-del",
+			Summary: "SET key uuid NX PX ttl; release = GET, compare, DEL as two commands",
+			Flaw:    "the lock can pass to B between A's GET and DEL: A deletes B's lock"}, NewCheckDel(rdb, o)},
+		{Rung{Name: "lua",
+			Summary: "SET key uuid NX PX ttl; release with a Lua compare-and-delete",
+			Flaw:    "the lease still lapses when the business outlives the TTL"}, NewLua(rdb, o)},
+		{Rung{Name: "getset",
+			Summary: "SETNX key expiry; take an expired lock with GETSET; DEL only before own expiry",
+			Flaw:    "trusts synchronised clocks; a slow holder still loses the lock"}, NewGetSet(rdb, o)},
+		{Rung{Name: "reentrant",
+			Summary: "hash {owner: count} in Lua scripts, a watchdog renewing every TTL/3",
+			Flaw:    "a process paused longer than the TTL loses the lease, watchdog and all"}, NewReentrant(rdb, o)},
+		{Rung{Name: "redlock",
+			Summary: "the lock on 5 independent masters; a majority within validity wins",
+			Flaw:    "assumes bounded pauses and clocks: a pause past validity yields two holders"}, redlock},
+		{Rung{Name: "fenced",
+			Summary: "a lease plus a fencing token; the stock refuses a token lower than the highest seen",
+			Flaw:    "none under these scenarios: a stale holder's read and write are refused"}, NewFenced(rdb, o)},
+		{Rung{Name: "atomic",
+			Summary: "no lock: one Lua script checks and decrements (or increments)",
+			Flaw:    "none, but only when the whole operation fits in one script",
+			Atomic:  true}, nil},
+	} {
+		l.rungs = append(l.rungs, r.Rung)
+		l.lockers[r.Name] = r.Locker
+	}
+	return l
 }
 
 // Rungs lists every rung in ladder order.
@@ -72,3 +105,8 @@ func (l *Ladder) Lookup(name string) (Rung, Locker, bool) {
 	}
 	return Rung{}, nil, false
 }
+
+// unavailable is a Locker that cannot work in this process.
+type unavailable struct{ err error }
+
+func (u unavailable) Obtain(context.Context, string) (Lock, error) { return nil, u.err }

@@ -1,6 +1,8 @@
 package lock_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -9,8 +11,8 @@ import (
 )
 
 func TestLadder(t *testing.T) {
-	l := lock.NewLadder(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), lock.Options{})
-	want := []string{"none", "local", "lua", "atomic"}
+	l := lock.NewLadder(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), nil, lock.Options{})
+	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "getset", "reentrant", "redlock", "fenced", "atomic"}
 	got := l.Names()
 	if len(got) != len(want) {
 		t.Fatalf("names %v, want %v", got, want)
@@ -25,6 +27,11 @@ func TestLadder(t *testing.T) {
 		}
 		if (lk == nil) != r.Atomic {
 			t.Errorf("%s: locker %v with Atomic=%v", r.Name, lk, r.Atomic)
+		}
+	}
+	if _, lk, _ := l.Lookup("redlock"); lk != nil {
+		if _, err := lk.Obtain(context.Background(), "k"); !errors.Is(err, lock.ErrNoMasters) {
+			t.Errorf("redlock without masters: %v, want ErrNoMasters", err)
 		}
 	}
 	if _, _, ok := l.Lookup("nope"); ok {

@@ -9,11 +9,19 @@
 // The files are numbered by rung. Read them in order: each one names the
 // race it shows, and the next one names the fix.
 //
-//	rung00_none.go   no lock at all
-//	rung01_local.go  an in-process mutex: safe in one process only
-//	rung06_lua.go    SET NX PX with an owner token, Lua compare-and-delete release
+//	rung00_none.go          no lock at all: lost updates
+//	rung01_local.go         an in-process mutex: safe in one process only
+//	rung02_setnx.go         SETNX, DEL: a dead holder never releases
+//	rung03_setnx_expire.go  SETNX, then EXPIRE: a crash between them, the same
+//	rung04_setnx_px.go      SET NX PX: a lapsed lease, and A's DEL frees B's lock
+//	rung05_check_del.go     an owner token, GET then DEL: still two steps
+//	rung06_lua.go           compare-and-delete in one script: the lease still lapses
+//	rung07_getset.go        the GETSET expiry-timestamp algorithm: trusts clocks
+//	rung08_reentrant.go     a hash {owner: count} and a watchdog: not against pauses
+//	rung09_redlock.go       a majority of 5 masters: not against pauses either
+//	rung10_fenced.go        a fencing token the storage checks: safe
 //
-// Rungs 2 to 5 and 7 to 10 arrive with the fault scenarios that expose them.
+// The ceiling needs no lock: inventory's one-script sale.
 package lock
 
 import (

@@ -11,18 +11,21 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
 
 func main() {
+	fault.ResumeIfAsked() // this binary also resumes itself after fault=pause
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "app:", err)
 		os.Exit(1)
@@ -39,6 +42,9 @@ func run() error {
 		retry        = flag.Duration("retry", 10*time.Millisecond, "sleep between attempts to take a busy lock")
 		redisTimeout = flag.Duration("redis-timeout", time.Second, "dial, read and write timeout of each Redis call")
 		pool         = flag.Int("pool", 64, "Redis connection pool size")
+		masters      = flag.String("masters", env("REDLOCK_MASTERS", ""), "comma-separated independent Redis masters for redlock [REDLOCK_MASTERS]")
+		faults       = flag.Bool("faults", false, "accept fault parameters (work=, fault=, pause=) on requests: for scenario runs only")
+		clockSkew    = flag.Duration("clock-skew", 0, "run this instance's lock clock ahead by this much (only getset reads it)")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -65,12 +71,40 @@ func run() error {
 	})
 	defer rdb.Close()
 
+	var masterClients []redis.Cmdable
+	for _, addr := range strings.Split(*masters, ",") {
+		if addr = strings.TrimSpace(addr); addr == "" {
+			continue
+		}
+		m := redis.NewClient(&redis.Options{
+			Addr:          addr,
+			DialTimeout:   *redisTimeout,
+			ReadTimeout:   *redisTimeout,
+			WriteTimeout:  *redisTimeout,
+			PoolSize:      *pool,
+			MaxRetries:    -1,
+			DialerRetries: 1,
+		})
+		defer m.Close()
+		masterClients = append(masterClients, m)
+	}
+	opts := lock.Options{TTL: *lockTTL, Wait: *lockWait, Retry: lock.FixedSleep(*retry)}
+	if *clockSkew != 0 {
+		skew := *clockSkew
+		opts.Clock = func() time.Time { return time.Now().Add(skew) }
+	}
+	var faultActions *fault.Actions
+	if *faults {
+		faultActions = &fault.Actions{}
+	}
+
 	gin.SetMode(gin.ReleaseMode)
 	router := handlers.New(handlers.Config{
 		Instance:  *name,
 		Inventory: inventory.New(rdb),
-		Ladder:    lock.NewLadder(rdb, lock.Options{TTL: *lockTTL, Wait: *lockWait, Retry: lock.FixedSleep(*retry)}),
+		Ladder:    lock.NewLadder(rdb, masterClients, opts),
 		Log:       log,
+		Faults:    faultActions,
 	})
 	srv := &http.Server{
 		Addr:              *addr,
@@ -86,7 +120,8 @@ func run() error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("serving", "addr", *addr, "redis", *redisAddr, "lock_ttl", *lockTTL, "lock_wait", *lockWait)
+	log.Info("serving", "addr", *addr, "redis", *redisAddr, "masters", len(masterClients),
+		"lock_ttl", *lockTTL, "lock_wait", *lockWait, "faults", *faults, "clock_skew", *clockSkew)
 
 	select {
 	case err := <-errc:
