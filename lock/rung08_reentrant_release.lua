@@ -1,0 +1,14 @@
+-- Leave a reentrant lock once; free it when the owner's count reaches 0.
+-- KEYS[1] lock key: a hash {owner: hold count}
+-- ARGV[1] owner
+-- Returns the owner's remaining hold count (0: the lock is free now), or -1
+-- when the owner holds no count: its lease lapsed, perhaps to another owner.
+if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
+  return -1
+end
+local n = redis.call("HINCRBY", KEYS[1], ARGV[1], -1)
+if n <= 0 then
+  redis.call("DEL", KEYS[1])
+  return 0
+end
+return n
