@@ -1,0 +1,248 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// Redlock takes rung 6's lock (SET key token NX PX ttl, compare-and-delete
+// release) on N independent masters at once, and holds it only with a
+// majority of them, within the time the lease still has to run [002].
+//
+// The race it fixes is the single Redis: one master with an async replica
+// can lose a granted lock on failover, and a second client then gets it.
+// Here no single master decides. Each attempt reads the clock before the
+// first master (T1) and after the last (T2), asks every master in parallel
+// with a short per-node timeout, and wins when Quorum(N) masters said yes
+// and validity = TTL - (T2 - T1) - drift is still positive (drift = TTL/100
+// + 2ms, for clock drift between the masters). Otherwise it releases the
+// lock on every master, including the minority it did get, and tries
+// again after a random delay, so that competing clients fall out of step.
+// With 5 masters it stays safe with up to 2 lost.
+//
+// What it still shows (Kleppmann): it assumes bounded pauses, network
+// delays and clock drift. A holder paused past its validity (GC, SIGSTOP)
+// still believes it holds the lock while another client takes it: two
+// holders. And if a majority of masters restart without persistence (AOF
+// with fsync), they forget the lock and grant it again.
+type Redlock struct {
+	nodes       []redlockNode
+	opts        Options
+	nodeTimeout time.Duration
+	drift       time.Duration
+}
+
+var _ Locker = (*Redlock)(nil)
+
+type redlockNode struct {
+	rdb  redis.Cmdable
+	name string // "node 2 (127.0.0.1:6391)", for errors
+}
+
+// Quorum is how many of n masters a Redlock must hold: a strict majority,
+// n/2+1, so that two holders can never both have one.
+func Quorum(n int) int { return n/2 + 1 }
+
+// RedlockOption configures a Redlock.
+type RedlockOption func(*Redlock)
+
+// WithNodeTimeout bounds how long one attempt (or one release) waits for
+// each master. It must be short next to the TTL: a master that does not
+// answer in time counts as a failure, so that a dead one cannot eat the
+// lease. Default TTL/10 (200ms for the default 2s TTL: generous on
+// loopback under load, and a dead master costs no more than that).
+func WithNodeTimeout(d time.Duration) RedlockOption {
+	return func(r *Redlock) {
+		if d > 0 {
+			r.nodeTimeout = d
+		}
+	}
+}
+
+// NewRedlock returns the Redlock over masters, independent Redis servers
+// (no replication between them), named in errors by their index in
+// masters and, for a *redis.Client, its address. Options.Retry is
+// jittered: each pause is drawn at random in [d/2, 3d/2). It panics
+// without masters.
+func NewRedlock(masters []redis.Cmdable, o Options, opts ...RedlockOption) *Redlock {
+	if len(masters) == 0 {
+		panic("lock: NewRedlock needs at least one master")
+	}
+	o = o.withDefaults()
+	retry := o.Retry
+	o.Retry = func() Backoff { return jitter{retry()} }
+	r := &Redlock{
+		opts:        o,
+		nodeTimeout: o.TTL / 10,
+		drift:       o.TTL/100 + 2*time.Millisecond,
+	}
+	for _, opt := range opts {
+		opt(r)
+	}
+	for i, rdb := range masters {
+		name := fmt.Sprintf("node %d", i)
+		if c, ok := rdb.(interface{ Options() *redis.Options }); ok {
+			name = fmt.Sprintf("node %d (%s)", i, c.Options().Addr)
+		}
+		r.nodes = append(r.nodes, redlockNode{rdb: rdb, name: name})
+	}
+	return r
+}
+
+// Obtain tries the lock on every master until one attempt wins a quorum
+// within validity, or the wait ends. The Lock it returns also has
+// Validity() time.Duration. On ErrNotObtained the error also tells how the
+// last attempt went, with each failed master's error.
+func (r *Redlock) Obtain(ctx context.Context, key string) (Lock, error) {
+	token := uuid.NewString()
+	var (
+		validity time.Duration
+		last     error // why the last attempt failed
+	)
+	err := acquire(ctx, r.opts, func(ctx context.Context) (bool, error) {
+		t1 := r.opts.Clock()
+		held, errs := r.onAll(ctx, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
+			return rdb.SetNX(ctx, key, token, r.opts.TTL).Result()
+		})
+		t2 := r.opts.Clock()
+		validity = r.opts.TTL - t2.Sub(t1) - r.drift
+		if held >= Quorum(len(r.nodes)) && validity > 0 {
+			return true, nil
+		}
+		if last == nil || ctx.Err() == nil {
+			// An attempt cut short by the end of the wait says less
+			// than the complete one before it: keep that.
+			last = fmt.Errorf("redlock: last attempt held %s on %d of %d masters (quorum %d), validity %s",
+				key, held, len(r.nodes), Quorum(len(r.nodes)), validity)
+			if len(errs) > 0 {
+				last = fmt.Errorf("%w: %w", last, errors.Join(errs...))
+			}
+		}
+		// Give back what this attempt got, even when ctx has ended: a
+		// minority left behind would block everyone until it expires.
+		r.onAll(context.WithoutCancel(ctx), releaser(key, token))
+		return false, nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotObtained) && last != nil {
+			return nil, fmt.Errorf("%w; %w", err, last)
+		}
+		return nil, err
+	}
+	return &redlockLock{r: r, key: key, token: token, validity: validity}, nil
+}
+
+// onAll runs op on every master at once, each bounded by the node timeout,
+// and waits no longer than that for their answers. It returns how many
+// answered true, and one error per master that failed or did not answer,
+// naming the master, in node order.
+func (r *Redlock) onAll(ctx context.Context, op func(context.Context, redis.Cmdable) (bool, error)) (int, []error) {
+	type answer struct {
+		node int
+		ok   bool
+		err  error
+	}
+	answers := make(chan answer, len(r.nodes)) // late answers never block
+	for i, nd := range r.nodes {
+		go func() {
+			nctx, cancel := context.WithTimeout(ctx, r.nodeTimeout)
+			defer cancel()
+			ok, err := op(nctx, nd.rdb)
+			answers <- answer{node: i, ok: ok, err: err}
+		}()
+	}
+
+	timer := time.NewTimer(r.nodeTimeout)
+	defer timer.Stop()
+	errs := make([]error, len(r.nodes))
+	answered := make([]bool, len(r.nodes))
+	held := 0
+collect:
+	for range r.nodes {
+		select {
+		case a := <-answers:
+			answered[a.node] = true
+			switch {
+			case a.err != nil:
+				errs[a.node] = a.err
+			case a.ok:
+				held++
+			}
+		case <-timer.C:
+			break collect
+		case <-ctx.Done():
+			break collect
+		}
+	}
+
+	var out []error
+	for i, nd := range r.nodes {
+		err := errs[i]
+		if !answered[i] {
+			err = fmt.Errorf("no answer within %s: %w", r.nodeTimeout, context.DeadlineExceeded)
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+		}
+		if err != nil {
+			out = append(out, fmt.Errorf("redlock: %s: %w", nd.name, err))
+		}
+	}
+	return held, out
+}
+
+// releaser is the compare-and-delete release, reporting true when this
+// master still held our token and deleted it.
+func releaser(key, token string) func(context.Context, redis.Cmdable) (bool, error) {
+	return func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
+		n, err := luaRelease.Run(ctx, rdb, []string{key}, token).Int64()
+		return n == 1, err
+	}
+}
+
+type redlockLock struct {
+	r        *Redlock
+	key      string
+	token    string
+	validity time.Duration
+}
+
+// Validity is how long the lock was still safe to rely on when Obtain
+// returned: TTL - acquisition time - drift. Past it, another client may
+// hold the lock.
+func (l *redlockLock) Validity() time.Duration { return l.validity }
+
+// Release deletes the lock on every master that still holds our token. It
+// succeeds when a quorum of masters did; otherwise it returns ErrNotHeld,
+// joined with each failed master's error. Keys left on masters that failed
+// lapse with their TTL.
+func (l *redlockLock) Release(ctx context.Context) error {
+	released, errs := l.r.onAll(ctx, releaser(l.key, l.token))
+	if released >= Quorum(len(l.r.nodes)) {
+		return nil
+	}
+	err := fmt.Errorf("%w: redlock: %s released on %d of %d masters (quorum %d)",
+		ErrNotHeld, l.key, released, len(l.r.nodes), Quorum(len(l.r.nodes)))
+	if len(errs) > 0 {
+		err = fmt.Errorf("%w: %w", err, errors.Join(errs...))
+	}
+	return err
+}
+
+// jitter draws each pause of the backoff it wraps at random in
+// [d/2, 3d/2), so that clients that failed together do not retry together.
+type jitter struct{ b Backoff }
+
+func (j jitter) NextBackoff() time.Duration {
+	d := j.b.NextBackoff()
+	if d <= 0 {
+		return d
+	}
+	return d/2 + rand.N(d)
+}
