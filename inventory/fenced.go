@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/fault"
 )
 
 // The highest fencing token seen per resource. They live under LockPrefix,
@@ -57,10 +59,10 @@ func (s *Store) SellFenced(ctx context.Context, fenceKey string, token int64) (i
 	if err != nil {
 		return 0, err
 	}
-	afterFencedRead(ctx)
 	if n <= 0 {
 		return 0, ErrSoldOut
 	}
+	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
 	if err := s.writeFenced(ctx, fenceKey, token, KeyStock, n-1, KeySold); err != nil {
 		return 0, err
 	}
@@ -75,7 +77,7 @@ func (s *Store) IncrFenced(ctx context.Context, fenceKey string, token int64) (i
 	if err != nil {
 		return 0, err
 	}
-	afterFencedRead(ctx)
+	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
 	if err := s.writeFenced(ctx, fenceKey, token, KeyNum, n+1, ""); err != nil {
 		return 0, err
 	}
@@ -137,14 +139,4 @@ func fencedReply(res []any) (bool, int64, error) {
 		return ok == 1, v, nil
 	}
 	return false, 0, fmt.Errorf("script returned %v, want {ok, n}", res)
-}
-
-// afterReadKey carries a hook that runs between a fenced read and its
-// write; tests use it to interleave two holders there.
-type afterReadKey struct{}
-
-func afterFencedRead(ctx context.Context) {
-	if f, ok := ctx.Value(afterReadKey{}).(func()); ok {
-		f()
-	}
 }

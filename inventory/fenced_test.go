@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 )
@@ -114,9 +115,11 @@ func TestSellFencedInterleaved(t *testing.T) {
 			sell := func(token int64, proceed <-chan struct{}) <-chan result {
 				read := make(chan struct{})
 				out := make(chan result, 1)
-				hooked := inventory.WithAfterFencedRead(ctx, func() {
-					close(read)
-					<-proceed
+				hooked := fault.With(ctx, func(_ context.Context, p fault.Point) {
+					if p == fault.Business {
+						close(read)
+						<-proceed
+					}
 				})
 				go func() {
 					n, err := s.SellFenced(hooked, inventory.StockFence, token)
