@@ -68,8 +68,9 @@ func WithNodeTimeout(d time.Duration) RedlockOption {
 // NewRedlock returns the Redlock over masters, independent Redis servers
 // (no replication between them), named in errors by their index in
 // masters and, for a *redis.Client, its address. Options.Retry is
-// jittered: each pause is drawn at random in [d/2, 3d/2). It panics
-// without masters.
+// jittered: each pause is drawn at random in [d/2, 3d/2). T1 and T2 are
+// read from Options.Clock; only their difference counts, so a clock that
+// runs a constant amount ahead changes nothing. It panics without masters.
 func NewRedlock(masters []redis.Cmdable, o Options, opts ...RedlockOption) *Redlock {
 	if len(masters) == 0 {
 		panic("lock: NewRedlock needs at least one master")
