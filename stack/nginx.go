@@ -30,7 +30,7 @@ func startNginx(ctx context.Context, bin, srcPath, dir, listen string, upstreams
 	// SIGTERM, not SIGKILL, if we die: nginx's workers do not notice their
 	// master's death and would keep the port; on SIGTERM the master stops
 	// them (SIGKILL after a second) and exits.
-	p, err := startProcSig("nginx", bin, []string{"-p", dir, "-c", confPath, "-e", errLog}, dir,
+	p, err := startProcSig("nginx", bin, []string{"-p", dir, "-c", confPath, "-e", errLog}, nil, dir,
 		filepath.Join(dir, "nginx.log"), syscall.SIGTERM)
 	if err != nil {
 		return nil, err

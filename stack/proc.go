@@ -26,15 +26,16 @@ type proc struct {
 	waitErr error         // valid after done
 }
 
-// startProc starts path with args in its own process group; output is
-// appended to logPath. A goroutine reaps it, so done closes when it exits.
-// If this process dies, the kernel sends the child SIGKILL.
-func startProc(name, path string, args []string, dir, logPath string) (*proc, error) {
-	return startProcSig(name, path, args, dir, logPath, syscall.SIGKILL)
+// startProc starts path with args in its own process group, with env as
+// its environment (nil: this process's); output is appended to logPath. A
+// goroutine reaps it, so done closes when it exits. If this process dies,
+// the kernel sends the child SIGKILL.
+func startProc(name, path string, args, env []string, dir, logPath string) (*proc, error) {
+	return startProcSig(name, path, args, env, dir, logPath, syscall.SIGKILL)
 }
 
 // startProcSig is startProc with the signal sent on this process's death.
-func startProcSig(name, path string, args []string, dir, logPath string, deathSig syscall.Signal) (*proc, error) {
+func startProcSig(name, path string, args, env []string, dir, logPath string, deathSig syscall.Signal) (*proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("stack: %s: log: %w", name, err)
@@ -42,6 +43,7 @@ func startProcSig(name, path string, args []string, dir, logPath string, deathSi
 	defer f.Close() // the child has its own copy
 	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
+	cmd.Env = env
 	cmd.Stdout = f
 	cmd.Stderr = f
 	cmd.SysProcAttr = sysProcAttr(deathSig)

@@ -166,7 +166,7 @@ func startRedisServer(ctx context.Context, bin, addr, dir string, lg *logger) (r
 		"--daemonize", "no", "--dir", r.dir,
 		"--pidfile", filepath.Join(r.dir, "redis-"+port+".pid"),
 	}
-	r.proc, err = startProc("redis-server", bin, args, r.dir, filepath.Join(r.dir, "redis-"+port+".log"))
+	r.proc, err = startProc("redis-server", bin, args, nil, r.dir, filepath.Join(r.dir, "redis-"+port+".log"))
 	if err != nil {
 		return nil, err
 	}

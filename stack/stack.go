@@ -1,10 +1,11 @@
 // Package stack runs the lab's topology on loopback: one Redis, several
 // app instances (each its own OS process, supervised and restarted if it
 // dies) and a load balancer in front of them, the same shape as
-// docker-compose.yml. Real redis-server and nginx are used when they are on
-// PATH; otherwise an embedded miniredis and a built-in Go reverse proxy
-// stand in, and the stack says so (Summary). Every process it starts is
-// stopped by pid.
+// docker-compose.yml, plus the independent Redis masters of the redlock
+// rung. Real redis-server and nginx are used when they are on PATH;
+// otherwise an embedded miniredis and a built-in Go reverse proxy stand in,
+// and the stack says so (Summary). Every process it starts is stopped by
+// pid.
 package stack
 
 import (
@@ -60,6 +61,18 @@ type Config struct {
 	NginxConf   string    // the project's nginx.conf to derive from; default nginx.conf in the repo root
 	Log         io.Writer // human progress lines; nil = discard
 
+	// InstanceArgs are extra flags for instance i (0-based) only, after
+	// AppArgs, kept across the supervisor's restarts: {2: {"-clock-skew",
+	// "2s"}} skews app3's clock.
+	InstanceArgs map[int][]string
+
+	// Masters is the number of Redlock masters: independent Redis servers
+	// on free ports of RedisAddr's host, each started as Redis is (same
+	// mode, same RequireReal rule). Every instance gets their addresses as
+	// -masters a,b,... and in REDLOCK_MASTERS. 0 means DefaultMasters; a
+	// negative number, none.
+	Masters int
+
 	// StartTimeout bounds Start when ctx has no deadline; default 30s.
 	StartTimeout time.Duration
 }
@@ -73,10 +86,16 @@ type Stack struct {
 
 	redis     *Redis
 	instances []*instance
-	lbAddr    string
-	nginx     *proc
-	nginxVer  string
-	proxy     *proxyServer
+
+	mastersMu     sync.Mutex // guards masters and each master's r
+	masters       []*master
+	masterMode    Mode // Real or Embedded, as Redis
+	masterVersion string
+
+	lbAddr   string
+	nginx    *proc
+	nginxVer string
+	proxy    *proxyServer
 
 	life     context.Context // cancelled by Stop: supervisors return
 	end      context.CancelFunc
@@ -89,7 +108,7 @@ type Stack struct {
 // instance is one supervised app process.
 type instance struct {
 	name, addr string
-	args       []string
+	args, env  []string // the same on every restart
 	logPath    string
 
 	mu      sync.Mutex
@@ -158,6 +177,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		s.lg.printf("redis-server not found on PATH: using embedded miniredis (Redis-compatible, in this process)")
 	}
 	if s.redis, err = startRedis(ctx, cfg.RedisAddr, redisMode, cfg.RequireReal, s.dir, s.lg); err != nil {
+		return nil, err
+	}
+	if err := s.startMasters(ctx, redisMode); err != nil {
 		return nil, err
 	}
 
@@ -272,6 +294,14 @@ func (c *Config) setDefaults() error {
 	if c.Instances < 0 {
 		return fmt.Errorf("stack: Instances = %d", c.Instances)
 	}
+	for i := range c.InstanceArgs {
+		if i < 0 || i >= c.Instances {
+			return fmt.Errorf("stack: InstanceArgs for instance %d: instances are 0 to %d", i, c.Instances-1)
+		}
+	}
+	if c.Masters == 0 {
+		c.Masters = DefaultMasters
+	}
 	var err error
 	if c.LBAddr, err = loopback(c.LBAddr, DefaultLBAddr); err != nil {
 		return fmt.Errorf("stack: LBAddr: %w", err)
@@ -355,6 +385,12 @@ func (s *Stack) makeDir() error {
 // startInstances starts every app process and waits until each is healthy.
 func (s *Stack) startInstances(ctx context.Context) error {
 	fixed := s.cfg.appPorts()
+	masters := s.MasterAddrs()
+	var mastersFlag []string
+	if len(masters) > 0 {
+		mastersFlag = []string{"-masters", strings.Join(masters, ",")}
+	}
+	env := instanceEnv(masters)
 	for i := range s.cfg.Instances {
 		var port string
 		if fixed != nil {
@@ -371,9 +407,13 @@ func (s *Stack) startInstances(ctx context.Context) error {
 			addr:    net.JoinHostPort("127.0.0.1", port),
 			logPath: filepath.Join(s.dir, name+".log"),
 		}
-		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", s.redis.Addr()}, s.cfg.AppArgs...)
+		// Ours first: a flag repeated in AppArgs or InstanceArgs wins.
+		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", s.redis.Addr()}, mastersFlag...)
+		in.args = append(in.args, s.cfg.AppArgs...)
+		in.args = append(in.args, s.cfg.InstanceArgs[i]...)
+		in.env = env
 		s.instances = append(s.instances, in)
-		p, err := startProc(name, s.cfg.AppBinary, in.args, s.dir, in.logPath)
+		p, err := startProc(name, s.cfg.AppBinary, in.args, in.env, s.dir, in.logPath)
 		if err != nil {
 			return err
 		}
@@ -452,7 +492,7 @@ func (s *Stack) supervise(in *instance) {
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, 5*time.Second)
-			np, err := startProc(in.name, s.cfg.AppBinary, in.args, s.dir, in.logPath)
+			np, err := startProc(in.name, s.cfg.AppBinary, in.args, in.env, s.dir, in.logPath)
 			if err != nil {
 				s.lg.printf("%s: restart failed: %v; retrying in %s", in.name, err, backoff)
 				continue
@@ -494,13 +534,29 @@ func (s *Stack) Dir() string { return s.dir }
 // Restarts counts instance restarts by the supervisor.
 func (s *Stack) Restarts() int { return int(s.restarts.Load()) }
 
+// InstancePids are the app instances' current pids, in instance order
+// (after a restart by the supervisor, the new process's).
+func (s *Stack) InstancePids() []int {
+	pids := make([]int, len(s.instances))
+	for i, in := range s.instances {
+		if p := in.current(); p != nil {
+			pids[i] = p.pid()
+		}
+	}
+	return pids
+}
+
 // Pids lists every OS process the stack started and runs now (after Stop:
-// the last ones): redis-server, the nginx master, the app instances.
+// the last ones): redis-server, the redis-server masters that are not
+// stopped, the nginx master, the app instances.
 func (s *Stack) Pids() []int {
 	var pids []int
 	if s.redis != nil && s.redis.Pid() != 0 {
 		pids = append(pids, s.redis.Pid())
 	}
+	s.mastersMu.Lock()
+	pids = append(pids, s.masterPidsLocked()...)
+	s.mastersMu.Unlock()
 	if s.nginx != nil {
 		pids = append(pids, s.nginx.pid())
 	}
@@ -513,9 +569,15 @@ func (s *Stack) Pids() []int {
 }
 
 // Summary says, one line per component, what runs: real or embedded Redis,
-// nginx or the built-in proxy, each app instance, with versions and pids.
+// the Redlock masters (one line for all), nginx or the built-in proxy, each
+// app instance, with versions and pids.
 func (s *Stack) Summary() []string {
 	lines := []string{s.redis.summary()}
+	s.mastersMu.Lock()
+	if l := s.mastersSummaryLocked(); l != "" {
+		lines = append(lines, l)
+	}
+	s.mastersMu.Unlock()
 	for _, in := range s.instances {
 		lines = append(lines, fmt.Sprintf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.current().pid(), in.logPath))
 	}
@@ -535,9 +597,9 @@ func (s *Stack) lbSummary() string {
 		s.lbAddr, len(s.instances))
 }
 
-// Stop stops the load balancer, the instances and Redis, each by pid
-// (SIGTERM, then SIGKILL after a grace period), waits for them and removes
-// a temp run dir. It is idempotent and safe after a failed Start.
+// Stop stops the load balancer, the instances, Redis and the masters, each
+// by pid (SIGTERM, then SIGKILL after a grace period), waits for them and
+// removes a temp run dir. It is idempotent and safe after a failed Start.
 func (s *Stack) Stop() error {
 	s.stopOnce.Do(func() {
 		s.end()
@@ -561,6 +623,7 @@ func (s *Stack) Stop() error {
 		if s.redis != nil {
 			errs = append(errs, s.redis.Stop())
 		}
+		errs = append(errs, s.stopMasters())
 		if s.rmDir {
 			errs = append(errs, os.RemoveAll(s.dir))
 		}

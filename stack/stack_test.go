@@ -185,8 +185,9 @@ func TestStack(t *testing.T) {
 		wantSummary []string
 		wantPids    int
 	}{
-		{"real", stack.Real, stack.Real, []string{"redis-server", "lb: nginx"}, 5},
-		{"embedded", stack.Embedded, stack.Embedded, []string{"embedded miniredis", "built-in Go reverse proxy"}, 3},
+		// Redis, 5 masters, nginx, 3 instances; embedded: the instances only.
+		{"real", stack.Real, stack.Real, []string{"redis: redis-server", "masters: 5 x redis-server", "lb: nginx"}, 10},
+		{"embedded", stack.Embedded, stack.Embedded, []string{"redis: embedded miniredis", "masters: 5 x embedded miniredis", "built-in Go reverse proxy"}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			needApp(t)
@@ -287,7 +288,7 @@ func TestSupervisorRestartsKilledInstance(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Stop() })
 	before := s.Pids()
-	victim := before[1] // app2
+	victim := s.InstancePids()[1] // app2
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +321,8 @@ func TestSupervisorRestartsKilledInstance(t *testing.T) {
 }
 
 // A start that fails halfway leaves no process behind: here the app never
-// gets healthy, after Redis and all three instances were started.
+// gets healthy, after Redis, the masters and all three instances were
+// started.
 func TestStartFailureStopsEverything(t *testing.T) {
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "fake-app")
