@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,7 +34,7 @@ func TestUpDown(t *testing.T) {
 		}
 		return string(out)
 	}
-	flags := []string{"-dir", dir, "-lb-port", "0", "-app-port", "0", "-redis-port", "0",
+	flags := []string{"-dir", dir, "-lb-port", "0", "-app-port", "0", "-redis-port", "0", "-masters", "4",
 		"-app", filepath.Join(bin, "app"), "-nginx-conf", "../../nginx.conf"}
 
 	out := stackCmd(append([]string{"up"}, append(flags, "--", "-lock-ttl", "3s")...)...)
@@ -46,6 +49,15 @@ func TestUpDown(t *testing.T) {
 	}
 	if len(st.Procs) < 3 {
 		t.Fatalf("state records %d processes: %+v", len(st.Procs), st)
+	}
+	// -masters 4, from the app's point of view: four independent masters.
+	if len(st.Masters) != 4 {
+		t.Fatalf("state records masters %q, want 4", st.Masters)
+	}
+	for _, m := range st.Masters {
+		if err := ping(m); err != nil {
+			t.Errorf("master %s: %v", m, err)
+		}
 	}
 	resp, err := http.Get(st.URL + "/healthz")
 	if err != nil {
@@ -80,7 +92,60 @@ func TestUpDown(t *testing.T) {
 			t.Errorf("process group %d alive after down: %v", p.Pid, m)
 		}
 	}
+	for _, m := range st.Masters {
+		if err := ping(m); err == nil {
+			t.Errorf("master %s still answers after down", m)
+		}
+	}
 	if out := stackCmd("down", "-dir", dir); !strings.Contains(out, "nothing is up") {
 		t.Errorf("down with nothing up printed %q", out)
+	}
+}
+
+// ping sends one PING to the Redis at addr and wants +PONG.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("PING: %q", line)
+	}
+	return nil
+}
+
+// -masters N is a count of masters; 0 means none, which stack.Config
+// spells as a negative number (its 0 is the default).
+func TestMastersFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+		err  string
+	}{
+		{nil, 5, ""},
+		{[]string{"-masters", "3"}, 3, ""},
+		{[]string{"-masters", "0"}, -1, ""},
+		{[]string{"-masters", "-1"}, 0, "-masters -1"},
+	} {
+		o, err := parseFlags("run", tc.args)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want %q", tc.args, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tc.args, err)
+		case o.Config.Masters != tc.want:
+			t.Errorf("%q: Config.Masters = %d, want %d", tc.args, o.Config.Masters, tc.want)
+		}
 	}
 }

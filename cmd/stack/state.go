@@ -18,15 +18,16 @@ import (
 )
 
 // state is .run/stack.json: the supervisor (a `stack run` process) and
-// every process it started. Each pid comes with its start time from
-// /proc, so down never signals a pid the kernel has since given to an
-// unrelated process.
+// every process it started (Redis, the redis-server masters, nginx, the
+// instances). Each pid comes with its start time from /proc, so down never
+// signals a pid the kernel has since given to an unrelated process.
 type state struct {
 	Pid       int       `json:"pid"`
 	Start     uint64    `json:"start"`
 	URL       string    `json:"url"`
 	Instances []string  `json:"instances"`
 	Redis     string    `json:"redis"`
+	Masters   []string  `json:"masters,omitempty"`
 	Summary   []string  `json:"summary"`
 	Procs     []procRef `json:"procs"`
 	Dir       string    `json:"dir"`
@@ -45,6 +46,7 @@ func writeState(path string, s *stack.Stack) error {
 		URL:       s.URL(),
 		Instances: s.InstanceURLs(),
 		Redis:     s.RedisAddr(),
+		Masters:   s.MasterAddrs(),
 		Summary:   s.Summary(),
 		Dir:       s.Dir(),
 		Updated:   time.Now(),

@@ -31,6 +31,7 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		redisPort = fs.Int("redis-port", 6380, "Redis port on 127.0.0.1 (0: a free port)")
 		redisMode = fs.String("redis", "auto", "Redis: auto (redis-server if on PATH, else embedded), real or embedded (miniredis in this process)")
 		lbMode    = fs.String("lb", "auto", "load balancer: auto (nginx if on PATH, else builtin), nginx or builtin (Go reverse proxy in this process)")
+		masters   = fs.Int("masters", stack.DefaultMasters, "Redlock masters for the redlock rung: independent Redis servers on free ports, real or embedded as -redis (0: none)")
 	)
 	fs.IntVar(&o.LBPort, "lb-port", 8080, "load balancer port on 127.0.0.1 (0 with -app-port 0: free ports for all)")
 	fs.StringVar(&o.Dir, "dir", RepoPath(".run"), "run dir: logs, derived nginx.conf, state file")
@@ -44,6 +45,14 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		o.Config.RedisAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(*redisPort))
 		if o.Config.Instances < 1 {
 			return o, fmt.Errorf("-instances %d: want at least 1", o.Config.Instances)
+		}
+		switch {
+		case *masters < 0:
+			return o, fmt.Errorf("-masters %d: want 0 (none) or more", *masters)
+		case *masters == 0:
+			o.Config.Masters = -1 // stack.Config's "none"
+		default:
+			o.Config.Masters = *masters
 		}
 		switch *redisMode {
 		case "auto", "real", "embedded":
