@@ -51,9 +51,13 @@ func env(t *testing.T, n yaml.Node) map[string]string {
 	return m
 }
 
-// keys reads depends_on, a list or a map of service names.
+// keys reads depends_on, a list or a map of service names (or an alias of
+// one).
 func keys(t *testing.T, n yaml.Node) []string {
 	t.Helper()
+	if n.Kind == yaml.AliasNode {
+		n = *n.Alias
+	}
 	var out []string
 	switch n.Kind {
 	case yaml.SequenceNode:
@@ -150,6 +154,30 @@ func TestComposeAndNginxAgree(t *testing.T) {
 		t.Errorf("redis image %q, want redis:7-*", redis.Image)
 	}
 
+	// Redlock's masters: redlock1..redlockN, as many as the loopback stack
+	// starts by default, each a Redis 7 of its own.
+	var masters, masterAddrs []string
+	for name, svc := range c.Services {
+		if !strings.HasPrefix(name, "redlock") {
+			continue
+		}
+		masters = append(masters, name)
+		if !strings.HasPrefix(svc.Image, "redis:7") {
+			t.Errorf("%s image %q, want redis:7-*", name, svc.Image)
+		}
+	}
+	if len(masters) != DefaultMasters {
+		t.Errorf("docker-compose.yml: %d redlock services %v, the loopback stack defaults to %d masters", len(masters), masters, DefaultMasters)
+	}
+	for i := range masters {
+		name := fmt.Sprintf("redlock%d", i+1)
+		if _, ok := c.Services[name]; !ok {
+			t.Errorf("docker-compose.yml: redlock services %v are not redlock1..redlock%d", masters, len(masters))
+		}
+		masterAddrs = append(masterAddrs, name+":6379")
+	}
+	slices.Sort(masters)
+
 	// Every upstream server is an app service listening there, and every
 	// app service is an upstream server.
 	var apps []string
@@ -187,8 +215,13 @@ func TestComposeAndNginxAgree(t *testing.T) {
 		if e["REDIS_ADDR"] != "redis:6379" {
 			t.Errorf("%s: REDIS_ADDR=%q, want redis:6379", host, e["REDIS_ADDR"])
 		}
-		if !slices.Contains(keys(t, svc.DependsOn), "redis") {
-			t.Errorf("%s: does not depend on redis", host)
+		if got, want := e["REDLOCK_MASTERS"], strings.Join(masterAddrs, ","); got != want {
+			t.Errorf("%s: REDLOCK_MASTERS=%q, want %q (every redlock service, in order)", host, got, want)
+		}
+		for _, dep := range append([]string{"redis"}, masters...) {
+			if !slices.Contains(keys(t, svc.DependsOn), dep) {
+				t.Errorf("%s: does not depend on %s", host, dep)
+			}
 		}
 	}
 	if !slices.Equal(apps, upHosts) {
