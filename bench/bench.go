@@ -1,6 +1,6 @@
 // Package bench replays the classic `ab -n 5000 -c 100` test against each
 // lock strategy through the load balancer, reads the counters back and
-// judges every run: SAFE, OVERSOLD or LOST UPDATES.
+// judges every run: SAFE, OVERSOLD, LOST UPDATES or DEADLOCK.
 //
 // Each run is POST /reset?stock=N, then the load, then GET /stock. The load
 // is a closed loop driven by vegeta as a library: Concurrency workers, each
@@ -10,8 +10,19 @@
 // computed only from what the app answered and what GET /stock reads back
 // afterwards (see Judge); nothing is assumed about a strategy.
 //
-// cmd/bench and `make demo` only parse flags and call Run, then one of the
-// writers (WriteTable, WriteJSON, WriteMarkdown, WriteReports).
+// A scenario (docs/scenarios.md) shapes a run further: extra query
+// parameters on every request or on a few armed hits, chosen by hit index
+// (fault=crash on the hits at 10%, 30%, 50% and 70% of the stock, say),
+// actions on the stack at a given hit (stop two Redlock masters), and a
+// stall bound: when nothing gets through the lock for longer than that
+// after the first fault, the run is stopped and judged DEADLOCK. RunMatrix
+// runs every pair of scenario and lock the ladder gives a verdict for, each
+// scenario on a fresh stack, and WriteGrid lays the verdicts out beside the
+// ladder's.
+//
+// cmd/bench and `make demo` only parse flags and call Run (or RunMatrix),
+// then one of the writers (WriteTable, WriteJSON, WriteMarkdown,
+// WriteReports, WriteGrid, WriteMatrixReports).
 package bench
 
 import (
@@ -38,6 +49,10 @@ const (
 	EndpointSale     = "sale"
 	EndpointTestLock = "testLock"
 )
+
+// ScenarioNormal is the scenario of a plain benchmark: three instances
+// behind the load balancer, no fault.
+const ScenarioNormal = "normal"
 
 // ErrNotLoopback is returned when the target is not a loopback address and
 // Config.AllowRemote is false: load only ever targets this machine.
@@ -67,8 +82,11 @@ type Config struct {
 	Progress io.Writer
 }
 
-// Row is the outcome of one run: one lock, one endpoint.
+// Row is the outcome of one run: one lock, one endpoint, one scenario.
 type Row struct {
+	// Scenario names the conditions of the run (see Scenarios): "normal"
+	// for a plain benchmark.
+	Scenario string `json:"scenario"`
 	Lock     string `json:"lock"`
 	Endpoint string `json:"endpoint"`
 
@@ -102,8 +120,23 @@ type Row struct {
 	MaxMs      float64 `json:"max_ms"`
 	DurationMs float64 `json:"duration_ms"`
 
-	// Verdict is SAFE, OVERSOLD or LOST UPDATES (see Judge).
+	// StallMs is the longest time with no progress: no answer from inside
+	// the critical section (a 200, or on /sale a 409, the sold-out answer
+	// the sale gives under the lock). It is measured after the first fault
+	// of the run (an armed request sent, a hook done), or over the whole run
+	// when the scenario arms none, up to its end.
+	StallMs float64 `json:"stall_ms"`
+	// StallBoundMs is the scenario's stall bound (0: none): a run that
+	// stalls longer is stopped early and judged DEADLOCK.
+	StallBoundMs float64 `json:"stall_bound_ms,omitempty"`
+	// Stopped says the run was stopped before all its requests were sent,
+	// because it stalled past the bound.
+	Stopped bool `json:"stopped,omitempty"`
+
+	// Verdict is SAFE, OVERSOLD, LOST UPDATES or DEADLOCK (see Judge).
 	Verdict string `json:"verdict"`
+	// Expected is the ladder's verdict for the pair, in matrix runs.
+	Expected string `json:"expected,omitempty"`
 }
 
 // Run benchmarks every lock in cfg.Locks (default: all of GET /strategies)
@@ -137,7 +170,7 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	rows := make([]Row, 0, len(locks)*len(cfg.Endpoints))
 	for _, lock := range locks {
 		for _, ep := range cfg.Endpoints {
-			row, err := h.runOne(ctx, lock, ep, p)
+			row, err := h.runOne(ctx, lock, ep, p, nil)
 			if err != nil {
 				return rows, err
 			}
@@ -157,7 +190,7 @@ func RunOne(ctx context.Context, cfg Config, lock, endpoint string) (Row, error)
 	}
 	h := newHarness(cfg)
 	defer h.close()
-	return h.runOne(ctx, lock, endpoint, newProgress(cfg.Progress))
+	return h.runOne(ctx, lock, endpoint, newProgress(cfg.Progress), nil)
 }
 
 // normalize applies the defaults and validates cfg.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,8 +129,9 @@ func (h *harness) stock(ctx context.Context) (counters, error) {
 	return c, nil
 }
 
-// runOne is RunOne on a normalized config.
-func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *progress) (Row, error) {
+// runOne is RunOne on a normalized config, with the requests shaped by ld
+// (nil: a plain run).
+func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *progress, ld *load) (Row, error) {
 	ep, err := normalizeEndpoint(endpoint)
 	if err != nil {
 		return Row{}, err
@@ -139,8 +139,11 @@ func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *progress
 	if strings.TrimSpace(lock) == "" {
 		return Row{}, errors.New("bench: empty lock name")
 	}
-	row := Row{Lock: lock, Endpoint: ep}
+	row := Row{Scenario: ld.name(), Lock: lock, Endpoint: ep, Expected: ld.expect()}
 
+	if err := ld.wait(ctx); err != nil {
+		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
+	}
 	initial, err := h.reset(ctx)
 	if err != nil {
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
@@ -148,11 +151,15 @@ func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *progress
 	row.Initial = initial
 
 	p.start(lock, ep, h.cfg.Requests)
-	if err := h.attack(ctx, &row, p); err != nil {
+	if err := h.attack(ctx, &row, p, ld); err != nil {
 		p.fail(err)
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
 	}
 
+	if err := ld.wait(ctx); err != nil {
+		p.fail(err)
+		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
+	}
 	c, err := h.stock(ctx)
 	if err != nil {
 		p.fail(err)
@@ -208,8 +215,15 @@ func (closedLoop) Rate(time.Duration) float64 { return 0 }
 
 var _ vegeta.Pacer = closedLoop{}
 
+// drainGrace bounds the wait for the requests in flight after a run is
+// stopped for stalling: past it their connections are cut.
+const drainGrace = 10 * time.Second
+
 // attack fires the run's load and fills the response-side fields of row.
-func (h *harness) attack(ctx context.Context, row *Row, p *progress) error {
+// With a stall bound, it stops handing out requests once nothing has made
+// progress for longer than the bound since the first fault, lets the
+// requests in flight finish, and marks the row Stopped.
+func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) error {
 	n, c := h.cfg.Requests, h.cfg.Concurrency
 
 	// Our own transport (vegeta's options below still configure it) so that
@@ -226,11 +240,8 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress) error {
 		vegeta.KeepAlive(true),
 		vegeta.Redirects(vegeta.NoFollow), // a redirect is counted, never chased
 	)
-	target := vegeta.Target{
-		Method: loadMethod,
-		URL:    h.cfg.URL + "/" + row.Endpoint + "?lock=" + url.QueryEscape(row.Lock),
-	}
-	results := a.Attack(vegeta.NewStaticTargeter(target), closedLoop{n: uint64(n)}, 0, row.Lock+"/"+row.Endpoint)
+	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, ld)
+	results := a.Attack(tg.target, closedLoop{n: uint64(n)}, 0, row.Lock+"/"+row.Endpoint)
 
 	var tick <-chan time.Time
 	if p.isLive() {
@@ -238,11 +249,31 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress) error {
 		defer t.Stop()
 		tick = t.C
 	}
+	bound := ld.bound()
+	var check <-chan time.Time
+	if bound > 0 {
+		t := time.NewTicker(min(max(bound/30, 10*time.Millisecond), 100*time.Millisecond))
+		defer t.Stop()
+		check = t.C
+	}
+	var drain <-chan time.Time
+
+	// from returns where the stall is measured from: the first fault when
+	// the run injects faults (none yet: not measuring), else the start.
+	faulty := ld.faulty()
+	from := func() (time.Duration, bool) {
+		if !faulty {
+			return 0, true
+		}
+		return tg.faultAt()
+	}
+	var st stall
 
 	var m vegeta.Metrics
 	row.Codes = map[string]int{}
 	row.Instances = map[string]int{}
-	started := time.Now()
+	started := tg.start
+	var last time.Duration // when the last result came back
 	done := ctx.Done()
 	cancelled := false
 	for results != nil {
@@ -252,6 +283,7 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress) error {
 				results = nil
 				break
 			}
+			last = time.Since(started)
 			m.Add(r)
 			row.Requests++
 			switch {
@@ -267,6 +299,24 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress) error {
 			default:
 				row.Codes[strconv.Itoa(int(r.Code))]++
 			}
+			if progressed(row.Endpoint, r.Code) && !row.Stopped {
+				f, ok := from()
+				st.progress(last, f, ok)
+			}
+		case <-check:
+			now := time.Since(started)
+			if f, ok := from(); ok && !row.Stopped && st.current(now, f) > bound {
+				// Stalled: send nothing more and let the requests in
+				// flight finish (they are waiting for the lock, bounded
+				// by the app's wait), within drainGrace.
+				st.close(now, f, true)
+				row.Stopped, check = true, nil
+				a.Stop()
+				drain = time.After(drainGrace)
+			}
+		case <-drain:
+			d.closeAll()
+			drain = nil
 		case <-tick:
 			p.update(row.Requests, row.OK, time.Since(started))
 		case <-done:
@@ -278,12 +328,22 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress) error {
 		}
 	}
 	m.Close()
+	hookErr := tg.wait()
 	if cancelled {
 		return fmt.Errorf("cancelled after %d of %d requests: %w", row.Requests, n, context.Cause(ctx))
 	}
-	if row.Requests != n {
+	if hookErr != nil {
+		return fmt.Errorf("scenario %s: %w", ld.name(), hookErr)
+	}
+	if !row.Stopped && row.Requests != n {
 		return fmt.Errorf("vegeta answered %d results for %d requests", row.Requests, n)
 	}
+	if !row.Stopped {
+		f, ok := from()
+		st.close(last, f, ok)
+	}
+	row.StallMs = ms(st.longest)
+	row.StallBoundMs = ms(bound)
 
 	span := m.Duration + m.Wait
 	row.DurationMs = ms(span)
@@ -294,6 +354,14 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress) error {
 	row.P99Ms = ms(m.Latencies.P99)
 	row.MaxMs = ms(m.Latencies.Max)
 	return nil
+}
+
+// progressed reports whether an answer came from inside the critical
+// section: a 200, or on /sale a 409, the sold-out answer the sale gives
+// under the lock. Anything else (503 lock not had, 502, a transport error)
+// is no progress.
+func progressed(endpoint string, code uint16) bool {
+	return code == http.StatusOK || (endpoint == EndpointSale && code == http.StatusConflict)
 }
 
 // ms converts d to milliseconds, rounded to the microsecond.

@@ -7,6 +7,7 @@ const (
 	VerdictSafe        = "SAFE"
 	VerdictOversold    = "OVERSOLD"
 	VerdictLostUpdates = "LOST UPDATES"
+	VerdictDeadlock    = "DEADLOCK"
 )
 
 // Judge computes r.Oversold, r.LostUpdates and r.Verdict from the fields read
@@ -21,6 +22,11 @@ const (
 //
 // For /testLock: lost updates = ok - num, increments answered 200 that the
 // counter does not hold. SAFE needs 0, else LOST UPDATES.
+//
+// A run whose counters balance but that stalled longer than its bound
+// (StallBoundMs > 0 and StallMs > StallBoundMs) is DEADLOCK: after a fault
+// nothing got through the lock any more. Safety is judged first: a run that
+// both oversold and stalled is OVERSOLD.
 //
 // Any other endpoint leaves both counts at 0 and the verdict empty.
 func Judge(r *Row) {
@@ -45,4 +51,23 @@ func Judge(r *Row) {
 			r.Verdict = VerdictLostUpdates
 		}
 	}
+	if r.Verdict == VerdictSafe && r.StallBoundMs > 0 && r.StallMs > r.StallBoundMs {
+		r.Verdict = VerdictDeadlock
+	}
+}
+
+// The marks of a verdict against the ladder's: the one expected, another,
+// and a pair not run (the grid lists why).
+const (
+	MarkExpected   = "✓"
+	MarkUnexpected = "✗"
+	MarkSkipped    = "-"
+)
+
+// mark is "✓" when r's verdict is the expected one, else "✗ want EXPECTED".
+func mark(r Row) string {
+	if r.Verdict == r.Expected {
+		return MarkExpected
+	}
+	return MarkUnexpected + " want " + r.Expected
 }

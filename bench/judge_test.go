@@ -34,6 +34,12 @@ func TestJudge(t *testing.T) {
 		{"testLock lost", bench.Row{Endpoint: "testLock", OK: 5000, Num: 1322}, 0, 3678, bench.VerdictLostUpdates},
 		{"testLock more increments than 200s", bench.Row{Endpoint: "testLock", OK: 10, Num: 12}, 0, -2, bench.VerdictLostUpdates},
 		{"testLock ignores stock", bench.Row{Endpoint: "testLock", OK: 7, Num: 7, Initial: 10, Remaining: 99}, 0, 0, bench.VerdictSafe},
+		// DEADLOCK: the books balance but nothing got through for longer than the bound.
+		{"deadlock", bench.Row{Endpoint: "sale", OK: 60, Initial: 150, Remaining: 90, StallMs: 3012.5, StallBoundMs: 3000}, 0, 0, bench.VerdictDeadlock},
+		{"deadlock testLock", bench.Row{Endpoint: "testLock", OK: 60, Num: 60, StallMs: 3200, StallBoundMs: 3000}, 0, 0, bench.VerdictDeadlock},
+		{"stall within the bound", bench.Row{Endpoint: "sale", OK: 150, Initial: 150, StallMs: 2999, StallBoundMs: 3000}, 0, 0, bench.VerdictSafe},
+		{"long stall, no bound", bench.Row{Endpoint: "sale", OK: 150, Initial: 150, StallMs: 9000}, 0, 0, bench.VerdictSafe},
+		{"oversold beats deadlock", bench.Row{Endpoint: "sale", OK: 160, Initial: 150, StallMs: 5000, StallBoundMs: 3000}, 10, 0, bench.VerdictOversold},
 		// Stale results are replaced, not kept.
 		{"stale fields recomputed", bench.Row{Endpoint: "sale", OK: 10, Initial: 10, Oversold: 9, LostUpdates: 9, Verdict: "OVERSOLD"}, 0, 0, bench.VerdictSafe},
 		{"unknown endpoint", bench.Row{Endpoint: "buy", OK: 10, Oversold: 3, Verdict: "SAFE"}, 0, 0, ""},

@@ -16,6 +16,7 @@ type progress struct {
 	w    io.Writer
 	live bool
 
+	scope          string // the matrix's scenario, shown before the run's name
 	lock, endpoint string
 	total          int
 	nameWidth      int // lock/endpoint names are padded to this
@@ -55,7 +56,7 @@ func (p *progress) start(lock, endpoint string, total int) {
 		return
 	}
 	p.lock, p.endpoint, p.total = lock, endpoint, total
-	p.fit(lock, endpoint)
+	p.fit(p.scoped(lock), endpoint)
 	if p.live {
 		p.update(0, 0, 0)
 	}
@@ -96,8 +97,32 @@ func (p *progress) finish(r Row) {
 	if len(r.Codes) > 0 {
 		other = "  other " + otherCell(r.Codes)
 	}
-	p.line(fmt.Sprintf("%s  %d req  ok %d%s%s  %.0f req/s  p99 %.1fms  %s",
-		p.name(), r.Requests, r.OK, other, extra, r.RPS, r.P99Ms, r.Verdict))
+	stall, verdict := "", r.Verdict
+	if r.Expected != "" || r.StallBoundMs > 0 {
+		stall = fmt.Sprintf("  stall %.0fms", r.StallMs)
+		if r.Stopped {
+			stall += " (stopped)"
+		}
+	}
+	if r.Expected != "" {
+		verdict += " " + mark(r)
+	}
+	p.line(fmt.Sprintf("%s  %d req  ok %d%s%s  %.0f req/s  p99 %.1fms%s  %s",
+		p.name(), r.Requests, r.OK, other, extra, r.RPS, r.P99Ms, stall, verdict))
+}
+
+// setScope sets the scenario shown before the run names ("" for none).
+func (p *progress) setScope(s string) {
+	if p != nil {
+		p.scope = s
+	}
+}
+
+// note leaves a line of its own (a matrix's scenario heading).
+func (p *progress) note(s string) {
+	if p != nil {
+		p.line(s)
+	}
 }
 
 // fail leaves a line saying the run failed.
@@ -108,7 +133,16 @@ func (p *progress) fail(err error) {
 	p.line(fmt.Sprintf("%s  failed: %v", p.name(), err))
 }
 
-func (p *progress) name() string { return fmt.Sprintf("%-*s", p.nameWidth, p.lock+"/"+p.endpoint) }
+func (p *progress) name() string {
+	return fmt.Sprintf("%-*s", p.nameWidth, p.scoped(p.lock)+"/"+p.endpoint)
+}
+
+func (p *progress) scoped(lock string) string {
+	if p.scope == "" {
+		return lock
+	}
+	return p.scope + " " + lock
+}
 
 // line writes s as a finished line, over the live line if there is one.
 func (p *progress) line(s string) {

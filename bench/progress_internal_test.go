@@ -105,7 +105,7 @@ func TestProgressLiveRun(t *testing.T) {
 	h := newHarness(cfg)
 	defer h.close()
 	var b bytes.Buffer
-	r, err := h.runOne(t.Context(), "lua", "testLock", &progress{w: &b, live: true})
+	r, err := h.runOne(t.Context(), "lua", "testLock", &progress{w: &b, live: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,6 +76,40 @@ var columns = []column{
 	{"verdict", false, func(r Row) string { return r.Verdict }},
 }
 
+// scenarioRows reports whether rows come from scenario runs (a matrix):
+// then the tables gain the scenario, the stall and the expected verdict.
+func scenarioRows(rows []Row) bool {
+	for _, r := range rows {
+		if r.Expected != "" || r.StallBoundMs > 0 || (r.Scenario != "" && r.Scenario != ScenarioNormal) {
+			return true
+		}
+	}
+	return false
+}
+
+// columnsFor returns the columns for rows: the plain ones, or for scenario
+// runs the scenario first and the stall and expected verdict before the
+// verdict, which stays last.
+func columnsFor(rows []Row) []column {
+	if !scenarioRows(rows) {
+		return columns
+	}
+	cols := []column{{"scenario", false, func(r Row) string { return r.Scenario }}}
+	cols = append(cols, columns[:len(columns)-1]...)
+	cols = append(cols,
+		column{"stall ms", true, func(r Row) string {
+			s := msCell(r.StallMs)
+			if r.Stopped {
+				s += " stopped"
+			}
+			return s
+		}},
+		column{"expected", false, func(r Row) string { return r.Expected }},
+		columns[len(columns)-1],
+	)
+	return cols
+}
+
 // countCell shows a verdict count only on the endpoint it belongs to.
 func countCell(r Row, endpoint string, n int64) string {
 	if strings.TrimPrefix(r.Endpoint, "/") != endpoint {
@@ -92,7 +126,11 @@ func msCell(v float64) string {
 }
 
 // WriteTable writes rows as an aligned text table for the terminal.
+//
+// Rows from scenario runs (a matrix) also show the scenario, the stall and
+// the expected verdict.
 func WriteTable(w io.Writer, rows []Row) error {
+	columns := columnsFor(rows)
 	cells := make([][]string, 0, len(rows)+2)
 	head := make([]string, len(columns))
 	for i, c := range columns {
@@ -173,9 +211,24 @@ const Legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, re
 	"lost = ok - num on /testLock (SAFE needs 0); other = non-200 answers by status, error = transport error; " +
 	"latencies in ms per request."
 
+// ScenarioLegend adds what scenario runs show to Legend.
+const ScenarioLegend = Legend + " stall ms = the longest time with no answer from inside the lock " +
+	"(a 200, or on /sale a 409 sold out) after the first fault of the run, or over the whole run when it has none; " +
+	"DEADLOCK = books that balance but a stall past the scenario's bound (the run is then stopped); " +
+	"expected = the ladder's verdict for the pair."
+
+// legendFor is the legend that explains rows' columns.
+func legendFor(rows []Row) string {
+	if scenarioRows(rows) {
+		return ScenarioLegend
+	}
+	return Legend
+}
+
 // WriteMarkdown writes rows as a Markdown table, numbers right-aligned and
 // unsafe verdicts in bold, followed by a one-line legend.
 func WriteMarkdown(w io.Writer, rows []Row) error {
+	columns := columnsFor(rows)
 	bw := bufio.NewWriter(w)
 	var head, rule []string
 	for _, c := range columns {
@@ -196,13 +249,22 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 		if v := line[len(line)-1]; v != "" && r.Verdict != VerdictSafe {
 			line[len(line)-1] = "**" + v + "**"
 		}
-		if line[0] != "" {
-			line[0] = "`" + line[0] + "`"
+		if i := lockColumn(columns); line[i] != "" {
+			line[i] = "`" + line[i] + "`"
 		}
 		writeMDRow(bw, line)
 	}
-	fmt.Fprintf(bw, "\n%s\n", Legend)
+	fmt.Fprintf(bw, "\n%s\n", legendFor(rows))
 	return bw.Flush()
+}
+
+func lockColumn(cols []column) int {
+	for i, c := range cols {
+		if c.head == "lock" {
+			return i
+		}
+	}
+	return 0
 }
 
 func writeMDRow(w io.Writer, cells []string) {
@@ -234,11 +296,16 @@ func WriteReports(dir string, rows []Row, meta Meta) (jsonPath, mdPath string, e
 		return "", "", fmt.Errorf("bench: encoding the JSON report: %w", err)
 	}
 	writeMarkdownReport(&md, rows, meta)
+	return writeReportFiles(dir, "bench-"+meta.Started.Format("20060102-150405"), "latest", js.Bytes(), md.Bytes())
+}
 
+// writeReportFiles writes dir/stem.{json,md}, adding "-2", "-3"... to stem
+// rather than overwrite an earlier report, then copies both to
+// dir/<latest>.{json,md}.
+func writeReportFiles(dir, stem, latest string, js, md []byte) (jsonPath, mdPath string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", fmt.Errorf("bench: %w", err)
 	}
-	stem := "bench-" + meta.Started.Format("20060102-150405")
 	for i := 1; ; i++ {
 		name := stem
 		if i > 1 {
@@ -246,14 +313,14 @@ func WriteReports(dir string, rows []Row, meta Meta) (jsonPath, mdPath string, e
 		}
 		jsonPath = filepath.Join(dir, name+".json")
 		mdPath = filepath.Join(dir, name+".md")
-		err := createNew(jsonPath, js.Bytes())
+		err := createNew(jsonPath, js)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
 		if err != nil {
 			return "", "", fmt.Errorf("bench: %w", err)
 		}
-		if err := createNew(mdPath, md.Bytes()); err != nil {
+		if err := createNew(mdPath, md); err != nil {
 			return "", "", fmt.Errorf("bench: %w", err)
 		}
 		break
@@ -261,7 +328,7 @@ func WriteReports(dir string, rows []Row, meta Meta) (jsonPath, mdPath string, e
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{"latest.json", js.Bytes()}, {"latest.md", md.Bytes()}} {
+	}{{latest + ".json", js}, {latest + ".md", md}} {
 		if err := replaceFile(filepath.Join(dir, f.name), f.data); err != nil {
 			return jsonPath, mdPath, fmt.Errorf("bench: %w", err)
 		}

@@ -1,0 +1,213 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// load shapes the requests of one run beyond ?lock=: parameters on every
+// request, more on a few armed hits, hooks fired at given hits, and a stall
+// bound. A nil *load is a plain run: scenario "normal", nothing armed.
+type load struct {
+	scenario   string
+	every      url.Values // on every request (work=5ms)
+	armed      url.Values // added to every on the armed hits (fault=crash)
+	armAt      []uint64   // the armed hits, by 0-based index
+	hooks      []runHook
+	stallBound time.Duration // 0: never stop early, never DEADLOCK
+	expected   string        // the ladder's verdict, for the row
+	// settle, if set, waits until the stack is whole again (a crashed
+	// instance restarted): before the reset and before the read-back.
+	settle func(ctx context.Context) error
+}
+
+// runHook is an action fired once, when hit number at is handed out.
+type runHook struct {
+	at    uint64
+	about string
+	do    func(ctx context.Context) error
+}
+
+func (l *load) name() string {
+	if l == nil || l.scenario == "" {
+		return ScenarioNormal
+	}
+	return l.scenario
+}
+
+// faulty reports whether the run injects faults: then the stall is measured
+// from the first of them, else from the start of the run.
+func (l *load) faulty() bool { return l != nil && (len(l.armAt) > 0 || len(l.hooks) > 0) }
+
+func (l *load) wait(ctx context.Context) error {
+	if l == nil || l.settle == nil {
+		return nil
+	}
+	return l.settle(ctx)
+}
+
+func (l *load) expect() string {
+	if l == nil {
+		return ""
+	}
+	return l.expected
+}
+
+func (l *load) bound() time.Duration {
+	if l == nil {
+		return 0
+	}
+	return l.stallBound
+}
+
+// hitsAt turns fractions of a run's window into distinct 0-based hit
+// indices below n, in order. The window is min(n, stock): a sale only
+// reaches its read-modify-write (where work= and fault=pause strike) while
+// there is stock, and the first stock hits are sure to find some.
+func hitsAt(fractions []float64, n, stock int) []uint64 {
+	window := min(n, stock)
+	seen := map[uint64]bool{}
+	var out []uint64
+	for _, f := range fractions {
+		i := int(f * float64(window))
+		i = max(0, min(i, n-1))
+		if n > 0 && !seen[uint64(i)] {
+			seen[uint64(i)] = true
+			out = append(out, uint64(i))
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out
+}
+
+// loadTargeter hands out the run's targets. vegeta calls it from every
+// worker at once; the hit index comes from one atomic counter, so each
+// index 0..n-1 is handed out exactly once and the armed ones are exactly
+// those planned, whatever the interleaving.
+type loadTargeter struct {
+	plain, armed vegeta.Target
+	armAt        map[uint64]bool
+	hooks        map[uint64][]runHook
+
+	next  atomic.Uint64
+	start time.Time
+	fault atomic.Int64 // 1 + time of the first fault since start; 0: none yet
+
+	ctx      context.Context
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	hookErrs []error
+}
+
+// newLoadTargeter builds the targets of lock on endpoint at base.
+func newLoadTargeter(ctx context.Context, base, endpoint, lock string, ld *load) *loadTargeter {
+	target := func(extra ...url.Values) vegeta.Target {
+		q := url.Values{"lock": {lock}}
+		for _, e := range extra {
+			for k, vs := range e {
+				q[k] = append([]string(nil), vs...)
+			}
+		}
+		return vegeta.Target{Method: loadMethod, URL: base + "/" + endpoint + "?" + q.Encode()}
+	}
+	t := &loadTargeter{ctx: ctx, start: time.Now()}
+	if ld == nil {
+		t.plain = target()
+		return t
+	}
+	t.plain = target(ld.every)
+	t.armed = target(ld.every, ld.armed)
+	t.armAt = make(map[uint64]bool, len(ld.armAt))
+	for _, i := range ld.armAt {
+		t.armAt[i] = true
+	}
+	t.hooks = make(map[uint64][]runHook, len(ld.hooks))
+	for _, h := range ld.hooks {
+		t.hooks[h.at] = append(t.hooks[h.at], h)
+	}
+	return t
+}
+
+// target is the vegeta.Targeter.
+func (t *loadTargeter) target(tgt *vegeta.Target) error {
+	i := t.next.Add(1) - 1
+	if t.armAt[i] {
+		*tgt = t.armed
+		t.faulted()
+	} else {
+		*tgt = t.plain
+	}
+	for _, h := range t.hooks[i] {
+		t.fire(h)
+	}
+	return nil
+}
+
+// fire runs a hook beside the load; its fault counts once it is done.
+func (t *loadTargeter) fire(h runHook) {
+	t.wg.Go(func() {
+		if err := h.do(t.ctx); err != nil {
+			t.mu.Lock()
+			t.hookErrs = append(t.hookErrs, fmt.Errorf("%s: %w", h.about, err))
+			t.mu.Unlock()
+			return
+		}
+		t.faulted()
+	})
+}
+
+// wait waits for the hooks fired and returns their first error.
+func (t *loadTargeter) wait() error {
+	t.wg.Wait()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.hookErrs) > 0 {
+		return t.hookErrs[0]
+	}
+	return nil
+}
+
+func (t *loadTargeter) faulted() {
+	t.fault.CompareAndSwap(0, int64(time.Since(t.start))+1)
+}
+
+// faultAt returns when the first fault struck, since start.
+func (t *loadTargeter) faultAt() (time.Duration, bool) {
+	v := t.fault.Load()
+	return time.Duration(v - 1), v != 0
+}
+
+// stall measures the longest time without progress, on the clock of the
+// run (durations since its start).
+type stall struct {
+	last    time.Duration // the last progress
+	longest time.Duration
+}
+
+// progress records progress at now, the stall it ends counting from from
+// (the first fault, or the start of the run).
+func (s *stall) progress(now, from time.Duration, measuring bool) {
+	if measuring {
+		s.longest = max(s.longest, s.current(now, from))
+	}
+	s.last = max(s.last, now)
+}
+
+// current is the stall in progress at now.
+func (s *stall) current(now, from time.Duration) time.Duration {
+	return max(0, now-max(from, s.last))
+}
+
+// close counts the stall still running at the end of the run.
+func (s *stall) close(end, from time.Duration, measuring bool) {
+	if measuring {
+		s.longest = max(s.longest, s.current(end, from))
+	}
+}

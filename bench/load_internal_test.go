@@ -1,0 +1,342 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+func TestHitsAt(t *testing.T) {
+	few := []float64{0.1, 0.3, 0.5, 0.7}
+	tests := []struct {
+		name      string
+		fractions []float64
+		n, stock  int
+		want      []uint64
+	}{
+		{"window is the stock", few, 600, 150, []uint64{15, 45, 75, 105}},
+		{"window is n", few, 100, 1000, []uint64{10, 30, 50, 70}},
+		{"default size", few, 5000, 1000, []uint64{100, 300, 500, 700}},
+		{"a third", []float64{1.0 / 3}, 600, 150, []uint64{50}},
+		{"duplicates once, sorted", []float64{0.5, 0.1, 0.5}, 10, 10, []uint64{1, 5}},
+		{"clamped to the last hit", []float64{1, 2}, 10, 100, []uint64{9}},
+		{"none", nil, 10, 10, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := hitsAt(tt.fractions, tt.n, tt.stock); !slices.Equal(got, tt.want) {
+				t.Errorf("hitsAt(%v, %d, %d) = %v, want %v", tt.fractions, tt.n, tt.stock, got, tt.want)
+			}
+		})
+	}
+}
+
+// testLoad arms fault=crash on hits 3 and 7 and puts work=5ms on all.
+func testLoad() *load {
+	return &load{
+		scenario: "test",
+		every:    url.Values{"work": {"5ms"}},
+		armed:    url.Values{"fault": {"crash"}},
+		armAt:    []uint64{3, 7},
+	}
+}
+
+func TestTargeterArmsByHitIndex(t *testing.T) {
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "setnx", testLoad())
+	for i := range 10 {
+		var tgt vegeta.Target
+		if err := tg.target(&tgt); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(tgt.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		if tgt.Method != http.MethodPost || u.Path != "/sale" || q.Get("lock") != "setnx" || q.Get("work") != "5ms" {
+			t.Errorf("hit %d: %s %s", i, tgt.Method, tgt.URL)
+		}
+		if armed := q.Get("fault") == "crash"; armed != (i == 3 || i == 7) {
+			t.Errorf("hit %d armed = %v: %s", i, armed, tgt.URL)
+		}
+		if _, ok := tg.faultAt(); ok != (i >= 3) {
+			t.Errorf("hit %d: first fault recorded = %v, want %v", i, ok, i >= 3)
+		}
+	}
+	if tg.armed.URL != "http://127.0.0.1:1/sale?fault=crash&lock=setnx&work=5ms" {
+		t.Errorf("armed URL %s", tg.armed.URL)
+	}
+
+	plain := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "testLock", "a b", nil)
+	var tgt vegeta.Target
+	plain.target(&tgt)
+	if tgt.URL != "http://127.0.0.1:1/testLock?lock=a+b" {
+		t.Errorf("plain URL %s", tgt.URL)
+	}
+	if _, ok := plain.faultAt(); ok {
+		t.Error("a plain run recorded a fault")
+	}
+}
+
+// Many workers at once: every index is handed out once, so exactly the
+// planned hits are armed, and each hook fires once.
+func TestTargeterConcurrent(t *testing.T) {
+	const n, workers = 20000, 64
+	ld := testLoad()
+	ld.armAt = hitsAt([]float64{0.1, 0.3, 0.5, 0.7}, n, n)
+	var fired atomic.Int64
+	ld.hooks = []runHook{{at: 5000, about: "count", do: func(context.Context) error {
+		fired.Add(1)
+		return nil
+	}}}
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", ld)
+
+	var armed, plain atomic.Int64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for next.Add(1) <= n {
+				var tgt vegeta.Target
+				tg.target(&tgt)
+				if strings.Contains(tgt.URL, "fault=crash") {
+					armed.Add(1)
+				} else {
+					plain.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := tg.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if armed.Load() != 4 || plain.Load() != n-4 {
+		t.Errorf("%d armed and %d plain, want 4 and %d", armed.Load(), plain.Load(), n-4)
+	}
+	if fired.Load() != 1 {
+		t.Errorf("hook fired %d times, want once", fired.Load())
+	}
+}
+
+// A hook fires when its hit is handed out, not before, and its fault
+// counts once it is done.
+func TestHookFiresAtItsHit(t *testing.T) {
+	fired := make(chan struct{}, 2)
+	ld := &load{hooks: []runHook{{at: 4, about: "stop 2 of 5 masters", do: func(context.Context) error {
+		fired <- struct{}{}
+		return nil
+	}}}}
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "redlock", ld)
+	var tgt vegeta.Target
+	for i := range 4 {
+		tg.target(&tgt)
+		select {
+		case <-fired:
+			t.Fatalf("hook fired at hit %d, want at hit 4", i)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	tg.target(&tgt) // hit 4
+	select {
+	case <-fired:
+	case <-time.After(5 * time.Second):
+		t.Fatal("hook did not fire at hit 4")
+	}
+	for range 10 {
+		tg.target(&tgt)
+	}
+	if err := tg.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if len(fired) != 0 {
+		t.Error("hook fired twice")
+	}
+	if _, ok := tg.faultAt(); !ok {
+		t.Error("the hook's fault was not recorded")
+	}
+}
+
+func TestStall(t *testing.T) {
+	ms := time.Millisecond
+	var s stall
+	// Not measuring yet (no fault): progress only moves the last mark.
+	s.progress(100*ms, 0, false)
+	s.progress(900*ms, 0, false)
+	if s.longest != 0 {
+		t.Fatalf("measured before the fault: %v", s.longest)
+	}
+	// Fault at 1000ms, progress at 1200ms, 3000ms, 3100ms.
+	from := 1000 * ms
+	s.progress(1200*ms, from, true)
+	s.progress(3000*ms, from, true)
+	s.progress(3100*ms, from, true)
+	if s.longest != 1800*ms {
+		t.Errorf("longest %v, want 1.8s", s.longest)
+	}
+	if c := s.current(4000*ms, from); c != 900*ms {
+		t.Errorf("current %v, want 900ms", c)
+	}
+	s.close(6000*ms, from, true)
+	if s.longest != 2900*ms {
+		t.Errorf("after close: %v, want 2.9s (the tail)", s.longest)
+	}
+}
+
+// stuckApp answers every request of a run 200 until a request carries
+// fault=crash; from then on, unless recover, every request waits for the
+// "lock" (wait) and answers 503, as the app does with a lock no one will
+// release. With recover, the crash costs only its own request (a 502).
+type stuckApp struct {
+	wait    time.Duration
+	recover bool
+
+	mu           sync.Mutex
+	stock, sold  int64
+	stuck        bool
+	hits, faults atomic.Int64
+}
+
+func (f *stuckApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	answer := func(code int, v any) {
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(v)
+	}
+	switch r.URL.Path {
+	case "/reset":
+		f.mu.Lock()
+		f.stock, f.sold, f.stuck = 1000, 0, false
+		f.mu.Unlock()
+		answer(200, map[string]int64{"stock": 1000, "sold": 0, "num": 0})
+	case "/stock":
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		answer(200, map[string]int64{"stock": f.stock, "sold": f.sold, "num": 0})
+	case "/sale":
+		f.hits.Add(1)
+		f.mu.Lock()
+		if r.URL.Query().Get("fault") == "crash" {
+			f.faults.Add(1)
+			f.stuck = !f.recover
+			f.mu.Unlock()
+			answer(http.StatusBadGateway, map[string]string{"error": "crashed"})
+			return
+		}
+		if f.stuck {
+			f.mu.Unlock()
+			select {
+			case <-time.After(f.wait):
+			case <-r.Context().Done():
+			}
+			answer(http.StatusServiceUnavailable, map[string]string{"error": "lock not obtained"})
+			return
+		}
+		defer f.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		f.stock--
+		f.sold++
+		answer(200, map[string]any{"sold": true, "remaining": f.stock})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func runStuck(t *testing.T, f *stuckApp, ld *load, n int) Row {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	cfg, err := Config{URL: srv.URL, Requests: n, Concurrency: 10, Stock: 1000, Timeout: 10 * time.Second}.normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(cfg)
+	defer h.close()
+	r, err := h.runOne(t.Context(), "setnx", "sale", nil, ld)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A lock left behind by a crash: nothing succeeds any more, the run is
+// stopped once the stall passes the bound, and judged DEADLOCK.
+func TestEarlyStopDeadlock(t *testing.T) {
+	const bound = 400 * time.Millisecond
+	f := &stuckApp{wait: 100 * time.Millisecond}
+	ld := &load{scenario: "crash", armed: url.Values{"fault": {"crash"}}, armAt: []uint64{50}, stallBound: bound}
+	start := time.Now()
+	r := runStuck(t, f, ld, 100000)
+	took := time.Since(start)
+
+	if r.Verdict != VerdictDeadlock || !r.Stopped {
+		t.Fatalf("verdict %s, stopped %v; want DEADLOCK, stopped (row %+v)", r.Verdict, r.Stopped, r)
+	}
+	if r.Scenario != "crash" || r.StallBoundMs != 400 {
+		t.Errorf("scenario %q, bound %v", r.Scenario, r.StallBoundMs)
+	}
+	// Stopped just past the bound: the check runs every bound/30.
+	if r.StallMs <= 400 || r.StallMs > 1000 {
+		t.Errorf("stall %.1fms, want just over the 400ms bound", r.StallMs)
+	}
+	if r.Requests >= 100000 || r.Requests != r.OK+sum(r.Codes) {
+		t.Errorf("requests %d (ok %d, codes %v): want fewer than sent, all accounted for", r.Requests, r.OK, r.Codes)
+	}
+	if got := f.hits.Load(); int(got) != r.Requests {
+		t.Errorf("the app saw %d requests, the row counts %d", got, r.Requests)
+	}
+	// Hits 0-49 sell; up to the 10 workers' next hits may race the crash.
+	if r.OK < 50 || r.OK > 60 || r.Codes["502"] != 1 || r.Codes["503"] == 0 || f.faults.Load() != 1 {
+		t.Errorf("want 50 sales (give or take the hits in flight) before the crash, its 502, then 503s: %+v", r)
+	}
+	if took > 5*time.Second {
+		t.Errorf("took %v: the stop did not come soon after the bound", took)
+	}
+}
+
+// The same fault with a lock that recovers: the run goes to its end, the
+// stall is short, the verdict comes from the counters.
+func TestNoDeadlockWhenItRecovers(t *testing.T) {
+	f := &stuckApp{wait: 100 * time.Millisecond, recover: true}
+	ld := &load{scenario: "crash", armed: url.Values{"fault": {"crash"}}, armAt: []uint64{50, 150}, stallBound: 400 * time.Millisecond}
+	r := runStuck(t, f, ld, 300)
+	if r.Verdict != VerdictSafe || r.Stopped || r.Requests != 300 {
+		t.Fatalf("verdict %s, stopped %v, requests %d: want SAFE, all 300 (row %+v)", r.Verdict, r.Stopped, r.Requests, r)
+	}
+	if r.Codes["502"] != 2 || r.OK != 298 || f.faults.Load() != 2 {
+		t.Errorf("want the 2 crashed requests as 502 and 298 sales: %+v", r)
+	}
+	if r.StallMs <= 0 || r.StallMs >= 400 {
+		t.Errorf("stall %.1fms, want short and measured", r.StallMs)
+	}
+}
+
+// A plain run measures the stall over the whole run and never stops.
+func TestPlainRunStall(t *testing.T) {
+	f := &stuckApp{wait: 100 * time.Millisecond}
+	r := runStuck(t, f, nil, 200)
+	if r.Scenario != ScenarioNormal || r.Verdict != VerdictSafe || r.Stopped || r.StallBoundMs != 0 {
+		t.Fatalf("row %+v", r)
+	}
+	if r.StallMs <= 0 || r.StallMs > r.DurationMs {
+		t.Errorf("stall %.2fms in a %.2fms run", r.StallMs, r.DurationMs)
+	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
