@@ -1,0 +1,474 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/stack"
+)
+
+// fakeShop stands in for the app instances of one stack and their shared
+// Redis, with each rung's flaw reduced to what the scenario's fault does to
+// it (docs/scenarios.md):
+//
+//   - none always, local with more than one instance: the racy
+//     read-modify-write;
+//   - fault=crash on setnx, fault=crash-before-expire on setnx-expire: the
+//     lock stays held, every later request waits 1s (the lock wait) and
+//     answers 503, until /reset;
+//   - any other crash: that request dies (502), the lock expires;
+//   - work= past the TTL on setnx-px, lua, getset; fault=check-pause on check-del;
+//     fault=pause on reentrant, redlock; every getset request on a skewed
+//     stack: a stale write (read, sleep while others sell, write);
+//   - redlock with 3 masters down: 503.
+//
+// Everything else sells exactly.
+type fakeShop struct {
+	instances   int
+	skewed      bool
+	offered     []string
+	mastersDown atomic.Int32
+
+	mu          sync.Mutex
+	stock, sold int64
+	stuck       map[string]bool
+	seen        map[string]int // "lock param=value" -> load requests carrying it, since reset
+}
+
+func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request, instance string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Instance", instance)
+	answer := func(code int, v any) {
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(v)
+	}
+	q := r.URL.Query()
+	switch r.URL.Path {
+	case "/healthz":
+		answer(200, map[string]string{"status": "ok"})
+	case "/strategies":
+		var list []map[string]string
+		for _, n := range f.offered {
+			list = append(list, map[string]string{"name": n})
+		}
+		answer(200, list)
+	case "/reset":
+		n, _ := strconv.ParseInt(q.Get("stock"), 10, 64)
+		f.mu.Lock()
+		f.stock, f.sold, f.stuck, f.seen = n, 0, map[string]bool{}, map[string]int{}
+		f.mu.Unlock()
+		answer(200, map[string]int64{"stock": n, "sold": 0, "num": 0})
+	case "/stock":
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		answer(200, map[string]int64{"stock": f.stock, "sold": f.sold, "num": 0})
+	case "/sale":
+		work, _ := time.ParseDuration(q.Get("work"))
+		f.sale(r, q.Get("lock"), q.Get("fault"), work > 200*time.Millisecond, answer)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// sale sells one item under lock; slow says the business outlives the
+// scenarios' 200ms TTL.
+func (f *fakeShop) sale(r *http.Request, lock, fault string, slow bool, answer func(int, any)) {
+	f.mu.Lock()
+	for k, vs := range r.URL.Query() {
+		if k != "lock" {
+			f.seen[lock+" "+k+"="+vs[0]]++
+		}
+	}
+	stuck := f.stuck[lock]
+	f.mu.Unlock()
+
+	crash := fault == "crash" || (fault == "crash-before-expire" && lock == "setnx-expire")
+	switch {
+	case stuck:
+		select {
+		case <-time.After(time.Second):
+		case <-r.Context().Done():
+		}
+		answer(503, map[string]string{"error": "lock not obtained"})
+	case crash:
+		if lock == "setnx" || lock == "setnx-expire" {
+			f.mu.Lock()
+			f.stuck[lock] = true
+			f.mu.Unlock()
+		}
+		answer(502, map[string]string{"error": "the instance exited"})
+	case lock == "redlock" && f.mastersDown.Load() >= 3:
+		time.Sleep(20 * time.Millisecond)
+		answer(503, map[string]string{"error": "no majority"})
+	case lock == "none" || (lock == "local" && f.instances > 1):
+		f.stale(time.Millisecond, answer)
+	case slow && slices.Contains([]string{"setnx-px", "lua", "getset"}, lock),
+		fault == "check-pause" && lock == "check-del",
+		fault == "pause" && (lock == "reentrant" || lock == "redlock"),
+		f.skewed && lock == "getset":
+		f.stale(30*time.Millisecond, answer)
+	default:
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.stock <= 0 {
+			answer(409, map[string]any{"sold": false, "remaining": 0})
+			return
+		}
+		f.stock--
+		f.sold++
+		answer(200, map[string]any{"sold": true, "remaining": f.stock})
+	}
+}
+
+// stale is the read-modify-write with a gap: others sell meanwhile, and
+// the write puts back what they took.
+func (f *fakeShop) stale(gap time.Duration, answer func(int, any)) {
+	f.mu.Lock()
+	n := f.stock
+	f.mu.Unlock()
+	if n <= 0 {
+		answer(409, map[string]any{"sold": false, "remaining": 0})
+		return
+	}
+	time.Sleep(gap)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stock = n - 1
+	f.sold++
+	answer(200, map[string]any{"sold": true, "remaining": n - 1})
+}
+
+// fakeStack is a Topology over a fakeShop: a "load balancer" and one
+// server per instance, all on loopback.
+type fakeStack struct {
+	cfg       stack.Config
+	shop      *fakeShop
+	lb        *httptest.Server
+	instances []*httptest.Server
+	lbHits    atomic.Int64
+	direct    atomic.Int64 // load requests to instance 1 directly
+
+	mu      sync.Mutex
+	log     []string // master stops and starts
+	stopped bool
+}
+
+func (s *fakeStack) URL() string { return s.lb.URL }
+
+func (s *fakeStack) InstanceURLs() []string {
+	var urls []string
+	for _, in := range s.instances {
+		urls = append(urls, in.URL)
+	}
+	return urls
+}
+
+func (s *fakeStack) Stop() error {
+	s.lb.Close()
+	for _, in := range s.instances {
+		in.Close()
+	}
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *fakeStack) StopMaster(i int) error {
+	s.shop.mastersDown.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, fmt.Sprintf("stop %d", i))
+	return nil
+}
+
+func (s *fakeStack) StartMaster(i int) error {
+	s.shop.mastersDown.Add(-1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, fmt.Sprintf("start %d", i))
+	return nil
+}
+
+// fakeStacks starts fakeStacks and keeps them by scenario (the last
+// element of the run dir).
+type fakeStacks struct {
+	offered []string
+	mu      sync.Mutex
+	started map[string]*fakeStack
+}
+
+func (fs *fakeStacks) start(_ context.Context, cfg stack.Config) (bench.Topology, error) {
+	shop := &fakeShop{
+		instances: cfg.Instances,
+		offered:   fs.offered,
+		skewed:    slices.Contains(cfg.InstanceArgs[2], "-clock-skew"),
+		stuck:     map[string]bool{},
+		seen:      map[string]int{},
+	}
+	s := &fakeStack{cfg: cfg, shop: shop}
+	s.lb = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/sale" {
+			s.lbHits.Add(1)
+		}
+		shop.ServeHTTP(w, r, "app"+strconv.Itoa(int(s.lbHits.Load())%cfg.Instances+1))
+	}))
+	for i := range cfg.Instances {
+		name := "app" + strconv.Itoa(i+1)
+		s.instances = append(s.instances, httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if i == 0 && r.URL.Path == "/sale" {
+				s.direct.Add(1)
+			}
+			shop.ServeHTTP(w, r, name)
+		})))
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.started[filepath.Base(cfg.Dir)] = s
+	return s, nil
+}
+
+// The whole matrix against fake stacks: every pair the ladder lists runs
+// on its scenario's stack and gets the verdict the fake's flaws produce,
+// which are the ladder's; pairs without a verdict and locks the app does
+// not offer are skipped with a reason; faults, hooks and stacks are as the
+// scenarios say.
+func TestRunMatrixWithFakes(t *testing.T) {
+	offered := slices.DeleteFunc(bench.LadderLocks(), func(l string) bool { return l == "fenced" })
+	fs := &fakeStacks{offered: offered, started: map[string]*fakeStack{}}
+	dir := t.TempDir()
+	var progress bytes.Buffer
+	const n, c, stock = 200, 20, 50
+	cfg := bench.MatrixConfig{
+		Requests: n, Concurrency: c, Stock: stock, Timeout: 10 * time.Second,
+		Stack:       stack.Config{Dir: dir, AppArgs: []string{"-retry", "10ms"}, LBAddr: "127.0.0.1:8080", AppBasePort: 8081},
+		RequireReal: true,
+		Start:       fs.start,
+		Progress:    &progress,
+	}
+	start := time.Now()
+	rows, skips, err := bench.RunMatrix(t.Context(), cfg)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grid bytes.Buffer
+	bench.WriteGrid(&grid, rows, skips, took)
+	t.Log("\n" + grid.String())
+
+	// Every pair once: run, or skipped with a reason.
+	pairs := map[string]int{}
+	for _, r := range rows {
+		pairs[r.Scenario+" "+r.Lock]++
+		if r.Endpoint != "sale" {
+			t.Errorf("%s %s: endpoint %s, want only sale", r.Scenario, r.Lock, r.Endpoint)
+		}
+		if r.Expected == "" || r.Verdict != r.Expected {
+			t.Errorf("%s %s: verdict %s, expected %q (row %+v)", r.Scenario, r.Lock, r.Verdict, r.Expected, r)
+		}
+	}
+	for _, s := range skips {
+		pairs[s.Scenario+" "+s.Lock]++
+		if s.Reason == "" {
+			t.Errorf("skip %+v has no reason", s)
+		}
+		if s.Lock == "fenced" {
+			if _, expected, _ := scenarioNamed(t, s.Scenario).Expected("fenced", "sale"); expected &&
+				!strings.Contains(s.Reason, "does not offer") {
+				t.Errorf("fenced in %s: reason %q, want that the app does not offer it", s.Scenario, s.Reason)
+			}
+		}
+	}
+	for _, sc := range bench.Scenarios() {
+		for _, l := range bench.LadderLocks() {
+			if pairs[sc.Name+" "+l] != 1 {
+				t.Errorf("%s %s: run or skipped %d times, want once", sc.Name, l, pairs[sc.Name+" "+l])
+			}
+		}
+	}
+	if want := 34 - 3; len(rows) != want { // 34 pairs in the ladder, fenced in 3 of them not offered
+		t.Errorf("%d rows, want %d", len(rows), want)
+	}
+	if !strings.Contains(grid.String(), "31 of 31 pairs as the ladder expects; took ") {
+		t.Errorf("grid summary:\n%s", grid.String())
+	}
+
+	// The stacks: one per scenario, free ports, the scenario's flags, all stopped.
+	if len(fs.started) != len(bench.Scenarios()) {
+		t.Errorf("%d stacks started, want one per scenario", len(fs.started))
+	}
+	for name, s := range fs.started {
+		c := s.cfg
+		if c.LBAddr != "127.0.0.1:0" || c.RedisAddr != "127.0.0.1:0" || c.AppBasePort != 0 || !c.RequireReal {
+			t.Errorf("%s: stack %+v: want free loopback ports and RequireReal", name, c)
+		}
+		if len(c.AppArgs) < 2 || c.AppArgs[0] != "-retry" {
+			t.Errorf("%s: app args %q lack the template's", name, c.AppArgs)
+		}
+		if !s.stopped {
+			t.Errorf("%s: stack not stopped", name)
+		}
+	}
+	if c := fs.started["slow"].cfg; !slices.Equal(c.AppArgs, []string{"-retry", "10ms", "-faults", "-lock-ttl", "200ms", "-lock-wait", "1s"}) {
+		t.Errorf("slow: app args %q", c.AppArgs)
+	}
+	if c := fs.started["skew"].cfg; !slices.Equal(c.InstanceArgs[2], []string{"-clock-skew", "2s"}) || len(c.InstanceArgs) != 1 {
+		t.Errorf("skew: instance args %v, want app3 (index 2) skewed", c.InstanceArgs)
+	}
+	single := fs.started["single"]
+	if single.cfg.Instances != 1 || single.direct.Load() != 2*n || single.lbHits.Load() != 0 {
+		t.Errorf("single: %d instances, %d direct load requests, %d through the LB; want 1, %d, 0",
+			single.cfg.Instances, single.direct.Load(), single.lbHits.Load(), 2*n)
+	}
+	if normal := fs.started["normal"]; normal.cfg.Instances != 3 || normal.direct.Load() != 0 {
+		t.Errorf("normal: %d instances, %d direct: want 3 behind the LB", normal.cfg.Instances, normal.direct.Load())
+	}
+
+	// Hooks: stopped once a third of the way in, started again after the run.
+	for name, want := range map[string][]string{
+		"masters-down":   {"stop 0", "stop 1", "start 0", "start 1"},
+		"masters-down-3": {"stop 0", "stop 1", "stop 2", "start 0", "start 1", "start 2"},
+	} {
+		if got := fs.started[name].log; !slices.Equal(got, want) {
+			t.Errorf("%s: masters %v, want %v", name, got, want)
+		}
+	}
+	for _, r := range rows {
+		switch {
+		case r.Scenario == "masters-down-3":
+			if r.Codes["503"] <= r.OK || r.Oversold != 0 {
+				t.Errorf("masters-down-3: want mostly 503s and nothing oversold: %+v", r)
+			}
+		case r.Verdict == bench.VerdictDeadlock:
+			if !r.Stopped || r.StallMs <= 3000 || r.StallMs > 4000 || r.Requests >= n {
+				t.Errorf("%s %s: DEADLOCK wants a stop just past the 3s bound: %+v", r.Scenario, r.Lock, r)
+			}
+		default:
+			if r.Stopped || r.Requests != n {
+				t.Errorf("%s %s: stopped %v after %d requests", r.Scenario, r.Lock, r.Stopped, r.Requests)
+			}
+		}
+	}
+
+	// Arming: exactly 4 armed requests in a run that went to its end, and
+	// check-pause's work=5ms on every request.
+	last := fs.started["check-pause"].shop.seen // the last run there: lua
+	if last["lua fault=check-pause"] != 4 || last["lua pause=600ms"] != 4 || last["lua work=5ms"] != n {
+		t.Errorf("check-pause/lua requests carried %v; want 4 armed, work=5ms on all %d", last, n)
+	}
+
+	out := progress.String()
+	for _, want := range []string{"crash: lock TTL 200ms", "crash setnx/sale", "stall 3", "(stopped)", "DEADLOCK ✓"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func scenarioNamed(t *testing.T, name string) bench.Scenario {
+	t.Helper()
+	for _, s := range bench.Scenarios() {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no scenario %q", name)
+	return bench.Scenario{}
+}
+
+func TestRunMatrixChoices(t *testing.T) {
+	fs := &fakeStacks{offered: bench.LadderLocks(), started: map[string]*fakeStack{}}
+	cfg := bench.MatrixConfig{
+		Scenarios: []string{"slow", "single"}, Locks: []string{"lua", "local", "nope"},
+		Endpoints: []string{"sale", "testLock"},
+		Requests:  40, Concurrency: 4, Stock: 10, Start: fs.start,
+		Stack: stack.Config{Dir: t.TempDir()},
+	}
+	rows, skips, err := bench.RunMatrix(t.Context(), cfg)
+	// The fake serves no /testLock: the first testLock run fails, after
+	// single's local/sale (single comes first, as in Scenarios()).
+	if err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("error %v, want the fake's 404 on /testLock", err)
+	}
+	if len(rows) != 1 || rows[0].Scenario != "single" || rows[0].Lock != "local" || rows[0].Endpoint != "sale" {
+		t.Errorf("rows %+v", rows)
+	}
+	var got []string
+	for _, s := range skips {
+		got = append(got, s.Scenario+" "+s.Lock)
+	}
+	if want := []string{"single lua", "single nope"}; !slices.Equal(got, want) {
+		t.Errorf("skips %v, want %v", got, want)
+	}
+	if _, ok := fs.started["slow"]; ok {
+		t.Error("slow started after single failed")
+	}
+	if !fs.started["single"].stopped {
+		t.Error("single's stack not stopped after the failure")
+	}
+
+	_, _, err = bench.RunMatrix(t.Context(), bench.MatrixConfig{Scenarios: []string{"slow", "typo"}, Start: fs.start})
+	if err == nil || !strings.Contains(err.Error(), `unknown scenario "typo"`) || !strings.Contains(err.Error(), "masters-down-3") {
+		t.Errorf("error %v, want the unknown scenario and the list", err)
+	}
+}
+
+func TestExpected(t *testing.T) {
+	tests := []struct {
+		scenario, lock, endpoint string
+		want                     string
+		run                      bool
+		reason                   string
+	}{
+		{"normal", "none", "sale", "OVERSOLD", true, ""},
+		{"normal", "none", "testLock", "LOST UPDATES", true, ""},
+		{"normal", "redlock", "sale", "SAFE", true, ""},
+		{"single", "local", "sale", "SAFE", true, ""},
+		{"slow", "lua", "sale", "OVERSOLD", true, ""},
+		{"slow", "reentrant", "sale", "SAFE", true, ""},
+		{"crash", "setnx", "sale", "DEADLOCK", true, ""},
+		{"crash", "setnx", "testLock", "DEADLOCK", true, ""},
+		{"crash-before-expire", "setnx-expire", "sale", "DEADLOCK", true, ""},
+		{"crash-before-expire", "lua", "sale", "", false, "only setnx-expire has a point between SETNX and EXPIRE"},
+		{"check-pause", "check-del", "sale", "OVERSOLD", true, ""},
+		{"pause", "fenced", "sale", "SAFE", true, ""},
+		{"pause", "reentrant", "sale", "OVERSOLD", true, ""},
+		{"skew", "getset", "sale", "OVERSOLD", true, ""},
+		{"masters-down-3", "redlock", "sale", "SAFE", true, ""},
+		{"masters-down", "lua", "sale", "", false, "only redlock uses the masters"},
+		{"slow", "none", "sale", "", false, "unsafe with no fault at all: shown in normal"},
+		{"normal", "nope", "sale", "", false, "not in the ladder's table"},
+	}
+	for _, tt := range tests {
+		v, run, reason := scenarioNamed(t, tt.scenario).Expected(tt.lock, tt.endpoint)
+		if v != tt.want || run != tt.run || reason != tt.reason {
+			t.Errorf("%s %s/%s: %q %v %q; want %q %v %q", tt.scenario, tt.lock, tt.endpoint, v, run, reason, tt.want, tt.run, tt.reason)
+		}
+	}
+	// 34 pairs in all, every lock of the ladder in normal.
+	n := 0
+	for _, s := range bench.Scenarios() {
+		n += len(s.Expect)
+		for l := range s.Expect {
+			if !slices.Contains(bench.LadderLocks(), l) {
+				t.Errorf("%s expects a verdict for %q, not a lock of the ladder", s.Name, l)
+			}
+		}
+	}
+	if n != 34 {
+		t.Errorf("%d pairs, want 34", n)
+	}
+}
