@@ -19,7 +19,7 @@ BIN     := bin
 STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES)
 BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS))
 
-.PHONY: all build demo up down bench test vet lint clean
+.PHONY: all build demo up down bench matrix test vet lint clean
 
 all: build
 
@@ -40,6 +40,12 @@ down: build
 ## bench: the comparison against a running stack (starts one if none answers)
 bench: build
 	$(BIN)/bench $(STACK_FLAGS) $(BENCH_FLAGS)
+
+## matrix: every lock under each scenario that shows a rung's flaw, a grid of verdicts
+## against the ladder's; each scenario on a fresh stack on free ports (never make up's)
+SCENARIOS ?=
+matrix: build
+	$(BIN)/bench -matrix -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(SCENARIOS),-scenarios $(SCENARIOS))
 
 ## test: vet, then every test (real redis-server and nginx when installed; required under CI=true)
 test: vet

@@ -3,6 +3,12 @@
 //
 // With no -url it targets the local stack (http://127.0.0.1:LB_PORT); if
 // nothing answers there it starts one for the run and stops it after.
+//
+// With -matrix it runs the strategies x scenarios matrix instead: each
+// scenario of docs/scenarios.md on a fresh stack of its own on free
+// loopback ports (never the ports of a running `make up`), each lock the
+// ladder gives a verdict for there, then prints the grid of verdicts
+// against the ladder's and writes results/matrix-*.{json,md}.
 package main
 
 import (
@@ -15,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,6 +47,9 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	url := fs.String("url", "", "load balancer to target (default: the local stack on -lb-port, started if nothing answers)")
 	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback -url (docker compose); load never leaves this machine otherwise")
+	matrix := fs.Bool("matrix", false, "run the strategies x scenarios matrix, each scenario on a fresh stack on free ports (-url and the ports are not used)")
+	verbose := fs.Bool("v", false, "with -matrix: show each stack's log (starts, crashes, restarts, masters)")
+	scenarios := fs.String("scenarios", "", "with -matrix: comma-separated scenarios (default all: "+strings.Join(bench.ScenarioNames(), ",")+")")
 	finishStack := cli.StackFlags(fs)
 	finishBench := cli.BenchFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -52,6 +62,17 @@ func run(ctx context.Context, args []string) error {
 	bo, err := finishBench()
 	if err != nil {
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *matrix {
+		if set["url"] {
+			return errors.New("-matrix starts a stack per scenario: it takes no -url")
+		}
+		return runMatrix(ctx, so, bo, split(*scenarios), set["endpoints"], *verbose)
+	}
+	if set["scenarios"] || set["v"] {
+		return errors.New("-scenarios and -v need -matrix")
 	}
 	cfg := bo.Config
 	cfg.AllowRemote = *allowRemote
@@ -81,6 +102,45 @@ func run(ctx context.Context, args []string) error {
 		cfg.Requests, cfg.Concurrency, cfg.Stock, cfg.URL)
 	_, err = bench.Compare(ctx, cfg, bo.Out, notes, os.Stdout)
 	return err
+}
+
+// runMatrix runs the matrix with the stack flags as its template: the
+// app binary, nginx.conf, the Redis and LB modes, -masters, the app flags
+// after the flags. Only /sale unless -endpoints was given.
+func runMatrix(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, scenarios []string, endpointsSet, verbose bool) error {
+	tmpl := so.Config
+	tmpl.Dir = "" // a temporary run dir per scenario, never .run
+	if !verbose {
+		tmpl.Log = nil // the progress lines say what runs; the reports name the stack
+	}
+	cfg := bench.MatrixConfig{
+		Scenarios:   scenarios,
+		Locks:       bo.Config.Locks,
+		Requests:    bo.Config.Requests,
+		Concurrency: bo.Config.Concurrency,
+		Stock:       bo.Config.Stock,
+		Timeout:     bo.Config.Timeout,
+		Stack:       tmpl,
+		RequireReal: tmpl.RequireReal,
+		Progress:    bo.Config.Progress,
+	}
+	if endpointsSet {
+		cfg.Endpoints = bo.Config.Endpoints
+	}
+	fmt.Printf("matrix: %d requests at %d concurrent per run, stock %d, each scenario on a fresh stack\n",
+		cfg.Requests, cfg.Concurrency, cfg.Stock)
+	_, _, err := bench.CompareMatrix(ctx, cfg, bo.Out, os.Stdout)
+	return err
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // healthy reports whether the app answers GET /healthz with 200 at url.
