@@ -23,3 +23,7 @@ func Watchdogs(r *Reentrant) int {
 	defer r.mu.Unlock()
 	return len(r.watchdogs)
 }
+
+// FairWatchdogDone returns the channel closed when the watchdog of a Fair
+// acquisition has returned.
+func FairWatchdogDone(l Lock) <-chan struct{} { return l.(*fairLock).done }

@@ -20,6 +20,8 @@
 //	rung08_reentrant.go     a hash {owner: count} and a watchdog: not against pauses
 //	rung09_redlock.go       a majority of 5 masters: not against pauses either
 //	rung10_fenced.go        a fencing token the storage checks: safe
+//	rung11_fair.go          a FIFO queue in Redis, the lock handed to the next
+//	                        live waiter on release: no polling, no luck
 //
 // The ceiling needs no lock: inventory's one-script sale.
 package lock
@@ -27,7 +29,10 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -53,6 +58,17 @@ type Lock interface {
 	Release(ctx context.Context) error
 }
 
+// PipelineReleaser is a held lock whose release can ride in the same
+// pipeline as the business's last write: one round trip for both. Redis
+// runs a pipeline's commands in order, so the write lands before the lock
+// is given up, exactly as with a separate Release after it.
+type PipelineReleaser interface {
+	// ReleaseIn queues the release in p; after p has run, the function
+	// it returns reports what Release would have. Once queued, Release
+	// reports ErrNotHeld.
+	ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error
+}
+
 // Options are shared by every Redis rung, so that rungs differ only by the
 // fix that separates them, never by how long or how they wait.
 type Options struct {
@@ -62,9 +78,22 @@ type Options struct {
 	// Wait bounds how long Obtain tries before giving up with
 	// ErrNotObtained. Default 5s.
 	Wait time.Duration
-	// Retry makes the backoff for one Obtain. Default FixedSleep(10ms): the
-	// articles' "sleep and try again", with a shorter sleep.
+	// WaitMode is how Obtain waits for a busy lock, unless the context
+	// says otherwise (WithWait). Default WaitFixed: the articles' loop.
+	WaitMode WaitMode
+	// Retry makes the sleeps of WaitFixed for one Obtain. Default
+	// FixedSleep(10ms): the articles' "sleep and try again", with a
+	// shorter sleep.
 	Retry func() Backoff
+	// Backoff makes the sleeps of WaitBackoff (and of WaitNotify without a
+	// Notifier) for one Obtain. Default ExponentialBackoff(1ms, 32ms,
+	// FullJitter).
+	Backoff func() Backoff
+	// Notifier announces releases across processes: with one, every
+	// release publishes, and WaitNotify waiters (and fair's queue) wake on
+	// it. Default nil: releases announce nothing, WaitNotify polls as
+	// WaitBackoff, and fair's waiters find their handoff by polling.
+	Notifier *Notifier
 	// Clock is what rungs that compare timestamps (getset) read as "now".
 	// Default time.Now; a skewed instance runs it ahead.
 	Clock func() time.Time
@@ -77,11 +106,28 @@ func (o Options) withDefaults() Options {
 	if o.Wait <= 0 {
 		o.Wait = 5 * time.Second
 	}
+	if o.WaitMode == "" {
+		o.WaitMode = WaitFixed
+	}
 	if o.Retry == nil {
 		o.Retry = FixedSleep(10 * time.Millisecond)
+	}
+	if o.Backoff == nil {
+		o.Backoff = ExponentialBackoff(time.Millisecond, 32*time.Millisecond, FullJitter)
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
 	return o
+}
+
+// releaseResult turns a release script's 1 or 0 into nil or ErrNotHeld.
+func releaseResult(key string, n int64, err error) error {
+	switch {
+	case err != nil && !errors.Is(err, redis.Nil):
+		return fmt.Errorf("lock: release %s: %w", key, err)
+	case n == 0:
+		return ErrNotHeld
+	}
+	return nil
 }

@@ -30,7 +30,7 @@ func NewSetNX(rdb redis.Cmdable, o Options) *SetNX {
 
 // Obtain tries SETNX key 1 until it wins or the wait ends.
 func (l *SetNX) Obtain(ctx context.Context, key string) (Lock, error) {
-	err := acquire(ctx, l.opts, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
 		// A zero expiration makes go-redis send SET key 1 NX: SETNX.
 		ok, err := l.rdb.SetNX(ctx, key, "1", 0).Result()
 		if err != nil {
@@ -41,22 +41,23 @@ func (l *SetNX) Obtain(ctx context.Context, key string) (Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &delLock{rdb: l.rdb, key: key}, nil
+	return &delLock{rdb: l.rdb, key: key, channel: l.opts.Notifier.Channel()}, nil
 }
 
 // delLock releases with a plain DEL, whoever holds the key now. Rungs 2 to
 // 4 share it: the value is the same "1" for every holder, so there is
 // nothing to compare.
 type delLock struct {
-	rdb redis.Cmdable
-	key string
+	rdb     redis.Cmdable
+	key     string
+	channel string // where the release is announced ("" for nowhere)
 }
 
 // Release deletes the key. It reports ErrNotHeld only when the key was
 // already gone; a key that has passed to another holder is deleted all the
 // same, and that is rung 4's flaw.
 func (l *delLock) Release(ctx context.Context) error {
-	n, err := l.rdb.Del(ctx, l.key).Result()
+	n, err := del(ctx, l.rdb, l.key, l.channel)
 	if err != nil {
 		return fmt.Errorf("lock: DEL %s: %w", l.key, err)
 	}
@@ -64,4 +65,23 @@ func (l *delLock) Release(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	return nil
+}
+
+// del is DEL key, and with a channel the announcement of the release for
+// WaitNotify waiters, pipelined: still one round trip. The DEL is the
+// rung's; the announcement changes nothing about who holds the lock.
+func del(ctx context.Context, rdb redis.Cmdable, key, channel string) (int64, error) {
+	if channel == "" {
+		return rdb.Del(ctx, key).Result()
+	}
+	var n *redis.IntCmd
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.Del(ctx, key)
+		p.Publish(ctx, channel, msgReleased+key)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n.Val(), nil
 }

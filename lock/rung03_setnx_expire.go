@@ -35,7 +35,7 @@ func NewSetNXExpire(rdb redis.Cmdable, o Options) *SetNXExpire {
 // Obtain tries SETNX key 1 until it wins or the wait ends, then gives the
 // key its TTL. The fault point fault.BeforeExpire lies between the two.
 func (l *SetNXExpire) Obtain(ctx context.Context, key string) (Lock, error) {
-	err := acquire(ctx, l.opts, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
 		ok, err := l.rdb.SetNX(ctx, key, "1", 0).Result()
 		if err != nil {
 			return false, fmt.Errorf("lock: SETNX %s: %w", key, err)
@@ -58,5 +58,5 @@ func (l *SetNXExpire) Obtain(ctx context.Context, key string) (Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &delLock{rdb: l.rdb, key: key}, nil
+	return &delLock{rdb: l.rdb, key: key, channel: l.opts.Notifier.Channel()}, nil
 }

@@ -30,7 +30,7 @@ func NewSetNXPX(rdb redis.Cmdable, o Options) *SetNXPX {
 
 // Obtain tries SET key 1 NX PX ttl until it wins or the wait ends.
 func (l *SetNXPX) Obtain(ctx context.Context, key string) (Lock, error) {
-	err := acquire(ctx, l.opts, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
 		ok, err := l.rdb.SetNX(ctx, key, "1", l.opts.TTL).Result()
 		if err != nil {
 			return false, fmt.Errorf("lock: SET NX PX %s: %w", key, err)
@@ -40,5 +40,5 @@ func (l *SetNXPX) Obtain(ctx context.Context, key string) (Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &delLock{rdb: l.rdb, key: key}, nil
+	return &delLock{rdb: l.rdb, key: key, channel: l.opts.Notifier.Channel()}, nil
 }

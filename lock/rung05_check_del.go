@@ -36,7 +36,7 @@ func NewCheckDel(rdb redis.Cmdable, o Options) *CheckDel {
 // Obtain tries SET NX PX with a fresh token until it wins or the wait ends.
 func (l *CheckDel) Obtain(ctx context.Context, key string) (Lock, error) {
 	token := uuid.NewString()
-	err := acquire(ctx, l.opts, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
 		ok, err := l.rdb.SetNX(ctx, key, token, l.opts.TTL).Result()
 		if err != nil {
 			return false, fmt.Errorf("lock: SET NX %s: %w", key, err)
@@ -46,13 +46,14 @@ func (l *CheckDel) Obtain(ctx context.Context, key string) (Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &checkDelLock{rdb: l.rdb, key: key, token: token}, nil
+	return &checkDelLock{rdb: l.rdb, key: key, token: token, channel: l.opts.Notifier.Channel()}, nil
 }
 
 type checkDelLock struct {
-	rdb   redis.Cmdable
-	key   string
-	token string
+	rdb     redis.Cmdable
+	key     string
+	token   string
+	channel string
 }
 
 // Release GETs the key and, if it still holds our token, DELs it: two
@@ -69,7 +70,7 @@ func (l *checkDelLock) Release(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	fault.Inject(ctx, fault.BeforeDelete)
-	n, err := l.rdb.Del(ctx, l.key).Result()
+	n, err := del(ctx, l.rdb, l.key, l.channel)
 	if err != nil {
 		return fmt.Errorf("lock: DEL %s: %w", l.key, err)
 	}

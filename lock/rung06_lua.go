@@ -38,7 +38,7 @@ func NewLua(rdb redis.Cmdable, o Options) *Lua {
 // Obtain tries SET NX PX with a fresh token until it wins or the wait ends.
 func (l *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 	token := uuid.NewString()
-	err := acquire(ctx, l.opts, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
 		ok, err := l.rdb.SetNX(ctx, key, token, l.opts.TTL).Result()
 		if err != nil {
 			return false, fmt.Errorf("lock: SET NX %s: %w", key, err)
@@ -48,22 +48,29 @@ func (l *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &luaLock{rdb: l.rdb, key: key, token: token}, nil
+	return &luaLock{rdb: l.rdb, key: key, token: token, channel: l.opts.Notifier.Channel()}, nil
 }
 
 type luaLock struct {
-	rdb   redis.Cmdable
-	key   string
-	token string
+	rdb     redis.Cmdable
+	key     string
+	token   string
+	channel string // where the release is announced ("" for nowhere)
 }
 
+var _ PipelineReleaser = (*luaLock)(nil)
+
 func (l *luaLock) Release(ctx context.Context) error {
-	n, err := luaRelease.Run(ctx, l.rdb, []string{l.key}, l.token).Int64()
-	if err != nil {
-		return fmt.Errorf("lock: release %s: %w", l.key, err)
+	n, err := luaRelease.Run(ctx, l.rdb, []string{l.key}, l.token, l.channel).Int64()
+	return releaseResult(l.key, n, err)
+}
+
+// ReleaseIn queues the same compare-and-delete in p, behind the business's
+// last write: one round trip for both.
+func (l *luaLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	cmd := luaRelease.Eval(ctx, p, []string{l.key}, l.token, l.channel)
+	return func() error {
+		n, err := cmd.Int64()
+		return releaseResult(l.key, n, err)
 	}
-	if n == 0 {
-		return ErrNotHeld
-	}
-	return nil
 }

@@ -53,7 +53,7 @@ func NewGetSet(rdb redis.Cmdable, o Options) *GetSet {
 // over with GETSET if its expiry has passed by our clock.
 func (l *GetSet) Obtain(ctx context.Context, key string) (Lock, error) {
 	var expiry int64
-	err := acquire(ctx, l.opts, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
 		now := l.opts.Clock()
 		expiry = now.Add(l.opts.TTL).UnixMilli() + 1
 		ok, err := l.rdb.SetNX(ctx, key, expiry, 0).Result()
@@ -92,7 +92,7 @@ func (l *GetSet) Obtain(ctx context.Context, key string) (Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &getSetLock{rdb: l.rdb, key: key, expiry: expiry, clock: l.opts.Clock}, nil
+	return &getSetLock{rdb: l.rdb, key: key, expiry: expiry, clock: l.opts.Clock, channel: l.opts.Notifier.Channel()}, nil
 }
 
 type getSetLock struct {
@@ -100,6 +100,8 @@ type getSetLock struct {
 	key    string
 	expiry int64 // Unix ms
 	clock  func() time.Time
+	// channel is where the release is announced ("" for nowhere)
+	channel string
 }
 
 // Release DELs the key if our clock says our expiry has not passed; past
@@ -109,7 +111,7 @@ func (l *getSetLock) Release(ctx context.Context) error {
 	if l.clock().UnixMilli() >= l.expiry {
 		return ErrNotHeld
 	}
-	n, err := l.rdb.Del(ctx, l.key).Result()
+	n, err := del(ctx, l.rdb, l.key, l.channel)
 	if err != nil {
 		return fmt.Errorf("lock: DEL %s: %w", l.key, err)
 	}

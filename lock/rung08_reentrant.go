@@ -89,7 +89,7 @@ func (r *Reentrant) Obtain(ctx context.Context, key string) (Lock, error) {
 		owner = uuid.NewString()
 	}
 	var count int64
-	err := acquire(ctx, r.opts, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, r.opts, r.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
 		n, err := luaReentrantAcquire.Run(ctx, r.rdb, []string{key}, owner, leaseMS(r.opts.TTL)).Int64()
 		if err != nil {
 			return false, fmt.Errorf("lock: reentrant acquire %s: %w", key, err)
@@ -210,7 +210,7 @@ func (l *reentrantLock) Release(ctx context.Context) error {
 		l.wd.stop()
 		return fmt.Errorf("%w: %s: the lease of this acquisition lapsed", ErrNotHeld, l.h.key)
 	}
-	n, err := luaReentrantRelease.Run(ctx, l.r.rdb, []string{l.h.key}, l.h.owner).Int64()
+	n, err := luaReentrantRelease.Run(ctx, l.r.rdb, []string{l.h.key}, l.h.owner, l.r.opts.Notifier.Channel()).Int64()
 	if err != nil {
 		l.released.Store(false) // nothing changed: the caller may try again
 		return fmt.Errorf("lock: reentrant release %s: %w", l.h.key, err)

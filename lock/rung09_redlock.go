@@ -78,6 +78,9 @@ func NewRedlock(masters []redis.Cmdable, o Options, opts ...RedlockOption) *Redl
 	o = o.withDefaults()
 	retry := o.Retry
 	o.Retry = func() Backoff { return jitter{retry()} }
+	// Releases happen on the masters, not on the Redis the Notifier
+	// listens to: WaitNotify polls with Options.Backoff here.
+	o.Notifier = nil
 	r := &Redlock{
 		opts:        o,
 		nodeTimeout: o.TTL / 10,
@@ -106,7 +109,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string) (Lock, error) {
 		validity time.Duration
 		last     error // why the last attempt failed
 	)
-	err := acquire(ctx, r.opts, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, r.opts, r.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
 		t1 := r.opts.Clock()
 		held, errs := r.onAll(ctx, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
 			return rdb.SetNX(ctx, key, token, r.opts.TTL).Result()

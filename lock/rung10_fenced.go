@@ -57,7 +57,7 @@ func FenceKey(key string) string { return key + ":fence" }
 func (l *Fenced) Obtain(ctx context.Context, key string) (Lock, error) {
 	owner := uuid.NewString()
 	var token int64
-	err := acquire(ctx, l.opts, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
 		n, err := luaFencedAcquire.Run(ctx, l.rdb, []string{key, FenceKey(key)}, owner, leaseMS(l.opts.TTL)).Int64()
 		if err != nil {
 			return false, fmt.Errorf("lock: fenced acquire %s: %w", key, err)
@@ -68,28 +68,19 @@ func (l *Fenced) Obtain(ctx context.Context, key string) (Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fencedLock{rdb: l.rdb, key: key, owner: owner, token: token}, nil
+	return &fencedLock{luaLock: luaLock{rdb: l.rdb, key: key, token: owner, channel: l.opts.Notifier.Channel()}, fence: token}, nil
 }
 
+// fencedLock releases as rung 6 does, by its owner token, and carries the
+// fencing token besides.
 type fencedLock struct {
-	rdb   redis.Cmdable
-	key   string
-	owner string
-	token int64
+	luaLock
+	fence int64
 }
 
-var _ Tokened = (*fencedLock)(nil)
+var (
+	_ Tokened          = (*fencedLock)(nil)
+	_ PipelineReleaser = (*fencedLock)(nil)
+)
 
-func (l *fencedLock) Token() int64 { return l.token }
-
-// Release deletes the lease only while it is still ours.
-func (l *fencedLock) Release(ctx context.Context) error {
-	n, err := luaRelease.Run(ctx, l.rdb, []string{l.key}, l.owner).Int64()
-	if err != nil {
-		return fmt.Errorf("lock: release %s: %w", l.key, err)
-	}
-	if n == 0 {
-		return ErrNotHeld
-	}
-	return nil
-}
+func (l *fencedLock) Token() int64 { return l.fence }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -24,19 +25,156 @@ func FixedSleep(d time.Duration) func() Backoff {
 	return func() Backoff { return fixed(d) }
 }
 
-// acquire calls try until it reports success, the wait bound passes, or ctx
-// ends. It is the one wait loop every Redis rung uses.
-func acquire(ctx context.Context, o Options, try func(context.Context) (bool, error)) error {
+// Jitter is how ExponentialBackoff randomises each pause.
+type Jitter int
+
+const (
+	// FullJitter draws each pause at random in [0, d): waiters that failed
+	// together spread over the whole window.
+	FullJitter Jitter = iota
+	// EqualJitter draws each pause in [d/2, d): never much shorter than
+	// the exponential step, still spread.
+	EqualJitter
+)
+
+type exponential struct {
+	next, limit time.Duration
+	jitter      Jitter
+}
+
+func (e *exponential) NextBackoff() time.Duration {
+	d := e.next
+	e.next = min(2*e.next, e.limit)
+	var half time.Duration
+	if e.jitter == EqualJitter {
+		half = d / 2
+	}
+	return half + rand.N(d-half)
+}
+
+// ExponentialBackoff doubles the pause after every failed attempt, from
+// base up to limit, each pause randomised by j. Waiters that keep losing
+// poll less and less often, and spread out instead of retrying in step.
+// It does not know when the lock frees either: a waiter sleeping near the
+// limit leaves a freed lock idle, and who wins is still luck.
+func ExponentialBackoff(base, limit time.Duration, j Jitter) func() Backoff {
+	base = max(base, time.Microsecond)
+	limit = max(limit, base)
+	return func() Backoff { return &exponential{next: base, limit: limit, jitter: j} }
+}
+
+// WaitMode is how a Redis rung waits for a busy lock between two tries.
+type WaitMode string
+
+const (
+	// WaitFixed sleeps Options.Retry between tries: the articles' loop.
+	WaitFixed WaitMode = "fixed"
+	// WaitBackoff sleeps Options.Backoff: exponential with jitter, capped.
+	WaitBackoff WaitMode = "backoff"
+	// WaitNotify sleeps until a release of the lock is announced
+	// (Options.Notifier), trying again at once; a slow fallback tick covers
+	// what no release announces (a crashed holder's lease lapsing, a lost
+	// message). Without a Notifier it waits as WaitBackoff.
+	WaitNotify WaitMode = "notify"
+)
+
+// WaitModes lists every WaitMode.
+var WaitModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify}
+
+// ParseWaitMode returns the WaitMode called s.
+func ParseWaitMode(s string) (WaitMode, error) {
+	for _, m := range WaitModes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("lock: unknown wait mode %q (valid: %v)", s, WaitModes)
+}
+
+type waitKey struct{}
+
+// WithWait returns a context whose Obtain calls wait by m, whatever the
+// Locker's Options say: a benchmark picks it per request.
+func WithWait(ctx context.Context, m WaitMode) context.Context {
+	return context.WithValue(ctx, waitKey{}, m)
+}
+
+// WaitFrom returns the WaitMode WithWait put in ctx, and false when none.
+func WaitFrom(ctx context.Context) (WaitMode, bool) {
+	m, ok := ctx.Value(waitKey{}).(WaitMode)
+	return m, ok && m != ""
+}
+
+// waiter is how acquire spends the time between two tries.
+type waiter interface {
+	// wait returns when it is time to try again, or with handed true when
+	// the lock has already been handed to this caller (fair's handoff),
+	// or with an error when ctx ends.
+	wait(ctx context.Context) (handed bool, err error)
+	// done is called once, when acquire returns; obtained says whether
+	// the caller now holds the lock.
+	done(obtained bool)
+}
+
+// waiter returns how an Obtain of key waits: by the context's WaitMode,
+// else by the Options'.
+func (o Options) waiter(ctx context.Context, key string) waiter {
+	mode := o.WaitMode
+	if m, ok := WaitFrom(ctx); ok {
+		mode = m
+	}
+	switch mode {
+	case WaitBackoff:
+		return &sleeper{b: o.Backoff()}
+	case WaitNotify:
+		if o.Notifier != nil {
+			return o.Notifier.watch(key)
+		}
+		return &sleeper{b: o.Backoff()}
+	default:
+		return &sleeper{b: o.Retry()}
+	}
+}
+
+// sleeper waits by a Backoff: it polls.
+type sleeper struct {
+	b     Backoff
+	timer *time.Timer
+}
+
+func (s *sleeper) wait(ctx context.Context) (bool, error) {
+	return false, sleep(ctx, &s.timer, s.b.NextBackoff())
+}
+
+func (s *sleeper) done(bool) {
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// sleep waits d, reusing *timer, or until ctx ends.
+func sleep(ctx context.Context, timer **time.Timer, d time.Duration) error {
+	if *timer == nil {
+		*timer = time.NewTimer(d)
+	} else {
+		(*timer).Reset(d)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-(*timer).C:
+		return nil
+	}
+}
+
+// acquire calls try until it reports success, the waiter says the lock was
+// handed over, the wait bound passes, or ctx ends; between two tries it
+// waits by w. It is the one wait loop every Redis rung uses.
+func acquire(ctx context.Context, o Options, w waiter, try func(context.Context) (bool, error)) (failed error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Wait)
 	defer cancel()
+	defer func() { w.done(failed == nil) }()
 
-	backoff := o.Retry()
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for {
 		ok, err := try(ctx)
 		switch {
@@ -49,16 +187,12 @@ func acquire(ctx context.Context, o Options, try func(context.Context) (bool, er
 		case ctx.Err() != nil:
 			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, o.Wait, ctx.Err())
 		}
-		d := backoff.NextBackoff()
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Reset(d)
+		handed, err := w.wait(ctx)
+		if err != nil {
+			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, o.Wait, err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, o.Wait, ctx.Err())
-		case <-timer.C:
+		if handed {
+			return nil
 		}
 	}
 }

@@ -1,0 +1,242 @@
+package lock
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed rung11_fair_acquire.lua
+	luaFairAcquireSrc string
+	//go:embed rung11_fair_release.lua
+	luaFairReleaseSrc string
+	//go:embed rung11_fair_renew.lua
+	luaFairRenewSrc string
+
+	luaFairAcquire = redis.NewScript(luaFairAcquireSrc)
+	luaFairRelease = redis.NewScript(luaFairReleaseSrc)
+	luaFairRenew   = redis.NewScript(luaFairRenewSrc)
+)
+
+// Fair is rung 10's fenced lease with the waiting done by Redis instead of
+// by luck. Every rung above waits the articles' way: sleep, try again. A
+// freed lock sits idle until some sleeper wakes, most tries are wasted
+// round trips, and who gets the lock next is whoever happens to try first,
+// so an unlucky waiter can lose every race until its wait bound (the tail
+// of the benchmark: p99 near a second, behind a p50 of milliseconds).
+//
+// Here a waiter that finds the lock held joins a FIFO queue in Redis (a
+// list of tokens, each with a deadline), in the same script that tried the
+// lock, and sleeps. The release script does not just delete the lock: it
+// pops the oldest waiter whose deadline has not passed, writes that
+// waiter's token into the lock key with a fresh lease and the next fencing
+// token, and publishes a message naming it. The Notifier wakes exactly that
+// waiter, which holds the lock already: no polling, no herd, no idle gap,
+// and waiters are served in the order they came.
+//
+// A waiter that gives up leaves the queue (and passes the lock on if it was
+// handed to it meanwhile). One that dies stops refreshing its entry, which
+// goes stale within three refresh ticks and is skipped. Each waiter also
+// wakes on its refresh tick (TTL/4, at most 250ms) to keep its entry live
+// and to catch a handoff whose message was lost: that is the only polling
+// left. Without a Notifier, waiters find their handoff by polling with
+// Options.Backoff; the order is still FIFO.
+//
+// It keeps everything below it: the owner token (only the holder releases
+// or renews), the fencing token (the Lock is Tokened: handlers write with
+// it, and a holder paused past its lease is refused), and rung 8's watchdog
+// (the lease is renewed every TTL/3 while held, and stops on release).
+//
+// What it still shows: the lock is one Redis key, so a failover can lose
+// it (fencing keeps the data right, not the exclusion), and every sale
+// still pays the lock's round trips: acquiring, being woken, releasing.
+// The atomic script pays one.
+type Fair struct {
+	rdb  redis.Cmdable
+	opts Options
+	// tick is how often a waiter refreshes its queue entry; an entry not
+	// refreshed for three ticks is stale.
+	tick time.Duration
+}
+
+var _ Locker = (*Fair)(nil)
+
+// NewFair returns the FIFO handoff Locker. Options.WaitMode does not apply:
+// a fair waiter always waits for its handoff.
+func NewFair(rdb redis.Cmdable, o Options) *Fair {
+	o = o.withDefaults()
+	return &Fair{rdb: rdb, opts: o, tick: min(max(o.TTL/4, 5*time.Millisecond), 250*time.Millisecond)}
+}
+
+// QueueKey is the list of key's waiters, oldest first; QueueKey(key)+":live"
+// holds their deadlines.
+func QueueKey(key string) string { return key + ":queue" }
+
+func fairKeys(key string) []string {
+	q := QueueKey(key)
+	return []string{key, q, q + ":live", FenceKey(key)}
+}
+
+// Obtain takes key at once if it is free and nobody waits; otherwise it
+// queues and waits for the release that hands the lock over, at most the
+// wait bound. The Lock it returns is also Tokened.
+func (f *Fair) Obtain(ctx context.Context, key string) (Lock, error) {
+	token := uuid.NewString()
+	keys := fairKeys(key)
+	w := &fairWaiter{f: f, keys: keys, token: token, ctx: context.WithoutCancel(ctx)}
+	if f.opts.Notifier != nil {
+		w.hw = f.opts.Notifier.handoff(token)
+	} else {
+		w.b = f.opts.Backoff()
+	}
+	err := acquire(ctx, f.opts, w, func(ctx context.Context) (bool, error) {
+		lives := 3 * f.tick
+		if dl, ok := ctx.Deadline(); ok {
+			lives = min(lives, time.Until(dl)+f.tick)
+		}
+		n, err := luaFairAcquire.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), leaseMS(lives), f.opts.Notifier.Channel()).Int64()
+		if err != nil {
+			return false, fmt.Errorf("lock: fair acquire %s: %w", key, err)
+		}
+		w.fence = n
+		return n > 0, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	l := &fairLock{f: f, keys: keys, token: token, fence: w.fence, done: make(chan struct{})}
+	wctx, cancel := context.WithCancel(context.Background())
+	l.stop = cancel
+	go l.watch(wctx)
+	return l, nil
+}
+
+// fairWaiter waits for its handoff message, or its refresh tick.
+type fairWaiter struct {
+	f     *Fair
+	keys  []string
+	token string
+	ctx   context.Context // the caller's, without its cancellation
+	hw    *handoffWaiter  // nil without a Notifier
+	b     Backoff         // polling, without a Notifier
+	timer *time.Timer
+	fence int64
+}
+
+func (w *fairWaiter) wait(ctx context.Context) (bool, error) {
+	if w.hw == nil {
+		return false, sleep(ctx, &w.timer, w.b.NextBackoff())
+	}
+	d := jittered(w.f.tick)
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+	} else {
+		w.timer.Reset(d)
+	}
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case fence := <-w.hw.handed:
+		w.fence = fence
+		return true, nil
+	case <-w.timer.C:
+		return false, nil // refresh our entry; maybe we missed a handoff
+	}
+}
+
+// done leaves the queue when the wait failed. If the lock was handed to us
+// meanwhile, the same script passes it on, so a waiter that gives up never
+// wedges the queue.
+func (w *fairWaiter) done(obtained bool) {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	if w.hw != nil {
+		w.hw.forget()
+	}
+	if obtained {
+		return
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
+	defer cancel()
+	// Best effort: if this fails too, our entry goes stale by itself.
+	_ = luaFairRelease.Run(ctx, w.f.rdb, w.keys, w.token, leaseMS(w.f.opts.TTL), w.f.opts.Notifier.Channel(), "1").Err()
+}
+
+type fairLock struct {
+	f     *Fair
+	keys  []string
+	token string
+	fence int64
+
+	stop context.CancelFunc // ends the watchdog
+	done chan struct{}      // closed when the watchdog has returned
+	once sync.Once
+}
+
+var (
+	_ Tokened          = (*fairLock)(nil)
+	_ PipelineReleaser = (*fairLock)(nil)
+)
+
+func (l *fairLock) Token() int64 { return l.fence }
+
+// watch renews the lease every TTL/3 while it is still ours.
+func (l *fairLock) watch(ctx context.Context) {
+	defer close(l.done)
+	every := max(l.f.opts.TTL/3, time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, every)
+		n, err := luaFairRenew.Run(rctx, l.f.rdb, l.keys[:1], l.token, leaseMS(l.f.opts.TTL)).Int64()
+		cancel()
+		if err == nil && n == 0 {
+			return // lapsed or taken: nothing left to keep alive
+		}
+	}
+}
+
+// Release hands the lock to the oldest live waiter, or deletes it when
+// nobody waits, and stops the watchdog.
+func (l *fairLock) Release(ctx context.Context) error {
+	err := ErrNotHeld
+	l.once.Do(func() {
+		l.stop()
+		defer func() { <-l.done }()
+		var n int64
+		n, err = luaFairRelease.Run(ctx, l.f.rdb, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.opts.Notifier.Channel(), "0").Int64()
+		err = releaseResult(l.keys[0], n, err)
+	})
+	return err
+}
+
+// ReleaseIn queues the release in p, behind the business's last write.
+func (l *fairLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	var cmd *redis.Cmd
+	first := false
+	l.once.Do(func() {
+		first = true
+		l.stop()
+		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.opts.Notifier.Channel(), "0")
+	})
+	return func() error {
+		if !first {
+			return ErrNotHeld
+		}
+		<-l.done
+		n, err := cmd.Int64()
+		return releaseResult(l.keys[0], n, err)
+	}
+}

@@ -1,0 +1,341 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// notifier returns a Notifier over rdb whose subscription is confirmed.
+func notifier(t *testing.T, rdb *redis.Client, opts ...lock.NotifierOption) *lock.Notifier {
+	t.Helper()
+	n := lock.NewNotifier(rdb, opts...)
+	t.Cleanup(func() { n.Close() })
+	select {
+	case <-n.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("notifier: no subscription after 5s")
+	}
+	return n
+}
+
+// fairOpts: a lease long enough to outlive each test's waits, so that
+// only a release moves the lock.
+func fairOpts(n *lock.Notifier) lock.Options {
+	return lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second, Notifier: n}
+}
+
+// queued waits until key's queue holds n waiters and returns them.
+func queued(t *testing.T, rdb *redis.Client, key string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		q := rdb.LRange(ctx, lock.QueueKey(key), 0, -1).Val()
+		if len(q) == n {
+			return q
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue of %s: %v, want %d waiters", key, q, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type obtained struct {
+	l   lock.Lock
+	err error
+	at  time.Time
+}
+
+func obtainAsync(ctx context.Context, l lock.Locker, key string) <-chan obtained {
+	ch := make(chan obtained, 1)
+	go func() {
+		held, err := l.Obtain(ctx, key)
+		ch <- obtained{held, err, time.Now()}
+	}()
+	return ch
+}
+
+// TestFairFIFO: waiters that queued in order get the lock in that order.
+func TestFairFIFO(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	const key, waiters = "lock:k", 6
+	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb)))
+
+	first, err := f.Obtain(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i := range waiters {
+		wg.Go(func() {
+			l, err := f.Obtain(ctx, key)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := l.Release(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+		queued(t, rdb, key, i+1) // waiter i is in the queue before i+1 starts
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if want := []int{0, 1, 2, 3, 4, 5}; !slices.Equal(order, want) {
+		t.Fatalf("served in order %v, want %v", order, want)
+	}
+	for _, k := range []string{key, lock.QueueKey(key), lock.QueueKey(key) + ":live"} {
+		if rdb.Exists(ctx, k).Val() != 0 {
+			t.Errorf("%s left behind", k)
+		}
+	}
+}
+
+// TestFairHandsOffOnRelease: the release script itself writes the next
+// waiter's token into the lock key, with the next fencing token, and wakes
+// that waiter by name: it holds the lock before it runs a single command,
+// and long before its refresh tick.
+func TestFairHandsOffOnRelease(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	const key = "lock:k"
+	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb)))
+
+	a, err := f.Obtain(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := obtainAsync(ctx, f, key)
+	next := queued(t, rdb, key, 1)[0]
+
+	released := time.Now()
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.Get(ctx, key).Val(); got != next {
+		t.Fatalf("right after the release the lock holds %q, want the waiter's token %q", got, next)
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 4*time.Second {
+		t.Errorf("the handed lock's lease is %s, want a fresh one (5s)", ttl)
+	}
+	got := <-b
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	// The refresh tick is 250ms, drawn in [125ms, 375ms): well past this.
+	if woke := got.at.Sub(released); woke > 100*time.Millisecond {
+		t.Errorf("the waiter noticed its handoff after %s: it polled rather than being woken", woke)
+	}
+	ta, tb := a.(lock.Tokened).Token(), got.l.(lock.Tokened).Token()
+	if fence, _ := rdb.Get(ctx, lock.FenceKey(key)).Int64(); tb != fence || tb <= ta {
+		t.Fatalf("tokens: first %d, handed %d, counter %d", ta, tb, fence)
+	}
+	if err := got.l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := got.l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("second release: %v, want ErrNotHeld", err)
+	}
+}
+
+// TestFairSkipsStaleWaiters: a waiter that died (its entry no longer
+// refreshed) or gave up is skipped; the lock goes to the next live one.
+func TestFairSkipsStaleWaiters(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	const key = "lock:k"
+	q, live := lock.QueueKey(key), lock.QueueKey(key)+":live"
+	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb)))
+
+	a, err := f.Obtain(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A dead waiter's entry, its deadline already past (on Redis's clock).
+	now, _ := rdb.Time(ctx).Result()
+	rdb.RPush(ctx, q, "dead")
+	rdb.HSet(ctx, live, "dead", now.UnixMilli()-1)
+
+	// A waiter that gives up: its entry leaves the queue with it.
+	shortCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	quitter := obtainAsync(shortCtx, f, key)
+	queued(t, rdb, key, 2)
+	if got := <-quitter; !errors.Is(got.err, lock.ErrNotObtained) {
+		t.Fatalf("the quitter: %v, want ErrNotObtained", got.err)
+	}
+	if got := rdb.LRange(ctx, q, 0, -1).Val(); !slices.Equal(got, []string{"dead"}) {
+		t.Fatalf("queue after the quitter left: %v, want [dead]", got)
+	}
+
+	b := obtainAsync(ctx, f, key)
+	next := queued(t, rdb, key, 2)[1]
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.Get(ctx, key).Val(); got != next {
+		t.Fatalf("lock handed to %q, want the live waiter %q", got, next)
+	}
+	got := <-b
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	got.l.Release(ctx)
+	if n := rdb.Exists(ctx, q, live).Val(); n != 0 {
+		t.Fatalf("queue keys left: %d", n)
+	}
+}
+
+// TestFairHandoffToADeadWaiterDoesNotWedge: a waiter handed the lock just
+// as it died never uses it; the lease lapses, and the next live waiter
+// gets the lock on its refresh tick.
+func TestFairHandoffToADeadWaiterDoesNotWedge(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	const key = "lock:k"
+	o := fairOpts(notifier(t, rdb))
+	o.TTL = 200 * time.Millisecond
+	f := lock.NewFair(rdb, o)
+	a, err := f.Obtain(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, _ := rdb.Time(ctx).Result()
+	rdb.RPush(ctx, lock.QueueKey(key), "dying")
+	rdb.HSet(ctx, lock.QueueKey(key)+":live", "dying", now.UnixMilli()+int64(time.Minute/time.Millisecond))
+	b := obtainAsync(ctx, f, key)
+	queued(t, rdb, key, 2)
+	released := time.Now()
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.Get(ctx, key).Val(); got != "dying" {
+		t.Fatalf("lock holds %q, want the dying waiter, first in line", got)
+	}
+	got := <-b
+	if got.err != nil {
+		t.Fatalf("the next waiter: %v", got.err)
+	}
+	// The dead waiter's lease (200ms), then the next refresh tick
+	// (50ms, drawn in [25ms, 75ms)), then slack for a loaded machine.
+	after := got.at.Sub(released)
+	t.Logf("the next waiter got the lock %s after the release to a dead waiter (lease %s)", after, o.TTL)
+	if after > o.TTL+time.Second {
+		t.Fatalf("the queue was wedged for %s", after)
+	}
+	got.l.Release(ctx)
+}
+
+// TestFairWatchdog: a holder that outlives the TTL keeps the lock; the
+// watchdog stops on release.
+func TestFairWatchdog(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	o := fairOpts(nil)
+	o.TTL = 150 * time.Millisecond
+	f := lock.NewFair(rdb, o)
+	a, err := f.Obtain(ctx, "lock:k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); time.Since(start) < 4*o.TTL; time.Sleep(5 * time.Millisecond) {
+		if ttl := rdb.PTTL(ctx, "lock:k").Val(); ttl <= 0 {
+			t.Fatalf("PTTL %s after %s: the watchdog did not renew", ttl, time.Since(start))
+		}
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, lock.FairWatchdogDone(a), time.Second, "fair watchdog after release")
+	time.Sleep(2 * o.TTL)
+	if rdb.Exists(ctx, "lock:k").Val() != 0 {
+		t.Fatal("lock key back after release")
+	}
+}
+
+// contend runs the non-atomic GET/SET increment workers*each times under
+// l and returns how many succeeded and the longest single Obtain.
+func contend(t *testing.T, rdb *redis.Client, l lock.Locker, ctx context.Context, key string, workers, each int) (int64, time.Duration) {
+	t.Helper()
+	var ok atomic.Int64
+	var longest atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				start := time.Now()
+				held, err := l.Obtain(ctx, "lock:"+key)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if w := int64(time.Since(start)); w > longest.Load() {
+					longest.Store(w) // racy max, good enough for a bound
+				}
+				n, _ := rdb.Get(ctx, key).Int()
+				time.Sleep(100 * time.Microsecond) // widen the window a little
+				rdb.Set(ctx, key, strconv.Itoa(n+1), 0)
+				if err := held.Release(ctx); err != nil {
+					t.Error(err)
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	got, _ := rdb.Get(ctx, key).Int64()
+	if lost := ok.Load() - got; lost != 0 || ok.Load() != int64(workers*each) {
+		t.Fatalf("%d increments of %d, counter %d: %d lost", ok.Load(), workers*each, got, lost)
+	}
+	return ok.Load(), time.Duration(longest.Load())
+}
+
+// TestFairExactAndNobodyStarves: many waiters, with and without a
+// Notifier: no update lost, and no waiter waits much longer than the
+// whole queue ahead of it takes.
+func TestFairExactAndNobodyStarves(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	for _, tc := range []struct {
+		name string
+		n    *lock.Notifier
+	}{{"notify", notifier(t, rdb)}, {"polling", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const workers, each = 20, 15
+			start := time.Now()
+			o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Notifier: tc.n,
+				Backoff: lock.ExponentialBackoff(time.Millisecond, 4*time.Millisecond, lock.FullJitter)}
+			n, longest := contend(t, rdb, lock.NewFair(rdb, o),
+				context.Background(), "n:fair:"+tc.name, workers, each)
+			took := time.Since(start)
+			// FIFO: a waiter waits for at most the workers-1 ahead of it.
+			// Allow five times the average share of that, plus slack.
+			bound := 5*took*time.Duration(workers)/time.Duration(n) + 100*time.Millisecond
+			t.Logf("%d increments in %s; longest wait %s (bound %s)", n, took, longest, bound)
+			if longest > bound {
+				t.Fatalf("a waiter waited %s, over the FIFO bound %s: starved", longest, bound)
+			}
+		})
+	}
+}
