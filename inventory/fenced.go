@@ -54,7 +54,7 @@ var (
 //
 // The write script also INCRs sold, so sold counts accepted sales only. It
 // is not idempotent: the client should not retry it after a timeout.
-func (s *Store) SellFenced(ctx context.Context, fenceKey string, token int64) (int64, error) {
+func (s *Store) SellFenced(ctx context.Context, fenceKey string, token int64, then ...Then) (int64, error) {
 	n, err := s.readFenced(ctx, fenceKey, KeyStock, token)
 	if err != nil {
 		return 0, err
@@ -63,7 +63,7 @@ func (s *Store) SellFenced(ctx context.Context, fenceKey string, token int64) (i
 		return 0, ErrSoldOut
 	}
 	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
-	if err := s.writeFenced(ctx, fenceKey, token, KeyStock, n-1, KeySold); err != nil {
+	if err := s.writeFenced(ctx, fenceKey, token, KeyStock, n-1, KeySold, then); err != nil {
 		return 0, err
 	}
 	return n - 1, nil
@@ -72,13 +72,13 @@ func (s *Store) SellFenced(ctx context.Context, fenceKey string, token int64) (i
 // IncrFenced adds one to num like Incr (GET, then SET num+1), with both
 // steps checked against the fencing token as in SellFenced (fenceKey:
 // NumFence). It returns the new num, or ErrStaleToken.
-func (s *Store) IncrFenced(ctx context.Context, fenceKey string, token int64) (int64, error) {
+func (s *Store) IncrFenced(ctx context.Context, fenceKey string, token int64, then ...Then) (int64, error) {
 	n, err := s.readFenced(ctx, fenceKey, KeyNum, token)
 	if err != nil {
 		return 0, err
 	}
 	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
-	if err := s.writeFenced(ctx, fenceKey, token, KeyNum, n+1, ""); err != nil {
+	if err := s.writeFenced(ctx, fenceKey, token, KeyNum, n+1, "", then); err != nil {
 		return 0, err
 	}
 	return n + 1, nil
@@ -101,13 +101,27 @@ func (s *Store) readFenced(ctx context.Context, fenceKey, key string, token int6
 }
 
 // writeFenced sets key to v with token, and INCRs counter ("" for none) in
-// the same script.
-func (s *Store) writeFenced(ctx context.Context, fenceKey string, token int64, key string, v int64, counter string) error {
+// the same script; any Thens ride behind it in one pipeline. There the
+// script goes as EVAL, never EVALSHA: a NOSCRIPT would skip the write but
+// not the release queued behind it.
+func (s *Store) writeFenced(ctx context.Context, fenceKey string, token int64, key string, v int64, counter string, then []Then) error {
 	keys := []string{fenceKey, key}
 	if counter != "" {
 		keys = append(keys, counter)
 	}
-	res, err := fencedWrite.Run(ctx, s.rdb, keys, token, v).Slice()
+	var cmd *redis.Cmd
+	if len(then) == 0 {
+		cmd = fencedWrite.Run(ctx, s.rdb, keys, token, v)
+	} else {
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			cmd = fencedWrite.Eval(ctx, p, keys, token, v)
+			for _, f := range then {
+				f(p)
+			}
+			return nil
+		})
+	}
+	res, err := cmd.Slice()
 	if err != nil {
 		return fmt.Errorf("inventory: fenced write of %s: %w", key, err)
 	}

@@ -55,10 +55,22 @@ type Snapshot struct {
 	Num   int64 `json:"num"`
 }
 
+// Then queues commands to run right behind an operation's last write, in
+// the same pipeline and so the same round trip: a lock's release
+// (lock.PipelineReleaser), say. Redis runs a pipeline in order, so they
+// run after the write has landed. An operation calls its Thens only when
+// it reaches its write (not when it is sold out, or fails before); their
+// commands' errors are theirs to read, not the operation's.
+type Then func(p redis.Pipeliner)
+
 // Sell sells one item the way the articles do: GET the stock, check it,
 // SET it one lower, then count the sale. Two callers that interleave here
 // both sell the same item. It returns the stock left, or ErrSoldOut.
-func (s *Store) Sell(ctx context.Context) (int64, error) {
+//
+// The SET and the INCR of sold go in one pipeline, with any Thens behind
+// them: the read-modify-write keeps its gap between GET and SET, which is
+// the lesson, and pays one round trip for its writes instead of two.
+func (s *Store) Sell(ctx context.Context, then ...Then) (int64, error) {
 	n, err := s.get(ctx, KeyStock)
 	if err != nil {
 		return 0, err
@@ -67,23 +79,42 @@ func (s *Store) Sell(ctx context.Context) (int64, error) {
 		return 0, ErrSoldOut
 	}
 	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
-	if err := s.rdb.Set(ctx, KeyStock, n-1, 0).Err(); err != nil {
+	var set *redis.StatusCmd
+	var incr *redis.IntCmd
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.Set(ctx, KeyStock, n-1, 0)
+		incr = p.Incr(ctx, KeySold)
+		for _, f := range then {
+			f(p)
+		}
+		return nil
+	})
+	if err := set.Err(); err != nil {
 		return 0, fmt.Errorf("inventory: SET %s: %w", KeyStock, err)
 	}
-	if err := s.rdb.Incr(ctx, KeySold).Err(); err != nil {
+	if err := incr.Err(); err != nil {
 		return 0, fmt.Errorf("inventory: INCR %s: %w", KeySold, err)
 	}
 	return n - 1, nil
 }
 
-// Incr adds one to num the non-atomic way: GET num, SET num+1.
-func (s *Store) Incr(ctx context.Context) (int64, error) {
+// Incr adds one to num the non-atomic way: GET num, SET num+1 (with any
+// Thens behind the SET).
+func (s *Store) Incr(ctx context.Context, then ...Then) (int64, error) {
 	n, err := s.get(ctx, KeyNum)
 	if err != nil {
 		return 0, err
 	}
 	fault.Inject(ctx, fault.Business)
-	if err := s.rdb.Set(ctx, KeyNum, n+1, 0).Err(); err != nil {
+	var set *redis.StatusCmd
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.Set(ctx, KeyNum, n+1, 0)
+		for _, f := range then {
+			f(p)
+		}
+		return nil
+	})
+	if err := set.Err(); err != nil {
 		return 0, fmt.Errorf("inventory: SET %s: %w", KeyNum, err)
 	}
 	return n + 1, nil

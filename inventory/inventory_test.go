@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 )
@@ -18,7 +20,7 @@ func TestSellUntilSoldOut(t *testing.T) {
 	for _, sell := range []struct {
 		name string
 		fn   func(context.Context) (int64, error)
-	}{{"Sell", s.Sell}, {"SellAtomic", s.SellAtomic}} {
+	}{{"Sell", func(ctx context.Context) (int64, error) { return s.Sell(ctx) }}, {"SellAtomic", s.SellAtomic}} {
 		t.Run(sell.name, func(t *testing.T) {
 			if err := s.Reset(ctx, 2); err != nil {
 				t.Fatal(err)
@@ -132,4 +134,47 @@ func TestSellRacesWithoutALock(t *testing.T) {
 		t.Fatalf("sold counter %d, successes %d", snap.Sold, ok.Load())
 	}
 	t.Logf("no lock: %d sold from a stock of %d (%d oversold)", ok.Load(), stock, oversold)
+}
+
+// TestThenRidesBehindTheLastWrite: a Then's commands run in the pipeline of
+// the operation's last write, after it (they see the new value), and only
+// when the operation gets that far.
+func TestThenRidesBehindTheLastWrite(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	s := inventory.New(rdb)
+	if err := s.Reset(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	const fence = inventory.StockFence
+	for _, op := range []struct {
+		name string
+		key  string
+		fn   func(inventory.Then) (int64, error)
+	}{
+		{"Sell", inventory.KeyStock, func(th inventory.Then) (int64, error) { return s.Sell(ctx, th) }},
+		{"Incr", inventory.KeyNum, func(th inventory.Then) (int64, error) { return s.Incr(ctx, th) }},
+		{"IncrFenced", inventory.KeyNum, func(th inventory.Then) (int64, error) { return s.IncrFenced(ctx, inventory.NumFence, 1, th) }},
+		{"SellFenced (sold out)", inventory.KeyStock, func(th inventory.Then) (int64, error) { return s.SellFenced(ctx, fence, 1, th) }},
+	} {
+		t.Run(op.name, func(t *testing.T) {
+			var seen *redis.StringCmd
+			n, err := op.fn(func(p redis.Pipeliner) { seen = p.Get(ctx, op.key) })
+			if errors.Is(err, inventory.ErrSoldOut) {
+				if seen != nil {
+					t.Fatal("the Then ran although nothing was written")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen == nil {
+				t.Fatal("the Then was not called")
+			}
+			if got, _ := seen.Int64(); got != n {
+				t.Fatalf("the Then read %s = %d, want the value just written, %d", op.key, got, n)
+			}
+		})
+	}
 }
