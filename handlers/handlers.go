@@ -18,6 +18,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/inventory"
@@ -26,12 +27,12 @@ import (
 
 // Inventory is the state the handlers read and change.
 type Inventory interface {
-	Sell(ctx context.Context) (int64, error)
+	Sell(ctx context.Context, then ...inventory.Then) (int64, error)
 	SellAtomic(ctx context.Context) (int64, error)
-	Incr(ctx context.Context) (int64, error)
+	Incr(ctx context.Context, then ...inventory.Then) (int64, error)
 	IncrAtomic(ctx context.Context) (int64, error)
-	SellFenced(ctx context.Context, fenceKey string, token int64) (int64, error)
-	IncrFenced(ctx context.Context, fenceKey string, token int64) (int64, error)
+	SellFenced(ctx context.Context, fenceKey string, token int64, then ...inventory.Then) (int64, error)
+	IncrFenced(ctx context.Context, fenceKey string, token int64, then ...inventory.Then) (int64, error)
 	Snapshot(ctx context.Context) (inventory.Snapshot, error)
 	Reset(ctx context.Context, stock int64) error
 	Ping(ctx context.Context) error
@@ -122,9 +123,9 @@ func (h *handler) recover(c *gin.Context) {
 type resource struct {
 	lockKey  string
 	fenceKey string
-	op       func(context.Context) (int64, error)                // the non-atomic read-modify-write
-	atomic   func(context.Context) (int64, error)                // the one-script ceiling
-	fenced   func(context.Context, string, int64) (int64, error) // op, checked against a fencing token
+	op       func(context.Context, ...inventory.Then) (int64, error)                // the non-atomic read-modify-write
+	atomic   func(context.Context) (int64, error)                                   // the one-script ceiling
+	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error) // op, checked against a fencing token
 }
 
 func (h *handler) stockResource() resource {
@@ -178,13 +179,14 @@ type lockRequest struct {
 	rung    lock.Rung
 	locker  lock.Locker
 	reenter bool
+	wait    lock.WaitMode // "" for the instance's default
 	plan    fault.Plan
 }
 
-// lockRequest parses ?lock=NAME, reenter= and, on an instance with faults
-// enabled, the fault parameters.
+// lockRequest parses ?lock=NAME, reenter=, wait= and, on an instance with
+// faults enabled, the fault parameters.
 func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
-	allowed := []string{"lock", "reenter"}
+	allowed := []string{"lock", "reenter", "wait"}
 	if h.cfg.Faults != nil {
 		allowed = append(allowed, fault.Params...)
 	} else {
@@ -212,6 +214,14 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		}
 		req.reenter = b
 	}
+	if v, has := q["wait"]; has {
+		m, err := lock.ParseWaitMode(v[0])
+		if err != nil {
+			h.badRequest(c, fmt.Sprintf("wait: unknown wait mode %q (valid: %v)", truncate(v[0], 32), lock.WaitModes))
+			return lockRequest{}, false
+		}
+		req.wait = m
+	}
 	if h.cfg.Faults != nil {
 		plan, err := fault.Parse(url.Values(q))
 		if err != nil {
@@ -231,6 +241,9 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64
 	// The owner of reentrant acquisitions is this request: a nested
 	// acquire below belongs to the same owner.
 	ctx := lock.WithOwner(c.Request.Context(), h.cfg.Instance+":"+uuid.NewString())
+	if req.wait != "" {
+		ctx = lock.WithWait(ctx, req.wait)
+	}
 	if req.plan.Armed() {
 		ctx = fault.With(ctx, req.plan.Injector(*h.cfg.Faults))
 	}
@@ -248,7 +261,23 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64
 	fault.Inject(ctx, fault.Acquired)
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
-	defer h.release(bctx, req.rung, res.lockKey, held)
+
+	// A lock that can release in the pipeline of the business's last
+	// write does (one round trip for both); otherwise, or when the
+	// business stops before its write (sold out, an error), it releases
+	// on its own afterwards.
+	var then []inventory.Then
+	var released func() error
+	if pr, ok := held.(lock.PipelineReleaser); ok && !req.reenter {
+		then = append(then, func(p redis.Pipeliner) { released = pr.ReleaseIn(bctx, p) })
+	}
+	defer func() {
+		if released == nil {
+			h.release(bctx, req.rung, res.lockKey, held)
+		} else if err := released(); err != nil {
+			h.cfg.Log.Warn("release failed", "lock", req.rung.Name, "key", res.lockKey, "err", err)
+		}
+	}()
 
 	if req.reenter {
 		// The articles' testReEnter: take the same lock again inside the
@@ -261,9 +290,9 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64
 		defer h.release(bctx, req.rung, res.lockKey, inner)
 	}
 	if t, ok := held.(lock.Tokened); ok {
-		return res.fenced(bctx, res.fenceKey, t.Token())
+		return res.fenced(bctx, res.fenceKey, t.Token(), then...)
 	}
-	return res.op(bctx)
+	return res.op(bctx, then...)
 }
 
 func (h *handler) release(ctx context.Context, rung lock.Rung, key string, held lock.Lock) {

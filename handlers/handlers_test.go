@@ -33,12 +33,15 @@ func newEnvWith(t *testing.T, faults *fault.Actions) *env {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
+	n := lock.NewNotifier(rdb)
+	t.Cleanup(func() { n.Close() })
 	r := handlers.New(handlers.Config{
 		Instance:  "test-1",
 		Inventory: inventory.New(rdb),
-		Ladder:    lock.NewLadder(rdb, nil, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}),
-		MaxStock:  1000,
-		Faults:    faults,
+		Ladder: lock.NewLadder(rdb, nil, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
+			Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}),
+		MaxStock: 1000,
+		Faults:   faults,
 	})
 	return &env{router: r, mr: mr, rdb: rdb}
 }
@@ -59,7 +62,7 @@ func (e *env) do(t *testing.T, method, target string) (int, http.Header, map[str
 
 func TestSaleAndTestLockEveryRung(t *testing.T) {
 	// redlock needs masters: see its own test below.
-	for _, name := range []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "getset", "reentrant", "fenced", "atomic"} {
+	for _, name := range []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "getset", "reentrant", "fenced", "fair", "atomic"} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			if code, _, _ := e.do(t, "POST", "/reset?stock=2"); code != 200 {
@@ -154,6 +157,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"GET", "/sale?lock=lua&extra=1", 400, `unknown parameter "extra"`},
 		{"POST", "/testLock?lock=%F0%9F%94%92", 400, "unknown lock"},
 		{"GET", "/testLock?lock=lua&stock=5", 400, "unknown parameter"},
+		{"GET", "/sale?lock=lua&wait=spin", 400, `wait: unknown wait mode "spin"`},
+		{"GET", "/sale?lock=lua&wait=", 400, "wait: unknown wait mode"},
+		{"GET", "/sale?lock=lua&wait=notify&wait=fixed", 400, "given 2 times"},
 		{"POST", "/reset", 400, "stock: missing"},
 		{"POST", "/reset?stock=", 400, "stock: missing"},
 		{"POST", "/reset?stock=-1", 400, "out of range"},
@@ -184,7 +190,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 				t.Fatalf("error %q does not mention %q", msg, tc.mentions)
 			}
 			if code == 400 {
-				if locks, _ := body["locks"].([]any); len(locks) != 12 {
+				if locks, _ := body["locks"].([]any); len(locks) != 13 {
 					t.Fatalf("400 does not list the valid locks: %v", body)
 				}
 			}
@@ -203,7 +209,7 @@ func TestStrategiesAndPage(t *testing.T) {
 	w := httptest.NewRecorder()
 	e.router.ServeHTTP(w, httptest.NewRequest("GET", "/strategies", nil))
 	var rungs []lock.Rung
-	if err := json.Unmarshal(w.Body.Bytes(), &rungs); err != nil || len(rungs) != 12 {
+	if err := json.Unmarshal(w.Body.Bytes(), &rungs); err != nil || len(rungs) != 13 {
 		t.Fatalf("strategies: %v %s", err, w.Body)
 	}
 	w = httptest.NewRecorder()
@@ -334,5 +340,31 @@ func TestFencedRefusesStaleToken(t *testing.T) {
 	}
 	if got, _ := e.mr.Get("stock"); got != "4" {
 		t.Fatalf("stock %s, want 4: the stale write must not land", got)
+	}
+}
+
+// TestWaitParameter: wait= picks how this request waits for a busy lock,
+// whatever the instance's default; a request that waits by notify is woken
+// by the release it waited for.
+func TestWaitParameter(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=20")
+	for _, m := range lock.WaitModes {
+		for _, name := range []string{"lua", "fenced", "fair", "atomic"} {
+			target := "/sale?lock=" + name + "&wait=" + string(m)
+			if code, _, body := e.do(t, "POST", target); code != 200 || body["sold"] != true {
+				t.Fatalf("%s: %d %v", target, code, body)
+			}
+		}
+	}
+	// A held lock: wait=backoff still honours the instance's wait bound.
+	e.mr.Set(inventory.StockLock, "another-holder")
+	e.mr.SetTTL(inventory.StockLock, time.Minute)
+	start := time.Now()
+	if code, _, _ := e.do(t, "POST", "/sale?lock=lua&wait=backoff"); code != 503 {
+		t.Fatalf("wait=backoff on a held lock: %d, want 503", code)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Fatalf("waited %s with a 50ms bound", waited)
 	}
 }
