@@ -39,7 +39,8 @@ func run() error {
 		redisAddr    = flag.String("redis", env("REDIS_ADDR", "127.0.0.1:6380"), "Redis address [REDIS_ADDR]")
 		lockTTL      = flag.Duration("lock-ttl", 2*time.Second, "lease of the Redis locks")
 		lockWait     = flag.Duration("lock-wait", 5*time.Second, "how long a request waits for a lock before a 503")
-		retry        = flag.Duration("retry", 10*time.Millisecond, "sleep between attempts to take a busy lock")
+		retry        = flag.Duration("retry", 10*time.Millisecond, "sleep between attempts to take a busy lock (-wait fixed)")
+		wait         = flag.String("wait", "fixed", "how a request waits for a busy lock unless it says wait=: fixed (sleep -retry, the articles), backoff (exponential, jittered, 1ms to 32ms) or notify (woken by the release, over pub/sub)")
 		redisTimeout = flag.Duration("redis-timeout", time.Second, "dial, read and write timeout of each Redis call")
 		pool         = flag.Int("pool", 64, "Redis connection pool size")
 		masters      = flag.String("masters", env("REDLOCK_MASTERS", ""), "comma-separated independent Redis masters for redlock [REDLOCK_MASTERS]")
@@ -52,6 +53,10 @@ func run() error {
 	}
 	if *name == "" {
 		*name = *addr
+	}
+	waitMode, err := lock.ParseWaitMode(*wait)
+	if err != nil {
+		return fmt.Errorf("-wait: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("instance", *name)
 
@@ -88,7 +93,11 @@ func run() error {
 		defer m.Close()
 		masterClients = append(masterClients, m)
 	}
-	opts := lock.Options{TTL: *lockTTL, Wait: *lockWait, Retry: lock.FixedSleep(*retry)}
+	// One subscription per process announces releases: notify waiters
+	// (wait=notify) and fair's queue wake on it; every release publishes.
+	notifier := lock.NewNotifier(rdb)
+	defer notifier.Close()
+	opts := lock.Options{TTL: *lockTTL, Wait: *lockWait, WaitMode: waitMode, Retry: lock.FixedSleep(*retry), Notifier: notifier}
 	if *clockSkew != 0 {
 		skew := *clockSkew
 		opts.Clock = func() time.Time { return time.Now().Add(skew) }
@@ -121,7 +130,7 @@ func run() error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("serving", "addr", *addr, "redis", *redisAddr, "masters", len(masterClients),
-		"lock_ttl", *lockTTL, "lock_wait", *lockWait, "faults", *faults, "clock_skew", *clockSkew)
+		"lock_ttl", *lockTTL, "lock_wait", *lockWait, "wait", waitMode, "faults", *faults, "clock_skew", *clockSkew)
 
 	select {
 	case err := <-errc:
