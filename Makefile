@@ -47,6 +47,11 @@ SCENARIOS ?=
 matrix: build
 	$(BIN)/bench -matrix -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(SCENARIOS),-scenarios $(SCENARIOS))
 
+## bench-peers: redsync v4, bsm/redislock and the lab's lua, fair and atomic, N ops of GET+SET at C
+## concurrency against one redis-server started for the run (its own Go module, bench/peers)
+bench-peers:
+	cd bench/peers && $(GO) run . -n $(N) -c $(C) -out $(abspath $(OUT))
+
 ## test: vet, then every test (real redis-server and nginx when installed; required under CI=true)
 test: vet
 	$(GO) test -race -count=1 -timeout 30m ./...
