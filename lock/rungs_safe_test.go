@@ -354,7 +354,7 @@ func TestReentrantLeavesNoWatchdog(t *testing.T) {
 
 // startMasters starts n independent redis-servers at once (stack.StartRedis
 // directly, so that a test can Stop one) and returns a client to each.
-func startMasters(t *testing.T, n int) ([]*redis.Client, []*stack.Redis) {
+func startMasters(t testing.TB, n int) ([]*redis.Client, []*stack.Redis) {
 	t.Helper()
 	servers := make([]*stack.Redis, n)
 	errs := make([]error, n)
@@ -386,7 +386,7 @@ func startMasters(t *testing.T, n int) ([]*redis.Client, []*stack.Redis) {
 }
 
 // masterClient never retries and dials once: a dead master fails at once.
-func masterClient(t *testing.T, addr string) *redis.Client {
+func masterClient(t testing.TB, addr string) *redis.Client {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, PoolSize: 64})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
