@@ -148,9 +148,12 @@ func (n *Notifier) start() {
 }
 
 // run waits for the subscription's confirmation, then dispatches every
-// message. go-redis reconnects and resubscribes by itself.
+// message. It reads the connection itself rather than through go-redis's
+// Channel, which would add a goroutine hop to every wake-up; after an error
+// the next read reconnects and resubscribes.
 func (n *Notifier) run(ctx context.Context) {
 	defer close(n.stopped)
+	confirmed := false
 	for {
 		msg, err := n.ps.Receive(ctx)
 		if ctx.Err() != nil {
@@ -160,13 +163,15 @@ func (n *Notifier) run(ctx context.Context) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if _, ok := msg.(*redis.Subscription); ok {
-			close(n.ready)
-			break
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if !confirmed {
+				confirmed = true
+				close(n.ready)
+			}
+		case *redis.Message:
+			n.dispatch(m.Payload)
 		}
-	}
-	for msg := range n.ps.Channel(redis.WithChannelSize(1024)) {
-		n.dispatch(msg.Payload)
 	}
 }
 
