@@ -114,7 +114,7 @@ func run() error {
 				return err
 			}
 		}
-		r, err := measure(ctx, srv.Addr(), cfg, ct)
+		r, err := measure(ctx, srv.Addr(), srv.Pid(), cfg, ct)
 		if stop != nil {
 			stop()
 		}
@@ -312,11 +312,15 @@ type row struct {
 	P99ms    float64 `json:"p99_ms"`
 	MaxMs    float64 `json:"max_ms"`
 	RTTPerOp float64 `json:"rtt_per_op"`
+	// CPU used during the run, in % of one core: redis-server's, and
+	// this process's (the clients and the locks' goroutines). -1: unknown.
+	RedisCPU float64 `json:"redis_cpu_pct"`
+	SelfCPU  float64 `json:"client_cpu_pct"`
 }
 
 // measure runs one contender on a fresh client and counter: c goroutines
 // take operations until n have been done.
-func measure(ctx context.Context, addr string, cfg config, ct contender) (row, error) {
+func measure(ctx context.Context, addr string, redisPid int, cfg config, ct contender) (row, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: cfg.c + 32, MaxRetries: -1})
 	defer rdb.Close()
 	key := "peers:" + ct.name
@@ -341,6 +345,7 @@ func measure(ctx context.Context, addr string, cfg config, ct contender) (row, e
 		lat              = make([]time.Duration, cfg.n)
 	)
 	start := time.Now()
+	redis0, self0 := cpuTime(redisPid), cpuTime(os.Getpid())
 	for range cfg.c {
 		wg.Go(func() {
 			for {
@@ -367,6 +372,7 @@ func measure(ctx context.Context, addr string, cfg config, ct contender) (row, e
 	}
 	wg.Wait()
 	took := time.Since(start)
+	redisCPU, selfCPU := cpuTime(redisPid)-redis0, cpuTime(os.Getpid())-self0
 	if err, _ := firstErr.Load().(error); err != nil {
 		fmt.Fprintf(os.Stderr, "  %s: first error: %v\n", ct.name, err)
 	}
@@ -382,6 +388,8 @@ func measure(ctx context.Context, addr string, cfg config, ct contender) (row, e
 		Seconds: took.Seconds(), OpsPerS: float64(ok.Load()) / took.Seconds(),
 		P50ms: ms(lat[len(lat)/2]), P99ms: ms(lat[len(lat)*99/100]), MaxMs: ms(lat[len(lat)-1]),
 		RTTPerOp: float64(rt.n.Load()) / float64(cfg.n),
+		RedisCPU: 100 * redisCPU.Seconds() / took.Seconds(),
+		SelfCPU:  100 * selfCPU.Seconds() / took.Seconds(),
 	}, nil
 }
 
@@ -401,15 +409,15 @@ func (r report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d operations of GET+SET under each lock, %d concurrent, against one %s (%s, %d CPUs), %s\n\n",
 		r.N, r.C, r.Redis, r.Go, r.CPUs, r.Started)
-	fmt.Fprintln(&b, "| lock | ops/s | p50 ms | p99 ms | max ms | failed | rtt/op | exact |")
-	fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(&b, "| lock | ops/s | p50 ms | p99 ms | max ms | failed | rtt/op | redis cpu | client cpu | exact |")
+	fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, x := range r.Rows {
 		exact := "yes"
 		if !x.Exact {
 			exact = fmt.Sprintf("NO (counter %d, ok %d)", x.Counter, x.OK)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %.2f | %d | %.2f | %s |\n",
-			x.Name, x.OpsPerS, x.P50ms, x.P99ms, x.MaxMs, x.Failed, x.RTTPerOp, exact)
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %.2f | %d | %.2f | %s | %s | %s |\n",
+			x.Name, x.OpsPerS, x.P50ms, x.P99ms, x.MaxMs, x.Failed, x.RTTPerOp, pct(x.RedisCPU), pct(x.SelfCPU), exact)
 	}
 	var redsync, fair *row
 	for i := range r.Rows {
@@ -424,11 +432,39 @@ func (r report) markdown() string {
 		fmt.Fprintf(&b, "\nfair vs redsync: %.1fx the throughput (target >= 3x), p99 %.1fx lower (target >= 10x)\n",
 			fair.OpsPerS/redsync.OpsPerS, redsync.P99ms/fair.P99ms)
 	}
+	fmt.Fprintln(&b, "\nrtt/op: Redis round trips per operation (a command or a pipeline each), the lock's and the GET and SET's.")
+	fmt.Fprintln(&b, "redis cpu, client cpu: CPU time during the run, in % of one core, of redis-server and of this process.")
 	fmt.Fprintln(&b, "\nSettings:")
 	for _, x := range r.Rows {
 		fmt.Fprintf(&b, "- %s: %s\n", x.Name, x.Settings)
 	}
 	return b.String()
+}
+
+func pct(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", v)
+}
+
+// cpuTime is the user+system CPU time of process pid so far, from
+// /proc/<pid>/stat (Linux; -1s elsewhere).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil || pid <= 0 {
+		return -time.Second
+	}
+	// Fields after the command, which is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return -time.Second
+	}
+	var utime, stime int64
+	fmt.Sscan(f[11], &utime)
+	fmt.Sscan(f[12], &stime)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
 func redisVersion(ctx context.Context, addr string) (string, error) {
