@@ -97,6 +97,7 @@ func run() error {
 	// (wait=notify) and fair's queue wake on it; every release publishes.
 	notifier := lock.NewNotifier(rdb)
 	defer notifier.Close()
+	notifier.Ready() // subscribe now rather than at the first waiter
 	opts := lock.Options{TTL: *lockTTL, Wait: *lockWait, WaitMode: waitMode, Retry: lock.FixedSleep(*retry), Notifier: notifier}
 	if *clockSkew != 0 {
 		skew := *clockSkew
