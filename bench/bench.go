@@ -120,6 +120,12 @@ type Row struct {
 	MaxMs      float64 `json:"max_ms"`
 	DurationMs float64 `json:"duration_ms"`
 
+	// Armed counts the outcomes of the requests that carried the
+	// scenario's fault, as Codes does ("200", "503", "error"): a fault
+	// fires only in a request that got the lock, so an armed request that
+	// answered 503 armed nothing.
+	Armed map[string]int `json:"armed,omitempty"`
+
 	// StallMs is the longest time with no progress: no answer from inside
 	// the critical section (a 200, or on /sale a 409, the sold-out answer
 	// the sale gives under the lock). It is measured after the first fault

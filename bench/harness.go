@@ -286,18 +286,22 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) e
 			last = time.Since(started)
 			m.Add(r)
 			row.Requests++
-			switch {
-			case r.Code == http.StatusOK:
+			code := codeKey(r.Code)
+			if code == "200" {
 				row.OK++
 				inst := r.Headers.Get("X-Instance")
 				if inst == "" {
 					inst = "unknown"
 				}
 				row.Instances[inst]++
-			case r.Code == 0:
-				row.Codes["error"]++
-			default:
-				row.Codes[strconv.Itoa(int(r.Code))]++
+			} else {
+				row.Codes[code]++
+			}
+			if tg.isArmed(r.URL) {
+				if row.Armed == nil {
+					row.Armed = map[string]int{}
+				}
+				row.Armed[code]++
 			}
 			if progressed(row.Endpoint, r.Code) && !row.Stopped {
 				f, ok := from()
@@ -354,6 +358,14 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) e
 	row.P99Ms = ms(m.Latencies.P99)
 	row.MaxMs = ms(m.Latencies.Max)
 	return nil
+}
+
+// codeKey names an outcome: the status, or "error" for a transport error.
+func codeKey(code uint16) string {
+	if code == 0 {
+		return "error"
+	}
+	return strconv.Itoa(int(code))
 }
 
 // progressed reports whether an answer came from inside the critical

@@ -135,6 +135,11 @@ func newLoadTargeter(ctx context.Context, base, endpoint, lock string, ld *load)
 	return t
 }
 
+// isArmed reports whether a request to url carried the armed parameters.
+func (t *loadTargeter) isArmed(url string) bool {
+	return len(t.armAt) > 0 && url == t.armed.URL
+}
+
 // target is the vegeta.Targeter.
 func (t *loadTargeter) target(tgt *vegeta.Target) error {
 	i := t.next.Add(1) - 1

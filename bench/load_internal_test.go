@@ -299,6 +299,9 @@ func TestEarlyStopDeadlock(t *testing.T) {
 	if r.OK < 50 || r.OK > 60 || r.Codes["502"] != 1 || r.Codes["503"] == 0 || f.faults.Load() != 1 {
 		t.Errorf("want 50 sales (give or take the hits in flight) before the crash, its 502, then 503s: %+v", r)
 	}
+	if len(r.Armed) != 1 || r.Armed["502"] != 1 {
+		t.Errorf("armed outcomes %v, want the one crash's 502", r.Armed)
+	}
 	if took > 5*time.Second {
 		t.Errorf("took %v: the stop did not come soon after the bound", took)
 	}
@@ -319,13 +322,16 @@ func TestNoDeadlockWhenItRecovers(t *testing.T) {
 	if r.StallMs <= 0 || r.StallMs >= 400 {
 		t.Errorf("stall %.1fms, want short and measured", r.StallMs)
 	}
+	if len(r.Armed) != 1 || r.Armed["502"] != 2 {
+		t.Errorf("armed outcomes %v, want the two crashes' 502s", r.Armed)
+	}
 }
 
 // A plain run measures the stall over the whole run and never stops.
 func TestPlainRunStall(t *testing.T) {
 	f := &stuckApp{wait: 100 * time.Millisecond}
 	r := runStuck(t, f, nil, 200)
-	if r.Scenario != ScenarioNormal || r.Verdict != VerdictSafe || r.Stopped || r.StallBoundMs != 0 {
+	if r.Scenario != ScenarioNormal || r.Verdict != VerdictSafe || r.Stopped || r.StallBoundMs != 0 || r.Armed != nil {
 		t.Fatalf("row %+v", r)
 	}
 	if r.StallMs <= 0 || r.StallMs > r.DurationMs {

@@ -370,6 +370,15 @@ func TestRunMatrixWithFakes(t *testing.T) {
 		t.Errorf("check-pause/lua requests carried %v; want 4 armed, work=5ms on all %d", last, n)
 	}
 
+	for _, r := range rows {
+		if r.Scenario == "crash" && r.Lock == "lua" && (len(r.Armed) != 1 || r.Armed["502"] != 4) {
+			t.Errorf("crash/lua: armed outcomes %v, want the 4 crashes' 502s", r.Armed)
+		}
+		if r.Scenario == "normal" && r.Armed != nil {
+			t.Errorf("normal/%s: armed outcomes %v, want none", r.Lock, r.Armed)
+		}
+	}
+
 	out := progress.String()
 	for _, want := range []string{"crash: lock TTL 200ms", "crash setnx/sale", "stall 3", "(stopped)", "DEADLOCK ✓"} {
 		if !strings.Contains(out, want) {

@@ -97,6 +97,9 @@ func (p *progress) finish(r Row) {
 	if len(r.Codes) > 0 {
 		other = "  other " + otherCell(r.Codes)
 	}
+	if len(r.Armed) > 0 {
+		other += "  armed " + otherCell(r.Armed)
+	}
 	stall, verdict := "", r.Verdict
 	if r.Expected != "" || r.StallBoundMs > 0 {
 		stall = fmt.Sprintf("  stall %.0fms", r.StallMs)

@@ -97,6 +97,7 @@ func columnsFor(rows []Row) []column {
 	cols := []column{{"scenario", false, func(r Row) string { return r.Scenario }}}
 	cols = append(cols, columns[:len(columns)-1]...)
 	cols = append(cols,
+		column{"armed", false, func(r Row) string { return otherCell(r.Armed) }},
 		column{"stall ms", true, func(r Row) string {
 			s := msCell(r.StallMs)
 			if r.Stopped {
@@ -214,6 +215,7 @@ const Legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, re
 // ScenarioLegend adds what scenario runs show to Legend.
 const ScenarioLegend = Legend + " stall ms = the longest time with no answer from inside the lock " +
 	"(a 200, or on /sale a 409 sold out) after the first fault of the run, or over the whole run when it has none; " +
+	"armed = the outcomes of the requests that carried the scenario's fault (one that answered 503 never held the lock, so its fault never struck); " +
 	"DEADLOCK = books that balance but a stall past the scenario's bound (the run is then stopped); " +
 	"expected = the ladder's verdict for the pair."
 
