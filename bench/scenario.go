@@ -159,9 +159,12 @@ func Scenarios() []Scenario {
 			SkipOther:  "only setnx-expire has a point between SETNX and EXPIRE",
 		},
 		{
-			Name:       "check-pause",
-			About:      "lock TTL 200ms, work=5ms on every request; a few sleep 600ms between the release's GET and DEL",
-			AppArgs:    faults,
+			Name:  "check-pause",
+			About: "lock TTL 200ms, work=5ms on every request; a few sleep 600ms between the release's GET and DEL",
+			// A 2s wait: with 1s, an armed request too often answers 503
+			// without ever holding the lock (the retry loop is not fair),
+			// and its fault never strikes.
+			AppArgs:    []string{"-faults", "-lock-ttl", "200ms", "-lock-wait", "2s"},
 			Every:      url.Values{"work": {"5ms"}},
 			Armed:      url.Values{"fault": {"check-pause"}, "pause": {"600ms"}},
 			ArmAt:      few,
