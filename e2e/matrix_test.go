@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/stack"
+)
+
+// TestMatrix is `make matrix`, smaller: every pair of scenario and lock the
+// ladder gives a verdict for runs on a fresh stack per scenario (real
+// redis-server and nginx when installed, required under CI=true), and each
+// row's verdict, computed from the counters read back and the answers
+// received, must be the ladder's.
+func TestMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the matrix takes about two minutes")
+	}
+	// A quarter of make matrix's 5000 x 100 and stock 1000. Not smaller: a
+	// fault must strike while there is stock to oversell, and check-del's
+	// stale DEL (600ms after its request) oversells only when it finds
+	// another holder mid-sale, not one of the other armed requests holding
+	// the lock through their pause: with stock 150 the run is so short
+	// that it sometimes found none and check-del looked SAFE.
+	const requests, concurrency, stock = 1200, 40, 300
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	var mu sync.Mutex
+	var stacks []*stack.Stack
+	start := time.Now()
+	rows, skips, err := bench.RunMatrix(ctx, bench.MatrixConfig{
+		Requests:    requests,
+		Concurrency: concurrency,
+		Stock:       stock,
+		Stack: stack.Config{
+			AppBinary: appBinary,
+			NginxConf: "../nginx.conf",
+			Log:       logWriter{t},
+		},
+		RequireReal: redistest.CI(),
+		Start: func(ctx context.Context, c stack.Config) (bench.Topology, error) {
+			s, err := stack.Start(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			stacks = append(stacks, s)
+			mu.Unlock()
+			return s, nil
+		},
+		Progress: logWriter{t},
+	})
+	took := time.Since(start)
+	var grid strings.Builder
+	bench.WriteGrid(&grid, rows, skips, took)
+	t.Log("\n" + grid.String())
+	if err != nil {
+		t.Fatalf("matrix: %v", err)
+	}
+
+	// Every stack stopped, every process it started gone.
+	for _, s := range stacks {
+		for _, pid := range s.Pids() {
+			if syscall.Kill(pid, 0) == nil {
+				t.Errorf("pid %d still alive after the matrix", pid)
+			}
+		}
+	}
+
+	// Every pair the ladder lists was run: none skipped (say, because the
+	// app does not offer a lock yet).
+	want := 0
+	for _, sc := range bench.Scenarios() {
+		want += len(sc.Expect)
+	}
+	for _, s := range skips {
+		for _, sc := range bench.Scenarios() {
+			if _, listed, _ := sc.Expected(s.Lock, bench.EndpointSale); sc.Name == s.Scenario && listed {
+				t.Errorf("%s %s: skipped (%s), but the ladder lists it", s.Scenario, s.Lock, s.Reason)
+			}
+		}
+	}
+	if len(rows) != want {
+		t.Errorf("%d rows, want the %d pairs the ladder lists", len(rows), want)
+	}
+
+	for _, r := range rows {
+		t.Run(r.Scenario+"/"+r.Lock, func(t *testing.T) {
+			if r.Expected == "" || r.Verdict != r.Expected {
+				t.Errorf("verdict %s, the ladder says %q (row %+v)", r.Verdict, r.Expected, r)
+			}
+			answered := r.OK
+			for _, n := range r.Codes {
+				answered += n
+			}
+			if answered != r.Requests || (!r.Stopped && r.Requests != requests) {
+				t.Errorf("requests %d, answers %d (ok %d, codes %v), stopped %v: want all %d accounted for",
+					r.Requests, answered, r.OK, r.Codes, r.Stopped, requests)
+			}
+			switch {
+			case r.Verdict == bench.VerdictDeadlock:
+				// Stopped once nothing got through for the bound (3s).
+				if !r.Stopped || r.StallMs <= r.StallBoundMs || r.StallBoundMs != 3000 {
+					t.Errorf("DEADLOCK without a stop past the bound: stall %.0fms, bound %.0fms, stopped %v",
+						r.StallMs, r.StallBoundMs, r.Stopped)
+				}
+			case r.Scenario == "masters-down":
+				// Two of five masters down: a majority is left, sales go on.
+				if r.StallMs >= 3000 {
+					t.Errorf("stalled %.0fms with 2 of 5 masters down: want progress", r.StallMs)
+				}
+			case r.Scenario == "masters-down-3":
+				// No majority: mostly 503s, and nothing sold twice.
+				if r.Codes["503"] <= r.OK || r.Oversold != 0 {
+					t.Errorf("with 3 of 5 masters down: ok %d, 503s %d, oversold %d; want mostly 503s and 0 oversold",
+						r.OK, r.Codes["503"], r.Oversold)
+				}
+			}
+			if sc := scenario(t, r.Scenario); len(sc.ArmAt) > 0 && len(r.Armed) == 0 {
+				t.Errorf("no request carried the scenario's fault")
+			}
+			if r.Verdict == bench.VerdictOversold && r.Oversold <= 0 {
+				t.Errorf("OVERSOLD with oversold %d", r.Oversold)
+			}
+		})
+	}
+	t.Logf("matrix of %d runs took %s", len(rows), took.Round(time.Second))
+}
+
+func scenario(t *testing.T, name string) bench.Scenario {
+	t.Helper()
+	for _, s := range bench.Scenarios() {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no scenario %q", name)
+	return bench.Scenario{}
+}
