@@ -35,18 +35,27 @@ func NewCheckDel(rdb redis.Cmdable, o Options) *CheckDel {
 
 // Obtain tries SET NX PX with a fresh token until it wins or the wait ends.
 func (l *CheckDel) Obtain(ctx context.Context, key string) (Lock, error) {
+	token, err := obtainToken(ctx, l.rdb, l.opts, key)
+	if err != nil {
+		return nil, err
+	}
+	return &checkDelLock{rdb: l.rdb, key: key, token: token, channel: l.opts.Notifier.Channel()}, nil
+}
+
+// obtainToken takes key with SET key <fresh uuid> NX PX ttl, waiting as
+// opts say, and returns the token: the owner's proof that rungs 5 and 6
+// compare before they delete. The two rungs take the lock alike and differ
+// only in how they release it.
+func obtainToken(ctx context.Context, rdb redis.Cmdable, opts Options, key string) (string, error) {
 	token := uuid.NewString()
-	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
-		ok, err := l.rdb.SetNX(ctx, key, token, l.opts.TTL).Result()
+	err := acquire(ctx, opts, opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
+		ok, err := rdb.SetNX(ctx, key, token, opts.TTL).Result()
 		if err != nil {
 			return false, fmt.Errorf("lock: SET NX %s: %w", key, err)
 		}
 		return ok, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &checkDelLock{rdb: l.rdb, key: key, token: token, channel: l.opts.Notifier.Channel()}, nil
+	return token, err
 }
 
 type checkDelLock struct {

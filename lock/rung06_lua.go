@@ -3,9 +3,7 @@ package lock
 import (
 	"context"
 	_ "embed"
-	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -37,14 +35,7 @@ func NewLua(rdb redis.Cmdable, o Options) *Lua {
 
 // Obtain tries SET NX PX with a fresh token until it wins or the wait ends.
 func (l *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
-	token := uuid.NewString()
-	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
-		ok, err := l.rdb.SetNX(ctx, key, token, l.opts.TTL).Result()
-		if err != nil {
-			return false, fmt.Errorf("lock: SET NX %s: %w", key, err)
-		}
-		return ok, nil
-	})
+	token, err := obtainToken(ctx, l.rdb, l.opts, key) // as rung 5
 	if err != nil {
 		return nil, err
 	}
