@@ -64,3 +64,45 @@ func TestJudge(t *testing.T) {
 	}
 	bench.Judge(nil) // must not panic
 }
+
+// A crash can lose the answer of a sale that happened: the books balance
+// through the sold counter and the requests the app never answered.
+func TestJudgeLostAnswers(t *testing.T) {
+	tests := []struct {
+		name    string
+		row     bench.Row
+		verdict string
+		answers int64
+	}{
+		{"sale answer lost with a 502", bench.Row{Endpoint: "sale", OK: 150, Initial: 1000, Remaining: 849, Sold: 151,
+			Codes: map[string]int{"502": 4850}}, bench.VerdictSafe, 1},
+		{"sale answers lost with transport errors", bench.Row{Endpoint: "sale", OK: 148, Initial: 1000, Remaining: 849, Sold: 151,
+			Codes: map[string]int{"error": 2, "504": 1}}, bench.VerdictSafe, 3},
+		{"sold counter disagrees with the shelf", bench.Row{Endpoint: "sale", OK: 150, Initial: 1000, Remaining: 849, Sold: 150,
+			Codes: map[string]int{"502": 4850}}, bench.VerdictOversold, 0},
+		{"more missing than unanswered", bench.Row{Endpoint: "sale", OK: 140, Initial: 1000, Remaining: 849, Sold: 151,
+			Codes: map[string]int{"502": 5}}, bench.VerdictOversold, 0},
+		{"503s are answers", bench.Row{Endpoint: "sale", OK: 150, Initial: 1000, Remaining: 849, Sold: 151,
+			Codes: map[string]int{"503": 100}}, bench.VerdictOversold, 0},
+		{"testLock increment answer lost", bench.Row{Endpoint: "testLock", OK: 10, Num: 12,
+			Codes: map[string]int{"error": 2}}, bench.VerdictSafe, 2},
+		{"testLock more increments than unanswered", bench.Row{Endpoint: "testLock", OK: 10, Num: 12,
+			Codes: map[string]int{"error": 1}}, bench.VerdictLostUpdates, 0},
+		{"lost answer then a stall", bench.Row{Endpoint: "sale", OK: 20, Initial: 150, Remaining: 129, Sold: 21,
+			Codes: map[string]int{"502": 1, "503": 160}, StallMs: 3100, StallBoundMs: 3000}, bench.VerdictDeadlock, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.row
+			bench.Judge(&r)
+			if r.Verdict != tt.verdict || r.LostAnswers != tt.answers {
+				t.Errorf("got %s with %d answers lost, want %s with %d (row %+v)", r.Verdict, r.LostAnswers, tt.verdict, tt.answers, r)
+			}
+			again := r
+			bench.Judge(&again)
+			if again.Verdict != r.Verdict || again.LostAnswers != r.LostAnswers {
+				t.Errorf("Judge is not idempotent: %+v then %+v", r, again)
+			}
+		})
+	}
+}

@@ -93,6 +93,9 @@ func (p *progress) finish(r Row) {
 	case EndpointTestLock:
 		extra = fmt.Sprintf("  num %d  lost %d", r.Num, r.LostUpdates)
 	}
+	if r.LostAnswers > 0 {
+		extra += fmt.Sprintf(" (%d answers lost)", r.LostAnswers)
+	}
 	other := ""
 	if len(r.Codes) > 0 {
 		other = "  other " + otherCell(r.Codes)

@@ -215,6 +215,8 @@ const Legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, re
 // ScenarioLegend adds what scenario runs show to Legend.
 const ScenarioLegend = Legend + " stall ms = the longest time with no answer from inside the lock " +
 	"(a 200, or on /sale a 409 sold out) after the first fault of the run, or over the whole run when it has none; " +
+	"a negative oversold (or lost) is SAFE only when the sold counter equals the stock that left and the missing 200s are " +
+	"within the requests the app never answered (502, 504, error): answers lost with a crashed instance; " +
 	"armed = the outcomes of the requests that carried the scenario's fault (one that answered 503 never held the lock, so its fault never struck); " +
 	"DEADLOCK = books that balance but a stall past the scenario's bound (the run is then stopped); " +
 	"expected = the ladder's verdict for the pair."
