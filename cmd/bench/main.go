@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -126,6 +127,11 @@ func runMatrix(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, sc
 	}
 	if endpointsSet {
 		cfg.Endpoints = bo.Config.Endpoints
+	}
+	for _, s := range scenarios {
+		if !slices.Contains(bench.ScenarioNames(), s) {
+			return fmt.Errorf("unknown scenario %q (scenarios: %s)", s, strings.Join(bench.ScenarioNames(), ", "))
+		}
 	}
 	fmt.Printf("matrix: %d requests at %d concurrent per run, stock %d, each scenario on a fresh stack\n",
 		cfg.Requests, cfg.Concurrency, cfg.Stock)
