@@ -164,9 +164,9 @@ func Scenarios() []Scenario {
 			// A 2s wait: with 1s, an armed request too often answers 503
 			// without ever holding the lock (the retry loop is not fair),
 			// and its fault never strikes.
-			AppArgs:    []string{"-faults", "-lock-ttl", "200ms", "-lock-wait", "2s"},
-			Every:      url.Values{"work": {"5ms"}},
-			Armed:      url.Values{"fault": {"check-pause"}, "pause": {"600ms"}},
+			AppArgs: []string{"-faults", "-lock-ttl", "200ms", "-lock-wait", "2s"},
+			Every:   url.Values{"work": {"5ms"}},
+			Armed:   url.Values{"fault": {"check-pause"}, "pause": {"600ms"}},
 			// Six, not four: each stale DEL oversells only if it finds
 			// another holder between its read and its write, about one
 			// time in two on this 2-core machine.
