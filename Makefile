@@ -12,12 +12,13 @@ LB_PORT   ?= 8080
 APP_PORT  ?= 8081
 REDIS_PORT ?= 6380
 LOCKS     ?=
+WAIT      ?=
 OUT       ?= results
 
 GO      ?= go
 BIN     := bin
 STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES)
-BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS))
+BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(WAIT),-wait $(WAIT))
 
 .PHONY: all build demo up down bench matrix test vet lint clean
 

@@ -74,6 +74,10 @@ type Config struct {
 	Stock int
 	// Timeout bounds each request; default 30s.
 	Timeout time.Duration
+	// Wait is how every request waits for a busy lock, sent as wait=:
+	// "fixed" (the articles' sleep), "backoff" or "notify"; "" leaves it to
+	// the app's -wait default. fair always waits for its handoff.
+	Wait string
 	// AllowRemote lifts the loopback-only guard on the URL and on every
 	// connection dialled.
 	AllowRemote bool
@@ -89,6 +93,8 @@ type Row struct {
 	Scenario string `json:"scenario"`
 	Lock     string `json:"lock"`
 	Endpoint string `json:"endpoint"`
+	// Wait is the wait= the requests carried ("" for the app's default).
+	Wait string `json:"wait,omitempty"`
 
 	// Requests is the number of requests sent and answered (or failed).
 	Requests int `json:"requests"`
@@ -211,6 +217,11 @@ func (c Config) normalize() (Config, error) {
 		return c, err
 	}
 	c.URL = u
+	switch c.Wait {
+	case "", "fixed", "backoff", "notify":
+	default:
+		return c, fmt.Errorf("bench: wait %q: want fixed, backoff or notify", c.Wait)
+	}
 
 	for _, f := range []struct {
 		name string

@@ -240,7 +240,8 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) e
 		vegeta.KeepAlive(true),
 		vegeta.Redirects(vegeta.NoFollow), // a redirect is counted, never chased
 	)
-	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, ld)
+	row.Wait = h.cfg.Wait
+	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, h.cfg.Wait, ld)
 	results := a.Attack(tg.target, closedLoop{n: uint64(n)}, 0, row.Lock+"/"+row.Endpoint)
 
 	var tick <-chan time.Time

@@ -106,10 +106,14 @@ type loadTargeter struct {
 	hookErrs []error
 }
 
-// newLoadTargeter builds the targets of lock on endpoint at base.
-func newLoadTargeter(ctx context.Context, base, endpoint, lock string, ld *load) *loadTargeter {
+// newLoadTargeter builds the targets of lock on endpoint at base; wait, if
+// set, goes on every request (an armed request may override it).
+func newLoadTargeter(ctx context.Context, base, endpoint, lock, wait string, ld *load) *loadTargeter {
 	target := func(extra ...url.Values) vegeta.Target {
 		q := url.Values{"lock": {lock}}
+		if wait != "" {
+			q.Set("wait", wait)
+		}
 		for _, e := range extra {
 			for k, vs := range e {
 				q[k] = append([]string(nil), vs...)

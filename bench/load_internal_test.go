@@ -52,7 +52,7 @@ func testLoad() *load {
 }
 
 func TestTargeterArmsByHitIndex(t *testing.T) {
-	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "setnx", testLoad())
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "setnx", "", testLoad())
 	for i := range 10 {
 		var tgt vegeta.Target
 		if err := tg.target(&tgt); err != nil {
@@ -77,7 +77,7 @@ func TestTargeterArmsByHitIndex(t *testing.T) {
 		t.Errorf("armed URL %s", tg.armed.URL)
 	}
 
-	plain := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "testLock", "a b", nil)
+	plain := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "testLock", "a b", "", nil)
 	var tgt vegeta.Target
 	plain.target(&tgt)
 	if tgt.URL != "http://127.0.0.1:1/testLock?lock=a+b" {
@@ -85,6 +85,17 @@ func TestTargeterArmsByHitIndex(t *testing.T) {
 	}
 	if _, ok := plain.faultAt(); ok {
 		t.Error("a plain run recorded a fault")
+	}
+
+	// wait= goes on every request; an armed request's own wait= wins.
+	ld := testLoad()
+	ld.armed = url.Values{"fault": {"check-pause"}, "pause": {"600ms"}, "wait": {"notify"}}
+	waiting := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "backoff", ld)
+	if want := "http://127.0.0.1:1/sale?lock=lua&wait=backoff&work=5ms"; waiting.plain.URL != want {
+		t.Errorf("plain URL with wait %s, want %s", waiting.plain.URL, want)
+	}
+	if want := "http://127.0.0.1:1/sale?fault=check-pause&lock=lua&pause=600ms&wait=notify&work=5ms"; waiting.armed.URL != want {
+		t.Errorf("armed URL with wait %s, want %s", waiting.armed.URL, want)
 	}
 }
 
@@ -99,7 +110,7 @@ func TestTargeterConcurrent(t *testing.T) {
 		fired.Add(1)
 		return nil
 	}}}
-	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", ld)
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "", ld)
 
 	var armed, plain atomic.Int64
 	var next atomic.Int64
@@ -137,7 +148,7 @@ func TestHookFiresAtItsHit(t *testing.T) {
 		fired <- struct{}{}
 		return nil
 	}}}}
-	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "redlock", ld)
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "redlock", "", ld)
 	var tgt vegeta.Target
 	for i := range 4 {
 		tg.target(&tgt)

@@ -75,7 +75,7 @@ func (s Scenario) Expected(lock, endpoint string) (verdict string, ok bool, skip
 func LadderLocks() []string {
 	return []string{
 		"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del",
-		"lua", "getset", "reentrant", "redlock", "fenced", "atomic",
+		"lua", "getset", "reentrant", "redlock", "fenced", "fair", "atomic",
 	}
 }
 
@@ -100,7 +100,7 @@ func Scenarios() []Scenario {
 			Expect: map[string]string{
 				"none": oversold, "local": oversold,
 				"setnx": safe, "setnx-expire": safe, "setnx-px": safe, "check-del": safe,
-				"lua": safe, "getset": safe, "reentrant": safe, "redlock": safe, "fenced": safe,
+				"lua": safe, "getset": safe, "reentrant": safe, "redlock": safe, "fenced": safe, "fair": safe,
 				"atomic": safe,
 			},
 		},
@@ -121,7 +121,7 @@ func Scenarios() []Scenario {
 			StallBound: stall,
 			Expect: map[string]string{
 				"setnx-px": oversold, "lua": oversold, "getset": oversold,
-				"reentrant": safe, "fenced": safe, "atomic": safe,
+				"reentrant": safe, "fenced": safe, "fair": safe, "atomic": safe,
 			},
 			Skip: map[string]string{
 				"none":         unsafe,
@@ -193,7 +193,7 @@ func Scenarios() []Scenario {
 			Armed:      url.Values{"fault": {"pause"}, "pause": {"800ms"}},
 			ArmAt:      few,
 			StallBound: stall,
-			Expect:     map[string]string{"reentrant": oversold, "redlock": oversold, "fenced": safe},
+			Expect:     map[string]string{"reentrant": oversold, "redlock": oversold, "fenced": safe, "fair": safe},
 			Skip: map[string]string{
 				"none":   unsafe,
 				"local":  unsafe,

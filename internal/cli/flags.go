@@ -96,6 +96,7 @@ func BenchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 	fs.IntVar(&o.Config.Concurrency, "c", bench.DefaultConcurrency, "concurrent closed-loop workers (ab -c)")
 	fs.IntVar(&o.Config.Stock, "stock", bench.DefaultStock, "stock set before each run")
 	fs.DurationVar(&o.Config.Timeout, "timeout", bench.DefaultTimeout, "timeout of each request")
+	fs.StringVar(&o.Config.Wait, "wait", "", "how requests wait for a busy lock: fixed (the articles' sleep), backoff or notify (default: the app's -wait)")
 	fs.StringVar(&o.Out, "out", RepoPath("results"), "folder for the JSON and Markdown reports")
 	return func() (BenchOptions, error) {
 		o.Config.Locks = split(*locks)
@@ -103,6 +104,11 @@ func BenchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 		if o.Config.Requests < 1 || o.Config.Concurrency < 1 || o.Config.Stock < 1 {
 			return o, fmt.Errorf("-n, -c and -stock must be at least 1 (got %d, %d, %d)",
 				o.Config.Requests, o.Config.Concurrency, o.Config.Stock)
+		}
+		switch o.Config.Wait {
+		case "", "fixed", "backoff", "notify":
+		default:
+			return o, fmt.Errorf("-wait %q: want fixed, backoff or notify", o.Config.Wait)
 		}
 		o.Config.Progress = os.Stderr
 		return o, nil

@@ -52,7 +52,7 @@ func TestDefaults(t *testing.T) {
 func TestFlags(t *testing.T) {
 	t.Setenv("CI", "true")
 	so, bo, err := parse(t, "-lb-port", "9090", "-redis", "embedded", "-lb", "builtin", "-n", "10", "-c", "2",
-		"-locks", "lua, atomic", "--", "-lock-ttl", "1s")
+		"-locks", "lua, atomic", "-wait", "notify", "--", "-lock-ttl", "1s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestFlags(t *testing.T) {
 	if strings.Join(so.Config.AppArgs, " ") != "-lock-ttl 1s" {
 		t.Errorf("app args %q", so.Config.AppArgs)
 	}
-	if bo.Config.Requests != 10 || bo.Config.Concurrency != 2 || strings.Join(bo.Config.Locks, ",") != "lua,atomic" {
+	if bo.Config.Requests != 10 || bo.Config.Concurrency != 2 || strings.Join(bo.Config.Locks, ",") != "lua,atomic" || bo.Config.Wait != "notify" {
 		t.Errorf("bench %+v", bo.Config)
 	}
 }
@@ -79,6 +79,7 @@ func TestBadFlags(t *testing.T) {
 		{"-c", "-1"},
 		{"-stock", "0"},
 		{"-n", "many"},
+		{"-wait", "spin"},
 	} {
 		if _, _, err := parse(t, args...); err == nil {
 			t.Errorf("%v: no error", args)
