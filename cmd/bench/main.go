@@ -51,16 +51,7 @@ func run(ctx context.Context, args []string) error {
 	matrix := fs.Bool("matrix", false, "run the strategies x scenarios matrix, each scenario on a fresh stack on free ports (-url and the ports are not used)")
 	verbose := fs.Bool("v", false, "with -matrix: show each stack's log (starts, crashes, restarts, masters)")
 	scenarios := fs.String("scenarios", "", "with -matrix: comma-separated scenarios (default all: "+strings.Join(bench.ScenarioNames(), ",")+")")
-	finishStack := cli.StackFlags(fs)
-	finishBench := cli.BenchFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	so, err := finishStack(fs.Args())
-	if err != nil {
-		return err
-	}
-	bo, err := finishBench()
+	so, bo, err := cli.ParseStackBench(fs, args)
 	if err != nil {
 		return err
 	}

@@ -16,16 +16,7 @@ import (
 // the page until Ctrl-C.
 func demo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("stack demo", flag.ContinueOnError)
-	finishStack := cli.StackFlags(fs)
-	finishBench := cli.BenchFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	so, err := finishStack(fs.Args())
-	if err != nil {
-		return err
-	}
-	bo, err := finishBench()
+	so, bo, err := cli.ParseStackBench(fs, args)
 	if err != nil {
 		return err
 	}

@@ -115,6 +115,23 @@ func BenchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 	}
 }
 
+// ParseStackBench adds the stack's and the benchmark's flags to fs (which
+// may already hold a command's own), parses args, and builds both; what
+// follows -- goes to every app instance.
+func ParseStackBench(fs *flag.FlagSet, args []string) (StackOptions, BenchOptions, error) {
+	finishStack := StackFlags(fs)
+	finishBench := BenchFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return StackOptions{}, BenchOptions{}, err
+	}
+	so, err := finishStack(fs.Args())
+	if err != nil {
+		return so, BenchOptions{}, err
+	}
+	bo, err := finishBench()
+	return so, bo, err
+}
+
 func split(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {

@@ -14,17 +14,7 @@ func parse(t *testing.T, args ...string) (cli.StackOptions, cli.BenchOptions, er
 	t.Helper()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	finishStack := cli.StackFlags(fs)
-	finishBench := cli.BenchFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return cli.StackOptions{}, cli.BenchOptions{}, err
-	}
-	so, err := finishStack(fs.Args())
-	if err != nil {
-		return so, cli.BenchOptions{}, err
-	}
-	bo, err := finishBench()
-	return so, bo, err
+	return cli.ParseStackBench(fs, args)
 }
 
 func TestDefaults(t *testing.T) {
