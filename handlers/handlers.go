@@ -186,22 +186,23 @@ type lockRequest struct {
 // lockRequest parses ?lock=NAME, reenter=, wait= and, on an instance with
 // faults enabled, the fault parameters.
 func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
+	q := c.Request.URL.Query()
 	allowed := []string{"lock", "reenter", "wait"}
 	if h.cfg.Faults != nil {
 		allowed = append(allowed, fault.Params...)
 	} else {
 		for _, p := range fault.Params {
-			if c.Request.URL.Query().Has(p) {
+			if q.Has(p) {
 				h.badRequest(c, fmt.Sprintf("fault parameters (%s) are disabled on this instance: start it with -faults",
 					strings.Join(fault.Params, ", ")))
 				return lockRequest{}, false
 			}
 		}
 	}
-	q, ok := h.query(c, allowed...)
-	if !ok {
+	if !h.checkQuery(c, q, allowed...) {
 		return lockRequest{}, false
 	}
+	var ok bool
 	var req lockRequest
 	if req.rung, req.locker, ok = h.rung(c, q); !ok {
 		return lockRequest{}, false
@@ -223,7 +224,7 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		req.wait = m
 	}
 	if h.cfg.Faults != nil {
-		plan, err := fault.Parse(url.Values(q))
+		plan, err := fault.Parse(q)
 		if err != nil {
 			h.badRequest(c, err.Error())
 			return lockRequest{}, false
@@ -238,9 +239,12 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 // to its end even if the client goes away: stopping half way through a
 // read-modify-write would teach nothing.
 func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64, error) {
-	// The owner of reentrant acquisitions is this request: a nested
-	// acquire below belongs to the same owner.
-	ctx := lock.WithOwner(c.Request.Context(), h.cfg.Instance+":"+uuid.NewString())
+	ctx := c.Request.Context()
+	if req.reenter {
+		// Both acquisitions below must belong to one owner, this request;
+		// a single one needs none (Reentrant makes its own).
+		ctx = lock.WithOwner(ctx, h.cfg.Instance+":"+uuid.NewString())
+	}
 	if req.wait != "" {
 		ctx = lock.WithWait(ctx, req.wait)
 	}
@@ -266,18 +270,12 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64
 	// write does (one round trip for both); otherwise, or when the
 	// business stops before its write (sold out, an error), it releases
 	// on its own afterwards.
+	release := func() error { return held.Release(bctx) }
 	var then []inventory.Then
-	var released func() error
 	if pr, ok := held.(lock.PipelineReleaser); ok && !req.reenter {
-		then = append(then, func(p redis.Pipeliner) { released = pr.ReleaseIn(bctx, p) })
+		then = append(then, func(p redis.Pipeliner) { release = pr.ReleaseIn(bctx, p) })
 	}
-	defer func() {
-		if released == nil {
-			h.release(bctx, req.rung, res.lockKey, held)
-		} else if err := released(); err != nil {
-			h.cfg.Log.Warn("release failed", "lock", req.rung.Name, "key", res.lockKey, "err", err)
-		}
-	}()
+	defer func() { h.released(req.rung, res.lockKey, release()) }()
 
 	if req.reenter {
 		// The articles' testReEnter: take the same lock again inside the
@@ -287,7 +285,7 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64
 		if err != nil {
 			return 0, fmt.Errorf("re-entering the lock it holds: %w", err)
 		}
-		defer h.release(bctx, req.rung, res.lockKey, inner)
+		defer func() { h.released(req.rung, res.lockKey, inner.Release(bctx)) }()
 	}
 	if t, ok := held.(lock.Tokened); ok {
 		return res.fenced(bctx, res.fenceKey, t.Token(), then...)
@@ -295,8 +293,9 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64
 	return res.op(bctx, then...)
 }
 
-func (h *handler) release(ctx context.Context, rung lock.Rung, key string, held lock.Lock) {
-	if err := held.Release(ctx); err != nil {
+// released logs a release that failed: the lease had lapsed, or Redis.
+func (h *handler) released(rung lock.Rung, key string, err error) {
+	if err != nil {
 		h.cfg.Log.Warn("release failed", "lock", rung.Name, "key", key, "err", err)
 	}
 }
@@ -358,10 +357,16 @@ func (h *handler) strategies(c *gin.Context) {
 	c.JSON(http.StatusOK, h.cfg.Ladder.Rungs())
 }
 
-// query returns the request's query parameters after checking that it
-// names only allowed ones, each at most once.
-func (h *handler) query(c *gin.Context, allowed ...string) (queryValues, bool) {
+// query returns the request's query parameters after checking them (see
+// checkQuery).
+func (h *handler) query(c *gin.Context, allowed ...string) (url.Values, bool) {
 	q := c.Request.URL.Query()
+	return q, h.checkQuery(c, q, allowed...)
+}
+
+// checkQuery answers a 400 unless q names only allowed parameters, each at
+// most once.
+func (h *handler) checkQuery(c *gin.Context, q url.Values, allowed ...string) bool {
 	for k, vs := range q {
 		if !slices.Contains(allowed, k) {
 			want := "none"
@@ -369,18 +374,18 @@ func (h *handler) query(c *gin.Context, allowed ...string) (queryValues, bool) {
 				want = strings.Join(allowed, ", ")
 			}
 			h.badRequest(c, fmt.Sprintf("unknown parameter %q (allowed: %s)", k, want))
-			return nil, false
+			return false
 		}
 		if len(vs) > 1 {
 			h.badRequest(c, fmt.Sprintf("parameter %q given %d times", k, len(vs)))
-			return nil, false
+			return false
 		}
 	}
-	return queryValues(q), true
+	return true
 }
 
 // rung resolves ?lock=NAME.
-func (h *handler) rung(c *gin.Context, q queryValues) (lock.Rung, lock.Locker, bool) {
+func (h *handler) rung(c *gin.Context, q url.Values) (lock.Rung, lock.Locker, bool) {
 	name := q.Get("lock")
 	if name == "" {
 		h.badRequest(c, "missing lock: say ?lock=NAME")
@@ -396,15 +401,6 @@ func (h *handler) rung(c *gin.Context, q queryValues) (lock.Rung, lock.Locker, b
 
 func (h *handler) badRequest(c *gin.Context, msg string) {
 	c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": msg, "locks": h.cfg.Ladder.Names()})
-}
-
-type queryValues map[string][]string
-
-func (q queryValues) Get(k string) string {
-	if vs := q[k]; len(vs) > 0 {
-		return vs[0]
-	}
-	return ""
 }
 
 // parseCount parses a whole number in [0, max].
