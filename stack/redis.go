@@ -29,7 +29,6 @@ const expireTick = 10 * time.Millisecond
 type Redis struct {
 	addr    string
 	version string
-	lg      *logger
 
 	// real
 	proc  *proc
@@ -60,7 +59,8 @@ func StartRedis(ctx context.Context, addr string, mode Mode, requireReal bool, l
 	return startRedis(ctx, addr, mode, requireReal, "", &logger{w: log})
 }
 
-// startRedis is StartRedis with a run dir ("" = a temp dir of its own).
+// startRedis is StartRedis with a run dir ("" = a temp dir of its own);
+// addr has a host already (loopback).
 func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, dir string, lg *logger) (*Redis, error) {
 	real, bin, err := resolveMode(mode, "redis-server", requireReal)
 	if err != nil {
@@ -105,7 +105,6 @@ func startMiniredis(addr string, lg *logger) (*Redis, error) {
 	r := &Redis{
 		addr:     m.Addr(),
 		version:  moduleVersion("github.com/alicebob/miniredis/v2"),
-		lg:       lg,
 		mini:     m,
 		stopTick: make(chan struct{}),
 		tickDone: make(chan struct{}),
@@ -137,15 +136,12 @@ func startRedisServer(ctx context.Context, bin, addr, dir string, lg *logger) (r
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis address %q: %w", addr, err)
 	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
 	if port == "0" {
 		if port, err = freePort(host); err != nil {
 			return nil, err
 		}
 	}
-	r = &Redis{addr: net.JoinHostPort(host, port), lg: lg, dir: dir}
+	r = &Redis{addr: net.JoinHostPort(host, port), dir: dir}
 	if dir == "" {
 		if r.dir, err = os.MkdirTemp("", "lockladder-redis-"); err != nil {
 			return nil, fmt.Errorf("stack: redis: %w", err)
