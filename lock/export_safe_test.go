@@ -26,4 +26,4 @@ func Watchdogs(r *Reentrant) int {
 
 // FairWatchdogDone returns the channel closed when the watchdog of a Fair
 // acquisition has returned.
-func FairWatchdogDone(l Lock) <-chan struct{} { return l.(*fairLock).done }
+func FairWatchdogDone(l Lock) <-chan struct{} { return l.(*fairLock).wd.done }

@@ -137,55 +137,11 @@ func (r *Reentrant) current(h holder, wd *watchdog) bool {
 
 // watchdog renews one held lock's lease until stopped, or until a renewal
 // finds the lock no longer ours.
-type watchdog struct {
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the goroutine has returned
-	// paused skips renewals, as if the process were stopped. Tests set it
-	// to show the flaw; nothing else does.
-	paused atomic.Bool
-}
-
-// stop ends the watchdog and waits for its goroutine to return.
-func (wd *watchdog) stop() {
-	wd.cancel()
-	<-wd.done
-}
-
 func (r *Reentrant) startWatchdog(h holder) *watchdog {
-	ctx, cancel := context.WithCancel(context.Background())
-	wd := &watchdog{cancel: cancel, done: make(chan struct{})}
-	go r.watch(ctx, h, wd)
-	return wd
-}
-
-func (r *Reentrant) watch(ctx context.Context, h holder, wd *watchdog) {
-	defer close(wd.done)
-	every := max(r.opts.TTL/3, time.Millisecond)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if wd.paused.Load() {
-			continue
-		}
-		rctx, cancel := context.WithTimeout(ctx, every)
-		n, err := luaReentrantRenew.Run(rctx, r.rdb, []string{h.key}, h.owner, leaseMS(r.opts.TTL)).Int64()
-		cancel()
-		switch {
-		case err != nil:
-			// Redis is slow or unreachable: try again at the next tick.
-			// If that lasts past the TTL, the lease lapses; the next
-			// renewal then finds the lock gone.
-		case n == 0:
-			// The lease lapsed or was deleted: nothing left to keep alive.
-			r.forget(h, wd)
-			return
-		}
-	}
+	return startWatchdog(r.opts.TTL, func(ctx context.Context) (bool, error) {
+		n, err := luaReentrantRenew.Run(ctx, r.rdb, []string{h.key}, h.owner, leaseMS(r.opts.TTL)).Int64()
+		return n != 0, err
+	}, func(wd *watchdog) { r.forget(h, wd) })
 }
 
 // reentrantLock is one acquisition: the outermost one or a nested one.

@@ -110,10 +110,11 @@ func (f *Fair) Obtain(ctx context.Context, key string) (Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &fairLock{f: f, keys: keys, token: token, fence: w.fence, done: make(chan struct{})}
-	wctx, cancel := context.WithCancel(context.Background())
-	l.stop = cancel
-	go l.watch(wctx)
+	l := &fairLock{f: f, keys: keys, token: token, fence: w.fence}
+	l.wd = startWatchdog(f.opts.TTL, func(ctx context.Context) (bool, error) {
+		n, err := luaFairRenew.Run(ctx, f.rdb, keys[:1], token, leaseMS(f.opts.TTL)).Int64()
+		return n != 0, err
+	}, nil)
 	return l, nil
 }
 
@@ -175,8 +176,7 @@ type fairLock struct {
 	token string
 	fence int64
 
-	stop context.CancelFunc // ends the watchdog
-	done chan struct{}      // closed when the watchdog has returned
+	wd   *watchdog
 	once sync.Once
 }
 
@@ -187,34 +187,13 @@ var (
 
 func (l *fairLock) Token() int64 { return l.fence }
 
-// watch renews the lease every TTL/3 while it is still ours.
-func (l *fairLock) watch(ctx context.Context) {
-	defer close(l.done)
-	every := max(l.f.opts.TTL/3, time.Millisecond)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		rctx, cancel := context.WithTimeout(ctx, every)
-		n, err := luaFairRenew.Run(rctx, l.f.rdb, l.keys[:1], l.token, leaseMS(l.f.opts.TTL)).Int64()
-		cancel()
-		if err == nil && n == 0 {
-			return // lapsed or taken: nothing left to keep alive
-		}
-	}
-}
-
 // Release hands the lock to the oldest live waiter, or deletes it when
 // nobody waits, and stops the watchdog.
 func (l *fairLock) Release(ctx context.Context) error {
 	err := ErrNotHeld
 	l.once.Do(func() {
-		l.stop()
-		defer func() { <-l.done }()
+		l.wd.cancel() // no renewal may race the release
+		defer func() { <-l.wd.done }()
 		var n int64
 		n, err = luaFairRelease.Run(ctx, l.f.rdb, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.opts.Notifier.Channel(), "0").Int64()
 		err = releaseResult(l.keys[0], n, err)
@@ -228,14 +207,14 @@ func (l *fairLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() erro
 	first := false
 	l.once.Do(func() {
 		first = true
-		l.stop()
+		l.wd.cancel()
 		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.opts.Notifier.Channel(), "0")
 	})
 	return func() error {
 		if !first {
 			return ErrNotHeld
 		}
-		<-l.done
+		<-l.wd.done
 		n, err := cmd.Int64()
 		return releaseResult(l.keys[0], n, err)
 	}
