@@ -28,16 +28,24 @@ type master struct {
 	r    *Redis
 }
 
+// masterMode is the masters' mode: the main Redis's, Real or Embedded.
+func (s *Stack) masterMode() Mode {
+	if s.redis.Embedded() {
+		return Embedded
+	}
+	return Real
+}
+
 // startMasters starts the Redlock masters, all at once, each a Redis of
 // its own on a free port of the main Redis's host, in the main Redis's
 // mode. The masters started are kept even when another fails, so that
 // Stop stops them.
-func (s *Stack) startMasters(ctx context.Context, mode Mode) error {
+func (s *Stack) startMasters(ctx context.Context) error {
 	n := s.cfg.Masters
 	if n <= 0 {
 		return nil
 	}
-	s.masterMode = mode
+	mode := s.masterMode()
 	host, _, _ := net.SplitHostPort(s.cfg.RedisAddr)
 	addrs := make([]string, n)
 	if mode == Real {
@@ -72,7 +80,6 @@ func (s *Stack) startMasters(ctx context.Context, mode Mode) error {
 	for _, r := range rs {
 		if r != nil {
 			s.masters = append(s.masters, &master{addr: r.Addr(), r: r})
-			s.masterVersion = r.version
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -170,7 +177,7 @@ func (s *Stack) StartMaster(i int) error {
 	// Bounded by Stop too: it cancels s.life.
 	ctx, cancel := context.WithTimeout(s.life, 15*time.Second)
 	defer cancel()
-	r, err := startRedis(ctx, m.addr, s.masterMode, s.cfg.RequireReal, s.dir, &logger{})
+	r, err := startRedis(ctx, m.addr, s.masterMode(), s.cfg.RequireReal, s.dir, &logger{})
 	if err != nil {
 		return fmt.Errorf("stack: redlock master %d: %w", i, err)
 	}
@@ -196,20 +203,15 @@ func (s *Stack) masterPidsLocked() []int {
 
 // mastersSummaryLocked is the masters' Summary line, "" when there are none:
 // "masters: 5 x redis-server 7.0.15 on ADDR,... (pids P,...)", with the
-// stopped ones named.
+// stopped ones named. The masters run what the main Redis runs, so its
+// kind and version are theirs.
 func (s *Stack) mastersSummaryLocked() string {
 	if len(s.masters) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "masters: %d x ", len(s.masters))
-	if s.masterMode == Real {
-		fmt.Fprintf(&b, "redis-server %s", s.masterVersion)
-	} else {
-		fmt.Fprintf(&b, "embedded miniredis %s", s.masterVersion)
-	}
-	fmt.Fprintf(&b, " on %s (", strings.Join(s.masterAddrsLocked(), ","))
-	if s.masterMode == Real {
+	fmt.Fprintf(&b, "masters: %d x %s on %s (", len(s.masters), s.redis.kind(), strings.Join(s.masterAddrsLocked(), ","))
+	if !s.redis.Embedded() {
 		pids := make([]string, len(s.masters))
 		for i, m := range s.masters {
 			pids[i] = "-"

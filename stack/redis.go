@@ -220,11 +220,20 @@ func (r *Redis) Pid() int {
 	return r.proc.pid()
 }
 
+// kind names the server and its version, "redis-server VERSION" or
+// "embedded miniredis VERSION", for the summary lines.
+func (r *Redis) kind() string {
+	if r.mini != nil {
+		return "embedded miniredis " + r.version
+	}
+	return "redis-server " + r.version
+}
+
 func (r *Redis) summary() string {
 	if r.mini != nil {
-		return fmt.Sprintf("redis: embedded miniredis %s on %s (in this process; TTLs advanced every %s)", r.version, r.addr, expireTick)
+		return fmt.Sprintf("redis: %s on %s (in this process; TTLs advanced every %s)", r.kind(), r.addr, expireTick)
 	}
-	return fmt.Sprintf("redis: redis-server %s on %s (pid %d)", r.version, r.addr, r.Pid())
+	return fmt.Sprintf("redis: %s on %s (pid %d)", r.kind(), r.addr, r.Pid())
 }
 
 // Stop stops the server (SIGTERM, SIGKILL after a grace period) and waits

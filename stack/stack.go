@@ -87,10 +87,8 @@ type Stack struct {
 	redis     *Redis
 	instances []*instance
 
-	mastersMu     sync.Mutex // guards masters and each master's r
-	masters       []*master
-	masterMode    Mode // Real or Embedded, as Redis
-	masterVersion string
+	mastersMu sync.Mutex // guards masters and each master's r
+	masters   []*master
 
 	lbAddr   string
 	nginx    *proc
@@ -145,8 +143,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	defer cancel()
 
 	// Decide both modes before starting anything.
-	realRedis, _, err := resolveMode(cfg.Redis, "redis-server", cfg.RequireReal)
-	if err != nil {
+	if _, _, err := resolveMode(cfg.Redis, "redis-server", cfg.RequireReal); err != nil {
 		return nil, fmt.Errorf("stack: redis: %w", err)
 	}
 	realLB, nginxBin, err := resolveMode(cfg.LB, "nginx", cfg.RequireReal)
@@ -170,16 +167,11 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := s.makeDir(); err != nil {
 		return nil, err
 	}
-	redisMode := Embedded
-	if realRedis {
-		redisMode = Real
-	} else if cfg.Redis != Embedded {
-		s.lg.printf("redis-server not found on PATH: using embedded miniredis (Redis-compatible, in this process)")
-	}
-	if s.redis, err = startRedis(ctx, cfg.RedisAddr, redisMode, cfg.RequireReal, s.dir, s.lg); err != nil {
+	// startRedis says so when Auto falls back to miniredis.
+	if s.redis, err = startRedis(ctx, cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.lg); err != nil {
 		return nil, err
 	}
-	if err := s.startMasters(ctx, redisMode); err != nil {
+	if err := s.startMasters(ctx); err != nil {
 		return nil, err
 	}
 
