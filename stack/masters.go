@@ -89,22 +89,6 @@ func (s *Stack) startMasters(ctx context.Context) error {
 	return nil
 }
 
-// freePorts reserves n distinct free TCP ports on host at once and
-// releases them for child processes to bind.
-func freePorts(host string, n int) ([]string, error) {
-	var ports []string
-	for range n {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return nil, fmt.Errorf("stack: free port on %s: %w", host, err)
-		}
-		defer ln.Close()
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		ports = append(ports, port)
-	}
-	return ports, nil
-}
-
 // MasterAddrs are the host:port addresses of the Redlock masters, in the
 // order the instances get them (-masters), stopped ones included; none
 // when Config.Masters is negative.

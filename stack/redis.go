@@ -258,13 +258,30 @@ func (r *Redis) Stop() error {
 // freePort asks the kernel for a free TCP port on host and releases it for
 // a child process to bind.
 func freePort(host string) (string, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	ports, err := freePorts(host, 1)
 	if err != nil {
-		return "", fmt.Errorf("stack: free port on %s: %w", host, err)
+		return "", err
 	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port, nil
+	return ports[0], nil
+}
+
+// freePorts reserves n distinct free TCP ports on host at once and
+// releases them for child processes to bind. Ports for several children
+// started together must come from one call: a port released by one
+// freePort call may be handed out again by the next before its child has
+// bound it.
+func freePorts(host string, n int) ([]string, error) {
+	var ports []string
+	for range n {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("stack: free port on %s: %w", host, err)
+		}
+		defer ln.Close()
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		ports = append(ports, port)
+	}
+	return ports, nil
 }
 
 // binaryVersion runs bin args and returns the first submatch of re in its

@@ -244,7 +244,7 @@ func loopback(addr, def string) (string, error) {
 
 // appPorts returns the instances' ports, or nil when they are to be free
 // ports picked at start.
-func (c *Config) appPorts() []int {
+func (c *Config) appPorts() []string {
 	_, lbPort, _ := net.SplitHostPort(c.LBAddr)
 	if lbPort == "0" && c.AppBasePort == 0 {
 		return nil
@@ -253,9 +253,9 @@ func (c *Config) appPorts() []int {
 	if base == 0 {
 		base = DefaultAppBasePort
 	}
-	ports := make([]int, c.Instances)
+	ports := make([]string, c.Instances)
 	for i := range ports {
-		ports[i] = base + i
+		ports[i] = strconv.Itoa(base + i)
 	}
 	return ports
 }
@@ -264,7 +264,7 @@ func (c *Config) appPorts() []int {
 func checkPortsFree(c Config) error {
 	addrs := []string{c.RedisAddr, c.LBAddr}
 	for _, p := range c.appPorts() {
-		addrs = append(addrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		addrs = append(addrs, net.JoinHostPort("127.0.0.1", p))
 	}
 	for _, a := range addrs {
 		if _, port, _ := net.SplitHostPort(a); port == "0" {
@@ -376,23 +376,21 @@ func (s *Stack) makeDir() error {
 
 // startInstances starts every app process and waits until each is healthy.
 func (s *Stack) startInstances(ctx context.Context) error {
-	fixed := s.cfg.appPorts()
+	ports := s.cfg.appPorts()
+	if ports == nil {
+		// All at once, as for the masters: no two instances get one port.
+		var err error
+		if ports, err = freePorts("127.0.0.1", s.cfg.Instances); err != nil {
+			return err
+		}
+	}
 	masters := s.MasterAddrs()
 	var mastersFlag []string
 	if len(masters) > 0 {
 		mastersFlag = []string{"-masters", strings.Join(masters, ",")}
 	}
 	env := instanceEnv(masters)
-	for i := range s.cfg.Instances {
-		var port string
-		if fixed != nil {
-			port = strconv.Itoa(fixed[i])
-		} else {
-			var err error
-			if port, err = freePort("127.0.0.1"); err != nil {
-				return err
-			}
-		}
+	for i, port := range ports {
 		name := fmt.Sprintf("app%d", i+1)
 		in := &instance{
 			name:    name,
