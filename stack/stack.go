@@ -423,9 +423,14 @@ func (s *Stack) startInstances(ctx context.Context) error {
 		return err
 	}
 	for _, in := range s.instances {
-		s.lg.printf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.p.pid(), in.logPath)
+		s.lg.printf("%s", s.instanceSummary(in))
 	}
 	return nil
+}
+
+// instanceSummary is in's Summary line, with its current pid.
+func (s *Stack) instanceSummary(in *instance) string {
+	return fmt.Sprintf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.current().pid(), in.logPath)
 }
 
 // waitHealthy polls base+"/healthz" until it answers 200, exited closes
@@ -569,7 +574,7 @@ func (s *Stack) Summary() []string {
 	}
 	s.mastersMu.Unlock()
 	for _, in := range s.instances {
-		lines = append(lines, fmt.Sprintf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.current().pid(), in.logPath))
+		lines = append(lines, s.instanceSummary(in))
 	}
 	lines = append(lines, s.lbSummary())
 	if n := s.Restarts(); n > 0 {
