@@ -210,7 +210,10 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if s.nginx != nil {
 		lbDone = s.nginx.done
 	}
-	// Round robin: one health check per instance goes through each of them.
+	// One health check per instance: the built-in proxy's round robin sends
+	// each to another instance; nginx's workers each keep their own
+	// rotation, so there it is likely, not certain (the instances have
+	// each answered directly already).
 	for range s.instances {
 		if err := waitHealthy(ctx, s.URL(), lbDone); err != nil {
 			return nil, fmt.Errorf("stack: load balancer: %w", err)
