@@ -311,10 +311,10 @@ func (c *Config) setDefaults() error {
 		c.LB = Auto
 	}
 	if c.AppBinary == "" {
-		c.AppBinary = repoPath("bin", "app")
+		c.AppBinary = RepoPath("bin", "app")
 	}
 	if c.NginxConf == "" {
-		c.NginxConf = repoPath("nginx.conf")
+		c.NginxConf = RepoPath("nginx.conf")
 	}
 	// Children run in the run dir: make the paths absolute now.
 	if c.AppBinary, err = absBinary(c.AppBinary); err != nil {
@@ -339,9 +339,10 @@ func absBinary(p string) (string, error) {
 	return filepath.Abs(p)
 }
 
-// repoPath joins elem to the repo root: the nearest directory at or above
+// RepoPath joins elem to the repo root: the nearest directory at or above
 // the working directory holding go.mod (the working directory if none).
-func repoPath(elem ...string) string {
+// The stack finds bin/app and nginx.conf there by default.
+func RepoPath(elem ...string) string {
 	wd, err := os.Getwd()
 	if err != nil {
 		return filepath.Join(elem...)

@@ -34,11 +34,11 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		masters   = fs.Int("masters", stack.DefaultMasters, "Redlock masters for the redlock rung: independent Redis servers on free ports, real or embedded as -redis (0: none)")
 	)
 	fs.IntVar(&o.LBPort, "lb-port", 8080, "load balancer port on 127.0.0.1 (0 with -app-port 0: free ports for all)")
-	fs.StringVar(&o.Dir, "dir", RepoPath(".run"), "run dir: logs, derived nginx.conf, state file")
+	fs.StringVar(&o.Dir, "dir", repoPath(".run"), "run dir: logs, derived nginx.conf, state file")
 	fs.IntVar(&o.Config.Instances, "instances", stack.DefaultInstances, "number of app instances")
 	fs.IntVar(&o.Config.AppBasePort, "app-port", stack.DefaultAppBasePort, "first app port; instances listen on it and the ports after it")
-	fs.StringVar(&o.Config.AppBinary, "app", RepoPath("bin", "app"), "app binary (go build -o bin/app ./cmd/app)")
-	fs.StringVar(&o.Config.NginxConf, "nginx-conf", RepoPath("nginx.conf"), "nginx.conf to derive the loopback config from")
+	fs.StringVar(&o.Config.AppBinary, "app", repoPath("bin", "app"), "app binary (go build -o bin/app ./cmd/app)")
+	fs.StringVar(&o.Config.NginxConf, "nginx-conf", repoPath("nginx.conf"), "nginx.conf to derive the loopback config from")
 	return func(appArgs []string) (StackOptions, error) {
 		o.Config.AppArgs = appArgs
 		o.Config.LBAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(o.LBPort))
@@ -97,7 +97,7 @@ func BenchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 	fs.IntVar(&o.Config.Stock, "stock", bench.DefaultStock, "stock set before each run")
 	fs.DurationVar(&o.Config.Timeout, "timeout", bench.DefaultTimeout, "timeout of each request")
 	fs.StringVar(&o.Config.Wait, "wait", "", "how requests wait for a busy lock: fixed (the articles' sleep), backoff or notify (default: the app's -wait)")
-	fs.StringVar(&o.Out, "out", RepoPath("results"), "folder for the JSON and Markdown reports")
+	fs.StringVar(&o.Out, "out", repoPath("results"), "folder for the JSON and Markdown reports")
 	return func() (BenchOptions, error) {
 		o.Config.Locks = split(*locks)
 		o.Config.Endpoints = split(*endpoints)
@@ -142,25 +142,14 @@ func split(s string) []string {
 	return out
 }
 
-// RepoPath joins elem to the repo root (the nearest directory at or above
-// the working directory holding go.mod; else the working directory).
-func RepoPath(elem ...string) string {
+// repoPath is stack.RepoPath shortened relative to the working directory
+// when it is under it, for readable flag defaults.
+func repoPath(elem ...string) string {
+	p := stack.RepoPath(elem...)
 	wd, err := os.Getwd()
 	if err != nil {
-		return filepath.Join(elem...)
+		return p
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return rel(wd, filepath.Join(append([]string{d}, elem...)...))
-		}
-		if filepath.Dir(d) == d {
-			return filepath.Join(elem...)
-		}
-	}
-}
-
-// rel shortens p relative to wd when it is under it, for readable defaults.
-func rel(wd, p string) string {
 	if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
 		return r
 	}
