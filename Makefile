@@ -20,7 +20,7 @@ BIN     := bin
 STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES)
 BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(WAIT),-wait $(WAIT))
 
-.PHONY: all build demo up down bench matrix test vet lint clean
+.PHONY: all build demo up down bench matrix bench-peers test vet lint clean
 
 all: build
 
