@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,43 +271,6 @@ func TestFairWatchdog(t *testing.T) {
 	if rdb.Exists(ctx, "lock:k").Val() != 0 {
 		t.Fatal("lock key back after release")
 	}
-}
-
-// contend runs the non-atomic GET/SET increment workers*each times under
-// l and returns how many succeeded and the longest single Obtain.
-func contend(t *testing.T, rdb *redis.Client, l lock.Locker, ctx context.Context, key string, workers, each int) (int64, time.Duration) {
-	t.Helper()
-	var ok atomic.Int64
-	var longest atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for range each {
-				start := time.Now()
-				held, err := l.Obtain(ctx, "lock:"+key)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if w := int64(time.Since(start)); w > longest.Load() {
-					longest.Store(w) // racy max, good enough for a bound
-				}
-				n, _ := rdb.Get(ctx, key).Int()
-				time.Sleep(100 * time.Microsecond) // widen the window a little
-				rdb.Set(ctx, key, strconv.Itoa(n+1), 0)
-				if err := held.Release(ctx); err != nil {
-					t.Error(err)
-				}
-				ok.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	got, _ := rdb.Get(ctx, key).Int64()
-	if lost := ok.Load() - got; lost != 0 || ok.Load() != int64(workers*each) {
-		t.Fatalf("%d increments of %d, counter %d: %d lost", ok.Load(), workers*each, got, lost)
-	}
-	return ok.Load(), time.Duration(longest.Load())
 }
 
 // TestFairExactAndNobodyStarves: many waiters, with and without a

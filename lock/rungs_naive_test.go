@@ -443,36 +443,7 @@ func TestNaiveRungsExactUnderContention(t *testing.T) {
 	opts := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second, Retry: lock.FixedSleep(time.Millisecond)}
 	for _, r := range naiveRungs {
 		t.Run(r.name, func(t *testing.T) {
-			ctx := context.Background()
-			key := "n:" + r.name
-			l := r.new(rdb, opts)
-			const workers, each = 10, 20
-			var ok atomic.Int64
-			var wg sync.WaitGroup
-			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range each {
-						held, err := l.Obtain(ctx, "lock:"+key)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						n, _ := rdb.Get(ctx, key).Int()
-						time.Sleep(100 * time.Microsecond)
-						rdb.Set(ctx, key, strconv.Itoa(n+1), 0)
-						if err := held.Release(ctx); err != nil {
-							t.Error(err)
-						}
-						ok.Add(1)
-					}
-				}()
-			}
-			wg.Wait()
-			if got, _ := rdb.Get(ctx, key).Int64(); got != ok.Load() {
-				t.Fatalf("%d increments, counter %d: %d lost under %s", ok.Load(), got, ok.Load()-got, r.name)
-			}
+			contend(t, rdb, r.new(rdb, opts), context.Background(), "n:"+r.name, 10, 20)
 		})
 	}
 }

@@ -819,34 +819,7 @@ func TestSafeRungsExactUnderContention(t *testing.T) {
 		{"fenced", rdb, lock.NewFenced(rdb, o)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			key := "n:" + tc.name
-			const workers, each = 10, 20
-			var ok atomic.Int64
-			var wg sync.WaitGroup
-			for range workers {
-				wg.Go(func() {
-					for range each {
-						held, err := tc.locker.Obtain(ctx, "lock:"+key)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						n, _ := tc.rdb.Get(ctx, key).Int()
-						time.Sleep(100 * time.Microsecond) // widen the window a little
-						tc.rdb.Set(ctx, key, strconv.Itoa(n+1), 0)
-						if err := held.Release(ctx); err != nil {
-							t.Error(err)
-						}
-						ok.Add(1)
-					}
-				})
-			}
-			wg.Wait()
-			got, _ := tc.rdb.Get(ctx, key).Int64()
-			if lost := ok.Load() - got; lost != 0 || ok.Load() != workers*each {
-				t.Fatalf("%d increments, counter %d: %d lost under %s", ok.Load(), got, lost, tc.name)
-			}
+			contend(t, tc.rdb, tc.locker, context.Background(), "n:"+tc.name, 10, 20)
 		})
 	}
 }
