@@ -117,10 +117,10 @@ type Row struct {
 	// Oversold and LostUpdates are computed by Judge.
 	Oversold    int64 `json:"oversold"`
 	LostUpdates int64 `json:"lost_updates"`
-	// LostAnswers, computed by Judge, counts sales (or increments) the
-	// counters hold whose 200 never reached the client, all within the
-	// requests the app never answered (502, 504, transport errors): an
-	// instance that crashed after selling.
+	// LostAnswers, computed by Judge, counts sales the counters hold whose
+	// 200 never reached the client, all within the requests the app never
+	// answered (502, 504, transport errors): an instance that crashed after
+	// selling.
 	LostAnswers int64 `json:"lost_answers,omitempty"`
 
 	// RPS is answered requests per second of the run (ab's "Requests per

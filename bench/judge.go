@@ -12,24 +12,24 @@ const (
 
 // Judge computes r.Oversold, r.LostUpdates, r.LostAnswers and r.Verdict
 // from the fields read back after the run (Initial, Remaining, Sold, Num)
-// and the answers counted (OK, Codes), as ladder.md "The verdicts" defines
-// them. It is pure and idempotent.
+// and the answers counted (OK, Codes). It is pure and idempotent.
 //
 // For /sale: oversold = ok - (initial - remaining), the sales answered 200
-// beyond the stock that actually left the shelf. SAFE needs oversold == 0,
-// remaining >= 0 and ok <= initial; anything else is OVERSOLD. A negative
-// oversold (stock gone without a 200 reaching the client) is not SAFE
-// either, the books do not balance, with one exception: when the sold
-// counter holds exactly the stock that left (no item counted twice) and
-// the missing 200s are no more than the requests the app never answered
-// (a 502 or 504 from the load balancer, a transport error), they are sales
-// whose answer was lost, with an instance that crashed after selling, say.
-// That is SAFE, and LostAnswers counts them.
+// beyond the stock that actually left the shelf. The sold counter settles
+// what the answers cannot: every sale INCRs it with its SET (one pipeline,
+// or one script), so two sales of the same item count twice in sold but
+// once on the shelf. SAFE needs remaining >= 0 and sold == initial -
+// remaining (no item sold twice, whatever answers got lost), and the 200s
+// to account for every sale but those whose answer never came: 0 <=
+// -oversold <= the requests the app never answered (a 502 or 504 from the
+// load balancer, a transport error; an instance that crashed after
+// selling, say). LostAnswers counts those sales. Anything else is OVERSOLD.
 //
 // For /testLock: lost updates = ok - num, increments answered 200 that the
-// counter does not hold. SAFE needs 0, else LOST UPDATES; again, a counter
-// ahead of the 200s by no more than the unanswered requests is SAFE with
-// LostAnswers (a lock that fails loses increments, it never adds any).
+// counter does not hold. SAFE needs 0, else LOST UPDATES. There is no
+// counter beside num to tell an answer lost with a crash from an increment
+// lost to a race (they cancel out), so a num ahead of the 200s is not SAFE
+// either.
 //
 // A run whose counters balance but that stalled longer than its bound
 // (StallBoundMs > 0 and StallMs > StallBoundMs) is DEADLOCK: after a fault
@@ -43,29 +43,20 @@ func Judge(r *Row) {
 	}
 	r.Oversold, r.LostUpdates, r.LostAnswers, r.Verdict = 0, 0, 0, ""
 	ok := int64(r.OK)
-	lost := unanswered(r.Codes)
 	switch strings.TrimPrefix(r.Endpoint, "/") {
 	case EndpointSale:
 		left := r.Initial - r.Remaining
 		r.Oversold = ok - left
-		switch {
-		case r.Remaining < 0 || ok > r.Initial:
-			r.Verdict = VerdictOversold
-		case r.Oversold == 0:
-			r.Verdict = VerdictSafe
-		case r.Oversold < 0 && r.Sold == left && -r.Oversold <= lost:
+		if r.Remaining >= 0 && r.Sold == left && r.Oversold <= 0 && -r.Oversold <= unanswered(r.Codes) {
 			r.Verdict, r.LostAnswers = VerdictSafe, -r.Oversold
-		default:
+		} else {
 			r.Verdict = VerdictOversold
 		}
 	case EndpointTestLock:
 		r.LostUpdates = ok - r.Num
-		switch {
-		case r.LostUpdates == 0:
+		if r.LostUpdates == 0 {
 			r.Verdict = VerdictSafe
-		case r.LostUpdates < 0 && -r.LostUpdates <= lost:
-			r.Verdict, r.LostAnswers = VerdictSafe, -r.LostUpdates
-		default:
+		} else {
 			r.Verdict = VerdictLostUpdates
 		}
 	}

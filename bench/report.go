@@ -208,14 +208,15 @@ func writeIndentedJSON(w io.Writer, v any) error {
 
 // Legend explains the table's derived columns; WriteMarkdown prints it
 // under the table.
-const Legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, remaining >= 0, ok <= initial); " +
+const Legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, remaining >= 0, and sold = initial - remaining: " +
+	"the sold counter, INCRed with each sale's write, counts an item sold twice twice); " +
 	"lost = ok - num on /testLock (SAFE needs 0); other = non-200 answers by status, error = transport error; " +
 	"latencies in ms per request."
 
 // ScenarioLegend adds what scenario runs show to Legend.
 const ScenarioLegend = Legend + " stall ms = the longest time with no answer from inside the lock " +
 	"(a 200, or on /sale a 409 sold out) after the first fault of the run, or over the whole run when it has none; " +
-	"a negative oversold (or lost) is SAFE only when the sold counter equals the stock that left and the missing 200s are " +
+	"a negative oversold is SAFE only when the sold counter equals the stock that left and the missing 200s are " +
 	"within the requests the app never answered (502, 504, error): answers lost with a crashed instance; " +
 	"armed = the outcomes of the requests that carried the scenario's fault (one that answered 503 never held the lock, so its fault never struck); " +
 	"DEADLOCK = books that balance but a stall past the scenario's bound (the run is then stopped); " +
