@@ -84,20 +84,7 @@ func TestAtomicCeilingNeverOversells(t *testing.T) {
 	s := inventory.New(rdb)
 	const stock, buyers = 100, 400
 	s.Reset(ctx, stock)
-	var ok atomic.Int64
-	var wg sync.WaitGroup
-	for range buyers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := s.SellAtomic(ctx); err == nil {
-				ok.Add(1)
-			} else if !errors.Is(err, inventory.ErrSoldOut) {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	ok := buy(t, s.SellAtomic, buyers)
 	snap, _ := s.Snapshot(ctx)
 	if ok.Load() != stock || snap.Stock != 0 || snap.Sold != stock {
 		t.Fatalf("%d sales succeeded, snapshot %+v; want exactly %d", ok.Load(), snap, stock)
@@ -113,18 +100,7 @@ func TestSellRacesWithoutALock(t *testing.T) {
 	s := inventory.New(rdb)
 	const stock, buyers = 50, 400
 	s.Reset(ctx, stock)
-	var ok atomic.Int64
-	var wg sync.WaitGroup
-	for range buyers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := s.Sell(ctx); err == nil {
-				ok.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
+	ok := buy(t, func(ctx context.Context) (int64, error) { return s.Sell(ctx) }, buyers)
 	snap, _ := s.Snapshot(ctx)
 	oversold := ok.Load() - (stock - snap.Stock)
 	if oversold <= 0 {
@@ -177,4 +153,23 @@ func TestThenRidesBehindTheLastWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buy runs buyers concurrent calls of sell and counts the successes; any
+// error but ErrSoldOut fails the test.
+func buy(t *testing.T, sell func(context.Context) (int64, error), buyers int) *atomic.Int64 {
+	t.Helper()
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for range buyers {
+		wg.Go(func() {
+			if _, err := sell(context.Background()); err == nil {
+				ok.Add(1)
+			} else if !errors.Is(err, inventory.ErrSoldOut) {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	return &ok
 }
