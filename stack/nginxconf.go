@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -195,7 +196,7 @@ func find(ds []*directive, name string) []*directive {
 func drop(ds []*directive, names ...string) []*directive {
 	out := ds[:0]
 	for _, d := range ds {
-		if contains(names, d.name) {
+		if slices.Contains(names, d.name) {
 			continue
 		}
 		if d.block != nil {
@@ -204,15 +205,6 @@ func drop(ds []*directive, names ...string) []*directive {
 		out = append(out, d)
 	}
 	return out
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // DeriveNginxConf turns the project's nginx.conf (written for
@@ -295,7 +287,7 @@ func DeriveNginxConf(src []byte, listen string, upstreams []string, dir string) 
 		{name: "error_log", args: []string{filepath.Join(dir, "nginx-error.log"), "warn"}},
 	}
 	for _, d := range ds {
-		if !contains([]string{"daemon", "pid", "error_log", "user", "master_process"}, d.name) {
+		if !slices.Contains([]string{"daemon", "pid", "error_log", "user", "master_process"}, d.name) {
 			top = append(top, d)
 		}
 	}
