@@ -60,20 +60,24 @@ func run() error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("instance", *name)
 
-	rdb := redis.NewClient(&redis.Options{
-		Addr:         *redisAddr,
-		DialTimeout:  *redisTimeout,
-		ReadTimeout:  *redisTimeout,
-		WriteTimeout: *redisTimeout,
-		PoolSize:     *pool,
-		// One dial attempt: with Redis down, fail the request at once
-		// rather than after go-redis's default five attempts 100ms apart.
-		DialerRetries: 1,
-		// No automatic retries: go-redis would resend a command whose reply
-		// timed out, and a sale that already ran would run twice. A failed
-		// call fails the request (503) instead.
-		MaxRetries: -1,
-	})
+	// Every client, the main Redis's and each Redlock master's, alike.
+	newClient := func(addr string) *redis.Client {
+		return redis.NewClient(&redis.Options{
+			Addr:         addr,
+			DialTimeout:  *redisTimeout,
+			ReadTimeout:  *redisTimeout,
+			WriteTimeout: *redisTimeout,
+			PoolSize:     *pool,
+			// One dial attempt: with Redis down, fail the request at once
+			// rather than after go-redis's default five attempts 100ms apart.
+			DialerRetries: 1,
+			// No automatic retries: go-redis would resend a command whose
+			// reply timed out, and a sale that already ran would run twice.
+			// A failed call fails the request (503) instead.
+			MaxRetries: -1,
+		})
+	}
+	rdb := newClient(*redisAddr)
 	defer rdb.Close()
 
 	var masterClients []redis.Cmdable
@@ -81,15 +85,7 @@ func run() error {
 		if addr = strings.TrimSpace(addr); addr == "" {
 			continue
 		}
-		m := redis.NewClient(&redis.Options{
-			Addr:          addr,
-			DialTimeout:   *redisTimeout,
-			ReadTimeout:   *redisTimeout,
-			WriteTimeout:  *redisTimeout,
-			PoolSize:      *pool,
-			MaxRetries:    -1,
-			DialerRetries: 1,
-		})
+		m := newClient(addr)
 		defer m.Close()
 		masterClients = append(masterClients, m)
 	}
