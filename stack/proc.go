@@ -28,8 +28,8 @@ type proc struct {
 
 // startProc starts path with args in its own process group, with env as
 // its environment (nil: this process's); output is appended to logPath. A
-// goroutine reaps it, so done closes when it exits. If this process dies,
-// the kernel sends the child SIGKILL.
+// goroutine reaps it, so done closes when it exits. On Linux, if this
+// process dies, the kernel sends the child SIGKILL (see sysProcAttr).
 func startProc(name, path string, args, env []string, dir, logPath string) (*proc, error) {
 	return startProcSig(name, path, args, env, dir, logPath, syscall.SIGKILL)
 }
