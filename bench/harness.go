@@ -270,8 +270,10 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) e
 	}
 	var st stall
 
+	// m counts the outcomes by status (row.Requests, OK and Codes are
+	// read from it at the end) and the latencies; the loop adds only what
+	// vegeta does not keep: the instances, the armed outcomes, the stall.
 	var m vegeta.Metrics
-	row.Codes = map[string]int{}
 	row.Instances = map[string]int{}
 	started := tg.start
 	var last time.Duration // when the last result came back
@@ -286,23 +288,18 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) e
 			}
 			last = time.Since(started)
 			m.Add(r)
-			row.Requests++
-			code := codeKey(r.Code)
-			if code == "200" {
-				row.OK++
+			if r.Code == http.StatusOK {
 				inst := r.Headers.Get("X-Instance")
 				if inst == "" {
 					inst = "unknown"
 				}
 				row.Instances[inst]++
-			} else {
-				row.Codes[code]++
 			}
 			if tg.isArmed(r.URL) {
 				if row.Armed == nil {
 					row.Armed = map[string]int{}
 				}
-				row.Armed[code]++
+				row.Armed[codeKey(r.Code)]++
 			}
 			if progressed(row.Endpoint, r.Code) && !row.Stopped {
 				f, ok := from()
@@ -323,7 +320,7 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) e
 			d.closeAll()
 			drain = nil
 		case <-tick:
-			p.update(row.Requests, row.OK, time.Since(started))
+			p.update(int(m.Requests), m.StatusCodes["200"], time.Since(started))
 		case <-done:
 			// Stop handing out hits and cut the requests in flight; keep
 			// draining until vegeta closes the channel.
@@ -333,6 +330,7 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) e
 		}
 	}
 	m.Close()
+	row.Requests, row.OK, row.Codes = outcomes(m.StatusCodes)
 	hookErr := tg.wait()
 	if cancelled {
 		return fmt.Errorf("cancelled after %d of %d requests: %w", row.Requests, n, context.Cause(ctx))
@@ -367,6 +365,24 @@ func codeKey(code uint16) string {
 		return "error"
 	}
 	return strconv.Itoa(int(code))
+}
+
+// outcomes splits vegeta's count by status ("0" for a transport error)
+// into the requests, the 200s and every other outcome by codeKey.
+func outcomes(byStatus map[string]int) (requests, ok int, codes map[string]int) {
+	codes = make(map[string]int, len(byStatus))
+	for k, n := range byStatus {
+		requests += n
+		switch k {
+		case "200":
+			ok = n
+		case "0":
+			codes["error"] = n
+		default:
+			codes[k] = n
+		}
+	}
+	return requests, ok, codes
 }
 
 // progressed reports whether an answer came from inside the critical
