@@ -196,29 +196,8 @@ func WriteGrid(w io.Writer, rows []Row, skips []Skip, took time.Duration) error 
 		}
 		lines = append(lines, line)
 	}
-	width := make([]int, len(g.scenarios)+1)
-	for _, line := range lines {
-		for i, s := range line {
-			width[i] = max(width[i], len([]rune(s)))
-		}
-	}
-
 	bw := bufio.NewWriter(w)
-	for _, line := range lines {
-		var b strings.Builder
-		for i := range width {
-			s := strings.Repeat("-", width[i])
-			if line != nil {
-				s = line[i]
-			}
-			b.WriteString(s)
-			if i < len(width)-1 {
-				b.WriteString(strings.Repeat(" ", width[i]-len([]rune(s))+2))
-			}
-		}
-		bw.WriteString(strings.TrimRight(b.String(), " "))
-		bw.WriteByte('\n')
-	}
+	writeAligned(bw, lines, nil)
 	writeSkipped(bw, g, "")
 	sum := Summarize(rows, skips, took)
 	fmt.Fprintf(bw, "\n%s\n", sum.Line())
@@ -257,13 +236,7 @@ func writeMarkdownGrid(w io.Writer, rows []Row, skips []Skip) {
 		}
 		return c
 	})
-	head := append([]string{"lock"}, g.scenarios...)
-	rule := make([]string, len(head))
-	for i := range rule {
-		rule[i] = "---"
-	}
-	writeMDRow(w, head)
-	writeMDRow(w, rule)
+	writeMDHead(w, append([]string{"lock"}, g.scenarios...), nil)
 	for _, l := range g.labels {
 		line := []string{"`" + mdEscape(l) + "`"}
 		for _, sc := range g.scenarios {
@@ -302,17 +275,7 @@ func WriteMatrixReports(dir string, rows []Row, skips []Skip, meta Meta, took ti
 	}
 
 	fmt.Fprintf(&md, "# Lock ladder matrix, %s\n\n", meta.Started.Format("2006-01-02 15:04:05 MST"))
-	fmt.Fprintf(&md, "- load: %d requests per run, %d concurrent (closed loop), stock reset to %d before each run\n",
-		meta.Requests, meta.Concurrency, meta.Stock)
-	if meta.URL != "" {
-		fmt.Fprintf(&md, "- target: %s\n", meta.URL)
-	}
-	if meta.Host != "" {
-		fmt.Fprintf(&md, "- host: %s\n", meta.Host)
-	}
-	for _, n := range meta.Notes {
-		fmt.Fprintf(&md, "- %s\n", strings.ReplaceAll(n, "\n", " "))
-	}
+	writeMetaList(&md, meta)
 	fmt.Fprintf(&md, "\n%s.\n\n## Verdicts\n\n", sum.Line())
 	writeMarkdownGrid(&md, rows, skips)
 	for _, u := range sum.Unexpected {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Meta describes the conditions of a benchmark, for the reports.
@@ -132,52 +133,56 @@ func msCell(v float64) string {
 // the expected verdict.
 func WriteTable(w io.Writer, rows []Row) error {
 	columns := columnsFor(rows)
-	cells := make([][]string, 0, len(rows)+2)
+	lines := make([][]string, 0, len(rows)+2)
 	head := make([]string, len(columns))
 	for i, c := range columns {
 		head[i] = c.head
 	}
-	cells = append(cells, head, nil) // nil: the rule under the head
+	lines = append(lines, head, nil) // nil: the rule under the head
 	for _, r := range rows {
 		line := make([]string, len(columns))
 		for i, c := range columns {
 			line[i] = c.cell(r)
 		}
-		cells = append(cells, line)
+		lines = append(lines, line)
 	}
+	bw := bufio.NewWriter(w)
+	writeAligned(bw, lines, func(i int) bool { return columns[i].right })
+	return bw.Flush()
+}
 
-	width := make([]int, len(columns))
-	for _, line := range cells {
+// writeAligned writes lines as columns two blanks apart, each as wide as
+// its widest cell, right-aligned where right says so (nil: none); a nil
+// line is a rule of dashes. No line ends in blanks.
+func writeAligned(w io.Writer, lines [][]string, right func(col int) bool) {
+	var width []int
+	for _, line := range lines {
 		for i, s := range line {
-			width[i] = max(width[i], len([]rune(s)))
+			if i == len(width) {
+				width = append(width, 0)
+			}
+			width[i] = max(width[i], utf8.RuneCountInString(s))
 		}
 	}
-
-	bw := bufio.NewWriter(w)
-	for _, line := range cells {
+	for _, line := range lines {
 		var b strings.Builder
-		for i, c := range columns {
-			s := strings.Repeat("-", width[i])
+		for i, wd := range width {
+			s := strings.Repeat("-", wd)
 			if line != nil {
 				s = line[i]
 			}
-			pad := strings.Repeat(" ", width[i]-len([]rune(s)))
-			switch {
-			case i == len(columns)-1 && !c.right:
-				b.WriteString(s) // no trailing blanks
-			case c.right:
-				b.WriteString(pad + s)
-			default:
-				b.WriteString(s + pad)
-			}
-			if i < len(columns)-1 {
+			pad := strings.Repeat(" ", wd-utf8.RuneCountInString(s))
+			if i > 0 {
 				b.WriteString("  ")
 			}
+			if right != nil && right(i) {
+				b.WriteString(pad + s)
+			} else {
+				b.WriteString(s + pad)
+			}
 		}
-		bw.WriteString(b.String())
-		bw.WriteByte('\n')
+		io.WriteString(w, strings.TrimRight(b.String(), " ")+"\n")
 	}
-	return bw.Flush()
 }
 
 // WriteJSON writes rows as an indented JSON array of row objects.
@@ -235,17 +240,11 @@ func legendFor(rows []Row) string {
 func WriteMarkdown(w io.Writer, rows []Row) error {
 	columns := columnsFor(rows)
 	bw := bufio.NewWriter(w)
-	var head, rule []string
-	for _, c := range columns {
-		head = append(head, c.head)
-		if c.right {
-			rule = append(rule, "---:")
-		} else {
-			rule = append(rule, "---")
-		}
+	head := make([]string, len(columns))
+	for i, c := range columns {
+		head[i] = c.head
 	}
-	writeMDRow(bw, head)
-	writeMDRow(bw, rule)
+	writeMDHead(bw, head, func(i int) bool { return columns[i].right })
 	for _, r := range rows {
 		line := make([]string, len(columns))
 		for i, c := range columns {
@@ -270,6 +269,20 @@ func lockColumn(cols []column) int {
 		}
 	}
 	return 0
+}
+
+// writeMDHead writes a Markdown table's head and rule, the columns
+// right-aligned where right says so (nil: none).
+func writeMDHead(w io.Writer, head []string, right func(col int) bool) {
+	rule := make([]string, len(head))
+	for i := range rule {
+		rule[i] = "---"
+		if right != nil && right(i) {
+			rule[i] = "---:"
+		}
+	}
+	writeMDRow(w, head)
+	writeMDRow(w, rule)
 }
 
 func writeMDRow(w io.Writer, cells []string) {
@@ -343,7 +356,17 @@ func writeReportFiles(dir, stem, latest string, js, md []byte) (jsonPath, mdPath
 
 func writeMarkdownReport(w io.Writer, rows []Row, meta Meta) {
 	fmt.Fprintf(w, "# Lock ladder benchmark, %s\n\n", meta.Started.Format("2006-01-02 15:04:05 MST"))
-	fmt.Fprintf(w, "- target: %s\n", meta.URL)
+	writeMetaList(w, meta)
+	fmt.Fprintln(w)
+	WriteMarkdown(w, rows) // in-memory writer: no error
+}
+
+// writeMetaList writes meta as a Markdown list: the target (if any), the
+// load, the host (if known), then each note.
+func writeMetaList(w io.Writer, meta Meta) {
+	if meta.URL != "" {
+		fmt.Fprintf(w, "- target: %s\n", meta.URL)
+	}
 	fmt.Fprintf(w, "- load: %d requests per run, %d concurrent (closed loop), stock reset to %d before each run\n",
 		meta.Requests, meta.Concurrency, meta.Stock)
 	if meta.Host != "" {
@@ -352,8 +375,6 @@ func writeMarkdownReport(w io.Writer, rows []Row, meta Meta) {
 	for _, n := range meta.Notes {
 		fmt.Fprintf(w, "- %s\n", strings.ReplaceAll(n, "\n", " "))
 	}
-	fmt.Fprintln(w)
-	WriteMarkdown(w, rows) // in-memory writer: no error
 }
 
 // createNew writes a file that must not exist yet.
