@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/lockladder/lockladder/stack"
@@ -266,22 +265,16 @@ func healthz(ctx context.Context, c *http.Client, base string) error {
 // pickScenarios returns the named scenarios in the order of Scenarios(),
 // or all of them.
 func pickScenarios(names []string) ([]Scenario, error) {
+	for _, n := range names {
+		if _, err := LookupScenario(n); err != nil {
+			return nil, err
+		}
+	}
 	all := Scenarios()
 	if len(names) == 0 {
 		return all, nil
 	}
-	var out []Scenario
-	for _, s := range all {
-		if slices.Contains(names, s.Name) {
-			out = append(out, s)
-		}
-	}
-	for _, n := range names {
-		if !slices.ContainsFunc(all, func(s Scenario) bool { return s.Name == n }) {
-			return nil, fmt.Errorf("bench: unknown scenario %q (scenarios: %s)", n, strings.Join(ScenarioNames(), ", "))
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(all, func(s Scenario) bool { return !slices.Contains(names, s.Name) }), nil
 }
 
 // stackConfig is the scenario's stack: the template with free loopback

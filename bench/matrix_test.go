@@ -391,13 +391,11 @@ func TestRunMatrixWithFakes(t *testing.T) {
 
 func scenarioNamed(t *testing.T, name string) bench.Scenario {
 	t.Helper()
-	for _, s := range bench.Scenarios() {
-		if s.Name == name {
-			return s
-		}
+	s, err := bench.LookupScenario(name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no scenario %q", name)
-	return bench.Scenario{}
+	return s
 }
 
 func TestRunMatrixChoices(t *testing.T) {

@@ -258,6 +258,17 @@ func mastersDown(k int) Scenario {
 	}
 }
 
+// LookupScenario returns the scenario called name, or an error that
+// lists the scenarios there are.
+func LookupScenario(name string) (Scenario, error) {
+	for _, s := range Scenarios() {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return Scenario{}, fmt.Errorf("bench: unknown scenario %q (scenarios: %s)", name, strings.Join(ScenarioNames(), ", "))
+}
+
 // ScenarioNames lists the scenarios' names in order.
 func ScenarioNames() []string {
 	var names []string

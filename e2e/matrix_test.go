@@ -136,11 +136,9 @@ func TestMatrix(t *testing.T) {
 
 func scenario(t *testing.T, name string) bench.Scenario {
 	t.Helper()
-	for _, s := range bench.Scenarios() {
-		if s.Name == name {
-			return s
-		}
+	s, err := bench.LookupScenario(name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no scenario %q", name)
-	return bench.Scenario{}
+	return s
 }

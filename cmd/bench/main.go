@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,7 +38,8 @@ func main() {
 		return
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
+		// The bench package's errors say "bench: " already.
+		fmt.Fprintln(os.Stderr, "bench:", strings.TrimPrefix(err.Error(), "bench: "))
 		os.Exit(1)
 	}
 }
@@ -120,8 +120,8 @@ func runMatrix(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, sc
 		cfg.Endpoints = bo.Config.Endpoints
 	}
 	for _, s := range scenarios {
-		if !slices.Contains(bench.ScenarioNames(), s) {
-			return fmt.Errorf("unknown scenario %q (scenarios: %s)", s, strings.Join(bench.ScenarioNames(), ", "))
+		if _, err := bench.LookupScenario(s); err != nil {
+			return err
 		}
 	}
 	fmt.Printf("matrix: %d requests at %d concurrent per run, stock %d, each scenario on a fresh stack\n",
