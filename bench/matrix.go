@@ -245,6 +245,18 @@ func settle(ctx context.Context, h *harness, top Topology) error {
 	return nil
 }
 
+// Healthz asks GET url/healthz once and returns nil on a 200. It goes
+// through the same loopback-only guard as the load (see Config.AllowRemote).
+func Healthz(ctx context.Context, url string, allowRemote bool) error {
+	base, err := checkURL(url, allowRemote)
+	if err != nil {
+		return err
+	}
+	d := newDialer(DefaultTimeout, allowRemote)
+	defer d.closeAll()
+	return healthz(ctx, &http.Client{Transport: d.transport(1)}, base)
+}
+
 func healthz(ctx context.Context, c *http.Client, base string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
 	if err != nil {

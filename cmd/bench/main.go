@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -72,7 +71,7 @@ func run(ctx context.Context, args []string) error {
 	var notes []string
 	if cfg.URL == "" {
 		cfg.URL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(so.LBPort))
-		if !healthy(ctx, cfg.URL) {
+		if healthy(ctx, cfg.URL, false) != nil {
 			fmt.Fprintf(os.Stderr, "bench: nothing answers at %s: starting a stack for this run\n", cfg.URL)
 			so.Config.Dir = "" // a temporary run dir, removed with the stack
 			s, err := stack.Start(ctx, so.Config)
@@ -87,8 +86,8 @@ func run(ctx context.Context, args []string) error {
 			cfg.URL = s.URL()
 			notes = s.Summary()
 		}
-	} else if !healthy(ctx, cfg.URL) {
-		return fmt.Errorf("nothing healthy answers at %s/healthz", cfg.URL)
+	} else if err := healthy(ctx, cfg.URL, cfg.AllowRemote); err != nil {
+		return fmt.Errorf("nothing healthy answers at %s/healthz: %w", cfg.URL, err)
 	}
 	fmt.Printf("benchmark: %d requests at %d concurrent per run, stock %d, through %s\n",
 		cfg.Requests, cfg.Concurrency, cfg.Stock, cfg.URL)
@@ -140,18 +139,9 @@ func split(s string) []string {
 	return out
 }
 
-// healthy reports whether the app answers GET /healthz with 200 at url.
-func healthy(ctx context.Context, url string) bool {
+// healthy asks GET url/healthz, for at most 2s.
+func healthy(ctx context.Context, url string, allowRemote bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return bench.Healthz(ctx, url, allowRemote)
 }
