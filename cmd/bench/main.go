@@ -60,6 +60,9 @@ func run(ctx context.Context, args []string) error {
 		if set["url"] {
 			return errors.New("-matrix starts a stack per scenario: it takes no -url")
 		}
+		if set["wait"] {
+			return errors.New("-matrix takes no -wait: its requests wait as docs/scenarios.md says")
+		}
 		return runMatrix(ctx, so, bo, split(*scenarios), set["endpoints"], *verbose)
 	}
 	if set["scenarios"] || set["v"] {
