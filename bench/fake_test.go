@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// fakeApp implements the app's HTTP contract (docs/contracts.md) over an
+// fakeApp implements the app's HTTP contract (README, "Endpoints") over an
 // in-memory inventory, behind what looks like three instances. Each lock
 // name picks a behaviour:
 //

@@ -34,7 +34,7 @@ type Scenario struct {
 	// first fault is stopped and judged DEADLOCK; 0: never.
 	StallBound time.Duration
 
-	// The ladder's verdicts on /sale (ladder.md, docs/scenarios.md). Pairs
+	// The ladder's verdicts on /sale (docs/scenarios.md). Pairs
 	// not in Expect are not run: Skip says why, SkipOther for the rest.
 	Expect    map[string]string
 	Skip      map[string]string
@@ -165,11 +165,11 @@ func Scenarios() []Scenario {
 			About: "lock TTL 200ms, wait 3s, work=20ms on every request; a few sleep 600ms between the release's GET and DEL",
 			// The stale DEL oversells only when it lands on another holder
 			// between its read and its write, and the next waiter reads
-			// before that holder writes. docs/scenarios.md says work=5ms:
-			// on this 2-core machine, under the parallel tests of make
-			// test, a 5ms window made that a coin toss per armed request
-			// and check-del sometimes came out SAFE; with 20ms nearly
-			// every stale DEL oversells.
+			// before that holder writes. With a 5ms business, on two
+			// loaded cores, that was a coin toss per armed request, and
+			// make test's e2e matrix once judged check-del SAFE; 20ms
+			// widens the window, and needs the 3s wait (the runs are in
+			// commit 69a7ef5's message).
 			AppArgs: []string{"-faults", "-lock-ttl", "200ms", "-lock-wait", "3s"},
 			Every:   url.Values{"work": {"20ms"}},
 			// The armed requests wait by notify (woken by each release),
