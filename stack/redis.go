@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -131,17 +132,33 @@ func (r *Redis) tick() {
 	}
 }
 
-func startRedisServer(ctx context.Context, bin, addr, dir string, lg *logger) (r *Redis, err error) {
+func startRedisServer(ctx context.Context, bin, addr, dir string, lg *logger) (*Redis, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis address %q: %w", addr, err)
 	}
-	if port == "0" {
+	if port != "0" {
+		return startRedisServerOn(ctx, bin, host, port, dir, lg)
+	}
+	// A free port is free only until someone binds it: another test
+	// package starting its own Redis at the same moment may take it
+	// first. Then ours cannot bind (errPortTaken), and we pick again.
+	for attempt := 1; ; attempt++ {
 		if port, err = freePort(host); err != nil {
 			return nil, err
 		}
+		r, err := startRedisServerOn(ctx, bin, host, port, dir, lg)
+		if !errors.Is(err, errPortTaken) || attempt == 5 {
+			return r, err
+		}
 	}
-	r = &Redis{addr: net.JoinHostPort(host, port), dir: dir}
+}
+
+// errPortTaken: the port answered, but not with our redis-server.
+var errPortTaken = errors.New("port taken by another process")
+
+func startRedisServerOn(ctx context.Context, bin, host, port, dir string, lg *logger) (_ *Redis, err error) {
+	r := &Redis{addr: net.JoinHostPort(host, port), dir: dir}
 	if dir == "" {
 		if r.dir, err = os.MkdirTemp("", "lockladder-redis-"); err != nil {
 			return nil, fmt.Errorf("stack: redis: %w", err)
@@ -150,7 +167,7 @@ func startRedisServer(ctx context.Context, bin, addr, dir string, lg *logger) (r
 	}
 	defer func() {
 		if err != nil {
-			r.Stop()
+			r.Stop() // r, not the result: every failure returns a nil *Redis
 		}
 	}()
 	r.version = binaryVersion(bin, `v=(\S+)`, "--version")
@@ -169,8 +186,12 @@ func startRedisServer(ctx context.Context, bin, addr, dir string, lg *logger) (r
 	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
 	defer cancel()
 	for {
-		if err := ping(ctx, r.addr); err == nil {
-			break
+		if pid, err := serverPid(ctx, r.addr); err == nil {
+			if pid == r.proc.pid() {
+				break
+			}
+			// Someone else's Redis answers there: ours will fail to bind.
+			return nil, fmt.Errorf("stack: redis-server on %s: %w (pid %d answers)", r.addr, errPortTaken, pid)
 		}
 		select {
 		case <-r.proc.done:
@@ -184,26 +205,38 @@ func startRedisServer(ctx context.Context, bin, addr, dir string, lg *logger) (r
 	return r, nil
 }
 
-// ping sends one PING over a fresh connection and wants +PONG.
-func ping(ctx context.Context, addr string) error {
+// serverPid asks the Redis at addr for its process id (INFO server), over
+// a fresh connection: the answer proves a Redis is up there, and whose.
+func serverPid(ctx context.Context, addr string) (int, error) {
 	d := net.Dialer{Timeout: 500 * time.Millisecond}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := io.WriteString(c, "*1\r\n$4\r\nPING\r\n"); err != nil {
-		return err
+	if _, err := io.WriteString(c, "*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n"); err != nil {
+		return 0, err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	rd := bufio.NewReader(c)
+	head, err := rd.ReadString('\n')
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING: %q", strings.TrimSpace(line))
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if !strings.HasPrefix(head, "$") || err != nil {
+		return 0, fmt.Errorf("INFO server: %q", strings.TrimSpace(head))
 	}
-	return nil
+	body := make([]byte, n)
+	if _, err := io.ReadFull(rd, body); err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server: no process_id")
 }
 
 // Addr is the host:port the server listens on.

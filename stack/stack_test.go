@@ -425,3 +425,29 @@ func TestBusyPortRefused(t *testing.T) {
 		t.Fatalf("Start on a busy LB port: %v", err)
 	}
 }
+
+// TestStartRedisNeverAdoptsAnotherServer: a port already served by another
+// redis-server must fail the start, not pass for ours (two tests would then
+// share one Redis while ours had exited). Parallel test packages picking
+// free ports at once meet exactly this; with port 0 StartRedis picks again.
+func TestStartRedisNeverAdoptsAnotherServer(t *testing.T) {
+	needBinary(t, "redis-server")
+	ctx := context.Background()
+	first, err := stack.StartRedis(ctx, "127.0.0.1:0", stack.Real, ci, testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { first.Stop() })
+
+	second, err := stack.StartRedis(ctx, first.Addr(), stack.Real, ci, testLog{t})
+	if err == nil {
+		second.Stop()
+		t.Fatalf("a second redis-server on %s reported started (pid %d) while pid %d serves it", first.Addr(), second.Pid(), first.Pid())
+	}
+	if !strings.Contains(err.Error(), "taken by another process") {
+		t.Fatalf("error %v, want the port named as taken", err)
+	}
+	if pingErr := redis.NewClient(&redis.Options{Addr: first.Addr()}).Ping(ctx).Err(); pingErr != nil {
+		t.Fatalf("the first server stopped answering: %v", pingErr)
+	}
+}
