@@ -30,9 +30,9 @@ type fakeApp struct {
 	failStock  int           // when set, GET /stock answers this status
 	failList   int           // when set, GET /strategies answers this status
 
-	mu               sync.Mutex
-	stock, sold, num int64
-	methods          map[string]int // methods of load requests since reset
+	inv     fakeStock
+	mu      sync.Mutex
+	methods map[string]int // methods of load requests since reset
 
 	hits        atomic.Int64 // load requests since the last reset
 	inflight    atomic.Int64
@@ -90,8 +90,8 @@ func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "stock"})
 			return
 		}
+		f.inv.reset(n)
 		f.mu.Lock()
-		f.stock, f.sold, f.num = n, 0, 0
 		f.methods = map[string]int{}
 		f.mu.Unlock()
 		f.hits.Store(0)
@@ -103,9 +103,7 @@ func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, f.failStock, map[string]string{"error": "boom"})
 			return
 		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]int64{"stock": f.stock, "sold": f.sold, "num": f.num})
+		writeJSON(w, http.StatusOK, f.inv.counters())
 	case "/sale", "/testLock":
 		f.load(w, r)
 	default:
@@ -128,18 +126,21 @@ func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 
 	lock := r.URL.Query().Get("lock")
-	sale := r.URL.Path == "/sale"
+	op := f.inv.incr
+	if r.URL.Path == "/sale" {
+		op = f.inv.sell
+	}
 	switch lock {
 	case "none":
-		f.racy(w, sale)
+		op(w, f.raceDelay)
 	case "atomic":
-		f.safe(w, sale)
+		op(w, 0)
 	case "flaky":
 		if n%4 == 0 {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "lock not had"})
 			return
 		}
-		f.safe(w, sale)
+		op(w, 0)
 	case "drop":
 		if n%5 == 0 {
 			conn, _, err := w.(http.Hijacker).Hijack()
@@ -148,7 +149,7 @@ func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		f.safe(w, sale)
+		op(w, 0)
 	case "slow":
 		<-r.Context().Done()
 	default:
@@ -167,42 +168,58 @@ func (f *fakeApp) loadMethods() map[string]int {
 	return m
 }
 
-// racy is the articles' business operation with no exclusion: each step is
-// atomic, the whole is not.
-func (f *fakeApp) racy(w http.ResponseWriter, sale bool) {
-	f.mu.Lock()
-	stock, num := f.stock, f.num
-	f.mu.Unlock()
-	time.Sleep(f.raceDelay)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !sale {
-		f.num = num + 1
-		writeJSON(w, http.StatusOK, map[string]any{"num": f.num})
-		return
-	}
-	if stock <= 0 {
-		writeJSON(w, http.StatusConflict, map[string]any{"sold": false, "remaining": 0})
-		return
-	}
-	f.stock = stock - 1
-	f.sold++ // the independent counter of successes
-	writeJSON(w, http.StatusOK, map[string]any{"sold": true, "remaining": f.stock})
+// fakeStock is the shop's counters, in memory instead of Redis. A sale
+// or an increment is exact with no gap; with a gap it is the articles'
+// read, sleep, write, and puts back whatever others did meanwhile.
+type fakeStock struct {
+	mu               sync.Mutex
+	stock, sold, num int64
 }
 
-func (f *fakeApp) safe(w http.ResponseWriter, sale bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !sale {
-		f.num++
-		writeJSON(w, http.StatusOK, map[string]any{"num": f.num})
-		return
-	}
-	if f.stock <= 0 {
+func (s *fakeStock) reset(stock int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stock, s.sold, s.num = stock, 0, 0
+}
+
+// counters is the body of GET /stock.
+func (s *fakeStock) counters() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return map[string]int64{"stock": s.stock, "sold": s.sold, "num": s.num}
+}
+
+// sell answers a sale: 200 and one item less, or 409 when none is left.
+// sold counts every sale that wrote, as the app's does.
+func (s *fakeStock) sell(w http.ResponseWriter, gap time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.stock
+	if n <= 0 {
 		writeJSON(w, http.StatusConflict, map[string]any{"sold": false, "remaining": 0})
 		return
 	}
-	f.stock--
-	f.sold++
-	writeJSON(w, http.StatusOK, map[string]any{"sold": true, "remaining": f.stock})
+	s.sleep(gap)
+	s.stock = n - 1
+	s.sold++
+	writeJSON(w, http.StatusOK, map[string]any{"sold": true, "remaining": n - 1})
+}
+
+// incr answers an increment of num.
+func (s *fakeStock) incr(w http.ResponseWriter, gap time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.num
+	s.sleep(gap)
+	s.num = n + 1
+	writeJSON(w, http.StatusOK, map[string]any{"num": n + 1})
+}
+
+// sleep lets the others in for gap, between a read and its write.
+func (s *fakeStock) sleep(gap time.Duration) {
+	if gap > 0 {
+		s.mu.Unlock()
+		time.Sleep(gap)
+		s.mu.Lock()
+	}
 }

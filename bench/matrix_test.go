@@ -3,7 +3,6 @@ package bench_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -42,42 +41,36 @@ type fakeShop struct {
 	offered     []string
 	mastersDown atomic.Int32
 
-	mu          sync.Mutex
-	stock, sold int64
-	stuck       map[string]bool
-	seen        map[string]int // "lock param=value" -> load requests carrying it, since reset
+	inv   fakeStock
+	mu    sync.Mutex
+	stuck map[string]bool
+	seen  map[string]int // "lock param=value" -> load requests carrying it, since reset
 }
 
 func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request, instance string) {
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Instance", instance)
-	answer := func(code int, v any) {
-		w.WriteHeader(code)
-		json.NewEncoder(w).Encode(v)
-	}
 	q := r.URL.Query()
 	switch r.URL.Path {
 	case "/healthz":
-		answer(200, map[string]string{"status": "ok"})
+		writeJSON(w, 200, map[string]string{"status": "ok"})
 	case "/strategies":
 		var list []map[string]string
 		for _, n := range f.offered {
 			list = append(list, map[string]string{"name": n})
 		}
-		answer(200, list)
+		writeJSON(w, 200, list)
 	case "/reset":
 		n, _ := strconv.ParseInt(q.Get("stock"), 10, 64)
+		f.inv.reset(n)
 		f.mu.Lock()
-		f.stock, f.sold, f.stuck, f.seen = n, 0, map[string]bool{}, map[string]int{}
+		f.stuck, f.seen = map[string]bool{}, map[string]int{}
 		f.mu.Unlock()
-		answer(200, map[string]int64{"stock": n, "sold": 0, "num": 0})
+		writeJSON(w, 200, map[string]int64{"stock": n, "sold": 0, "num": 0})
 	case "/stock":
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		answer(200, map[string]int64{"stock": f.stock, "sold": f.sold, "num": 0})
+		writeJSON(w, 200, f.inv.counters())
 	case "/sale":
 		work, _ := time.ParseDuration(q.Get("work"))
-		f.sale(r, q.Get("lock"), q.Get("fault"), work > 200*time.Millisecond, answer)
+		f.sale(w, r, q.Get("lock"), q.Get("fault"), work > 200*time.Millisecond)
 	default:
 		http.NotFound(w, r)
 	}
@@ -85,7 +78,7 @@ func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request, instance st
 
 // sale sells one item under lock; slow says the business outlives the
 // scenarios' 200ms TTL.
-func (f *fakeShop) sale(r *http.Request, lock, fault string, slow bool, answer func(int, any)) {
+func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault string, slow bool) {
 	f.mu.Lock()
 	for k, vs := range r.URL.Query() {
 		if k != "lock" {
@@ -102,53 +95,27 @@ func (f *fakeShop) sale(r *http.Request, lock, fault string, slow bool, answer f
 		case <-time.After(time.Second):
 		case <-r.Context().Done():
 		}
-		answer(503, map[string]string{"error": "lock not obtained"})
+		writeJSON(w, 503, map[string]string{"error": "lock not obtained"})
 	case crash:
 		if lock == "setnx" || lock == "setnx-expire" {
 			f.mu.Lock()
 			f.stuck[lock] = true
 			f.mu.Unlock()
 		}
-		answer(502, map[string]string{"error": "the instance exited"})
+		writeJSON(w, 502, map[string]string{"error": "the instance exited"})
 	case lock == "redlock" && f.mastersDown.Load() >= 3:
 		time.Sleep(20 * time.Millisecond)
-		answer(503, map[string]string{"error": "no majority"})
+		writeJSON(w, 503, map[string]string{"error": "no majority"})
 	case lock == "none" || (lock == "local" && f.instances > 1):
-		f.stale(time.Millisecond, answer)
+		f.inv.sell(w, time.Millisecond)
 	case slow && slices.Contains([]string{"setnx-px", "lua", "getset"}, lock),
 		fault == "check-pause" && lock == "check-del",
 		fault == "pause" && (lock == "reentrant" || lock == "redlock"),
 		f.skewed && lock == "getset":
-		f.stale(30*time.Millisecond, answer)
+		f.inv.sell(w, 30*time.Millisecond) // a stale write
 	default:
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.stock <= 0 {
-			answer(409, map[string]any{"sold": false, "remaining": 0})
-			return
-		}
-		f.stock--
-		f.sold++
-		answer(200, map[string]any{"sold": true, "remaining": f.stock})
+		f.inv.sell(w, 0)
 	}
-}
-
-// stale is the read-modify-write with a gap: others sell meanwhile, and
-// the write puts back what they took.
-func (f *fakeShop) stale(gap time.Duration, answer func(int, any)) {
-	f.mu.Lock()
-	n := f.stock
-	f.mu.Unlock()
-	if n <= 0 {
-		answer(409, map[string]any{"sold": false, "remaining": 0})
-		return
-	}
-	time.Sleep(gap)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.stock = n - 1
-	f.sold++
-	answer(200, map[string]any{"sold": true, "remaining": n - 1})
 }
 
 // fakeStack is a Topology over a fakeShop: a "load balancer" and one
