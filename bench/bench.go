@@ -20,9 +20,10 @@
 // scenario on a fresh stack, and WriteGrid lays the verdicts out beside the
 // ladder's.
 //
-// cmd/bench and `make demo` only parse flags and call Run (or RunMatrix),
-// then one of the writers (WriteTable, WriteJSON, WriteMarkdown,
-// WriteReports, WriteGrid, WriteMatrixReports).
+// cmd/bench and `make demo` only parse flags and call Compare (or
+// CompareMatrix): Run (RunMatrix), then the writers (WriteTable,
+// WriteReports; WriteGrid, WriteMatrixReports). WriteJSON and
+// WriteMarkdown write the rows alone.
 package bench
 
 import (
