@@ -35,6 +35,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/lockladder/lockladder/lock"
 )
 
 // Defaults used when the matching Config field is zero.
@@ -218,10 +220,10 @@ func (c Config) normalize() (Config, error) {
 		return c, err
 	}
 	c.URL = u
-	switch c.Wait {
-	case "", "fixed", "backoff", "notify":
-	default:
-		return c, fmt.Errorf("bench: wait %q: want fixed, backoff or notify", c.Wait)
+	if c.Wait != "" {
+		if _, err := lock.ParseWaitMode(c.Wait); err != nil { // the app's own list
+			return c, fmt.Errorf("bench: %w", err)
+		}
 	}
 
 	for _, f := range []struct {

@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string) error {
 		if set["wait"] {
 			return errors.New("-matrix takes no -wait: its requests wait as docs/scenarios.md says")
 		}
-		return runMatrix(ctx, so, bo, split(*scenarios), set["endpoints"], *verbose)
+		return runMatrix(ctx, so, bo, cli.Split(*scenarios), set["endpoints"], *verbose)
 	}
 	if set["scenarios"] || set["v"] {
 		return errors.New("-scenarios and -v need -matrix")
@@ -130,16 +130,6 @@ func runMatrix(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, sc
 		cfg.Requests, cfg.Concurrency, cfg.Stock)
 	_, _, err := bench.CompareMatrix(ctx, cfg, bo.Out, os.Stdout)
 	return err
-}
-
-func split(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // healthy asks GET url/healthz, for at most 2s.

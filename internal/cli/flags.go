@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -99,16 +100,16 @@ func BenchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 	fs.StringVar(&o.Config.Wait, "wait", "", "how requests wait for a busy lock: fixed (the articles' sleep), backoff or notify (default: the app's -wait)")
 	fs.StringVar(&o.Out, "out", repoPath("results"), "folder for the JSON and Markdown reports")
 	return func() (BenchOptions, error) {
-		o.Config.Locks = split(*locks)
-		o.Config.Endpoints = split(*endpoints)
+		o.Config.Locks = Split(*locks)
+		o.Config.Endpoints = Split(*endpoints)
 		if o.Config.Requests < 1 || o.Config.Concurrency < 1 || o.Config.Stock < 1 {
 			return o, fmt.Errorf("-n, -c and -stock must be at least 1 (got %d, %d, %d)",
 				o.Config.Requests, o.Config.Concurrency, o.Config.Stock)
 		}
-		switch o.Config.Wait {
-		case "", "fixed", "backoff", "notify":
-		default:
-			return o, fmt.Errorf("-wait %q: want fixed, backoff or notify", o.Config.Wait)
+		if o.Config.Wait != "" {
+			if _, err := lock.ParseWaitMode(o.Config.Wait); err != nil {
+				return o, fmt.Errorf("-wait: %w", err) // before any stack starts
+			}
 		}
 		o.Config.Progress = os.Stderr
 		return o, nil
@@ -132,7 +133,8 @@ func ParseStackBench(fs *flag.FlagSet, args []string) (StackOptions, BenchOption
 	return so, bo, err
 }
 
-func split(s string) []string {
+// Split parses a comma-separated flag value, dropping blanks.
+func Split(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f != "" {
