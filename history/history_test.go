@@ -1,0 +1,181 @@
+package history
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		code  int
+		body  string
+		want  Outcome
+		value int64
+	}{
+		{200, `{"sold":true,"remaining":7}`, Applied, 7},
+		{200, `{"num":3}`, Applied, 3},
+		{200, `{}`, Unknown, 0},
+		{200, `not json`, Unknown, 0},
+		{409, `{"sold":false,"remaining":0,"reason":"sold_out"}`, SoldOut, 0},
+		{409, `{"reason":"stale_token","error":"stale"}`, Rejected, 0},
+		{503, `{"reason":"lock_timeout"}`, Rejected, 0},
+		{503, `{"reason":"unavailable"}`, Unknown, 0},
+		{503, `<html>`, Unknown, 0},
+		{400, `{"error":"unknown lock"}`, Rejected, 0},
+		{405, ``, Rejected, 0},
+		{502, `{"error":"bad gateway"}`, Unknown, 0},
+		{504, ``, Unknown, 0},
+		{0, ``, Unknown, 0},
+		{500, `{}`, Unknown, 0},
+	} {
+		got, v := Classify(tc.code, []byte(tc.body))
+		if got != tc.want || v != tc.value {
+			t.Errorf("Classify(%d, %s) = %s %d, want %s %d", tc.code, tc.body, got, v, tc.want, tc.value)
+		}
+	}
+}
+
+func TestAssignClientsNeverOverlapsAWorker(t *testing.T) {
+	ops := []Op{
+		{Call: 0, Return: 10}, {Call: 1, Return: 5}, {Call: 2, Return: 20},
+		{Call: 6, Return: 8}, {Call: 11, Return: 12}, {Call: 11, Return: 30},
+	}
+	AssignClients(ops)
+	last := map[int]int64{}
+	clients := map[int]bool{}
+	for _, op := range ops {
+		if r, ok := last[op.Client]; ok && op.Call <= r {
+			t.Fatalf("client %d has two requests in flight: %+v", op.Client, ops)
+		}
+		last[op.Client] = op.Return
+		clients[op.Client] = true
+	}
+	// At most 3 are in flight at once (t=11: [2,20], [11,12], [11,30]).
+	if len(clients) != 3 {
+		t.Fatalf("want 3 workers, got %d: %+v", len(clients), ops)
+	}
+}
+
+// sale is an applied sale answered with left, called at call, returned at ret.
+func sale(call, ret, left int64) Op {
+	return Op{Call: call, Return: ret, Code: 200, Outcome: Applied, Value: left, Instance: "app1"}
+}
+
+func TestCheckSale(t *testing.T) {
+	soldOut := func(call, ret int64) Op { return Op{Call: call, Return: ret, Code: 409, Outcome: SoldOut} }
+	lost := func(call, ret int64) Op { return Op{Call: call, Return: ret, Code: 502, Outcome: Unknown} }
+	timeout := func(call, ret int64) Op { return Op{Call: call, Return: ret, Code: 503, Outcome: Rejected} }
+	for _, tc := range []struct {
+		name    string
+		initial int64
+		ops     []Op
+		want    Linearizable
+		why     string
+	}{
+		{"in order", 3, []Op{sale(0, 1, 2), sale(2, 3, 1), sale(4, 5, 0), soldOut(6, 7)}, Ok, ""},
+		// Concurrent sales may answer in either order.
+		{"concurrent, answers crossed", 2, []Op{sale(0, 10, 0), sale(1, 9, 1), soldOut(11, 12)}, Ok, ""},
+		{"lock timeouts change nothing", 1, []Op{timeout(0, 100), sale(1, 2, 0)}, Ok, ""},
+		// The answer of the first sale was lost, yet it sold: the rest still fit.
+		{"lost answer that sold", 3, []Op{lost(0, 1), sale(2, 3, 1), sale(4, 5, 0), soldOut(6, 7)}, Ok, ""},
+		{"lost answer that did not sell", 2, []Op{lost(0, 1), sale(2, 3, 1), sale(4, 5, 0)}, Ok, ""},
+		// Two buyers read the same stock: the lost update of a broken lock.
+		{"two sales leave the same stock", 5, []Op{sale(0, 10, 4), sale(1, 9, 4), sale(11, 12, 3)}, Illegal, "two sales both left 4"},
+		// Sold out while one was still there, and sold afterwards.
+		{"sold out too early", 2, []Op{sale(0, 1, 1), soldOut(2, 3), sale(4, 5, 0)}, Illegal, "no order"},
+		// The second sale ended before the first began, but left more.
+		{"answers out of real-time order", 3, []Op{sale(0, 1, 1), sale(2, 3, 2)}, Illegal, "no order"},
+		{"more sold than stocked", 1, []Op{sale(0, 1, 0), sale(2, 3, -1)}, Illegal, "could not reach"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Check(Sale, tc.initial, tc.ops, 5*time.Second)
+			if res.Linearizable != tc.want || !strings.Contains(res.Evidence, tc.why) {
+				t.Fatalf("Check = %s (%q), want %s (%q)", res.Linearizable, res.Evidence, tc.want, tc.why)
+			}
+			if tc.want != Illegal {
+				return
+			}
+			var html bytes.Buffer
+			if err := res.Visualize(&html); err != nil {
+				t.Fatalf("Visualize: %v", err)
+			}
+			if !strings.Contains(html.String(), "<html") || !strings.Contains(html.String(), "left") {
+				t.Fatalf("the visualisation does not look like porcupine's page with our operations (%d bytes)", html.Len())
+			}
+		})
+	}
+}
+
+func TestCheckIncrement(t *testing.T) {
+	incr := func(call, ret, num int64) Op { return Op{Call: call, Return: ret, Code: 200, Outcome: Applied, Value: num} }
+	if res := Check(Increment, 0, []Op{incr(0, 5, 2), incr(1, 4, 1), incr(6, 7, 3)}, time.Second); res.Linearizable != Ok {
+		t.Fatalf("legal increments: %s %s", res.Linearizable, res.Evidence)
+	}
+	res := Check(Increment, 0, []Op{incr(0, 5, 1), incr(1, 4, 1)}, time.Second)
+	if res.Linearizable != Illegal || !strings.Contains(res.Evidence, "num 1") {
+		t.Fatalf("a lost increment: %s %q", res.Linearizable, res.Evidence)
+	}
+	if res := Check(Increment, 0, []Op{{Outcome: Rejected}}, time.Second); res.Linearizable != NotKnown || res.Ops != 0 {
+		t.Fatalf("nothing to check: %+v", res)
+	}
+}
+
+// A broken lock under load: many buyers, each pair of neighbours reading the
+// same stock. The duplicate is found without a search, however long the
+// history.
+func TestCheckLargeIllegalHistoryIsQuick(t *testing.T) {
+	var ops []Op
+	left := int64(5000)
+	for i := int64(0); i < 5000; i++ {
+		if i%2 == 0 {
+			left--
+		}
+		ops = append(ops, sale(i*10, i*10+400, left))
+	}
+	AssignClients(ops)
+	start := time.Now()
+	res := Check(Sale, 5000, ops, 10*time.Second)
+	if res.Linearizable != Illegal {
+		t.Fatalf("got %s", res.Linearizable)
+	}
+	t.Logf("checked %d ops in %s: %s", res.Ops, time.Since(start), res.Evidence)
+}
+
+func TestOverlaps(t *testing.T) {
+	s := func(key string, acq, rel int64, wrote bool) Section {
+		return Section{Key: key, Acquired: acq, Released: rel, Wrote: wrote}
+	}
+	for _, tc := range []struct {
+		name string
+		secs []Section
+		want int
+	}{
+		{"one after another", []Section{s("k", 0, 10, true), s("k", 11, 20, true), s("k", 21, 30, true)}, 0},
+		{"two at once", []Section{s("k", 0, 10, true), s("k", 5, 20, true)}, 1},
+		{"one long, two inside", []Section{s("k", 0, 100, true), s("k", 10, 20, true), s("k", 30, 40, true)}, 2},
+		{"other keys", []Section{s("a", 0, 10, true), s("b", 5, 20, true)}, 0},
+		{"a stale holder that did not write", []Section{s("k", 0, 10, false), s("k", 5, 20, true)}, 0},
+		{"unsorted", []Section{s("k", 5, 20, true), s("k", 0, 10, true)}, 1},
+	} {
+		if got := Overlaps(tc.secs); got != tc.want {
+			t.Errorf("%s: Overlaps = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestRecorderKeepsTheLatest(t *testing.T) {
+	r := NewRecorder(3)
+	for i := int64(1); i <= 5; i++ {
+		r.Add(Section{Acquired: i * 10})
+	}
+	secs, complete := r.Since(0)
+	if len(secs) != 3 || secs[0].Acquired != 30 || secs[2].Acquired != 50 || complete {
+		t.Fatalf("Since(0) = %+v complete=%v, want 30,40,50 and incomplete", secs, complete)
+	}
+	secs, complete = r.Since(35)
+	if len(secs) != 2 || secs[0].Acquired != 40 || !complete {
+		t.Fatalf("Since(35) = %+v complete=%v, want 40,50 and complete", secs, complete)
+	}
+}
