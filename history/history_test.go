@@ -109,7 +109,9 @@ func TestCheckSale(t *testing.T) {
 }
 
 func TestCheckIncrement(t *testing.T) {
-	incr := func(call, ret, num int64) Op { return Op{Call: call, Return: ret, Code: 200, Outcome: Applied, Value: num} }
+	incr := func(call, ret, num int64) Op {
+		return Op{Call: call, Return: ret, Code: 200, Outcome: Applied, Value: num}
+	}
 	if res := Check(Increment, 0, []Op{incr(0, 5, 2), incr(1, 4, 1), incr(6, 7, 3)}, time.Second); res.Linearizable != Ok {
 		t.Fatalf("legal increments: %s %s", res.Linearizable, res.Evidence)
 	}
