@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/fault"
+	"github.com/lockladder/lockladder/history"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -56,6 +58,9 @@ type Config struct {
 	OpTimeout time.Duration
 	// MaxStock is the largest stock /reset accepts. Default 1,000,000.
 	MaxStock int64
+	// Sections records the critical sections this instance held, for
+	// GET /sections. Default: the latest 65,536.
+	Sections *history.Recorder
 	// Faults, when not nil, lets requests arm faults (work=, fault=,
 	// pause=; see package fault) that act through these actions. nil
 	// refuses every fault parameter with a 400.
@@ -72,6 +77,9 @@ func New(cfg Config) *gin.Engine {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Sections == nil {
+		cfg.Sections = history.NewRecorder(1 << 16)
 	}
 	h := &handler{cfg: cfg}
 
@@ -97,6 +105,7 @@ func New(cfg Config) *gin.Engine {
 	r.POST("/reset", h.reset)
 	r.GET("/healthz", h.healthz)
 	r.GET("/strategies", h.strategies)
+	r.GET("/sections", h.sections)
 	return r
 }
 
@@ -147,9 +156,11 @@ func (h *handler) sale(c *gin.Context) {
 	remaining, err := h.critical(c, req, h.stockResource())
 	switch {
 	case errors.Is(err, inventory.ErrSoldOut):
-		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "remaining": 0})
+		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "remaining": 0,
+			"reason": history.ReasonSoldOut})
 	case errors.Is(err, inventory.ErrStaleToken):
-		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "error": err.Error()})
+		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "error": err.Error(),
+			"reason": history.ReasonStaleToken})
 	case err != nil:
 		h.unavailable(c, req.rung, err)
 	default:
@@ -166,7 +177,8 @@ func (h *handler) testLock(c *gin.Context) {
 	num, err := h.critical(c, req, h.numResource())
 	switch {
 	case errors.Is(err, inventory.ErrStaleToken):
-		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "error": err.Error()})
+		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "error": err.Error(),
+			"reason": history.ReasonStaleToken})
 	case err != nil:
 		h.unavailable(c, req.rung, err)
 	default:
@@ -238,7 +250,7 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 // atomic script for the ceiling. Once the lock is held the business runs
 // to its end even if the client goes away: stopping half way through a
 // read-modify-write would teach nothing.
-func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64, error) {
+func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int64, err error) {
 	ctx := c.Request.Context()
 	if req.reenter {
 		// Both acquisitions below must belong to one owner, this request;
@@ -262,6 +274,10 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64
 	if err != nil {
 		return 0, err
 	}
+	// The section as history sees it runs from here to the moment the
+	// release is sent (or the pipeline carrying it): both ends on the
+	// short side of the time the lock was really held.
+	sec := history.Section{Instance: h.cfg.Instance, Lock: req.rung.Name, Key: res.lockKey, Acquired: time.Now().UnixNano()}
 	fault.Inject(ctx, fault.Acquired)
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
@@ -270,12 +286,20 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64
 	// write does (one round trip for both); otherwise, or when the
 	// business stops before its write (sold out, an error), it releases
 	// on its own afterwards.
-	release := func() error { return held.Release(bctx) }
+	release := func() error { sec.Released = time.Now().UnixNano(); return held.Release(bctx) }
 	var then []inventory.Then
 	if pr, ok := held.(lock.PipelineReleaser); ok && !req.reenter {
-		then = append(then, func(p redis.Pipeliner) { release = pr.ReleaseIn(bctx, p) })
+		then = append(then, func(p redis.Pipeliner) {
+			sec.Released = time.Now().UnixNano()
+			release = pr.ReleaseIn(bctx, p)
+		})
 	}
-	defer func() { h.released(req.rung, res.lockKey, release()) }()
+	var wrote bool
+	defer func() {
+		h.released(req.rung, res.lockKey, release())
+		sec.Wrote = wrote
+		h.cfg.Sections.Add(sec)
+	}()
 
 	if req.reenter {
 		// The articles' testReEnter: take the same lock again inside the
@@ -288,9 +312,15 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (int64
 		defer func() { h.released(req.rung, res.lockKey, inner.Release(bctx)) }()
 	}
 	if t, ok := held.(lock.Tokened); ok {
-		return res.fenced(bctx, res.fenceKey, t.Token(), then...)
+		sec.Token = t.Token()
+		n, err = res.fenced(bctx, res.fenceKey, t.Token(), then...)
+	} else {
+		n, err = res.op(bctx, then...)
 	}
-	return res.op(bctx, then...)
+	// Only a write that went through can do harm; a sold-out read, a
+	// refused stale token or a failure before the write cannot.
+	wrote = err == nil
+	return n, err
 }
 
 // released logs a release that failed: the lease had lapsed, or Redis.
@@ -301,13 +331,16 @@ func (h *handler) released(rung lock.Rung, key string, err error) {
 }
 
 func (h *handler) unavailable(c *gin.Context, rung lock.Rung, err error) {
-	msg := err.Error()
+	// The reason tells a client whether the request may have changed
+	// anything: a lock not had did not; a Redis failure may have, after
+	// its write reached Redis.
+	msg, reason := err.Error(), history.ReasonUnavailable
 	if errors.Is(err, lock.ErrNotObtained) {
-		msg = fmt.Sprintf("lock %q not obtained in time: %v", rung.Name, err)
+		msg, reason = fmt.Sprintf("lock %q not obtained in time: %v", rung.Name, err), history.ReasonLockTimeout
 	} else {
 		h.cfg.Log.Error("request failed", "path", c.Request.URL.Path, "lock", rung.Name, "err", err)
 	}
-	c.JSON(http.StatusServiceUnavailable, gin.H{"instance": h.cfg.Instance, "lock": rung.Name, "error": msg})
+	c.JSON(http.StatusServiceUnavailable, gin.H{"instance": h.cfg.Instance, "lock": rung.Name, "error": msg, "reason": reason})
 }
 
 func (h *handler) stock(c *gin.Context) {
@@ -351,6 +384,30 @@ func (h *handler) healthz(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ok", "instance": h.cfg.Instance})
+}
+
+// sections answers the critical sections this instance held since
+// ?since= (Unix nanoseconds; default all it keeps). complete is false when
+// it has forgotten some of them.
+func (h *handler) sections(c *gin.Context) {
+	q, ok := h.query(c, "since")
+	if !ok {
+		return
+	}
+	var since int64
+	if v := q.Get("since"); v != "" || q.Has("since") {
+		n, err := parseCount(v, math.MaxInt64)
+		if err != nil {
+			h.badRequest(c, "since: "+err.Error())
+			return
+		}
+		since = n
+	}
+	secs, complete := h.cfg.Sections.Since(since)
+	if secs == nil {
+		secs = []history.Section{}
+	}
+	c.JSON(http.StatusOK, gin.H{"instance": h.cfg.Instance, "complete": complete, "sections": secs})
 }
 
 func (h *handler) strategies(c *gin.Context) {

@@ -121,8 +121,8 @@ func TestLockHeldElsewhereGives503(t *testing.T) {
 	e.mr.Set("lock:stock", "another-holder")
 	e.mr.SetTTL("lock:stock", time.Minute)
 	code, _, body := e.do(t, "POST", "/sale?lock=lua")
-	if code != 503 || !strings.Contains(body["error"].(string), "not obtained") {
-		t.Fatalf("got %d %v, want 503 lock not obtained", code, body)
+	if code != 503 || !strings.Contains(body["error"].(string), "not obtained") || body["reason"] != "lock_timeout" {
+		t.Fatalf("got %d %v, want 503 lock not obtained, reason lock_timeout", code, body)
 	}
 	if got, _ := e.mr.Get("stock"); got != "5" {
 		t.Fatalf("stock changed to %s by a refused sale", got)
@@ -133,8 +133,16 @@ func TestRedisDownGives503(t *testing.T) {
 	e := newEnv(t)
 	e.mr.Close()
 	for _, target := range []string{"/sale?lock=lua", "/sale?lock=atomic", "/testLock?lock=none", "/stock", "/healthz"} {
-		if code, _, body := e.do(t, "GET", target); code != 503 || body["error"] == nil {
+		code, _, body := e.do(t, "GET", target)
+		if code != 503 || body["error"] == nil {
 			t.Errorf("%s with Redis down: %d %v, want 503 with an error", target, code, body)
+		}
+		// lua fails to take its lock (nothing can have been written);
+		// the others fail in their write, which may have reached Redis:
+		// the reason tells the client which.
+		want := map[string]string{"/sale?lock=lua": "lock_timeout", "/sale?lock=atomic": "unavailable", "/testLock?lock=none": "unavailable"}[target]
+		if body["reason"] != nil && body["reason"] != want || body["reason"] == nil && want != "" {
+			t.Errorf("%s with Redis down: reason %v, want %q", target, body["reason"], want)
 		}
 	}
 }
@@ -335,8 +343,8 @@ func TestFencedRefusesStaleToken(t *testing.T) {
 	}
 	e.mr.Set(inventory.StockFence, "1000000") // someone with a far higher token has been here
 	code, _, body := e.do(t, "POST", "/sale?lock=fenced")
-	if code != 409 || !strings.Contains(body["error"].(string), "stale") {
-		t.Fatalf("got %d %v, want 409 stale token", code, body)
+	if code != 409 || !strings.Contains(body["error"].(string), "stale") || body["reason"] != "stale_token" {
+		t.Fatalf("got %d %v, want 409 stale token, reason stale_token", code, body)
 	}
 	if got, _ := e.mr.Get("stock"); got != "4" {
 		t.Fatalf("stock %s, want 4: the stale write must not land", got)
@@ -366,5 +374,48 @@ func TestWaitParameter(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > time.Second {
 		t.Fatalf("waited %s with a 50ms bound", waited)
+	}
+}
+
+// TestSectionsRecordEachHold: every sale under a lock leaves one critical
+// section (acquired before released, the fencing token when the lock has
+// one, wrote only when the sale wrote); the atomic ceiling takes no lock and
+// leaves none.
+func TestSectionsRecordEachHold(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=1")
+	since := time.Now().UnixNano()
+	for _, target := range []string{"/sale?lock=lua", "/sale?lock=fenced", "/sale?lock=atomic", "/testLock?lock=lua"} {
+		e.do(t, "POST", target)
+	}
+	code, _, body := e.do(t, "GET", "/sections?since="+strconv.FormatInt(since, 10))
+	if code != 200 || body["complete"] != true || body["instance"] != "test-1" {
+		t.Fatalf("GET /sections: %d %v", code, body)
+	}
+	secs := body["sections"].([]any)
+	if len(secs) != 3 {
+		t.Fatalf("want 3 sections (lua sale, fenced sale, lua increment), got %d: %v", len(secs), secs)
+	}
+	want := []struct {
+		lock, key string
+		wrote     bool
+		token     bool
+	}{
+		{"lua", inventory.StockLock, true, false},
+		{"fenced", inventory.StockLock, false, true}, // sold out: nothing written
+		{"lua", inventory.NumLock, true, false},
+	}
+	for i, w := range want {
+		s := secs[i].(map[string]any)
+		acq, rel := s["acquired"].(float64), s["released"].(float64)
+		_, hasToken := s["token"]
+		if s["lock"] != w.lock || s["key"] != w.key || s["wrote"] != w.wrote || hasToken != w.token ||
+			acq < float64(since) || rel < acq {
+			t.Errorf("section %d = %v, want lock %s key %s wrote %v token %v, since <= acquired <= released",
+				i, s, w.lock, w.key, w.wrote, w.token)
+		}
+	}
+	if code, _, body := e.do(t, "GET", "/sections?since=soon"); code != 400 || body["error"] == nil {
+		t.Fatalf("bad since: %d %v, want 400", code, body)
 	}
 }
