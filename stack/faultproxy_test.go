@@ -1,0 +1,306 @@
+package stack_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/stack"
+)
+
+// newFaultProxy starts a FaultProxy in front of upstream, closed when the
+// test ends.
+func newFaultProxy(t *testing.T, upstream string) *stack.FaultProxy {
+	t.Helper()
+	p, err := stack.NewFaultProxy(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// proxyClient is a go-redis client through addr as the app builds one (no
+// retries, one dial attempt) with the given read timeout.
+func proxyClient(t *testing.T, addr string, readTimeout time.Duration) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{
+		Addr:          addr,
+		DialTimeout:   time.Second,
+		ReadTimeout:   readTimeout,
+		WriteTimeout:  readTimeout,
+		MaxRetries:    -1,
+		DialerRetries: 1,
+		PoolSize:      4,
+	})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// isTimeout reports whether err is a network timeout (not a refused or
+// reset connection, not EOF).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func TestFaultProxyForwards(t *testing.T) {
+	direct, addr := redistest.Start(t)
+	p := newFaultProxy(t, addr)
+	if p.Upstream() != addr {
+		t.Errorf("Upstream() = %q, want %q", p.Upstream(), addr)
+	}
+	if host, _, err := net.SplitHostPort(p.Addr()); err != nil || host != "127.0.0.1" {
+		t.Errorf("Addr() = %q, want a 127.0.0.1 port", p.Addr())
+	}
+	ctx := context.Background()
+	rdb := proxyClient(t, p.Addr(), time.Second)
+	if err := rdb.Set(ctx, "k", strings.Repeat("x", 100<<10), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := direct.StrLen(ctx, "k").Result(); err != nil || got != 100<<10 {
+		t.Fatalf("STRLEN k direct = %d, %v; want %d", got, err, 100<<10)
+	}
+	if got, err := rdb.Get(ctx, "k").Result(); err != nil || len(got) != 100<<10 {
+		t.Fatalf("GET k via proxy: %d bytes, %v", len(got), err)
+	}
+}
+
+// Latency delays the replies, keeps their order, and times out a client
+// whose read timeout is below it, although the command ran: a lost reply.
+func TestFaultProxyLatency(t *testing.T) {
+	direct, addr := redistest.Start(t)
+	p := newFaultProxy(t, addr)
+	ctx := context.Background()
+
+	p.SetLatency(150 * time.Millisecond)
+	if p.Latency() != 150*time.Millisecond {
+		t.Errorf("Latency() = %v", p.Latency())
+	}
+	slow := proxyClient(t, p.Addr(), 2*time.Second)
+	start := time.Now()
+	cmds, err := slow.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for range 200 {
+			pipe.Incr(ctx, "n")
+		}
+		return nil
+	})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cmds {
+		if got := c.(*redis.IntCmd).Val(); got != int64(i+1) {
+			t.Fatalf("reply %d = %d: replies out of order", i, got)
+		}
+	}
+	if took < 150*time.Millisecond {
+		t.Errorf("a pipeline through 150ms of latency took %v", took)
+	}
+
+	// Below the read timeout: the call times out, the SET ran anyway. (The
+	// client connects first: a new connection's HELLO would time out
+	// before the SET is sent.)
+	fast := proxyClient(t, p.Addr(), 100*time.Millisecond)
+	p.SetLatency(0)
+	if err := fast.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.SetLatency(400 * time.Millisecond)
+	err = fast.Set(ctx, "lost", "ran", 0).Err()
+	if !isTimeout(err) {
+		t.Fatalf("SET through 400ms of latency with a 100ms read timeout: %v, want a timeout", err)
+	}
+	if got, err := direct.Get(ctx, "lost").Result(); err != nil || got != "ran" {
+		t.Errorf("GET lost direct = %q, %v: the timed-out SET should have run", got, err)
+	}
+
+	// Latency 0: the same client works again (its timed-out connection was
+	// dropped by go-redis; a new one is dialled).
+	p.SetLatency(0)
+	if err := fast.Ping(ctx).Err(); err != nil {
+		t.Errorf("PING with latency 0: %v", err)
+	}
+}
+
+// A cut drops bytes both ways and closes nothing: calls time out, new
+// connections are accepted and blackholed; Heal closes the connections
+// that lived through it and forwards new ones.
+func TestFaultProxyCutHeal(t *testing.T) {
+	direct, addr := redistest.Start(t)
+	p := newFaultProxy(t, addr)
+	ctx := context.Background()
+
+	rdb := proxyClient(t, p.Addr(), 200*time.Millisecond)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := io.WriteString(raw, "PING\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	raw.SetReadDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 64)
+	if n, err := raw.Read(buf); err != nil || string(buf[:n]) != "+PONG\r\n" {
+		t.Fatalf("raw PING: %q, %v", buf[:n], err)
+	}
+
+	p.Cut()
+	if !p.Cuts() {
+		t.Error("Cuts() = false after Cut")
+	}
+	if err := rdb.Set(ctx, "cut", "through", 0).Err(); !isTimeout(err) {
+		t.Errorf("SET during a cut: %v, want a timeout", err)
+	}
+	// Open, not refused: a new client dials fine and times out too.
+	fresh := proxyClient(t, p.Addr(), 200*time.Millisecond)
+	if err := fresh.Ping(ctx).Err(); !isTimeout(err) {
+		t.Errorf("PING on a connection made during the cut: %v, want a timeout", err)
+	}
+	if _, err := io.WriteString(raw, "SET rawcut 1\r\n"); err != nil {
+		t.Fatalf("write during the cut: %v", err)
+	}
+	raw.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if n, err := raw.Read(buf); !isTimeout(err) {
+		t.Errorf("read during the cut: %q, %v; want a timeout (the connection stays open)", buf[:n], err)
+	}
+	for _, k := range []string{"cut", "rawcut"} {
+		if err := direct.Get(ctx, k).Err(); !errors.Is(err, redis.Nil) {
+			t.Errorf("GET %s direct: %v; a command sent during the cut reached Redis", k, err)
+		}
+	}
+
+	p.Heal()
+	if p.Cuts() {
+		t.Error("Cuts() = true after Heal")
+	}
+	// The connection that lived through the cut is closed.
+	raw.SetReadDeadline(time.Now().Add(time.Second))
+	if n, err := raw.Read(buf); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("read after Heal on a connection open during the cut: %q, %v; want it closed", buf[:n], err)
+	}
+	for name, c := range map[string]*redis.Client{"old client": rdb, "client made during the cut": fresh, "new client": proxyClient(t, p.Addr(), time.Second)} {
+		if err := c.Set(ctx, "healed", name, 0).Err(); err != nil {
+			t.Errorf("%s: SET after Heal: %v", name, err)
+		}
+	}
+	p.Heal() // healing a healed proxy does nothing
+}
+
+// Close ends every connection, the delayed and the blackholed ones too, and
+// returns only when all of the proxy's goroutines have.
+func TestFaultProxyCloseLeaksNothing(t *testing.T) {
+	_, addr := redistest.Start(t)
+	p, err := stack.NewFaultProxy(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+
+	idle := proxyClient(t, p.Addr(), time.Second)
+	if err := idle.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A reply waiting out a long latency.
+	p.SetLatency(time.Minute)
+	waiting := proxyClient(t, p.Addr(), time.Minute)
+	res := make(chan error, 1)
+	go func() { res <- waiting.Ping(ctx).Err() }()
+	// And a connection accepted during a cut.
+	time.Sleep(50 * time.Millisecond)
+	p.Cut()
+	black, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer black.Close()
+	io.WriteString(black, "PING\r\n")
+	time.Sleep(50 * time.Millisecond)
+	if n := proxyGoroutines(); n == 0 {
+		t.Fatal("no proxy goroutine found while connections are open: the check below would prove nothing")
+	}
+
+	start := time.Now()
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Close took %v with a reply delayed a minute", took)
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	select {
+	case err := <-res:
+		if err == nil {
+			t.Error("the delayed PING succeeded after Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the delayed PING still waits after Close")
+	}
+	black.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := black.Read(make([]byte, 8)); isTimeout(err) {
+		t.Error("the blackholed connection is still open after Close")
+	}
+	if c, err := net.DialTimeout("tcp", p.Addr(), 500*time.Millisecond); err == nil {
+		c.Close()
+		t.Error("the proxy still accepts connections after Close")
+	}
+	deadline := time.Now().Add(time.Second)
+	for proxyGoroutines() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d proxy goroutines left after Close:\n%s", proxyGoroutines(), goroutineDump())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A connection whose upstream cannot be dialled is closed, not left hanging.
+func TestFaultProxyUpstreamDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	p := newFaultProxy(t, addr)
+	rdb := proxyClient(t, p.Addr(), 2*time.Second)
+	start := time.Now()
+	err = rdb.Ping(context.Background()).Err()
+	if err == nil || isTimeout(err) {
+		t.Errorf("PING through a proxy to nothing: %v, want the connection closed", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the failure took %v", took)
+	}
+}
+
+func goroutineDump() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// proxyGoroutines counts goroutines running the FaultProxy's code.
+func proxyGoroutines() int {
+	n := 0
+	for _, g := range strings.Split(goroutineDump(), "\n\n") {
+		if strings.Contains(g, "stack.(*FaultProxy)") || strings.Contains(g, "stack.(*faultConn)") {
+			n++
+		}
+	}
+	return n
+}
