@@ -43,6 +43,7 @@ func run() error {
 		wait         = flag.String("wait", "fixed", "how a request waits for a busy lock unless it says wait=: fixed (sleep -retry, the articles), backoff (exponential, jittered, 1ms to 32ms) or notify (woken by the release, over pub/sub)")
 		redisTimeout = flag.Duration("redis-timeout", time.Second, "dial, read and write timeout of each Redis call")
 		pool         = flag.Int("pool", 64, "Redis connection pool size")
+		redisRetries = flag.Int("redis-retries", -1, "-1: a command that timed out is never resent (the app's setting); 3 is go-redis's default, which resends a timed-out EVALSHA: the retry trap")
 		masters      = flag.String("masters", env("REDLOCK_MASTERS", ""), "comma-separated independent Redis masters for redlock [REDLOCK_MASTERS]")
 		faults       = flag.Bool("faults", false, "accept fault parameters (work=, fault=, pause=) on requests: for scenario runs only")
 		clockSkew    = flag.Duration("clock-skew", 0, "run this instance's lock clock ahead by this much (only getset reads it)")
@@ -54,14 +55,18 @@ func run() error {
 	if *name == "" {
 		*name = *addr
 	}
+	if *redisRetries < -1 {
+		return fmt.Errorf("-redis-retries %d: want -1 (none) or more", *redisRetries)
+	}
 	waitMode, err := lock.ParseWaitMode(*wait)
 	if err != nil {
 		return fmt.Errorf("-wait: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("instance", *name)
 
-	// Every client, the main Redis's and each Redlock master's, alike.
-	newClient := func(addr string) *redis.Client {
+	// Every client, the main Redis's and each Redlock master's, alike but
+	// for maxRetries.
+	newClient := func(addr string, maxRetries int) *redis.Client {
 		return redis.NewClient(&redis.Options{
 			Addr:         addr,
 			DialTimeout:  *redisTimeout,
@@ -71,13 +76,15 @@ func run() error {
 			// One dial attempt: with Redis down, fail the request at once
 			// rather than after go-redis's default five attempts 100ms apart.
 			DialerRetries: 1,
-			// No automatic retries: go-redis would resend a command whose
-			// reply timed out, and a sale that already ran would run twice.
-			// A failed call fails the request (503) instead.
-			MaxRetries: -1,
+			// No automatic retries (-1): go-redis would resend a command
+			// whose reply timed out, and a sale that already ran would run
+			// twice. A failed call fails the request (503) instead. Only
+			// -redis-retries changes it, for the main client, to show that
+			// trap (0 means go-redis's default, 3, too).
+			MaxRetries: maxRetries,
 		})
 	}
-	rdb := newClient(*redisAddr)
+	rdb := newClient(*redisAddr, *redisRetries)
 	defer rdb.Close()
 
 	var masterClients []redis.Cmdable
@@ -85,7 +92,7 @@ func run() error {
 		if addr = strings.TrimSpace(addr); addr == "" {
 			continue
 		}
-		m := newClient(addr)
+		m := newClient(addr, -1)
 		defer m.Close()
 		masterClients = append(masterClients, m)
 	}
@@ -127,7 +134,7 @@ func run() error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("serving", "addr", *addr, "redis", *redisAddr, "masters", len(masterClients),
-		"lock_ttl", *lockTTL, "lock_wait", *lockWait, "wait", waitMode, "faults", *faults, "clock_skew", *clockSkew)
+		"redis_retries", *redisRetries, "lock_ttl", *lockTTL, "lock_wait", *lockWait, "wait", waitMode, "faults", *faults, "clock_skew", *clockSkew)
 
 	select {
 	case err := <-errc:
