@@ -1,0 +1,218 @@
+package stack_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/stack"
+)
+
+func sentinelClient(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func role(t *testing.T, c *redis.Client) string {
+	t.Helper()
+	v, err := c.Do(context.Background(), "ROLE").Slice()
+	if err != nil || len(v) == 0 {
+		t.Fatalf("ROLE on %s: %v %v", c.Options().Addr, v, err)
+	}
+	r, _ := v[0].(string)
+	return r
+}
+
+func info(t *testing.T, c *redis.Client, section string) string {
+	t.Helper()
+	s, err := c.Info(context.Background(), section).Result()
+	if err != nil {
+		t.Fatalf("INFO %s on %s: %v", section, c.Options().Addr, err)
+	}
+	return s
+}
+
+// A primary, its replica behind the replication link and three real
+// sentinels: a write made while the link is cut (for half a second) never
+// reaches the replica, the primary is SIGKILLed, the sentinels promote the
+// replica anyway, and the write is gone from the new primary. Stop leaves
+// no process behind.
+func TestSentinelFailover(t *testing.T) {
+	needBinary(t, "redis-server")
+	ctx := context.Background()
+	g, err := stack.StartSentinels(ctx, stack.SentinelConfig{Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Stop() })
+
+	if g.MasterName() != stack.DefaultMasterName {
+		t.Errorf("MasterName() = %q", g.MasterName())
+	}
+	sentinels := g.SentinelAddrs()
+	if len(sentinels) != stack.Sentinels {
+		t.Fatalf("SentinelAddrs() = %v", sentinels)
+	}
+	old, err := g.PrimaryAddr(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := g.ReplicationLink()
+	all := append(slices.Clone(sentinels), old, g.ReplicaAddr(), link.Addr())
+	if len(slices.Compact(slices.Sorted(slices.Values(all)))) != len(all) {
+		t.Fatalf("two parts share an address: %v", all)
+	}
+	if link.Upstream() != old {
+		t.Errorf("link forwards to %s, want the primary %s", link.Upstream(), old)
+	}
+
+	// Five real processes: the two servers and three sentinel processes.
+	pids := g.Pids()
+	if len(pids) != 2+stack.Sentinels {
+		t.Fatalf("Pids() = %v, want %d", pids, 2+stack.Sentinels)
+	}
+	for _, pid := range pids[2:] {
+		cmd := strings.Join(procStrings(t, pid, "cmdline"), " ")
+		if !strings.Contains(cmd, "sentinel") {
+			t.Errorf("pid %d is not a sentinel: %q", pid, cmd)
+		}
+	}
+
+	p, r := sentinelClient(t, old), sentinelClient(t, g.ReplicaAddr())
+	if got := role(t, p); got != "master" {
+		t.Errorf("primary ROLE %s", got)
+	}
+	if got := role(t, r); got != "slave" {
+		t.Errorf("replica ROLE %s", got)
+	}
+	_, linkPort, _ := net.SplitHostPort(link.Addr())
+	if s := info(t, r, "replication"); !strings.Contains(s, "master_port:"+linkPort+"\r\n") || !strings.Contains(s, "master_link_status:up") {
+		t.Errorf("replica does not replicate through the link (port %s):\n%s", linkPort, s)
+	}
+	if prio, err := r.ConfigGet(ctx, "replica-priority").Result(); err != nil || prio["replica-priority"] == "0" {
+		t.Errorf("replica-priority %v %v: the replica could never be promoted", prio, err)
+	}
+	// The sentinels agree on the primary.
+	for _, a := range sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: a, MaxRetries: -1})
+		got, err := sc.GetMasterAddrByName(ctx, g.MasterName()).Result()
+		sc.Close()
+		if err != nil || net.JoinHostPort(got[0], got[1]) != old {
+			t.Errorf("sentinel %s: primary %v %v, want %s", a, got, err, old)
+		}
+	}
+
+	// Replication works through the link...
+	if err := p.Set(ctx, "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, func() bool { return r.Get(ctx, "before").Val() == "1" }, "the write before the cut on the replica")
+
+	// ...until it is cut: a write then stays on the primary.
+	link.Cut()
+	if err := p.Set(ctx, "during", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := r.Exists(ctx, "during").Val(); n != 0 {
+		t.Fatal("the write made during the cut reached the replica")
+	}
+
+	primaryPid := pids[0]
+	if err := g.KillPrimary(); err != nil {
+		t.Fatal(err)
+	}
+	dead(t, []int{primaryPid})
+	if err := g.KillPrimary(); err == nil {
+		t.Error("a second KillPrimary before WaitFailover succeeded")
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	addr, took, err := g.WaitFailover(wctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover to %s took %s", addr, took)
+	if addr != g.ReplicaAddr() {
+		t.Fatalf("new primary %s, want the replica %s", addr, g.ReplicaAddr())
+	}
+	if now, err := g.PrimaryAddr(ctx); err != nil || now != addr {
+		t.Errorf("PrimaryAddr() = %s, %v after the failover, want %s", now, err, addr)
+	}
+	if got := role(t, r); got != "master" {
+		t.Errorf("promoted replica ROLE %s", got)
+	}
+	if r.Get(ctx, "before").Val() != "1" {
+		t.Error("the replicated write is missing on the new primary")
+	}
+	if n := r.Exists(ctx, "during").Val(); n != 0 {
+		t.Error("the write made during the cut is on the new primary")
+	}
+
+	// A client that finds the primary through the sentinels writes there.
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName(), SentinelAddrs: sentinels, MaxRetries: -1})
+	defer fc.Close()
+	if err := fc.Set(ctx, "after", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Get(ctx, "after").Val() != "1" {
+		t.Error("the failover client did not write to the new primary")
+	}
+
+	live := g.Pids()
+	if len(live) != 1+stack.Sentinels || slices.Contains(live, primaryPid) {
+		t.Errorf("Pids() after the kill = %v", live)
+	}
+	if err := g.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Stop(); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+	dead(t, pids)
+	for _, a := range append(sentinels, g.ReplicaAddr(), old) {
+		refused(t, a)
+	}
+}
+
+// Without redis-server, StartSentinels says so with an error that wraps
+// exec.ErrNotFound (a test can tell it from a broken start), and leaves
+// nothing behind.
+func TestSentinelNeedsRedisServer(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	g, err := stack.StartSentinels(context.Background(), stack.SentinelConfig{})
+	if err == nil {
+		g.Stop()
+		t.Fatal("StartSentinels without redis-server on PATH succeeded")
+	}
+	if !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("error %v does not wrap exec.ErrNotFound", err)
+	}
+}
+
+// StartSentinels refuses a host that is not loopback.
+func TestSentinelLoopbackOnly(t *testing.T) {
+	if _, err := stack.StartSentinels(context.Background(), stack.SentinelConfig{Host: "0.0.0.0"}); err == nil {
+		t.Fatal("StartSentinels on 0.0.0.0 succeeded")
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, ok func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
