@@ -86,6 +86,7 @@ func New(cfg Config) *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.Use(h.instanceHeader, h.recover)
+	r.Use(limits(MaxBodyBytes, MaxURIBytes))
 	r.NoRoute(func(c *gin.Context) {
 		c.JSON(http.StatusNotFound, gin.H{"error": "no such endpoint: " + c.Request.URL.Path})
 	})
