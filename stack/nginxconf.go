@@ -62,10 +62,18 @@ func tokenize(s string) ([]token, error) {
 			var b strings.Builder
 			i++
 			for ; i < len(s) && s[i] != c; i++ {
-				// As nginx does: \" \' and \\ lose the backslash, other
-				// escapes (a regex's \.) keep it.
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"'\\", s[i+1]) >= 0 {
-					i++
+				// As nginx does: \" \' and \\ lose the backslash, \n \t
+				// and \r become the control character, other escapes (a
+				// regex's \.) keep it.
+				if s[i] == '\\' && i+1 < len(s) {
+					if ctl, ok := controlEscapes[s[i+1]]; ok {
+						b.WriteByte(ctl)
+						i++
+						continue
+					}
+					if strings.IndexByte("\"'\\", s[i+1]) >= 0 {
+						i++
+					}
 				}
 				if s[i] == '\n' {
 					line++
@@ -88,6 +96,10 @@ func tokenize(s string) ([]token, error) {
 	}
 	return toks, nil
 }
+
+// controlEscapes are the escapes nginx turns into a control character
+// (quoteArg writes it back raw inside quotes, which nginx reads the same).
+var controlEscapes = map[byte]byte{'n': '\n', 't': '\t', 'r': '\r'}
 
 type confParser struct {
 	toks []token

@@ -174,3 +174,94 @@ func TestProxyNoRetry(t *testing.T) {
 			goodHits.Load(), badHits.Load())
 	}
 }
+
+// Quoted strings unescape as nginx reads them: \" \' \\ lose the
+// backslash, \n \t \r become control characters, other escapes stay; and
+// what formatNginx writes back reads the same.
+func TestNginxQuotedEscapes(t *testing.T) {
+	src := `x "a\nb\tc\rd\"e\\f\.g" 'h\'i';`
+	want := []string{"a\nb\tc\rd\"e\\f\\.g", "h'i"}
+	ds, err := parseNginx([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || !slices.Equal(ds[0].args, want) {
+		t.Fatalf("parsed %q, want %q", ds[0].args, want)
+	}
+	again, err := parseNginx(formatNginx(ds))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, formatNginx(ds))
+	}
+	if !slices.Equal(again[0].args, want) {
+		t.Errorf("round trip gives %q, want %q:\n%s", again[0].args, want, formatNginx(ds))
+	}
+}
+
+// nginx's own refusals in the project's nginx.conf (and so in the derived
+// loopback one) answer a JSON object with an error, each from an internal
+// location, with the status the client sees; the proxying is unchanged.
+func TestNginxConfErrorsAreJSON(t *testing.T) {
+	conf, err := DeriveNginxConf(readRepoFile(t, "nginx.conf"), "127.0.0.1:9999", []string{"127.0.0.1:7001"}, "/run/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := parseNginx(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := find(find(ds, "http")[0].block, "server")[0]
+	pages := map[string]string{}
+	for _, d := range find(srv.block, "error_page") {
+		if len(d.args) != 2 {
+			t.Fatalf("error_page %q: want one code and a URI", d.args)
+		}
+		pages[d.args[0]] = d.args[1]
+	}
+	locs := map[string]*directive{}
+	for _, l := range find(srv.block, "location") {
+		switch {
+		case len(l.args) == 2 && l.args[0] == "=":
+			locs[l.args[1]] = l
+		case len(l.args) == 1 && l.args[0] == "/":
+			for _, w := range [][]string{{"proxy_next_upstream", "off"}, {"proxy_pass", "http://app"}} {
+				if got := find(l.block, w[0]); len(got) != 1 || !slices.Equal(got[0].args, w[1:]) {
+					t.Errorf("location /: %s = %v, want %q", w[0], got, w[1:])
+				}
+			}
+			if len(find(l.block, "proxy_intercept_errors")) != 0 {
+				t.Error("location /: proxy_intercept_errors set: the apps' own errors must pass through")
+			}
+		}
+	}
+	// nginx's code -> what the client sees (494, a header too large, is
+	// answered 400).
+	for code, status := range map[string]string{"400": "400", "404": "404", "413": "413", "414": "414", "494": "400"} {
+		t.Run(code, func(t *testing.T) {
+			uri, ok := pages[code]
+			if !ok {
+				t.Fatalf("no error_page %s", code)
+			}
+			loc := locs[uri]
+			if loc == nil {
+				t.Fatalf("error_page %s %s: no location = %s", code, uri, uri)
+			}
+			if len(find(loc.block, "internal")) != 1 {
+				t.Errorf("location %s is not internal", uri)
+			}
+			if dt := find(loc.block, "default_type"); len(dt) != 1 || !slices.Equal(dt[0].args, []string{"application/json"}) {
+				t.Errorf("location %s: default_type %v, want application/json", uri, dt)
+			}
+			ret := find(loc.block, "return")
+			if len(ret) != 1 || len(ret[0].args) != 2 || ret[0].args[0] != status {
+				t.Fatalf("location %s: return %v, want return %s BODY", uri, ret, status)
+			}
+			var body map[string]any
+			if err := json.Unmarshal([]byte(ret[0].args[1]), &body); err != nil {
+				t.Fatalf("location %s: body %q is not a JSON object: %v", uri, ret[0].args[1], err)
+			}
+			if msg, _ := body["error"].(string); msg == "" {
+				t.Errorf("location %s: body %q has no error", uri, ret[0].args[1])
+			}
+		})
+	}
+}
