@@ -1,0 +1,429 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/stack"
+)
+
+const (
+	// LeaseTTL is A's (and B's) lease: far longer than any failover here,
+	// so that A still holds the lock by its own account when B asks.
+	LeaseTTL = 30 * time.Second
+	// BWait bounds B's Obtain: the lock is free at once or never.
+	BWait = time.Second
+	// Masters is how many independent masters the redlock trials use.
+	Masters = 5
+	// Key is the lock every trial contends for.
+	Key = "lockladder:failover"
+)
+
+// failoverWait bounds one trial's wait for the sentinels to promote the
+// replica; a trial that takes longer is an error, never a pass.
+const failoverWait = 30 * time.Second
+
+// Result is what a series of trials showed, read back from Redis.
+type Result struct {
+	Lock         string // "lua" (one primary behind Sentinel) or "redlock"
+	Trials       int    // trials run to the end
+	DoubleGrants int    // trials in which B was granted the lock while A's lease was still valid
+	// Failover is the median time from the SIGKILL to a new primary every
+	// sentinel names (lua), or to the killed master answering again, empty
+	// (redlock).
+	Failover time.Duration
+	Note     string // what the trials did and found, in a sentence
+}
+
+// outcome is one trial's.
+type outcome struct {
+	double   bool
+	failover time.Duration
+	aLeft    time.Duration // A's remaining lease when B's Obtain returned
+	heldA    int           // redlock: masters that held A's token after its grant
+	maxB     int           // redlock: the most masters B could then win
+}
+
+// SingleInstance runs trials of the single-instance lock ("lua" from
+// lock.NewLadder, over a go-redis FailoverClient) against a primary with
+// an async replica and three sentinels, the primary SIGKILLed right after
+// it granted A the lock and before the grant replicated. Progress lines
+// go to log (nil: discarded). A trial that cannot be carried out as
+// designed (the cut leaked the key to the replica, no failover within
+// 30s, ...) ends the series with an error; the Result then counts the
+// trials completed before it.
+func SingleInstance(ctx context.Context, trials int, log io.Writer) (Result, error) {
+	res := Result{Lock: "lua"}
+	outs, err := run(ctx, trials, log, "lua", singleTrial)
+	res.Trials, res.DoubleGrants, res.Failover = tally(outs)
+	if len(outs) > 0 {
+		res.Note = fmt.Sprintf("A's grant never reached the replica (replication cut), the primary was SIGKILLed and the sentinels promoted the replica "+
+			"(median %s): B was granted the same key in %d of %d trials while A's %s lease still had at least %s to run",
+			res.Failover.Round(time.Millisecond), res.DoubleGrants, res.Trials, LeaseTTL, minLeft(outs).Round(time.Millisecond))
+	}
+	return res, err
+}
+
+// Redlock runs trials of "redlock" (lock.NewLadder over five independent
+// redis-servers): A obtains the lock, one master that holds A's token is
+// SIGKILLed at once and restarted empty on the same port (nothing is
+// persisted, as the failed-over primary), and B tries the same key. Errors
+// and log as SingleInstance.
+func Redlock(ctx context.Context, trials int, log io.Writer) (Result, error) {
+	res := Result{Lock: "redlock"}
+	outs, err := run(ctx, trials, log, "redlock", redlockTrial)
+	res.Trials, res.DoubleGrants, res.Failover = tally(outs)
+	if len(outs) > 0 {
+		minHeld, maxB := Masters, 0
+		for _, o := range outs {
+			minHeld, maxB = min(minHeld, o.heldA), max(maxB, o.maxB)
+		}
+		res.Note = fmt.Sprintf("A held the key on at least %d of %d masters; one of them was SIGKILLed and restarted empty (median %s), "+
+			"so B could win at most %d of %d (quorum %d): B was granted the key in %d of %d trials",
+			minHeld, Masters, res.Failover.Round(time.Millisecond), maxB, Masters, lock.Quorum(Masters), res.DoubleGrants, res.Trials)
+	}
+	return res, err
+}
+
+type trialFunc func(ctx context.Context, log func(string, ...any)) (outcome, error)
+
+func run(ctx context.Context, trials int, w io.Writer, name string, trial trialFunc) ([]outcome, error) {
+	if trials <= 0 {
+		return nil, fmt.Errorf("failover: %d trials", trials)
+	}
+	if w == nil {
+		w = io.Discard
+	}
+	var outs []outcome
+	for i := 1; i <= trials; i++ {
+		logf := func(format string, args ...any) {
+			fmt.Fprintf(w, "%s trial %d/%d: %s\n", name, i, trials, fmt.Sprintf(format, args...))
+		}
+		o, err := trial(ctx, logf)
+		if err != nil {
+			return outs, fmt.Errorf("failover: %s trial %d of %d: %w", name, i, trials, err)
+		}
+		outs = append(outs, o)
+	}
+	return outs, nil
+}
+
+func tally(outs []outcome) (trials, doubles int, median time.Duration) {
+	var ds []time.Duration
+	for _, o := range outs {
+		if o.double {
+			doubles++
+		}
+		ds = append(ds, o.failover)
+	}
+	if len(ds) > 0 {
+		slices.Sort(ds)
+		median = ds[len(ds)/2]
+		if len(ds)%2 == 0 {
+			median = (ds[len(ds)/2-1] + ds[len(ds)/2]) / 2
+		}
+	}
+	return len(outs), doubles, median
+}
+
+func minLeft(outs []outcome) time.Duration {
+	m := LeaseTTL
+	for _, o := range outs {
+		m = min(m, o.aLeft)
+	}
+	return m
+}
+
+// direct is a client to one server, for reading back; reads are
+// idempotent, so it may retry (a restarted server broke its connection).
+func direct(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr: addr, MaxRetries: 3, DialTimeout: 500 * time.Millisecond,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, PoolSize: 2,
+	})
+}
+
+// lockerOf is the named rung of a ladder over rdb and masters.
+func lockerOf(name string, rdb redis.Cmdable, masters []redis.Cmdable, wait time.Duration) (lock.Locker, error) {
+	_, l, ok := lock.NewLadder(rdb, masters, lock.Options{TTL: LeaseTTL, Wait: wait}).Lookup(name)
+	if !ok || l == nil {
+		return nil, fmt.Errorf("no %q lock in the ladder", name)
+	}
+	return l, nil
+}
+
+// valueOn reads Key on c: "" when it is not there.
+func valueOn(ctx context.Context, c *redis.Client) (string, error) {
+	v, err := c.Get(ctx, Key).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, err
+}
+
+func short(token string) string {
+	if len(token) > 8 {
+		return token[:8]
+	}
+	if token == "" {
+		return "(none)"
+	}
+	return token
+}
+
+func singleTrial(ctx context.Context, logf func(string, ...any)) (o outcome, err error) {
+	g, err := stack.StartSentinels(ctx, stack.SentinelConfig{})
+	if err != nil {
+		return o, err
+	}
+	defer func() { err = errors.Join(err, g.Stop()) }()
+	old, err := g.PrimaryAddr(ctx)
+	if err != nil {
+		return o, err
+	}
+	replica := g.ReplicaAddr()
+	pc, rc := direct(old), direct(replica)
+	defer pc.Close()
+	defer rc.Close()
+	failoverClient := func() *redis.Client {
+		// Retries off, as the app's client: a command whose reply was
+		// lost may have run.
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: g.MasterName(), SentinelAddrs: g.SentinelAddrs(),
+			MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+			ReadTimeout: time.Second, WriteTimeout: time.Second, PoolSize: 4,
+		})
+	}
+	a, b := failoverClient(), failoverClient()
+	defer a.Close()
+	defer b.Close()
+	lockA, err := lockerOf("lua", a, nil, 2*time.Second)
+	if err != nil {
+		return o, err
+	}
+	lockB, err := lockerOf("lua", b, nil, BWait)
+	if err != nil {
+		return o, err
+	}
+	// A has found the primary through the sentinels and has a connection
+	// to it: its grant is one round trip.
+	if err := a.Ping(ctx).Err(); err != nil {
+		return o, fmt.Errorf("A: %w", err)
+	}
+
+	g.ReplicationLink().Cut()
+	start := time.Now()
+	lkA, err := lockA.Obtain(ctx, Key)
+	if err != nil {
+		return o, fmt.Errorf("A: %w", err)
+	}
+	tokenA, err := valueOn(ctx, pc) // read back where A was granted it
+	if err != nil || tokenA == "" {
+		return o, fmt.Errorf("A was granted the lock, but the primary %s holds %q (%v)", old, tokenA, err)
+	}
+	if err := g.KillPrimary(); err != nil {
+		return o, err
+	}
+	// Nothing can reach the replica any more: it must not have the key.
+	if v, err := valueOn(ctx, rc); err != nil || v != "" {
+		return o, fmt.Errorf("the replica %s holds %q (%v) after the primary died: the cut did not hold back A's grant", replica, v, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, failoverWait)
+	defer cancel()
+	now, took, err := g.WaitFailover(wctx, old)
+	if err != nil {
+		return o, err
+	}
+	o.failover = took
+	if now != replica {
+		return o, fmt.Errorf("the sentinels promoted %s, not the replica %s", now, replica)
+	}
+	if v, err := valueOn(ctx, rc); err != nil || v != "" {
+		return o, fmt.Errorf("the new primary %s holds %q (%v) before B asked", now, v, err)
+	}
+
+	lkB, errB := lockB.Obtain(ctx, Key)
+	o.aLeft = LeaseTTL - time.Since(start)
+	if errB != nil && !errors.Is(errB, lock.ErrNotObtained) {
+		return o, fmt.Errorf("B: %w", errB)
+	}
+	held, err := valueOn(ctx, rc) // read back what B's grant left
+	if err != nil {
+		return o, err
+	}
+	if errB == nil && (held == "" || held == tokenA) {
+		return o, fmt.Errorf("B was granted the lock, but the new primary holds %q (A's token %q)", held, tokenA)
+	}
+	o.double = errB == nil && o.aLeft > 0
+	verdict := "not granted"
+	if o.double {
+		verdict = "DOUBLE GRANT"
+	} else if errB == nil {
+		verdict = "granted after A's lease ran out"
+	}
+	// A finds out only now, if it looks: its release finds B's token.
+	rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+	relA := lkA.Release(rctx)
+	rcancel()
+	if lkB != nil {
+		lkB.Release(ctx)
+	}
+	logf("A granted on %s (token %s), replica without it; primary SIGKILLed; sentinels promoted %s in %s; B %s (token %s on %s) with A's lease %s from its end; A's release: %v",
+		old, short(tokenA), now, took.Round(time.Millisecond), verdict, short(held), now, o.aLeft.Round(time.Millisecond), relAString(relA))
+	return o, nil
+}
+
+func relAString(err error) string {
+	if err == nil {
+		return "released"
+	}
+	return err.Error()
+}
+
+func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, err error) {
+	servers := make([]*stack.Redis, Masters)
+	defer func() {
+		for _, s := range servers {
+			if s != nil {
+				err = errors.Join(err, s.Stop())
+			}
+		}
+	}()
+	// One at a time: each binds its free port before the next picks one.
+	for i := range servers {
+		if servers[i], err = stack.StartRedis(ctx, "127.0.0.1:0", stack.Real, true, nil); err != nil {
+			return o, fmt.Errorf("master %d: %w", i, err)
+		}
+	}
+	var as, bs []redis.Cmdable
+	reads := make([]*redis.Client, Masters)
+	for i, s := range servers {
+		opt := &redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
+			ReadTimeout: time.Second, WriteTimeout: time.Second, PoolSize: 4}
+		a, b := redis.NewClient(opt), redis.NewClient(opt)
+		defer a.Close()
+		defer b.Close()
+		as, bs = append(as, a), append(bs, b)
+		reads[i] = direct(s.Addr())
+		defer reads[i].Close()
+	}
+	// The redlock rung runs over the masters alone: no main Redis.
+	lockA, err := lockerOf("redlock", nil, as, 2*time.Second)
+	if err != nil {
+		return o, err
+	}
+	lockB, err := lockerOf("redlock", nil, bs, BWait)
+	if err != nil {
+		return o, err
+	}
+
+	start := time.Now()
+	lkA, err := lockA.Obtain(ctx, Key)
+	if err != nil {
+		return o, fmt.Errorf("A: %w", err)
+	}
+	// Read back who holds what: A's token is the one on a majority.
+	tokens := make([]string, Masters)
+	for i, c := range reads {
+		if tokens[i], err = valueOn(ctx, c); err != nil {
+			return o, fmt.Errorf("master %d: %w", i, err)
+		}
+	}
+	tokenA, victim := "", -1
+	for i, t := range tokens {
+		if t != "" && count(tokens, t) >= lock.Quorum(Masters) {
+			tokenA = t
+			if victim < 0 {
+				victim = i
+			}
+		}
+	}
+	if tokenA == "" {
+		return o, fmt.Errorf("A was granted the lock, but no token is on a majority of masters: %q", tokens)
+	}
+	o.heldA = count(tokens, tokenA)
+	o.maxB = 1 + Masters - o.heldA // the restarted master and those A never had
+
+	// SIGKILL it: no shutdown, then back on the same port, empty.
+	addr, pid := servers[victim].Addr(), servers[victim].Pid()
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return o, fmt.Errorf("SIGKILL master %d (pid %d): %w", victim, pid, err)
+	}
+	for syscall.Kill(pid, 0) == nil { // gone once reaped
+		if time.Since(killed) > 5*time.Second {
+			return o, fmt.Errorf("master %d (pid %d) survives SIGKILL", victim, pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	dead := servers[victim]
+	servers[victim] = nil
+	if err := dead.Stop(); err != nil {
+		return o, fmt.Errorf("master %d: %w", victim, err)
+	}
+	if servers[victim], err = stack.StartRedis(ctx, addr, stack.Real, true, nil); err != nil {
+		return o, fmt.Errorf("master %d again on %s: %w", victim, addr, err)
+	}
+	o.failover = time.Since(killed)
+	if v, err := valueOn(ctx, reads[victim]); err != nil || v != "" {
+		return o, fmt.Errorf("master %d restarted holding %q (%v), want it empty", victim, v, err)
+	}
+
+	lkB, errB := lockB.Obtain(ctx, Key)
+	o.aLeft = LeaseTTL - time.Since(start)
+	if v, ok := lkA.(interface{ Validity() time.Duration }); ok {
+		o.aLeft = v.Validity() - time.Since(start)
+	}
+	if errB != nil && !errors.Is(errB, lock.ErrNotObtained) {
+		return o, fmt.Errorf("B: %w", errB)
+	}
+	after := make([]string, Masters)
+	for i, c := range reads {
+		if after[i], err = valueOn(ctx, c); err != nil {
+			return o, fmt.Errorf("master %d: %w", i, err)
+		}
+	}
+	bQuorum := false
+	for _, t := range after {
+		if t != "" && t != tokenA && count(after, t) >= lock.Quorum(Masters) {
+			bQuorum = true
+		}
+	}
+	if (errB == nil) != bQuorum {
+		return o, fmt.Errorf("B's Obtain returned %v, but the masters hold %q (A's token %q)", errB, after, tokenA)
+	}
+	o.double = errB == nil && o.aLeft > 0
+	verdict := "not granted"
+	if o.double {
+		verdict = "DOUBLE GRANT"
+	} else if errB == nil {
+		verdict = "granted after A's validity ran out"
+	}
+	others := Masters - count(after, tokenA) - count(after, "")
+	relA := lkA.Release(ctx)
+	if lkB != nil {
+		lkB.Release(ctx)
+	}
+	logf("A granted on %d of %d masters (token %s); master %d (%s, pid %d) SIGKILLed and back empty in %s; B %s (at most %d of %d reachable); after B: A's token on %d, another on %d; A's release: %s",
+		o.heldA, Masters, short(tokenA), victim, addr, pid, o.failover.Round(time.Millisecond), verdict, o.maxB, Masters,
+		count(after, tokenA), others, relAString(relA))
+	return o, nil
+}
+
+func count(ss []string, s string) int {
+	n := 0
+	for _, x := range ss {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
