@@ -85,6 +85,7 @@ func New(cfg Config) *gin.Engine {
 
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	r.RedirectTrailingSlash = false // /sale/ is a 404, not a redirect a client may follow to sell
 	r.Use(h.instanceHeader, h.recover)
 	r.Use(limits(MaxBodyBytes, MaxURIBytes))
 	r.NoRoute(func(c *gin.Context) {
@@ -199,7 +200,10 @@ type lockRequest struct {
 // lockRequest parses ?lock=NAME, reenter=, wait= and, on an instance with
 // faults enabled, the fault parameters.
 func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
-	q := c.Request.URL.Query()
+	q, parsed := h.parseQuery(c)
+	if !parsed {
+		return lockRequest{}, false
+	}
 	allowed := []string{"lock", "reenter", "wait"}
 	if h.cfg.Faults != nil {
 		allowed = append(allowed, fault.Params...)
@@ -418,8 +422,20 @@ func (h *handler) strategies(c *gin.Context) {
 // query returns the request's query parameters after checking them (see
 // checkQuery).
 func (h *handler) query(c *gin.Context, allowed ...string) (url.Values, bool) {
-	q := c.Request.URL.Query()
-	return q, h.checkQuery(c, q, allowed...)
+	q, ok := h.parseQuery(c)
+	return q, ok && h.checkQuery(c, q, allowed...)
+}
+
+// parseQuery parses the request's query, answering a 400 when a pair does
+// not parse (a bad %-escape, a ';' separator): URL.Query drops such a pair
+// silently, and the request would go on without it.
+func (h *handler) parseQuery(c *gin.Context) (url.Values, bool) {
+	q, err := url.ParseQuery(c.Request.URL.RawQuery)
+	if err != nil {
+		h.badRequest(c, "malformed query: "+err.Error())
+		return nil, false
+	}
+	return q, true
 }
 
 // checkQuery answers a 400 unless q names only allowed parameters, each at

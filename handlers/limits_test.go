@@ -95,20 +95,7 @@ func TestLimitsMiddleware(t *testing.T) {
 // and on unknown paths and wrong methods too, before anything reaches
 // Redis: a 1 MiB POST /sale sells nothing.
 func TestLimitsInTheRouter(t *testing.T) {
-	gin.SetMode(gin.TestMode)
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
-	router := New(Config{
-		Instance:  "limits-1",
-		Inventory: inventory.New(rdb),
-		Ladder:    lock.NewLadder(rdb, nil, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}),
-	})
-	do := func(req *http.Request) *httptest.ResponseRecorder {
-		w := httptest.NewRecorder()
-		router.ServeHTTP(w, req)
-		return w
-	}
+	mr, do := newLimitsRouter(t)
 	if w := do(httptest.NewRequest("POST", "/reset?stock=10", nil)); w.Code != 200 {
 		t.Fatalf("reset: %d %s", w.Code, w.Body)
 	}
@@ -142,6 +129,65 @@ func TestLimitsInTheRouter(t *testing.T) {
 			if w.Header().Get("X-Instance") != "limits-1" {
 				t.Errorf("X-Instance %q", w.Header().Get("X-Instance"))
 			}
+			if after := mr.Dump(); after != before {
+				t.Fatalf("Redis changed:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
+// newLimitsRouter is New over a miniredis with stock 10 and one sale.
+func newLimitsRouter(t *testing.T) (*miniredis.Miniredis, func(*http.Request) *httptest.ResponseRecorder) {
+	t.Helper()
+	gin.SetMode(gin.TestMode)
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	router := New(Config{
+		Instance:  "limits-1",
+		Inventory: inventory.New(rdb),
+		Ladder:    lock.NewLadder(rdb, nil, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}),
+	})
+	do := func(req *http.Request) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		router.ServeHTTP(w, req)
+		return w
+	}
+	return mr, do
+}
+
+// TestLimitsMalformedTargets: a query pair that does not parse is a 400,
+// not silently dropped (the sale used to go on without it), and a trailing
+// slash is a 404, not a redirect a client may follow to sell.
+func TestLimitsMalformedTargets(t *testing.T) {
+	mr, do := newLimitsRouter(t)
+	if w := do(httptest.NewRequest("POST", "/reset?stock=10", nil)); w.Code != 200 {
+		t.Fatalf("reset: %d %s", w.Code, w.Body)
+	}
+	before := mr.Dump()
+	for _, tc := range []struct {
+		method, target string
+		code           int
+	}{
+		{"GET", "/sale?lock=lua&%zz=1", 400},
+		{"GET", "/sale?lock=lua&x;y=1", 400},
+		{"GET", "/sale?lock=lua;x=1", 400},
+		{"POST", "/testLock?lock=atomic&%", 400},
+		{"POST", "/reset?stock=5&%zz", 400},
+		{"GET", "/stock?%zz", 400},
+		{"GET", "/sections?since=0&a;b", 400},
+		{"GET", "/?%zz", 400},
+		{"GET", "/sale/?lock=lua", 404},
+		{"POST", "/testLock/?lock=lua", 404},
+		{"POST", "/reset/?stock=5", 404},
+		{"GET", "/sale%2F?lock=lua", 404},
+	} {
+		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
+			w := do(httptest.NewRequest(tc.method, tc.target, nil))
+			if w.Code != tc.code {
+				t.Fatalf("status %d, want %d: %s", w.Code, tc.code, truncateBody(w))
+			}
+			jsonError(t, w)
 			if after := mr.Dump(); after != before {
 				t.Fatalf("Redis changed:\nbefore %s\nafter  %s", before, after)
 			}
