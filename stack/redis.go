@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -32,14 +33,21 @@ type Redis struct {
 	version string
 
 	// real
-	proc  *proc
+	bin   string
 	dir   string
 	rmDir bool
+	proc  *proc // the current redis-server: a new one after restart (guarded by mu)
 
 	// embedded
 	mini     *miniredis.Miniredis
 	stopTick chan struct{}
 	tickDone chan struct{}
+
+	mu   sync.Mutex // guards proc and down
+	down bool       // shut down by shutdown, not yet restarted
+
+	opMu    sync.Mutex // serialises shutdown, restart and Stop
+	stopped bool       // Stop ran (guarded by opMu)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -47,7 +55,8 @@ type Redis struct {
 
 // StartRedis starts a standalone Redis on addr ("" or port 0: a free
 // port; no host: 127.0.0.1) and returns once it answers PING. Real runs redis-server
-// with nothing persisted, in a temp dir removed by Stop; Embedded serves
+// with nothing persisted (no save points, no AOF; a dump left by an
+// earlier run in its dir is removed first), in a temp dir removed by Stop; Embedded serves
 // miniredis from this process; Auto picks redis-server when it is on PATH
 // and otherwise falls back to miniredis, unless requireReal is set, in
 // which case a missing redis-server is an error. Progress lines go to log
@@ -158,7 +167,7 @@ func startRedisServer(ctx context.Context, bin, addr, dir string, lg *logger) (*
 var errPortTaken = errors.New("port taken by another process")
 
 func startRedisServerOn(ctx context.Context, bin, host, port, dir string, lg *logger) (_ *Redis, err error) {
-	r := &Redis{addr: net.JoinHostPort(host, port), dir: dir}
+	r := &Redis{addr: net.JoinHostPort(host, port), bin: bin, dir: dir}
 	if dir == "" {
 		if r.dir, err = os.MkdirTemp("", "lockladder-redis-"); err != nil {
 			return nil, fmt.Errorf("stack: redis: %w", err)
@@ -171,38 +180,216 @@ func startRedisServerOn(ctx context.Context, bin, host, port, dir string, lg *lo
 		}
 	}()
 	r.version = binaryVersion(bin, `v=(\S+)`, "--version")
+	// A fresh server starts empty: a dump an earlier run left here (its
+	// StopRedis saved one) must not be loaded.
+	if err := os.Remove(filepath.Join(r.dir, r.dbFilename())); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("stack: redis: stale dump: %w", err)
+	}
+	if err := r.spawn(ctx); err != nil {
+		return nil, err
+	}
+	lg.printf("%s", r.summary())
+	return r, nil
+}
+
+// dbFilename is the server's dump file in its dir, named after its port:
+// the main Redis and the masters share the stack's run dir, and a master
+// started again must not load the main Redis's dump.
+func (r *Redis) dbFilename() string {
+	_, port, _ := net.SplitHostPort(r.addr)
+	return "redis-" + port + ".rdb"
+}
+
+// spawn starts redis-server on r.addr and returns once that very process
+// answers there (its process_id, not some other server's) and PING has its
+// PONG (not LOADING: a restart loads the dump first). On failure the
+// process it started is stopped.
+func (r *Redis) spawn(ctx context.Context) (err error) {
+	host, port, _ := net.SplitHostPort(r.addr)
 	// Nothing persisted, nothing shared with a Redis the user runs: own
-	// port, loopback only, own dir.
+	// port, loopback only, own dir. The dump file is written only by
+	// shutdown (SHUTDOWN SAVE) and read back by the restart, from the
+	// same --dir and --dbfilename.
 	args := []string{
 		"--port", port, "--bind", host,
 		"--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--dir", r.dir,
+		"--daemonize", "no", "--dir", r.dir, "--dbfilename", r.dbFilename(),
 		"--pidfile", filepath.Join(r.dir, "redis-"+port+".pid"),
 	}
-	r.proc, err = startProc("redis-server", bin, args, nil, r.dir, filepath.Join(r.dir, "redis-"+port+".log"))
+	p, err := startProc("redis-server", r.bin, args, nil, r.dir, filepath.Join(r.dir, "redis-"+port+".log"))
 	if err != nil {
-		return nil, err
+		return err
 	}
+	defer func() {
+		if err != nil {
+			p.stop(stopGrace)
+		}
+	}()
 	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
 	defer cancel()
 	for {
 		if pid, err := serverPid(ctx, r.addr); err == nil {
-			if pid == r.proc.pid() {
+			if pid != p.pid() {
+				// Someone else's Redis answers there: ours will fail to bind.
+				return fmt.Errorf("stack: redis-server on %s: %w (pid %d answers)", r.addr, errPortTaken, pid)
+			}
+			if redisPing(ctx, r.addr) == nil {
 				break
 			}
-			// Someone else's Redis answers there: ours will fail to bind.
-			return nil, fmt.Errorf("stack: redis-server on %s: %w (pid %d answers)", r.addr, errPortTaken, pid)
 		}
 		select {
-		case <-r.proc.done:
-			return nil, fmt.Errorf("stack: redis-server on %s exited: %v%s", r.addr, r.proc.exitErr(), logTail(r.proc.logPath, 2048))
+		case <-p.done:
+			return fmt.Errorf("stack: redis-server on %s exited: %v%s", r.addr, p.exitErr(), logTail(p.logPath, 2048))
 		case <-ctx.Done():
-			return nil, fmt.Errorf("stack: redis-server on %s: no PONG: %w%s", r.addr, ctx.Err(), logTail(r.proc.logPath, 2048))
+			return fmt.Errorf("stack: redis-server on %s: no PONG: %w%s", r.addr, ctx.Err(), logTail(p.logPath, 2048))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	lg.printf("%s", r.summary())
-	return r, nil
+	r.mu.Lock()
+	r.proc, r.down = p, false
+	r.mu.Unlock()
+	return nil
+}
+
+// redisPing sends PING over a fresh connection and wants +PONG: a server
+// still loading its dump answers -LOADING.
+func redisPing(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: 500 * time.Millisecond}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := io.WriteString(c, "*1\r\n$4\r\nPING\r\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line = strings.TrimSpace(line); line != "+PONG" {
+		return fmt.Errorf("PING: %q", line)
+	}
+	return nil
+}
+
+// shutdown stops the server keeping its data, for restart: redis-server
+// by SHUTDOWN SAVE (its dataset written to its dump file, then it exits),
+// miniredis by closing it (its data stays in this process). Shutting down
+// a server already down does nothing.
+func (r *Redis) shutdown(ctx context.Context) error {
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	if r.stopped {
+		return errors.New("stack: redis: stopped")
+	}
+	r.mu.Lock()
+	down, p := r.down, r.proc
+	r.mu.Unlock()
+	if down {
+		return nil
+	}
+	if r.mini != nil {
+		r.mini.Close() // the ticker keeps the clock: TTLs run out while it is down, as they would
+		r.mu.Lock()
+		r.down = true
+		r.mu.Unlock()
+		return nil
+	}
+	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := shutdownSave(ctx, r.addr); err != nil {
+		return fmt.Errorf("stack: redis-server on %s (pid %d): SHUTDOWN SAVE: %w", r.addr, p.pid(), err)
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return fmt.Errorf("stack: redis-server on %s (pid %d) still runs after SHUTDOWN SAVE: %w", r.addr, p.pid(), ctx.Err())
+	}
+	// Whatever its exit, the process is gone: mark it down before looking.
+	r.mu.Lock()
+	r.down = true
+	r.mu.Unlock()
+	p.stop(stopGrace) // reaped already: only sweeps its process group
+	if p.waitErr != nil {
+		return fmt.Errorf("stack: redis-server on %s (pid %d) after SHUTDOWN SAVE: %v%s", r.addr, p.pid(), p.waitErr, logTail(p.logPath, 2048))
+	}
+	return nil
+}
+
+// shutdownSave sends SHUTDOWN SAVE to the Redis at addr. On success the
+// server closes the connection without a reply; an error reply (the save
+// failed) means it runs on.
+func shutdownSave(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	if _, err := io.WriteString(c, "*2\r\n$8\r\nSHUTDOWN\r\n$4\r\nSAVE\r\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err == nil {
+		return fmt.Errorf("reply %q", strings.TrimSpace(line))
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		return nil // closed by the exiting server
+	}
+	return err
+}
+
+// restart brings a server that shutdown stopped back on its address with
+// its data: redis-server from its dump (same --dir and --dbfilename),
+// checked to be the new process as at the start; miniredis reopened on
+// the same port. Restarting a running server does nothing.
+func (r *Redis) restart(ctx context.Context) error {
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	if r.stopped {
+		return errors.New("stack: redis: stopped")
+	}
+	r.mu.Lock()
+	down := r.down
+	r.mu.Unlock()
+	if !down {
+		return nil
+	}
+	if r.mini != nil {
+		// Close cancelled miniredis's context (blocking commands watch
+		// it); a reopened server needs a live one.
+		r.mini.Lock()
+		r.mini.Ctx, r.mini.CtxCancel = context.WithCancel(context.Background())
+		r.mini.Unlock()
+		if err := r.mini.StartAddr(r.addr); err != nil {
+			return fmt.Errorf("stack: embedded miniredis on %s: restart: %w", r.addr, err)
+		}
+		r.mu.Lock()
+		r.down = false
+		r.mu.Unlock()
+		return nil
+	}
+	return r.spawn(ctx)
+}
+
+// current is the server's current process, nil when embedded.
+func (r *Redis) current() *proc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.proc
+}
+
+// isDown reports whether shutdown stopped the server and restart has not
+// brought it back.
+func (r *Redis) isDown() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.down
 }
 
 // serverPid asks the Redis at addr for its process id (INFO server), over
@@ -245,9 +432,12 @@ func (r *Redis) Addr() string { return r.addr }
 // Embedded reports whether this is miniredis in this process.
 func (r *Redis) Embedded() bool { return r.mini != nil }
 
-// Pid is the redis-server process id, 0 when embedded.
+// Pid is the redis-server process id, 0 when embedded or while a stack
+// has it stopped (Stack.StopRedis); after a restart, the new process's.
 func (r *Redis) Pid() int {
-	if r.proc == nil {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil || r.down {
 		return 0
 	}
 	return r.proc.pid()
@@ -263,6 +453,9 @@ func (r *Redis) kind() string {
 }
 
 func (r *Redis) summary() string {
+	if r.isDown() {
+		return fmt.Sprintf("redis: %s on %s (stopped; its data kept for a restart)", r.kind(), r.addr)
+	}
 	if r.mini != nil {
 		return fmt.Sprintf("redis: %s on %s (in this process; TTLs advanced every %s)", r.kind(), r.addr, expireTick)
 	}
@@ -273,13 +466,16 @@ func (r *Redis) summary() string {
 // for it; it is idempotent.
 func (r *Redis) Stop() error {
 	r.stopOnce.Do(func() {
+		r.opMu.Lock()
+		defer r.opMu.Unlock()
+		r.stopped = true
 		if r.mini != nil {
 			close(r.stopTick)
 			<-r.tickDone
 			r.mini.Close()
 		}
-		if r.proc != nil {
-			r.stopErr = r.proc.stop(stopGrace)
+		if p := r.current(); p != nil {
+			r.stopErr = p.stop(stopGrace)
 		}
 		if r.rmDir {
 			r.stopErr = errors.Join(r.stopErr, os.RemoveAll(r.dir))
