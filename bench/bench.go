@@ -41,10 +41,11 @@ import (
 
 // Defaults used when the matching Config field is zero.
 const (
-	DefaultRequests    = 5000
-	DefaultConcurrency = 100
-	DefaultStock       = 1000
-	DefaultTimeout     = 30 * time.Second
+	DefaultRequests     = 5000
+	DefaultConcurrency  = 100
+	DefaultStock        = 1000
+	DefaultTimeout      = 30 * time.Second
+	DefaultCheckTimeout = 10 * time.Second
 )
 
 // The endpoints a run can load, as named in Config.Endpoints and Row.Endpoint.
@@ -87,6 +88,17 @@ type Config struct {
 	// Progress receives progress (nil = none): a live line rewritten with \r
 	// when it is a terminal, otherwise one line per finished run.
 	Progress io.Writer
+
+	// Instances are the app instances' base URLs, asked directly for the
+	// critical sections they held (GET /sections) after each run; none:
+	// overlaps are not counted (Row.Sections is -1).
+	Instances []string
+	// HistoryDir receives porcupine's HTML view of each run whose history
+	// is illegal; "" writes none.
+	HistoryDir string
+	// CheckTimeout bounds the linearizability check of one run; default
+	// 10s. A check that runs out says "unknown".
+	CheckTimeout time.Duration
 }
 
 // Row is the outcome of one run: one lock, one endpoint, one scenario.
@@ -153,7 +165,24 @@ type Row struct {
 	// because it stalled past the bound.
 	Stopped bool `json:"stopped,omitempty"`
 
-	// Verdict is SAFE, OVERSOLD, LOST UPDATES or DEADLOCK (see Judge).
+	// Linearizable is the history checker's finding on the run's answers:
+	// ok, illegal or unknown (see package history); Evidence says why a
+	// history is illegal, and Visualization is the file that shows it.
+	Linearizable  string `json:"linearizable"`
+	Evidence      string `json:"evidence,omitempty"`
+	Visualization string `json:"visualization,omitempty"`
+	// PossiblyApplied counts the requests without a definite answer (no
+	// answer at all, or Redis failed under them): the checker lets each
+	// take effect or not.
+	PossiblyApplied int `json:"possibly_applied"`
+	// Overlaps counts critical sections that wrote while another holder of
+	// the same lock was still inside; Sections is how many sections the
+	// instances reported for the run (-1: not asked, -2: some instance did
+	// not answer or had forgotten some, so Overlaps is a lower bound).
+	Overlaps int `json:"overlaps"`
+	Sections int `json:"sections"`
+
+	// Verdict is SAFE, OVERSOLD, LOST UPDATES, OVERLAP or DEADLOCK (see Judge).
 	Verdict string `json:"verdict"`
 	// Expected is the ladder's verdict for the pair, in matrix runs.
 	Expected string `json:"expected,omitempty"`
@@ -248,6 +277,19 @@ func (c Config) normalize() (Config, error) {
 	case c.Timeout == 0:
 		c.Timeout = DefaultTimeout
 	}
+	switch {
+	case c.CheckTimeout < 0:
+		return c, fmt.Errorf("bench: CheckTimeout must not be negative, got %s", c.CheckTimeout)
+	case c.CheckTimeout == 0:
+		c.CheckTimeout = DefaultCheckTimeout
+	}
+	insts := make([]string, len(c.Instances))
+	for i, in := range c.Instances {
+		if insts[i], err = checkURL(in, c.AllowRemote); err != nil {
+			return c, fmt.Errorf("bench: instance %q: %w", in, err)
+		}
+	}
+	c.Instances = insts
 
 	if len(c.Endpoints) == 0 {
 		c.Endpoints = []string{EndpointSale, EndpointTestLock}

@@ -15,6 +15,9 @@ import (
 // run fails it still prints and writes what finished before the error.
 func Compare(ctx context.Context, cfg Config, dir string, notes []string, w io.Writer) ([]Row, error) {
 	started := time.Now()
+	if cfg.HistoryDir == "" {
+		cfg.HistoryDir = dir
+	}
 	rows, runErr := Run(ctx, cfg)
 	if len(rows) == 0 {
 		return nil, runErr
@@ -43,6 +46,9 @@ func Compare(ctx context.Context, cfg Config, dir string, notes []string, w io.W
 // prints and writes what finished before the error.
 func CompareMatrix(ctx context.Context, cfg MatrixConfig, dir string, w io.Writer) ([]Row, []Skip, error) {
 	started := time.Now()
+	if cfg.HistoryDir == "" {
+		cfg.HistoryDir = dir
+	}
 	var notes []string
 	start := cfg.Start
 	if start == nil {

@@ -137,7 +137,7 @@ func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
 		op(w, 0)
 	case "flaky":
 		if n%4 == 0 {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "lock not had"})
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "lock not had", "reason": "lock_timeout"})
 			return
 		}
 		op(w, 0)

@@ -11,6 +11,7 @@ func fixtureRows() []bench.Row {
 			Instances: map[string]int{"app-1": 1623, "app-2": 1624, "app-3": 1623},
 			Initial:   1000, Remaining: 0, Sold: 4870,
 			RPS: 2710.4, P50Ms: 31.25, P99Ms: 96.5, MaxMs: 140.875, DurationMs: 1844.7,
+			Linearizable: "illegal", Evidence: "two sales both left 998", Overlaps: 4812, Sections: 4870,
 		},
 		{
 			Lock: "none", Endpoint: "testLock", Requests: 5000, OK: 5000,
@@ -18,6 +19,7 @@ func fixtureRows() []bench.Row {
 			Instances: map[string]int{"app-1": 1667, "app-2": 1667, "app-3": 1666},
 			Initial:   1000, Remaining: 1000, Num: 1322,
 			RPS: 2911, P50Ms: 30.1, P99Ms: 88, MaxMs: 120.4, DurationMs: 1717.6,
+			Linearizable: "illegal", Evidence: "two increments both made num 3", Overlaps: 4950, Sections: -2,
 		},
 		{
 			Lock: "lua", Endpoint: "sale", Requests: 5000, OK: 1000,
@@ -25,6 +27,7 @@ func fixtureRows() []bench.Row {
 			Instances: map[string]int{"app-1": 334, "app-2": 333, "app-3": 333},
 			Initial:   1000, Remaining: 0, Sold: 1000,
 			RPS: 412.3, P50Ms: 180.2, P99Ms: 1210.5, MaxMs: 4999.9, DurationMs: 12127,
+			Linearizable: "ok", Sections: 3000,
 		},
 		{
 			Lock: "atomic", Endpoint: "sale", Requests: 5000, OK: 1000,
@@ -32,6 +35,7 @@ func fixtureRows() []bench.Row {
 			Instances: map[string]int{"app-1": 334, "app-2": 333, "app-3": 333},
 			Initial:   1000, Remaining: 0, Sold: 1000,
 			RPS: 9120.7, P50Ms: 0.84, P99Ms: 4.12, MaxMs: 9.99, DurationMs: 548.2,
+			Linearizable: "ok", PossiblyApplied: 4, Sections: -1,
 		},
 	}
 	for i := range rows {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/lockladder/lockladder/history"
 )
 
 // progressEvery is how often the live progress line is redrawn.
@@ -56,7 +58,12 @@ func (c counters) complete() bool { return c.Stock != nil && c.Sold != nil && c.
 
 // call sends one control request, checks for a 200 and decodes the JSON body.
 func (h *harness) call(ctx context.Context, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, h.cfg.URL+path, nil)
+	return h.callURL(ctx, method, h.cfg.URL+path, out)
+}
+
+func (h *harness) callURL(ctx context.Context, method, target string, out any) error {
+	path := strings.TrimPrefix(target, h.cfg.URL)
+	req, err := http.NewRequestWithContext(ctx, method, target, nil)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
@@ -151,7 +158,9 @@ func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *progress
 	row.Initial = initial
 
 	p.start(lock, ep, h.cfg.Requests)
-	if err := h.attack(ctx, &row, p, ld); err != nil {
+	since := time.Now()
+	ops, err := h.attack(ctx, &row, p, ld)
+	if err != nil {
 		p.fail(err)
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
 	}
@@ -166,6 +175,10 @@ func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *progress
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
 	}
 	row.Remaining, row.Sold, row.Num = *c.Stock, *c.Sold, *c.Num
+	if err := h.checkHistory(ctx, &row, ops, since); err != nil {
+		p.fail(err)
+		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
+	}
 	Judge(&row)
 
 	// A 4xx other than 409 (out of stock) means the harness asked wrongly
@@ -223,7 +236,10 @@ const drainGrace = 10 * time.Second
 // With a stall bound, it stops handing out requests once nothing has made
 // progress for longer than the bound since the first fault, lets the
 // requests in flight finish, and marks the row Stopped.
-func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) error {
+//
+// It returns every request as a history operation, in the order the
+// answers came.
+func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) ([]history.Op, error) {
 	n, c := h.cfg.Requests, h.cfg.Concurrency
 
 	// Our own transport (vegeta's options below still configure it) so that
@@ -277,6 +293,7 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) e
 	row.Instances = map[string]int{}
 	started := tg.start
 	var last time.Duration // when the last result came back
+	ops := make([]history.Op, 0, n)
 	done := ctx.Done()
 	cancelled := false
 	for results != nil {
@@ -288,6 +305,7 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) e
 			}
 			last = time.Since(started)
 			m.Add(r)
+			ops = append(ops, operation(r, started))
 			if r.Code == http.StatusOK {
 				inst := r.Headers.Get("X-Instance")
 				if inst == "" {
@@ -333,13 +351,13 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) e
 	row.Requests, row.OK, row.Codes = outcomes(m.StatusCodes)
 	hookErr := tg.wait()
 	if cancelled {
-		return fmt.Errorf("cancelled after %d of %d requests: %w", row.Requests, n, context.Cause(ctx))
+		return nil, fmt.Errorf("cancelled after %d of %d requests: %w", row.Requests, n, context.Cause(ctx))
 	}
 	if hookErr != nil {
-		return fmt.Errorf("scenario %s: %w", ld.name(), hookErr)
+		return nil, fmt.Errorf("scenario %s: %w", ld.name(), hookErr)
 	}
 	if !row.Stopped && row.Requests != n {
-		return fmt.Errorf("vegeta answered %d results for %d requests", row.Requests, n)
+		return nil, fmt.Errorf("vegeta answered %d results for %d requests", row.Requests, n)
 	}
 	if !row.Stopped {
 		f, ok := from()
@@ -356,7 +374,18 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) e
 	row.P50Ms = ms(m.Latencies.P50)
 	row.P99Ms = ms(m.Latencies.P99)
 	row.MaxMs = ms(m.Latencies.Max)
-	return nil
+	return ops, nil
+}
+
+// operation is one result as history sees it, its times from start.
+func operation(r *vegeta.Result, start time.Time) history.Op {
+	outcome, v := history.Classify(int(r.Code), r.Body)
+	call := r.Timestamp.Sub(start)
+	return history.Op{
+		Call: int64(call), Return: int64(call + r.Latency),
+		Instance: r.Headers.Get("X-Instance"), Code: int(r.Code),
+		Outcome: outcome, Value: v,
+	}
 }
 
 // codeKey names an outcome: the status, or "error" for a transport error.

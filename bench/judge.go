@@ -1,6 +1,10 @@
 package bench
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/lockladder/lockladder/history"
+)
 
 // The verdicts a row can carry.
 const (
@@ -8,6 +12,10 @@ const (
 	VerdictOversold    = "OVERSOLD"
 	VerdictLostUpdates = "LOST UPDATES"
 	VerdictDeadlock    = "DEADLOCK"
+	// VerdictOverlap: the counters balance and every answer fits, but two
+	// holders of the lock wrote at once: the lock broke its promise and
+	// the damage missed this time.
+	VerdictOverlap = "OVERLAP"
 )
 
 // Judge computes r.Oversold, r.LostUpdates, r.LostAnswers and r.Verdict
@@ -30,6 +38,13 @@ const (
 // counter beside num to tell an answer lost with a crash from an increment
 // lost to a race (they cancel out), so a num ahead of the 200s is not SAFE
 // either.
+//
+// The history comes next: a run whose counters balance is still OVERSOLD
+// (LOST UPDATES on /testLock) when its history is illegal (Linearizable
+// "illegal": no order of the requests explains every answer, two sales
+// that left the same stock, say), and OVERLAP when the instances report
+// critical sections of the lock that wrote at the same time (Overlaps > 0).
+// An "unknown" history (the checker ran out of time) decides nothing.
 //
 // A run whose counters balance but that stalled longer than its bound
 // (StallBoundMs > 0 and StallMs > StallBoundMs) is DEADLOCK: after a fault
@@ -59,6 +74,15 @@ func Judge(r *Row) {
 		} else {
 			r.Verdict = VerdictLostUpdates
 		}
+	}
+	if r.Verdict == VerdictSafe && r.Linearizable == string(history.Illegal) {
+		r.Verdict = VerdictOversold
+		if strings.TrimPrefix(r.Endpoint, "/") == EndpointTestLock {
+			r.Verdict = VerdictLostUpdates
+		}
+	}
+	if r.Verdict == VerdictSafe && r.Overlaps > 0 {
+		r.Verdict = VerdictOverlap
 	}
 	if r.Verdict == VerdictSafe && r.StallBoundMs > 0 && r.StallMs > r.StallBoundMs {
 		r.Verdict = VerdictDeadlock

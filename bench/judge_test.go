@@ -41,6 +41,14 @@ func TestJudge(t *testing.T) {
 		{"stall within the bound", bench.Row{Endpoint: "sale", OK: 150, Initial: 150, Sold: 150, StallMs: 2999, StallBoundMs: 3000}, 0, 0, bench.VerdictSafe},
 		{"long stall, no bound", bench.Row{Endpoint: "sale", OK: 150, Initial: 150, Sold: 150, StallMs: 9000}, 0, 0, bench.VerdictSafe},
 		{"oversold beats deadlock", bench.Row{Endpoint: "sale", OK: 160, Initial: 150, StallMs: 5000, StallBoundMs: 3000}, 10, 0, bench.VerdictOversold},
+		// The history: counters that balance do not clear an illegal history or two writers at once.
+		{"sale books balance, history illegal", bench.Row{Endpoint: "sale", OK: 10, Initial: 10, Sold: 10, Linearizable: "illegal"}, 0, 0, bench.VerdictOversold},
+		{"testLock books balance, history illegal", bench.Row{Endpoint: "testLock", OK: 10, Num: 10, Linearizable: "illegal"}, 0, 0, bench.VerdictLostUpdates},
+		{"sale books balance, sections overlap", bench.Row{Endpoint: "sale", OK: 10, Initial: 10, Sold: 10, Linearizable: "ok", Overlaps: 2, Sections: 10}, 0, 0, bench.VerdictOverlap},
+		{"testLock overlap, lower bound", bench.Row{Endpoint: "testLock", OK: 10, Num: 10, Linearizable: "ok", Overlaps: 1, Sections: -2}, 0, 0, bench.VerdictOverlap},
+		{"history unknown decides nothing", bench.Row{Endpoint: "sale", OK: 10, Initial: 10, Sold: 10, Linearizable: "unknown"}, 0, 0, bench.VerdictSafe},
+		{"oversold beats overlap", bench.Row{Endpoint: "sale", OK: 11, Initial: 10, Sold: 11, Remaining: 0, Linearizable: "illegal", Overlaps: 3}, 1, 0, bench.VerdictOversold},
+		{"overlap beats deadlock", bench.Row{Endpoint: "sale", OK: 60, Initial: 150, Remaining: 90, Sold: 60, Overlaps: 1, StallMs: 3012.5, StallBoundMs: 3000}, 0, 0, bench.VerdictOverlap},
 		// Stale results are replaced, not kept.
 		{"stale fields recomputed", bench.Row{Endpoint: "sale", OK: 10, Initial: 10, Sold: 10, Oversold: 9, LostUpdates: 9, Verdict: "OVERSOLD"}, 0, 0, bench.VerdictSafe},
 		{"unknown endpoint", bench.Row{Endpoint: "buy", OK: 10, Oversold: 3, Verdict: "SAFE"}, 0, 0, ""},

@@ -250,7 +250,7 @@ func (f *stuckApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			case <-time.After(f.wait):
 			case <-r.Context().Done():
 			}
-			answer(http.StatusServiceUnavailable, map[string]string{"error": "lock not obtained"})
+			answer(http.StatusServiceUnavailable, map[string]string{"error": "lock not obtained", "reason": "lock_timeout"})
 			return
 		}
 		defer f.mu.Unlock()

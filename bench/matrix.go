@@ -68,6 +68,9 @@ type MatrixConfig struct {
 
 	// Progress receives a line per scenario and per run (nil = none).
 	Progress io.Writer
+	// HistoryDir receives the HTML view of each illegal history, as in
+	// Config; CompareMatrix defaults it to its report dir.
+	HistoryDir string
 }
 
 // settleTimeout bounds the wait for every instance to answer /healthz
@@ -155,6 +158,7 @@ func (cfg MatrixConfig) base() (Config, error) {
 	return Config{
 		URL: "http://127.0.0.1:1", Locks: cfg.Locks, Endpoints: eps,
 		Requests: cfg.Requests, Concurrency: cfg.Concurrency, Stock: cfg.Stock, Timeout: cfg.Timeout,
+		HistoryDir: cfg.HistoryDir,
 	}.normalize()
 }
 
@@ -172,6 +176,7 @@ func runScenario(ctx context.Context, sc Scenario, top Topology, base Config, pa
 		}
 		cfg.URL = urls[0]
 	}
+	cfg.Instances = top.InstanceURLs()
 	cfg, err := cfg.normalize()
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)

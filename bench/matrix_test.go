@@ -95,7 +95,7 @@ func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault stri
 		case <-time.After(time.Second):
 		case <-r.Context().Done():
 		}
-		writeJSON(w, 503, map[string]string{"error": "lock not obtained"})
+		writeJSON(w, 503, map[string]string{"error": "lock not obtained", "reason": "lock_timeout"})
 	case crash:
 		if lock == "setnx" || lock == "setnx-expire" {
 			f.mu.Lock()
@@ -105,7 +105,7 @@ func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault stri
 		writeJSON(w, 502, map[string]string{"error": "the instance exited"})
 	case lock == "redlock" && f.mastersDown.Load() >= 3:
 		time.Sleep(20 * time.Millisecond)
-		writeJSON(w, 503, map[string]string{"error": "no majority"})
+		writeJSON(w, 503, map[string]string{"error": "no majority", "reason": "lock_timeout"})
 	case lock == "none" || (lock == "local" && f.instances > 1):
 		f.inv.sell(w, time.Millisecond)
 	case slow && slices.Contains([]string{"setnx-px", "lua", "getset"}, lock),

@@ -74,6 +74,8 @@ var columns = []column{
 	{"p50 ms", true, func(r Row) string { return msCell(r.P50Ms) }},
 	{"p99 ms", true, func(r Row) string { return msCell(r.P99Ms) }},
 	{"max ms", true, func(r Row) string { return msCell(r.MaxMs) }},
+	{"history", false, func(r Row) string { return orDash(r.Linearizable) }},
+	{"overlaps", true, overlapsCell},
 	{"verdict", false, func(r Row) string { return r.Verdict }},
 }
 
@@ -118,6 +120,26 @@ func countCell(r Row, endpoint string, n int64) string {
 		return "-"
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// overlapsCell is the overlapping sections, "-" when the instances were
+// not asked, with a "+" when some had forgotten sections or did not answer
+// (a lower bound).
+func overlapsCell(r Row) string {
+	switch {
+	case r.Sections == -1:
+		return "-"
+	case r.Sections == -2:
+		return strconv.Itoa(r.Overlaps) + "+"
+	}
+	return strconv.Itoa(r.Overlaps)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func msCell(v float64) string {
@@ -216,7 +238,10 @@ func writeIndentedJSON(w io.Writer, v any) error {
 const Legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, remaining >= 0, and sold = initial - remaining: " +
 	"the sold counter, INCRed with each sale's write, counts an item sold twice twice); " +
 	"lost = ok - num on /testLock (SAFE needs 0); other = non-200 answers by status, error = transport error; " +
-	"latencies in ms per request."
+	"latencies in ms per request; history = porcupine's check that some order of the requests explains every answer " +
+	"(ok, illegal: OVERSOLD or LOST UPDATES whatever the counters say, unknown: out of time), each request without a definite answer " +
+	"counted as possibly applied; overlaps = critical sections the instances report that wrote while another holder of the lock " +
+	"was inside (OVERLAP when nothing else shows; + a lower bound: an instance had forgotten some, - not asked)."
 
 // ScenarioLegend adds what scenario runs show to Legend.
 const ScenarioLegend = Legend + " stall ms = the longest time with no answer from inside the lock " +

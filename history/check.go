@@ -182,10 +182,10 @@ func (r Result) Visualize(w io.Writer) error {
 // until >= 0, the ops called after until. An Unknown op gets a return after
 // every other: it may take effect at any time after its call.
 func operations(ops []Op, until int64) []porcupine.Operation {
-	var end int64
+	var end int64 // after every call and every known return
 	for _, op := range ops {
-		if op.Outcome != Unknown && (until < 0 || op.Call <= until) {
-			end = max(end, op.Return)
+		if until < 0 || op.Call <= until {
+			end = max(end, op.Call, op.Return)
 		}
 	}
 	var out []porcupine.Operation

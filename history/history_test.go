@@ -81,6 +81,7 @@ func TestCheckSale(t *testing.T) {
 		// The answer of the first sale was lost, yet it sold: the rest still fit.
 		{"lost answer that sold", 3, []Op{lost(0, 1), sale(2, 3, 1), sale(4, 5, 0), soldOut(6, 7)}, Ok, ""},
 		{"lost answer that did not sell", 2, []Op{lost(0, 1), sale(2, 3, 1), sale(4, 5, 0)}, Ok, ""},
+		{"nothing but lost answers", 2, []Op{lost(5, 6), lost(10, 11), lost(20, 21)}, Ok, ""},
 		// Two buyers read the same stock: the lost update of a broken lock.
 		{"two sales leave the same stock", 5, []Op{sale(0, 10, 4), sale(1, 9, 4), sale(11, 12, 3)}, Illegal, "two sales both left 4"},
 		// Sold out while one was still there, and sold afterwards.
@@ -169,15 +170,20 @@ func TestOverlaps(t *testing.T) {
 
 func TestRecorderKeepsTheLatest(t *testing.T) {
 	r := NewRecorder(3)
+	t0 := time.Now().UnixNano()
 	for i := int64(1); i <= 5; i++ {
-		r.Add(Section{Acquired: i * 10})
+		r.Add(Section{Acquired: t0 + i*10})
 	}
-	secs, complete := r.Since(0)
-	if len(secs) != 3 || secs[0].Acquired != 30 || secs[2].Acquired != 50 || complete {
-		t.Fatalf("Since(0) = %+v complete=%v, want 30,40,50 and incomplete", secs, complete)
+	secs, complete := r.Since(t0)
+	if len(secs) != 3 || secs[0].Acquired != t0+30 || secs[2].Acquired != t0+50 || complete {
+		t.Fatalf("Since(t0) = %+v complete=%v, want t0+30,40,50 and incomplete", secs, complete)
 	}
-	secs, complete = r.Since(35)
-	if len(secs) != 2 || secs[0].Acquired != 40 || !complete {
-		t.Fatalf("Since(35) = %+v complete=%v, want 40,50 and complete", secs, complete)
+	secs, complete = r.Since(t0 + 35)
+	if len(secs) != 2 || secs[0].Acquired != t0+40 || !complete {
+		t.Fatalf("Since(t0+35) = %+v complete=%v, want t0+40,50 and complete", secs, complete)
+	}
+	// Before the recorder began, nothing is known.
+	if _, complete := NewRecorder(3).Since(t0 - int64(time.Hour)); complete {
+		t.Fatal("a recorder started now cannot vouch for an hour ago")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Section is one critical section an instance held: from the moment Obtain
@@ -56,11 +57,12 @@ type Recorder struct {
 	next    int   // where the next one goes
 	n       int   // how many the ring holds
 	evicted int64 // Acquired of the newest section overwritten (0: none)
+	started int64 // when recording began: nothing older is known
 }
 
 // NewRecorder keeps up to size sections (at least 1).
 func NewRecorder(size int) *Recorder {
-	return &Recorder{ring: make([]Section, max(size, 1))}
+	return &Recorder{ring: make([]Section, max(size, 1)), started: time.Now().UnixNano()}
 }
 
 // Add records s, overwriting the oldest when full.
@@ -77,8 +79,9 @@ func (r *Recorder) Add(s Section) {
 }
 
 // Since returns the sections acquired at or after since (Unix ns), oldest
-// first, and whether that is all of them (false when the ring overwrote
-// some).
+// first, and whether that is all of them: false when the ring overwrote
+// some, or since is before the recorder began (a restarted instance has
+// forgotten what it held before).
 func (r *Recorder) Since(since int64) (secs []Section, complete bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -89,5 +92,5 @@ func (r *Recorder) Since(since int64) (secs []Section, complete bool) {
 			secs = append(secs, s)
 		}
 	}
-	return secs, r.evicted < since
+	return secs, r.evicted < since && since >= r.started
 }

@@ -23,6 +23,7 @@ func demo(ctx context.Context, args []string) error {
 	return run(ctx, so, func(ctx context.Context, s *stack.Stack) error {
 		cfg := bo.Config
 		cfg.URL = s.URL()
+		cfg.Instances = s.InstanceURLs()
 		fmt.Printf("\nbenchmark: %d requests at %d concurrent per run, stock %d, through %s\n",
 			cfg.Requests, cfg.Concurrency, cfg.Stock, s.URL())
 		if _, err := bench.Compare(ctx, cfg, bo.Out, s.Summary(), os.Stdout); err != nil {

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockladder/lockladder/history"
+)
+
+// checkHistory judges the run's operations with the history checker and
+// counts the overlapping critical sections the instances report since the
+// run began, into row (read by Judge). The HTML view of an illegal history
+// goes to Config.HistoryDir.
+func (h *harness) checkHistory(ctx context.Context, row *Row, ops []history.Op, since time.Time) error {
+	history.AssignClients(ops)
+	kind, initial := history.Sale, row.Initial
+	if row.Endpoint == EndpointTestLock {
+		kind, initial = history.Increment, 0 // the reset zeroes num
+	}
+	row.PossiblyApplied = 0
+	for _, op := range ops {
+		if op.Outcome == history.Unknown {
+			row.PossiblyApplied++
+		}
+	}
+	res := history.Check(kind, initial, ops, h.cfg.CheckTimeout)
+	row.Linearizable, row.Evidence, row.Visualization = string(res.Linearizable), res.Evidence, ""
+	if res.Linearizable == history.Illegal && res.HasVisualization() && h.cfg.HistoryDir != "" {
+		path, err := writeVisualization(h.cfg.HistoryDir, *row, res)
+		if err != nil {
+			return err
+		}
+		row.Visualization = path
+	}
+
+	row.Sections, row.Overlaps = -1, 0
+	if len(h.cfg.Instances) == 0 {
+		return nil
+	}
+	var secs []history.Section
+	complete := true
+	for _, base := range h.cfg.Instances {
+		var got struct {
+			Complete bool              `json:"complete"`
+			Sections []history.Section `json:"sections"`
+		}
+		path := "/sections?since=" + strconv.FormatInt(since.UnixNano(), 10)
+		if err := h.callAt(ctx, base, path, &got); err != nil {
+			complete = false // restarting, say: what the others held still counts
+			continue
+		}
+		complete = complete && got.Complete
+		for _, s := range got.Sections {
+			if s.Lock == row.Lock {
+				secs = append(secs, s)
+			}
+		}
+	}
+	row.Overlaps = history.Overlaps(secs)
+	row.Sections = len(secs)
+	if !complete {
+		row.Sections = -2
+	}
+	return nil
+}
+
+// writeVisualization writes porcupine's view of res beside the reports.
+func writeVisualization(dir string, row Row, res history.Result) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("history: %w", err)
+	}
+	name := strings.Join([]string{"history", row.Scenario, row.Lock, row.Endpoint, time.Now().Format("20060102-150405.000")}, "-")
+	name = strings.Map(func(r rune) rune {
+		if r == '/' || r == os.PathSeparator || r == ' ' {
+			return '_'
+		}
+		return r
+	}, name) + ".html"
+	path := filepath.Join(dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		return "", fmt.Errorf("history: %w", err)
+	}
+	if err := res.Visualize(f); err != nil {
+		f.Close()
+		return "", fmt.Errorf("history: %s: %w", path, err)
+	}
+	return path, f.Close()
+}
+
+// callAt is call against another base URL than the load balancer's (an
+// instance, directly).
+func (h *harness) callAt(ctx context.Context, base, path string, out any) error {
+	return h.callURL(ctx, "GET", base+path, out)
+}
