@@ -97,6 +97,8 @@ func TestLadderThroughLoadBalancer(t *testing.T) {
 		Requests:    requests,
 		Concurrency: concurrency,
 		Stock:       stock,
+		Instances:   st.InstanceURLs(),
+		HistoryDir:  t.TempDir(),
 	})
 	if err != nil {
 		t.Fatalf("bench: %v", err)
@@ -129,9 +131,24 @@ func TestLadderThroughLoadBalancer(t *testing.T) {
 				if r.Endpoint == "testLock" && (r.Verdict != "LOST UPDATES" || r.LostUpdates <= 0) {
 					t.Errorf("verdict %s, lost %d: want LOST UPDATES", r.Verdict, r.LostUpdates)
 				}
+				// The checker sees it in the answers alone, and the
+				// instances' own sections show two holders at once.
+				if r.Linearizable != "illegal" || r.Evidence == "" || r.Overlaps == 0 || r.Sections <= 0 {
+					t.Errorf("history %s (%s), overlaps %d of %d sections: want illegal, with overlaps",
+						r.Linearizable, r.Evidence, r.Overlaps, r.Sections)
+				}
+				if html, err := os.ReadFile(r.Visualization); err != nil || !strings.Contains(string(html), "<html") {
+					t.Errorf("the illegal history's view %q: %v", r.Visualization, err)
+				}
 			case "lua", "atomic":
-				if r.Verdict != "SAFE" {
-					t.Errorf("verdict %s: want SAFE", r.Verdict)
+				if r.Verdict != "SAFE" || r.Linearizable != "ok" || r.Overlaps != 0 || r.Visualization != "" {
+					t.Errorf("verdict %s, history %s (%s), overlaps %d: want SAFE, ok, none",
+						r.Verdict, r.Linearizable, r.Evidence, r.Overlaps)
+				}
+				// lua's sections are all there (one per request that
+				// held the lock); atomic takes no lock and has none.
+				if held := r.OK + r.Codes["409"]; r.Lock == "lua" && r.Sections != held || r.Lock == "atomic" && r.Sections != 0 {
+					t.Errorf("%d sections read back, want %d", r.Sections, held)
 				}
 				if r.Endpoint == "sale" {
 					// Exact: the whole stock sold, once each, and the
