@@ -228,6 +228,14 @@ func drop(ds []*directive, names ...string) []*directive {
 // test (keepalive, proxy_next_upstream off, timeouts) is the docker one.
 // Run the result as `nginx -p dir -c FILE`.
 func DeriveNginxConf(src []byte, listen string, upstreams []string, dir string) ([]byte, error) {
+	return deriveNginxConf(src, listen, upstreams, nil, dir)
+}
+
+// deriveNginxConf is DeriveNginxConf with upstream i marked down when
+// down[i] (Stack.Drain takes an instance out of the load balancer so):
+// nginx then sends it no new request, and a reload applies it without
+// dropping a connection.
+func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool, dir string) ([]byte, error) {
 	if len(upstreams) == 0 {
 		return nil, errors.New("stack: DeriveNginxConf: no upstreams")
 	}
@@ -255,8 +263,12 @@ func DeriveNginxConf(src []byte, listen string, upstreams []string, dir string) 
 	}
 	params := servers[0].args[1:]
 	var body []*directive
-	for _, u := range upstreams {
-		body = append(body, &directive{name: "server", args: append([]string{u}, params...)})
+	for i, u := range upstreams {
+		args := append([]string{u}, params...)
+		if i < len(down) && down[i] && !slices.Contains(params, "down") {
+			args = append(args, "down")
+		}
+		body = append(body, &directive{name: "server", args: args})
 	}
 	for _, d := range up.block {
 		if d.name != "server" {

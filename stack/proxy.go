@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -22,7 +23,7 @@ import (
 // (net/http's Transport may itself resend a GET on a reused keep-alive
 // connection that the server closed before answering; that goes to the same
 // instance, and only when nothing at all was read back.)
-func newProxy(targets []string) (*httputil.ReverseProxy, error) {
+func newProxy(targets []string) (*balancer, error) {
 	if len(targets) == 0 {
 		return nil, errors.New("stack: proxy: no targets")
 	}
@@ -34,11 +35,13 @@ func newProxy(targets []string) (*httputil.ReverseProxy, error) {
 		}
 		us[i] = u
 	}
-	var next atomic.Uint64
-	rp := &httputil.ReverseProxy{
+	b := &balancer{
+		down:     make([]atomic.Bool, len(us)),
+		inflight: make([]atomic.Int64, len(us)),
+	}
+	b.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
-			u := us[(next.Add(1)-1)%uint64(len(us))]
-			r.SetURL(u)
+			r.SetURL(us[r.In.Context().Value(targetKey{}).(int)])
 			r.Out.Host = r.In.Host
 			r.SetXForwarded()
 		},
@@ -63,13 +66,75 @@ func newProxy(targets []string) (*httputil.ReverseProxy, error) {
 			})
 		},
 	}
-	return rp, nil
+	return b, nil
+}
+
+// balancer picks the target of each request, round robin over those in
+// the load balancer, and counts the requests in flight to each, so that
+// Stack.Drain can take one out (setDown) and wait until nothing is on its
+// way to it (idle) before stopping it.
+type balancer struct {
+	rp       *httputil.ReverseProxy
+	next     atomic.Uint64
+	down     []atomic.Bool
+	inflight []atomic.Int64
+}
+
+// targetKey carries the picked target's index to Rewrite.
+type targetKey struct{}
+
+func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	i, ok := b.pick()
+	if !ok {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"error":"no instance in the load balancer"}`+"\n")
+		return
+	}
+	defer b.inflight[i].Add(-1)
+	b.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, i)))
+}
+
+// pick returns the next target in the load balancer, counted in flight.
+// It counts first and checks down again after: either setDown's caller
+// then sees the count (idle waits for it), or this sees the target down.
+func (b *balancer) pick() (int, bool) {
+	n := uint64(len(b.down))
+	start := b.next.Add(1) - 1
+	for k := range n {
+		i := int((start + k) % n)
+		if b.down[i].Load() {
+			continue
+		}
+		b.inflight[i].Add(1)
+		if b.down[i].Load() {
+			b.inflight[i].Add(-1)
+			continue
+		}
+		return i, true
+	}
+	return 0, false
+}
+
+// setDown takes target i out of the rotation (or puts it back).
+func (b *balancer) setDown(i int, down bool) { b.down[i].Store(down) }
+
+// idle waits until no request is in flight to target i.
+func (b *balancer) idle(ctx context.Context, i int) error {
+	for b.inflight[i].Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stack: built-in proxy: %d request(s) still in flight to instance %d: %w", b.inflight[i].Load(), i, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // proxyServer is the built-in load balancer serving in this process.
 type proxyServer struct {
 	srv  *http.Server
-	rp   *httputil.ReverseProxy
+	bal  *balancer
 	addr string
 	done chan struct{}
 }
@@ -89,7 +154,7 @@ func startProxy(addr string, targets []string) (*proxyServer, error) {
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       120 * time.Second,
 		},
-		rp:   h,
+		bal:  h,
 		addr: ln.Addr().String(),
 		done: make(chan struct{}),
 	}
@@ -108,6 +173,6 @@ func (p *proxyServer) stop(grace time.Duration) error {
 		err = p.srv.Close()
 	}
 	<-p.done
-	p.rp.Transport.(*http.Transport).CloseIdleConnections()
+	p.bal.rp.Transport.(*http.Transport).CloseIdleConnections()
 	return err
 }

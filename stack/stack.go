@@ -75,6 +75,21 @@ type Config struct {
 
 	// StartTimeout bounds Start when ctx has no deadline; default 30s.
 	StartTimeout time.Duration
+
+	// RedisProxy puts a FaultProxy between the instances and the main
+	// Redis: they get its address as -redis, so that a test can delay
+	// Redis's replies or cut the network (Stack.RedisProxy) without
+	// touching the server. RedisAddr stays the server's own address. The
+	// proxy dials Redis per connection, so it survives StopRedis and
+	// StartRedis.
+	RedisProxy bool
+
+	// MasterProxies puts a FaultProxy of its own between the instances and
+	// each Redlock master (Stack.MasterProxy): the instances get the
+	// proxies' addresses as -masters and in REDLOCK_MASTERS, while
+	// MasterAddrs stays the masters' own. A cut there is a master that
+	// times out, where StopMaster is one that refuses.
+	MasterProxies bool
 }
 
 // Stack is a running topology. Its methods are safe for concurrent use.
@@ -93,12 +108,20 @@ type Stack struct {
 	lbAddr   string
 	nginx    *proc
 	nginxVer string
+	nginxSrc []byte // the project's nginx.conf as read at Start: reloads derive from it
 	proxy    *proxyServer
+
+	lbMu   sync.Mutex // serialises load balancer changes (Drain)
+	lbDown []bool     // instances taken out of the load balancer
+
+	redisProxy    *FaultProxy   // Config.RedisProxy
+	masterProxies []*FaultProxy // Config.MasterProxies, in MasterAddrs order
 
 	life     context.Context // cancelled by Stop: supervisors return
 	end      context.CancelFunc
 	wg       sync.WaitGroup
-	restarts atomic.Int64
+	restarts atomic.Int64 // after unexpected exits
+	drains   atomic.Int64 // after Drain
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -112,6 +135,12 @@ type instance struct {
 	mu      sync.Mutex
 	p       *proc
 	started time.Time
+
+	// drainPid is the pid Drain sent SIGTERM to: when that process exits,
+	// the supervisor logs it as drained, not as a crash, and restarts it
+	// at once. The supervisor clears it.
+	drainPid atomic.Int64
+	draining sync.Mutex // one Drain at a time per instance
 }
 
 func (in *instance) current() *proc {
@@ -154,7 +183,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, fmt.Errorf("stack: app binary: %w (build it: go build -o bin/app ./cmd/app)", err)
 	}
 	if realLB {
-		if _, err := os.Stat(cfg.NginxConf); err != nil {
+		// Read once: Drain's reloads derive from these bytes, whatever
+		// happens to the file meanwhile.
+		if s.nginxSrc, err = os.ReadFile(cfg.NginxConf); err != nil {
 			return nil, fmt.Errorf("stack: nginx: %w (set Config.NginxConf)", err)
 		}
 	}
@@ -172,6 +203,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, err
 	}
 	if err := s.startMasters(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startFaultProxies(); err != nil {
 		return nil, err
 	}
 
@@ -193,7 +227,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		for _, in := range s.instances {
 			ups = append(ups, in.addr)
 		}
-		s.nginx, err = startNginx(ctx, nginxBin, cfg.NginxConf, s.dir, s.lbAddr, ups)
+		s.nginx, err = startNginx(ctx, nginxBin, s.nginxSrc, s.dir, s.lbAddr, ups)
 		if err != nil {
 			return nil, err
 		}
@@ -389,6 +423,15 @@ func (s *Stack) startInstances(ctx context.Context) error {
 		}
 	}
 	masters := s.MasterAddrs()
+	if len(s.masterProxies) > 0 {
+		for i, p := range s.masterProxies {
+			masters[i] = p.Addr()
+		}
+	}
+	redisAddr := s.redis.Addr()
+	if s.redisProxy != nil {
+		redisAddr = s.redisProxy.Addr()
+	}
 	var mastersFlag []string
 	if len(masters) > 0 {
 		mastersFlag = []string{"-masters", strings.Join(masters, ",")}
@@ -402,7 +445,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 			logPath: filepath.Join(s.dir, name+".log"),
 		}
 		// Ours first: a flag repeated in AppArgs or InstanceArgs wins.
-		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", s.redis.Addr()}, mastersFlag...)
+		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", redisAddr}, mastersFlag...)
 		in.args = append(in.args, s.cfg.AppArgs...)
 		in.args = append(in.args, s.cfg.InstanceArgs[i]...)
 		in.env = env
@@ -426,6 +469,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	s.lbDown = make([]bool, len(s.instances))
 	for _, in := range s.instances {
 		s.lg.printf("%s", s.instanceSummary(in))
 	}
@@ -465,7 +509,8 @@ func waitHealthy(ctx context.Context, base string, exited <-chan struct{}) error
 }
 
 // supervise restarts in whenever its process exits while the stack is up,
-// with a backoff that grows while it keeps crashing early.
+// with a backoff that grows while it keeps crashing early. An exit Drain
+// asked for is no crash: it is logged as drained and restarted at once.
 func (s *Stack) supervise(in *instance) {
 	defer s.wg.Done()
 	backoff := 100 * time.Millisecond
@@ -479,18 +524,30 @@ func (s *Stack) supervise(in *instance) {
 		if s.life.Err() != nil { // stopping: not a crash
 			return
 		}
-		n := s.restarts.Add(1)
-		if time.Since(in.started) > 10*time.Second {
-			backoff = 100 * time.Millisecond
+		drained := in.drainPid.CompareAndSwap(int64(p.pid()), 0)
+		wait := backoff
+		if drained {
+			wait = 0
+			n := s.drains.Add(1)
+			s.lg.printf("%s: pid %d drained (%v); restarting (drain #%d)", in.name, p.pid(), p.exitErr(), n)
+		} else {
+			n := s.restarts.Add(1)
+			if time.Since(in.started) > 10*time.Second {
+				backoff = 100 * time.Millisecond
+			}
+			wait = backoff
+			s.lg.printf("%s: pid %d exited unexpectedly (%v); restarting in %s (restart #%d)", in.name, p.pid(), p.exitErr(), backoff, n)
 		}
-		s.lg.printf("%s: pid %d exited unexpectedly (%v); restarting in %s (restart #%d)", in.name, p.pid(), p.exitErr(), backoff, n)
 		for {
 			select {
 			case <-s.life.Done():
 				return
-			case <-time.After(backoff):
+			case <-time.After(wait):
 			}
-			backoff = min(2*backoff, 5*time.Second)
+			if wait > 0 {
+				backoff = min(2*backoff, 5*time.Second)
+			}
+			wait = backoff
 			np, err := startProc(in.name, s.cfg.AppBinary, in.args, in.env, s.dir, in.logPath)
 			if err != nil {
 				s.lg.printf("%s: restart failed: %v; retrying in %s", in.name, err, backoff)
@@ -530,8 +587,13 @@ func (s *Stack) RedisAddr() string { return s.redis.Addr() }
 // Dir is the run dir (logs, derived nginx.conf, pid files).
 func (s *Stack) Dir() string { return s.dir }
 
-// Restarts counts instance restarts by the supervisor.
+// Restarts counts instance restarts by the supervisor after an unexpected
+// exit (a crash, a kill); the restarts that finish a Drain are not
+// counted.
 func (s *Stack) Restarts() int { return int(s.restarts.Load()) }
+
+// Instances is the number of app instances.
+func (s *Stack) Instances() int { return len(s.instances) }
 
 // InstancePids are the app instances' current pids, in instance order
 // (after a restart by the supervisor, the new process's).
@@ -550,8 +612,10 @@ func (s *Stack) InstancePids() []int {
 // stopped, the nginx master, the app instances.
 func (s *Stack) Pids() []int {
 	var pids []int
-	if s.redis != nil && s.redis.Pid() != 0 {
-		pids = append(pids, s.redis.Pid())
+	if s.redis != nil {
+		if pid := s.redis.Pid(); pid != 0 { // 0: embedded, or stopped by StopRedis
+			pids = append(pids, pid)
+		}
 	}
 	s.mastersMu.Lock()
 	pids = append(pids, s.masterPidsLocked()...)
@@ -577,12 +641,18 @@ func (s *Stack) Summary() []string {
 		lines = append(lines, l)
 	}
 	s.mastersMu.Unlock()
+	if l := s.faultProxiesSummary(); l != "" {
+		lines = append(lines, l)
+	}
 	for _, in := range s.instances {
 		lines = append(lines, s.instanceSummary(in))
 	}
 	lines = append(lines, s.lbSummary())
 	if n := s.Restarts(); n > 0 {
 		lines = append(lines, fmt.Sprintf("supervisor: %d instance restart(s)", n))
+	}
+	if n := s.drains.Load(); n > 0 {
+		lines = append(lines, fmt.Sprintf("supervisor: %d drained instance(s) restarted", n))
 	}
 	return lines
 }
@@ -619,6 +689,12 @@ func (s *Stack) Stop() error {
 		}
 		wg.Wait()
 		errs = append(errs, appErrs...)
+		if s.redisProxy != nil {
+			errs = append(errs, s.redisProxy.Close())
+		}
+		for _, p := range s.masterProxies {
+			errs = append(errs, p.Close())
+		}
 		if s.redis != nil {
 			errs = append(errs, s.redis.Stop())
 		}

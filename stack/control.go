@@ -1,0 +1,333 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// This file holds what a test or a scenario does to a running stack:
+// faults on the network (the fault proxies), Redis stopped and brought
+// back, a signal to an instance, and the graceful way to take an instance
+// out under load (Drain).
+
+// startFaultProxies starts the proxies Config asks for, in front of the
+// main Redis and of each master, before the instances that dial them.
+func (s *Stack) startFaultProxies() error {
+	if s.cfg.RedisProxy {
+		p, err := NewFaultProxy(s.redis.Addr())
+		if err != nil {
+			return err
+		}
+		s.redisProxy = p
+	}
+	if s.cfg.MasterProxies {
+		for _, a := range s.MasterAddrs() {
+			p, err := NewFaultProxy(a)
+			if err != nil {
+				return err
+			}
+			s.masterProxies = append(s.masterProxies, p)
+		}
+	}
+	if l := s.faultProxiesSummary(); l != "" {
+		s.lg.printf("%s", l)
+	}
+	return nil
+}
+
+// faultProxiesSummary is the fault proxies' Summary line, "" when none.
+func (s *Stack) faultProxiesSummary() string {
+	var parts []string
+	if p := s.redisProxy; p != nil {
+		parts = append(parts, fmt.Sprintf("redis via %s -> %s", p.Addr(), p.Upstream()))
+	}
+	if len(s.masterProxies) > 0 {
+		ms := make([]string, len(s.masterProxies))
+		for i, p := range s.masterProxies {
+			ms[i] = p.Addr() + " -> " + p.Upstream()
+		}
+		parts = append(parts, "masters via "+strings.Join(ms, ", "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "fault proxies (in this process): " + strings.Join(parts, "; ")
+}
+
+// RedisProxy is the FaultProxy the instances reach the main Redis through
+// (Config.RedisProxy), nil when there is none.
+func (s *Stack) RedisProxy() *FaultProxy { return s.redisProxy }
+
+// MasterProxy is the FaultProxy the instances reach Redlock master i
+// (0-based, as in MasterAddrs) through (Config.MasterProxies); nil when
+// there is none.
+func (s *Stack) MasterProxy(i int) *FaultProxy {
+	if i < 0 || i >= len(s.masterProxies) {
+		return nil
+	}
+	return s.masterProxies[i]
+}
+
+// opCtx bounds an operation on the stack: ctx with a default timeout d,
+// also cancelled by Stop.
+func (s *Stack) opCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := withDefaultTimeout(ctx, d)
+	stop := context.AfterFunc(s.life, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// StopRedis stops the main Redis mid-run, keeping its data for StartRedis:
+// a redis-server gets SHUTDOWN SAVE (it writes its dataset to its dump file
+// in the run dir, then exits), an embedded miniredis is closed, its data
+// staying in this process. Its address then refuses connections and the
+// instances answer 503. Stopping it again does nothing.
+func (s *Stack) StopRedis(ctx context.Context) error {
+	if s.life.Err() != nil {
+		return errors.New("stack: StopRedis: the stack is stopped")
+	}
+	ctx, cancel := s.opCtx(ctx, 15*time.Second)
+	defer cancel()
+	if s.redis.isDown() {
+		return nil
+	}
+	pid := s.redis.Pid()
+	if err := s.redis.shutdown(ctx); err != nil {
+		return err
+	}
+	if s.redis.Embedded() {
+		s.lg.printf("redis: %s on %s stopped (its data kept in this process)", s.redis.kind(), s.redis.Addr())
+	} else {
+		s.lg.printf("redis: pid %d on %s stopped by SHUTDOWN SAVE (dump %s)", pid, s.redis.Addr(), filepath.Join(s.redis.dir, s.redis.dbFilename()))
+	}
+	return nil
+}
+
+// StartRedis brings the main Redis that StopRedis stopped back on the same
+// address with its data (a redis-server loads its dump; it is checked to
+// be the new process, as at Start) and returns once it answers PING.
+// Starting it while it runs does nothing. The instances reconnect on their
+// next calls.
+func (s *Stack) StartRedis(ctx context.Context) error {
+	if s.life.Err() != nil {
+		return errors.New("stack: StartRedis: the stack is stopped")
+	}
+	ctx, cancel := s.opCtx(ctx, 15*time.Second)
+	defer cancel()
+	if !s.redis.isDown() {
+		return nil
+	}
+	if err := s.redis.restart(ctx); err != nil {
+		return err
+	}
+	if pid := s.redis.Pid(); pid != 0 {
+		s.lg.printf("redis: started again on %s with its data (pid %d)", s.redis.Addr(), pid)
+	} else {
+		s.lg.printf("redis: started again on %s with its data (%s, in this process)", s.redis.Addr(), s.redis.kind())
+	}
+	return nil
+}
+
+// instance returns instance i (0-based).
+func (s *Stack) instance(i int) (*instance, error) {
+	if i < 0 || i >= len(s.instances) {
+		return nil, fmt.Errorf("stack: no instance %d (the stack has %d)", i, len(s.instances))
+	}
+	return s.instances[i], nil
+}
+
+// Signal sends sig to instance i's current process (0-based) and returns
+// its pid. The supervisor treats any exit that follows as a crash: after
+// SIGKILL it restarts the instance (Restarts counts it). To take an
+// instance out without losing requests, use Drain, not SIGTERM.
+func (s *Stack) Signal(i int, sig syscall.Signal) (pid int, err error) {
+	in, err := s.instance(i)
+	if err != nil {
+		return 0, err
+	}
+	p := in.current()
+	// Process.Signal, not kill(2) by number: it never signals a reaped
+	// process whose pid was reused.
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return p.pid(), fmt.Errorf("stack: %s (pid %d): %v: %w", in.name, p.pid(), sig, err)
+	}
+	return p.pid(), nil
+}
+
+// DrainReport is what Drain did.
+type DrainReport struct {
+	Instance int    // 0-based
+	Name     string // app1, app2, ...
+	Pid      int    // the process drained
+	NewPid   int    // the process the supervisor started in its place
+
+	// OutOfLB is how long taking it out of the load balancer took: with
+	// nginx, the reload until every worker of the old configuration had
+	// exited (their requests in flight answered); with the built-in proxy,
+	// until no request was in flight to it.
+	OutOfLB time.Duration
+	// Drain is SIGTERM to exit: the instance finishing the requests it had.
+	Drain time.Duration
+	// Back is when it was back in the load balancer, healthy.
+	Back time.Time
+}
+
+// drainTimeout bounds Drain when ctx has no deadline: above the app's own
+// shutdown bound (-lock-wait + 10s) and a restart.
+const drainTimeout = time.Minute
+
+// Drain takes instance i (0-based) out under load without failing a
+// request, the way a rolling deploy should: out of the load balancer first
+// (nginx: the derived config is rewritten with that server marked down and
+// nginx reloaded with SIGHUP, then Drain waits until the old workers have
+// exited; built-in proxy: it stops picking that target and Drain waits
+// until nothing is in flight to it), then SIGTERM, on which the app stops
+// accepting and finishes what it serves (http.Server.Shutdown). Drain waits
+// for the exit, lets the supervisor restart the instance (logged as
+// drained, not counted by Restarts), waits until it is healthy and puts it
+// back in the load balancer.
+//
+// Killing an instance instead (Signal with SIGKILL) fails its requests in
+// flight; and signalling one still in the load balancer fails the requests
+// routed to it before it is restarted (502). Drain refuses to take out the
+// last instance in the load balancer. When a step fails after the instance
+// went out, Drain puts it back once it is healthy.
+func (s *Stack) Drain(ctx context.Context, i int) (rep DrainReport, err error) {
+	in, err := s.instance(i)
+	if err != nil {
+		return rep, err
+	}
+	if s.life.Err() != nil {
+		return rep, errors.New("stack: Drain: the stack is stopped")
+	}
+	if !in.draining.TryLock() {
+		return rep, fmt.Errorf("stack: Drain: %s is being drained already", in.name)
+	}
+	defer in.draining.Unlock()
+	ctx, cancel := s.opCtx(ctx, drainTimeout)
+	defer cancel()
+	rep = DrainReport{Instance: i, Name: in.name}
+
+	start := time.Now()
+	if err := s.setInLB(ctx, i, false); err != nil {
+		// A failed reload may have taken effect partly: say it is in.
+		return rep, errors.Join(err, s.putBack(i, in))
+	}
+	rep.OutOfLB = time.Since(start)
+	s.lg.printf("%s: out of the load balancer in %s", in.name, rep.OutOfLB.Round(time.Millisecond))
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.putBack(i, in))
+		}
+	}()
+
+	p := in.current()
+	rep.Pid = p.pid()
+	if p.exited() {
+		return rep, fmt.Errorf("stack: Drain: %s (pid %d) had exited already", in.name, p.pid())
+	}
+	in.drainPid.Store(int64(p.pid()))
+	sent := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		in.drainPid.CompareAndSwap(int64(p.pid()), 0)
+		return rep, fmt.Errorf("stack: Drain: %s (pid %d): SIGTERM: %w", in.name, p.pid(), err)
+	}
+	s.lg.printf("%s: SIGTERM to pid %d", in.name, p.pid())
+	select {
+	case <-p.done:
+		rep.Drain = time.Since(sent)
+	case <-ctx.Done():
+		// Stuck in its shutdown: killed, so that no half-stopped process
+		// stays; the supervisor restarts it (still as drained).
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		return rep, fmt.Errorf("stack: Drain: %s (pid %d) did not exit after SIGTERM (killed): %w", in.name, p.pid(), ctx.Err())
+	}
+
+	// The supervisor restarts it; wait for the new process, then its health.
+	var np *proc
+	for {
+		if np = in.current(); np != p {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return rep, fmt.Errorf("stack: Drain: %s not restarted after its exit: %w", in.name, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	rep.NewPid = np.pid()
+	if err := waitHealthy(ctx, "http://"+in.addr, np.done); err != nil {
+		return rep, fmt.Errorf("stack: Drain: %s (pid %d) after its restart: %w%s", in.name, np.pid(), err, logTail(in.logPath, 2048))
+	}
+	if err := s.setInLB(ctx, i, true); err != nil {
+		return rep, err
+	}
+	rep.Back = time.Now()
+	s.lg.printf("%s: drained pid %d in %s; back in the load balancer as pid %d", in.name, rep.Pid, rep.Drain.Round(time.Millisecond), rep.NewPid)
+	return rep, nil
+}
+
+// putBack returns instance i to the load balancer after a failed Drain,
+// once it is healthy (bounded; Stop ends it), so that a failure does not
+// leave the stack an instance short for good.
+func (s *Stack) putBack(i int, in *instance) error {
+	ctx, cancel := s.opCtx(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		p := in.current()
+		err := waitHealthy(ctx, "http://"+in.addr, p.done)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("stack: %s left out of the load balancer: %w", in.name, err)
+		}
+		// It exited before it was healthy: the supervisor starts another.
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := s.setInLB(ctx, i, true); err != nil {
+		return fmt.Errorf("stack: %s left out of the load balancer: %w", in.name, err)
+	}
+	return nil
+}
+
+// setInLB puts instance i in the load balancer or takes it out, and
+// returns once the change is in effect (see Drain).
+func (s *Stack) setInLB(ctx context.Context, i int, in bool) error {
+	s.lbMu.Lock()
+	defer s.lbMu.Unlock()
+	if s.lbDown[i] == !in {
+		return nil
+	}
+	if !in {
+		left := 0
+		for j, d := range s.lbDown {
+			if j != i && !d {
+				left++
+			}
+		}
+		if left == 0 {
+			return fmt.Errorf("stack: %s is the last instance in the load balancer: not taken out", s.instances[i].name)
+		}
+	}
+	s.lbDown[i] = !in
+	if s.proxy != nil {
+		s.proxy.bal.setDown(i, !in)
+		if !in {
+			return s.proxy.bal.idle(ctx, i)
+		}
+		return nil
+	}
+	ups := make([]string, len(s.instances))
+	for j, inst := range s.instances {
+		ups[j] = inst.addr
+	}
+	return reloadNginx(ctx, s.nginx, s.nginxSrc, s.lbAddr, ups, s.lbDown, s.dir)
+}

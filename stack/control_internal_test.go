@@ -1,0 +1,129 @@
+package stack
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+)
+
+// Drain's nginx config marks only the drained upstream down, after the
+// parameters the source gives every server.
+func TestDeriveNginxConfDown(t *testing.T) {
+	src := []byte(`events {}
+http {
+    upstream app { server app1:8080 max_fails=0; server app2:8080 max_fails=0; keepalive 8; }
+    server { listen 80; location / { proxy_pass http://app; } }
+}`)
+	ups := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}
+	out, err := deriveNginxConf(src, "127.0.0.1:9", ups, []bool{false, true, false}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := parseNginx(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	servers := find(find(find(ds, "http")[0].block, "upstream")[0].block, "server")
+	want := [][]string{
+		{"127.0.0.1:1", "max_fails=0"},
+		{"127.0.0.1:2", "max_fails=0", "down"},
+		{"127.0.0.1:3", "max_fails=0"},
+	}
+	if len(servers) != len(want) {
+		t.Fatalf("%d servers, want %d:\n%s", len(servers), len(want), out)
+	}
+	for i, s := range servers {
+		if !slices.Equal(s.args, want[i]) {
+			t.Errorf("server %d: %q, want %q", i, s.args, want[i])
+		}
+	}
+	plain, err := DeriveNginxConf(src, "127.0.0.1:9", ups, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(tokensOf(t, plain), "down") {
+		t.Errorf("DeriveNginxConf marks a server down:\n%s", plain)
+	}
+}
+
+func tokensOf(t *testing.T, conf []byte) []string {
+	t.Helper()
+	toks, err := tokenize(string(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tk := range toks {
+		out = append(out, tk.s)
+	}
+	return out
+}
+
+// The built-in proxy skips a target taken out, and idle waits for the
+// request still in flight to it.
+func TestBalancerSetDownIdle(t *testing.T) {
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("X-Instance", "slow")
+	}))
+	defer slow.Close()
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Instance", "fast")
+	}))
+	defer fast.Close()
+	b, err := newProxy([]string{slow.URL, fast.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(b)
+	defer front.Close()
+	defer b.rp.Transport.(*http.Transport).CloseIdleConnections()
+
+	// The first request goes to slow (round robin from 0) and waits there.
+	inflight := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(front.URL, "", nil)
+		if err != nil {
+			inflight <- err.Error()
+			return
+		}
+		resp.Body.Close()
+		inflight <- resp.Header.Get("X-Instance")
+	}()
+	for b.inflight[0].Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	b.setDown(0, true)
+	for range 4 {
+		resp, err := http.Post(front.URL, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("X-Instance"); got != "fast" {
+			t.Errorf("a request went to %q with slow taken out", got)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := b.idle(ctx, 0); err == nil {
+		t.Error("idle returned with a request in flight")
+	}
+	close(release)
+	if err := b.idle(context.Background(), 0); err != nil {
+		t.Error(err)
+	}
+	if got := <-inflight; got != "slow" {
+		t.Errorf("the request in flight got %q, want its answer from slow", got)
+	}
+	b.setDown(1, true)
+	rec := httptest.NewRecorder()
+	b.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/sale", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("every target down: %d, want 503", rec.Code)
+	}
+}
