@@ -3,6 +3,7 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -96,6 +97,10 @@ func tokenize(s string) ([]token, error) {
 	}
 	return toks, nil
 }
+
+// rootUser reports whether this process, and so the nginx it starts, runs
+// as root.
+func rootUser() bool { return os.Geteuid() == 0 }
 
 // controlEscapes are the escapes nginx turns into a control character
 // (quoteArg writes it back raw inside quotes, which nginx reads the same).
@@ -291,8 +296,8 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 		return nil, errors.New("stack: DeriveNginxConf: no server block with a listen directive")
 	}
 
-	// Logs and temp files into dir; user is dropped (as root nginx then runs
-	// workers as its built-in default user; unprivileged it ignores user).
+	// Logs and temp files into dir; user is dropped (but see the user line
+	// below; unprivileged nginx ignores user).
 	http.block = drop(http.block, "access_log", "error_log",
 		"client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path")
 	// nginx creates each temp dir (the last path element) itself.
@@ -309,6 +314,15 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 		{name: "daemon", args: []string{"off"}},
 		{name: "pid", args: []string{filepath.Join(dir, "nginx.pid")}},
 		{name: "error_log", args: []string{filepath.Join(dir, "nginx-error.log"), "warn"}},
+	}
+	if rootUser() {
+		// As root, nginx runs its workers as nobody, who cannot reach the
+		// temp files in dir when a parent is private (a 0700 t.TempDir or
+		// os.MkdirTemp, /root): every request body over
+		// client_body_buffer_size, and every response over the proxy
+		// buffers, failed with a 500. The workers stay root, as the stack
+		// that started them; nothing here listens beyond loopback.
+		top = append(top, &directive{name: "user", args: []string{"root"}})
 	}
 	for _, d := range ds {
 		if !slices.Contains([]string{"daemon", "pid", "error_log", "user", "master_process"}, d.name) {

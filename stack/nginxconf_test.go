@@ -59,8 +59,10 @@ func TestDeriveNginxConf(t *testing.T) {
 			t.Errorf("%s = %q, want %q", name, got, want)
 		}
 	}
-	if _, ok := top["user"]; ok {
-		t.Error("user kept")
+	// The source's user is dropped; as root the workers stay root, to reach
+	// the temp files in a private run dir.
+	if got, ok := top["user"]; rootUser() && !slices.Equal(got, []string{"root"}) || !rootUser() && ok {
+		t.Errorf("user %q (kept: %v) running as root: %v", got, ok, rootUser())
 	}
 	http := find(ds, "http")[0]
 	up := find(http.block, "upstream")[0]
