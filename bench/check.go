@@ -28,6 +28,17 @@ func (h *harness) checkHistory(ctx context.Context, row *Row, ops []history.Op, 
 			row.PossiblyApplied++
 		}
 	}
+	// The counters read back close the history, after every answer.
+	var end int64
+	reader := 0 // a client of its own
+	for _, op := range ops {
+		end, reader = max(end, op.Return), max(reader, op.Client+1)
+	}
+	final := row.Remaining
+	if kind == history.Increment {
+		final = row.Num
+	}
+	ops = append(ops, history.Op{Client: reader, Call: end + 1, Return: end + 2, Code: 200, Outcome: history.Read, Value: final})
 	res := history.Check(kind, initial, ops, h.cfg.CheckTimeout)
 	row.Linearizable, row.Evidence, row.Visualization = string(res.Linearizable), res.Evidence, ""
 	if res.Linearizable == history.Illegal && res.HasVisualization() && h.cfg.HistoryDir != "" {

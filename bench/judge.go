@@ -29,9 +29,11 @@ const (
 // once on the shelf. SAFE needs remaining >= 0 and sold == initial -
 // remaining (no item sold twice, whatever answers got lost), and the 200s
 // to account for every sale but those whose answer never came: 0 <=
-// -oversold <= the requests the app never answered (a 502 or 504 from the
-// load balancer, a transport error; an instance that crashed after
-// selling, say). LostAnswers counts those sales. Anything else is OVERSOLD.
+// -oversold <= the requests that may have sold without saying so
+// (PossiblyApplied: a 502 or 504 from the load balancer, a transport error,
+// a 503 for a Redis failure after the write may have landed; an instance
+// that crashed after selling, say). LostAnswers counts those sales.
+// Anything else is OVERSOLD: a script Redis ran twice for one request, say.
 //
 // For /testLock: lost updates = ok - num, increments answered 200 that the
 // counter does not hold. SAFE needs 0, else LOST UPDATES. There is no
@@ -62,7 +64,7 @@ func Judge(r *Row) {
 	case EndpointSale:
 		left := r.Initial - r.Remaining
 		r.Oversold = ok - left
-		if r.Remaining >= 0 && r.Sold == left && r.Oversold <= 0 && -r.Oversold <= unanswered(r.Codes) {
+		if r.Remaining >= 0 && r.Sold == left && r.Oversold <= 0 && -r.Oversold <= possiblyApplied(r) {
 			r.Verdict, r.LostAnswers = VerdictSafe, -r.Oversold
 		} else {
 			r.Verdict = VerdictOversold
@@ -87,6 +89,13 @@ func Judge(r *Row) {
 	if r.Verdict == VerdictSafe && r.StallBoundMs > 0 && r.StallMs > r.StallBoundMs {
 		r.Verdict = VerdictDeadlock
 	}
+}
+
+// possiblyApplied counts the requests that may have sold without a 200:
+// those the history found without a definite answer, or, in a row with no
+// history, the ones the app never answered.
+func possiblyApplied(r *Row) int64 {
+	return max(int64(r.PossiblyApplied), unanswered(r.Codes))
 }
 
 // unanswered counts the requests the app itself never answered: a 502 or

@@ -277,7 +277,7 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 
 	held, err := req.locker.Obtain(ctx, res.lockKey)
 	if err != nil {
-		return 0, err
+		return 0, notHeld{err}
 	}
 	// The section as history sees it runs from here to the moment the
 	// release is sent (or the pipeline carrying it): both ends on the
@@ -312,7 +312,7 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 		// for itself until the wait bound.
 		inner, err := req.locker.Obtain(ctx, res.lockKey)
 		if err != nil {
-			return 0, fmt.Errorf("re-entering the lock it holds: %w", err)
+			return 0, notHeld{fmt.Errorf("re-entering the lock it holds: %w", err)}
 		}
 		defer func() { h.released(req.rung, res.lockKey, inner.Release(bctx)) }()
 	}
@@ -328,6 +328,12 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	return n, err
 }
 
+// notHeld is a failure to take the lock: the business never ran, so
+// nothing was written, whatever went wrong.
+type notHeld struct{ error }
+
+func (e notHeld) Unwrap() error { return e.error }
+
 // released logs a release that failed: the lease had lapsed, or Redis.
 func (h *handler) released(rung lock.Rung, key string, err error) {
 	if err != nil {
@@ -340,9 +346,13 @@ func (h *handler) unavailable(c *gin.Context, rung lock.Rung, err error) {
 	// anything: a lock not had did not; a Redis failure may have, after
 	// its write reached Redis.
 	msg, reason := err.Error(), history.ReasonUnavailable
-	if errors.Is(err, lock.ErrNotObtained) {
+	switch {
+	case errors.Is(err, lock.ErrNotObtained):
 		msg, reason = fmt.Sprintf("lock %q not obtained in time: %v", rung.Name, err), history.ReasonLockTimeout
-	} else {
+	case errors.As(err, new(notHeld)):
+		reason = history.ReasonLockUnavailable
+		h.cfg.Log.Error("taking the lock failed", "path", c.Request.URL.Path, "lock", rung.Name, "err", err)
+	default:
 		h.cfg.Log.Error("request failed", "path", c.Request.URL.Path, "lock", rung.Name, "err", err)
 	}
 	c.JSON(http.StatusServiceUnavailable, gin.H{"instance": h.cfg.Instance, "lock": rung.Name, "error": msg, "reason": reason})

@@ -78,6 +78,8 @@ func model(kind Kind, initial int64) porcupine.Model {
 					return s.has(op.Value - 1), span{op.Value, op.Value}
 				case Unknown:
 					return true, span{s.lo, s.hi + 1}
+				case Read:
+					return s.has(op.Value), span{op.Value, op.Value}
 				}
 				return false, s // an increment never answers sold out
 			}
@@ -88,6 +90,8 @@ func model(kind Kind, initial int64) porcupine.Model {
 				return s.has(0), span{0, 0}
 			case Unknown:
 				return true, span{max(s.lo-1, 0), s.hi}
+			case Read:
+				return s.has(op.Value), span{op.Value, op.Value}
 			}
 			return false, s
 		},
@@ -105,6 +109,8 @@ func model(kind Kind, initial int64) porcupine.Model {
 				return fmt.Sprintf("%s → %d left", verb, op.Value)
 			case SoldOut:
 				return verb + " → sold out"
+			case Read:
+				return fmt.Sprintf("read back → %s %d", noun, op.Value)
 			}
 			return fmt.Sprintf("%s → ? (%d, no answer)", verb, op.Code)
 		},

@@ -39,6 +39,10 @@ const (
 	// may have been applied. It counts as possibly applied with no return
 	// time, as etcd's robustness tests do.
 	Unknown Outcome = "unknown"
+	// Read: not a request of the load but the counters read back after
+	// it (GET /stock); Value is the stock left or num. It ends a history,
+	// so that effects nobody was told of are checked too.
+	Read Outcome = "read"
 )
 
 // Op is one request as the client saw it.
@@ -63,6 +67,8 @@ const (
 	ReasonStaleToken  = "stale_token"  // 409: a newer fencing token has written
 	ReasonLockTimeout = "lock_timeout" // 503: the lock was not had in time
 	ReasonUnavailable = "unavailable"  // 503: Redis failed; the write may have happened
+	// 503: Redis failed while the lock was being taken: nothing was written.
+	ReasonLockUnavailable = "lock_unavailable"
 )
 
 // answer is the part of a /sale or /testLock body that Classify reads.
@@ -90,7 +96,7 @@ func Classify(code int, body []byte) (Outcome, int64) {
 		return Rejected, 0
 	case code == http.StatusConflict:
 		return SoldOut, 0
-	case code == http.StatusServiceUnavailable && a.Reason == ReasonLockTimeout:
+	case code == http.StatusServiceUnavailable && (a.Reason == ReasonLockTimeout || a.Reason == ReasonLockUnavailable):
 		return Rejected, 0
 	case code >= 400 && code < 500:
 		return Rejected, 0 // refused before anything was done

@@ -22,6 +22,7 @@ func TestClassify(t *testing.T) {
 		{409, `{"reason":"stale_token","error":"stale"}`, Rejected, 0},
 		{503, `{"reason":"lock_timeout"}`, Rejected, 0},
 		{503, `{"reason":"unavailable"}`, Unknown, 0},
+		{503, `{"reason":"lock_unavailable"}`, Rejected, 0},
 		{503, `<html>`, Unknown, 0},
 		{400, `{"error":"unknown lock"}`, Rejected, 0},
 		{405, ``, Rejected, 0},
@@ -67,6 +68,7 @@ func TestCheckSale(t *testing.T) {
 	soldOut := func(call, ret int64) Op { return Op{Call: call, Return: ret, Code: 409, Outcome: SoldOut} }
 	lost := func(call, ret int64) Op { return Op{Call: call, Return: ret, Code: 502, Outcome: Unknown} }
 	timeout := func(call, ret int64) Op { return Op{Call: call, Return: ret, Code: 503, Outcome: Rejected} }
+	read := func(at, left int64) Op { return Op{Call: at, Return: at + 1, Code: 200, Outcome: Read, Value: left} }
 	for _, tc := range []struct {
 		name    string
 		initial int64
@@ -82,6 +84,12 @@ func TestCheckSale(t *testing.T) {
 		{"lost answer that sold", 3, []Op{lost(0, 1), sale(2, 3, 1), sale(4, 5, 0), soldOut(6, 7)}, Ok, ""},
 		{"lost answer that did not sell", 2, []Op{lost(0, 1), sale(2, 3, 1), sale(4, 5, 0)}, Ok, ""},
 		{"nothing but lost answers", 2, []Op{lost(5, 6), lost(10, 11), lost(20, 21)}, Ok, ""},
+		// The read-back closes the history: what no answer told is checked too.
+		{"read back what the answers say", 3, []Op{lost(0, 1), sale(2, 3, 1), read(10, 1)}, Ok, ""},
+		{"read back a lost answer's sale", 3, []Op{lost(0, 1), sale(2, 3, 2), read(10, 1)}, Ok, ""},
+		// A retried script: two items gone for one request that never answered.
+		{"read back more gone than asked", 3, []Op{lost(0, 1), read(10, 1)}, Illegal, "no order"},
+		{"read back stock that came back", 3, []Op{sale(0, 1, 2), read(10, 3)}, Illegal, "no order"},
 		// Two buyers read the same stock: the lost update of a broken lock.
 		{"two sales leave the same stock", 5, []Op{sale(0, 10, 4), sale(1, 9, 4), sale(11, 12, 3)}, Illegal, "two sales both left 4"},
 		// Sold out while one was still there, and sold afterwards.
