@@ -44,8 +44,13 @@ type SentinelConfig struct {
 	// MasterName is the name the sentinels monitor the primary under;
 	// default DefaultMasterName.
 	MasterName string
-	// DownAfter is the sentinels' down-after-milliseconds: how long the
-	// primary may not answer before a sentinel deems it down. Default
+	// DownAfter is the first sentinel's down-after-milliseconds: how long
+	// the primary may not answer before it deems it down. The second
+	// waits 5/4 of it, the third 5/2 (DownAfterOf): sentinels that all
+	// see the primary die at the same instant all ask for votes at once,
+	// each votes for itself, and nobody is elected until a retry after
+	// twice FailoverTimeout; staggered, the third is still undecided when
+	// the first two ask, and its vote elects one of them. Default
 	// DefaultDownAfter.
 	DownAfter time.Duration
 	// FailoverTimeout is the sentinels' failover-timeout. It also bounds
@@ -56,6 +61,20 @@ type SentinelConfig struct {
 	FailoverTimeout time.Duration
 	// Log gets human progress lines; nil = discarded.
 	Log io.Writer
+}
+
+// DownAfterOf is sentinel i's down-after-milliseconds: DownAfter,
+// 5/4 of it, 5/2 of it (see DownAfter).
+func (c SentinelConfig) DownAfterOf(i int) time.Duration {
+	d := c.withDefaults().DownAfter
+	switch i {
+	case 0:
+		return d
+	case 1:
+		return d * 5 / 4
+	default:
+		return d * 5 / 2
+	}
 }
 
 func (c SentinelConfig) withDefaults() SentinelConfig {
@@ -116,8 +135,8 @@ type SentinelGroup struct {
 	sentinels         []*sentinelProc
 
 	mu       sync.Mutex
-	current  *Redis         // the server believed primary; nil once killed, until WaitFailover finds the next
-	killedAt time.Time      // when KillPrimary last killed one
+	current  *Redis          // the server believed primary; nil once killed, until WaitFailover finds the next
+	killedAt time.Time       // when KillPrimary last killed one
 	killed   map[*Redis]bool // killed by KillPrimary
 
 	stopOnce sync.Once
@@ -196,9 +215,9 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 	if err := g.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	g.lg.printf("sentinels: %s %s: primary %s (pid %d), replica %s (pid %d) replicating via %s, sentinels %s (pids %s), quorum %d, down-after %s, failover-timeout %s; ready in %s",
+	g.lg.printf("sentinels: %s %s: primary %s (pid %d), replica %s (pid %d) replicating via %s, sentinels %s (pids %s), quorum %d, down-after %s/%s/%s, failover-timeout %s; ready in %s",
 		g.primary0.kind(), cfg.MasterName, g.primary0.Addr(), g.primary0.Pid(), g.replica.Addr(), g.replica.Pid(), g.link.Addr(),
-		strings.Join(g.SentinelAddrs(), ","), joinInts(g.sentinelPids()), SentinelQuorum, cfg.DownAfter, cfg.FailoverTimeout,
+		strings.Join(g.SentinelAddrs(), ","), joinPids(g.sentinelPids()), SentinelQuorum, cfg.DownAfterOf(0), cfg.DownAfterOf(1), cfg.DownAfterOf(2), cfg.FailoverTimeout,
 		time.Since(began).Round(time.Millisecond))
 	return g, nil
 }
@@ -210,7 +229,9 @@ func (g *SentinelGroup) subdir(name string) string {
 	return d
 }
 
-func client(addr string) *redis.Client {
+// groupClient is a client to one of the group's servers: no retries,
+// short timeouts.
+func groupClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr: addr, MaxRetries: -1, DialerRetries: 1,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second,
@@ -221,7 +242,7 @@ func client(addr string) *redis.Client {
 // replicate makes the replica a replica of the primary through the link
 // and waits until it is in sync.
 func (g *SentinelGroup) replicate(ctx context.Context) error {
-	p, r := client(g.primary0.Addr()), client(g.replica.Addr())
+	p, r := groupClient(g.primary0.Addr()), groupClient(g.replica.Addr())
 	defer p.Close()
 	defer r.Close()
 	// The full sync starts at once instead of waiting 5s for more
@@ -304,7 +325,7 @@ func (g *SentinelGroup) startSentinel(ctx context.Context, i int, bin string, ex
 			"logfile \"\"",
 			"dir " + strconv.Quote(dir),
 			fmt.Sprintf("sentinel monitor %s %s %s %d", name, g.cfg.Host, pport, SentinelQuorum),
-			fmt.Sprintf("sentinel down-after-milliseconds %s %d", name, g.cfg.DownAfter.Milliseconds()),
+			fmt.Sprintf("sentinel down-after-milliseconds %s %d", name, g.cfg.DownAfterOf(i).Milliseconds()),
 			fmt.Sprintf("sentinel failover-timeout %s %d", name, g.cfg.FailoverTimeout.Milliseconds()),
 			fmt.Sprintf("sentinel parallel-syncs %s 1", name),
 			"",
@@ -330,7 +351,7 @@ func (g *SentinelGroup) startSentinel(ctx context.Context, i int, bin string, ex
 			DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second,
 			PoolSize: 2,
 		})
-		cmd := redis.NewStatusCmd(ctx, append([]any{"SENTINEL", "DEBUG"}, anys(sentinelDebug)...)...)
+		cmd := redis.NewStatusCmd(ctx, append([]any{"SENTINEL", "DEBUG"}, anyArgs(sentinelDebug)...)...)
 		if err := s.c.Process(ctx, cmd); err != nil {
 			s.c.Close()
 			s.p.stop(stopGrace)
@@ -359,7 +380,7 @@ func waitOwnServer(ctx context.Context, p *proc, addr string) error {
 	}
 }
 
-func anys(ss []string) []any {
+func anyArgs(ss []string) []any {
 	out := make([]any, len(ss))
 	for i, s := range ss {
 		out[i] = s
@@ -527,7 +548,8 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 			}
 		}
 		if agreed != "" && agreed != old {
-			if role, err := serverRole(ctx, agreed); err == nil && role == "master" {
+			role, err := serverRole(ctx, agreed)
+			if err == nil && role == "master" {
 				took := time.Since(from)
 				g.mu.Lock()
 				for _, r := range []*Redis{g.primary0, g.replica} {
@@ -538,9 +560,8 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 				g.mu.Unlock()
 				g.lg.printf("sentinels: failover from %s to %s in %s", old, agreed, took.Round(time.Millisecond))
 				return agreed, took, nil
-			} else {
-				last = append(last, fmt.Sprintf("ROLE %s: %s %v", agreed, role, err))
 			}
+			last = append(last, fmt.Sprintf("ROLE %s: %q %v", agreed, role, err))
 		}
 		select {
 		case <-ctx.Done():
@@ -553,7 +574,7 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 
 // serverRole is the first field of ROLE at addr: master or slave.
 func serverRole(ctx context.Context, addr string) (string, error) {
-	c := client(addr)
+	c := groupClient(addr)
 	defer c.Close()
 	v, err := c.Do(ctx, "ROLE").Slice()
 	if err != nil {
@@ -591,7 +612,7 @@ func (g *SentinelGroup) sentinelPids() []int {
 	return pids
 }
 
-func joinInts(ns []int) string {
+func joinPids(ns []int) string {
 	ss := make([]string, len(ns))
 	for i, n := range ns {
 		ss[i] = strconv.Itoa(n)

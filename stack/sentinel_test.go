@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func sentinelClient(t *testing.T, addr string) *redis.Client {
 	return c
 }
 
-func role(t *testing.T, c *redis.Client) string {
+func serverRoleOf(t *testing.T, c *redis.Client) string {
 	t.Helper()
 	v, err := c.Do(context.Background(), "ROLE").Slice()
 	if err != nil || len(v) == 0 {
@@ -32,7 +33,7 @@ func role(t *testing.T, c *redis.Client) string {
 	return r
 }
 
-func info(t *testing.T, c *redis.Client, section string) string {
+func serverInfo(t *testing.T, c *redis.Client, section string) string {
 	t.Helper()
 	s, err := c.Info(context.Background(), section).Result()
 	if err != nil {
@@ -88,34 +89,40 @@ func TestSentinelFailover(t *testing.T) {
 	}
 
 	p, r := sentinelClient(t, old), sentinelClient(t, g.ReplicaAddr())
-	if got := role(t, p); got != "master" {
+	if got := serverRoleOf(t, p); got != "master" {
 		t.Errorf("primary ROLE %s", got)
 	}
-	if got := role(t, r); got != "slave" {
+	if got := serverRoleOf(t, r); got != "slave" {
 		t.Errorf("replica ROLE %s", got)
 	}
 	_, linkPort, _ := net.SplitHostPort(link.Addr())
-	if s := info(t, r, "replication"); !strings.Contains(s, "master_port:"+linkPort+"\r\n") || !strings.Contains(s, "master_link_status:up") {
+	if s := serverInfo(t, r, "replication"); !strings.Contains(s, "master_port:"+linkPort+"\r\n") || !strings.Contains(s, "master_link_status:up") {
 		t.Errorf("replica does not replicate through the link (port %s):\n%s", linkPort, s)
 	}
 	if prio, err := r.ConfigGet(ctx, "replica-priority").Result(); err != nil || prio["replica-priority"] == "0" {
 		t.Errorf("replica-priority %v %v: the replica could never be promoted", prio, err)
 	}
-	// The sentinels agree on the primary.
-	for _, a := range sentinels {
+	// The sentinels agree on the primary, and deem it down after
+	// staggered delays.
+	for i, a := range sentinels {
 		sc := redis.NewSentinelClient(&redis.Options{Addr: a, MaxRetries: -1})
 		got, err := sc.GetMasterAddrByName(ctx, g.MasterName()).Result()
-		sc.Close()
 		if err != nil || net.JoinHostPort(got[0], got[1]) != old {
 			t.Errorf("sentinel %s: primary %v %v, want %s", a, got, err, old)
 		}
+		m, err := sc.Master(ctx, g.MasterName()).Result()
+		want := strconv.FormatInt(stack.SentinelConfig{}.DownAfterOf(i).Milliseconds(), 10)
+		if err != nil || m["down-after-milliseconds"] != want || m["quorum"] != strconv.Itoa(stack.SentinelQuorum) {
+			t.Errorf("sentinel %s: down-after-milliseconds %q, quorum %q (%v); want %s, %d", a, m["down-after-milliseconds"], m["quorum"], err, want, stack.SentinelQuorum)
+		}
+		sc.Close()
 	}
 
 	// Replication works through the link...
 	if err := p.Set(ctx, "before", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() bool { return r.Get(ctx, "before").Val() == "1" }, "the write before the cut on the replica")
+	sentinelEventually(t, 5*time.Second, func() bool { return r.Get(ctx, "before").Val() == "1" }, "the write before the cut on the replica")
 
 	// ...until it is cut: a write then stays on the primary.
 	link.Cut()
@@ -148,7 +155,7 @@ func TestSentinelFailover(t *testing.T) {
 	if now, err := g.PrimaryAddr(ctx); err != nil || now != addr {
 		t.Errorf("PrimaryAddr() = %s, %v after the failover, want %s", now, err, addr)
 	}
-	if got := role(t, r); got != "master" {
+	if got := serverRoleOf(t, r); got != "master" {
 		t.Errorf("promoted replica ROLE %s", got)
 	}
 	if r.Get(ctx, "before").Val() != "1" {
@@ -206,7 +213,7 @@ func TestSentinelLoopbackOnly(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, d time.Duration, ok func() bool, what string) {
+func sentinelEventually(t *testing.T, d time.Duration, ok func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !ok() {
