@@ -283,6 +283,7 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	// release is sent (or the pipeline carrying it): both ends on the
 	// short side of the time the lock was really held.
 	sec := history.Section{Instance: h.cfg.Instance, Lock: req.rung.Name, Key: res.lockKey, Acquired: time.Now().UnixNano()}
+	over := h.cfg.Sections.Hold(sec)
 	fault.Inject(ctx, fault.Acquired)
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
@@ -303,7 +304,7 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	defer func() {
 		h.released(req.rung, res.lockKey, release())
 		sec.Wrote = wrote
-		h.cfg.Sections.Add(sec)
+		over(sec)
 	}()
 
 	if req.reenter {
@@ -402,8 +403,8 @@ func (h *handler) healthz(c *gin.Context) {
 }
 
 // sections answers the critical sections this instance held since
-// ?since= (Unix nanoseconds; default all it keeps). complete is false when
-// it has forgotten some of them.
+// ?since= (Unix nanoseconds; default all it keeps), and those it is inside
+// now (holding, Released 0). complete is false when it has forgotten some.
 func (h *handler) sections(c *gin.Context) {
 	q, ok := h.query(c, "since")
 	if !ok {
@@ -422,7 +423,8 @@ func (h *handler) sections(c *gin.Context) {
 	if secs == nil {
 		secs = []history.Section{}
 	}
-	c.JSON(http.StatusOK, gin.H{"instance": h.cfg.Instance, "complete": complete, "sections": secs})
+	c.JSON(http.StatusOK, gin.H{"instance": h.cfg.Instance, "complete": complete, "sections": secs,
+		"holding": h.cfg.Sections.Holding()})
 }
 
 func (h *handler) strategies(c *gin.Context) {

@@ -397,6 +397,9 @@ func TestSectionsRecordEachHold(t *testing.T) {
 	if code != 200 || body["complete"] != true || body["instance"] != "test-1" {
 		t.Fatalf("GET /sections: %d %v", code, body)
 	}
+	if h, ok := body["holding"].([]any); !ok || len(h) != 0 {
+		t.Fatalf("holding %v, want an empty list: every request is over", body["holding"])
+	}
 	secs := body["sections"].([]any)
 	if len(secs) != 3 {
 		t.Fatalf("want 3 sections (lua sale, fenced sale, lua increment), got %d: %v", len(secs), secs)

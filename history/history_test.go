@@ -195,3 +195,19 @@ func TestRecorderKeepsTheLatest(t *testing.T) {
 		t.Fatal("a recorder started now cannot vouch for an hour ago")
 	}
 }
+
+func TestRecorderHolding(t *testing.T) {
+	r := NewRecorder(4)
+	done := r.Hold(Section{Key: "k", Acquired: 2})
+	r.Hold(Section{Key: "j", Acquired: 1})
+	if h := r.Holding(); len(h) != 2 || h[0].Key != "j" || h[1].Key != "k" {
+		t.Fatalf("Holding = %+v, want j then k", h)
+	}
+	done(Section{Key: "k", Acquired: 2, Released: 3, Wrote: true})
+	if h := r.Holding(); len(h) != 1 || h[0].Key != "j" {
+		t.Fatalf("after done, Holding = %+v, want only j", h)
+	}
+	if secs, _ := r.Since(0); len(secs) != 1 || secs[0].Released != 3 || !secs[0].Wrote {
+		t.Fatalf("the section done is not recorded as over: %+v", secs)
+	}
+}

@@ -58,11 +58,41 @@ type Recorder struct {
 	n       int   // how many the ring holds
 	evicted int64 // Acquired of the newest section overwritten (0: none)
 	started int64 // when recording began: nothing older is known
+	holding map[uint64]Section
+	nextID  uint64
 }
 
 // NewRecorder keeps up to size sections (at least 1).
 func NewRecorder(size int) *Recorder {
-	return &Recorder{ring: make([]Section, max(size, 1)), started: time.Now().UnixNano()}
+	return &Recorder{ring: make([]Section, max(size, 1)), started: time.Now().UnixNano(), holding: map[uint64]Section{}}
+}
+
+// Hold notes a section begun and not yet over (Released 0), until the
+// returned func records it as over, with its final fields.
+func (r *Recorder) Hold(s Section) (done func(Section)) {
+	r.mu.Lock()
+	id := r.nextID
+	r.nextID++
+	r.holding[id] = s
+	r.mu.Unlock()
+	return func(s Section) {
+		r.mu.Lock()
+		delete(r.holding, id)
+		r.mu.Unlock()
+		r.Add(s)
+	}
+}
+
+// Holding returns the sections begun and not over yet, oldest first.
+func (r *Recorder) Holding() []Section {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	secs := make([]Section, 0, len(r.holding))
+	for _, s := range r.holding {
+		secs = append(secs, s)
+	}
+	slices.SortFunc(secs, func(a, b Section) int { return cmp.Compare(a.Acquired, b.Acquired) })
+	return secs
 }
 
 // Add records s, overwriting the oldest when full.
