@@ -1,0 +1,477 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// badRow is one malformed request, sent as is through the load balancer
+// and straight to one instance.
+type badRow struct {
+	name    string
+	method  string
+	target  string // request target (path and raw query), written verbatim
+	body    []byte
+	chunked bool              // send body without a Content-Length
+	header  map[string]string // extra request headers
+	lb      int               // status wanted through the load balancer; 0: not sent there
+	direct  int               // status wanted from the instance; 0: not sent there
+	allow   string            // for a 405: the methods Allow must list
+	// Behind the built-in Go proxy (no nginx on PATH, never under
+	// CI=true): the status wanted there when it differs from lb, or why
+	// the row cannot pass there.
+	builtin     int
+	builtinSkip string
+}
+
+// both is a row wanting the same status both ways.
+func both(name, method, target string, code int) badRow {
+	return badRow{name: name, method: method, target: target, lb: code, direct: code}
+}
+
+// bad400 is a GET of target refused 400 both ways.
+func bad400(name, target string) badRow {
+	return both(name, http.MethodGet, target, http.StatusBadRequest)
+}
+
+// nginxOnly skips a row whose load-balancer answer is nginx's own:
+// behind the built-in proxy the app's net/http answers a 30 KiB query with
+// a plain-text 431, and takes a 10 KiB header.
+const nginxOnly = "nginx's own refusal"
+
+// proxyCleans marks a row the built-in proxy cannot pass: its
+// httputil.ReverseProxy (with Rewrite) drops the query pairs that do not
+// parse before forwarding, so the app never sees the bad pair and serves
+// the rest, selling.
+func proxyCleans(r badRow) badRow {
+	r.builtinSkip = "the built-in proxy drops the malformed pair and forwards the rest (a bug in stack/proxy.go)"
+	return r
+}
+
+func wrongMethod(method, target, allow string) badRow {
+	r := both(method+" "+strings.SplitN(target, "?", 2)[0], method, target, http.StatusMethodNotAllowed)
+	r.allow = allow
+	return r
+}
+
+func withBody(name, method, target string, n int, chunked bool) badRow {
+	r := both(name, method, target, http.StatusRequestEntityTooLarge)
+	r.body, r.chunked = bytes.Repeat([]byte("b"), n), chunked
+	return r
+}
+
+// badInputRows is the table: every parameter (lock, reenter, wait, the
+// fault parameters, stock, since) missing, empty, zero, negative,
+// fractional, non-numeric, huge, over the limit, with odd characters,
+// repeated, next to unknown parameters; wrong methods; oversized bodies,
+// targets and headers; unknown paths. Where a value is valid it is not
+// here: a missing reenter or wait (the default), reenter=0 (no), stock=0
+// (an empty shop), since missing or 0 (everything kept).
+func badInputRows() []badRow {
+	const huge = "99999999999999999999"
+	long := func(n int) string { return strings.Repeat("x", n) }
+	rows := []badRow{
+		// lock
+		bad400("lock missing", "/sale"),
+		both("lock missing, POST /testLock", http.MethodPost, "/testLock", 400),
+		bad400("lock empty", "/sale?lock="),
+		bad400("lock zero", "/sale?lock=0"),
+		bad400("lock negative", "/sale?lock=-1"),
+		bad400("lock fractional", "/sale?lock=1.5"),
+		bad400("lock huge", "/sale?lock="+huge),
+		bad400("lock unknown", "/sale?lock=nope"),
+		both("lock unknown, POST /testLock", http.MethodPost, "/testLock?lock=mutex", 400),
+		bad400("lock wrong case", "/sale?lock=LUA"),
+		bad400("lock with a space", "/sale?lock=lua%20"),
+		bad400("lock with a plus", "/sale?lock=lua+"),
+		bad400("lock NUL", "/sale?lock=%00"),
+		bad400("lock name then NUL", "/sale?lock=lua%00"),
+		bad400("lock ../", "/sale?lock=../"),
+		bad400("lock path traversal encoded", "/sale?lock=..%2F..%2Fetc%2Fpasswd"),
+		bad400("lock <script> raw", "/sale?lock=<script>alert(1)</script>"),
+		bad400("lock <script> encoded", "/sale?lock=%3Cscript%3Ealert(1)%3C%2Fscript%3E"),
+		bad400("lock quote and backslash", "/sale?lock=%22%5C"),
+		bad400("lock CRLF encoded", "/sale?lock=lua%0D%0ASet-Cookie:x=1"),
+		bad400("lock unicode encoded", "/sale?lock=%F0%9F%94%92"),
+		bad400("lock unicode raw", "/sale?lock=l\u00fca"),
+		bad400("lock invalid UTF-8", "/sale?lock=%FF%FE"),
+		bad400("lock 1000 chars", "/sale?lock="+long(1000)),
+		bad400("lock 7000 chars", "/sale?lock="+long(7000)),
+		bad400("lock repeated, same", "/sale?lock=lua&lock=lua"),
+		bad400("lock repeated, different", "/sale?lock=lua&lock=atomic"),
+		bad400("lock with an unknown parameter", "/sale?lock=lua&x=1"),
+		bad400("lock with stock=", "/testLock?lock=lua&stock=5"),
+		bad400("parameter name in another case", "/sale?Lock=lua"),
+		bad400("empty parameter name", "/sale?lock=lua&=1"),
+		proxyCleans(bad400("bad escape in a second pair", "/sale?lock=lua&%zz=1")),
+		bad400("bad escape in the value", "/sale?lock=lua%zz"),
+		bad400("semicolon separator", "/sale?lock=lua;x=1"),
+		proxyCleans(bad400("semicolon in a second pair", "/sale?lock=lua&x;y=1")),
+
+		// reenter (0, false: valid)
+		bad400("reenter empty", "/sale?lock=lua&reenter="),
+		bad400("reenter negative", "/sale?lock=lua&reenter=-1"),
+		bad400("reenter two", "/sale?lock=lua&reenter=2"),
+		bad400("reenter fractional", "/sale?lock=lua&reenter=1.5"),
+		bad400("reenter non-numeric", "/testLock?lock=lua&reenter=yes"),
+		bad400("reenter huge", "/sale?lock=lua&reenter="+huge),
+		bad400("reenter NUL", "/sale?lock=lua&reenter=%00"),
+		bad400("reenter repeated", "/sale?lock=reentrant&reenter=1&reenter=1"),
+
+		// wait
+		bad400("wait empty", "/sale?lock=lua&wait="),
+		bad400("wait zero", "/sale?lock=lua&wait=0"),
+		bad400("wait negative", "/sale?lock=lua&wait=-1"),
+		bad400("wait fractional", "/sale?lock=lua&wait=1.5"),
+		bad400("wait non-numeric", "/testLock?lock=lua&wait=spin"),
+		bad400("wait wrong case", "/sale?lock=lua&wait=NOTIFY"),
+		bad400("wait a duration", "/sale?lock=lua&wait=10ms"),
+		bad400("wait huge", "/sale?lock=lua&wait="+huge),
+		bad400("wait unicode", "/sale?lock=lua&wait=%E2%8F%B3"),
+		bad400("wait repeated", "/sale?lock=lua&wait=fixed&wait=notify"),
+
+		// fault parameters: faults are off on these instances
+		bad400("work on a faultless instance", "/sale?lock=lua&work=10ms"),
+		bad400("fault=crash on a faultless instance", "/sale?lock=setnx&fault=crash"),
+		bad400("pause on a faultless instance", "/sale?lock=lua&fault=pause&pause=1s"),
+		bad400("pause alone", "/testLock?lock=lua&pause=1s"),
+		bad400("work empty", "/sale?lock=lua&work="),
+		bad400("work zero", "/sale?lock=lua&work=0"),
+		bad400("work negative", "/sale?lock=lua&work=-1s"),
+		bad400("work huge", "/sale?lock=lua&work="+huge+"h"),
+		bad400("fault unknown", "/sale?lock=lua&fault=meltdown"),
+		bad400("fault without a lock", "/sale?fault=crash"),
+
+		// stock (POST /reset; 0 is valid)
+		both("stock missing", http.MethodPost, "/reset", 400),
+		both("stock empty", http.MethodPost, "/reset?stock=", 400),
+		both("stock negative", http.MethodPost, "/reset?stock=-1", 400),
+		both("stock fractional", http.MethodPost, "/reset?stock=1.5", 400),
+		both("stock non-numeric", http.MethodPost, "/reset?stock=abc", 400),
+		both("stock exponent", http.MethodPost, "/reset?stock=1e3", 400),
+		both("stock hex", http.MethodPost, "/reset?stock=0x10", 400),
+		both("stock underscores", http.MethodPost, "/reset?stock=1_000", 400),
+		both("stock leading space", http.MethodPost, "/reset?stock=%205", 400),
+		both("stock NUL", http.MethodPost, "/reset?stock=5%00", 400),
+		both("stock huge", http.MethodPost, "/reset?stock="+huge, 400),
+		both("stock over the limit", http.MethodPost, "/reset?stock=1000001", 400),
+		both("stock repeated", http.MethodPost, "/reset?stock=5&stock=5", 400),
+		both("stock with an unknown parameter", http.MethodPost, "/reset?stock=5&x=1", 400),
+		both("stock with lock=", http.MethodPost, "/reset?stock=5&lock=lua", 400),
+		proxyCleans(both("stock bad escape", http.MethodPost, "/reset?stock=5&%zz", 400)),
+
+		// since (GET /sections; missing and 0 are valid)
+		bad400("since empty", "/sections?since="),
+		bad400("since negative", "/sections?since=-1"),
+		bad400("since fractional", "/sections?since=1.5"),
+		bad400("since non-numeric", "/sections?since=yesterday"),
+		bad400("since huge", "/sections?since="+huge),
+		bad400("since over int64", "/sections?since=9223372036854775808"),
+		bad400("since repeated", "/sections?since=1&since=2"),
+		bad400("since with an unknown parameter", "/sections?since=1&x=1"),
+
+		// GET /stock takes no parameter
+		bad400("stock read with a parameter", "/stock?x=1"),
+		bad400("stock read with stock=", "/stock?stock=5"),
+
+		// wrong methods
+		wrongMethod(http.MethodPut, "/sale?lock=lua", "GET, POST"),
+		wrongMethod(http.MethodDelete, "/sale?lock=lua", "GET, POST"),
+		wrongMethod(http.MethodPatch, "/sale?lock=lua", "GET, POST"),
+		wrongMethod(http.MethodOptions, "/sale?lock=lua", "GET, POST"),
+		wrongMethod("BREW", "/sale?lock=lua", "GET, POST"),
+		wrongMethod(http.MethodPut, "/testLock?lock=atomic", "GET, POST"),
+		wrongMethod(http.MethodDelete, "/testLock?lock=atomic", "GET, POST"),
+		wrongMethod(http.MethodGet, "/reset?stock=5", "POST"),
+		wrongMethod(http.MethodPut, "/reset?stock=5", "POST"),
+		wrongMethod(http.MethodDelete, "/reset", "POST"),
+		wrongMethod(http.MethodPost, "/stock", "GET"),
+		wrongMethod(http.MethodDelete, "/stock", "GET"),
+		wrongMethod(http.MethodPost, "/healthz", "GET"),
+		wrongMethod(http.MethodPost, "/sections?since=0", "GET"),
+		wrongMethod(http.MethodPut, "/strategies", "GET"),
+		wrongMethod(http.MethodPost, "/", "GET"),
+
+		// oversized bodies: no endpoint takes one. Under nginx's
+		// client_max_body_size (1m) nginx passes it on and the app refuses
+		// it; over, nginx refuses it itself.
+		withBody("1 MiB body on POST /sale", http.MethodPost, "/sale?lock=lua", 1<<20, false),
+		withBody("1 MiB chunked body on POST /sale", http.MethodPost, "/sale?lock=lua", 1<<20, true),
+		withBody("100 KiB body on GET /sale", http.MethodGet, "/sale?lock=atomic", 100<<10, false),
+		withBody("100 KiB chunked body on POST /testLock", http.MethodPost, "/testLock?lock=atomic", 100<<10, true),
+		withBody("100 KiB body on POST /reset", http.MethodPost, "/reset?stock=5", 100<<10, false),
+		withBody("100 KiB body on GET /stock", http.MethodGet, "/stock", 100<<10, false),
+		withBody("100 KiB body on PUT /sale", http.MethodPut, "/sale?lock=lua", 100<<10, false),
+		withBody("2 MiB body on POST /sale", http.MethodPost, "/sale?lock=lua", 2<<20, false),
+		withBody("2 MiB chunked body on POST /sale", http.MethodPost, "/sale?lock=lua", 2<<20, true),
+
+		// oversized targets: over the app's 8 KiB and nginx's 8k line
+		both("10 KiB query on /sale", http.MethodGet, "/sale?lock=lua&pad="+long(10<<10), 414),
+		both("10 KiB lock name", http.MethodPost, "/sale?lock="+long(10<<10), 414),
+		both("10 KiB stock", http.MethodPost, "/reset?stock="+strings.Repeat("9", 10<<10), 414),
+		both("10 KiB since", http.MethodGet, "/sections?since="+strings.Repeat("1", 10<<10), 414),
+		both("10 KiB path", http.MethodGet, "/"+long(10<<10), 414),
+		// Past the app's MaxHeaderBytes (16 KiB) net/http answers a
+		// plain-text 431 before the router: only nginx's answer is checked.
+		{name: "30 KiB query through nginx", method: http.MethodGet, target: "/sale?lock=lua&pad=" + long(30<<10),
+			lb: 414, builtinSkip: nginxOnly},
+		// A header line over nginx's 8k buffer: nginx refuses it (494,
+		// answered 400); the app would take it (under 16 KiB) and sell.
+		{name: "10 KiB header through nginx", method: http.MethodGet, target: "/sale?lock=lua",
+			header: map[string]string{"X-Pad": long(10 << 10)}, lb: 400, builtinSkip: nginxOnly},
+		{name: "10 KiB cookie through nginx", method: http.MethodPost, target: "/testLock?lock=atomic",
+			header: map[string]string{"Cookie": "c=" + long(10<<10)}, lb: 400, builtinSkip: nginxOnly},
+
+		// unknown paths
+		both("unknown path", http.MethodGet, "/nowhere", 404),
+		both("unknown path, POST", http.MethodPost, "/buy?lock=lua", 404),
+		both("path in another case", http.MethodGet, "/SALE?lock=lua", 404),
+		both("trailing slash", http.MethodGet, "/sale/?lock=lua", 404),
+		both("trailing slash, POST", http.MethodPost, "/testLock/?lock=lua", 404),
+		both("sub-path", http.MethodPost, "/sale/1?lock=lua", 404),
+		both("double slash", http.MethodGet, "//sale?lock=lua", 404),
+		both("dot segment", http.MethodGet, "/sale/../stock", 404),
+		both("encoded slash", http.MethodGet, "/sale%2F?lock=lua", 404),
+		// nginx refuses a NUL in the path itself.
+		{name: "NUL in the path", method: http.MethodGet, target: "/sale%00?lock=lua", lb: 400, direct: 404, builtin: 404},
+		both("nginx's error location", http.MethodGet, "/.lb-error/413", 404),
+	}
+	return rows
+}
+
+// sendRaw writes method and target verbatim (no cleaning, no escaping,
+// no absolute form) on a fresh connection to base, with body under a
+// Content-Length or chunked, and reads the answer. A server may answer an
+// oversized request before reading all of it and close: the answer counts,
+// not the failed write.
+func sendRaw(base, method, target string, body []byte, chunked bool, header map[string]string) (badAnswer, error) {
+	host := strings.TrimPrefix(base, "http://")
+	conn, err := net.DialTimeout("tcp", host, 5*time.Second)
+	if err != nil {
+		return badAnswer{}, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(15 * time.Second))
+
+	var head strings.Builder
+	fmt.Fprintf(&head, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, target, host)
+	for k, v := range header {
+		fmt.Fprintf(&head, "%s: %s\r\n", k, v)
+	}
+	switch {
+	case body != nil && chunked:
+		head.WriteString("Transfer-Encoding: chunked\r\n")
+	case body != nil || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch:
+		fmt.Fprintf(&head, "Content-Length: %d\r\n", len(body))
+	}
+	head.WriteString("\r\n")
+	wrote := make(chan error, 1)
+	go func() {
+		w := bufio.NewWriter(conn)
+		w.WriteString(head.String())
+		for rest := body; len(rest) > 0; {
+			n := min(len(rest), 32<<10)
+			if chunked {
+				fmt.Fprintf(w, "%x\r\n", n)
+			}
+			w.Write(rest[:n])
+			if chunked {
+				w.WriteString("\r\n")
+			}
+			rest = rest[n:]
+		}
+		if body != nil && chunked {
+			w.WriteString("0\r\n\r\n")
+		}
+		wrote <- w.Flush()
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
+	if err != nil {
+		select {
+		case werr := <-wrote:
+			if werr != nil {
+				return badAnswer{}, fmt.Errorf("%w (writing: %v)", err, werr)
+			}
+		default:
+		}
+		return badAnswer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return badAnswer{resp.StatusCode, resp.Header, b}, err
+}
+
+type badAnswer struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+// shopState is what no bad request may change.
+type shopState struct {
+	Stock, Sold, Num int64
+	Keys             int64    // DBSIZE
+	Names            []string // the keys, sorted
+}
+
+func (s shopState) String() string {
+	return fmt.Sprintf("stock %d sold %d num %d, %d keys %q", s.Stock, s.Sold, s.Num, s.Keys, s.Names)
+}
+
+func (s shopState) equal(o shopState) bool {
+	return s.Stock == o.Stock && s.Sold == o.Sold && s.Num == o.Num && s.Keys == o.Keys && slices.Equal(s.Names, o.Names)
+}
+
+func readShop(t *testing.T, base string, rdb *redis.Client) shopState {
+	t.Helper()
+	a, err := sendRaw(base, http.MethodGet, "/stock", nil, false, nil)
+	if err != nil || a.code != http.StatusOK {
+		t.Fatalf("GET /stock: %d %s %v", a.code, a.body, err)
+	}
+	var s shopState
+	if err := json.Unmarshal(a.body, &s); err != nil {
+		t.Fatalf("GET /stock: %s: %v", a.body, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if s.Keys, err = rdb.DBSize(ctx).Result(); err != nil {
+		t.Fatalf("DBSIZE: %v", err)
+	}
+	if s.Names, err = rdb.Keys(ctx, "*").Result(); err != nil {
+		t.Fatalf("KEYS: %v", err)
+	}
+	slices.Sort(s.Names)
+	return s
+}
+
+// TestBadInput sends every bad request of the table through the load
+// balancer (nginx) and straight to an instance, both with faults off: each
+// gets the 4xx the table wants, as a JSON object with an error (a 405 with
+// the right Allow), and leaves stock, sold, num and the Redis key count as
+// they were.
+func TestBadInput(t *testing.T) {
+	start := time.Now()
+	st := startStack(t) // instances without -faults
+	for _, l := range st.Summary() {
+		t.Log(l)
+	}
+	behindNginx := slices.ContainsFunc(st.Summary(), func(l string) bool { return strings.HasPrefix(l, "lb: nginx") })
+	rdb := redis.NewClient(&redis.Options{Addr: st.RedisAddr(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	lb, direct := st.URL(), st.InstanceURLs()[0]
+
+	// A known, non-zero state: sales and increments through both paths,
+	// under a lock and the atomic script.
+	for _, req := range []struct{ base, method, target string }{
+		{lb, http.MethodPost, "/reset?stock=100"},
+		{lb, http.MethodPost, "/sale?lock=lua"},
+		{lb, http.MethodGet, "/sale?lock=atomic&wait=notify"},
+		{direct, http.MethodPost, "/sale?lock=fenced&reenter=0"},
+		{lb, http.MethodPost, "/testLock?lock=lua"},
+		{direct, http.MethodGet, "/testLock?lock=atomic"},
+		{lb, http.MethodPost, "/testLock?lock=fenced"},
+		{lb, http.MethodPost, "/testLock?lock=reentrant&reenter=1"},
+	} {
+		a, err := sendRaw(req.base, req.method, req.target, nil, false, nil)
+		if err != nil || a.code != http.StatusOK {
+			t.Fatalf("setup %s %s: %d %s %v", req.method, req.target, a.code, a.body, err)
+		}
+	}
+	before := readShop(t, lb, rdb)
+	if before.Stock != 97 || before.Sold != 3 || before.Num != 4 || before.Keys == 0 {
+		t.Fatalf("after setup: %v, want stock 97, sold 3, num 4", before)
+	}
+	t.Logf("before: %v", before)
+
+	rows := badInputRows()
+	sent := 0
+	for _, row := range rows {
+		for _, path := range []struct {
+			name, base string
+			want       int
+		}{{"lb", lb, row.lb}, {"direct", direct, row.direct}} {
+			if path.want == 0 {
+				continue
+			}
+			t.Run(path.name+"/"+row.name, func(t *testing.T) {
+				want := path.want
+				if path.name == "lb" && !behindNginx {
+					if row.builtinSkip != "" {
+						t.Skipf("behind the built-in proxy, not nginx (CI=true requires nginx): %s", row.builtinSkip)
+					}
+					if row.builtin != 0 {
+						want = row.builtin
+					}
+				}
+				sent++
+				a, err := sendRaw(path.base, row.method, row.target, row.body, row.chunked, row.header)
+				// The shop first, whatever the answer: a failed read or
+				// checkBadAnswer stops the subtest.
+				after := readShop(t, lb, rdb)
+				if !after.equal(before) {
+					t.Errorf("the shop changed:\nbefore %v\nafter  %v", before, after)
+					before = after // judge the next row on its own
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", row.method, err)
+				}
+				checkBadAnswer(t, row, want, a)
+			})
+		}
+	}
+	if n := st.Restarts(); n != 0 {
+		t.Errorf("%d instance restart(s): a bad request killed an instance", n)
+	}
+	if after := readShop(t, lb, rdb); !after.equal(before) {
+		t.Errorf("the shop changed: %v", after)
+	}
+	t.Logf("%d rows, %d requests checked, in %s (stack start included)", len(rows), sent, time.Since(start).Round(time.Millisecond))
+}
+
+func checkBadAnswer(t *testing.T, row badRow, want int, a badAnswer) {
+	t.Helper()
+	show := string(a.body)
+	if len(show) > 300 {
+		show = show[:300] + "..."
+	}
+	if a.code != want {
+		t.Errorf("status %d, want %d: %s", a.code, want, show)
+	}
+	if a.code < 400 || a.code > 499 {
+		t.Fatalf("status %d is not a 4xx", a.code)
+	}
+	if ct := a.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("Content-Type %q, want application/json: %s", ct, show)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(a.body, &body); err != nil {
+		t.Fatalf("body is not a JSON object (%v): %s", err, show)
+	}
+	if msg, _ := body["error"].(string); msg == "" {
+		t.Errorf("no error in %s", show)
+	}
+	if a.code == http.StatusMethodNotAllowed || row.allow != "" {
+		got := strings.Split(a.header.Get("Allow"), ",")
+		for i := range got {
+			got[i] = strings.TrimSpace(got[i])
+		}
+		slices.Sort(got)
+		wantAllow := strings.Split(row.allow, ", ")
+		slices.Sort(wantAllow)
+		if !slices.Equal(got, wantAllow) {
+			t.Errorf("Allow %q, want %q", a.header.Get("Allow"), row.allow)
+		}
+	}
+}
