@@ -20,7 +20,7 @@ BIN     := bin
 STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES)
 BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(WAIT),-wait $(WAIT))
 
-.PHONY: all build demo up down bench matrix bench-peers test vet lint clean
+.PHONY: all build demo up down bench matrix chaos bench-peers test vet lint clean
 
 all: build
 
@@ -47,6 +47,13 @@ bench: build
 SCENARIOS ?=
 matrix: build
 	$(BIN)/bench -matrix -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(SCENARIOS),-scenarios $(SCENARIOS))
+
+## chaos: the fault suite: kill, drain, Redis stop, retry trap, failover, partition, random repeats;
+## each fault on a fresh stack on free ports; a table of figures and results/chaos-*.{json,md}
+FAULTS  ?=
+REPEATS ?=
+chaos: build
+	$(BIN)/bench -chaos -out $(OUT) $(if $(FAULTS),-faults $(FAULTS)) $(if $(REPEATS),-repeats $(REPEATS)) $(if $(LOCKS),-locks $(LOCKS))
 
 ## bench-peers: redsync v4, bsm/redislock and the lab's lua, fair and atomic, N ops of GET+SET at C
 ## concurrency against one redis-server started for the run (its own Go module, bench/peers)

@@ -36,6 +36,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockladder/lockladder/history"
 	"github.com/lockladder/lockladder/lock"
 )
 
@@ -186,6 +187,11 @@ type Row struct {
 	Verdict string `json:"verdict"`
 	// Expected is the ladder's verdict for the pair, in matrix runs.
 	Expected string `json:"expected,omitempty"`
+
+	// The run's requests as history operations (times since began), for
+	// the fault suite's own figures; not in the reports.
+	ops   []history.Op
+	began time.Time
 }
 
 // Run benchmarks every lock in cfg.Locks (default: all of GET /strategies)

@@ -175,6 +175,7 @@ func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *progress
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
 	}
 	row.Remaining, row.Sold, row.Num = *c.Stock, *c.Sold, *c.Num
+	row.ops, row.began = ops, since
 	if err := h.checkHistory(ctx, &row, ops, since); err != nil {
 		p.fail(err)
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)

@@ -311,6 +311,7 @@ func (s Scenario) stackConfig(cfg MatrixConfig) stack.Config {
 			c.InstanceArgs[i] = slices.Clone(a)
 		}
 	}
+	c.RedisProxy, c.MasterProxies = s.RedisProxy, s.MasterProxies
 	c.RequireReal = cfg.RequireReal || cfg.Stack.RequireReal
 	if cfg.Stack.Dir != "" {
 		c.Dir = filepath.Join(cfg.Stack.Dir, s.Name)

@@ -21,6 +21,9 @@ type Scenario struct {
 	Direct       bool             // load instance 1 directly, not the load balancer
 	AppArgs      []string         // flags for every instance
 	InstanceArgs map[int][]string // more flags for instance i, 0-based (stack.Config.InstanceArgs)
+	// RedisProxy and MasterProxies put fault proxies between the
+	// instances and Redis, or each Redlock master (stack.Config's).
+	RedisProxy, MasterProxies bool
 
 	// The load. Armed hits and hooks are placed by fractions of the run's
 	// window, min(requests, stock): the hits sure to find stock left, since

@@ -50,12 +50,38 @@ func run(ctx context.Context, args []string) error {
 	matrix := fs.Bool("matrix", false, "run the strategies x scenarios matrix, each scenario on a fresh stack on free ports (-url and the ports are not used)")
 	verbose := fs.Bool("v", false, "with -matrix: show each stack's log (starts, crashes, restarts, masters)")
 	scenarios := fs.String("scenarios", "", "with -matrix: comma-separated scenarios (default all: "+strings.Join(bench.ScenarioNames(), ",")+")")
+	chaos := fs.Bool("chaos", false, "run the fault suite (kill, drain, Redis stop, retry trap, failover, partition, random repeats), each fault on a fresh stack on free ports")
+	faults := fs.String("faults", "", "with -chaos: comma-separated fault numbers, 1 to 7 (default all)")
+	repeats := fs.Int("repeats", bench.DefaultRepeats, "with -chaos: runs of each schedule in fault 7")
+	trials := fs.Int("trials", bench.DefaultTrials, "with -chaos: failover trials per lock in fault 5")
+	seed := fs.Uint64("seed", 0, "with -chaos: seed of fault 7's random timing (default: from the clock, printed)")
 	so, bo, err := cli.ParseStackBench(fs, args)
 	if err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *chaos {
+		for _, f := range []string{"url", "matrix", "wait", "scenarios", "endpoints"} {
+			if set[f] {
+				return fmt.Errorf("-chaos takes no -%s: it starts a stack per fault and loads /sale", f)
+			}
+		}
+		var nums []int
+		for _, f := range cli.Split(*faults) {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				return fmt.Errorf("-faults: %q is not a fault number (1 to 7)", f)
+			}
+			nums = append(nums, n)
+		}
+		return runChaos(ctx, so, bo, set, bench.ChaosConfig{Faults: nums, Repeats: *repeats, Trials: *trials, Seed: *seed}, *verbose)
+	}
+	for _, f := range []string{"faults", "repeats", "trials", "seed"} {
+		if set[f] {
+			return fmt.Errorf("-%s needs -chaos", f)
+		}
+	}
 	if *matrix {
 		if set["url"] {
 			return errors.New("-matrix starts a stack per scenario: it takes no -url")
@@ -117,6 +143,32 @@ func instanceURLs(c stack.Config) []string {
 		urls[i] = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i))
 	}
 	return urls
+}
+
+// runChaos runs the fault suite with the stack flags as its template; -n,
+// -c, -stock and -locks only when given (the suite has its own sizes).
+func runChaos(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, set map[string]bool, cfg bench.ChaosConfig, verbose bool) error {
+	tmpl := so.Config
+	tmpl.Dir = ""
+	if !verbose {
+		tmpl.Log = nil
+	}
+	cfg.Stack, cfg.RequireReal, cfg.Progress, cfg.Timeout = tmpl, tmpl.RequireReal, bo.Config.Progress, bo.Config.Timeout
+	if set["n"] {
+		cfg.Requests = bo.Config.Requests
+	}
+	if set["c"] {
+		cfg.Concurrency = bo.Config.Concurrency
+	}
+	if set["stock"] {
+		cfg.Stock = bo.Config.Stock
+	}
+	if set["locks"] {
+		cfg.Locks = bo.Config.Locks
+	}
+	fmt.Println("fault suite: each fault on a fresh stack on free loopback ports")
+	_, err := bench.CompareChaos(ctx, cfg, bo.Out, os.Stdout)
+	return err
 }
 
 // runMatrix runs the matrix with the stack flags as its template: the
