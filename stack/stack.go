@@ -76,6 +76,12 @@ type Config struct {
 	// StartTimeout bounds Start when ctx has no deadline; default 30s.
 	StartTimeout time.Duration
 
+	// StableAfter is how long a restarted instance must run before its
+	// restart backoff (100ms, doubling to 5s while it keeps crashing)
+	// starts over; default 10s. The fault suite, which kills instances on
+	// purpose every few seconds, shortens it.
+	StableAfter time.Duration
+
 	// RedisProxy puts a FaultProxy between the instances and the main
 	// Redis: they get its address as -redis, so that a test can delay
 	// Redis's replies or cut the network (Stack.RedisProxy) without
@@ -357,6 +363,9 @@ func (c *Config) setDefaults() error {
 	if c.NginxConf, err = filepath.Abs(c.NginxConf); err != nil {
 		return fmt.Errorf("stack: NginxConf: %w", err)
 	}
+	if c.StableAfter <= 0 {
+		c.StableAfter = 10 * time.Second
+	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 30 * time.Second
 	}
@@ -532,7 +541,7 @@ func (s *Stack) supervise(in *instance) {
 			s.lg.printf("%s: pid %d drained (%v); restarting (drain #%d)", in.name, p.pid(), p.exitErr(), n)
 		} else {
 			n := s.restarts.Add(1)
-			if time.Since(in.started) > 10*time.Second {
+			if time.Since(in.started) > s.cfg.StableAfter {
 				backoff = 100 * time.Millisecond
 			}
 			wait = backoff
