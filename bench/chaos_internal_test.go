@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/history"
+)
+
+func TestErrorClasses(t *testing.T) {
+	ops := []history.Op{
+		{Code: 200, Outcome: history.Applied}, {Code: 409, Outcome: history.SoldOut},
+		{Code: 503, Outcome: history.Rejected}, {Code: 503, Outcome: history.Rejected},
+		{Code: 503, Outcome: history.Unknown}, {Code: 502, Outcome: history.Unknown},
+		{Code: 0, Outcome: history.Unknown}, {Code: 500, Outcome: history.Unknown},
+		{Code: 400, Outcome: history.Rejected},
+	}
+	got := errorsCell(errorClasses(ops))
+	if want := "4xx:1 502:1 503 lock:2 503 redis:1 5xx:1 conn:1"; got != want {
+		t.Fatalf("errors %q, want %q", got, want)
+	}
+	if errorsCell(nil) != "-" {
+		t.Fatal("no errors is -")
+	}
+}
+
+func TestViolations(t *testing.T) {
+	safe := Row{Initial: 10, Remaining: 0, Sold: 10, OK: 10, Linearizable: "ok"}
+	for _, tc := range []struct {
+		name string
+		r    Row
+		want int
+	}{
+		{"safe", safe, 0},
+		{"answers lost within the possibly applied", Row{Initial: 10, Sold: 10, OK: 8, PossiblyApplied: 2}, 0},
+		{"more gone than answers and possibly applied", Row{Initial: 10, Sold: 10, OK: 7, PossiblyApplied: 2}, 1},
+		{"sold twice", Row{Initial: 10, Sold: 11, OK: 10}, 1},
+		{"illegal and overlapping", Row{Initial: 10, Sold: 10, OK: 10, Linearizable: "illegal", Overlaps: 3}, 4},
+		{"stock below zero", Row{Initial: 10, Remaining: -1, Sold: 11, OK: 11}, 1},
+	} {
+		if got := violations(tc.r); got != tc.want {
+			t.Errorf("%s: %d violations, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestFirstProgressAndPercentile(t *testing.T) {
+	began := time.Unix(100, 0)
+	r := Row{began: began, ops: []history.Op{
+		{Call: 0, Return: int64(time.Second), Outcome: history.Applied},                                  // before the fault
+		{Call: int64(2 * time.Second), Return: int64(3 * time.Second), Outcome: history.Rejected},        // no progress
+		{Call: int64(2 * time.Second), Return: int64(2500 * time.Millisecond), Outcome: history.SoldOut}, // the first after it
+		{Call: int64(2100 * time.Millisecond), Return: int64(2600 * time.Millisecond), Outcome: history.Applied},
+	}}
+	d, ok := firstProgress(r, began.Add(2*time.Second))
+	if !ok || d != 500*time.Millisecond {
+		t.Fatalf("firstProgress = %s %v, want 500ms", d, ok)
+	}
+	if _, ok := firstProgress(r, began.Add(4*time.Second)); ok {
+		t.Fatal("no progress after the end")
+	}
+	var lat []time.Duration
+	for i := 1; i <= 100; i++ {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	if p := percentile(lat, 0.99); p != 100*time.Millisecond {
+		t.Fatalf("p99 = %s", p)
+	}
+	if percentile(nil, 0.99) != 0 {
+		t.Fatal("p99 of nothing is 0")
+	}
+}
+
+func TestChaosTables(t *testing.T) {
+	rows := []ChaosRow{
+		{Fault: 1, Name: "kill", Lock: "lua", Runs: 1, Requests: 1000, OK: 300, Errors: map[string]int{"502": 14},
+			RecoveryMs: 1901.2, Figure: "killed app2 while it held the lock", Pass: true},
+		{Fault: 5, Name: "failover", Lock: "redlock", Runs: 20, Errors: map[string]int{}, RecoveryMs: -1,
+			Figure: "double grants 1 of 20", Want: "no double grant", Violations: 1},
+	}
+	var b bytes.Buffer
+	if err := WriteChaosTable(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"recovery ms", "1901.2", "502:14", "yes", "NO: want no double grant"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	WriteChaosMarkdown(&b, rows)
+	if lines := strings.Split(strings.TrimSpace(b.String()), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[1], "| ---:") {
+		t.Errorf("markdown:\n%s", b.String())
+	}
+}
+
+func TestRunChaosRefusesUnknownFaults(t *testing.T) {
+	if _, err := RunChaos(context.Background(), ChaosConfig{Faults: []int{8}}); err == nil || !strings.Contains(err.Error(), "no fault 8") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := RunChaos(context.Background(), ChaosConfig{Repeats: -1}); err == nil {
+		t.Fatal("a negative size must be refused")
+	}
+}
