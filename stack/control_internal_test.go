@@ -127,3 +127,24 @@ func TestBalancerSetDownIdle(t *testing.T) {
 		t.Errorf("every target down: %d, want 503", rec.Code)
 	}
 }
+
+// The built-in proxy forwards the query as the client sent it: a pair
+// that does not parse reaches the app, which refuses the request, instead
+// of being dropped while the rest (a sale) goes through.
+func TestProxyForwardsTheQueryVerbatim(t *testing.T) {
+	got := make(chan string, 1)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.RawQuery
+	}))
+	defer app.Close()
+	b, err := newProxy([]string{app.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"lock=lua&%zz=1", "lock=lua&x;y=1", "stock=5&%zz"} {
+		b.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/sale?"+q, nil))
+		if fwd := <-got; fwd != q {
+			t.Errorf("forwarded %q, want %q as sent", fwd, q)
+		}
+	}
+}

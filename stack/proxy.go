@@ -42,6 +42,10 @@ func newProxy(targets []string) (*balancer, error) {
 	b.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(us[r.In.Context().Value(targetKey{}).(int)])
+			// Verbatim: ReverseProxy drops the query pairs that do not
+			// parse, and the app would then serve the rest (a sale)
+			// instead of refusing the request with a 400.
+			r.Out.URL.RawQuery = r.In.URL.RawQuery
 			r.Out.Host = r.In.Host
 			r.SetXForwarded()
 		},
