@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -833,28 +831,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// errorsCell is "503 lock:12 conn:3", or "-".
-func errorsCell(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k, v := range m {
-		if v > 0 {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s:%d", k, m[k])
-	}
-	if b.Len() == 0 {
-		return "-"
-	}
-	return b.String()
-}
-
 var chaosColumns = []struct {
 	head  string
 	right bool
@@ -866,7 +842,7 @@ var chaosColumns = []struct {
 	{"runs", true, func(r ChaosRow) string { return strconv.Itoa(r.Runs) }},
 	{"requests", true, func(r ChaosRow) string { return strconv.Itoa(r.Requests) }},
 	{"ok", true, func(r ChaosRow) string { return strconv.Itoa(r.OK) }},
-	{"errors", false, func(r ChaosRow) string { return errorsCell(r.Errors) }},
+	{"errors", false, func(r ChaosRow) string { return otherCell(r.Errors) }},
 	{"violations", true, func(r ChaosRow) string { return strconv.Itoa(r.Violations) }},
 	{"recovery ms", true, func(r ChaosRow) string {
 		if r.RecoveryMs < 0 {

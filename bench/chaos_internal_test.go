@@ -18,11 +18,11 @@ func TestErrorClasses(t *testing.T) {
 		{Code: 0, Outcome: history.Unknown}, {Code: 500, Outcome: history.Unknown},
 		{Code: 400, Outcome: history.Rejected},
 	}
-	got := errorsCell(errorClasses(ops))
-	if want := "4xx:1 502:1 503 lock:2 503 redis:1 5xx:1 conn:1"; got != want {
+	got := otherCell(errorClasses(ops))
+	if want := "502:1 4xx:1 503 lock:2 503 redis:1 5xx:1 conn:1"; got != want {
 		t.Fatalf("errors %q, want %q", got, want)
 	}
-	if errorsCell(nil) != "-" {
+	if otherCell(nil) != "-" {
 		t.Fatal("no errors is -")
 	}
 }

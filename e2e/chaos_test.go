@@ -3,14 +3,11 @@ package e2e
 import (
 	"context"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/redistest"
-	"github.com/lockladder/lockladder/stack"
 )
 
 // TestChaos is make chaos, reduced: every fault but the failover trials
@@ -23,32 +20,18 @@ func TestChaos(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	var mu sync.Mutex
-	var stacks []*stack.Stack
+	ss := &stacks{t: t}
 	start := time.Now()
 	rows, err := bench.RunChaos(ctx, bench.ChaosConfig{
 		Faults:   []int{1, 2, 3, 4, 6, 7},
 		Locks:    []string{"lua"},
 		Requests: 300, Concurrency: 20, Stock: 100,
-		Repeats: 2,
-		Stack: stack.Config{
-			AppBinary: appBinary,
-			NginxConf: "../nginx.conf",
-			Log:       logWriter{t},
-		},
+		Repeats:     2,
+		Stack:       ss.template(),
 		RequireReal: redistest.CI(),
-		Start: func(ctx context.Context, c stack.Config) (bench.Topology, error) {
-			s, err := stack.Start(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			mu.Lock()
-			stacks = append(stacks, s)
-			mu.Unlock()
-			return s, nil
-		},
-		Progress:   logWriter{t},
-		HistoryDir: t.TempDir(),
+		Start:       ss.start,
+		Progress:    logWriter{t},
+		HistoryDir:  t.TempDir(),
 	})
 	var table strings.Builder
 	bench.WriteChaosTable(&table, rows)
@@ -56,13 +39,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chaos: %v", err)
 	}
-	for _, s := range stacks {
-		for _, pid := range s.Pids() {
-			if syscall.Kill(pid, 0) == nil {
-				t.Errorf("pid %d still alive after the fault suite", pid)
-			}
-		}
-	}
+	ss.checkGone()
 
 	// kill, drain, redis-stop (lua); retry trap x2; partition x3; repeats:
 	// kill, drain, redis-stop (lua) and partition (redlock).

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,6 +47,44 @@ type logWriter struct{ t *testing.T }
 func (w logWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// stacks starts the stacks of a suite (the matrix, the fault suite) from
+// one template and checks at the end that none of their processes is left.
+type stacks struct {
+	t       *testing.T
+	mu      sync.Mutex
+	started []*stack.Stack
+}
+
+// template is the stack every suite's stacks derive from.
+func (s *stacks) template() stack.Config {
+	return stack.Config{AppBinary: appBinary, NginxConf: "../nginx.conf", Log: logWriter{s.t}}
+}
+
+// start is stack.Start, remembered.
+func (s *stacks) start(ctx context.Context, c stack.Config) (bench.Topology, error) {
+	st, err := stack.Start(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.started = append(s.started, st)
+	s.mu.Unlock()
+	return st, nil
+}
+
+// checkGone fails the test for every process of a started stack still alive.
+func (s *stacks) checkGone() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.started {
+		for _, pid := range st.Pids() {
+			if syscall.Kill(pid, 0) == nil {
+				s.t.Errorf("pid %d still alive after the suite", pid)
+			}
+		}
+	}
 }
 
 // startStack brings up the stack on free loopback ports and stops it when

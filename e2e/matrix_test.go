@@ -3,14 +3,11 @@ package e2e
 import (
 	"context"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/redistest"
-	"github.com/lockladder/lockladder/stack"
 )
 
 // TestMatrix is `make matrix`, smaller: every pair of scenario and lock the
@@ -32,30 +29,16 @@ func TestMatrix(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
-	var mu sync.Mutex
-	var stacks []*stack.Stack
+	ss := &stacks{t: t}
 	start := time.Now()
 	rows, skips, err := bench.RunMatrix(ctx, bench.MatrixConfig{
 		Requests:    requests,
 		Concurrency: concurrency,
 		Stock:       stock,
-		Stack: stack.Config{
-			AppBinary: appBinary,
-			NginxConf: "../nginx.conf",
-			Log:       logWriter{t},
-		},
+		Stack:       ss.template(),
 		RequireReal: redistest.CI(),
-		Start: func(ctx context.Context, c stack.Config) (bench.Topology, error) {
-			s, err := stack.Start(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			mu.Lock()
-			stacks = append(stacks, s)
-			mu.Unlock()
-			return s, nil
-		},
-		Progress: logWriter{t},
+		Start:       ss.start,
+		Progress:    logWriter{t},
 	})
 	took := time.Since(start)
 	var grid strings.Builder
@@ -66,13 +49,7 @@ func TestMatrix(t *testing.T) {
 	}
 
 	// Every stack stopped, every process it started gone.
-	for _, s := range stacks {
-		for _, pid := range s.Pids() {
-			if syscall.Kill(pid, 0) == nil {
-				t.Errorf("pid %d still alive after the matrix", pid)
-			}
-		}
-	}
+	ss.checkGone()
 
 	// Every pair the ladder lists was run: none skipped (say, because the
 	// app does not offer a lock yet).
