@@ -35,8 +35,8 @@ const (
 	// time, a stale fencing token was refused, or the request was refused.
 	Rejected Outcome = "rejected"
 	// Unknown: no answer from the app (a 502 or 504 from the load
-	// balancer, a transport error), or Redis failed under it: the request
-	// may have been applied. It counts as possibly applied with no return
+	// balancer after the request reached an instance, a transport error),
+	// or Redis failed under it: the request may have been applied. It counts as possibly applied with no return
 	// time, as etcd's robustness tests do.
 	Unknown Outcome = "unknown"
 	// Read: not a request of the load but the counters read back after
@@ -76,6 +76,9 @@ type answer struct {
 	Reason    string `json:"reason"`
 	Remaining *int64 `json:"remaining"`
 	Num       *int64 `json:"num"`
+	// UpstreamBytesSent is the load balancer's account of a 502 or 504:
+	// "0" when not a byte of the request reached an instance.
+	UpstreamBytesSent string `json:"upstream_bytes_sent"`
 }
 
 // Classify reads an answer: its status (0 for a transport error) and body.
@@ -100,6 +103,8 @@ func Classify(code int, body []byte) (Outcome, int64) {
 		return Rejected, 0
 	case code >= 400 && code < 500:
 		return Rejected, 0 // refused before anything was done
+	case (code == http.StatusBadGateway || code == http.StatusGatewayTimeout) && a.UpstreamBytesSent == "0":
+		return Rejected, 0 // the instance was down: the request never reached it
 	}
 	return Unknown, 0 // 0, 500, 502, 503 (Redis), 504
 }

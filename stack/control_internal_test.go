@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -146,5 +147,21 @@ func TestProxyForwardsTheQueryVerbatim(t *testing.T) {
 		if fwd := <-got; fwd != q {
 			t.Errorf("forwarded %q, want %q as sent", fwd, q)
 		}
+	}
+}
+
+// A request the built-in proxy could not even send (the instance is down)
+// says so, as nginx's 502 does: it cannot have sold.
+func TestProxySaysWhenNothingReachedTheInstance(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	b, err := newProxy([]string{down.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	b.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/sale?lock=lua", nil))
+	if w.Code != http.StatusBadGateway || !strings.Contains(w.Body.String(), `"upstream_bytes_sent":"0"`) {
+		t.Fatalf("got %d %s, want a 502 saying no byte was sent", w.Code, w.Body.String())
 	}
 }

@@ -62,12 +62,15 @@ func newProxy(targets []string) (*balancer, error) {
 			DisableCompression:    true,
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// As nginx.conf's 502 does, say whether the request reached
+			// the instance: one never sent cannot have sold.
+			body := map[string]string{"error": "bad gateway: " + err.Error(), "upstream": r.URL.Host}
+			if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+				body["upstream_bytes_sent"] = "0"
+			}
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.WriteHeader(http.StatusBadGateway)
-			json.NewEncoder(w).Encode(map[string]string{
-				"error":    "bad gateway: " + err.Error(),
-				"upstream": r.URL.Host,
-			})
+			json.NewEncoder(w).Encode(body)
 		},
 	}
 	return b, nil
