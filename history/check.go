@@ -47,51 +47,71 @@ type Result struct {
 	hasInfo bool
 }
 
-// span is the model's state: the values the object may hold, lo..hi. It is
-// one value until a request of Unknown outcome, which may or may not have
-// been applied, widens it by one; an answer that names the value narrows it
-// back. (A set of states would do the same; a span keeps each step O(1)
-// however many answers were lost.)
-type span struct{ lo, hi int64 }
+// state is the model's state: the value the object held at the last step
+// taken, and how many requests of Unknown outcome taken in since may still
+// take effect, unseen. An Unknown request adds one to pending and changes
+// nothing yet; the next answer that names a value spends as many of them
+// as the step to that value needs (each taking effect just before it), and
+// no more than are pending. Deciding late is the same as letting each such
+// request take effect at any moment after its call, since they all change
+// the object alike; deciding at once would make the checker try every one
+// of them in every place, which a crash run makes hopeless.
+//
+// pending never exceeds the applications left to spend: the read-back at
+// the end of a history says how far the object moved in all, and so how
+// many Unknown requests took effect (see Check); with none, pending stays
+// 0 and they are no-ops.
+type state struct{ value, pending, spent int64 }
 
-func (s span) String() string {
-	if s.lo == s.hi {
-		return fmt.Sprint(s.lo)
+func (s state) String() string {
+	if s.pending == 0 {
+		return fmt.Sprint(s.value)
 	}
-	return fmt.Sprintf("%d..%d", s.lo, s.hi)
+	return fmt.Sprintf("%d (and up to %d unanswered)", s.value, s.pending)
 }
 
-func (s span) has(v int64) bool { return s.lo <= v && v <= s.hi }
-
-func model(kind Kind, initial int64) porcupine.Model {
-	noun := "stock"
+// model is the object of kind, starting at initial, with at most unseen
+// Unknown requests taking effect in all.
+func model(kind Kind, initial, unseen int64) porcupine.Model {
+	noun, step := "stock", int64(-1)
 	if kind == Increment {
-		noun = "num"
+		noun, step = "num", 1
+	}
+	// reach is the step from s to v by j pending requests taking effect.
+	reach := func(s state, v int64) (bool, state) {
+		d := v - s.value
+		if d%step != 0 || d/step < 0 || d/step > s.pending {
+			return false, s
+		}
+		j := d / step
+		return true, state{v, s.pending - j, s.spent + j}
 	}
 	return porcupine.Model{
-		Init: func() any { return span{initial, initial} },
-		Step: func(state, _, output any) (bool, any) {
-			s, op := state.(span), output.(Op)
-			if kind == Increment {
-				switch op.Outcome {
-				case Applied:
-					return s.has(op.Value - 1), span{op.Value, op.Value}
-				case Unknown:
-					return true, span{s.lo, s.hi + 1}
-				case Read:
-					return s.has(op.Value), span{op.Value, op.Value}
-				}
-				return false, s // an increment never answers sold out
-			}
+		Init: func() any { return state{value: initial} },
+		Step: func(st, _, output any) (bool, any) {
+			s, op := st.(state), output.(Op)
 			switch op.Outcome {
-			case Applied:
-				return op.Value >= 0 && s.has(op.Value+1), span{op.Value, op.Value}
-			case SoldOut:
-				return s.has(0), span{0, 0}
 			case Unknown:
-				return true, span{max(s.lo-1, 0), s.hi}
+				if s.spent+s.pending < unseen {
+					s.pending++
+				}
+				return true, s
 			case Read:
-				return s.has(op.Value), span{op.Value, op.Value}
+				return reach(s, op.Value)
+			case Applied:
+				// The request itself took the last step to the value it
+				// names; pending ones may have taken those before.
+				if kind == Sale && op.Value < 0 {
+					return false, s
+				}
+				ok, next := reach(s, op.Value-step)
+				next.value = op.Value
+				return ok, next
+			case SoldOut:
+				if kind == Increment {
+					return false, s
+				}
+				return reach(s, 0)
 			}
 			return false, s
 		},
@@ -114,7 +134,7 @@ func model(kind Kind, initial int64) porcupine.Model {
 			}
 			return fmt.Sprintf("%s → ? (%d, no answer)", verb, op.Code)
 		},
-		DescribeState: func(state any) string { return noun + " " + state.(span).String() },
+		DescribeState: func(st any) string { return noun + " " + st.(state).String() },
 		DescribeOperationMetadata: func(info any) string {
 			op := info.(Op)
 			return fmt.Sprintf("instance %s, HTTP %d", op.Instance, op.Code)
@@ -136,11 +156,17 @@ const visualizeBudget = 2 * time.Second
 // then checks the history up to that point, for the visualisation. Without
 // such a pair porcupine checks the whole history.
 func Check(kind Kind, initial int64, ops []Op, timeout time.Duration) Result {
-	m := model(kind, initial)
+	unseen, ev := unseenEffects(kind, initial, ops)
+	m := model(kind, initial, max(unseen, 0))
 	hist := operations(ops, -1)
 	res := Result{Ops: len(hist), model: m}
 	if len(hist) == 0 {
 		res.Linearizable = NotKnown
+		return res
+	}
+	if ev != "" {
+		res.Linearizable, res.Evidence = Illegal, ev
+		res.info, res.hasInfo = visualize(m, hist, timeout), true
 		return res
 	}
 	if ev, until, ok := duplicate(kind, initial, ops); ok {
@@ -148,12 +174,7 @@ func Check(kind Kind, initial int64, ops []Op, timeout time.Duration) Result {
 		// The proof is in hand; the search is only for the picture, and
 		// with many buyers in flight it can be long: its partial orders
 		// are drawn as far as it got.
-		budget := visualizeBudget
-		if timeout > 0 {
-			budget = min(timeout, budget)
-		}
-		_, res.info = porcupine.CheckOperationsVerbose(m, operations(ops, until), budget)
-		res.hasInfo = true
+		res.info, res.hasInfo = visualize(m, operations(ops, until), timeout), true
 		return res
 	}
 	switch porcupine.CheckOperationsTimeout(m, hist, timeout) {
@@ -169,6 +190,58 @@ func Check(kind Kind, initial int64, ops []Op, timeout time.Duration) Result {
 		res.Evidence = fmt.Sprintf("the checker gave up after %s", timeout)
 	}
 	return res
+}
+
+// visualize runs porcupine only for its account of a history already
+// proved illegal, within visualizeBudget: with many buyers in flight the
+// search can be long, and its partial orders are drawn as far as it got.
+func visualize(m porcupine.Model, hist []porcupine.Operation, timeout time.Duration) porcupine.LinearizationInfo {
+	budget := visualizeBudget
+	if timeout > 0 {
+		budget = min(timeout, budget)
+	}
+	_, info := porcupine.CheckOperationsVerbose(m, hist, budget)
+	return info
+}
+
+// unseenEffects is how many requests of Unknown outcome took effect, from
+// how far the read-back says the object moved in all, less the answers
+// that name a step; without a read-back, as many as there are. Each applied
+// answer is one step and each Unknown request at most one, so a count
+// outside 0..Unknowns proves the history illegal: evidence says how.
+func unseenEffects(kind Kind, initial int64, ops []Op) (unseen int64, evidence string) {
+	var applied, unknown int64
+	read, final := false, int64(0)
+	for _, op := range ops {
+		switch op.Outcome {
+		case Applied:
+			applied++
+		case Unknown:
+			unknown++
+		case Read:
+			read, final = true, op.Value
+		}
+	}
+	if !read {
+		return unknown, ""
+	}
+	moved := final - initial
+	if kind == Sale {
+		moved = initial - final
+	}
+	unseen = moved - applied
+	what, gone := "increments", fmt.Sprintf("num rose by %d", moved)
+	if kind == Sale {
+		what, gone = "sales", fmt.Sprintf("%d items gone", moved)
+	}
+	switch {
+	case unseen < 0:
+		return unseen, fmt.Sprintf("%d %s answered 200 but the read-back shows %s", applied, what, gone)
+	case unseen > unknown:
+		return unseen, fmt.Sprintf("%s for %d %s answered and %d without an answer: some took effect twice",
+			gone, applied, what, unknown)
+	}
+	return unseen, ""
 }
 
 // HasVisualization reports whether Visualize has something to draw.
