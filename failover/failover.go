@@ -216,18 +216,18 @@ func singleTrial(ctx context.Context, logf func(string, ...any)) (o outcome, err
 	// A has found the primary through the sentinels and has a connection
 	// to it: its grant is one round trip.
 	if err := a.Ping(ctx).Err(); err != nil {
-		return o, fmt.Errorf("A: %w", err)
+		return o, fmt.Errorf("client A: %w", err)
 	}
 
 	g.ReplicationLink().Cut()
 	start := time.Now()
 	lkA, err := lockA.Obtain(ctx, Key)
 	if err != nil {
-		return o, fmt.Errorf("A: %w", err)
+		return o, fmt.Errorf("client A: %w", err)
 	}
 	tokenA, err := valueOn(ctx, pc) // read back where A was granted it
 	if err != nil || tokenA == "" {
-		return o, fmt.Errorf("A was granted the lock, but the primary %s holds %q (%v)", old, tokenA, err)
+		return o, fmt.Errorf("client A was granted the lock, but the primary %s holds %q (%v)", old, tokenA, err)
 	}
 	if err := g.KillPrimary(); err != nil {
 		return o, err
@@ -253,14 +253,14 @@ func singleTrial(ctx context.Context, logf func(string, ...any)) (o outcome, err
 	lkB, errB := lockB.Obtain(ctx, Key)
 	o.aLeft = LeaseTTL - time.Since(start)
 	if errB != nil && !errors.Is(errB, lock.ErrNotObtained) {
-		return o, fmt.Errorf("B: %w", errB)
+		return o, fmt.Errorf("client B: %w", errB)
 	}
 	held, err := valueOn(ctx, rc) // read back what B's grant left
 	if err != nil {
 		return o, err
 	}
 	if errB == nil && (held == "" || held == tokenA) {
-		return o, fmt.Errorf("B was granted the lock, but the new primary holds %q (A's token %q)", held, tokenA)
+		return o, fmt.Errorf("client B was granted the lock, but the new primary holds %q (A's token %q)", held, tokenA)
 	}
 	o.double = errB == nil && o.aLeft > 0
 	verdict := "not granted"
@@ -328,7 +328,7 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 	start := time.Now()
 	lkA, err := lockA.Obtain(ctx, Key)
 	if err != nil {
-		return o, fmt.Errorf("A: %w", err)
+		return o, fmt.Errorf("client A: %w", err)
 	}
 	// Read back who holds what: A's token is the one on a majority.
 	tokens := make([]string, Masters)
@@ -347,7 +347,7 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 		}
 	}
 	if tokenA == "" {
-		return o, fmt.Errorf("A was granted the lock, but no token is on a majority of masters: %q", tokens)
+		return o, fmt.Errorf("client A was granted the lock, but no token is on a majority of masters: %q", tokens)
 	}
 	o.heldA = count(tokens, tokenA)
 	o.maxB = 1 + Masters - o.heldA // the restarted master and those A never had
@@ -383,7 +383,7 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 		o.aLeft = v.Validity() - time.Since(start)
 	}
 	if errB != nil && !errors.Is(errB, lock.ErrNotObtained) {
-		return o, fmt.Errorf("B: %w", errB)
+		return o, fmt.Errorf("client B: %w", errB)
 	}
 	after := make([]string, Masters)
 	for i, c := range reads {
@@ -398,7 +398,7 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 		}
 	}
 	if (errB == nil) != bQuorum {
-		return o, fmt.Errorf("B's Obtain returned %v, but the masters hold %q (A's token %q)", errB, after, tokenA)
+		return o, fmt.Errorf("client B's Obtain returned %v, but the masters hold %q (A's token %q)", errB, after, tokenA)
 	}
 	o.double = errB == nil && o.aLeft > 0
 	verdict := "not granted"
