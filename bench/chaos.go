@@ -290,8 +290,7 @@ func violations(r Row) int {
 	if r.Linearizable == string(history.Illegal) {
 		n++
 	}
-	left := r.Initial - r.Remaining
-	if r.Remaining < 0 || r.Sold != left || int64(r.OK) > left || left-int64(r.OK) > possiblyApplied(&r) {
+	if !saleBalanced(&r) {
 		n++
 	}
 	return n

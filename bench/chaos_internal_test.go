@@ -35,8 +35,8 @@ func TestViolations(t *testing.T) {
 		want int
 	}{
 		{"safe", safe, 0},
-		{"answers lost within the possibly applied", Row{Initial: 10, Sold: 10, OK: 8, PossiblyApplied: 2}, 0},
-		{"more gone than answers and possibly applied", Row{Initial: 10, Sold: 10, OK: 7, PossiblyApplied: 2}, 1},
+		{"answers lost within the possibly applied", Row{Initial: 10, Sold: 10, OK: 8, PossiblyApplied: 2, Linearizable: "ok"}, 0},
+		{"more gone than answers and possibly applied", Row{Initial: 10, Sold: 10, OK: 7, PossiblyApplied: 2, Linearizable: "ok"}, 1},
 		{"sold twice", Row{Initial: 10, Sold: 11, OK: 10}, 1},
 		{"illegal and overlapping", Row{Initial: 10, Sold: 10, OK: 10, Linearizable: "illegal", Overlaps: 3}, 4},
 		{"stock below zero", Row{Initial: 10, Remaining: -1, Sold: 11, OK: 11}, 1},

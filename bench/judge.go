@@ -62,9 +62,8 @@ func Judge(r *Row) {
 	ok := int64(r.OK)
 	switch strings.TrimPrefix(r.Endpoint, "/") {
 	case EndpointSale:
-		left := r.Initial - r.Remaining
-		r.Oversold = ok - left
-		if r.Remaining >= 0 && r.Sold == left && r.Oversold <= 0 && -r.Oversold <= possiblyApplied(r) {
+		r.Oversold = ok - (r.Initial - r.Remaining)
+		if saleBalanced(r) {
 			r.Verdict, r.LostAnswers = VerdictSafe, -r.Oversold
 		} else {
 			r.Verdict = VerdictOversold
@@ -91,11 +90,24 @@ func Judge(r *Row) {
 	}
 }
 
+// saleBalanced reports whether a /sale run's books balance: no stock
+// below zero, the sold counter equal to the stock that left, and the 200s
+// accounting for all of it but what the requests that may have sold
+// without saying so can explain.
+func saleBalanced(r *Row) bool {
+	left, ok := r.Initial-r.Remaining, int64(r.OK)
+	return r.Remaining >= 0 && r.Sold == left && ok <= left && left-ok <= possiblyApplied(r)
+}
+
 // possiblyApplied counts the requests that may have sold without a 200:
-// those the history found without a definite answer, or, in a row with no
-// history, the ones the app never answered.
+// those the history found without a definite answer (a 502 that never
+// reached an instance is not one), or, in a row with no history, every
+// request the app never answered.
 func possiblyApplied(r *Row) int64 {
-	return max(int64(r.PossiblyApplied), unanswered(r.Codes))
+	if r.Linearizable != "" {
+		return int64(r.PossiblyApplied)
+	}
+	return unanswered(r.Codes)
 }
 
 // unanswered counts the requests the app itself never answered: a 502 or

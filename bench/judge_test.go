@@ -42,8 +42,11 @@ func TestJudge(t *testing.T) {
 		{"long stall, no bound", bench.Row{Endpoint: "sale", OK: 150, Initial: 150, Sold: 150, StallMs: 9000}, 0, 0, bench.VerdictSafe},
 		{"oversold beats deadlock", bench.Row{Endpoint: "sale", OK: 160, Initial: 150, StallMs: 5000, StallBoundMs: 3000}, 10, 0, bench.VerdictOversold},
 		// A 503 for a Redis failure may have sold (its write landed, its answer timed out); never more than once.
-		{"sale possibly applied under 503s", bench.Row{Endpoint: "sale", OK: 5, Initial: 10, Remaining: 2, Sold: 8, Codes: map[string]int{"503": 4}, PossiblyApplied: 4}, -3, 0, bench.VerdictSafe},
-		{"sale applied twice for one request", bench.Row{Endpoint: "sale", OK: 5, Initial: 10, Remaining: 0, Sold: 10, Codes: map[string]int{"503": 4}, PossiblyApplied: 4}, -5, 0, bench.VerdictOversold},
+		{"sale possibly applied under 503s", bench.Row{Endpoint: "sale", OK: 5, Initial: 10, Remaining: 2, Sold: 8, Codes: map[string]int{"503": 4}, PossiblyApplied: 4, Linearizable: "ok"}, -3, 0, bench.VerdictSafe},
+		// With a history, a 502 that never reached an instance cannot account for a sale.
+		{"sale gone behind 502s that reached nobody", bench.Row{Endpoint: "sale", OK: 8, Initial: 10, Remaining: 0, Sold: 10, Codes: map[string]int{"502": 2}, Linearizable: "ok"}, -2, 0, bench.VerdictOversold},
+		{"sale gone behind 502s, no history", bench.Row{Endpoint: "sale", OK: 8, Initial: 10, Remaining: 0, Sold: 10, Codes: map[string]int{"502": 2}}, -2, 0, bench.VerdictSafe},
+		{"sale applied twice for one request", bench.Row{Endpoint: "sale", OK: 5, Initial: 10, Remaining: 0, Sold: 10, Codes: map[string]int{"503": 4}, PossiblyApplied: 4, Linearizable: "ok"}, -5, 0, bench.VerdictOversold},
 		// The history: counters that balance do not clear an illegal history or two writers at once.
 		{"sale books balance, history illegal", bench.Row{Endpoint: "sale", OK: 10, Initial: 10, Sold: 10, Linearizable: "illegal"}, 0, 0, bench.VerdictOversold},
 		{"testLock books balance, history illegal", bench.Row{Endpoint: "testLock", OK: 10, Num: 10, Linearizable: "illegal"}, 0, 0, bench.VerdictLostUpdates},
