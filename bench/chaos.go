@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -206,17 +205,17 @@ var (
 func (c *chaos) fault(ctx context.Context, f int) ([]ChaosRow, error) {
 	switch f {
 	case 1:
-		return c.perLock(ctx, "kill", c.kill)
+		return c.perLock(ctx, 1, "kill", c.kill)
 	case 2:
-		return c.perLock(ctx, "drain", c.drain)
+		return c.perLock(ctx, 2, "drain", c.drain)
 	case 3:
-		return c.perLock(ctx, "redis-stop", c.redisStop)
+		return c.perLock(ctx, 3, "redis-stop", c.redisStop)
 	case 4:
 		return c.retryTrap(ctx)
 	case 5:
 		return c.failover(ctx)
 	case 6:
-		return c.partition(ctx)
+		return c.partitions(ctx)
 	default:
 		return c.repeats(ctx)
 	}
@@ -229,7 +228,7 @@ type faultRun struct {
 }
 
 // perLock runs a fault once for each of the safe locks, on one stack.
-func (c *chaos) perLock(ctx context.Context, name string, mk func(lock string, at float64, inst int) faultRun) ([]ChaosRow, error) {
+func (c *chaos) perLock(ctx context.Context, f int, name string, mk func(lock string, at float64, inst int) faultRun) ([]ChaosRow, error) {
 	fr := mk(c.cfg.Locks[0], 0.3, 1)
 	top, err := c.start(ctx, fr.sc)
 	if err != nil {
@@ -243,13 +242,9 @@ func (c *chaos) perLock(ctx context.Context, name string, mk func(lock string, a
 		if err != nil {
 			return rows, err
 		}
-		rows = append(rows, c.line(faultNumber(name), name, row, fr.figure(row)))
+		rows = append(rows, c.line(f, name, row, fr.figure(row)))
 	}
 	return rows, nil
-}
-
-func faultNumber(name string) int {
-	return map[string]int{"kill": 1, "drain": 2, "redis-stop": 3, "retry-trap": 4, "failover": 5, "partition": 6}[name]
 }
 
 // start starts the fault's stack.
@@ -304,8 +299,7 @@ func violations(r Row) int {
 // until its lease runs out.
 func (c *chaos) kill(lock string, at float64, inst int) faultRun {
 	var (
-		mu     sync.Mutex
-		killed time.Time
+		killed time.Time // set by the hook, read once the run (and its hooks) is over
 		victim string
 	)
 	sc := Scenario{
@@ -324,15 +318,11 @@ func (c *chaos) kill(lock string, at float64, inst int) faultRun {
 			if _, err := ic.Signal(i, syscall.SIGKILL); err != nil {
 				return err
 			}
-			mu.Lock()
 			killed, victim = time.Now(), name
-			mu.Unlock()
 			return nil
 		}}},
 	}
 	return faultRun{sc: sc, figure: func(r Row) ChaosRow {
-		mu.Lock()
-		defer mu.Unlock()
 		rec, ok := firstProgress(r, killed)
 		row := ChaosRow{
 			Recovery: "SIGKILL to the lock had again (its lease ran out)",
@@ -542,17 +532,16 @@ func (c *chaos) failover(ctx context.Context) ([]ChaosRow, error) {
 	return rows, nil
 }
 
-// partition: cut k of redlock's 5 masters off the network.
-func (c *chaos) partition(ctx context.Context) ([]ChaosRow, error) {
+// partitions: cut 1, 2 then 3 of redlock's 5 masters off the network.
+func (c *chaos) partitions(ctx context.Context) ([]ChaosRow, error) {
 	var rows []ChaosRow
-	sc, _ := c.partitionRun(0.3, 1)
-	top, err := c.start(ctx, sc)
+	top, err := c.start(ctx, c.partition(1)("redlock", 0.3, 0).sc)
 	if err != nil {
 		return nil, err
 	}
 	defer top.Stop()
 	for k := 1; k <= 3; k++ {
-		fr := c.partitionFault(0.3, k)
+		fr := c.partition(k)("redlock", 0.3, 0)
 		r, err := c.run(ctx, fr.sc, top, "redlock", c.redlockBase())
 		if err != nil {
 			return rows, err
@@ -573,72 +562,72 @@ func (c *chaos) redlockBase() Config {
 // a request that cannot reach a majority fails within it.
 const partitionWait = 500 * time.Millisecond
 
-func (c *chaos) partitionRun(at float64, k int) (Scenario, *time.Time) {
-	var cut time.Time
-	return Scenario{
-		Name: "partition", About: fmt.Sprintf("%d of 5 Redlock masters cut off the network", k),
-		MasterProxies: true,
-		AppArgs:       []string{"-lock-wait", partitionWait.String()},
-		Hooks: []Hook{{At: at, About: fmt.Sprintf("cut %d masters", k),
-			Do: func(ctx context.Context, t Topology) error {
-				pc, ok := t.(partitionControl)
-				if !ok {
-					return errors.New("the stack has no proxies in front of its masters")
-				}
-				for i := range k {
-					px := pc.MasterProxy(i)
-					if px == nil {
-						return fmt.Errorf("no proxy in front of master %d", i)
+// partition cuts the first k masters off at the run's moment at, and heals
+// them after it.
+func (c *chaos) partition(k int) func(lock string, at float64, inst int) faultRun {
+	return func(_ string, at float64, _ int) faultRun {
+		var cut time.Time
+		sc := Scenario{
+			Name: "partition", About: fmt.Sprintf("%d of 5 Redlock masters cut off the network", k),
+			MasterProxies: true,
+			AppArgs:       []string{"-lock-wait", partitionWait.String()},
+			Hooks: []Hook{{At: at, About: fmt.Sprintf("cut %d masters", k),
+				Do: func(ctx context.Context, t Topology) error {
+					pc, ok := t.(partitionControl)
+					if !ok {
+						return errors.New("the stack has no proxies in front of its masters")
 					}
-					px.Cut()
-				}
-				cut = time.Now()
-				return nil
-			},
-			Undo: func(ctx context.Context, t Topology) error {
-				pc, ok := t.(partitionControl)
-				if !ok {
+					for i := range k {
+						px := pc.MasterProxy(i)
+						if px == nil {
+							return fmt.Errorf("no proxy in front of master %d", i)
+						}
+						px.Cut()
+					}
+					cut = time.Now()
 					return nil
-				}
-				for i := range 5 {
-					if px := pc.MasterProxy(i); px != nil {
-						px.Heal()
+				},
+				Undo: func(ctx context.Context, t Topology) error {
+					pc, ok := t.(partitionControl)
+					if !ok {
+						return nil
 					}
+					for i := range 5 {
+						if px := pc.MasterProxy(i); px != nil {
+							px.Heal()
+						}
+					}
+					return nil
+				}}},
+		}
+		return faultRun{sc: sc, figure: func(r Row) ChaosRow {
+			after := int64(cut.Sub(r.began))
+			okAfter := 0
+			var lat []time.Duration
+			for _, op := range r.ops {
+				if op.Call < after {
+					continue
 				}
-				return nil
-			}}},
-	}, &cut
-}
-
-func (c *chaos) partitionFault(at float64, k int) faultRun {
-	sc, cut := c.partitionRun(at, k)
-	return faultRun{sc: sc, figure: func(r Row) ChaosRow {
-		after := int64(cut.Sub(r.began))
-		okAfter := 0
-		var lat []time.Duration
-		for _, op := range r.ops {
-			if op.Call < after {
-				continue
+				switch op.Code {
+				case 200:
+					okAfter++
+				case 503:
+					lat = append(lat, time.Duration(op.Return-op.Call))
+				}
 			}
-			switch op.Code {
-			case 200:
-				okAfter++
-			case 503:
-				lat = append(lat, time.Duration(op.Return-op.Call))
+			p := percentile(lat, 0.99)
+			row := ChaosRow{RecoveryMs: -1,
+				Figure: fmt.Sprintf("after the cut: %d sold, %d 503s (p99 %s)", okAfter, len(lat), p.Round(time.Millisecond))}
+			if k <= 2 {
+				row.Want = "still safe and selling"
+				row.Pass = okAfter > 0 && violations(r) == 0
+			} else {
+				row.Want = fmt.Sprintf("503s within the %s wait (+0.5s), nothing oversold", partitionWait)
+				row.Pass = len(lat) > 0 && p < partitionWait+500*time.Millisecond && violations(r) == 0
 			}
-		}
-		p := percentile(lat, 0.99)
-		row := ChaosRow{RecoveryMs: -1,
-			Figure: fmt.Sprintf("after the cut: %d sold, %d 503s (p99 %s)", okAfter, len(lat), p.Round(time.Millisecond))}
-		if k <= 2 {
-			row.Want = "still safe and selling"
-			row.Pass = okAfter > 0 && violations(r) == 0
-		} else {
-			row.Want = fmt.Sprintf("503s within the %s wait (+0.5s), nothing oversold", partitionWait)
-			row.Pass = len(lat) > 0 && p < partitionWait+500*time.Millisecond && violations(r) == 0
-		}
-		return row
-	}}
+			return row
+		}}
+	}
 }
 
 // repeats: faults 1 (any instance, holding the lock or not), 2, 3 and 6
@@ -663,7 +652,7 @@ func (c *chaos) repeats(ctx context.Context) ([]ChaosRow, error) {
 		{"kill", locks, c.killAny, small},
 		{"drain", locks, c.drain, small},
 		{"redis-stop", locks, c.redisStop, small},
-		{"partition 2/5", []string{"redlock"}, func(_ string, at float64, _ int) faultRun { return c.partitionFault(at, 2) }, rl},
+		{"partition 2/5", []string{"redlock"}, c.partition(2), rl},
 	}
 	var rows []ChaosRow
 	for _, s := range scheds {

@@ -61,7 +61,7 @@ func (h *harness) checkHistory(ctx context.Context, row *Row, ops []history.Op, 
 			Sections []history.Section `json:"sections"`
 		}
 		path := "/sections?since=" + strconv.FormatInt(since.UnixNano(), 10)
-		if err := h.callAt(ctx, base, path, &got); err != nil {
+		if err := h.callURL(ctx, "GET", base+path, &got); err != nil {
 			complete = false // restarting, say: what the others held still counts
 			continue
 		}
@@ -102,10 +102,4 @@ func writeVisualization(dir string, row Row, res history.Result) (string, error)
 		return "", fmt.Errorf("history: %s: %w", path, err)
 	}
 	return path, f.Close()
-}
-
-// callAt is call against another base URL than the load balancer's (an
-// instance, directly).
-func (h *harness) callAt(ctx context.Context, base, path string, out any) error {
-	return h.callURL(ctx, "GET", base+path, out)
 }
