@@ -254,17 +254,12 @@ func (r *Redis) spawn(ctx context.Context) (err error) {
 // redisPing sends PING over a fresh connection and wants +PONG: a server
 // still loading its dump answers -LOADING.
 func redisPing(ctx context.Context, addr string) error {
-	d := net.Dialer{Timeout: 500 * time.Millisecond}
-	c, err := d.DialContext(ctx, "tcp", addr)
+	rd, done, err := sendRaw(ctx, addr, time.Second, "PING")
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := io.WriteString(c, "*1\r\n$4\r\nPING\r\n"); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	defer done()
+	line, err := rd.ReadString('\n')
 	if err != nil {
 		return err
 	}
@@ -322,19 +317,16 @@ func (r *Redis) shutdown(ctx context.Context) error {
 // server closes the connection without a reply; an error reply (the save
 // failed) means it runs on.
 func shutdownSave(ctx context.Context, addr string) error {
-	d := net.Dialer{Timeout: time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
+	wait := 15 * time.Second // it writes the dataset first
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl)
+	}
+	rd, done, err := sendRaw(ctx, addr, wait, "SHUTDOWN", "SAVE")
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		c.SetDeadline(dl)
-	}
-	if _, err := io.WriteString(c, "*2\r\n$8\r\nSHUTDOWN\r\n$4\r\nSAVE\r\n"); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	defer done()
+	line, err := rd.ReadString('\n')
 	if err == nil {
 		return fmt.Errorf("reply %q", strings.TrimSpace(line))
 	}
@@ -392,20 +384,38 @@ func (r *Redis) isDown() bool {
 	return r.down
 }
 
-// serverPid asks the Redis at addr for its process id (INFO server), over
-// a fresh connection: the answer proves a Redis is up there, and whose.
-func serverPid(ctx context.Context, addr string) (int, error) {
+// sendRaw sends one command to the Redis at addr over a fresh connection
+// and returns the reader of its reply and the func that closes it. The
+// stack speaks RESP itself for these few checks: go-redis would log every
+// refused dial of a server still starting to the user's terminal. The
+// reply must come within wait.
+func sendRaw(ctx context.Context, addr string, wait time.Duration, args ...string) (*bufio.Reader, func(), error) {
 	d := net.Dialer{Timeout: 500 * time.Millisecond}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
+		return nil, nil, err
+	}
+	c.SetDeadline(time.Now().Add(wait))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(c, b.String()); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return bufio.NewReader(c), func() { c.Close() }, nil
+}
+
+// serverPid asks the Redis at addr for its process id (INFO server), over
+// a fresh connection: the answer proves a Redis is up there, and whose.
+func serverPid(ctx context.Context, addr string) (int, error) {
+	rd, done, err := sendRaw(ctx, addr, time.Second, "INFO", "server")
+	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := io.WriteString(c, "*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n"); err != nil {
-		return 0, err
-	}
-	rd := bufio.NewReader(c)
+	defer done()
 	head, err := rd.ReadString('\n')
 	if err != nil {
 		return 0, err
