@@ -289,3 +289,18 @@ func TestDerivedNginxConfValid(t *testing.T) {
 		t.Errorf("nginx -t said:\n%s", out)
 	}
 }
+
+// make up's instances are found where the flags put them; a stack on
+// free ports has none to find.
+func TestConfigInstanceURLs(t *testing.T) {
+	got := Config{LBAddr: "127.0.0.1:8080", AppBasePort: 9001, Instances: 2}.InstanceURLs()
+	if len(got) != 2 || got[0] != "http://127.0.0.1:9001" || got[1] != "http://127.0.0.1:9002" {
+		t.Fatalf("InstanceURLs = %v", got)
+	}
+	if got := (Config{}).InstanceURLs(); len(got) != DefaultInstances || got[0] != "http://127.0.0.1:8081" {
+		t.Fatalf("defaults: %v", got)
+	}
+	if got := (Config{LBAddr: "127.0.0.1:0"}).InstanceURLs(); got != nil {
+		t.Fatalf("free ports: %v", got)
+	}
+}

@@ -296,11 +296,26 @@ func (c *Config) appPorts() []string {
 	if base == 0 {
 		base = DefaultAppBasePort
 	}
-	ports := make([]string, c.Instances)
+	n := c.Instances
+	if n <= 0 {
+		n = DefaultInstances
+	}
+	ports := make([]string, n)
 	for i := range ports {
 		ports[i] = strconv.Itoa(base + i)
 	}
 	return ports
+}
+
+// InstanceURLs are the base URLs the instances of a stack started with c
+// listen on, when c fixes their ports (nil when they are picked free): a
+// stack already up (make up) is found there.
+func (c Config) InstanceURLs() []string {
+	var urls []string
+	for _, p := range c.appPorts() {
+		urls = append(urls, "http://"+net.JoinHostPort("127.0.0.1", p))
+	}
+	return urls
 }
 
 // checkPortsFree fails if a fixed port of the stack is already in use.

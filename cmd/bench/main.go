@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string) error {
 			notes = s.Summary()
 		} else {
 			// make up's stack: its instances are where these flags put them.
-			cfg.Instances = instanceURLs(so.Config)
+			cfg.Instances = so.Config.InstanceURLs()
 		}
 	} else if err := healthy(ctx, cfg.URL, cfg.AllowRemote); err != nil {
 		return fmt.Errorf("nothing healthy answers at %s/healthz: %w", cfg.URL, err)
@@ -126,23 +126,6 @@ func run(ctx context.Context, args []string) error {
 		cfg.Requests, cfg.Concurrency, cfg.Stock, cfg.URL)
 	_, err = bench.Compare(ctx, cfg, bo.Out, notes, os.Stdout)
 	return err
-}
-
-// instanceURLs are the instances a stack started with c listens on.
-func instanceURLs(c stack.Config) []string {
-	n := c.Instances
-	if n <= 0 {
-		n = stack.DefaultInstances
-	}
-	base := c.AppBasePort
-	if base <= 0 {
-		base = stack.DefaultAppBasePort
-	}
-	urls := make([]string, n)
-	for i := range urls {
-		urls[i] = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i))
-	}
-	return urls
 }
 
 // runChaos runs the fault suite with the stack flags as its template; -n,
