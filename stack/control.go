@@ -247,22 +247,12 @@ func (s *Stack) Drain(ctx context.Context, i int) (rep DrainReport, err error) {
 		return rep, fmt.Errorf("stack: Drain: %s (pid %d) did not exit after SIGTERM (killed): %w", in.name, p.pid(), ctx.Err())
 	}
 
-	// The supervisor restarts it; wait for the new process, then its health.
-	var np *proc
-	for {
-		if np = in.current(); np != p {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return rep, fmt.Errorf("stack: Drain: %s not restarted after its exit: %w", in.name, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+	// The supervisor restarts it.
+	np, err := s.healthyAgain(ctx, in, p)
+	if err != nil {
+		return rep, fmt.Errorf("stack: Drain: %s after its exit: %w%s", in.name, err, logTail(in.logPath, 2048))
 	}
 	rep.NewPid = np.pid()
-	if err := waitHealthy(ctx, "http://"+in.addr, np.done); err != nil {
-		return rep, fmt.Errorf("stack: Drain: %s (pid %d) after its restart: %w%s", in.name, np.pid(), err, logTail(in.logPath, 2048))
-	}
 	if err := s.setInLB(ctx, i, true); err != nil {
 		return rep, err
 	}
@@ -277,25 +267,35 @@ func (s *Stack) Drain(ctx context.Context, i int) (rep DrainReport, err error) {
 func (s *Stack) putBack(i int, in *instance) error {
 	ctx, cancel := s.opCtx(context.Background(), 30*time.Second)
 	defer cancel()
-	for {
-		p := in.current()
-		err := waitHealthy(ctx, "http://"+in.addr, p.done)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("stack: %s left out of the load balancer: %w", in.name, err)
-		}
-		// It exited before it was healthy: the supervisor starts another.
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
+	if _, err := s.healthyAgain(ctx, in, nil); err != nil {
+		return fmt.Errorf("stack: %s left out of the load balancer: %w", in.name, err)
 	}
 	if err := s.setInLB(ctx, i, true); err != nil {
 		return fmt.Errorf("stack: %s left out of the load balancer: %w", in.name, err)
 	}
 	return nil
+}
+
+// healthyAgain waits until instance in runs a process other than old
+// (nil: any) that answers GET /healthz, through the supervisor's restarts
+// (one that exits before it is healthy is followed by the next).
+func (s *Stack) healthyAgain(ctx context.Context, in *instance, old *proc) (*proc, error) {
+	for {
+		if p := in.current(); p != old {
+			err := waitHealthy(ctx, "http://"+in.addr, p.done)
+			if err == nil {
+				return p, nil
+			}
+			if ctx.Err() != nil {
+				return nil, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("not restarted: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // setInLB puts instance i in the load balancer or takes it out, and
