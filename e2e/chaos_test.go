@@ -16,7 +16,7 @@ import (
 // meet what the issue asks of its fault, and every process must be gone.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the fault suite takes about a minute and a half")
+		t.Skip("the fault suite takes about a minute")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
