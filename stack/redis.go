@@ -112,6 +112,7 @@ func startMiniredis(addr string, lg *logger) (*Redis, error) {
 	if err := m.StartAddr(addr); err != nil {
 		return nil, fmt.Errorf("stack: embedded miniredis on %s: %w", addr, err)
 	}
+	installScripts(m)
 	r := &Redis{
 		addr:     m.Addr(),
 		version:  moduleVersion("github.com/alicebob/miniredis/v2"),
@@ -361,6 +362,7 @@ func (r *Redis) restart(ctx context.Context) error {
 		if err := r.mini.StartAddr(r.addr); err != nil {
 			return fmt.Errorf("stack: embedded miniredis on %s: restart: %w", r.addr, err)
 		}
+		installScripts(r.mini)
 		r.mu.Lock()
 		r.down = false
 		r.mu.Unlock()
