@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ type harness struct {
 	cfg    Config
 	dial   *dialer
 	client *http.Client
+	waits  map[string][]string // the wait modes each lock takes; nil: unknown
 }
 
 func newHarness(cfg Config) *harness {
@@ -86,24 +88,38 @@ func (h *harness) callURL(ctx context.Context, method, target string, out any) e
 	return nil
 }
 
-// strategies asks GET /strategies for the lock names, in the app's order.
+// strategies asks GET /strategies for the lock names, in the app's order,
+// and notes which wait modes each takes (waitFor).
 func (h *harness) strategies(ctx context.Context) ([]string, error) {
 	var list []struct {
-		Name string `json:"name"`
+		Name  string   `json:"name"`
+		Waits []string `json:"waits"`
 	}
 	if err := h.call(ctx, http.MethodGet, "/strategies", &list); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	names := make([]string, 0, len(list))
+	h.waits = make(map[string][]string, len(list))
 	for _, s := range list {
 		if s.Name != "" {
 			names = append(names, s.Name)
+			h.waits[s.Name] = s.Waits
 		}
 	}
 	if len(names) == 0 {
 		return nil, errors.New("bench: GET /strategies: the app lists no lock")
 	}
 	return names, nil
+}
+
+// waitFor is the wait= to send with lock's requests: Config.Wait where the
+// lock takes it (GET /strategies says which do), else none, and the lock
+// waits its own way.
+func (h *harness) waitFor(lock string) string {
+	if h.waits == nil || slices.Contains(h.waits[lock], h.cfg.Wait) {
+		return h.cfg.Wait
+	}
+	return ""
 }
 
 // reset sets the stock and clears the counters; it returns the stock the
@@ -257,8 +273,8 @@ func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) (
 		vegeta.KeepAlive(true),
 		vegeta.Redirects(vegeta.NoFollow), // a redirect is counted, never chased
 	)
-	row.Wait = h.cfg.Wait
-	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, h.cfg.Wait, ld)
+	row.Wait = h.waitFor(row.Lock)
+	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, row.Wait, ld)
 	results := a.Attack(tg.target, closedLoop{n: uint64(n)}, 0, row.Lock+"/"+row.Endpoint)
 
 	var tick <-chan time.Time

@@ -132,6 +132,9 @@ func badInputRows() []badRow {
 		bad400("wait huge", "/sale?lock=lua&wait="+huge),
 		bad400("wait unicode", "/sale?lock=lua&wait=%E2%8F%B3"),
 		bad400("wait repeated", "/sale?lock=lua&wait=fixed&wait=notify"),
+		bad400("wait=queue on a polling lock", "/sale?lock=lua&wait=queue"),
+		bad400("wait on a lock that never waits", "/sale?lock=atomic&wait=fixed"),
+		bad400("wait on fair, which waits for its handoff", "/testLock?lock=fair&wait=notify"),
 
 		// fault parameters: faults are off on these instances
 		bad400("work on a faultless instance", "/sale?lock=lua&work=10ms"),
@@ -368,7 +371,7 @@ func TestBadInput(t *testing.T) {
 	for _, req := range []struct{ base, method, target string }{
 		{lb, http.MethodPost, "/reset?stock=100"},
 		{lb, http.MethodPost, "/sale?lock=lua"},
-		{lb, http.MethodGet, "/sale?lock=atomic&wait=notify"},
+		{lb, http.MethodGet, "/sale?lock=lua&wait=notify"},
 		{direct, http.MethodPost, "/sale?lock=fenced&reenter=0"},
 		{lb, http.MethodPost, "/testLock?lock=lua"},
 		{direct, http.MethodGet, "/testLock?lock=atomic"},

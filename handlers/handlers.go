@@ -238,6 +238,14 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 			h.badRequest(c, fmt.Sprintf("wait: unknown wait mode %q (valid: %v)", truncate(v[0], 32), lock.WaitModes))
 			return lockRequest{}, false
 		}
+		if !slices.Contains(req.rung.Waits, m) {
+			msg := fmt.Sprintf("wait=%s does not apply to lock %q: it takes no wait= (it does not poll a busy lock)", m, req.rung.Name)
+			if len(req.rung.Waits) > 0 {
+				msg = fmt.Sprintf("wait=%s does not apply to lock %q: it waits by %v", m, req.rung.Name, req.rung.Waits)
+			}
+			h.badRequest(c, msg)
+			return lockRequest{}, false
+		}
 		req.wait = m
 	}
 	if h.cfg.Faults != nil {

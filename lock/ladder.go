@@ -12,6 +12,10 @@ type Rung struct {
 	Name    string `json:"name"`
 	Summary string `json:"summary"`
 	Flaw    string `json:"flaw"`
+	// Waits are the wait modes (wait=) the rung honours, its default
+	// first; none for a rung that never waits on a busy lock, or (fair)
+	// waits only its own way.
+	Waits []WaitMode `json:"waits,omitempty"`
 	// Atomic marks the ceiling: no lock at all, because the whole
 	// operation is one Lua script. Its Locker is nil.
 	Atomic bool `json:"atomic,omitempty"`
@@ -28,12 +32,12 @@ type Ladder struct {
 var ErrNoMasters = errors.New("lock: redlock needs independent masters (start the app with -masters a,b,c,d,e)")
 
 // NewLadder builds every rung over one Redis client; redlock runs over the
-// independent masters instead.
-func NewLadder(rdb redis.Cmdable, masters []redis.Cmdable, o Options) *Ladder {
+// independent masters instead, configured by ropts.
+func NewLadder(rdb redis.Cmdable, masters []redis.Cmdable, o Options, ropts ...RedlockOption) *Ladder {
 	l := &Ladder{lockers: make(map[string]Locker)}
 	var redlock Locker = unavailable{ErrNoMasters}
 	if len(masters) > 0 {
-		redlock = NewRedlock(masters, o)
+		redlock = NewRedlock(masters, o, ropts...)
 	}
 	for _, r := range []struct {
 		Rung
@@ -45,31 +49,31 @@ func NewLadder(rdb redis.Cmdable, masters []redis.Cmdable, o Options) *Ladder {
 		{Rung{Name: "local",
 			Summary: "an in-process mutex per key (Java synchronized)",
 			Flaw:    "excludes only within one process: oversells across instances"}, NewLocal(o)},
-		{Rung{Name: "setnx",
+		{Rung{Name: "setnx", Waits: PollModes,
 			Summary: "SETNX key 1, business, DEL key",
 			Flaw:    "a holder that dies never releases: every later request waits forever"}, NewSetNX(rdb, o)},
-		{Rung{Name: "setnx-expire",
+		{Rung{Name: "setnx-expire", Waits: PollModes,
 			Summary: "SETNX, then a separate EXPIRE",
 			Flaw:    "a crash between the two commands leaves a lock with no TTL"}, NewSetNXExpire(rdb, o)},
-		{Rung{Name: "setnx-px",
+		{Rung{Name: "setnx-px", Waits: PollModes,
 			Summary: "SET key 1 NX PX ttl, then a plain DEL",
 			Flaw:    "business longer than the TTL: the lock lapses and A's DEL frees B's lock"}, NewSetNXPX(rdb, o)},
-		{Rung{Name: "check-del",
+		{Rung{Name: "check-del", Waits: PollModes,
 			Summary: "SET key uuid NX PX ttl; release = GET, compare, DEL as two commands",
 			Flaw:    "the lock can pass to B between A's GET and DEL: A deletes B's lock"}, NewCheckDel(rdb, o)},
-		{Rung{Name: "lua",
+		{Rung{Name: "lua", Waits: PollModes,
 			Summary: "SET key uuid NX PX ttl; release with a Lua compare-and-delete",
 			Flaw:    "the lease still lapses when the business outlives the TTL"}, NewLua(rdb, o)},
-		{Rung{Name: "getset",
+		{Rung{Name: "getset", Waits: PollModes,
 			Summary: "SETNX key expiry; take an expired lock with GETSET; DEL only before own expiry",
 			Flaw:    "trusts synchronised clocks; a slow holder still loses the lock"}, NewGetSet(rdb, o)},
-		{Rung{Name: "reentrant",
+		{Rung{Name: "reentrant", Waits: PollModes,
 			Summary: "hash {owner: count} in Lua scripts, a watchdog renewing every TTL/3",
 			Flaw:    "a process paused longer than the TTL loses the lease, watchdog and all"}, NewReentrant(rdb, o)},
-		{Rung{Name: "redlock",
-			Summary: "the lock on 5 independent masters; a majority within validity wins",
+		{Rung{Name: "redlock", Waits: []WaitMode{WaitQueue, WaitFixed, WaitBackoff, WaitNotify},
+			Summary: "the lock on 5 independent masters; a majority within validity wins; a process's requests queue in memory behind one contender (wait=queue; wait=fixed: every request contends and splits the vote)",
 			Flaw:    "assumes bounded pauses and clocks: a pause past validity yields two holders"}, redlock},
-		{Rung{Name: "fenced",
+		{Rung{Name: "fenced", Waits: PollModes,
 			Summary: "a lease plus a fencing token; the stock refuses a token lower than the highest seen",
 			Flaw:    "none under these scenarios: a stale holder's read and write are refused; but waiters poll, and who wins is luck"}, NewFenced(rdb, o)},
 		{Rung{Name: "fair",

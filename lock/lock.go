@@ -79,7 +79,8 @@ type Options struct {
 	// ErrNotObtained. Default 5s.
 	Wait time.Duration
 	// WaitMode is how Obtain waits for a busy lock, unless the context
-	// says otherwise (WithWait). Default WaitFixed: the articles' loop.
+	// says otherwise (WithWait). Default "": each rung's own, WaitFixed
+	// (the articles' loop) for the rungs that poll, WaitQueue for redlock.
 	WaitMode WaitMode
 	// Retry makes the sleeps of WaitFixed for one Obtain. Default
 	// FixedSleep(10ms): the articles' "sleep and try again", with a
@@ -105,9 +106,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Wait <= 0 {
 		o.Wait = 5 * time.Second
-	}
-	if o.WaitMode == "" {
-		o.WaitMode = WaitFixed
 	}
 	if o.Retry == nil {
 		o.Retry = FixedSleep(10 * time.Millisecond)

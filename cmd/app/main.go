@@ -40,7 +40,7 @@ func run() error {
 		lockTTL      = flag.Duration("lock-ttl", 2*time.Second, "lease of the Redis locks")
 		lockWait     = flag.Duration("lock-wait", 5*time.Second, "how long a request waits for a lock before a 503")
 		retry        = flag.Duration("retry", 10*time.Millisecond, "sleep between attempts to take a busy lock (-wait fixed)")
-		wait         = flag.String("wait", "fixed", "how a request waits for a busy lock unless it says wait=: fixed (sleep -retry, the articles), backoff (exponential, jittered, 1ms to 32ms) or notify (woken by the release, over pub/sub)")
+		wait         = flag.String("wait", "", "how a request waits for a busy lock unless it says wait=: fixed (sleep -retry, the articles), backoff (exponential, jittered, 1ms to 32ms), notify (woken by the release, over pub/sub) or queue (redlock only: the process's requests line up behind one contender); default: each lock's own (fixed for the locks that poll, queue for redlock)")
 		redisTimeout = flag.Duration("redis-timeout", time.Second, "dial, read and write timeout of each Redis call")
 		pool         = flag.Int("pool", 64, "Redis connection pool size")
 		redisRetries = flag.Int("redis-retries", -1, "-1: a command that timed out is never resent (the app's setting); 3 is go-redis's default, which resends a timed-out EVALSHA: the retry trap")
@@ -58,9 +58,13 @@ func run() error {
 	if *redisRetries < -1 {
 		return fmt.Errorf("-redis-retries %d: want -1 (none) or more", *redisRetries)
 	}
-	waitMode, err := lock.ParseWaitMode(*wait)
-	if err != nil {
-		return fmt.Errorf("-wait: %w", err)
+	var waitMode lock.WaitMode
+	if *wait != "" {
+		m, err := lock.ParseWaitMode(*wait)
+		if err != nil {
+			return fmt.Errorf("-wait: %w", err)
+		}
+		waitMode = m
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("instance", *name)
 
@@ -87,13 +91,24 @@ func run() error {
 	rdb := newClient(*redisAddr, *redisRetries)
 	defer rdb.Close()
 
-	var masterClients []redis.Cmdable
+	var (
+		masterClients []redis.Cmdable
+		redlockOpts   []lock.RedlockOption
+	)
 	for _, addr := range strings.Split(*masters, ",") {
 		if addr = strings.TrimSpace(addr); addr == "" {
 			continue
 		}
 		m := newClient(addr, -1)
 		defer m.Close()
+		if len(masterClients) == 0 {
+			// Redlock's releases are announced on every master; the
+			// heads of this process's lines hear them from the first.
+			// When it is down they poll, every 20ms.
+			announced := lock.NewNotifier(m, lock.WithFallback(20*time.Millisecond))
+			defer announced.Close()
+			redlockOpts = append(redlockOpts, lock.WithAnnouncements(announced))
+		}
 		masterClients = append(masterClients, m)
 	}
 	// One subscription per process announces releases: notify waiters
@@ -115,7 +130,7 @@ func run() error {
 	router := handlers.New(handlers.Config{
 		Instance:  *name,
 		Inventory: inventory.New(rdb),
-		Ladder:    lock.NewLadder(rdb, masterClients, opts),
+		Ladder:    lock.NewLadder(rdb, masterClients, opts, redlockOpts...),
 		Log:       log,
 		Faults:    faultActions,
 	})
