@@ -222,6 +222,7 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 			p.fit(lock, ep)
 		}
 	}
+	p.plan(len(locks) * len(cfg.Endpoints))
 	rows := make([]Row, 0, len(locks)*len(cfg.Endpoints))
 	for _, lock := range locks {
 		for _, ep := range cfg.Endpoints {

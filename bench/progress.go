@@ -21,6 +21,12 @@ type progress struct {
 	total          int
 	nameWidth      int // lock/endpoint names are padded to this
 	drawn          int // width of the live line on screen
+
+	// A series of runs (plan): how many, which one is on, when the series
+	// began and when its last run ended, for "[5/26] ... ~1m10s left".
+	runs, run       int
+	began, lastDone time.Time
+	runStart        time.Time
 }
 
 func newProgress(w io.Writer) *progress {
@@ -51,11 +57,26 @@ func (p *progress) fit(lock, endpoint string) {
 	}
 }
 
+// plan announces a series of runs: each start is the next of them, and
+// the lines say which and how long the series has left.
+func (p *progress) plan(runs int) {
+	if p == nil {
+		return
+	}
+	p.runs, p.run = runs, 0
+	p.began = time.Now()
+	p.lastDone = p.began
+}
+
 func (p *progress) start(lock, endpoint string, total int) {
 	if p == nil {
 		return
 	}
 	p.lock, p.endpoint, p.total = lock, endpoint, total
+	p.runStart = time.Now()
+	if p.runs > 0 {
+		p.run++
+	}
 	p.fit(p.scoped(lock), endpoint)
 	if p.live {
 		p.update(0, 0, 0)
@@ -76,9 +97,37 @@ func (p *progress) update(done, ok int, elapsed time.Duration) {
 	if s := elapsed.Seconds(); s > 0 {
 		rate = float64(done) / s
 	}
-	p.draw(fmt.Sprintf("%s  [%s%s] %*d/%d  ok %d  %.0f req/s",
-		p.name(), strings.Repeat("#", filled), strings.Repeat(".", width-filled),
-		len(fmt.Sprint(p.total)), done, p.total, ok, rate))
+	line := fmt.Sprintf("%s%s  [%s%s] %*d/%d  ok %d  %.0f req/s",
+		p.counter(), p.name(), strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+		len(fmt.Sprint(p.total)), done, p.total, ok, rate)
+	if p.runs > 0 {
+		runLeft := time.Duration(0)
+		if rate > 0 {
+			runLeft = time.Duration(float64(p.total-done) / rate * float64(time.Second))
+		}
+		line += "  " + p.eta(elapsed, runLeft)
+	}
+	p.draw(line)
+}
+
+// counter is "[5/26] " in a series, "" otherwise.
+func (p *progress) counter() string {
+	if p.runs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("[%*d/%d] ", len(fmt.Sprint(p.runs)), p.run, p.runs)
+}
+
+// eta says how long the series has run and about how long it has left:
+// what the current run has left, plus the runs after it at the average
+// length of those done (or of this one so far, before any is done).
+func (p *progress) eta(inRun, runLeft time.Duration) string {
+	per := inRun + runLeft
+	if done := p.run - 1; done > 0 {
+		per = p.lastDone.Sub(p.began) / time.Duration(done)
+	}
+	left := runLeft + per*time.Duration(max(0, p.runs-p.run))
+	return fmt.Sprintf("%s in, ~%s left", time.Since(p.began).Round(time.Second), left.Round(time.Second))
 }
 
 // finish leaves the run's summary line.
@@ -113,8 +162,13 @@ func (p *progress) finish(r Row) {
 	if r.Expected != "" {
 		verdict += " " + mark(r)
 	}
-	p.line(fmt.Sprintf("%s  %d req  ok %d%s%s  %.0f req/s  p99 %.1fms%s  %s",
-		p.name(), r.Requests, r.OK, other, extra, r.RPS, r.P99Ms, stall, verdict))
+	p.lastDone = time.Now()
+	tail := ""
+	if p.runs > 0 && p.run < p.runs {
+		tail = "  (" + p.eta(0, 0) + ")"
+	}
+	p.line(fmt.Sprintf("%s%s  %d req  ok %d%s%s  %.0f req/s  p99 %.1fms%s  %s%s",
+		p.counter(), p.name(), r.Requests, r.OK, other, extra, r.RPS, r.P99Ms, stall, verdict, tail))
 }
 
 // setScope sets the scenario shown before the run names ("" for none).
@@ -136,7 +190,7 @@ func (p *progress) fail(err error) {
 	if p == nil {
 		return
 	}
-	p.line(fmt.Sprintf("%s  failed: %v", p.name(), err))
+	p.line(fmt.Sprintf("%s%s  failed: %v", p.counter(), p.name(), err))
 }
 
 func (p *progress) name() string {

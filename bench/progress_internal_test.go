@@ -117,3 +117,30 @@ func TestProgressLiveRun(t *testing.T) {
 		t.Errorf("want a start line, at least one tick and the summary: %q", out)
 	}
 }
+
+// TestProgressSeries: in a planned series every line says which run it
+// is and about how long the series has left, from the runs done so far.
+func TestProgressSeries(t *testing.T) {
+	var b bytes.Buffer
+	p := &progress{w: &b, live: true}
+	p.plan(3)
+	p.began = time.Now().Add(-10 * time.Second) // as if the series had run 10s
+	p.lastDone = p.began
+	p.start("lua", "sale", 100)
+	p.update(50, 10, time.Second) // half of the first run in 1s: 1s left of it, 2s per run
+	if out := b.String(); !strings.Contains(out, "[1/3] lua/sale") || !strings.Contains(out, "10s in, ~5s left") {
+		t.Errorf("first run's live line: %q", out)
+	}
+	p.lastDone = p.began.Add(4 * time.Second) // the first run took 4s
+	p.finish(Row{Lock: "lua", Endpoint: "sale", Requests: 100, OK: 100, Verdict: VerdictSafe})
+	if out := b.String(); !strings.Contains(out, "(10s in, ~") {
+		t.Errorf("finished line: %q", out)
+	}
+	b.Reset()
+	p.lastDone = p.began.Add(4 * time.Second)
+	p.start("lua", "testLock", 100)
+	p.update(0, 0, 0) // nothing known of this run: a run's average per run
+	if out := b.String(); !strings.Contains(out, "[2/3] lua/testLock") || !strings.Contains(out, "~4s left") {
+		t.Errorf("second run's live line: %q", out)
+	}
+}
