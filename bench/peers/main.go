@@ -1,6 +1,8 @@
 // Command peers measures the lab's locks against two published Go Redis
 // locks, go-redsync/redsync v4 and bsm/redislock, in one run, against one
-// redis-server it starts itself on a free loopback port.
+// redis-server it starts itself on a free loopback port, plus five
+// independent masters for the Redlock contenders (redsync over all five,
+// with its defaults, and the lab's redlock).
 //
 // Every contender runs the same critical section, the articles' /testLock:
 // take the lock, GET a counter, SET it one higher, give the lock up. N
@@ -34,6 +36,7 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
@@ -94,6 +97,20 @@ func run() error {
 		version = "redis-server " + v
 	}
 
+	masters, err := startMasters(ctx, mode, !*embedded)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, m := range masters {
+			m.Stop()
+		}
+	}()
+	var masterAddrs []string
+	for _, m := range masters {
+		masterAddrs = append(masterAddrs, m.Addr())
+	}
+
 	all := contenders(cfg)
 	if *only != "" {
 		want := strings.Split(*only, ",")
@@ -104,8 +121,8 @@ func run() error {
 	}
 
 	started := time.Now()
-	fmt.Printf("%d operations, %d concurrent, one %s at %s, %s %s/%s, %d CPUs; lease %s, bound %s\n\n",
-		cfg.n, cfg.c, version, srv.Addr(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cfg.ttl, cfg.bound)
+	fmt.Printf("%d operations, %d concurrent, one %s at %s (and %d masters for the Redlocks), %s %s/%s, %d CPUs; lease %s, bound %s\n\n",
+		cfg.n, cfg.c, version, srv.Addr(), len(masters), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cfg.ttl, cfg.bound)
 	var rows []row
 	for _, ct := range all {
 		var stop func()
@@ -114,7 +131,7 @@ func run() error {
 				return err
 			}
 		}
-		r, err := measure(ctx, srv.Addr(), srv.Pid(), cfg, ct)
+		r, err := measure(ctx, srv.Addr(), srv.Pid(), masterAddrs, cfg, ct)
 		if stop != nil {
 			stop()
 		}
@@ -155,7 +172,7 @@ func run() error {
 // within the bound).
 type contender struct {
 	name, settings string
-	setup          func(rdb *redis.Client) (op func(ctx context.Context, key string) (bool, error), closeFn func())
+	setup          func(rdb *redis.Client, masters []*redis.Client) (op func(ctx context.Context, key string) (bool, error), closeFn func())
 }
 
 // critical is the business: GET the counter, SET it one higher. then, if
@@ -186,11 +203,11 @@ redis.call("SET", KEYS[1], n)
 return n`)
 
 func contenders(cfg config) []contender {
-	labLock := func(name, settings string, mk func(rdb *redis.Client, n *lock.Notifier) lock.Locker) contender {
-		return contender{name: name, settings: settings, setup: func(rdb *redis.Client) (func(context.Context, string) (bool, error), func()) {
+	labLock := func(name, settings string, mk func(rdb *redis.Client, masters []*redis.Client, n *lock.Notifier) lock.Locker) contender {
+		return contender{name: name, settings: settings, setup: func(rdb *redis.Client, masters []*redis.Client) (func(context.Context, string) (bool, error), func()) {
 			n := lock.NewNotifier(rdb)
 			<-n.Ready()
-			l := mk(rdb, n)
+			l := mk(rdb, masters, n)
 			return func(ctx context.Context, key string) (bool, error) {
 				held, err := l.Obtain(ctx, "lock:"+key)
 				if errors.Is(err, lock.ErrNotObtained) {
@@ -228,7 +245,7 @@ func contenders(cfg config) []contender {
 	}
 	return []contender{
 		{name: "redsync", settings: fmt.Sprintf("v4.18.1, one pool; WithExpiry(%s), WithRetryDelay(%s), WithTries(unbounded: the %s bound ends it)", cfg.ttl, cfg.retry, cfg.bound),
-			setup: func(rdb *redis.Client) (func(context.Context, string) (bool, error), func()) {
+			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {
 				rs := redsync.New(goredis.NewPool(rdb))
 				return func(ctx context.Context, key string) (bool, error) {
 					m := rs.NewMutex("lock:"+key, redsync.WithExpiry(cfg.ttl), redsync.WithRetryDelay(cfg.retry), redsync.WithTries(1<<30))
@@ -246,7 +263,7 @@ func contenders(cfg config) []contender {
 				}, func() {}
 			}},
 		{name: "redislock", settings: fmt.Sprintf("v0.9.4; ttl %s, RetryStrategy LinearBackoff(%s), until the %s bound", cfg.ttl, cfg.retry, cfg.bound),
-			setup: func(rdb *redis.Client) (func(context.Context, string) (bool, error), func()) {
+			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {
 				locker := redislock.New(rdb)
 				o := &redislock.Options{RetryStrategy: redislock.LinearBackoff(cfg.retry)}
 				return func(ctx context.Context, key string) (bool, error) {
@@ -265,26 +282,82 @@ func contenders(cfg config) []contender {
 				}, func() {}
 			}},
 		labLock("lua-fixed", fmt.Sprintf("SET NX PX + Lua release; wait=fixed, sleep %s (the articles)%s", cfg.retry, pipe),
-			func(rdb *redis.Client, n *lock.Notifier) lock.Locker {
+			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewLua(rdb, opts(n, lock.WaitFixed))
 			}),
 		labLock("lua-backoff", "the same; wait=backoff, exponential 1ms..32ms, full jitter"+pipe,
-			func(rdb *redis.Client, n *lock.Notifier) lock.Locker {
+			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewLua(rdb, opts(n, lock.WaitBackoff))
 			}),
 		labLock("lua-notify", "the same; wait=notify, woken over pub/sub by each release (fallback tick 100ms)"+pipe,
-			func(rdb *redis.Client, n *lock.Notifier) lock.Locker {
+			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewLua(rdb, opts(n, lock.WaitNotify))
 			}),
 		labLock("fair", "FIFO queue in Redis, handoff in the release script, the waiter woken by name; fencing token, watchdog"+pipe,
-			func(rdb *redis.Client, n *lock.Notifier) lock.Locker { return lock.NewFair(rdb, opts(n, "")) }),
+			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+				return lock.NewFair(rdb, opts(n, ""))
+			}),
+		{name: "redsync-5", settings: "v4.18.1 over the 5 masters, its defaults: expiry 8s, 32 tries, a random 50-250ms between them",
+			setup: func(rdb *redis.Client, masters []*redis.Client) (func(context.Context, string) (bool, error), func()) {
+				var pools []redsyncredis.Pool
+				for _, m := range masters {
+					pools = append(pools, goredis.NewPool(m))
+				}
+				rs := redsync.New(pools...)
+				return func(ctx context.Context, key string) (bool, error) {
+					m := rs.NewMutex("lock:" + key)
+					if err := m.LockContext(ctx); err != nil {
+						if errors.Is(err, redsync.ErrFailed) || ctx.Err() != nil || isTaken(err) {
+							return false, nil
+						}
+						return false, err
+					}
+					err := critical(ctx, rdb, key, nil)
+					if _, uerr := m.UnlockContext(ctx); err == nil {
+						err = uerr
+					}
+					return true, err
+				}, func() {}
+			}},
+		labLock("redlock", "the lab's rung 9 over the 5 masters: majority within validity; wait=queue, one contender per process",
+			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {
+				cs := make([]redis.Cmdable, len(masters))
+				for i, m := range masters {
+					cs[i] = m
+				}
+				return lock.NewRedlock(cs, opts(nil, ""))
+			}),
 		{name: "atomic", settings: "no lock: the GET and SET in one Lua script (the ceiling)",
-			setup: func(rdb *redis.Client) (func(context.Context, string) (bool, error), func()) {
+			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {
 				return func(ctx context.Context, key string) (bool, error) {
 					return true, atomicIncr.Run(ctx, rdb, []string{key}).Err()
 				}, func() {}
 			}},
 	}
+}
+
+// isTaken reports whether redsync's error says the lock was held by
+// another (it returns that, not ErrFailed, when its last try saw so).
+func isTaken(err error) bool {
+	var taken *redsync.ErrTaken
+	var node *redsync.ErrNodeTaken
+	return errors.As(err, &taken) || errors.As(err, &node)
+}
+
+// startMasters starts the Redlock contenders' five independent masters.
+func startMasters(ctx context.Context, mode stack.Mode, requireReal bool) ([]*stack.Redis, error) {
+	var ms []*stack.Redis
+	for range 5 {
+		m, err := stack.StartRedis(ctx, "127.0.0.1:0", mode, requireReal, nil)
+		if err != nil {
+			for _, x := range ms {
+				x.Stop()
+			}
+			return nil, fmt.Errorf("start a master: %w", err)
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
 }
 
 // roundTrips counts what a client sends: one per command, one per pipeline.
@@ -320,14 +393,19 @@ type row struct {
 
 // measure runs one contender on a fresh client and counter: c goroutines
 // take operations until n have been done.
-func measure(ctx context.Context, addr string, redisPid int, cfg config, ct contender) (row, error) {
+func measure(ctx context.Context, addr string, redisPid int, masterAddrs []string, cfg config, ct contender) (row, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: cfg.c + 32, MaxRetries: -1})
 	defer rdb.Close()
+	masters := make([]*redis.Client, len(masterAddrs))
+	for i, a := range masterAddrs {
+		masters[i] = redis.NewClient(&redis.Options{Addr: a, PoolSize: cfg.c + 32, MaxRetries: -1})
+		defer masters[i].Close()
+	}
 	key := "peers:" + ct.name
 	if err := rdb.Del(ctx, key, "lock:"+key).Err(); err != nil {
 		return row{}, err
 	}
-	op, closeFn := ct.setup(rdb)
+	op, closeFn := ct.setup(rdb, masters)
 	defer closeFn()
 
 	// Warm up: scripts loaded, connections dialled. Not measured.
@@ -339,6 +417,9 @@ func measure(ctx context.Context, addr string, redisPid int, cfg config, ct cont
 
 	rt := &roundTrips{}
 	rdb.AddHook(rt)
+	for _, m := range masters {
+		m.AddHook(rt) // a command to each of five masters is five round trips
+	}
 	var (
 		next, ok, failed atomic.Int64
 		firstErr         atomic.Value
@@ -419,19 +500,21 @@ func (r report) markdown() string {
 		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %.2f | %d | %.2f | %s | %s | %s |\n",
 			x.Name, x.OpsPerS, x.P50ms, x.P99ms, x.MaxMs, x.Failed, x.RTTPerOp, pct(x.RedisCPU), pct(x.SelfCPU), exact)
 	}
-	var redsync, fair *row
+	byName := map[string]*row{}
 	for i := range r.Rows {
-		switch r.Rows[i].Name {
-		case "redsync":
-			redsync = &r.Rows[i]
-		case "fair":
-			fair = &r.Rows[i]
+		byName[r.Rows[i].Name] = &r.Rows[i]
+	}
+	versus := func(ours, theirs string, x, lower float64) {
+		a, b2 := byName[ours], byName[theirs]
+		if a == nil || b2 == nil || b2.OpsPerS <= 0 || a.P99ms <= 0 {
+			return
 		}
+		fmt.Fprintf(&b, "\n%s vs %s: %.1fx the throughput (target >= %gx), p99 %.1fx lower (target >= %gx)",
+			ours, theirs, a.OpsPerS/b2.OpsPerS, x, b2.P99ms/a.P99ms, lower)
 	}
-	if redsync != nil && fair != nil && redsync.OpsPerS > 0 && fair.P99ms > 0 {
-		fmt.Fprintf(&b, "\nfair vs redsync: %.1fx the throughput (target >= 3x), p99 %.1fx lower (target >= 10x)\n",
-			fair.OpsPerS/redsync.OpsPerS, redsync.P99ms/fair.P99ms)
-	}
+	versus("fair", "redsync", 3, 10)
+	versus("redlock", "redsync-5", 2, 4)
+	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "\nrtt/op: Redis round trips per operation (a command or a pipeline each), the lock's and the GET and SET's.")
 	fmt.Fprintln(&b, "redis cpu, client cpu: CPU time during the run, in % of one core, of redis-server and of this process.")
 	fmt.Fprintln(&b, "\nSettings:")
