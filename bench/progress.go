@@ -24,9 +24,8 @@ type progress struct {
 
 	// A series of runs (plan): how many, which one is on, when the series
 	// began and when its last run ended, for "[5/26] ... ~1m10s left".
-	runs, run       int
-	began, lastDone time.Time
-	runStart        time.Time
+	runs, run, finished int
+	began, lastDone     time.Time
 }
 
 func newProgress(w io.Writer) *progress {
@@ -63,7 +62,7 @@ func (p *progress) plan(runs int) {
 	if p == nil {
 		return
 	}
-	p.runs, p.run = runs, 0
+	p.runs, p.run, p.finished = runs, 0, 0
 	p.began = time.Now()
 	p.lastDone = p.began
 }
@@ -73,7 +72,6 @@ func (p *progress) start(lock, endpoint string, total int) {
 		return
 	}
 	p.lock, p.endpoint, p.total = lock, endpoint, total
-	p.runStart = time.Now()
 	if p.runs > 0 {
 		p.run++
 	}
@@ -119,15 +117,19 @@ func (p *progress) counter() string {
 }
 
 // eta says how long the series has run and about how long it has left:
-// what the current run has left, plus the runs after it at the average
-// length of those done (or of this one so far, before any is done).
+// what the current run has left (runLeft), plus the runs not begun at the
+// average length of those finished (or of this one, before any is).
 func (p *progress) eta(inRun, runLeft time.Duration) string {
+	in := time.Since(p.began).Round(time.Second)
 	per := inRun + runLeft
-	if done := p.run - 1; done > 0 {
-		per = p.lastDone.Sub(p.began) / time.Duration(done)
+	if p.finished == 0 && per == 0 {
+		return fmt.Sprintf("%s in", in) // nothing to go by yet
+	}
+	if p.finished > 0 {
+		per = p.lastDone.Sub(p.began) / time.Duration(p.finished)
 	}
 	left := runLeft + per*time.Duration(max(0, p.runs-p.run))
-	return fmt.Sprintf("%s in, ~%s left", time.Since(p.began).Round(time.Second), left.Round(time.Second))
+	return fmt.Sprintf("%s in, ~%s left", in, left.Round(time.Second))
 }
 
 // finish leaves the run's summary line.
@@ -163,6 +165,7 @@ func (p *progress) finish(r Row) {
 		verdict += " " + mark(r)
 	}
 	p.lastDone = time.Now()
+	p.finished++
 	tail := ""
 	if p.runs > 0 && p.run < p.runs {
 		tail = "  (" + p.eta(0, 0) + ")"

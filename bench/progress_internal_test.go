@@ -136,6 +136,9 @@ func TestProgressSeries(t *testing.T) {
 	if out := b.String(); !strings.Contains(out, "(10s in, ~") {
 		t.Errorf("finished line: %q", out)
 	}
+	if out := b.String(); strings.Contains(out, "~0s left") {
+		t.Errorf("two runs to go, none left: %q", out)
+	}
 	b.Reset()
 	p.lastDone = p.began.Add(4 * time.Second)
 	p.start("lua", "testLock", 100)

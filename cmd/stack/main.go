@@ -126,9 +126,6 @@ func run(ctx context.Context, o options, hook func(context.Context, *stack.Stack
 			fmt.Fprintln(os.Stderr, "stack: stopped")
 		}
 	}()
-	for _, l := range s.Summary() {
-		fmt.Println(l)
-	}
 	fmt.Println("url:", s.URL())
 	if err := writeState(o.State, s); err != nil {
 		close(stateDone)
