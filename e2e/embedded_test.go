@@ -2,48 +2,82 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
-	"github.com/lockladder/lockladder/stack"
 )
 
-// TestEmbeddedFallbackServesEveryRung is the no-dependency path: the
-// embedded miniredis and the built-in proxy, as `make demo` runs them
-// where redis-server and nginx are missing. At 100 concurrent requests
-// every lock must serve: no 503 (a lock not had in time), every safe lock
-// exact with a legal history, and the unsafe ones still caught. (Before
-// the embedded server reused its Lua states, reentrant answered 503 to a
-// third of such requests.)
+// TestEmbeddedFallbackServesEveryRung is the no-dependency path as `make
+// demo` runs it where redis-server and nginx are missing: bin/stack (built
+// as make builds it, not under the race detector) with the embedded
+// miniredis and the built-in proxy in its own process. At 100 concurrent
+// requests every lock must serve: no 503 (a lock not had in time), every
+// safe lock exact with a legal history, the unsafe ones still caught.
+// (Before the embedded server reused its Lua states, reentrant answered
+// 503 to a third of such requests.)
 func TestEmbeddedFallbackServesEveryRung(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	st, err := stack.Start(ctx, stack.Config{
-		Dir: t.TempDir(), Instances: 3, LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0",
-		Redis: stack.Embedded, LB: stack.Embedded,
-		AppBinary: appBinary, NginxConf: "../nginx.conf", Log: logWriter{t},
-	})
-	if err != nil {
-		t.Fatalf("start stack: %v", err)
+	bin := filepath.Join(t.TempDir(), "stack")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/stack").CombinedOutput(); err != nil {
+		t.Fatalf("build stack: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "run", "-redis", "embedded", "-lb", "builtin",
+		"-lb-port", "0", "-app-port", "0", "-redis-port", "0", "-dir", dir, "-app", appBinary)
+	cmd.Stdout, cmd.Stderr = logWriter{t}, logWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		URL       string   `json:"url"`
+		Instances []string `json:"instances"`
+		Procs     []struct {
+			Pid int `json:"pid"`
+		} `json:"procs"`
 	}
 	t.Cleanup(func() {
-		pids := st.Pids()
-		if err := st.Stop(); err != nil {
-			t.Errorf("stop stack: %v", err)
+		cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("stack run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("stack run still running 30s after SIGINT")
 		}
-		for _, pid := range pids {
-			if syscall.Kill(pid, 0) == nil {
-				t.Errorf("pid %d still alive after Stop", pid)
+		for _, p := range st.Procs {
+			if syscall.Kill(p.Pid, 0) == nil {
+				t.Errorf("pid %d still alive after the stack stopped", p.Pid)
 			}
 		}
 	})
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "stack.json"))
+		if err == nil && json.Unmarshal(b, &st) == nil && st.URL != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no stack after a minute: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	const requests, concurrency, stock = 600, 100, 200
 	rows, err := bench.Run(ctx, bench.Config{
-		URL: st.URL(), Requests: requests, Concurrency: concurrency, Stock: stock,
-		Instances: st.InstanceURLs(), HistoryDir: t.TempDir(),
+		URL: st.URL, Requests: requests, Concurrency: concurrency, Stock: stock,
+		Instances: st.Instances, HistoryDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatalf("bench: %v", err)

@@ -21,18 +21,15 @@ type tokenRecorder struct {
 }
 
 func (r tokenRecorder) SetNX(ctx context.Context, key string, value any, ttl time.Duration) *redis.BoolCmd {
-	cmd := r.Client.SetNX(ctx, key, value, ttl)
-	if ctx.Err() == nil {
-		r.mu.Lock()
-		r.tokens[value] = true
-		r.mu.Unlock()
-	}
-	return cmd
+	r.mu.Lock()
+	r.tokens[value] = true
+	r.mu.Unlock()
+	return r.Client.SetNX(ctx, key, value, ttl)
 }
 
 // contenders runs n Obtains of a lock another client holds on every
-// master, each waiting by mode for 150ms, and counts the tokens that asked
-// the masters for it meanwhile.
+// master, each waiting by mode, and counts the tokens that have asked the
+// masters for it in the first 200ms, while all still wait.
 func contenders(t *testing.T, mode lock.WaitMode, n int) int {
 	t.Helper()
 	clients, _ := startMasters(t, 5)
@@ -45,7 +42,7 @@ func contenders(t *testing.T, mode lock.WaitMode, n int) int {
 		c.Set(ctx, key, "someone-else", time.Minute)
 		masters[i] = tokenRecorder{Client: c, mu: &mu, tokens: tokens}
 	}
-	o := lock.Options{TTL: 5 * time.Second, Wait: 150 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}
+	o := lock.Options{TTL: 5 * time.Second, Wait: time.Second, Retry: lock.FixedSleep(5 * time.Millisecond)}
 	rl := lock.NewRedlock(masters, o)
 	var wg sync.WaitGroup
 	for range n {
@@ -55,10 +52,12 @@ func contenders(t *testing.T, mode lock.WaitMode, n int) int {
 			}
 		})
 	}
-	wg.Wait()
+	time.Sleep(200 * time.Millisecond)
 	mu.Lock()
-	defer mu.Unlock()
-	return len(tokens)
+	asked := len(tokens)
+	mu.Unlock()
+	wg.Wait()
+	return asked
 }
 
 // TestRedlockQueueHasOneContenderPerProcess: by default (WaitQueue) the
