@@ -88,6 +88,14 @@ type ChaosRow struct {
 	// when it has none.
 	RecoveryMs float64 `json:"recovery_ms"`
 	Recovery   string  `json:"recovery,omitempty"`
+	// NotRun counts the runs that measured nothing even when tried again
+	// (the fault could not be applied as planned, the stack was not whole
+	// in time, or most answers were the load balancer's 502s: instances
+	// down), and Why says why; they are not evidence of anything, and a
+	// row with any is not a pass. Retried counts the runs tried again.
+	NotRun  int      `json:"not_run,omitempty"`
+	Why     []string `json:"why_not_run,omitempty"`
+	Retried int      `json:"retried,omitempty"`
 	// Figure is the fault's own measurement, Want what the issue asks of
 	// it, Pass whether the figure meets it (and nothing was violated where
 	// safety is the point).
@@ -120,7 +128,9 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) ([]ChaosRow, error) {
 	}
 	var rows []ChaosRow
 	for _, f := range c.cfg.Faults {
+		began := time.Now()
 		got, err := c.fault(ctx, f)
+		c.p.note(fmt.Sprintf("fault %d: %d rows in %s", f, len(got), time.Since(began).Round(100*time.Millisecond)))
 		rows = append(rows, got...)
 		if err != nil {
 			return rows, fmt.Errorf("bench: chaos fault %d: %w", f, err)
@@ -205,7 +215,7 @@ var (
 func (c *chaos) fault(ctx context.Context, f int) ([]ChaosRow, error) {
 	switch f {
 	case 1:
-		return c.perLock(ctx, 1, "kill", c.kill)
+		return c.kills(ctx)
 	case 2:
 		return c.perLock(ctx, 2, "drain", c.drain)
 	case 3:
@@ -229,22 +239,91 @@ type faultRun struct {
 
 // perLock runs a fault once for each of the safe locks, on one stack.
 func (c *chaos) perLock(ctx context.Context, f int, name string, mk func(lock string, at float64, inst int) faultRun) ([]ChaosRow, error) {
-	fr := mk(c.cfg.Locks[0], 0.3, 1)
-	top, err := c.start(ctx, fr.sc)
+	top, err := c.start(ctx, mk(c.cfg.Locks[0], 0.3, 1).sc)
 	if err != nil {
 		return nil, err
 	}
 	defer top.Stop()
 	var rows []ChaosRow
 	for _, lock := range c.cfg.Locks {
-		fr := mk(lock, 0.3, 1)
-		row, err := c.run(ctx, fr.sc, top, lock, c.base)
+		row, err := c.once(ctx, f, name, top, lock, c.base, func() faultRun { return mk(lock, 0.3, 1) })
 		if err != nil {
 			return rows, err
 		}
-		rows = append(rows, c.line(f, name, row, fr.figure(row)))
+		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// once is a row of one measured run of mk's fault (see measured), or a
+// row that says why none could be measured.
+func (c *chaos) once(ctx context.Context, f int, name string, top Topology, lock string, base Config, mk func() faultRun) (ChaosRow, error) {
+	r, fr, m, err := c.measured(ctx, top, lock, base, mk)
+	if err != nil {
+		return ChaosRow{}, err
+	}
+	if m.why != "" {
+		return ChaosRow{Fault: f, Name: name, Lock: lock, NotRun: 1, Why: []string{m.why}, Retried: m.retried,
+			Errors: map[string]int{}, RecoveryMs: -1, Figure: "not run: " + m.why, Want: "a run that measures the fault"}, nil
+	}
+	row := c.line(f, name, r, fr.figure(r))
+	row.Retried = m.retried
+	return row, nil
+}
+
+// attempts is how many times a run that measured nothing is tried.
+const attempts = 3
+
+// measurement says how getting a run went: how many runs were tried
+// again, and why none measured anything ("" when the last one did).
+type measurement struct {
+	retried int
+	why     string
+}
+
+// measured runs the fault mk makes (a fresh one each try) until a run
+// measures something: a run whose fault could not be applied as planned
+// (errNotApplied), whose stack was not whole again in time (errNotReady),
+// or whose answers were mostly the load balancer's 502/504 (instances down:
+// it says nothing about the lock) is tried again, up to attempts times in
+// all. Other errors end the suite: they are the lab's bugs.
+func (c *chaos) measured(ctx context.Context, top Topology, lock string, base Config, mk func() faultRun) (Row, faultRun, measurement, error) {
+	var m measurement
+	for try := range attempts {
+		if try > 0 {
+			m.retried++
+		}
+		fr := mk()
+		r, err := c.run(ctx, fr.sc, top, lock, base)
+		switch {
+		case errors.Is(err, errNotApplied) || errors.Is(err, errNotReady):
+			m.why = err.Error()
+			c.p.note(fmt.Sprintf("%s/%s: measured nothing (%v); trying again", fr.sc.Name, lock, err))
+			continue
+		case err != nil:
+			return Row{}, fr, m, err
+		}
+		if lb := lbFailures(r); lb*2 > r.Requests {
+			m.why = fmt.Sprintf("%d of %d answers were the load balancer's 502/504 or no answer: instances were down, the run says nothing about the lock", lb, r.Requests)
+			c.p.note(fmt.Sprintf("%s/%s: measured nothing (%s); trying again", fr.sc.Name, lock, m.why))
+			continue
+		}
+		m.why = ""
+		return r, fr, m, nil
+	}
+	return Row{}, faultRun{}, m, nil
+}
+
+// lbFailures counts the requests the load balancer answered for a missing
+// instance (502, 504) or that got no answer at all.
+func lbFailures(r Row) int {
+	n := 0
+	for _, op := range r.ops {
+		if op.Code == 0 || op.Code == 502 || op.Code == 504 {
+			n++
+		}
+	}
+	return n
 }
 
 // start starts the fault's stack.
@@ -289,6 +368,78 @@ func violations(r Row) int {
 		n++
 	}
 	return n
+}
+
+// Fault 1's kill under load: the whole test of the articles through the
+// load balancer, one of three instances SIGKILLed half way.
+const (
+	killLoadRequests    = 5000
+	killLoadConcurrency = 100
+	// killLoadMaxLost is how many answers of 502/504 that kill may cost:
+	// the requests in flight on the victim, and the few the load
+	// balancer sends it before it marks it failed.
+	killLoadMaxLost = 50
+)
+
+// kills is fault 1: the holder killed, for each safe lock, and then any
+// instance killed under the full load.
+func (c *chaos) kills(ctx context.Context) ([]ChaosRow, error) {
+	top, err := c.start(ctx, c.kill(c.cfg.Locks[0], 0.3, 1).sc)
+	if err != nil {
+		return nil, err
+	}
+	defer top.Stop()
+	// Every request finds stock, so the holder's own request reaches its
+	// business (where work= holds the lock) whenever it gets the lock.
+	base := c.base
+	base.Stock = base.Requests
+	var rows []ChaosRow
+	for _, lock := range c.cfg.Locks {
+		row, err := c.once(ctx, 1, "kill", top, lock, base, func() faultRun { return c.kill(lock, 0.3, 1) })
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, row)
+	}
+	load := c.base
+	load.Requests, load.Concurrency, load.Stock = killLoadRequests, killLoadConcurrency, killLoadRequests
+	lock := c.cfg.Locks[0]
+	row, err := c.once(ctx, 1, "kill under load", top, lock, load, func() faultRun { return c.killUnderLoad(lock, 0.5, 2) })
+	return append(rows, row), err
+}
+
+// killUnderLoad: SIGKILL instance inst at fraction at of a full run,
+// holding the lock or not.
+func (c *chaos) killUnderLoad(_ string, at float64, inst int) faultRun {
+	var victim string
+	sc := Scenario{
+		Name: "kill-load", About: "SIGKILL one of three instances half way through 5000 sales",
+		Hooks: []Hook{{At: at, About: "SIGKILL an instance", Do: func(ctx context.Context, t Topology) error {
+			ic, ok := t.(instanceControl)
+			if !ok {
+				return errors.New("the stack cannot signal its instances")
+			}
+			i := inst % ic.Instances()
+			victim = fmt.Sprintf("app%d", i+1)
+			_, err := ic.Signal(i, syscall.SIGKILL)
+			return err
+		}}},
+	}
+	return faultRun{sc: sc, figure: func(r Row) ChaosRow {
+		lost := 0
+		for _, op := range r.ops {
+			if op.Code == 502 || op.Code == 504 {
+				lost++
+			}
+		}
+		return ChaosRow{
+			RecoveryMs: -1,
+			Figure: fmt.Sprintf("killed %s: 502/504 ×%d of %d sales; oversold %d",
+				victim, lost, r.Requests, r.Oversold),
+			Want: fmt.Sprintf("at most %d answers of 502/504, nothing oversold", killLoadMaxLost),
+			Pass: lost <= killLoadMaxLost && violations(r) == 0,
+		}
+	}}
 }
 
 // kill: SIGKILL an instance while it holds the lock, mid-run. To be sure
@@ -485,21 +636,25 @@ func (c *chaos) retryTrap(ctx context.Context) ([]ChaosRow, error) {
 		// behind a sold out.
 		base := c.base
 		base.Requests, base.Stock, base.Concurrency = 3000, 3000, 20
-		r, err := c.run(ctx, sc, top, "atomic", base)
+		row, err := c.once(ctx, 4, "retry-trap", top, "atomic", base, func() faultRun {
+			return faultRun{sc: sc, figure: func(r Row) ChaosRow {
+				gone, maybe := r.Initial-r.Remaining, possiblyApplied(&r)
+				fig := ChaosRow{RecoveryMs: -1, Figure: fmt.Sprintf("-redis-retries %s: sold %d vs ok %d + possibly applied %d", retries, gone, r.OK, maybe)}
+				if retries == "3" {
+					fig.Want = "shown: sold > ok + possibly applied (a script run twice)"
+					fig.Pass = gone > int64(r.OK)+maybe
+				} else {
+					fig.Want = "sold <= ok + possibly applied, never more"
+					fig.Pass = gone <= int64(r.OK)+maybe && violations(r) == 0
+				}
+				return fig
+			}}
+		})
 		top.Stop()
 		if err != nil {
 			return rows, err
 		}
-		gone, maybe := r.Initial-r.Remaining, possiblyApplied(&r)
-		fig := ChaosRow{RecoveryMs: -1, Figure: fmt.Sprintf("-redis-retries %s: sold %d vs ok %d + possibly applied %d", retries, gone, r.OK, maybe)}
-		if retries == "3" {
-			fig.Want = "shown: sold > ok + possibly applied (a script run twice)"
-			fig.Pass = gone > int64(r.OK)+maybe
-		} else {
-			fig.Want = "sold <= ok + possibly applied, never more"
-			fig.Pass = gone <= int64(r.OK)+maybe && violations(r) == 0
-		}
-		rows = append(rows, c.line(4, "retry-trap", r, fig))
+		rows = append(rows, row)
 	}
 	return rows, nil
 }
@@ -541,12 +696,12 @@ func (c *chaos) partitions(ctx context.Context) ([]ChaosRow, error) {
 	}
 	defer top.Stop()
 	for k := 1; k <= 3; k++ {
-		fr := c.partition(k)("redlock", 0.3, 0)
-		r, err := c.run(ctx, fr.sc, top, "redlock", c.redlockBase())
+		row, err := c.once(ctx, 6, fmt.Sprintf("partition %d/5", k), top, "redlock", c.redlockBase(),
+			func() faultRun { return c.partition(k)("redlock", 0.3, 0) })
 		if err != nil {
 			return rows, err
 		}
-		rows = append(rows, c.line(6, fmt.Sprintf("partition %d/5", k), r, fr.figure(r)))
+		rows = append(rows, row)
 	}
 	return rows, nil
 }
@@ -554,7 +709,7 @@ func (c *chaos) partitions(ctx context.Context) ([]ChaosRow, error) {
 // redlockBase is the size of a redlock run: it is slow under contention.
 func (c *chaos) redlockBase() Config {
 	b := c.base
-	b.Requests, b.Concurrency, b.Stock = min(b.Requests, 150), min(b.Concurrency, 10), min(b.Stock, 150)
+	b.Requests, b.Concurrency, b.Stock = min(b.Requests, 150), min(b.Concurrency, 20), min(b.Stock, 150)
 	return b
 }
 
@@ -661,16 +816,25 @@ func (c *chaos) repeats(ctx context.Context) ([]ChaosRow, error) {
 			return rows, err
 		}
 		for _, lock := range s.locks {
+			began := time.Now()
 			sum := ChaosRow{Fault: 7, Name: "repeat " + s.name, Lock: lock, Errors: map[string]int{}, RecoveryMs: -1,
 				Want: fmt.Sprintf("no violation in %d runs at random moments", c.cfg.Repeats)}
 			failed := 0
 			for range c.cfg.Repeats {
-				at := 0.1 + 0.6*c.rnd.Float64()
-				fr := s.mk(lock, at, c.rnd.IntN(3))
-				r, err := c.run(ctx, fr.sc, top, lock, s.base)
+				// One fault at a time: measured waits for the stack to be
+				// whole again (the last victim back, and routed to)
+				// before each run.
+				at, inst := 0.1+0.6*c.rnd.Float64(), c.rnd.IntN(3)
+				r, fr, m, err := c.measured(ctx, top, lock, s.base, func() faultRun { return s.mk(lock, at, inst) })
 				if err != nil {
 					top.Stop()
 					return rows, err
+				}
+				sum.Retried += m.retried
+				if m.why != "" {
+					sum.NotRun++
+					sum.Why = append(sum.Why, m.why)
+					continue
 				}
 				one := c.line(7, s.name, r, fr.figure(r))
 				sum.Runs++
@@ -689,7 +853,11 @@ func (c *chaos) repeats(ctx context.Context) ([]ChaosRow, error) {
 				sum.Rows = append(sum.Rows, r)
 			}
 			sum.Figure = fmt.Sprintf("%d of %d runs met the fault's own figure", sum.Runs-failed, sum.Runs)
-			sum.Pass = sum.Violations == 0
+			if sum.NotRun > 0 {
+				sum.Figure += fmt.Sprintf("; %d not run: %s", sum.NotRun, sum.Why[0])
+			}
+			sum.Pass = sum.Violations == 0 && sum.NotRun == 0
+			c.p.note(fmt.Sprintf("repeat %s %s: %d runs in %s", s.name, lock, sum.Runs, time.Since(began).Round(100*time.Millisecond)))
 			rows = append(rows, sum)
 		}
 		if err := top.Stop(); err != nil {
@@ -698,6 +866,10 @@ func (c *chaos) repeats(ctx context.Context) ([]ChaosRow, error) {
 	}
 	return rows, nil
 }
+
+// errNotApplied marks a fault that could not be applied as planned (the
+// holder to kill never held the lock): the run measures nothing.
+var errNotApplied = errors.New("fault not applied")
 
 // holdWork is the business of the request that holds the lock for kill.
 const holdWork = time.Second
@@ -743,7 +915,7 @@ func holdAt(ctx context.Context, base, lock string) (string, error) {
 			}
 		}
 		if !sleepCtx(ctx, 5*time.Millisecond) {
-			return "", fmt.Errorf("%s never held %s for its own request", base, lock)
+			return "", fmt.Errorf("%w: %s never held %s for its own request", errNotApplied, base, lock)
 		}
 	}
 }

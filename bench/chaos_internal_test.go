@@ -3,7 +3,14 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,5 +110,101 @@ func TestRunChaosRefusesUnknownFaults(t *testing.T) {
 	}
 	if _, err := RunChaos(context.Background(), ChaosConfig{Repeats: -1}); err == nil {
 		t.Fatal("a negative size must be refused")
+	}
+}
+
+// miniShop is the app's contract at its smallest, as one instance that is
+// also its own load balancer: a safe sale, or (lbDown) the load balancer's
+// 502 for an instance that is down.
+type miniShop struct {
+	mu     sync.Mutex
+	stock  int64
+	sold   int64
+	lbDown atomic.Bool
+}
+
+func (m *miniShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Instance", "app1")
+	w.Header().Set("Content-Type", "application/json")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch r.URL.Path {
+	case "/healthz":
+		io.WriteString(w, `{"status":"ok"}`)
+	case "/strategies":
+		io.WriteString(w, `[{"name":"lua"}]`)
+	case "/reset":
+		m.stock, _ = strconv.ParseInt(r.URL.Query().Get("stock"), 10, 64)
+		m.sold = 0
+		fmt.Fprintf(w, `{"stock":%d,"sold":0,"num":0}`, m.stock)
+	case "/stock":
+		fmt.Fprintf(w, `{"stock":%d,"sold":%d,"num":0}`, m.stock, m.sold)
+	case "/sections":
+		io.WriteString(w, `{"complete":true,"sections":[],"holding":[]}`)
+	case "/sale":
+		switch {
+		case m.lbDown.Load():
+			w.WriteHeader(http.StatusBadGateway)
+			io.WriteString(w, `{"error":"no answer from the instance","upstream_bytes_sent":"0"}`)
+		case m.stock <= 0:
+			w.WriteHeader(http.StatusConflict)
+			io.WriteString(w, `{"sold":false,"remaining":0,"reason":"sold_out"}`)
+		default:
+			m.stock--
+			m.sold++
+			fmt.Fprintf(w, `{"sold":true,"remaining":%d}`, m.stock)
+		}
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+type miniTopology struct{ url string }
+
+func (t miniTopology) URL() string            { return t.url }
+func (t miniTopology) InstanceURLs() []string { return []string{t.url} }
+func (t miniTopology) Stop() error            { return nil }
+
+// TestMeasuredTriesAgain: a run whose fault could not be applied, or whose
+// answers were mostly the load balancer's 502s, measures nothing: it is
+// run again, and after three such runs reported as not run, with why.
+func TestMeasuredTriesAgain(t *testing.T) {
+	shop := &miniShop{}
+	srv := httptest.NewServer(shop)
+	defer srv.Close()
+	c, err := newChaos(ChaosConfig{Requests: 40, Concurrency: 4, Stock: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := miniTopology{srv.URL}
+	mk := func(failures int, calls *int) func() faultRun {
+		return func() faultRun {
+			return faultRun{sc: Scenario{Name: "test", Hooks: []Hook{{At: 0.5, Do: func(context.Context, Topology) error {
+				*calls++
+				if *calls <= failures {
+					return fmt.Errorf("%w: the holder never held the lock", errNotApplied)
+				}
+				return nil
+			}}}}, figure: func(Row) ChaosRow { return ChaosRow{Pass: true} }}
+		}
+	}
+
+	var calls int
+	r, _, m, err := c.measured(context.Background(), top, "lua", c.base, mk(1, &calls))
+	if err != nil || m.why != "" || m.retried != 1 || r.Requests != 40 || calls != 2 {
+		t.Fatalf("one failed application: row of %d requests, %+v, %v after %d calls; want the second run, retried once", r.Requests, m, err, calls)
+	}
+
+	calls = 0
+	_, _, m, err = c.measured(context.Background(), top, "lua", c.base, mk(attempts, &calls))
+	if err != nil || m.retried != attempts-1 || !strings.Contains(m.why, "never held") || calls != attempts {
+		t.Fatalf("never applied: %+v, %v after %d calls; want not run, saying why", m, err, calls)
+	}
+
+	shop.lbDown.Store(true)
+	calls = 0
+	_, _, m, err = c.measured(context.Background(), top, "lua", c.base, mk(0, &calls))
+	if err != nil || !strings.Contains(m.why, "instances were down") || m.retried != attempts-1 {
+		t.Fatalf("mostly 502s: %+v, %v; want not run: the run says nothing about the lock", m, err)
 	}
 }

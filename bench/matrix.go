@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockladder/lockladder/stack"
@@ -183,6 +184,9 @@ func runScenario(ctx context.Context, sc Scenario, top Topology, base Config, pa
 	}
 	h := newHarness(cfg)
 	defer h.close()
+	if err := settle(ctx, h, top); err != nil {
+		return nil, nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
+	}
 	offered, err := h.strategies(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
@@ -228,26 +232,69 @@ func undo(ctx context.Context, sc Scenario, top Topology) error {
 	return errors.Join(errs...)
 }
 
-// settle waits until the load balancer and every instance answer
-// GET /healthz with 200: after a crash the supervisor is restarting one,
-// and a run must not start against a half-up stack.
+// errNotReady marks a stack that was not whole again within its bound: a
+// run must not start (or read back) against it.
+var errNotReady = errors.New("the stack is not whole")
+
+// settle waits, at most settleTimeout, until the stack is whole: every
+// instance answers GET /healthz (which pings Redis) itself, and the load
+// balancer routes to each of them. After a crash the supervisor is
+// restarting one; after its connections were refused, nginx skips it for
+// its fail_timeout; a run must not start against a stack that is half up,
+// nor read back its counters there.
 func settle(ctx context.Context, h *harness, top Topology) error {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	for _, base := range append([]string{top.URL()}, top.InstanceURLs()...) {
+	names := map[string]bool{}
+	for _, base := range top.InstanceURLs() {
 		var last error
 		for {
-			if last = healthz(ctx, h.client, base); last == nil {
+			var name string
+			if name, last = healthz(ctx, h.client, base); last == nil {
+				names[name] = true
 				break
 			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%s not healthy: %w", base, last)
-			case <-time.After(25 * time.Millisecond):
+			if !sleepCtx(ctx, 25*time.Millisecond) {
+				return fmt.Errorf("%w: %s: %w", errNotReady, base, last)
 			}
 		}
 	}
-	return nil
+	// Through the load balancer, on new connections (so that every nginx
+	// worker may answer), until each instance has answered through it.
+	lb := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: h.dial.DialContext}, Timeout: time.Second}
+	seen := map[string]bool{}
+	for {
+		name, err := healthz(ctx, lb, top.URL())
+		if err == nil {
+			seen[name] = true
+			if containsAll(seen, names) {
+				return nil
+			}
+		}
+		if !sleepCtx(ctx, 10*time.Millisecond) {
+			var missing []string
+			for n := range names {
+				if !seen[n] {
+					missing = append(missing, n)
+				}
+			}
+			slices.Sort(missing)
+			if err == nil {
+				err = errors.New("200")
+			}
+			return fmt.Errorf("%w: the load balancer at %s does not route to %s yet (last answer: %w)",
+				errNotReady, top.URL(), strings.Join(missing, ", "), err)
+		}
+	}
+}
+
+func containsAll(seen, want map[string]bool) bool {
+	for n := range want {
+		if !seen[n] {
+			return false
+		}
+	}
+	return true
 }
 
 // Healthz asks GET url/healthz once and returns nil on a 200. It goes
@@ -259,24 +306,27 @@ func Healthz(ctx context.Context, url string, allowRemote bool) error {
 	}
 	d := newDialer(DefaultTimeout, allowRemote)
 	defer d.closeAll()
-	return healthz(ctx, &http.Client{Transport: d.transport(1)}, base)
+	_, err = healthz(ctx, &http.Client{Transport: d.transport(1)}, base)
+	return err
 }
 
-func healthz(ctx context.Context, c *http.Client, base string) error {
+// healthz asks GET base/healthz once and returns the name of the instance
+// that answered 200.
+func healthz(ctx context.Context, c *http.Client, base string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /healthz: %s", resp.Status)
+		return "", fmt.Errorf("GET /healthz: %s", resp.Status)
 	}
-	return nil
+	return resp.Header.Get("X-Instance"), nil
 }
 
 // pickScenarios returns the named scenarios in the order of Scenarios(),

@@ -187,11 +187,12 @@ func (fs *fakeStacks) start(_ context.Context, cfg stack.Config) (bench.Topology
 		seen:      map[string]int{},
 	}
 	s := &fakeStack{cfg: cfg, shop: shop}
+	var rr atomic.Int64 // round robin over every request, as a load balancer does
 	s.lb = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/sale" {
 			s.lbHits.Add(1)
 		}
-		shop.ServeHTTP(w, r, "app"+strconv.Itoa(int(s.lbHits.Load())%cfg.Instances+1))
+		shop.ServeHTTP(w, r, "app"+strconv.Itoa(int(rr.Add(1))%cfg.Instances+1))
 	}))
 	for i := range cfg.Instances {
 		name := "app" + strconv.Itoa(i+1)

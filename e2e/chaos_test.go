@@ -41,10 +41,11 @@ func TestChaos(t *testing.T) {
 	}
 	ss.checkGone()
 
-	// kill, drain, redis-stop (lua); retry trap x2; partition x3; repeats:
-	// kill, drain, redis-stop (lua) and partition (redlock).
-	if len(rows) != 1+1+1+2+3+4 {
-		t.Fatalf("%d rows, want 12", len(rows))
+	// kill, kill under load, drain, redis-stop (lua); retry trap x2;
+	// partition x3; repeats: kill, drain, redis-stop (lua) and partition
+	// (redlock).
+	if len(rows) != 2+1+1+2+3+4 {
+		t.Fatalf("%d rows, want 13", len(rows))
 	}
 	for _, r := range rows {
 		if !r.Pass {
@@ -57,8 +58,8 @@ func TestChaos(t *testing.T) {
 		if trap && r.Violations == 0 {
 			t.Errorf("the retry trap was not caught by the checks: %s", r.Figure)
 		}
-		if r.Requests == 0 || r.Runs == 0 {
-			t.Errorf("fault %d %s/%s ran nothing", r.Fault, r.Name, r.Lock)
+		if r.Requests == 0 || r.Runs == 0 || r.NotRun > 0 {
+			t.Errorf("fault %d %s/%s ran nothing, or not all it should (%d not run: %v)", r.Fault, r.Name, r.Lock, r.NotRun, r.Why)
 		}
 	}
 }

@@ -178,7 +178,16 @@ func (r *Redlock) Obtain(ctx context.Context, key string) (Lock, error) {
 	)
 	err := acquire(ctx, r.opts, w, func(ctx context.Context) (bool, error) {
 		t1 := r.opts.Clock()
-		votes, errs := r.onAll(ctx, nil, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
+		// Once a majority said yes with validity left, the attempt has
+		// won: a master that has not answered (cut off, say) is not
+		// waited for; if it sets our token after all, the release, which
+		// asks every master, removes it, or its lease does. A losing
+		// attempt waits for every answer: its give-back must not
+		// overtake a SET still on its way.
+		won := func(yes, _ int) bool {
+			return yes >= Quorum(len(r.nodes)) && r.opts.TTL-r.opts.Clock().Sub(t1)-r.drift > 0
+		}
+		votes, errs := r.onAll(ctx, nil, won, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
 			return rdb.SetNX(ctx, key, token, r.opts.TTL).Result()
 		})
 		t2 := r.opts.Clock()
@@ -200,7 +209,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string) (Lock, error) {
 		// ended: a minority left behind would block everyone until it
 		// expires. A master that said no holds nothing of ours.
 		if mask := votes.maybeOurs(); mask != nil {
-			r.onAll(context.WithoutCancel(ctx), mask, releaser(key, token, ""))
+			r.onAll(context.WithoutCancel(ctx), mask, nil, releaser(key, token, ""))
 		}
 		return false, nil
 	})
@@ -250,11 +259,15 @@ func (v votes) maybeOurs() []bool {
 }
 
 // onAll runs op on every master (or, with a mask, on those it marks) at
-// once, each bounded by the node timeout, and waits no longer than that
-// for their answers. It returns each master's vote (voteNo for a master
-// it did not ask), and one error per master that failed or did not
-// answer, naming the master, in node order.
-func (r *Redlock) onAll(ctx context.Context, mask []bool, op func(context.Context, redis.Cmdable) (bool, error)) (votes, []error) {
+// once, each bounded by the node timeout (and not by ctx: an attempt runs
+// to its end, so the wait bound may be overrun by up to a node timeout),
+// and waits no longer than that for their answers, nor, with done, once
+// done says that the answers so far (yes votes, masters yet to answer)
+// decide the outcome. It returns
+// each master's vote (voteNo for a master it did not ask; voteUnknown for
+// one that failed or has not answered), and one error per master that
+// failed or did not answer, naming the master, in node order.
+func (r *Redlock) onAll(ctx context.Context, mask []bool, done func(yes, pending int) bool, op func(context.Context, redis.Cmdable) (bool, error)) (votes, []error) {
 	type answer struct {
 		node int
 		ok   bool
@@ -268,7 +281,10 @@ func (r *Redlock) onAll(ctx context.Context, mask []bool, op func(context.Contex
 		}
 		asked++
 		go func() {
-			nctx, cancel := context.WithTimeout(ctx, r.nodeTimeout)
+			// Not cut short when ctx ends (the wait bound): a SET
+			// abandoned on its way could land after the give-back
+			// meant to remove it. The node timeout bounds it.
+			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.nodeTimeout)
 			defer cancel()
 			ok, err := op(nctx, nd.rdb)
 			answers <- answer{node: i, ok: ok, err: err}
@@ -280,21 +296,26 @@ func (r *Redlock) onAll(ctx context.Context, mask []bool, op func(context.Contex
 	errs := make([]error, len(r.nodes))
 	answered := make([]bool, len(r.nodes))
 	v := make(votes, len(r.nodes))
+	yes, timedOut := 0, false
 collect:
-	for range asked {
+	for pending := asked; pending > 0; {
 		select {
 		case a := <-answers:
 			answered[a.node] = true
+			pending--
 			switch {
 			case a.err != nil:
 				errs[a.node] = a.err
 				v[a.node] = voteUnknown
 			case a.ok:
 				v[a.node] = voteYes
+				yes++
+			}
+			if done != nil && done(yes, pending) {
+				break collect
 			}
 		case <-timer.C:
-			break collect
-		case <-ctx.Done():
+			timedOut = true
 			break collect
 		}
 	}
@@ -307,9 +328,11 @@ collect:
 		err := errs[i]
 		if !answered[i] {
 			v[i] = voteUnknown
-			err = fmt.Errorf("no answer within %s: %w", r.nodeTimeout, context.DeadlineExceeded)
-			if ctx.Err() != nil {
-				err = ctx.Err()
+			switch {
+			case !timedOut:
+				err = errors.New("no answer yet when the others had decided")
+			default:
+				err = fmt.Errorf("no answer within %s: %w", r.nodeTimeout, context.DeadlineExceeded)
 			}
 		}
 		if err != nil {
@@ -349,13 +372,16 @@ func (l *redlockLock) Validity() time.Duration { return l.validity }
 // try.
 func (l *redlockLock) Release(ctx context.Context) error {
 	defer l.head.leave()
-	v, errs := l.r.onAll(ctx, nil, releaser(l.key, l.token, l.r.notifier.Channel()))
-	released := v.yes()
-	if released >= Quorum(len(l.r.nodes)) {
+	// Done once a majority has released: a master that has not answered
+	// (cut off, say) gets its release when it can, or the lease ends.
+	q := Quorum(len(l.r.nodes))
+	released := func(yes, _ int) bool { return yes >= q }
+	v, errs := l.r.onAll(ctx, nil, released, releaser(l.key, l.token, l.r.notifier.Channel()))
+	if v.yes() >= q {
 		return nil
 	}
 	err := fmt.Errorf("%w: redlock: %s released on %d of %d masters (quorum %d)",
-		ErrNotHeld, l.key, released, len(l.r.nodes), Quorum(len(l.r.nodes)))
+		ErrNotHeld, l.key, v.yes(), len(l.r.nodes), q)
 	if len(errs) > 0 {
 		err = fmt.Errorf("%w: %w", err, errors.Join(errs...))
 	}

@@ -455,6 +455,20 @@ func keysOn(t *testing.T, masters []*redis.Client, key string) int {
 	return n
 }
 
+// keysOnSoon is keysOn once the releases a Release did not wait for (it
+// returns when a majority has released) have landed: within a second.
+func keysOnSoon(t *testing.T, masters []*redis.Client, key string) int {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for {
+		n := keysOn(t, masters, key)
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // redlockOpts: a TTL long enough that its default node timeout (TTL/10)
 // absorbs a loaded machine, so that only tests about timeouts see them.
 var redlockOpts = lock.Options{TTL: 5 * time.Second, Wait: 100 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}
@@ -501,7 +515,7 @@ func TestRedlockSurvivesTwoMastersDown(t *testing.T) {
 	if err := a.Release(ctx); err != nil {
 		t.Fatalf("Release with 3 of 5 masters: %v", err)
 	}
-	if n := keysOn(t, live, key); n != 0 {
+	if n := keysOnSoon(t, live, key); n != 0 {
 		t.Fatalf("lock left on %d live masters after release", n)
 	}
 
@@ -628,7 +642,7 @@ func TestRedlockQuorumOverEverySubset(t *testing.T) {
 				if err := l.Release(ctx); err != nil {
 					t.Fatalf("Release: %v", err)
 				}
-				if k := keysOn(t, live, key); k != 0 {
+				if k := keysOnSoon(t, live, key); k != 0 {
 					t.Fatalf("lock left on %d live masters after release", k)
 				}
 			})
@@ -658,14 +672,15 @@ func TestRedlockValidityExhausted(t *testing.T) {
 	}
 }
 
-// TestRedlockHungMasterCostsTheNodeTimeout: a master that accepts the
-// connection and never answers costs each attempt the per-node timeout,
-// not the client's read timeout, and that time comes out of the validity.
-func TestRedlockHungMasterCostsTheNodeTimeout(t *testing.T) {
+// TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout: a master that
+// accepts the connection and never answers does not hold up an attempt
+// that a majority has already granted, and costs a release the per-node
+// timeout at most, never the client's read timeout.
+func TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout(t *testing.T) {
 	clients, _ := startMasters(t, 4)
 	ctx := context.Background()
 	masters := append(cmdables(clients), masterClient(t, blackHole(t)))
-	const nodeTimeout = 50 * time.Millisecond
+	const nodeTimeout = 200 * time.Millisecond
 	rl := lock.NewRedlock(masters, redlockOpts, lock.WithNodeTimeout(nodeTimeout))
 
 	start := time.Now()
@@ -673,11 +688,11 @@ func TestRedlockHungMasterCostsTheNodeTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Obtain with 4 of 5 masters answering: %v", err)
 	}
-	if took := time.Since(start); took > 10*nodeTimeout {
-		t.Errorf("Obtain took %s with a %s node timeout", took, nodeTimeout)
+	if took := time.Since(start); took >= nodeTimeout {
+		t.Errorf("Obtain took %s: it waited for the hung master after a majority said yes", took)
 	}
-	if v := l.(interface{ Validity() time.Duration }).Validity(); v > redlockOpts.TTL-nodeTimeout {
-		t.Errorf("validity %s, want at most TTL - node timeout = %s", v, redlockOpts.TTL-nodeTimeout)
+	if v := l.(interface{ Validity() time.Duration }).Validity(); v <= 0 || v > redlockOpts.TTL {
+		t.Errorf("validity %s, want in (0, TTL]", v)
 	}
 	start = time.Now()
 	if err := l.Release(ctx); err != nil {
@@ -686,7 +701,7 @@ func TestRedlockHungMasterCostsTheNodeTimeout(t *testing.T) {
 	if took := time.Since(start); took > 10*nodeTimeout {
 		t.Errorf("Release took %s with a %s node timeout", took, nodeTimeout)
 	}
-	if n := keysOn(t, clients, "lock:k"); n != 0 {
+	if n := keysOnSoon(t, clients, "lock:k"); n != 0 {
 		t.Fatalf("lock left on %d masters", n)
 	}
 }

@@ -165,3 +165,38 @@ func TestProxySaysWhenNothingReachedTheInstance(t *testing.T) {
 		t.Fatalf("got %d %s, want a 502 saying no byte was sent", w.Code, w.Body.String())
 	}
 }
+
+// An instance that refused a connection is skipped for failTimeout, as
+// nginx's max_fails=1 fail_timeout=1s skips it: one 502, not a third of
+// the load while it restarts. With every instance failed, it still tries.
+func TestProxySkipsAnInstanceThatRefused(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer up.Close()
+	b, err := newProxy([]string{down.URL, up.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[int]int{}
+	for range 10 {
+		w := httptest.NewRecorder()
+		b.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/sale?lock=lua", nil))
+		codes[w.Code]++
+	}
+	if codes[http.StatusBadGateway] != 1 || codes[http.StatusOK] != 9 {
+		t.Fatalf("answers %v: want one 502, then the live instance only", codes)
+	}
+
+	alone, err := newProxy([]string{down.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		w := httptest.NewRecorder()
+		alone.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/sale?lock=lua", nil))
+		if w.Code != http.StatusBadGateway {
+			t.Fatalf("every instance failed: %d, want it tried again (502)", w.Code)
+		}
+	}
+}

@@ -19,6 +19,8 @@ import (
 // request. A request that fails upstream is answered 502 with a JSON body
 // and is never replayed to another instance: a sale is not idempotent, and
 // a request the first instance may have served must not be served twice.
+// A target that refused a connection is skipped for failTimeout, as
+// nginx.conf's max_fails=1 fail_timeout=1s does (unless every target is).
 //
 // (net/http's Transport may itself resend a GET on a reused keep-alive
 // connection that the server closed before answering; that goes to the same
@@ -36,8 +38,9 @@ func newProxy(targets []string) (*balancer, error) {
 		us[i] = u
 	}
 	b := &balancer{
-		down:     make([]atomic.Bool, len(us)),
-		inflight: make([]atomic.Int64, len(us)),
+		down:        make([]atomic.Bool, len(us)),
+		inflight:    make([]atomic.Int64, len(us)),
+		failedUntil: make([]atomic.Int64, len(us)),
 	}
 	b.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -67,6 +70,9 @@ func newProxy(targets []string) (*balancer, error) {
 			body := map[string]string{"error": "bad gateway: " + err.Error(), "upstream": r.URL.Host}
 			if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
 				body["upstream_bytes_sent"] = "0"
+				if i, ok := r.Context().Value(targetKey{}).(int); ok {
+					b.failedUntil[i].Store(time.Now().Add(failTimeout).UnixNano())
+				}
 			}
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.WriteHeader(http.StatusBadGateway)
@@ -85,7 +91,13 @@ type balancer struct {
 	next     atomic.Uint64
 	down     []atomic.Bool
 	inflight []atomic.Int64
+	// failedUntil is when each target, which refused a connection, is
+	// tried again (Unix ns; 0: never failed).
+	failedUntil []atomic.Int64
 }
+
+// failTimeout is how long a target that refused a connection is skipped.
+const failTimeout = time.Second
 
 // targetKey carries the picked target's index to Rewrite.
 type targetKey struct{}
@@ -108,17 +120,21 @@ func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (b *balancer) pick() (int, bool) {
 	n := uint64(len(b.down))
 	start := b.next.Add(1) - 1
-	for k := range n {
-		i := int((start + k) % n)
-		if b.down[i].Load() {
-			continue
+	now := time.Now().UnixNano()
+	// First those not failed lately, then, if every one has, any.
+	for _, skipFailed := range []bool{true, false} {
+		for k := range n {
+			i := int((start + k) % n)
+			if b.down[i].Load() || skipFailed && b.failedUntil[i].Load() > now {
+				continue
+			}
+			b.inflight[i].Add(1)
+			if b.down[i].Load() {
+				b.inflight[i].Add(-1)
+				continue
+			}
+			return i, true
 		}
-		b.inflight[i].Add(1)
-		if b.down[i].Load() {
-			b.inflight[i].Add(-1)
-			continue
-		}
-		return i, true
 	}
 	return 0, false
 }
