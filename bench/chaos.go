@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/failover"
 	"github.com/lockladder/lockladder/history"
 	"github.com/lockladder/lockladder/stack"
@@ -903,8 +904,8 @@ func holdAt(ctx context.Context, base, lock string) (string, error) {
 	defer probe.close()
 	for {
 		var got struct {
-			Instance string            `json:"instance"`
-			Holding  []history.Section `json:"holding"`
+			Instance string             `json:"instance"`
+			Holding  []contract.Section `json:"holding"`
 		}
 		now := time.Now()
 		if err := probe.callURL(ctx, "GET", base+"/sections?since="+strconv.FormatInt(now.UnixNano(), 10), &got); err == nil {

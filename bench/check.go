@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/history"
 )
 
@@ -53,12 +54,12 @@ func (h *harness) checkHistory(ctx context.Context, row *Row, ops []history.Op, 
 	if len(h.cfg.Instances) == 0 {
 		return nil
 	}
-	var secs []history.Section
+	var secs []contract.Section
 	complete := true
 	for _, base := range h.cfg.Instances {
 		var got struct {
-			Complete bool              `json:"complete"`
-			Sections []history.Section `json:"sections"`
+			Complete bool               `json:"complete"`
+			Sections []contract.Section `json:"sections"`
 		}
 		path := "/sections?since=" + strconv.FormatInt(since.UnixNano(), 10)
 		if err := h.callURL(ctx, "GET", base+path, &got); err != nil {

@@ -21,8 +21,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/fault"
-	"github.com/lockladder/lockladder/history"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -60,7 +60,7 @@ type Config struct {
 	MaxStock int64
 	// Sections records the critical sections this instance held, for
 	// GET /sections. Default: the latest 65,536.
-	Sections *history.Recorder
+	Sections *contract.Recorder
 	// Faults, when not nil, lets requests arm faults (work=, fault=,
 	// pause=; see package fault) that act through these actions. nil
 	// refuses every fault parameter with a 400.
@@ -79,7 +79,7 @@ func New(cfg Config) *gin.Engine {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Sections == nil {
-		cfg.Sections = history.NewRecorder(1 << 16)
+		cfg.Sections = contract.NewRecorder(1 << 16)
 	}
 	h := &handler{cfg: cfg}
 
@@ -159,10 +159,10 @@ func (h *handler) sale(c *gin.Context) {
 	switch {
 	case errors.Is(err, inventory.ErrSoldOut):
 		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "remaining": 0,
-			"reason": history.ReasonSoldOut})
+			"reason": contract.ReasonSoldOut})
 	case errors.Is(err, inventory.ErrStaleToken):
 		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "error": err.Error(),
-			"reason": history.ReasonStaleToken})
+			"reason": contract.ReasonStaleToken})
 	case err != nil:
 		h.unavailable(c, req.rung, err)
 	default:
@@ -180,7 +180,7 @@ func (h *handler) testLock(c *gin.Context) {
 	switch {
 	case errors.Is(err, inventory.ErrStaleToken):
 		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "error": err.Error(),
-			"reason": history.ReasonStaleToken})
+			"reason": contract.ReasonStaleToken})
 	case err != nil:
 		h.unavailable(c, req.rung, err)
 	default:
@@ -290,7 +290,7 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	// The section as history sees it runs from here to the moment the
 	// release is sent (or the pipeline carrying it): both ends on the
 	// short side of the time the lock was really held.
-	sec := history.Section{Instance: h.cfg.Instance, Lock: req.rung.Name, Key: res.lockKey, Acquired: time.Now().UnixNano()}
+	sec := contract.Section{Instance: h.cfg.Instance, Lock: req.rung.Name, Key: res.lockKey, Acquired: time.Now().UnixNano()}
 	over := h.cfg.Sections.Hold(sec)
 	fault.Inject(ctx, fault.Acquired)
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
@@ -354,12 +354,12 @@ func (h *handler) unavailable(c *gin.Context, rung lock.Rung, err error) {
 	// The reason tells a client whether the request may have changed
 	// anything: a lock not had did not; a Redis failure may have, after
 	// its write reached Redis.
-	msg, reason := err.Error(), history.ReasonUnavailable
+	msg, reason := err.Error(), contract.ReasonUnavailable
 	switch {
 	case errors.Is(err, lock.ErrNotObtained):
-		msg, reason = fmt.Sprintf("lock %q not obtained in time: %v", rung.Name, err), history.ReasonLockTimeout
+		msg, reason = fmt.Sprintf("lock %q not obtained in time: %v", rung.Name, err), contract.ReasonLockTimeout
 	case errors.As(err, new(notHeld)):
-		reason = history.ReasonLockUnavailable
+		reason = contract.ReasonLockUnavailable
 		h.cfg.Log.Error("taking the lock failed", "path", c.Request.URL.Path, "lock", rung.Name, "err", err)
 	default:
 		h.cfg.Log.Error("request failed", "path", c.Request.URL.Path, "lock", rung.Name, "err", err)
@@ -429,7 +429,7 @@ func (h *handler) sections(c *gin.Context) {
 	}
 	secs, complete := h.cfg.Sections.Since(since)
 	if secs == nil {
-		secs = []history.Section{}
+		secs = []contract.Section{}
 	}
 	c.JSON(http.StatusOK, gin.H{"instance": h.cfg.Instance, "complete": complete, "sections": secs,
 		"holding": h.cfg.Sections.Holding()})

@@ -9,7 +9,7 @@
 // buyers read the same stock produces two sales reporting the same remaining
 // stock, which no order explains.
 //
-// The app records every critical section it held as a [Section]: when the
+// The app records every critical section it held as a [contract.Section]: when the
 // lock was acquired and when its release was sent. [Overlaps] counts sections
 // of the same lock that wrote while another was held, the lock's own promise
 // broken, whether or not the counters show damage this time.
@@ -21,6 +21,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+
+	"github.com/lockladder/lockladder/contract"
 )
 
 // Outcome is what an answer says happened to the stock or counter.
@@ -61,16 +63,6 @@ type Op struct {
 	Value int64 `json:"value,omitempty"`
 }
 
-// Reasons the app gives in the "reason" field of a 409 or 503 body.
-const (
-	ReasonSoldOut     = "sold_out"     // 409: nothing left to sell
-	ReasonStaleToken  = "stale_token"  // 409: a newer fencing token has written
-	ReasonLockTimeout = "lock_timeout" // 503: the lock was not had in time
-	ReasonUnavailable = "unavailable"  // 503: Redis failed; the write may have happened
-	// 503: Redis failed while the lock was being taken: nothing was written.
-	ReasonLockUnavailable = "lock_unavailable"
-)
-
 // answer is the part of a /sale or /testLock body that Classify reads.
 type answer struct {
 	Reason    string `json:"reason"`
@@ -95,11 +87,11 @@ func Classify(code int, body []byte) (Outcome, int64) {
 			return Applied, *a.Num
 		}
 		return Unknown, 0
-	case code == http.StatusConflict && a.Reason == ReasonStaleToken:
+	case code == http.StatusConflict && a.Reason == contract.ReasonStaleToken:
 		return Rejected, 0
 	case code == http.StatusConflict:
 		return SoldOut, 0
-	case code == http.StatusServiceUnavailable && (a.Reason == ReasonLockTimeout || a.Reason == ReasonLockUnavailable):
+	case code == http.StatusServiceUnavailable && (a.Reason == contract.ReasonLockTimeout || a.Reason == contract.ReasonLockUnavailable):
 		return Rejected, 0
 	case code >= 400 && code < 500:
 		return Rejected, 0 // refused before anything was done

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockladder/lockladder/contract"
 )
 
 func TestClassify(t *testing.T) {
@@ -161,60 +163,24 @@ func TestCheckLargeIllegalHistoryIsQuick(t *testing.T) {
 }
 
 func TestOverlaps(t *testing.T) {
-	s := func(key string, acq, rel int64, wrote bool) Section {
-		return Section{Key: key, Acquired: acq, Released: rel, Wrote: wrote}
+	s := func(key string, acq, rel int64, wrote bool) contract.Section {
+		return contract.Section{Key: key, Acquired: acq, Released: rel, Wrote: wrote}
 	}
 	for _, tc := range []struct {
 		name string
-		secs []Section
+		secs []contract.Section
 		want int
 	}{
-		{"one after another", []Section{s("k", 0, 10, true), s("k", 11, 20, true), s("k", 21, 30, true)}, 0},
-		{"two at once", []Section{s("k", 0, 10, true), s("k", 5, 20, true)}, 1},
-		{"one long, two inside", []Section{s("k", 0, 100, true), s("k", 10, 20, true), s("k", 30, 40, true)}, 2},
-		{"other keys", []Section{s("a", 0, 10, true), s("b", 5, 20, true)}, 0},
-		{"a stale holder that did not write", []Section{s("k", 0, 10, false), s("k", 5, 20, true)}, 0},
-		{"unsorted", []Section{s("k", 5, 20, true), s("k", 0, 10, true)}, 1},
+		{"one after another", []contract.Section{s("k", 0, 10, true), s("k", 11, 20, true), s("k", 21, 30, true)}, 0},
+		{"two at once", []contract.Section{s("k", 0, 10, true), s("k", 5, 20, true)}, 1},
+		{"one long, two inside", []contract.Section{s("k", 0, 100, true), s("k", 10, 20, true), s("k", 30, 40, true)}, 2},
+		{"other keys", []contract.Section{s("a", 0, 10, true), s("b", 5, 20, true)}, 0},
+		{"a stale holder that did not write", []contract.Section{s("k", 0, 10, false), s("k", 5, 20, true)}, 0},
+		{"unsorted", []contract.Section{s("k", 5, 20, true), s("k", 0, 10, true)}, 1},
 	} {
 		if got := Overlaps(tc.secs); got != tc.want {
 			t.Errorf("%s: Overlaps = %d, want %d", tc.name, got, tc.want)
 		}
-	}
-}
-
-func TestRecorderKeepsTheLatest(t *testing.T) {
-	r := NewRecorder(3)
-	t0 := time.Now().UnixNano()
-	for i := int64(1); i <= 5; i++ {
-		r.Add(Section{Acquired: t0 + i*10})
-	}
-	secs, complete := r.Since(t0)
-	if len(secs) != 3 || secs[0].Acquired != t0+30 || secs[2].Acquired != t0+50 || complete {
-		t.Fatalf("Since(t0) = %+v complete=%v, want t0+30,40,50 and incomplete", secs, complete)
-	}
-	secs, complete = r.Since(t0 + 35)
-	if len(secs) != 2 || secs[0].Acquired != t0+40 || !complete {
-		t.Fatalf("Since(t0+35) = %+v complete=%v, want t0+40,50 and complete", secs, complete)
-	}
-	// Before the recorder began, nothing is known.
-	if _, complete := NewRecorder(3).Since(t0 - int64(time.Hour)); complete {
-		t.Fatal("a recorder started now cannot vouch for an hour ago")
-	}
-}
-
-func TestRecorderHolding(t *testing.T) {
-	r := NewRecorder(4)
-	done := r.Hold(Section{Key: "k", Acquired: 2})
-	r.Hold(Section{Key: "j", Acquired: 1})
-	if h := r.Holding(); len(h) != 2 || h[0].Key != "j" || h[1].Key != "k" {
-		t.Fatalf("Holding = %+v, want j then k", h)
-	}
-	done(Section{Key: "k", Acquired: 2, Released: 3, Wrote: true})
-	if h := r.Holding(); len(h) != 1 || h[0].Key != "j" {
-		t.Fatalf("after done, Holding = %+v, want only j", h)
-	}
-	if secs, _ := r.Since(0); len(secs) != 1 || secs[0].Released != 3 || !secs[0].Wrote {
-		t.Fatalf("the section done is not recorded as over: %+v", secs)
 	}
 }
 
