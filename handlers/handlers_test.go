@@ -14,7 +14,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
@@ -28,19 +27,19 @@ type env struct {
 
 func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 
-func newEnvWith(t *testing.T, faults *fault.Actions) *env {
+func newEnvWith(t *testing.T, faults *handlers.FaultActions) *env {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	n := lock.NewNotifier(rdb)
+	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
 	t.Cleanup(func() { n.Close() })
 	r := handlers.New(handlers.Config{
 		Instance:  "test-1",
 		Inventory: inventory.New(rdb),
 		Ladder: lock.NewLadder(rdb, nil, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
-			Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}),
+			Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{}),
 		MaxStock: 1000,
 		Faults:   faults,
 	})
@@ -221,7 +220,7 @@ func TestStrategiesAndPage(t *testing.T) {
 	e := newEnv(t)
 	w := httptest.NewRecorder()
 	e.router.ServeHTTP(w, httptest.NewRequest("GET", "/strategies", nil))
-	var rungs []lock.Rung
+	var rungs []lock.Info
 	if err := json.Unmarshal(w.Body.Bytes(), &rungs); err != nil || len(rungs) != 13 {
 		t.Fatalf("strategies: %v %s", err, w.Body)
 	}
@@ -278,7 +277,7 @@ func TestFaultParametersRefusedUnlessEnabled(t *testing.T) {
 
 func TestArmedFaultsStrikeAtTheirPoints(t *testing.T) {
 	var exits, sleeps, stops []string
-	e := newEnvWith(t, &fault.Actions{
+	e := newEnvWith(t, &handlers.FaultActions{
 		Exit:  func(code int) { exits = append(exits, strconv.Itoa(code)) },
 		Sleep: func(d time.Duration) { sleeps = append(sleeps, d.String()) },
 		Stop:  func(d time.Duration) { stops = append(stops, d.String()) },
@@ -365,7 +364,7 @@ func TestWaitParameter(t *testing.T) {
 	for _, m := range lock.WaitModes {
 		for _, name := range []string{"lua", "fenced", "fair", "atomic"} {
 			target := "/sale?lock=" + name + "&wait=" + string(m)
-			rung, _, _ := lock.NewLadder(nil, nil, lock.Options{}).Lookup(name)
+			rung, _, _ := lock.NewLadder(nil, nil, lock.Options{}, lock.RedlockOptions{}).Lookup(name)
 			code, _, body := e.do(t, "POST", target)
 			if !slices.Contains(rung.Waits, m) {
 				// A wait mode the lock does not take is bad input,

@@ -1,6 +1,6 @@
 package lock
 
-// Hooks into rungs 8 to 10 for the black-box tests in package lock_test.
+// Hooks into rungs 8 and 11 for the black-box tests in package lock_test.
 
 // WatchdogDone returns the channel closed when the watchdog of a Reentrant
 // acquisition has returned, or nil when it has none.
@@ -11,14 +11,14 @@ func WatchdogDone(l Lock) <-chan struct{} {
 	return nil
 }
 
-// PauseWatchdog stops (or resumes) renewals of a Reentrant acquisition's
-// lease, as if its process were paused: the flaw rung 8 still shows.
-func PauseWatchdog(l Lock, paused bool) {
-	l.(*reentrantLock).wd.paused.Store(paused)
-}
+// StopWatchdog stops renewing a Reentrant acquisition's lease, as if its
+// process were paused (and never woke to renew again): the flaw rung 8
+// still shows. The acquisition itself still believes it holds the lock.
+func StopWatchdog(l Lock) { l.(*reentrantLock).wd.stop() }
 
-// Watchdogs counts the watchdogs r keeps running.
-func Watchdogs(r *Reentrant) int {
+// Watchdogs counts the watchdogs a NewReentrant Locker keeps running.
+func Watchdogs(l Locker) int {
+	r := l.(*polling).r.(*Reentrant)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.watchdogs)

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Local is an in-process mutex per key, Java's synchronized. It is exact
+// Local is an in-process mutex per key, as Java's synchronized. It is exact
 // while one process serves every request, and useless once a load balancer
 // spreads them over several: each instance excludes only its own requests,
 // so the instances still interleave their reads and writes in Redis.
@@ -37,7 +37,7 @@ func (l *Local) slot(key string) chan struct{} {
 }
 
 // Obtain waits for the key's slot, at most the wait bound.
-func (l *Local) Obtain(ctx context.Context, key string) (Lock, error) {
+func (l *Local) Obtain(ctx context.Context, key string, _ Call) (Lock, error) {
 	s := l.slot(key)
 	select {
 	case s <- struct{}{}:

@@ -37,62 +37,56 @@ import (
 // Rung 8 stops the lease from lapsing while the holder is alive: a
 // watchdog renews it.
 type GetSet struct {
-	rdb  redis.Cmdable
-	opts Options
+	rdb   redis.Cmdable
+	ttl   time.Duration
+	clock func() time.Time
 }
 
-var _ Locker = (*GetSet)(nil)
-
-// NewGetSet returns the expiry-timestamp Locker. Options.Clock is the
-// clock this instance judges expiries by.
-func NewGetSet(rdb redis.Cmdable, o Options) *GetSet {
-	return &GetSet{rdb: rdb, opts: o.withDefaults()}
+// NewGetSet returns the expiry-timestamp lock, waiting as o says.
+// Options.Clock is the clock this instance judges expiries by.
+func NewGetSet(rdb redis.Cmdable, o Options) Locker {
+	o = o.withDefaults()
+	return Poll(GetSet{rdb: rdb, ttl: o.TTL, clock: o.Clock}, o)
 }
 
-// Obtain tries until it wins or the wait ends: SETNX, else take the lock
-// over with GETSET if its expiry has passed by our clock.
-func (l *GetSet) Obtain(ctx context.Context, key string) (Lock, error) {
-	var expiry int64
-	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
-		now := l.opts.Clock()
-		expiry = now.Add(l.opts.TTL).UnixMilli() + 1
-		ok, err := l.rdb.SetNX(ctx, key, expiry, 0).Result()
-		if err != nil {
-			return false, fmt.Errorf("lock: SETNX %s: %w", key, err)
-		}
-		if ok {
-			return true, nil
-		}
-
-		cur, err := l.rdb.Get(ctx, key).Int64()
-		switch {
-		case errors.Is(err, redis.Nil):
-			return false, nil // released meanwhile: SETNX again
-		case err != nil:
-			return false, fmt.Errorf("lock: GET %s: %w", key, err)
-		case cur >= now.UnixMilli():
-			return false, nil // not expired, by our clock
-		}
-
-		// GETSET is deprecated since Redis 6.2 in favour of SET ... GET,
-		// which does the same; the articles use GETSET.
-		old, err := l.rdb.GetSet(ctx, key, expiry).Int64()
-		switch {
-		case errors.Is(err, redis.Nil):
-			// Released between our GET and GETSET: the key was free and
-			// GETSET, one atomic command, made it ours. (The articles
-			// would give up here and leave their expiry behind, blocking
-			// everyone until it passes.)
-			return true, nil
-		case err != nil:
-			return false, fmt.Errorf("lock: GETSET %s: %w", key, err)
-		}
-		return old == cur, nil
-	})
+// Try takes key with SETNX if it is free, else takes it over with GETSET
+// if its expiry has passed by our clock.
+func (l GetSet) Try(ctx context.Context, key string, _ Call) (Lock, bool, error) {
+	now := l.clock()
+	expiry := now.Add(l.ttl).UnixMilli() + 1
+	held := &getSetLock{rdb: l.rdb, key: key, expiry: expiry, clock: l.clock}
+	ok, err := l.rdb.SetNX(ctx, key, expiry, 0).Result()
 	if err != nil {
-		return nil, err
+		return nil, false, wrap(err, "SETNX", key)
 	}
-	return &getSetLock{rdb: l.rdb, key: key, expiry: expiry, clock: l.opts.Clock, channel: l.opts.Notifier.Channel()}, nil
+	if ok {
+		return held, true, nil
+	}
+
+	cur, err := l.rdb.Get(ctx, key).Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, false, nil // released meanwhile: SETNX again
+	case err != nil:
+		return nil, false, wrap(err, "GET", key)
+	case cur >= now.UnixMilli():
+		return nil, false, nil // not expired, by our clock
+	}
+
+	// GETSET is deprecated since Redis 6.2 in favour of SET ... GET,
+	// which does the same; the articles use GETSET.
+	old, err := l.rdb.GetSet(ctx, key, expiry).Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		// Released between our GET and GETSET: the key was free and
+		// GETSET, one atomic command, made it ours. (The articles would
+		// give up here and leave their expiry behind, blocking everyone
+		// until it passes.)
+		return held, true, nil
+	case err != nil:
+		return nil, false, wrap(err, "GETSET", key)
+	}
+	return held, old == cur, nil
 }
 
 type getSetLock struct {
@@ -100,8 +94,6 @@ type getSetLock struct {
 	key    string
 	expiry int64 // Unix ms
 	clock  func() time.Time
-	// channel is where the release is announced ("" for nowhere)
-	channel string
 }
 
 // Release DELs the key if our clock says our expiry has not passed; past
@@ -111,7 +103,7 @@ func (l *getSetLock) Release(ctx context.Context) error {
 	if l.clock().UnixMilli() >= l.expiry {
 		return ErrNotHeld
 	}
-	n, err := del(ctx, l.rdb, l.key, l.channel)
+	n, err := l.rdb.Del(ctx, l.key).Result()
 	if err != nil {
 		return fmt.Errorf("lock: DEL %s: %w", l.key, err)
 	}

@@ -25,34 +25,18 @@ var (
 	luaReentrantRenew   = redis.NewScript(luaReentrantRenewSrc)
 )
 
-type ownerKey struct{}
-
-// WithOwner returns a context whose reentrant acquisitions belong to owner.
-// The articles' owner is "<process uuid>:<thread id>"; Go has no thread
-// ids, so the owner travels in the context instead. It must be unique
-// across every process sharing the Redis, and stands for one line of
-// execution: goroutines that share an owner share the lock.
-func WithOwner(ctx context.Context, owner string) context.Context {
-	return context.WithValue(ctx, ownerKey{}, owner)
-}
-
-// OwnerFrom returns the owner WithOwner put in ctx, and false when there is
-// none (or it is empty).
-func OwnerFrom(ctx context.Context) (string, bool) {
-	owner, ok := ctx.Value(ownerKey{}).(string)
-	return owner, ok && owner != ""
-}
-
-// Reentrant keeps the lock in a hash {owner: hold count}: the owner may
-// take it again while holding it (001's testReEnter: sale() re-enters its
-// own lock), and only the release that brings the count back to 0 frees
-// it. Acquire, release and renewal are each one Lua script.
+// Reentrant is Redisson's lock (docs/ladder.md, rung 8). Its fix is the
+// watchdog: while the lock is held, a goroutine renews the lease every
+// TTL/3, as long as the lock is still ours, so a business that outlives
+// the TTL keeps its lock (rung 6's and 7's race), and a crashed process
+// stops renewing and its lease lapses. The watchdog stops on the final
+// release (the articles' version leaks its timer).
 //
-// The race it fixes is rung 6's slow business: while the lock is held, a
-// watchdog goroutine renews the lease every TTL/3, as long as the hash
-// still holds our owner, so a business that outlives the TTL keeps its
-// lock, and a crashed process stops renewing and its lease lapses. The
-// watchdog stops on the final release (001's version leaks its timer).
+// Besides, as Redisson's, it is reentrant: the lock is a hash {owner: hold
+// count}, the owner may take it again while holding it (the articles'
+// testReEnter: the sale re-enters its own lock), and only the release that
+// brings the count back to 0 frees it. That is a convenience, not a
+// safety fix. Acquire, release and renewal are each one Lua script.
 //
 // The race it still shows: the watchdog runs in the holder's process, so
 // it cannot save a process that is paused (a GC pause, SIGSTOP) or cut off
@@ -60,45 +44,38 @@ func OwnerFrom(ctx context.Context) (string, bool) {
 // lease lapses, another owner enters, and the paused holder wakes up
 // believing it still holds the lock: two holders, OVERSOLD.
 //
-// Obtain takes the owner from the context (WithOwner); without one, each
-// Obtain is a fresh owner, and Reentrant behaves as a plain lock.
+// The owner is the Call's (Call.Owner); without one, each Obtain is a
+// fresh owner, and Reentrant behaves as a plain lock.
 type Reentrant struct {
-	rdb  redis.Cmdable
-	opts Options
+	rdb redis.Cmdable
+	ttl time.Duration
 
 	mu        sync.Mutex
 	watchdogs map[holder]*watchdog // the live watchdog of each held lock
 }
 
-var _ Locker = (*Reentrant)(nil)
-
-// NewReentrant returns the reentrant, self-renewing Locker. Use one per
-// process: it tracks the watchdogs of the locks its owners hold.
-func NewReentrant(rdb redis.Cmdable, o Options) *Reentrant {
-	return &Reentrant{rdb: rdb, opts: o.withDefaults(), watchdogs: make(map[holder]*watchdog)}
+// NewReentrant returns the reentrant, self-renewing lock, waiting as o
+// says. Use one per process: it tracks the watchdogs of the locks its
+// owners hold.
+func NewReentrant(rdb redis.Cmdable, o Options) Locker {
+	r := &Reentrant{rdb: rdb, ttl: o.withDefaults().TTL, watchdogs: make(map[holder]*watchdog)}
+	return Poll(r, o)
 }
 
 // holder is one owner of one lock key.
 type holder struct{ key, owner string }
 
-// Obtain takes key for the context's owner, or enters it again when that
-// owner already holds it. The outermost acquisition starts the watchdog.
-func (r *Reentrant) Obtain(ctx context.Context, key string) (Lock, error) {
-	owner, ok := OwnerFrom(ctx)
-	if !ok {
+// Try takes key for the call's owner if it is free, or enters it again
+// when that owner already holds it. The outermost acquisition starts the
+// watchdog.
+func (r *Reentrant) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
+	owner := c.Owner
+	if owner == "" {
 		owner = uuid.NewString()
 	}
-	var count int64
-	err := acquire(ctx, r.opts, r.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
-		n, err := luaReentrantAcquire.Run(ctx, r.rdb, []string{key}, owner, leaseMS(r.opts.TTL)).Int64()
-		if err != nil {
-			return false, fmt.Errorf("lock: reentrant acquire %s: %w", key, err)
-		}
-		count = n
-		return n > 0, nil
-	})
-	if err != nil {
-		return nil, err
+	count, err := luaReentrantAcquire.Run(ctx, r.rdb, []string{key}, owner, leaseMS(r.ttl)).Int64()
+	if err != nil || count == 0 {
+		return nil, false, wrap(err, "reentrant acquire", key)
 	}
 
 	h := holder{key: key, owner: owner}
@@ -116,7 +93,7 @@ func (r *Reentrant) Obtain(ctx context.Context, key string) (Lock, error) {
 	if stale != nil {
 		stale.stop()
 	}
-	return &reentrantLock{r: r, h: h, wd: wd}, nil
+	return &reentrantLock{r: r, h: h, wd: wd}, true, nil
 }
 
 // forget unregisters wd, unless a newer watchdog has replaced it.
@@ -138,8 +115,8 @@ func (r *Reentrant) current(h holder, wd *watchdog) bool {
 // watchdog renews one held lock's lease until stopped, or until a renewal
 // finds the lock no longer ours.
 func (r *Reentrant) startWatchdog(h holder) *watchdog {
-	return startWatchdog(r.opts.TTL, func(ctx context.Context) (bool, error) {
-		n, err := luaReentrantRenew.Run(ctx, r.rdb, []string{h.key}, h.owner, leaseMS(r.opts.TTL)).Int64()
+	return startWatchdog(r.ttl, func(ctx context.Context) (bool, error) {
+		n, err := luaReentrantRenew.Run(ctx, r.rdb, []string{h.key}, h.owner, leaseMS(r.ttl)).Int64()
 		return n != 0, err
 	}, func(wd *watchdog) { r.forget(h, wd) })
 }
@@ -166,7 +143,7 @@ func (l *reentrantLock) Release(ctx context.Context) error {
 		l.wd.stop()
 		return fmt.Errorf("%w: %s: the lease of this acquisition lapsed", ErrNotHeld, l.h.key)
 	}
-	n, err := luaReentrantRelease.Run(ctx, l.r.rdb, []string{l.h.key}, l.h.owner, l.r.opts.Notifier.Channel()).Int64()
+	n, err := luaReentrantRelease.Run(ctx, l.r.rdb, []string{l.h.key}, l.h.owner).Int64()
 	if err != nil {
 		l.released.Store(false) // nothing changed: the caller may try again
 		return fmt.Errorf("lock: reentrant release %s: %w", l.h.key, err)
@@ -182,10 +159,4 @@ func (l *reentrantLock) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: %s holds no count for this owner (the lease lapsed)", ErrNotHeld, l.h.key)
 	}
 	return nil
-}
-
-// leaseMS is a lease in whole milliseconds for PEXPIRE, at least 1 (0
-// would delete the key).
-func leaseMS(d time.Duration) int64 {
-	return max(d.Milliseconds(), 1)
 }

@@ -1,7 +1,6 @@
 -- Leave a reentrant lock once; free it when the owner's count reaches 0.
 -- KEYS[1] lock key: a hash {owner: hold count}
--- ARGV[1] owner, ARGV[2] optional: a pub/sub channel to announce the
--- final release on (see Notifier)
+-- ARGV[1] owner
 -- Returns the owner's remaining hold count (0: the lock is free now), or -1
 -- when the owner holds no count: its lease lapsed, perhaps to another owner.
 if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
@@ -10,9 +9,6 @@ end
 local n = redis.call("HINCRBY", KEYS[1], ARGV[1], -1)
 if n <= 0 then
   redis.call("DEL", KEYS[1])
-  if ARGV[2] and ARGV[2] ~= "" then
-    redis.call("PUBLISH", ARGV[2], "r|" .. KEYS[1])
-  end
   return 0
 end
 return n

@@ -43,11 +43,11 @@ func contenders(t *testing.T, mode lock.WaitMode, n int) int {
 		masters[i] = tokenRecorder{Client: c, mu: &mu, tokens: tokens}
 	}
 	o := lock.Options{TTL: 5 * time.Second, Wait: time.Second, Retry: lock.FixedSleep(5 * time.Millisecond)}
-	rl := lock.NewRedlock(masters, o)
+	rl := lock.NewRedlock(masters, o, lock.RedlockOptions{})
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			if _, err := rl.Obtain(lock.WithWait(ctx, mode), key); !errors.Is(err, lock.ErrNotObtained) {
+			if _, err := rl.Obtain(ctx, key, lock.Call{Wait: mode}); !errors.Is(err, lock.ErrNotObtained) {
 				t.Errorf("Obtain of a held lock (%s): %v, want ErrNotObtained", mode, err)
 			}
 		})
@@ -78,8 +78,8 @@ func TestRedlockQueueHasOneContenderPerProcess(t *testing.T) {
 func TestRedlockQueueIsFIFO(t *testing.T) {
 	clients, _ := startMasters(t, 5)
 	ctx := context.Background()
-	rl := lock.NewRedlock(cmdables(clients), lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second})
-	first, err := rl.Obtain(ctx, "lock:k")
+	rl := lock.NewRedlock(cmdables(clients), lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second}, lock.RedlockOptions{})
+	first, err := rl.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestRedlockQueueIsFIFO(t *testing.T) {
 	)
 	for i := range 8 {
 		wg.Go(func() {
-			l, err := rl.Obtain(ctx, "lock:k")
+			l, err := rl.Obtain(ctx, "lock:k", lock.Call{})
 			if err != nil {
 				t.Errorf("waiter %d: %v", i, err)
 				return
@@ -120,17 +120,17 @@ func TestRedlockAnnouncementsWakeTheHead(t *testing.T) {
 	clients, _ := startMasters(t, 5)
 	ctx := context.Background()
 	o := lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second}
-	n := notifier(t, clients[0], lock.WithFallback(time.Second))
-	here := lock.NewRedlock(cmdables(clients), o, lock.WithAnnouncements(n), lock.WithQueuePause(time.Second))
-	there := lock.NewRedlock(cmdables(clients), o, lock.WithAnnouncements(n)) // another process, as far as the line knows
+	n := notifier(t, clients[0], lock.NotifierOptions{Fallback: time.Second})
+	here := lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{Notifier: n, QueuePause: time.Second})
+	there := lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{Notifier: n}) // another process, as far as the line knows
 
-	held, err := there.Obtain(ctx, "lock:k")
+	held, err := there.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan time.Time, 1)
 	go func() {
-		l, err := here.Obtain(ctx, "lock:k")
+		l, err := here.Obtain(ctx, "lock:k", lock.Call{})
 		if err != nil {
 			t.Error(err)
 			close(got)

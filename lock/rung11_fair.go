@@ -67,8 +67,8 @@ type Fair struct {
 
 var _ Locker = (*Fair)(nil)
 
-// NewFair returns the FIFO handoff Locker. Options.WaitMode does not apply:
-// a fair waiter always waits for its handoff.
+// NewFair returns the FIFO handoff lock. Options.WaitMode and Call.Wait do
+// not apply: a fair waiter always waits for its handoff (handoff.go).
 func NewFair(rdb redis.Cmdable, o Options) *Fair {
 	o = o.withDefaults()
 	return &Fair{rdb: rdb, opts: o, tick: min(max(o.TTL/4, 5*time.Millisecond), 250*time.Millisecond)}
@@ -86,21 +86,21 @@ func fairKeys(key string) []string {
 // Obtain takes key at once if it is free and nobody waits; otherwise it
 // queues and waits for the release that hands the lock over, at most the
 // wait bound. The Lock it returns is also Tokened.
-func (f *Fair) Obtain(ctx context.Context, key string) (Lock, error) {
+func (f *Fair) Obtain(ctx context.Context, key string, _ Call) (Lock, error) {
 	token := uuid.NewString()
 	keys := fairKeys(key)
-	w := &fairWaiter{f: f, keys: keys, token: token, ctx: context.WithoutCancel(ctx)}
-	if f.opts.Notifier != nil {
-		w.hw = f.opts.Notifier.handoff(token)
-	} else {
-		w.b = f.opts.Backoff()
+	// A waiter that gives up leaves the queue, and passes the lock on if
+	// it was handed to it meanwhile: a waiter never wedges the queue.
+	leave := func(ctx context.Context) {
+		_ = luaFairRelease.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), HandoffChannel, "1").Err()
 	}
+	w := newHandoffWait(f.opts, token, f.tick, context.WithoutCancel(ctx), leave)
 	err := acquire(ctx, f.opts, w, func(ctx context.Context) (bool, error) {
 		lives := 3 * f.tick
 		if dl, ok := ctx.Deadline(); ok {
 			lives = min(lives, time.Until(dl)+f.tick)
 		}
-		n, err := luaFairAcquire.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), leaseMS(lives), f.opts.Notifier.Channel()).Int64()
+		n, err := luaFairAcquire.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), leaseMS(lives), HandoffChannel).Int64()
 		if err != nil {
 			return false, fmt.Errorf("lock: fair acquire %s: %w", key, err)
 		}
@@ -116,58 +116,6 @@ func (f *Fair) Obtain(ctx context.Context, key string) (Lock, error) {
 		return n != 0, err
 	}, nil)
 	return l, nil
-}
-
-// fairWaiter waits for its handoff message, or its refresh tick.
-type fairWaiter struct {
-	f     *Fair
-	keys  []string
-	token string
-	ctx   context.Context // the caller's, without its cancellation
-	hw    *handoffWaiter  // nil without a Notifier
-	b     Backoff         // polling, without a Notifier
-	timer *time.Timer
-	fence int64
-}
-
-func (w *fairWaiter) wait(ctx context.Context) (bool, error) {
-	if w.hw == nil {
-		return false, sleep(ctx, &w.timer, w.b.NextBackoff())
-	}
-	d := jittered(w.f.tick)
-	if w.timer == nil {
-		w.timer = time.NewTimer(d)
-	} else {
-		w.timer.Reset(d)
-	}
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case fence := <-w.hw.handed:
-		w.fence = fence
-		return true, nil
-	case <-w.timer.C:
-		return false, nil // refresh our entry; maybe we missed a handoff
-	}
-}
-
-// done leaves the queue when the wait failed. If the lock was handed to us
-// meanwhile, the same script passes it on, so a waiter that gives up never
-// wedges the queue.
-func (w *fairWaiter) done(obtained bool) {
-	if w.timer != nil {
-		w.timer.Stop()
-	}
-	if w.hw != nil {
-		w.hw.forget()
-	}
-	if obtained {
-		return
-	}
-	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
-	defer cancel()
-	// Best effort: if this fails too, our entry goes stale by itself.
-	_ = luaFairRelease.Run(ctx, w.f.rdb, w.keys, w.token, leaseMS(w.f.opts.TTL), w.f.opts.Notifier.Channel(), "1").Err()
 }
 
 type fairLock struct {
@@ -195,7 +143,7 @@ func (l *fairLock) Release(ctx context.Context) error {
 		l.wd.cancel() // no renewal may race the release
 		defer func() { <-l.wd.done }()
 		var n int64
-		n, err = luaFairRelease.Run(ctx, l.f.rdb, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.opts.Notifier.Channel(), "0").Int64()
+		n, err = luaFairRelease.Run(ctx, l.f.rdb, l.keys, l.token, leaseMS(l.f.opts.TTL), HandoffChannel, "0").Int64()
 		err = releaseResult(l.keys[0], n, err)
 	})
 	return err
@@ -208,7 +156,7 @@ func (l *fairLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() erro
 	l.once.Do(func() {
 		first = true
 		l.wd.cancel()
-		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.opts.Notifier.Channel(), "0")
+		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), HandoffChannel, "0")
 	})
 	return func() error {
 		if !first {

@@ -42,7 +42,7 @@ func TestNaiveRungsContract(t *testing.T) {
 			key := "lock:" + r.name
 			l := r.new(rdb, fast)
 
-			a, err := l.Obtain(ctx, key)
+			a, err := l.Obtain(ctx, key, lock.Call{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestNaiveRungsContract(t *testing.T) {
 			}
 
 			start := time.Now()
-			if _, err := l.Obtain(ctx, key); !errors.Is(err, lock.ErrNotObtained) {
+			if _, err := l.Obtain(ctx, key, lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
 				t.Fatalf("Obtain while held: got %v, want ErrNotObtained", err)
 			}
 			if waited := time.Since(start); waited < fast.Wait || waited > fast.Wait+time.Second {
@@ -67,7 +67,7 @@ func TestNaiveRungsContract(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx)
 			time.AfterFunc(20*time.Millisecond, cancel)
 			start = time.Now()
-			_, err = r.new(rdb, long).Obtain(cctx, key)
+			_, err = r.new(rdb, long).Obtain(cctx, key, lock.Call{})
 			if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
 				t.Fatalf("Obtain cancelled while waiting: got %v, want ErrNotObtained wrapping context.Canceled", err)
 			}
@@ -84,7 +84,7 @@ func TestNaiveRungsContract(t *testing.T) {
 			if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 				t.Fatalf("second Release: got %v, want ErrNotHeld", err)
 			}
-			b, err := l.Obtain(ctx, key)
+			b, err := l.Obtain(ctx, key, lock.Call{})
 			if err != nil {
 				t.Fatalf("Obtain after release: %v", err)
 			}
@@ -100,7 +100,7 @@ func TestNaiveRungsRedisDownIsAnErrorNotATimeout(t *testing.T) {
 	defer rdb.Close()
 	for _, r := range naiveRungs {
 		t.Run(r.name, func(t *testing.T) {
-			_, err := r.new(rdb, fast).Obtain(context.Background(), "lock:k")
+			_, err := r.new(rdb, fast).Obtain(context.Background(), "lock:k", lock.Call{})
 			if err == nil || errors.Is(err, lock.ErrNotObtained) {
 				t.Fatalf("got %v, want a connection error", err)
 			}
@@ -118,13 +118,13 @@ func TestSetNXDeadlocksWhenHolderDies(t *testing.T) {
 	opts.Wait = 4 * opts.TTL
 	l := lock.NewSetNX(rdb, opts)
 
-	if _, err := l.Obtain(ctx, "lock:k"); err != nil { // and then "dies"
+	if _, err := l.Obtain(ctx, "lock:k", lock.Call{}); err != nil { // and then "dies"
 		t.Fatal(err)
 	}
 	if ttl := rdb.PTTL(ctx, "lock:k").Val(); ttl != -1 {
 		t.Fatalf("lock key PTTL = %s, want -1 (no TTL)", ttl)
 	}
-	if _, err := l.Obtain(ctx, "lock:k"); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := l.Obtain(ctx, "lock:k", lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("Obtain after the holder died, %s later: got %v, want ErrNotObtained", opts.Wait, err)
 	}
 	if ttl := rdb.PTTL(ctx, "lock:k").Val(); ttl != -1 {
@@ -153,7 +153,7 @@ func TestSetNXExpireCrashBetweenLeavesNoTTL(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		l.Obtain(crash, "lock:k")
+		l.Obtain(crash, "lock:k", lock.Call{})
 		t.Error("Obtain returned: the crash did not happen")
 	}()
 	<-done
@@ -163,7 +163,7 @@ func TestSetNXExpireCrashBetweenLeavesNoTTL(t *testing.T) {
 	if ttl := rdb.PTTL(ctx, "lock:k").Val(); ttl != -1 {
 		t.Fatalf("lock key PTTL = %s after a crash between SETNX and EXPIRE, want -1", ttl)
 	}
-	if _, err := l.Obtain(ctx, "lock:k"); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := l.Obtain(ctx, "lock:k", lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("Obtain after the crash, %s later: got %v, want ErrNotObtained", opts.Wait, err)
 	}
 }
@@ -179,11 +179,11 @@ func TestSetNXPXLateDeleteFreesNextHolder(t *testing.T) {
 	opts.Wait = 2 * time.Second
 	l := lock.NewSetNXPX(rdb, opts)
 
-	a, err := l.Obtain(ctx, "lock:k")
+	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := l.Obtain(ctx, "lock:k") // waits until A's lease lapses
+	b, err := l.Obtain(ctx, "lock:k", lock.Call{}) // waits until A's lease lapses
 	if err != nil {
 		t.Fatalf("B after A's lease lapsed: %v", err)
 	}
@@ -195,7 +195,7 @@ func TestSetNXPXLateDeleteFreesNextHolder(t *testing.T) {
 	}
 	quick := opts
 	quick.Wait = 100 * time.Millisecond
-	c, err := lock.NewSetNXPX(rdb, quick).Obtain(ctx, "lock:k")
+	c, err := lock.NewSetNXPX(rdb, quick).Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatalf("C while B holds: %v (want it to get in: two holders)", err)
 	}
@@ -215,11 +215,11 @@ func TestCheckDelLateReleaseLeavesNextHolderAlone(t *testing.T) {
 	opts.Wait = 2 * time.Second
 	l := lock.NewCheckDel(rdb, opts)
 
-	a, err := l.Obtain(ctx, "lock:k")
+	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := l.Obtain(ctx, "lock:k")
+	b, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatalf("B after A's lease lapsed: %v", err)
 	}
@@ -246,7 +246,7 @@ func TestCheckDelPauseBeforeDeleteFreesNextHolder(t *testing.T) {
 	opts.Wait = 2 * time.Second
 	l := lock.NewCheckDel(rdb, opts)
 
-	a, err := l.Obtain(ctx, "lock:k")
+	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestCheckDelPauseBeforeDeleteFreesNextHolder(t *testing.T) {
 		}
 		// A is paused here; B waits until A's lease lapses and takes it.
 		var err error
-		if b, err = l.Obtain(context.Background(), "lock:k"); err != nil {
+		if b, err = l.Obtain(context.Background(), "lock:k", lock.Call{}); err != nil {
 			t.Errorf("B during A's pause: %v", err)
 			return
 		}
@@ -278,7 +278,7 @@ func TestCheckDelPauseBeforeDeleteFreesNextHolder(t *testing.T) {
 	}
 	quick := opts
 	quick.Wait = 100 * time.Millisecond
-	c, err := lock.NewCheckDel(rdb, quick).Obtain(ctx, "lock:k")
+	c, err := lock.NewCheckDel(rdb, quick).Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatalf("C while B holds: %v (want it to get in: two holders)", err)
 	}
@@ -323,7 +323,7 @@ func TestGetSetExpiredLockHasOneWinner(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				_, err := l.Obtain(wctx, "lock:k")
+				_, err := l.Obtain(wctx, "lock:k", lock.Call{})
 				switch {
 				case err == nil:
 					won.Add(1)
@@ -354,16 +354,16 @@ func TestGetSetSkewedClockTakesLiveLock(t *testing.T) {
 	ctx := context.Background()
 	opts := fast // TTL 1s
 
-	a, err := lock.NewGetSet(rdb, opts).Obtain(ctx, "lock:k")
+	a, err := lock.NewGetSet(rdb, opts).Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lock.NewGetSet(rdb, opts).Obtain(ctx, "lock:k"); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := lock.NewGetSet(rdb, opts).Obtain(ctx, "lock:k", lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("correct clock while A holds: got %v, want ErrNotObtained", err)
 	}
 	ahead := &skewClock{}
 	ahead.Advance(2 * opts.TTL)
-	b, err := lock.NewGetSet(rdb, withSkewClock(opts, ahead)).Obtain(ctx, "lock:k")
+	b, err := lock.NewGetSet(rdb, withSkewClock(opts, ahead)).Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatalf("clock %s ahead while A holds: %v (want it to take the lock: two holders)", 2*opts.TTL, err)
 	}
@@ -385,12 +385,12 @@ func TestGetSetSlowHolderLosesLock(t *testing.T) {
 	opts := withSkewClock(fast, c)
 	l := lock.NewGetSet(rdb, opts)
 
-	a, err := l.Obtain(ctx, "lock:k")
+	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(opts.TTL + 10*time.Millisecond) // A's business outlives the TTL
-	b, err := l.Obtain(ctx, "lock:k")
+	b, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatalf("B after A's expiry: %v", err)
 	}
@@ -415,7 +415,7 @@ func TestGetSetReleaseAfterOwnExpiryLeavesKey(t *testing.T) {
 	c := &skewClock{}
 	l := lock.NewGetSet(rdb, withSkewClock(fast, c))
 
-	a, err := l.Obtain(ctx, "lock:k")
+	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestGetSetReleaseAfterOwnExpiryLeavesKey(t *testing.T) {
 	if got := rdb.Get(ctx, "lock:k").Val(); got != value {
 		t.Fatalf("lock key after a late release = %q, want %q left in place", got, value)
 	}
-	if _, err := l.Obtain(ctx, "lock:k"); err != nil {
+	if _, err := l.Obtain(ctx, "lock:k", lock.Call{}); err != nil {
 		t.Fatalf("a waiter after the expiry should take the key over: %v", err)
 	}
 }
@@ -443,7 +443,7 @@ func TestNaiveRungsExactUnderContention(t *testing.T) {
 	opts := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second, Retry: lock.FixedSleep(time.Millisecond)}
 	for _, r := range naiveRungs {
 		t.Run(r.name, func(t *testing.T) {
-			contend(t, rdb, r.new(rdb, opts), context.Background(), "n:"+r.name, 10, 20)
+			contend(t, rdb, r.new(rdb, opts), lock.Call{}, "n:"+r.name, 10, 20)
 		})
 	}
 }

@@ -56,17 +56,17 @@ func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) 
 func TestReentrantCountsNestedAcquisitions(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	r := lock.NewReentrant(rdb, safeOpts)
-	ctx := lock.WithOwner(context.Background(), "proc-a:1")
+	ctx, procA := context.Background(), lock.Call{Owner: "proc-a:1"}
 	const key = "lock:k"
 
-	outer, err := r.Obtain(ctx, key)
+	outer, err := r.Obtain(ctx, key, procA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := holdCount(t, rdb, key, "proc-a:1"); n != 1 {
 		t.Fatalf("count after the outer Obtain = %d, want 1", n)
 	}
-	inner, err := r.Obtain(ctx, key) // testReEnter: sale() takes its own lock again
+	inner, err := r.Obtain(ctx, key, procA) // testReEnter: sale() takes its own lock again
 	if err != nil {
 		t.Fatalf("re-entering: %v", err)
 	}
@@ -106,14 +106,14 @@ func TestReentrantExcludesOtherOwners(t *testing.T) {
 	r := lock.NewReentrant(rdb, safeOpts)
 	const key = "lock:k"
 
-	a, err := r.Obtain(lock.WithOwner(ctx, "a"), key)
+	a, err := r.Obtain(ctx, key, lock.Call{Owner: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Obtain(lock.WithOwner(ctx, "b"), key); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := r.Obtain(ctx, key, lock.Call{Owner: "b"}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("owner b while a holds: %v, want ErrNotObtained", err)
 	}
-	if _, err := r.Obtain(ctx, key); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := r.Obtain(ctx, key, lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("no owner while a holds: %v, want ErrNotObtained", err)
 	}
 	if n := holdCount(t, rdb, key, "b"); n != 0 {
@@ -125,11 +125,11 @@ func TestReentrantExcludesOtherOwners(t *testing.T) {
 
 	// Without an owner in the context, every Obtain is a new owner: a
 	// plain, non-reentrant lock.
-	p, err := r.Obtain(ctx, key)
+	p, err := r.Obtain(ctx, key, lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Obtain(ctx, key); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := r.Obtain(ctx, key, lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("a second owner-less Obtain re-entered: %v, want ErrNotObtained", err)
 	}
 	if err := p.Release(ctx); err != nil {
@@ -151,7 +151,7 @@ func TestReentrantWatchdogOutlivesTTL(t *testing.T) {
 	r := lock.NewReentrant(rdb, o)
 	const key, hold = "lock:k", 800 * time.Millisecond
 
-	a, err := r.Obtain(lock.WithOwner(ctx, "a"), key)
+	a, err := r.Obtain(ctx, key, lock.Call{Owner: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestReentrantWatchdogOutlivesTTL(t *testing.T) {
 	go func() {
 		o := o
 		o.Wait = hold - 100*time.Millisecond
-		_, err := lock.NewReentrant(rdb, o).Obtain(lock.WithOwner(ctx, "b"), key)
+		_, err := lock.NewReentrant(rdb, o).Obtain(ctx, key, lock.Call{Owner: "b"})
 		other <- err
 	}()
 	for start := time.Now(); time.Since(start) < hold; time.Sleep(5 * time.Millisecond) {
@@ -193,7 +193,7 @@ func TestReentrantWatchdogStopsWhenLockIsGone(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	r := lock.NewReentrant(rdb, safeOpts)
-	a, err := r.Obtain(lock.WithOwner(ctx, "a"), "lock:k")
+	a, err := r.Obtain(ctx, "lock:k", lock.Call{Owner: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,16 +221,16 @@ func TestReentrantPausedOwnerLosesLock(t *testing.T) {
 	r := lock.NewReentrant(rdb, safeOpts)
 	const key = "lock:k"
 
-	a, err := r.Obtain(lock.WithOwner(ctx, "a"), key)
+	a, err := r.Obtain(ctx, key, lock.Call{Owner: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock.PauseWatchdog(a, true) // the process stops: nothing renews
+	lock.StopWatchdog(a) // the process stops: nothing renews
 
 	o := safeOpts
 	o.Wait = 10 * safeOpts.TTL
 	start := time.Now()
-	b, err := lock.NewReentrant(rdb, o).Obtain(lock.WithOwner(ctx, "b"), key)
+	b, err := lock.NewReentrant(rdb, o).Obtain(ctx, key, lock.Call{Owner: "b"})
 	if err != nil {
 		t.Fatalf("b while a is paused: %v; want b to enter once a's lease lapses", err)
 	}
@@ -239,7 +239,7 @@ func TestReentrantPausedOwnerLosesLock(t *testing.T) {
 		t.Fatalf("a still has count %d", n)
 	}
 
-	lock.PauseWatchdog(a, false) // a wakes up
+	// a wakes up (its watchdog never renews again)
 	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("a's release after its lease lapsed: %v, want ErrNotHeld", err)
 	}
@@ -258,21 +258,21 @@ func TestReentrantPausedOwnerLosesLock(t *testing.T) {
 // lapsed acquisition must not decrement the new one's count.
 func TestReentrantLapsedAcquisitionLeavesNewLeaseAlone(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	ctx := lock.WithOwner(context.Background(), "a")
+	ctx, a := context.Background(), lock.Call{Owner: "a"}
 	r := lock.NewReentrant(rdb, safeOpts)
 	const key = "lock:k"
 
-	old, err := r.Obtain(ctx, key)
+	old, err := r.Obtain(ctx, key, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock.PauseWatchdog(old, true)
+	lock.StopWatchdog(old)
 	for deadline := time.Now().Add(time.Second); rdb.Exists(ctx, key).Val() != 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the lease did not lapse")
 		}
 	}
-	fresh, err := r.Obtain(ctx, key)
+	fresh, err := r.Obtain(ctx, key, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,21 +295,21 @@ func TestReentrantObtainHonoursContext(t *testing.T) {
 	o := safeOpts
 	o.Wait = 5 * time.Second
 	r := lock.NewReentrant(rdb, o)
-	a, err := r.Obtain(lock.WithOwner(ctx, "a"), "lock:k")
+	a, err := r.Obtain(ctx, "lock:k", lock.Call{Owner: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Release(ctx)
 
-	cctx, cancel := context.WithCancel(lock.WithOwner(ctx, "b"))
+	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := r.Obtain(cctx, "lock:k"); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+	if _, err := r.Obtain(cctx, "lock:k", lock.Call{Owner: "b"}); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled ctx: %v", err)
 	}
-	dctx, cancel := context.WithTimeout(lock.WithOwner(ctx, "b"), 30*time.Millisecond)
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := r.Obtain(dctx, "lock:k"); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := r.Obtain(dctx, "lock:k", lock.Call{Owner: "b"}); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("ctx deadline: %v", err)
 	}
 	if waited := time.Since(start); waited > time.Second {
@@ -325,9 +325,9 @@ func TestReentrantLeavesNoWatchdog(t *testing.T) {
 	r := lock.NewReentrant(rdb, safeOpts)
 	var held []lock.Lock
 	for i := range 20 {
-		octx := lock.WithOwner(ctx, "owner-"+strconv.Itoa(i))
+		owner := lock.Call{Owner: "owner-" + strconv.Itoa(i)}
 		for range 1 + i%3 {
-			l, err := r.Obtain(octx, "lock:"+strconv.Itoa(i))
+			l, err := r.Obtain(ctx, "lock:"+strconv.Itoa(i), owner)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -494,10 +494,10 @@ func TestRedlockSurvivesTwoMastersDown(t *testing.T) {
 		}
 	}
 	live := []*redis.Client{clients[0], clients[2], clients[4]}
-	rl := lock.NewRedlock(cmdables(clients), redlockOpts)
+	rl := lock.NewRedlock(cmdables(clients), redlockOpts, lock.RedlockOptions{})
 
 	start := time.Now()
-	a, err := rl.Obtain(ctx, key)
+	a, err := rl.Obtain(ctx, key, lock.Call{})
 	if err != nil {
 		t.Fatalf("Obtain with 3 of 5 masters: %v", err)
 	}
@@ -509,7 +509,7 @@ func TestRedlockSurvivesTwoMastersDown(t *testing.T) {
 	if n := keysOn(t, live, key); n != 3 {
 		t.Fatalf("lock on %d live masters, want 3", n)
 	}
-	if _, err := lock.NewRedlock(cmdables(clients), redlockOpts).Obtain(ctx, key); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := lock.NewRedlock(cmdables(clients), redlockOpts, lock.RedlockOptions{}).Obtain(ctx, key, lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("second client while held: %v, want ErrNotObtained", err)
 	}
 	if err := a.Release(ctx); err != nil {
@@ -522,7 +522,7 @@ func TestRedlockSurvivesTwoMastersDown(t *testing.T) {
 	if err := servers[4].Stop(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = rl.Obtain(ctx, key)
+	_, err = rl.Obtain(ctx, key, lock.Call{})
 	if !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("Obtain with 2 of 5 masters: %v, want ErrNotObtained", err)
 	}
@@ -575,7 +575,7 @@ func TestRedlockFailedAttemptReleasesMinority(t *testing.T) {
 		masters[i] = setRecorder{Client: c, won: &won[i]}
 	}
 
-	_, err := lock.NewRedlock(masters, redlockOpts).Obtain(ctx, key)
+	_, err := lock.NewRedlock(masters, redlockOpts, lock.RedlockOptions{}).Obtain(ctx, key, lock.Call{})
 	if !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("Obtain against a majority held elsewhere: %v, want ErrNotObtained", err)
 	}
@@ -623,7 +623,7 @@ func TestRedlockQuorumOverEverySubset(t *testing.T) {
 				}
 				o := redlockOpts
 				o.Wait = 30 * time.Millisecond
-				l, err := lock.NewRedlock(masters, o).Obtain(ctx, key)
+				l, err := lock.NewRedlock(masters, o, lock.RedlockOptions{}).Obtain(ctx, key, lock.Call{})
 				if want := n-failed >= lock.Quorum(n); (err == nil) != want {
 					t.Fatalf("%d of %d masters up: Obtain = %v, want success %t", n-failed, n, err, want)
 				}
@@ -660,7 +660,7 @@ func TestRedlockValidityExhausted(t *testing.T) {
 	base := time.Now()
 	o := redlockOpts
 	o.Clock = func() time.Time { return base.Add(time.Duration(reads.Add(1)) * o.TTL) }
-	_, err := lock.NewRedlock(cmdables(clients), o).Obtain(ctx, "lock:k")
+	_, err := lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{}).Obtain(ctx, "lock:k", lock.Call{})
 	if !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("Obtain with no validity left: %v, want ErrNotObtained", err)
 	}
@@ -681,10 +681,10 @@ func TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout(t *testing.T) {
 	ctx := context.Background()
 	masters := append(cmdables(clients), masterClient(t, blackHole(t)))
 	const nodeTimeout = 200 * time.Millisecond
-	rl := lock.NewRedlock(masters, redlockOpts, lock.WithNodeTimeout(nodeTimeout))
+	rl := lock.NewRedlock(masters, redlockOpts, lock.RedlockOptions{NodeTimeout: nodeTimeout})
 
 	start := time.Now()
-	l, err := rl.Obtain(ctx, "lock:k")
+	l, err := rl.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatalf("Obtain with 4 of 5 masters answering: %v", err)
 	}
@@ -712,7 +712,7 @@ func TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout(t *testing.T) {
 func TestRedlockReleaseWithoutQuorum(t *testing.T) {
 	clients, servers := startMasters(t, 5)
 	ctx := context.Background()
-	l, err := lock.NewRedlock(cmdables(clients), redlockOpts).Obtain(ctx, "lock:k")
+	l, err := lock.NewRedlock(cmdables(clients), redlockOpts, lock.RedlockOptions{}).Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -741,10 +741,10 @@ func TestFencedTokensIncrease(t *testing.T) {
 	const key = "lock:k"
 	o := safeOpts
 	o.TTL = 5 * time.Second // outlives the other process's wait
-	procs := []*lock.Fenced{lock.NewFenced(rdb, o), lock.NewFenced(rdb, o)}
+	procs := []lock.Locker{lock.NewFenced(rdb, o), lock.NewFenced(rdb, o)}
 	var last int64
 	for i := range 6 {
-		l, err := procs[i%2].Obtain(ctx, key)
+		l, err := procs[i%2].Obtain(ctx, key, lock.Call{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -753,7 +753,7 @@ func TestFencedTokensIncrease(t *testing.T) {
 			t.Fatalf("acquisition %d: token %d after %d, want strictly larger", i, tok, last)
 		}
 		last = tok
-		if _, err := procs[(i+1)%2].Obtain(ctx, key); !errors.Is(err, lock.ErrNotObtained) {
+		if _, err := procs[(i+1)%2].Obtain(ctx, key, lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
 			t.Fatalf("the other process while held: %v, want ErrNotObtained", err)
 		}
 		if err := l.Release(ctx); err != nil {
@@ -786,12 +786,12 @@ func TestFencedStaleHolderIsRefused(t *testing.T) {
 	o.Wait = 10 * safeOpts.TTL
 	f := lock.NewFenced(rdb, o)
 
-	a, err := f.Obtain(ctx, inventory.StockLock)
+	a, err := f.Obtain(ctx, inventory.StockLock, lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A is paused here; B waits until A's lease lapses and takes it.
-	b, err := f.Obtain(ctx, inventory.StockLock)
+	b, err := f.Obtain(ctx, inventory.StockLock, lock.Call{})
 	if err != nil {
 		t.Fatalf("B after A's lease lapsed: %v", err)
 	}
@@ -830,11 +830,11 @@ func TestSafeRungsExactUnderContention(t *testing.T) {
 		locker lock.Locker
 	}{
 		{"reentrant", rdb, lock.NewReentrant(rdb, o)},
-		{"redlock", clients[0], lock.NewRedlock(cmdables(clients), o)},
+		{"redlock", clients[0], lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{})},
 		{"fenced", rdb, lock.NewFenced(rdb, o)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			contend(t, tc.rdb, tc.locker, context.Background(), "n:"+tc.name, 10, 20)
+			contend(t, tc.rdb, tc.locker, lock.Call{}, "n:"+tc.name, 10, 20)
 		})
 	}
 }

@@ -2,11 +2,10 @@ package lock
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 )
 
-// watchdog keeps a held lock's lease alive, as Redisson's does [001]: every
+// watchdog keeps a held lock's lease alive, as Redisson's does: every
 // TTL/3 it runs renew, which extends the lease only while the lock is still
 // ours, and it stops on stop() or as soon as renew finds the lock gone.
 // Rungs 8 and 11 use it. It runs in the holder's process, so a process
@@ -14,9 +13,6 @@ import (
 type watchdog struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the goroutine has returned
-	// paused skips renewals, as if the process were stopped. Tests set it
-	// to show the flaw; nothing else does.
-	paused atomic.Bool
 }
 
 // startWatchdog renews every ttl/3 by renew, which reports whether the
@@ -37,9 +33,6 @@ func startWatchdog(ttl time.Duration, renew func(context.Context) (bool, error),
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-			}
-			if wd.paused.Load() {
-				continue
 			}
 			rctx, cancelRenew := context.WithTimeout(ctx, every)
 			ours, err := renew(rctx)
