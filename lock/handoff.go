@@ -7,7 +7,7 @@ import (
 
 // handoffWait is how fair's waiters wait: not polling the lock, but for a
 // release to hand it to them by name (the Notifier hears fair's
-// announcement on HandoffChannel and wakes exactly that waiter), or for
+// announcement on handoffChannel and wakes exactly that waiter), or for
 // their refresh tick, on which the wait loop tries again: that keeps the
 // waiter's place in the queue live and catches a handoff whose message
 // was lost. It is the only polling left. Without a Notifier, the waiter

@@ -48,9 +48,9 @@ func EnableKeyspaceEvents(ctx context.Context, rdb redis.Cmdable) error {
 	return nil
 }
 
-// HandoffChannel is where fair's release announces whom it handed the lock
+// handoffChannel is where fair's release announces whom it handed the lock
 // to: "<waiter token>|<fencing token>".
-const HandoffChannel = "lockladder:handoff"
+const handoffChannel = "lockladder:handoff"
 
 // keyspacePattern matches every key's keyspace channel in every database:
 // "__keyspace@0__:lock:stock".
@@ -141,7 +141,7 @@ func (n *Notifier) start() {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		n.stop = cancel
-		n.ps = n.sub.Subscribe(ctx, HandoffChannel)
+		n.ps = n.sub.Subscribe(ctx, handoffChannel)
 		go n.run(ctx)
 	})
 }
@@ -172,7 +172,7 @@ func (n *Notifier) run(ctx context.Context) {
 				close(n.ready)
 			}
 		case *redis.Message:
-			if m.Channel == HandoffChannel {
+			if m.Channel == handoffChannel {
 				n.handedOff(m.Payload)
 			} else if key, ok := deleted(m.Channel, m.Payload); ok {
 				n.released(key)

@@ -92,7 +92,7 @@ func (f *Fair) Obtain(ctx context.Context, key string, _ Call) (Lock, error) {
 	// A waiter that gives up leaves the queue, and passes the lock on if
 	// it was handed to it meanwhile: a waiter never wedges the queue.
 	leave := func(ctx context.Context) {
-		_ = luaFairRelease.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), HandoffChannel, "1").Err()
+		_ = luaFairRelease.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), handoffChannel, "1").Err()
 	}
 	w := newHandoffWait(f.opts, token, f.tick, context.WithoutCancel(ctx), leave)
 	err := acquire(ctx, f.opts, w, func(ctx context.Context) (bool, error) {
@@ -100,7 +100,7 @@ func (f *Fair) Obtain(ctx context.Context, key string, _ Call) (Lock, error) {
 		if dl, ok := ctx.Deadline(); ok {
 			lives = min(lives, time.Until(dl)+f.tick)
 		}
-		n, err := luaFairAcquire.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), leaseMS(lives), HandoffChannel).Int64()
+		n, err := luaFairAcquire.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), leaseMS(lives), handoffChannel).Int64()
 		if err != nil {
 			return false, fmt.Errorf("lock: fair acquire %s: %w", key, err)
 		}
@@ -143,7 +143,7 @@ func (l *fairLock) Release(ctx context.Context) error {
 		l.wd.cancel() // no renewal may race the release
 		defer func() { <-l.wd.done }()
 		var n int64
-		n, err = luaFairRelease.Run(ctx, l.f.rdb, l.keys, l.token, leaseMS(l.f.opts.TTL), HandoffChannel, "0").Int64()
+		n, err = luaFairRelease.Run(ctx, l.f.rdb, l.keys, l.token, leaseMS(l.f.opts.TTL), handoffChannel, "0").Int64()
 		err = releaseResult(l.keys[0], n, err)
 	})
 	return err
@@ -156,7 +156,7 @@ func (l *fairLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() erro
 	l.once.Do(func() {
 		first = true
 		l.wd.cancel()
-		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), HandoffChannel, "0")
+		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), handoffChannel, "0")
 	})
 	return func() error {
 		if !first {

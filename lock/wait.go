@@ -89,9 +89,9 @@ const (
 // WaitModes lists every WaitMode.
 var WaitModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify, WaitQueue}
 
-// PollModes are the wait modes of the locks that poll: every Redis rung
+// pollModes are the wait modes of the locks that poll: every Redis rung
 // but redlock (which also queues) and fair (which waits for its handoff).
-var PollModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify}
+var pollModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify}
 
 // ParseWaitMode returns the WaitMode called s.
 func ParseWaitMode(s string) (WaitMode, error) {
