@@ -312,8 +312,9 @@ func TestArmedFaultsStrikeAtTheirPoints(t *testing.T) {
 	}
 }
 
-// TestReenter: the articles' testReEnter. A reentrant lock lets its owner
-// in again; any other lock waits for itself and gives up with a 503.
+// TestReenter: the articles' testReEnter. A reentrant lock (reentrant, and
+// local as Java's synchronized) lets its owner in again; any other lock
+// waits for itself and gives up with a 503.
 func TestReenter(t *testing.T) {
 	e := newEnv(t)
 	e.do(t, "POST", "/reset?stock=5")
@@ -323,14 +324,20 @@ func TestReenter(t *testing.T) {
 	if e.mr.Exists(inventory.StockLock) {
 		t.Fatal("reentrant lock left held after both releases")
 	}
-	for _, name := range []string{"lua", "local", "setnx-px"} {
+	if code, _, body := e.do(t, "POST", "/sale?lock=local&reenter=1"); code != 200 || body["remaining"] != 3.0 {
+		t.Fatalf("local re-entered: %d %v", code, body)
+	}
+	if code, _, body := e.do(t, "POST", "/sale?lock=local"); code != 200 || body["remaining"] != 2.0 {
+		t.Fatalf("local after a re-entry: %d %v: the monitor was left held", code, body)
+	}
+	for _, name := range []string{"lua", "setnx-px"} {
 		code, _, body := e.do(t, "POST", "/sale?lock="+name+"&reenter=1")
 		if code != 503 || !strings.Contains(body["error"].(string), "re-entering") {
 			t.Fatalf("%s re-entered: %d %v, want 503", name, code, body)
 		}
 	}
-	if got, _ := e.mr.Get("stock"); got != "4" {
-		t.Fatalf("stock %s after refused re-entries, want 4", got)
+	if got, _ := e.mr.Get("stock"); got != "2" {
+		t.Fatalf("stock %s after refused re-entries, want 2", got)
 	}
 	if code, _, _ := e.do(t, "POST", "/sale?lock=lua&reenter=maybe"); code != 400 {
 		t.Fatalf("reenter=maybe: %d, want 400", code)

@@ -47,7 +47,7 @@ func NewLadder(rdb redis.Cmdable, masters []redis.Cmdable, o Options, ro Redlock
 			Summary: "no lock: GET, check, SET straight away",
 			Flaw:    "lost updates under any concurrency"}, None{}},
 		{Info{Name: "local",
-			Summary: "an in-process mutex per key (Java synchronized)",
+			Summary: "an in-process lock per key, reentrant like Java's synchronized",
 			Flaw:    "excludes only within one process: oversells across instances"}, NewLocal(o)},
 		{Info{Name: "setnx", Waits: pollModes,
 			Summary: "SETNX key 1, business, DEL key",

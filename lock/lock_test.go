@@ -36,63 +36,6 @@ func TestNoneExcludesNobody(t *testing.T) {
 	}
 }
 
-func TestLocal(t *testing.T) {
-	ctx := context.Background()
-	l := lock.NewLocal(fast)
-
-	a, err := l.Obtain(ctx, "k", lock.Call{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := l.Obtain(ctx, "other", lock.Call{})
-	if err != nil {
-		t.Fatalf("another key must be free: %v", err)
-	}
-	defer other.Release(ctx)
-
-	start := time.Now()
-	if _, err := l.Obtain(ctx, "k", lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
-		t.Fatalf("second Obtain while held: got %v, want ErrNotObtained", err)
-	}
-	if waited := time.Since(start); waited < fast.Wait || waited > fast.Wait+time.Second {
-		t.Errorf("waited %s, want about the wait bound %s", waited, fast.Wait)
-	}
-
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := l.Obtain(cctx, "k", lock.Call{}); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Obtain with a cancelled ctx: got %v", err)
-	}
-
-	if err := a.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("second Release: got %v, want ErrNotHeld", err)
-	}
-	b, err := l.Obtain(ctx, "k", lock.Call{})
-	if err != nil {
-		t.Fatalf("Obtain after release: %v", err)
-	}
-	b.Release(ctx)
-}
-
-// TestLocalIsPerProcess shows rung 1's flaw: two processes (two Local
-// lockers) both hold the same key at once.
-func TestLocalIsPerProcess(t *testing.T) {
-	ctx := context.Background()
-	a, err := lock.NewLocal(fast).Obtain(ctx, "k", lock.Call{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Release(ctx)
-	b, err := lock.NewLocal(fast).Obtain(ctx, "k", lock.Call{})
-	if err != nil {
-		t.Fatalf("second process: %v", err)
-	}
-	b.Release(ctx)
-}
-
 func TestLuaExcludesAndReleases(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
@@ -126,6 +69,7 @@ func TestLuaExcludesAndReleases(t *testing.T) {
 // TestLuaLateReleaseLeavesNextHolderAlone is the fix rung 6 brings: A
 // outlives its lease, B takes the lock, and A's late release must not free
 // B's lock.
+
 func TestLuaLateReleaseLeavesNextHolderAlone(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
@@ -166,6 +110,7 @@ func TestLuaRedisDownIsAnErrorNotATimeout(t *testing.T) {
 // TestExactUnderContention runs the non-atomic GET/SET increment from many
 // goroutines: under a lock that excludes, no update is lost; with none,
 // some are.
+
 func TestExactUnderContention(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	opts := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second, Retry: lock.FixedSleep(time.Millisecond)}
@@ -184,6 +129,7 @@ func TestExactUnderContention(t *testing.T) {
 // increment of key each times under l (GET, a short pause to widen the
 // window, SET n+1). It returns the increments done, the counter's final
 // value, and the longest wait for the lock.
+
 func increment(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (ok, counter int64, longest time.Duration) {
 	t.Helper()
 	ctx := context.Background()
@@ -218,6 +164,7 @@ func increment(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key 
 
 // contend is increment under a lock that must exclude: every increment
 // done and none lost. It returns the increments and the longest wait.
+
 func contend(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (int64, time.Duration) {
 	t.Helper()
 	ok, got, longest := increment(t, rdb, l, c, key, workers, each)

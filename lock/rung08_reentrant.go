@@ -143,7 +143,7 @@ func (l *reentrantLock) Release(ctx context.Context) error {
 		l.wd.stop()
 		return fmt.Errorf("%w: %s: the lease of this acquisition lapsed", ErrNotHeld, l.h.key)
 	}
-	n, err := luaReentrantRelease.Run(ctx, l.r.rdb, []string{l.h.key}, l.h.owner).Int64()
+	n, err := luaReentrantRelease.Run(ctx, l.r.rdb, []string{l.h.key}, l.h.owner, leaseMS(l.r.ttl)).Int64()
 	if err != nil {
 		l.released.Store(false) // nothing changed: the caller may try again
 		return fmt.Errorf("lock: reentrant release %s: %w", l.h.key, err)

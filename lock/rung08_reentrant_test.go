@@ -328,3 +328,31 @@ func TestReentrantLeavesNoWatchdog(t *testing.T) {
 		t.Fatalf("%d watchdogs left", n)
 	}
 }
+
+// TestReentrantInnerReleaseRefreshesTheLease: leaving a nested acquisition
+// gives the lease a fresh TTL while an outer one still holds it, as the
+// articles' release script does.
+func TestReentrantInnerReleaseRefreshesTheLease(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx, a := context.Background(), lock.Call{Owner: "a"}
+	o := safeOpts
+	o.TTL = 10 * time.Second // the watchdog renews only after 3.3s
+	r := lock.NewReentrant(rdb, o)
+	const key = "lock:k"
+	outer, err := r.Obtain(ctx, key, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outer.Release(ctx)
+	inner, err := r.Obtain(ctx, key, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.PExpire(ctx, key, time.Second) // most of the lease gone
+	if err := inner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl < 9*time.Second {
+		t.Fatalf("TTL after the inner release %s, want a fresh lease (about %s)", ttl, o.TTL)
+	}
+}
