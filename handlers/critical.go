@@ -83,18 +83,27 @@ type lockRequest struct {
 	rung    lock.Info
 	locker  lock.Locker
 	reenter bool
-	wait    lock.WaitMode // "" for the instance's default
+	wait    lock.WaitMode  // "" for the instance's default
+	try     *time.Duration // nil for the instance's wait bound
+	lease   time.Duration  // 0 for the instance's lease and watchdog
 	plan    plan
 }
 
-// lockRequest parses ?lock=NAME, reenter=, wait= and, on an instance with
-// faults enabled, the fault parameters.
+// Bounds of try= and lease=.
+const (
+	maxTry   = 10 * time.Second
+	minLease = 100 * time.Millisecond
+	maxLease = 60 * time.Second
+)
+
+// lockRequest parses ?lock=NAME, reenter=, wait=, try=, lease= and, on an
+// instance with faults enabled, the fault parameters.
 func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 	q, parsed := h.parseQuery(c)
 	if !parsed {
 		return lockRequest{}, false
 	}
-	allowed := []string{"lock", "reenter", "wait"}
+	allowed := []string{"lock", "reenter", "wait", "try", "lease"}
 	if h.cfg.Faults != nil {
 		allowed = append(allowed, faultParams...)
 	} else {
@@ -138,6 +147,30 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		}
 		req.wait = m
 	}
+	if v, has := q["try"]; has {
+		d, err := parseBound(v[0], 0, maxTry)
+		switch {
+		case err != nil:
+			h.badRequest(c, "try: "+err.Error())
+			return lockRequest{}, false
+		case !req.rung.Try:
+			h.badRequest(c, fmt.Sprintf("try= does not apply to lock %q: it never waits for a busy lock", req.rung.Name))
+			return lockRequest{}, false
+		}
+		req.try = &d
+	}
+	if v, has := q["lease"]; has {
+		d, err := parseBound(v[0], minLease, maxLease)
+		switch {
+		case err != nil:
+			h.badRequest(c, "lease: "+err.Error())
+			return lockRequest{}, false
+		case !req.rung.Lease:
+			h.badRequest(c, fmt.Sprintf("lease= does not apply to lock %q: its lock has no lease to set", req.rung.Name))
+			return lockRequest{}, false
+		}
+		req.lease = d
+	}
 	if h.cfg.Faults != nil {
 		plan, err := parsePlan(q)
 		if err != nil {
@@ -155,7 +188,7 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 // read-modify-write would teach nothing.
 func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int64, err error) {
 	ctx := c.Request.Context()
-	call := lock.Call{Wait: req.wait}
+	call := lock.Call{Wait: req.wait, Try: req.try, Lease: req.lease}
 	if req.reenter {
 		// Both acquisitions below must belong to one owner, this request;
 		// a single one needs none (Reentrant makes its own).
@@ -244,6 +277,8 @@ func (h *handler) unavailable(c *gin.Context, rung lock.Info, err error) {
 	// its write reached Redis.
 	msg, reason := err.Error(), contract.ReasonUnavailable
 	switch {
+	case errors.Is(err, lock.ErrBusy):
+		msg, reason = fmt.Sprintf("lock %q is held (try=0: one attempt, no wait)", rung.Name), contract.ReasonLockBusy
 	case errors.Is(err, lock.ErrNotObtained):
 		msg, reason = fmt.Sprintf("lock %q not obtained in time: %v", rung.Name, err), contract.ReasonLockTimeout
 	case errors.As(err, new(notHeld)):

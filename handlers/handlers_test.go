@@ -443,3 +443,49 @@ func TestSectionsRecordEachHold(t *testing.T) {
 		t.Fatalf("bad since: %d %v, want 400", code, body)
 	}
 }
+
+// TestTryAndLease: try= bounds how long this request waits (try=0: one
+// attempt, a 503 lock_busy at once when held); lease= sets the lease. Each
+// is a 400 out of its bounds or on a lock it does not apply to, and changes
+// nothing.
+func TestTryAndLease(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=5")
+	e.mr.Set(inventory.StockLock, "another-holder")
+	e.mr.SetTTL(inventory.StockLock, time.Minute)
+	start := time.Now()
+	code, _, body := e.do(t, "POST", "/sale?lock=lua&try=0")
+	if code != 503 || body["reason"] != "lock_busy" {
+		t.Fatalf("try=0 on a held lock: %d %v, want 503 lock_busy", code, body)
+	}
+	if took := time.Since(start); took > 40*time.Millisecond {
+		t.Errorf("try=0 took %s: it waited (the wait bound is 50ms)", took)
+	}
+	e.mr.Del(inventory.StockLock)
+	if code, _, body := e.do(t, "POST", "/sale?lock=lua&try=0"); code != 200 {
+		t.Fatalf("try=0 on a free lock: %d %v", code, body)
+	}
+
+	before := e.mr.Dump()
+	for _, tc := range []struct{ target, want string }{
+		{"/sale?lock=lua&try=-1s", "out of range"},
+		{"/sale?lock=lua&try=11s", "out of range"},
+		{"/sale?lock=lua&try=soon", "not a duration"},
+		{"/sale?lock=lua&try=", "not a duration"},
+		{"/sale?lock=lua&lease=50ms", "out of range"},
+		{"/sale?lock=lua&lease=61s", "out of range"},
+		{"/sale?lock=lua&lease=0", "out of range"},
+		{"/sale?lock=atomic&try=1s", `try= does not apply to lock "atomic"`},
+		{"/sale?lock=none&try=0", `try= does not apply to lock "none"`},
+		{"/sale?lock=setnx&lease=1s", `lease= does not apply to lock "setnx"`},
+		{"/testLock?lock=local&lease=1s", `lease= does not apply to lock "local"`},
+	} {
+		code, _, body := e.do(t, "POST", tc.target)
+		if msg, _ := body["error"].(string); code != 400 || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %d %v, want 400 saying %q", tc.target, code, body, tc.want)
+		}
+	}
+	if e.mr.Dump() != before {
+		t.Fatal("a refused try= or lease= changed Redis")
+	}
+}

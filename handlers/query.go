@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -92,4 +93,16 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// parseBound parses a duration in [lo, hi] ("0" is a duration).
+func parseBound(s string, lo, hi time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (e.g. 500ms)", truncate(s, 32))
+	}
+	if d < lo || d > hi {
+		return 0, fmt.Errorf("%s is out of range [%s, %s]", d, lo, hi)
+	}
+	return d, nil
 }

@@ -27,3 +27,15 @@ func Watchdogs(l Locker) int {
 // FairWatchdogDone returns the channel closed when the watchdog of a Fair
 // acquisition has returned.
 func FairWatchdogDone(l Lock) <-chan struct{} { return l.(*fairLock).wd.done }
+
+// HasWatchdog reports whether a Reentrant or Fair acquisition renews its
+// lease (an explicit lease runs without).
+func HasWatchdog(l Lock) bool {
+	switch l := l.(type) {
+	case *reentrantLock:
+		return l.wd != nil
+	case *fairLock:
+		return l.wd != nil
+	}
+	return false
+}

@@ -46,6 +46,9 @@ var (
 	ErrNotObtained = errors.New("lock: not obtained")
 	// ErrNotHeld means a release found the lock gone or held by someone else.
 	ErrNotHeld = errors.New("lock: not held")
+	// ErrBusy means a call that tries once (Call.Try 0) found the lock
+	// held. It is an ErrNotObtained.
+	ErrBusy = fmt.Errorf("%w: busy, and one attempt was asked", ErrNotObtained)
 )
 
 // Locker obtains named locks. One Locker serves many concurrent callers; the
@@ -69,6 +72,23 @@ type Call struct {
 	// uuid>:<thread id>"; Go has no thread ids, so the caller names one.
 	// "" is a fresh owner for this call.
 	Owner string
+	// Try bounds how long this call waits for the lock, as Java's
+	// tryLock(time, unit) and Redisson's tryLock(waitTime, leaseTime): a
+	// pointer to 0 makes one attempt (ErrBusy when the lock is held), nil
+	// waits the Locker's bound (Options.Wait).
+	Try *time.Duration
+	// Lease, when positive, is this call's lease instead of Options.TTL,
+	// and (Redisson's rule) a lease given means no renewal: the rungs with
+	// a watchdog (reentrant, fair) run without one.
+	Lease time.Duration
+}
+
+// ttl is the lease of a call: its own, or def.
+func (c Call) ttl(def time.Duration) time.Duration {
+	if c.Lease > 0 {
+		return c.Lease
+	}
+	return def
 }
 
 // Lock is one held acquisition.

@@ -37,7 +37,7 @@ func NewLocal(o Options) *Local {
 }
 
 // Obtain enters the key's monitor again when the call's owner holds it;
-// otherwise it waits for it, at most the wait bound.
+// otherwise it waits for it, at most the call's Try, else the wait bound.
 func (l *Local) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	l.mu.Lock()
 	m, ok := l.keys[key]
@@ -52,15 +52,22 @@ func (l *Local) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	}
 	l.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(ctx, l.wait)
-	defer cancel()
+	bound := l.wait
+	if c.Try != nil {
+		bound = max(*c.Try, 0)
+	}
 	select {
 	case m.slot <- struct{}{}:
 	default:
+		if bound == 0 {
+			return nil, ErrBusy
+		}
+		ctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
 		select {
 		case m.slot <- struct{}{}:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: waited %s: %w", ErrNotObtained, l.wait, ctx.Err())
+			return nil, fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, ctx.Err())
 		}
 	}
 	l.mu.Lock()

@@ -32,7 +32,7 @@ func NewSetNXExpire(rdb redis.Cmdable, o Options) Locker {
 
 // Try takes key with SETNX key 1 if it is free, then gives it its TTL. The
 // fault point fault.BeforeExpire lies between the two.
-func (l SetNXExpire) Try(ctx context.Context, key string, _ Call) (Lock, bool, error) {
+func (l SetNXExpire) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
 	ok, err := l.rdb.SetNX(ctx, key, "1", 0).Result()
 	if err != nil || !ok {
 		return nil, false, wrap(err, "SETNX", key)
@@ -41,7 +41,7 @@ func (l SetNXExpire) Try(ctx context.Context, key string, _ Call) (Lock, bool, e
 	// The key is ours: finish the acquisition even if the caller gave up
 	// meanwhile, so that only a real crash here leaves a key without a
 	// TTL, as in the articles, and not a cancelled request.
-	ok, err = l.rdb.PExpire(context.WithoutCancel(ctx), key, l.ttl).Result()
+	ok, err = l.rdb.PExpire(context.WithoutCancel(ctx), key, c.ttl(l.ttl)).Result()
 	if err != nil || !ok {
 		// false: the key vanished between the two commands (someone
 		// deleted it). We do not hold it; try again.

@@ -30,8 +30,8 @@ func NewSetNXPX(rdb redis.Cmdable, o Options) Locker {
 }
 
 // Try takes key with SET key 1 NX PX ttl if it is free.
-func (l SetNXPX) Try(ctx context.Context, key string, _ Call) (Lock, bool, error) {
-	ok, err := l.rdb.SetNX(ctx, key, "1", l.ttl).Result()
+func (l SetNXPX) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
+	ok, err := l.rdb.SetNX(ctx, key, "1", c.ttl(l.ttl)).Result()
 	if err != nil || !ok {
 		return nil, false, wrap(err, "SET NX PX", key)
 	}

@@ -34,9 +34,9 @@ func NewLua(rdb redis.Cmdable, o Options) Locker {
 }
 
 // Try takes key with SET key <fresh token> NX PX ttl if it is free.
-func (l Lua) Try(ctx context.Context, key string, _ Call) (Lock, bool, error) {
+func (l Lua) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
 	token := uuid.NewString()
-	ok, err := l.rdb.SetNX(ctx, key, token, l.ttl).Result()
+	ok, err := l.rdb.SetNX(ctx, key, token, c.ttl(l.ttl)).Result()
 	if err != nil || !ok {
 		return nil, false, wrap(err, "SET NX PX", key)
 	}

@@ -51,9 +51,9 @@ func NewGetSet(rdb redis.Cmdable, o Options) Locker {
 
 // Try takes key with SETNX if it is free, else takes it over with GETSET
 // if its expiry has passed by our clock.
-func (l GetSet) Try(ctx context.Context, key string, _ Call) (Lock, bool, error) {
+func (l GetSet) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
 	now := l.clock()
-	expiry := now.Add(l.ttl).UnixMilli() + 1
+	expiry := now.Add(c.ttl(l.ttl)).UnixMilli() + 1
 	held := &getSetLock{rdb: l.rdb, key: key, expiry: expiry, clock: l.clock}
 	ok, err := l.rdb.SetNX(ctx, key, expiry, 0).Result()
 	if err != nil {

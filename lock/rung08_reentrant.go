@@ -73,27 +73,33 @@ func (r *Reentrant) Try(ctx context.Context, key string, c Call) (Lock, bool, er
 	if owner == "" {
 		owner = uuid.NewString()
 	}
-	count, err := luaReentrantAcquire.Run(ctx, r.rdb, []string{key}, owner, leaseMS(r.ttl)).Int64()
+	count, err := luaReentrantAcquire.Run(ctx, r.rdb, []string{key}, owner, leaseMS(c.ttl(r.ttl))).Int64()
 	if err != nil || count == 0 {
 		return nil, false, wrap(err, "reentrant acquire", key)
 	}
 
+	ttl := c.ttl(r.ttl)
 	h := holder{key: key, owner: owner}
 	r.mu.Lock()
 	wd := r.watchdogs[h]
 	var stale *watchdog
-	if count == 1 {
+	if count == 1 && c.Lease > 0 {
+		// An explicit lease: no renewal (Redisson's rule). A watchdog
+		// left from an earlier lease of ours is stale.
+		stale, wd = wd, nil
+		delete(r.watchdogs, h)
+	} else if count == 1 {
 		// The outermost acquisition. A watchdog still registered belongs
 		// to an earlier lease of ours that lapsed: replace it.
 		stale = wd
-		wd = r.startWatchdog(h)
+		wd = r.startWatchdog(h, ttl)
 		r.watchdogs[h] = wd
 	}
 	r.mu.Unlock()
 	if stale != nil {
 		stale.stop()
 	}
-	return &reentrantLock{r: r, h: h, wd: wd}, true, nil
+	return &reentrantLock{r: r, h: h, wd: wd, ttl: ttl}, true, nil
 }
 
 // forget unregisters wd, unless a newer watchdog has replaced it.
@@ -114,9 +120,9 @@ func (r *Reentrant) current(h holder, wd *watchdog) bool {
 
 // watchdog renews one held lock's lease until stopped, or until a renewal
 // finds the lock no longer ours.
-func (r *Reentrant) startWatchdog(h holder) *watchdog {
-	return startWatchdog(r.ttl, func(ctx context.Context) (bool, error) {
-		n, err := luaReentrantRenew.Run(ctx, r.rdb, []string{h.key}, h.owner, leaseMS(r.ttl)).Int64()
+func (r *Reentrant) startWatchdog(h holder, ttl time.Duration) *watchdog {
+	return startWatchdog(ttl, func(ctx context.Context) (bool, error) {
+		n, err := luaReentrantRenew.Run(ctx, r.rdb, []string{h.key}, h.owner, leaseMS(ttl)).Int64()
 		return n != 0, err
 	}, func(wd *watchdog) { r.forget(h, wd) })
 }
@@ -125,7 +131,8 @@ func (r *Reentrant) startWatchdog(h holder) *watchdog {
 type reentrantLock struct {
 	r        *Reentrant
 	h        holder
-	wd       *watchdog // the lock's watchdog when this acquisition began
+	wd       *watchdog     // the lock's watchdog when this acquisition began (nil with an explicit lease)
+	ttl      time.Duration // the lease this acquisition took: an inner release refreshes it
 	released atomic.Bool
 }
 
@@ -143,7 +150,7 @@ func (l *reentrantLock) Release(ctx context.Context) error {
 		l.wd.stop()
 		return fmt.Errorf("%w: %s: the lease of this acquisition lapsed", ErrNotHeld, l.h.key)
 	}
-	n, err := luaReentrantRelease.Run(ctx, l.r.rdb, []string{l.h.key}, l.h.owner, leaseMS(l.r.ttl)).Int64()
+	n, err := luaReentrantRelease.Run(ctx, l.r.rdb, []string{l.h.key}, l.h.owner, leaseMS(l.ttl)).Int64()
 	if err != nil {
 		l.released.Store(false) // nothing changed: the caller may try again
 		return fmt.Errorf("lock: reentrant release %s: %w", l.h.key, err)

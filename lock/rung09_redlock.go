@@ -137,8 +137,12 @@ func NewRedlock(masters []redis.Cmdable, o Options, ro RedlockOptions) *Redlock 
 // the error also tells how the last attempt went, with each failed
 // master's error.
 func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.opts.Wait)
-	defer cancel()
+	bound, ttl := r.opts.bound(c), c.ttl(r.opts.TTL)
+	if bound > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
+	}
 	token := uuid.NewString()
 
 	var (
@@ -149,9 +153,18 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 	case WaitFixed, WaitBackoff, WaitNotify:
 		w = r.opts.waiter(c, key)
 	default:
+		lctx := ctx
+		if bound == 0 { // one attempt: the line must be empty
+			var cancel context.CancelFunc
+			lctx, cancel = context.WithCancel(ctx)
+			cancel()
+		}
 		var err error
-		if head, _, err = r.line.enter(ctx, key); err != nil {
-			return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, r.opts.Wait, key, err)
+		if head, _, err = r.line.enter(lctx, key); err != nil {
+			if bound == 0 {
+				return nil, ErrBusy
+			}
+			return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, bound, key, err)
 		}
 		if r.notifier != nil {
 			w = r.notifier.watch(key)
@@ -164,7 +177,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 		validity time.Duration
 		last     error // why the last attempt failed
 	)
-	err := acquire(ctx, r.opts, w, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, r.opts, c, w, func(ctx context.Context) (bool, error) {
 		t1 := r.opts.Clock()
 		// Once a majority said yes with validity left, the attempt has
 		// won: a master that has not answered (cut off, say) is not
@@ -173,13 +186,13 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 		// attempt waits for every answer: its give-back must not
 		// overtake a SET still on its way.
 		won := func(yes, _ int) bool {
-			return yes >= Quorum(len(r.nodes)) && r.opts.TTL-r.opts.Clock().Sub(t1)-r.drift > 0
+			return yes >= Quorum(len(r.nodes)) && ttl-r.opts.Clock().Sub(t1)-r.drift > 0
 		}
 		votes, errs := r.onAll(ctx, nil, won, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
-			return rdb.SetNX(ctx, key, token, r.opts.TTL).Result()
+			return rdb.SetNX(ctx, key, token, ttl).Result()
 		})
 		t2 := r.opts.Clock()
-		validity = r.opts.TTL - t2.Sub(t1) - r.drift
+		validity = ttl - t2.Sub(t1) - r.drift
 		held := votes.yes()
 		if held >= Quorum(len(r.nodes)) && validity > 0 {
 			return true, nil

@@ -52,9 +52,9 @@ func FenceKey(key string) string { return key + ":fence" }
 
 // Try takes the lease and the next fencing token in one script, if the
 // lock is free. The Lock it returns is also Tokened.
-func (l Fenced) Try(ctx context.Context, key string, _ Call) (Lock, bool, error) {
+func (l Fenced) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
 	owner := uuid.NewString()
-	fence, err := luaFencedAcquire.Run(ctx, l.rdb, []string{key, FenceKey(key)}, owner, leaseMS(l.ttl)).Int64()
+	fence, err := luaFencedAcquire.Run(ctx, l.rdb, []string{key, FenceKey(key)}, owner, leaseMS(c.ttl(l.ttl))).Int64()
 	if err != nil || fence == 0 {
 		return nil, false, wrap(err, "fenced acquire", key)
 	}

@@ -86,7 +86,7 @@ func fairKeys(key string) []string {
 // Obtain takes key at once if it is free and nobody waits; otherwise it
 // queues and waits for the release that hands the lock over, at most the
 // wait bound. The Lock it returns is also Tokened.
-func (f *Fair) Obtain(ctx context.Context, key string, _ Call) (Lock, error) {
+func (f *Fair) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	token := uuid.NewString()
 	keys := fairKeys(key)
 	// A waiter that gives up leaves the queue, and passes the lock on if
@@ -95,12 +95,13 @@ func (f *Fair) Obtain(ctx context.Context, key string, _ Call) (Lock, error) {
 		_ = luaFairRelease.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), handoffChannel, "1").Err()
 	}
 	w := newHandoffWait(f.opts, token, f.tick, context.WithoutCancel(ctx), leave)
-	err := acquire(ctx, f.opts, w, func(ctx context.Context) (bool, error) {
+	ttl := c.ttl(f.opts.TTL)
+	err := acquire(ctx, f.opts, c, w, func(ctx context.Context) (bool, error) {
 		lives := 3 * f.tick
 		if dl, ok := ctx.Deadline(); ok {
 			lives = min(lives, time.Until(dl)+f.tick)
 		}
-		n, err := luaFairAcquire.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), leaseMS(lives), handoffChannel).Int64()
+		n, err := luaFairAcquire.Run(ctx, f.rdb, keys, token, leaseMS(ttl), leaseMS(lives), handoffChannel).Int64()
 		if err != nil {
 			return false, fmt.Errorf("lock: fair acquire %s: %w", key, err)
 		}
@@ -111,10 +112,12 @@ func (f *Fair) Obtain(ctx context.Context, key string, _ Call) (Lock, error) {
 		return nil, err
 	}
 	l := &fairLock{f: f, keys: keys, token: token, fence: w.fence}
-	l.wd = startWatchdog(f.opts.TTL, func(ctx context.Context) (bool, error) {
-		n, err := luaFairRenew.Run(ctx, f.rdb, keys[:1], token, leaseMS(f.opts.TTL)).Int64()
-		return n != 0, err
-	}, nil)
+	if c.Lease == 0 { // an explicit lease: no renewal
+		l.wd = startWatchdog(ttl, func(ctx context.Context) (bool, error) {
+			n, err := luaFairRenew.Run(ctx, f.rdb, keys[:1], token, leaseMS(ttl)).Int64()
+			return n != 0, err
+		}, nil)
+	}
 	return l, nil
 }
 
@@ -140,8 +143,8 @@ func (l *fairLock) Token() int64 { return l.fence }
 func (l *fairLock) Release(ctx context.Context) error {
 	err := ErrNotHeld
 	l.once.Do(func() {
-		l.wd.cancel() // no renewal may race the release
-		defer func() { <-l.wd.done }()
+		l.wd.halt() // no renewal may race the release
+		defer l.wd.wait()
 		var n int64
 		n, err = luaFairRelease.Run(ctx, l.f.rdb, l.keys, l.token, leaseMS(l.f.opts.TTL), handoffChannel, "0").Int64()
 		err = releaseResult(l.keys[0], n, err)
@@ -155,14 +158,14 @@ func (l *fairLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() erro
 	first := false
 	l.once.Do(func() {
 		first = true
-		l.wd.cancel()
+		l.wd.halt()
 		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), handoffChannel, "0")
 	})
 	return func() error {
 		if !first {
 			return ErrNotHeld
 		}
-		<-l.wd.done
+		l.wd.wait()
 		n, err := cmd.Int64()
 		return releaseResult(l.keys[0], n, err)
 	}

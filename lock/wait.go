@@ -185,7 +185,7 @@ type polling struct {
 
 func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	var held Lock
-	err := acquire(ctx, p.opts, p.opts.waiter(c, key), func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, p.opts, c, p.opts.waiter(c, key), func(ctx context.Context) (bool, error) {
 		l, ok, err := p.r.Try(ctx, key, c)
 		held = l
 		return ok, err
@@ -197,12 +197,24 @@ func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 }
 
 // acquire calls try until it reports success, the waiter says the lock was
-// handed over, the wait bound passes, or ctx ends; between two tries it
-// waits by w. It is the one wait loop of every Redis rung.
-func acquire(ctx context.Context, o Options, w waiter, try func(context.Context) (bool, error)) (failed error) {
-	ctx, cancel := context.WithTimeout(ctx, o.Wait)
-	defer cancel()
+// handed over, the call's bound passes, or ctx ends; between two tries it
+// waits by w. It is the one wait loop of every Redis rung. A call that
+// tries once (Call.Try 0) gets ErrBusy when its one try fails.
+func acquire(ctx context.Context, o Options, c Call, w waiter, try func(context.Context) (bool, error)) (failed error) {
 	defer func() { w.done(failed == nil) }()
+	bound := o.bound(c)
+	if bound == 0 {
+		ok, err := try(ctx)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return ErrBusy
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
 
 	for {
 		ok, err := try(ctx)
@@ -214,14 +226,22 @@ func acquire(ctx context.Context, o Options, w waiter, try func(context.Context)
 			// not a lock that merely seemed busy.
 			return err
 		case ctx.Err() != nil:
-			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, o.Wait, ctx.Err())
+			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, ctx.Err())
 		}
 		handed, err := w.wait(ctx)
 		if err != nil {
-			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, o.Wait, err)
+			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, err)
 		}
 		if handed {
 			return nil
 		}
 	}
+}
+
+// bound is how long a call may wait: its Try, else the Options' Wait.
+func (o Options) bound(c Call) time.Duration {
+	if c.Try != nil {
+		return max(*c.Try, 0)
+	}
+	return o.Wait
 }

@@ -48,8 +48,23 @@ func startWatchdog(ttl time.Duration, renew func(context.Context) (bool, error),
 	return wd
 }
 
-// stop ends the watchdog and waits for its goroutine to return.
+// stop ends the watchdog and waits for its goroutine to return. A nil
+// watchdog (a lock taken with an explicit lease: no renewal) is stopped.
 func (wd *watchdog) stop() {
-	wd.cancel()
-	<-wd.done
+	wd.halt()
+	wd.wait()
+}
+
+// halt tells the watchdog to renew no more, without waiting for it.
+func (wd *watchdog) halt() {
+	if wd != nil {
+		wd.cancel()
+	}
+}
+
+// wait waits for the watchdog's goroutine to return.
+func (wd *watchdog) wait() {
+	if wd != nil {
+		<-wd.done
+	}
 }
