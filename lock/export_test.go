@@ -1,6 +1,6 @@
 package lock
 
-// Hooks into rungs 8 and 11 for the black-box tests in package lock_test.
+// Hooks into rungs 9 and 12 for the black-box tests in package lock_test.
 
 // WatchdogDone returns the channel closed when the watchdog of a Reentrant
 // acquisition has returned, or nil when it has none.
@@ -12,7 +12,7 @@ func WatchdogDone(l Lock) <-chan struct{} {
 }
 
 // StopWatchdog stops renewing a Reentrant acquisition's lease, as if its
-// process were paused (and never woke to renew again): the flaw rung 8
+// process were paused (and never woke to renew again): the flaw rung 9
 // still shows. The acquisition itself still believes it holds the lock.
 func StopWatchdog(l Lock) { l.(*reentrantLock).wd.stop() }
 

@@ -12,7 +12,7 @@ import (
 
 func TestLadder(t *testing.T) {
 	l := lock.NewLadder(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), nil, lock.Options{}, lock.RedlockOptions{})
-	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "getset", "reentrant", "redlock", "fenced", "fair", "atomic"}
+	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "atomic"}
 	got := l.Names()
 	if len(got) != len(want) {
 		t.Fatalf("names %v, want %v", got, want)

@@ -17,18 +17,20 @@
 //	rung04_setnx_px.go      SET NX PX: a lapsed lease, and A's DEL frees B's lock
 //	rung05_check_del.go     an owner token, GET then DEL: still two steps
 //	rung06_lua.go           compare-and-delete in one script: the lease still lapses
-//	rung07_getset.go        the GETSET expiry-timestamp algorithm: trusts clocks
-//	rung08_reentrant.go     a watchdog renews the lease (and the owner may
+//	rung07_del_setnx.go     an expiry timestamp; an expired lock DELeted, then
+//	                        SETNX: two waiters both take it
+//	rung08_getset.go        the GETSET expiry-timestamp algorithm: trusts clocks
+//	rung09_reentrant.go     a watchdog renews the lease (and the owner may
 //	                        re-enter): not against pauses
-//	rung09_redlock.go       a majority of 5 masters: not against pauses either
-//	rung10_fenced.go        a fencing token the storage checks: safe
-//	rung11_fair.go          a FIFO queue in Redis, the lock handed to the next
+//	rung10_redlock.go       a majority of 5 masters: not against pauses either
+//	rung11_fenced.go        a fencing token the storage checks: safe
+//	rung12_fair.go          a FIFO queue in Redis, the lock handed to the next
 //	                        live waiter on release: no polling, no luck
 //
 // The waiting: wait.go (the polling loop and its pauses), notify.go (the
 // lock's deletions announced by Redis itself, and fair's handoffs),
 // queue.go (a process's requests in a line: redlock's default),
-// watchdog.go (the renewal rungs 8 and 11 share). The ceiling needs no
+// watchdog.go (the renewal rungs 9 and 12 share). The ceiling needs no
 // lock: inventory's one-script sale.
 package lock
 

@@ -69,7 +69,6 @@ func TestLuaExcludesAndReleases(t *testing.T) {
 // TestLuaLateReleaseLeavesNextHolderAlone is the fix rung 6 brings: A
 // outlives its lease, B takes the lock, and A's late release must not free
 // B's lock.
-
 func TestLuaLateReleaseLeavesNextHolderAlone(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
@@ -110,7 +109,6 @@ func TestLuaRedisDownIsAnErrorNotATimeout(t *testing.T) {
 // TestExactUnderContention runs the non-atomic GET/SET increment from many
 // goroutines: under a lock that excludes, no update is lost; with none,
 // some are.
-
 func TestExactUnderContention(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	opts := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second, Retry: lock.FixedSleep(time.Millisecond)}
@@ -129,7 +127,6 @@ func TestExactUnderContention(t *testing.T) {
 // increment of key each times under l (GET, a short pause to widen the
 // window, SET n+1). It returns the increments done, the counter's final
 // value, and the longest wait for the lock.
-
 func increment(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (ok, counter int64, longest time.Duration) {
 	t.Helper()
 	ctx := context.Background()
@@ -164,7 +161,6 @@ func increment(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key 
 
 // contend is increment under a lock that must exclude: every increment
 // done and none lost. It returns the increments and the longest wait.
-
 func contend(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (int64, time.Duration) {
 	t.Helper()
 	ok, got, longest := increment(t, rdb, l, c, key, workers, each)

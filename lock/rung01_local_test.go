@@ -52,7 +52,6 @@ func TestLocal(t *testing.T) {
 
 // TestLocalIsPerProcess shows rung 1's flaw: two processes (two Local
 // lockers) both hold the same key at once.
-
 func TestLocalIsPerProcess(t *testing.T) {
 	ctx := context.Background()
 	a, err := lock.NewLocal(fast).Obtain(ctx, "k", lock.Call{})

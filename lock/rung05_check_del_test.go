@@ -42,7 +42,6 @@ func TestCheckDelLateReleaseLeavesNextHolderAlone(t *testing.T) {
 // TestCheckDelPauseBeforeDeleteFreesNextHolder is rung 5's flaw: A's GET
 // matches, A pauses past its lease, B takes the lock meanwhile, and A's DEL
 // deletes B's lock.
-
 func TestCheckDelPauseBeforeDeleteFreesNextHolder(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()

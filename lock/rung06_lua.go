@@ -21,7 +21,7 @@ var luaRelease = redis.NewScript(luaReleaseSrc)
 // else: rung 5's race is closed.
 //
 // What it does not fix: the lease still lapses when the business outlives
-// the TTL, and then two holders run at once. Rung 7 tries clocks; rung 8
+// the TTL, and then two holders run at once. Rung 8 tries clocks; rung 9
 // renews the lease.
 type Lua struct {
 	rdb redis.Cmdable

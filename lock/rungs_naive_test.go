@@ -12,7 +12,7 @@ import (
 	"github.com/lockladder/lockladder/lock"
 )
 
-// naiveRungs are the Redis rungs 2 to 5 and 7. lease says whether the lock
+// naiveRungs are the Redis rungs 2 to 5, 7 and 8. lease says whether the lock
 // key carries a Redis TTL.
 var naiveRungs = []struct {
 	name  string
@@ -23,13 +23,13 @@ var naiveRungs = []struct {
 	{"setnx-expire", func(r redis.Cmdable, o lock.Options) lock.Locker { return lock.NewSetNXExpire(r, o) }, true},
 	{"setnx-px", func(r redis.Cmdable, o lock.Options) lock.Locker { return lock.NewSetNXPX(r, o) }, true},
 	{"check-del", func(r redis.Cmdable, o lock.Options) lock.Locker { return lock.NewCheckDel(r, o) }, true},
+	{"del-setnx", func(r redis.Cmdable, o lock.Options) lock.Locker { return lock.NewDelSetNX(r, o) }, false},
 	{"getset", func(r redis.Cmdable, o lock.Options) lock.Locker { return lock.NewGetSet(r, o) }, false},
 }
 
 // TestNaiveRungsContract checks what every rung must do when nothing goes
 // wrong: exclude while held, give up after the wait bound, honour
 // cancellation, and free the key on release.
-
 func TestNaiveRungsContract(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	for _, r := range naiveRungs {
@@ -106,7 +106,6 @@ func TestNaiveRungsRedisDownIsAnErrorNotATimeout(t *testing.T) {
 
 // TestSetNXDeadlocksWhenHolderDies is rung 2's flaw: the key has no TTL, so
 // a holder that never releases blocks everyone, however long they wait.
-
 func TestNaiveRungsExactUnderContention(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	opts := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second, Retry: lock.FixedSleep(time.Millisecond)}

@@ -9,7 +9,7 @@ import (
 // TTL/3 it runs renew, which extends the lease only while the lock is still
 // ours, and it stops on stop() or as soon as renew finds the lock gone.
 // Rungs 8 and 11 use it. It runs in the holder's process, so a process
-// that is paused (GC, SIGSTOP) renews nothing: the flaw rung 8 still shows.
+// that is paused (GC, SIGSTOP) renews nothing: the flaw rung 9 still shows.
 type watchdog struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the goroutine has returned

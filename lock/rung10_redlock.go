@@ -14,7 +14,7 @@ import (
 // Redlock takes rung 6's lock (SET key token NX PX ttl, compare-and-delete
 // release) on N independent masters at once, and holds it only with a
 // majority of them, within the time the lease still has to run
-// (docs/ladder.md, rung 9).
+// (docs/ladder.md, rung 10).
 //
 // The race it fixes is the single Redis: one master with an async replica
 // can lose a granted lock on failover, and a second client then gets it.

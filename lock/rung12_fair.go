@@ -12,11 +12,11 @@ import (
 )
 
 var (
-	//go:embed rung11_fair_acquire.lua
+	//go:embed rung12_fair_acquire.lua
 	luaFairAcquireSrc string
-	//go:embed rung11_fair_release.lua
+	//go:embed rung12_fair_release.lua
 	luaFairReleaseSrc string
-	//go:embed rung11_fair_renew.lua
+	//go:embed rung12_fair_renew.lua
 	luaFairRenewSrc string
 
 	luaFairAcquire = redis.NewScript(luaFairAcquireSrc)
@@ -24,7 +24,7 @@ var (
 	luaFairRenew   = redis.NewScript(luaFairRenewSrc)
 )
 
-// Fair is rung 10's fenced lease with the waiting done by Redis instead of
+// Fair is rung 11's fenced lease with the waiting done by Redis instead of
 // by luck. Every rung above waits the articles' way: sleep, try again. A
 // freed lock sits idle until some sleeper wakes, most tries are wasted
 // round trips, and who gets the lock next is whoever happens to try first,
@@ -50,7 +50,7 @@ var (
 //
 // It keeps everything below it: the owner token (only the holder releases
 // or renews), the fencing token (the Lock is Tokened: handlers write with
-// it, and a holder paused past its lease is refused), and rung 8's watchdog
+// it, and a holder paused past its lease is refused), and rung 9's watchdog
 // (the lease is renewed every TTL/3 while held, and stops on release).
 //
 // What it still shows: the lock is one Redis key, so a failover can lose

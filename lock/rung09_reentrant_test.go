@@ -26,7 +26,6 @@ func holdCount(t *testing.T, rdb *redis.Client, key, owner string) int64 {
 }
 
 // waitClosed fails the test unless ch closes within d.
-
 func TestReentrantCountsNestedAcquisitions(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	r := lock.NewReentrant(rdb, safeOpts)
@@ -111,11 +110,10 @@ func TestReentrantExcludesOtherOwners(t *testing.T) {
 	}
 }
 
-// TestReentrantWatchdogOutlivesTTL is the fix rung 8 brings over rung 6:
+// TestReentrantWatchdogOutlivesTTL is the fix rung 9 brings over rung 6:
 // a business four times longer than the TTL keeps its lock, and nobody
 // else enters meanwhile. After the release, the watchdog is gone and the
 // key stays gone.
-
 func TestReentrantWatchdogOutlivesTTL(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
@@ -164,7 +162,6 @@ func TestReentrantWatchdogOutlivesTTL(t *testing.T) {
 
 // TestReentrantWatchdogStopsWhenLockIsGone: a renewal that finds the hash
 // without our owner ends the watchdog on its own.
-
 func TestReentrantWatchdogStopsWhenLockIsGone(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
@@ -186,12 +183,11 @@ func TestReentrantWatchdogStopsWhenLockIsGone(t *testing.T) {
 	}
 }
 
-// TestReentrantPausedOwnerLosesLock is the flaw rung 8 still shows: the
+// TestReentrantPausedOwnerLosesLock is the flaw rung 9 still shows: the
 // holder's process pauses (GC, SIGSTOP) longer than the TTL, its watchdog
 // with it; the lease lapses and another owner enters while the paused one
 // still believes it holds the lock. Its late release is refused and
 // leaves the new holder's count alone.
-
 func TestReentrantPausedOwnerLosesLock(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
@@ -233,7 +229,6 @@ func TestReentrantPausedOwnerLosesLock(t *testing.T) {
 // TestReentrantLapsedAcquisitionLeavesNewLeaseAlone: the same owner's
 // lease lapses and the owner takes the lock afresh; a late release of the
 // lapsed acquisition must not decrement the new one's count.
-
 func TestReentrantLapsedAcquisitionLeavesNewLeaseAlone(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx, a := context.Background(), lock.Call{Owner: "a"}
@@ -297,7 +292,6 @@ func TestReentrantObtainHonoursContext(t *testing.T) {
 
 // TestReentrantLeavesNoWatchdog: many holders, nested or not, all
 // released: every watchdog has returned.
-
 func TestReentrantLeavesNoWatchdog(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()

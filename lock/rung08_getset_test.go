@@ -23,7 +23,6 @@ func withSkewClock(o lock.Options, c *skewClock) lock.Options { o.Clock = c.Now;
 
 // TestGetSetExpiredLockHasOneWinner: waiters racing to take over an expired
 // lock (a crashed holder's) through GET and GETSET: exactly one wins.
-
 func TestGetSetExpiredLockHasOneWinner(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	opts := fast
@@ -71,10 +70,9 @@ func TestGetSetExpiredLockHasOneWinner(t *testing.T) {
 	}
 }
 
-// TestGetSetSkewedClockTakesLiveLock is rung 7's clock flaw: an instance
+// TestGetSetSkewedClockTakesLiveLock is rung 8's clock flaw: an instance
 // whose clock runs ahead by more than the TTL judges a live lock expired
 // and takes it. An instance with a correct clock cannot.
-
 func TestGetSetSkewedClockTakesLiveLock(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
@@ -104,7 +102,6 @@ func TestGetSetSkewedClockTakesLiveLock(t *testing.T) {
 // TestGetSetSlowHolderLosesLock: once A's expiry passes (its business was
 // slow), B takes the lock over; A's release then sees its own expiry passed,
 // returns ErrNotHeld and leaves B's key alone.
-
 func TestGetSetSlowHolderLosesLock(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
@@ -136,7 +133,6 @@ func TestGetSetSlowHolderLosesLock(t *testing.T) {
 // TestGetSetReleaseAfterOwnExpiryLeavesKey: even with no one waiting, a
 // release past the holder's own expiry does not DEL. The key, which has no
 // TTL, stays until a waiter takes it over.
-
 func TestGetSetReleaseAfterOwnExpiryLeavesKey(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()

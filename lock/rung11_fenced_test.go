@@ -48,11 +48,10 @@ func TestFencedTokensIncrease(t *testing.T) {
 	}
 }
 
-// TestFencedStaleHolderIsRefused is rung 10's fix: A pauses past its
+// TestFencedStaleHolderIsRefused is rung 11's fix: A pauses past its
 // lease, B takes the lock with a larger token and sells; when A wakes up
 // and sells with its old token, the inventory refuses it. Two holders, but
 // one sale.
-
 func TestFencedStaleHolderIsRefused(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()

@@ -13,11 +13,11 @@ import (
 )
 
 var (
-	//go:embed rung08_reentrant_acquire.lua
+	//go:embed rung09_reentrant_acquire.lua
 	luaReentrantAcquireSrc string
-	//go:embed rung08_reentrant_release.lua
+	//go:embed rung09_reentrant_release.lua
 	luaReentrantReleaseSrc string
-	//go:embed rung08_reentrant_renew.lua
+	//go:embed rung09_reentrant_renew.lua
 	luaReentrantRenewSrc string
 
 	luaReentrantAcquire = redis.NewScript(luaReentrantAcquireSrc)
@@ -25,10 +25,10 @@ var (
 	luaReentrantRenew   = redis.NewScript(luaReentrantRenewSrc)
 )
 
-// Reentrant is Redisson's lock (docs/ladder.md, rung 8). Its fix is the
+// Reentrant is Redisson's lock (docs/ladder.md, rung 9). Its fix is the
 // watchdog: while the lock is held, a goroutine renews the lease every
 // TTL/3, as long as the lock is still ours, so a business that outlives
-// the TTL keeps its lock (rung 6's and 7's race), and a crashed process
+// the TTL keeps its lock (rung 6's and 8's race), and a crashed process
 // stops renewing and its lease lapses. The watchdog stops on the final
 // release (the articles' version leaks its timer).
 //

@@ -37,7 +37,6 @@ func (r tokenRecorder) SetNX(ctx context.Context, key string, value any, ttl tim
 // contenders runs n Obtains of a lock another client holds on every
 // master, each waiting by mode, and counts the tokens that have asked the
 // masters for it in the first 200ms, while all still wait.
-
 func contenders(t *testing.T, mode lock.WaitMode, n int) int {
 	t.Helper()
 	clients, _ := startMasters(t, 5)
@@ -72,7 +71,6 @@ func contenders(t *testing.T, mode lock.WaitMode, n int) int {
 // requests of one process line up in memory and only the head asks the
 // masters; with the articles' fixed sleep every request does, which is
 // what splits the masters' votes under load.
-
 func TestRedlockQueueHasOneContenderPerProcess(t *testing.T) {
 	if n := contenders(t, lock.WaitQueue, 20); n != 1 {
 		t.Errorf("wait=queue: %d tokens asked the masters, want 1: the head of the line alone", n)
@@ -84,7 +82,6 @@ func TestRedlockQueueHasOneContenderPerProcess(t *testing.T) {
 
 // TestRedlockQueueIsFIFO: requests that line up behind a holder get the
 // lock in the order they came.
-
 func TestRedlockQueueIsFIFO(t *testing.T) {
 	clients, _ := startMasters(t, 5)
 	ctx := context.Background()
@@ -126,7 +123,6 @@ func TestRedlockQueueIsFIFO(t *testing.T) {
 // TestRedlockAnnouncementsWakeTheHead: another process releases; the head
 // of this process's line hears it from the masters and takes the lock at
 // once, not at its next poll (a second away here).
-
 func TestRedlockAnnouncementsWakeTheHead(t *testing.T) {
 	clients, _ := startMasters(t, 5)
 	ctx := context.Background()
@@ -196,7 +192,6 @@ func startMasters(t testing.TB, n int) ([]*redis.Client, []*stack.Redis) {
 }
 
 // masterClient never retries and dials once: a dead master fails at once.
-
 func masterClient(t testing.TB, addr string) *redis.Client {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, PoolSize: 64})
 	t.Cleanup(func() { rdb.Close() })
@@ -204,7 +199,6 @@ func masterClient(t testing.TB, addr string) *redis.Client {
 }
 
 // cmdables lists clients as the masters NewRedlock takes.
-
 func cmdables[C redis.Cmdable](cs []C) []redis.Cmdable {
 	out := make([]redis.Cmdable, len(cs))
 	for i, c := range cs {
@@ -214,7 +208,6 @@ func cmdables[C redis.Cmdable](cs []C) []redis.Cmdable {
 }
 
 // deadAddr is a loopback address nobody listens on.
-
 func deadAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -228,7 +221,6 @@ func deadAddr(t *testing.T) string {
 
 // blackHole is a loopback address that accepts connections and never
 // answers: a hung master.
-
 func blackHole(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -260,7 +252,6 @@ func blackHole(t *testing.T) string {
 }
 
 // keysOn counts the masters that hold key.
-
 func keysOn(t *testing.T, masters []*redis.Client, key string) int {
 	t.Helper()
 	n := 0
@@ -272,7 +263,6 @@ func keysOn(t *testing.T, masters []*redis.Client, key string) int {
 
 // keysOnSoon is keysOn once the releases a Release did not wait for (it
 // returns when a majority has released) have landed: within a second.
-
 func keysOnSoon(t *testing.T, masters []*redis.Client, key string) int {
 	t.Helper()
 	deadline := time.Now().Add(time.Second)
@@ -287,7 +277,6 @@ func keysOnSoon(t *testing.T, masters []*redis.Client, key string) int {
 
 // redlockOpts: a TTL long enough that its default node timeout (TTL/10)
 // absorbs a loaded machine, so that only tests about timeouts see them.
-
 var redlockOpts = lock.Options{TTL: 5 * time.Second, Wait: 100 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}
 
 func TestQuorum(t *testing.T) {
@@ -301,7 +290,6 @@ func TestQuorum(t *testing.T) {
 // TestRedlockSurvivesTwoMastersDown: with 5 masters, 2 stopped, the lock
 // is still had, excluded and released; with 3 stopped it is not, and the
 // error names each dead master.
-
 func TestRedlockSurvivesTwoMastersDown(t *testing.T) {
 	clients, servers := startMasters(t, 5)
 	ctx := context.Background()
@@ -364,7 +352,6 @@ func TestRedlockSurvivesTwoMastersDown(t *testing.T) {
 }
 
 // setRecorder counts, per master, the SETs that took the lock.
-
 type setRecorder struct {
 	*redis.Client
 	won *atomic.Int64
@@ -381,7 +368,6 @@ func (r setRecorder) SetNX(ctx context.Context, key string, value any, ttl time.
 // TestRedlockFailedAttemptReleasesMinority: 3 of 5 masters hold someone
 // else's lock; every attempt takes the 2 free ones, loses, and gives them
 // back.
-
 func TestRedlockFailedAttemptReleasesMinority(t *testing.T) {
 	clients, _ := startMasters(t, 5)
 	ctx := context.Background()
@@ -419,7 +405,6 @@ func TestRedlockFailedAttemptReleasesMinority(t *testing.T) {
 // out of 5 (redsync's quorum test): the lock is had exactly when 3 or more
 // are up. A failed master is either down (nobody listens) or held by
 // someone else; either way a failed Obtain leaves no key behind.
-
 func TestRedlockQuorumOverEverySubset(t *testing.T) {
 	const n = 5
 	clients, _ := startMasters(t, n)
@@ -474,7 +459,6 @@ func TestRedlockQuorumOverEverySubset(t *testing.T) {
 // TestRedlockValidityExhausted: with every master granting the lock but
 // an attempt that takes longer than the TTL (a clock read as a full TTL
 // later each time), the lock is never had, and nothing is left behind.
-
 func TestRedlockValidityExhausted(t *testing.T) {
 	clients, _ := startMasters(t, 5)
 	ctx := context.Background()
@@ -498,7 +482,6 @@ func TestRedlockValidityExhausted(t *testing.T) {
 // accepts the connection and never answers does not hold up an attempt
 // that a majority has already granted, and costs a release the per-node
 // timeout at most, never the client's read timeout.
-
 func TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout(t *testing.T) {
 	clients, _ := startMasters(t, 4)
 	ctx := context.Background()
@@ -532,7 +515,6 @@ func TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout(t *testing.T) {
 // TestRedlockReleaseWithoutQuorum: when most masters die while the lock is
 // held, Release cannot give it back on a quorum: ErrNotHeld, naming each
 // master that failed.
-
 func TestRedlockReleaseWithoutQuorum(t *testing.T) {
 	clients, servers := startMasters(t, 5)
 	ctx := context.Background()

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed rung10_fenced_acquire.lua
+//go:embed rung11_fenced_acquire.lua
 var luaFencedAcquireSrc string
 
 var luaFencedAcquire = redis.NewScript(luaFencedAcquireSrc)

@@ -3,16 +3,17 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// GetSet is the SETNX/GETSET algorithm of the articles, the other classic
-// answer to rung 2's deadlock, from before SET NX PX: the lease lives in
-// the value, as an expiry timestamp, and waiters judge it by their own
-// clocks. The key itself has no TTL.
+// GetSet is the SETNX/GETSET algorithm of the articles (docs/ladder.md,
+// rung 8), their fix for rung 7: the lease still lives in the value, as an
+// expiry timestamp judged by the waiters' clocks, but a waiter takes an
+// expired lock over with one GETSET, and wins only if the value it
+// replaced is still the expired one it read. Of two waiters that saw the
+// same expired lock, one wins.
 //
 //	acquire: SETNX key <now+ttl+1>; if that fails, GET key; if the stored
 //	         expiry is past, GETSET key <now+ttl+1>, and we win only if the
@@ -34,7 +35,7 @@ import (
 //     timestamp. A known flaw of the algorithm; the skew is small.
 //   - The check before DEL and the DEL are two steps, as in rung 5.
 //
-// Rung 8 stops the lease from lapsing while the holder is alive: a
+// Rung 9 stops the lease from lapsing while the holder is alive: a
 // watchdog renews it.
 type GetSet struct {
 	rdb   redis.Cmdable
@@ -54,7 +55,7 @@ func NewGetSet(rdb redis.Cmdable, o Options) Locker {
 func (l GetSet) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
 	now := l.clock()
 	expiry := now.Add(c.ttl(l.ttl)).UnixMilli() + 1
-	held := &getSetLock{rdb: l.rdb, key: key, expiry: expiry, clock: l.clock}
+	held := &expiryLock{rdb: l.rdb, key: key, expiry: expiry, clock: l.clock}
 	ok, err := l.rdb.SetNX(ctx, key, expiry, 0).Result()
 	if err != nil {
 		return nil, false, wrap(err, "SETNX", key)
@@ -87,28 +88,4 @@ func (l GetSet) Try(ctx context.Context, key string, c Call) (Lock, bool, error)
 		return nil, false, wrap(err, "GETSET", key)
 	}
 	return held, old == cur, nil
-}
-
-type getSetLock struct {
-	rdb    redis.Cmdable
-	key    string
-	expiry int64 // Unix ms
-	clock  func() time.Time
-}
-
-// Release DELs the key if our clock says our expiry has not passed; past
-// it, the lock may be someone else's, so it returns ErrNotHeld and leaves
-// the key.
-func (l *getSetLock) Release(ctx context.Context) error {
-	if l.clock().UnixMilli() >= l.expiry {
-		return ErrNotHeld
-	}
-	n, err := l.rdb.Del(ctx, l.key).Result()
-	if err != nil {
-		return fmt.Errorf("lock: DEL %s: %w", l.key, err)
-	}
-	if n == 0 {
-		return ErrNotHeld
-	}
-	return nil
 }
