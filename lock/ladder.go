@@ -60,7 +60,7 @@ func NewLadder(rdb redis.Cmdable, masters []redis.Cmdable, o Options, ro Redlock
 			Summary: "SETNX, then a separate EXPIRE",
 			Flaw:    "a crash between the two commands leaves a lock with no TTL"}, NewSetNXExpire(rdb, o)},
 		{Info{Name: "setnx-px", Waits: pollModes, Try: true, Lease: true,
-			Summary: "SET key 1 NX PX ttl, then a plain DEL",
+			Summary: "SET key 1 NX PX ttl (sent as EX for a whole number of seconds), then a plain DEL",
 			Flaw:    "business longer than the TTL: the lock lapses and A's DEL frees B's lock"}, NewSetNXPX(rdb, o)},
 		{Info{Name: "check-del", Waits: pollModes, Try: true, Lease: true,
 			Summary: "SET key uuid NX PX ttl; release = GET, compare, DEL as two commands",

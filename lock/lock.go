@@ -25,7 +25,7 @@
 //	rung10_redlock.go       a majority of 5 masters: not against pauses either
 //	rung11_fenced.go        a fencing token the storage checks: safe
 //	rung12_fair.go          a FIFO queue in Redis, the lock handed to the next
-//	                        live waiter on release: no polling, no luck
+//	                        live waiter on release: no herd, no luck
 //
 // The waiting: wait.go (the polling loop and its pauses), notify.go (the
 // lock's deletions announced by Redis itself, and fair's handoffs),

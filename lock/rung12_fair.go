@@ -37,8 +37,9 @@ var (
 // pops the oldest waiter whose deadline has not passed, writes that
 // waiter's token into the lock key with a fresh lease and the next fencing
 // token, and publishes a message naming it. The Notifier wakes exactly that
-// waiter, which holds the lock already: no polling, no herd, no idle gap,
-// and waiters are served in the order they came.
+// waiter, which holds the lock already: no herd, no idle gap, no polling but
+// a slow refresh tick (below), and waiters are served in the order they
+// came.
 //
 // A waiter that gives up leaves the queue (and passes the lock on if it was
 // handed to it meanwhile). One that dies stops refreshing its entry, which
