@@ -1,15 +1,12 @@
 package stack
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -108,34 +105,4 @@ func reloadNginx(ctx context.Context, master *proc, src []byte, listen string, u
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-// childPids lists the processes whose parent is pid, from /proc (an error
-// where there is none).
-func childPids(pid int) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var kids []int
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parens.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) >= 2 && f[1] == strconv.Itoa(pid) {
-			kids = append(kids, n)
-		}
-	}
-	return kids, nil
 }
