@@ -1,21 +1,15 @@
 package stack
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -83,28 +77,6 @@ func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, d
 		return startMiniredis(addr, lg)
 	}
 	return startRedisServer(ctx, bin, addr, dir, lg)
-}
-
-// resolveMode decides between the real binary and the embedded fallback.
-func resolveMode(mode Mode, binary string, requireReal bool) (real bool, path string, err error) {
-	switch mode {
-	case Embedded:
-		return false, "", nil
-	case Real, Auto, "":
-		path, err := exec.LookPath(binary)
-		if err == nil {
-			return true, path, nil
-		}
-		if mode == Real {
-			return false, "", fmt.Errorf("mode %q needs %s: %w", Real, binary, err)
-		}
-		if requireReal {
-			return false, "", fmt.Errorf("%s not found on PATH and RequireReal is set (CI=true): install it rather than falling back: %w", binary, err)
-		}
-		return false, "", nil
-	default:
-		return false, "", fmt.Errorf("unknown mode %q (want %q, %q or %q)", mode, Auto, Real, Embedded)
-	}
 }
 
 func startMiniredis(addr string, lg *logger) (*Redis, error) {
@@ -252,24 +224,6 @@ func (r *Redis) spawn(ctx context.Context) (err error) {
 	return nil
 }
 
-// redisPing sends PING over a fresh connection and wants +PONG: a server
-// still loading its dump answers -LOADING.
-func redisPing(ctx context.Context, addr string) error {
-	rd, done, err := sendRaw(ctx, addr, time.Second, "PING")
-	if err != nil {
-		return err
-	}
-	defer done()
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if line = strings.TrimSpace(line); line != "+PONG" {
-		return fmt.Errorf("PING: %q", line)
-	}
-	return nil
-}
-
 // shutdown stops the server keeping its data, for restart: redis-server
 // by SHUTDOWN SAVE (its dataset written to its dump file, then it exits),
 // miniredis by closing it (its data stays in this process). Shutting down
@@ -312,29 +266,6 @@ func (r *Redis) shutdown(ctx context.Context) error {
 		return fmt.Errorf("stack: redis-server on %s (pid %d) after SHUTDOWN SAVE: %v%s", r.addr, p.pid(), p.waitErr, logTail(p.logPath, 2048))
 	}
 	return nil
-}
-
-// shutdownSave sends SHUTDOWN SAVE to the Redis at addr. On success the
-// server closes the connection without a reply; an error reply (the save
-// failed) means it runs on.
-func shutdownSave(ctx context.Context, addr string) error {
-	wait := 15 * time.Second // it writes the dataset first
-	if dl, ok := ctx.Deadline(); ok {
-		wait = time.Until(dl)
-	}
-	rd, done, err := sendRaw(ctx, addr, wait, "SHUTDOWN", "SAVE")
-	if err != nil {
-		return err
-	}
-	defer done()
-	line, err := rd.ReadString('\n')
-	if err == nil {
-		return fmt.Errorf("reply %q", strings.TrimSpace(line))
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
-		return nil // closed by the exiting server
-	}
-	return err
 }
 
 // restart brings a server that shutdown stopped back on its address with
@@ -384,58 +315,6 @@ func (r *Redis) isDown() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.down
-}
-
-// sendRaw sends one command to the Redis at addr over a fresh connection
-// and returns the reader of its reply and the func that closes it. The
-// stack speaks RESP itself for these few checks: go-redis would log every
-// refused dial of a server still starting to the user's terminal. The
-// reply must come within wait.
-func sendRaw(ctx context.Context, addr string, wait time.Duration, args ...string) (*bufio.Reader, func(), error) {
-	d := net.Dialer{Timeout: 500 * time.Millisecond}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, nil, err
-	}
-	c.SetDeadline(time.Now().Add(wait))
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(c, b.String()); err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	return bufio.NewReader(c), func() { c.Close() }, nil
-}
-
-// serverPid asks the Redis at addr for its process id (INFO server), over
-// a fresh connection: the answer proves a Redis is up there, and whose.
-func serverPid(ctx context.Context, addr string) (int, error) {
-	rd, done, err := sendRaw(ctx, addr, time.Second, "INFO", "server")
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	head, err := rd.ReadString('\n')
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
-	if !strings.HasPrefix(head, "$") || err != nil {
-		return 0, fmt.Errorf("INFO server: %q", strings.TrimSpace(head))
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(rd, body); err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			return strconv.Atoi(v)
-		}
-	}
-	return 0, errors.New("INFO server: no process_id")
 }
 
 // Addr is the host:port the server listens on.
@@ -494,45 +373,6 @@ func (r *Redis) Stop() error {
 		}
 	})
 	return r.stopErr
-}
-
-// freePort asks the kernel for a free TCP port on host and releases it for
-// a child process to bind.
-func freePort(host string) (string, error) {
-	ports, err := freePorts(host, 1)
-	if err != nil {
-		return "", err
-	}
-	return ports[0], nil
-}
-
-// freePorts reserves n distinct free TCP ports on host at once and
-// releases them for child processes to bind. Ports for several children
-// started together must come from one call: a port released by one
-// freePort call may be handed out again by the next before its child has
-// bound it.
-func freePorts(host string, n int) ([]string, error) {
-	var ports []string
-	for range n {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return nil, fmt.Errorf("stack: free port on %s: %w", host, err)
-		}
-		defer ln.Close()
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		ports = append(ports, port)
-	}
-	return ports, nil
-}
-
-// binaryVersion runs bin args and returns the first submatch of re in its
-// output, or "(unknown version)".
-func binaryVersion(bin, re string, args ...string) string {
-	out, _ := exec.Command(bin, args...).CombinedOutput()
-	if m := regexp.MustCompile(re).FindSubmatch(out); m != nil {
-		return string(m[1])
-	}
-	return "(unknown version)"
 }
 
 // moduleVersion is the version of a module linked into this binary.
