@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -102,7 +101,7 @@ func (s *Stack) StopRedis(ctx context.Context) error {
 	if s.redis.Embedded() {
 		s.lg.printf("redis: %s on %s stopped (its data kept in this process)", s.redis.kind(), s.redis.Addr())
 	} else {
-		s.lg.printf("redis: pid %d on %s stopped by SHUTDOWN SAVE (dump %s)", pid, s.redis.Addr(), filepath.Join(s.redis.dir, s.redis.dbFilename()))
+		s.lg.printf("redis: pid %d on %s stopped by SHUTDOWN SAVE (dump %s)", pid, s.redis.Addr(), s.redis.srv.(*redisServer).dumpPath())
 	}
 	return nil
 }

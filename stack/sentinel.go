@@ -283,11 +283,8 @@ func (g *SentinelGroup) replicate(ctx context.Context) error {
 	}
 }
 
-// serverLog is where startRedisServerOn sends a server's output.
-func serverLog(r *Redis) string {
-	_, port, _ := net.SplitHostPort(r.Addr())
-	return filepath.Join(r.dir, "redis-"+port+".log")
-}
+// serverLog is where a redis-server sends its output.
+func serverLog(r *Redis) string { return r.srv.(*redisServer).logPath() }
 
 // infoFields reads one INFO section as a map.
 func infoFields(ctx context.Context, c redis.Cmdable, section string) (map[string]string, error) {

@@ -23,6 +23,64 @@ import (
 	"time"
 )
 
+// server is the shape of every kind of server the stack runs, each in a
+// file of its own: so far redis-server (redisserver.go) and the embedded
+// miniredis (miniredis.go), with the Redis over both (redis.go). A new
+// kind is one more file implementing it.
+//
+// start launches it (a process, or a listener in this process) without
+// waiting for it to serve; ready returns once it serves, or fails when it
+// exited or ctx ended first; stop stops whatever start started (a process
+// by its pid: SIGTERM, then SIGKILL after a grace period) and waits for
+// it. stop is safe after a failed start or ready.
+type server interface {
+	start(ctx context.Context) error
+	ready(ctx context.Context) error
+	stop() error
+}
+
+// launch starts srv and waits until it is ready; when either fails it
+// stops srv, so that nothing it started is left behind.
+func launch(ctx context.Context, srv server) error {
+	err := srv.start(ctx)
+	if err == nil {
+		err = srv.ready(ctx)
+	}
+	if err != nil {
+		srv.stop()
+		return err
+	}
+	return nil
+}
+
+// group is servers launched together: each of start, ready and stop runs
+// on all of them at once and returns when all have, with their errors
+// joined.
+type group []server
+
+func (g group) start(ctx context.Context) error {
+	return each(len(g), func(i int) error { return g[i].start(ctx) })
+}
+
+func (g group) ready(ctx context.Context) error {
+	return each(len(g), func(i int) error { return g[i].ready(ctx) })
+}
+
+func (g group) stop() error {
+	return each(len(g), func(i int) error { return g[i].stop() })
+}
+
+// each runs f(0) to f(n-1) at once and joins their errors.
+func each(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // Stack is a running topology. Its methods are safe for concurrent use.
 type Stack struct {
 	cfg   Config
@@ -508,4 +566,11 @@ func (s *Stack) Stop() error {
 		s.stopErr = errors.Join(errs...)
 	})
 	return s.stopErr
+}
+
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
 }
