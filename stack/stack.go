@@ -25,8 +25,9 @@ import (
 
 // server is the shape of every kind of server the stack runs, each in a
 // file of its own: so far redis-server (redisserver.go) and the embedded
-// miniredis (miniredis.go), with the Redis over both (redis.go). A new
-// kind is one more file implementing it.
+// miniredis (miniredis.go), with the Redis over both (redis.go), and a
+// sentinel (sentinel.go, its group in sentinelgroup.go). A new kind is one
+// more file implementing it.
 //
 // start launches it (a process, or a listener in this process) without
 // waiting for it to serve; ready returns once it serves, or fails when it
