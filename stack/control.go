@@ -317,16 +317,5 @@ func (s *Stack) setInLB(ctx context.Context, i int, in bool) error {
 		}
 	}
 	s.lbDown[i] = !in
-	if s.proxy != nil {
-		s.proxy.bal.setDown(i, !in)
-		if !in {
-			return s.proxy.bal.idle(ctx, i)
-		}
-		return nil
-	}
-	ups := make([]string, len(s.instances))
-	for j, inst := range s.instances {
-		ups[j] = inst.addr
-	}
-	return reloadNginx(ctx, s.nginx, s.nginxSrc, s.lbAddr, ups, s.lbDown, s.dir)
+	return s.lb.setDown(ctx, i, !in)
 }

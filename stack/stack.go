@@ -25,9 +25,10 @@ import (
 
 // server is the shape of every kind of server the stack runs, each in a
 // file of its own: so far redis-server (redisserver.go) and the embedded
-// miniredis (miniredis.go), with the Redis over both (redis.go), and a
-// sentinel (sentinel.go, its group in sentinelgroup.go). A new kind is one
-// more file implementing it.
+// miniredis (miniredis.go), with the Redis over both (redis.go), a
+// sentinel (sentinel.go, its group in sentinelgroup.go), nginx (nginx.go)
+// and the built-in proxy (proxy.go). A new kind is one more file
+// implementing it.
 //
 // start launches it (a process, or a listener in this process) without
 // waiting for it to serve; ready returns once it serves, or fails when it
@@ -82,6 +83,34 @@ func each(n int, f func(i int) error) error {
 	return errors.Join(errs...)
 }
 
+// loadBalancer is the server in front of the instances: nginx (nginx.go)
+// or the built-in proxy (proxy.go). Its ready returns once it routes to
+// the instances (routesReady).
+type loadBalancer interface {
+	server
+	addr() string
+	// pid is its process's, 0 when it serves in this process.
+	pid() int
+	// setDown takes instance i out of the rotation (down) or puts it
+	// back, and returns once the change is in effect (see Stack.Drain).
+	setDown(ctx context.Context, i int, down bool) error
+	summary() string
+}
+
+// routesReady sends one health check per instance through the load
+// balancer at base: the built-in proxy's round robin sends each to
+// another instance; nginx's workers each keep their own rotation, so
+// there it is likely, not certain (the instances have each answered
+// directly already). exited closes if the load balancer's process dies.
+func routesReady(ctx context.Context, base string, instances int, exited <-chan struct{}) error {
+	for range instances {
+		if err := waitHealthy(ctx, base, exited); err != nil {
+			return fmt.Errorf("stack: load balancer: %w", err)
+		}
+	}
+	return nil
+}
+
 // Stack is a running topology. Its methods are safe for concurrent use.
 type Stack struct {
 	cfg   Config
@@ -95,11 +124,7 @@ type Stack struct {
 	mastersMu sync.Mutex // guards masters and each master's r
 	masters   []*master
 
-	lbAddr   string
-	nginx    *proc
-	nginxVer string
-	nginxSrc []byte // the project's nginx.conf as read at Start: reloads derive from it
-	proxy    *proxyServer
+	lb loadBalancer // nginx or the built-in proxy
 
 	lbMu   sync.Mutex // serialises load balancer changes (Drain)
 	lbDown []bool     // instances taken out of the load balancer
@@ -172,10 +197,11 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if _, err := os.Stat(cfg.AppBinary); err != nil {
 		return nil, fmt.Errorf("stack: app binary: %w (build it: go build -o bin/app ./cmd/app)", err)
 	}
+	var nginxSrc []byte
 	if realLB {
 		// Read once: Drain's reloads derive from these bytes, whatever
 		// happens to the file meanwhile.
-		if s.nginxSrc, err = os.ReadFile(cfg.NginxConf); err != nil {
+		if nginxSrc, err = os.ReadFile(cfg.NginxConf); err != nil {
 			return nil, fmt.Errorf("stack: nginx: %w (set Config.NginxConf)", err)
 		}
 	}
@@ -203,47 +229,21 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, err
 	}
 
-	targets := s.InstanceURLs()
+	var lb loadBalancer
 	if realLB {
 		host, port, _ := net.SplitHostPort(cfg.LBAddr)
-		if port == "0" {
-			if port, err = freePort(host); err != nil {
-				return nil, err
-			}
-		}
-		s.lbAddr = net.JoinHostPort(host, port)
-		s.nginxVer = binaryVersion(nginxBin, `nginx/(\S+)`, "-v")
-		var ups []string
-		for _, in := range s.instances {
-			ups = append(ups, in.addr)
-		}
-		s.nginx, err = startNginx(ctx, nginxBin, s.nginxSrc, s.dir, s.lbAddr, ups)
-		if err != nil {
-			return nil, err
-		}
+		lb = newNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
 	} else {
 		if cfg.LB != Embedded {
 			s.lg.printf("nginx not found on PATH: using the built-in Go reverse proxy (round robin, no retry, in this process)")
 		}
-		if s.proxy, err = startProxy(cfg.LBAddr, targets); err != nil {
-			return nil, err
-		}
-		s.lbAddr = s.proxy.addr
+		lb = newProxyServer(cfg.LBAddr, s.InstanceURLs())
 	}
-	var lbDone <-chan struct{}
-	if s.nginx != nil {
-		lbDone = s.nginx.done
+	if err := launch(ctx, lb); err != nil {
+		return nil, err
 	}
-	// One health check per instance: the built-in proxy's round robin sends
-	// each to another instance; nginx's workers each keep their own
-	// rotation, so there it is likely, not certain (the instances have
-	// each answered directly already).
-	for range s.instances {
-		if err := waitHealthy(ctx, s.URL(), lbDone); err != nil {
-			return nil, fmt.Errorf("stack: load balancer: %w", err)
-		}
-	}
-	s.lg.printf("%s", s.lbSummary())
+	s.lb = lb
+	s.lg.printf("%s", s.lb.summary())
 
 	for _, in := range s.instances {
 		s.wg.Add(1)
@@ -432,7 +432,7 @@ func (s *Stack) supervise(in *instance) {
 }
 
 // URL is the load balancer's base URL, e.g. "http://127.0.0.1:8080".
-func (s *Stack) URL() string { return "http://" + s.lbAddr }
+func (s *Stack) URL() string { return "http://" + s.lb.addr() }
 
 // InstanceURLs are the direct base URLs of the app instances.
 func (s *Stack) InstanceURLs() []string {
@@ -441,6 +441,14 @@ func (s *Stack) InstanceURLs() []string {
 		urls[i] = "http://" + in.addr
 	}
 	return urls
+}
+
+func (s *Stack) instanceAddrs() []string {
+	addrs := make([]string, len(s.instances))
+	for i, in := range s.instances {
+		addrs[i] = in.addr
+	}
+	return addrs
 }
 
 // RedisAddr is the host:port of the stack's Redis.
@@ -482,8 +490,8 @@ func (s *Stack) Pids() []int {
 	s.mastersMu.Lock()
 	pids = append(pids, s.masterPidsLocked()...)
 	s.mastersMu.Unlock()
-	if s.nginx != nil {
-		pids = append(pids, s.nginx.pid())
+	if s.lb != nil && s.lb.pid() != 0 {
+		pids = append(pids, s.lb.pid())
 	}
 	for _, in := range s.instances {
 		if p := in.current(); p != nil {
@@ -509,7 +517,7 @@ func (s *Stack) Summary() []string {
 	for _, in := range s.instances {
 		lines = append(lines, s.instanceSummary(in))
 	}
-	lines = append(lines, s.lbSummary())
+	lines = append(lines, s.lb.summary())
 	if n := s.Restarts(); n > 0 {
 		lines = append(lines, fmt.Sprintf("supervisor: %d instance restart(s)", n))
 	}
@@ -517,15 +525,6 @@ func (s *Stack) Summary() []string {
 		lines = append(lines, fmt.Sprintf("supervisor: %d drained instance(s) restarted", n))
 	}
 	return lines
-}
-
-func (s *Stack) lbSummary() string {
-	if s.nginx != nil {
-		return fmt.Sprintf("lb: nginx %s on %s -> %d instances (pid %d, config %s)",
-			s.nginxVer, s.lbAddr, len(s.instances), s.nginx.pid(), filepath.Join(s.dir, "nginx.conf"))
-	}
-	return fmt.Sprintf("lb: built-in Go reverse proxy on %s -> %d instances (round robin, no retry; in this process)",
-		s.lbAddr, len(s.instances))
 }
 
 // Stop stops the load balancer, the instances, Redis and the masters, each
@@ -536,11 +535,8 @@ func (s *Stack) Stop() error {
 		s.end()
 		s.wg.Wait()
 		var errs []error
-		if s.proxy != nil {
-			errs = append(errs, s.proxy.stop(stopGrace))
-		}
-		if s.nginx != nil {
-			errs = append(errs, s.nginx.stop(stopGrace))
+		if s.lb != nil {
+			errs = append(errs, s.lb.stop())
 		}
 		appErrs := make([]error, len(s.instances))
 		var wg sync.WaitGroup
