@@ -6,29 +6,30 @@
 // otherwise an embedded miniredis and a built-in Go reverse proxy stand in,
 // and the stack says so (Summary). Every process it starts is stopped by
 // pid.
+//
+// Each kind of server is a file of its own behind one shape (server,
+// below); this file only composes them.
 package stack
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // server is the shape of every kind of server the stack runs, each in a
-// file of its own: so far redis-server (redisserver.go) and the embedded
-// miniredis (miniredis.go), with the Redis over both (redis.go), a
-// sentinel (sentinel.go, its group in sentinelgroup.go), nginx (nginx.go)
-// and the built-in proxy (proxy.go). A new kind is one more file
-// implementing it.
+// file of its own: redis-server (redisserver.go), the embedded miniredis
+// (miniredis.go) and the Redis over both (redis.go), the Redlock masters
+// (masters.go), a sentinel (sentinel.go, its group in sentinelgroup.go),
+// nginx (nginx.go), the built-in proxy (proxy.go), a fault proxy
+// (faultproxy.go), a supervised app instance (app.go). A new kind is one
+// more file implementing it, launched by Start or a group of its own.
 //
 // start launches it (a process, or a listener in this process) without
 // waiting for it to serve; ready returns once it serves, or fails when it
@@ -118,19 +119,18 @@ type Stack struct {
 	rmDir bool
 	lg    *logger
 
-	redis     *Redis
-	instances []*instance
+	// servers are those launched, in order: Stop stops them in reverse.
+	servers []server
 
-	mastersMu sync.Mutex // guards masters and each master's r
-	masters   []*master
-
-	lb loadBalancer // nginx or the built-in proxy
+	redis         *Redis
+	masters       *masters
+	redisProxy    *FaultProxy   // Config.RedisProxy
+	masterProxies []*FaultProxy // Config.MasterProxies, in MasterAddrs order
+	instances     []*instance
+	lb            loadBalancer
 
 	lbMu   sync.Mutex // serialises load balancer changes (Drain)
 	lbDown []bool     // instances taken out of the load balancer
-
-	redisProxy    *FaultProxy   // Config.RedisProxy
-	masterProxies []*FaultProxy // Config.MasterProxies, in MasterAddrs order
 
 	life     context.Context // cancelled by Stop: supervisors return
 	end      context.CancelFunc
@@ -139,34 +139,6 @@ type Stack struct {
 	drains   atomic.Int64 // after Drain
 	stopOnce sync.Once
 	stopErr  error
-}
-
-// instance is one supervised app process.
-type instance struct {
-	name, addr string
-	args, env  []string // the same on every restart
-	logPath    string
-
-	mu      sync.Mutex
-	p       *proc
-	started time.Time
-
-	// drainPid is the pid Drain sent SIGTERM to: when that process exits,
-	// the supervisor logs it as drained, not as a crash, and restarts it
-	// at once. The supervisor clears it.
-	drainPid atomic.Int64
-	draining sync.Mutex // one Drain at a time per instance
-}
-
-func (in *instance) current() *proc {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.p
-}
-
-var healthClient = &http.Client{
-	Timeout:   2 * time.Second,
-	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 }
 
 // Start starts Redis, the app instances and the load balancer, and returns
@@ -214,35 +186,46 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := s.makeDir(); err != nil {
 		return nil, err
 	}
-	// startRedis says so when Auto falls back to miniredis.
-	if s.redis, err = startRedis(ctx, cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.lg); err != nil {
+
+	// Each part once the ones it needs serve: Redis and the masters, the
+	// fault proxies in front of them, the instances that dial those, the
+	// load balancer in front of the instances.
+	// newRedis says so when Auto falls back to miniredis.
+	if s.redis, err = newRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.lg); err != nil {
 		return nil, err
 	}
-	if err := s.startMasters(ctx); err != nil {
+	if err := s.up(ctx, s.redis); err != nil {
 		return nil, err
 	}
-	if err := s.startFaultProxies(); err != nil {
+	s.lg.printf("%s", s.redis.summary())
+
+	s.masters = newMasters(cfg.Masters, s.redis, cfg.RedisAddr, cfg.RequireReal, s.dir, s.lg)
+	if err := s.up(ctx, s.masters); err != nil {
 		return nil, err
+	}
+	if l := s.masters.summary(); l != "" {
+		s.lg.printf("%s", l)
 	}
 
+	if err := s.startFaultProxies(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.startInstances(ctx); err != nil {
 		return nil, err
 	}
 
-	var lb loadBalancer
 	if realLB {
 		host, port, _ := net.SplitHostPort(cfg.LBAddr)
-		lb = newNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
+		s.lb = newNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
 	} else {
 		if cfg.LB != Embedded {
 			s.lg.printf("nginx not found on PATH: using the built-in Go reverse proxy (round robin, no retry, in this process)")
 		}
-		lb = newProxyServer(cfg.LBAddr, s.InstanceURLs())
+		s.lb = newProxyServer(cfg.LBAddr, s.InstanceURLs())
 	}
-	if err := launch(ctx, lb); err != nil {
+	if err := s.up(ctx, s.lb); err != nil {
 		return nil, err
 	}
-	s.lb = lb
 	s.lg.printf("%s", s.lb.summary())
 
 	for _, in := range s.instances {
@@ -251,6 +234,15 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.lg.printf("stack: up at %s", s.URL())
 	return s, nil
+}
+
+// up launches srv and, once it serves, leaves it to Stop.
+func (s *Stack) up(ctx context.Context, srv server) error {
+	if err := launch(ctx, srv); err != nil {
+		return err
+	}
+	s.servers = append(s.servers, srv)
+	return nil
 }
 
 func (s *Stack) makeDir() error {
@@ -272,163 +264,6 @@ func (s *Stack) makeDir() error {
 		return fmt.Errorf("stack: run dir: %w", err)
 	}
 	return nil
-}
-
-// startInstances starts every app process and waits until each is healthy.
-func (s *Stack) startInstances(ctx context.Context) error {
-	ports := s.cfg.appPorts()
-	if ports == nil {
-		// All at once, as for the masters: no two instances get one port.
-		var err error
-		if ports, err = freePorts("127.0.0.1", s.cfg.Instances); err != nil {
-			return err
-		}
-	}
-	masters := s.MasterAddrs()
-	if len(s.masterProxies) > 0 {
-		for i, p := range s.masterProxies {
-			masters[i] = p.Addr()
-		}
-	}
-	redisAddr := s.redis.Addr()
-	if s.redisProxy != nil {
-		redisAddr = s.redisProxy.Addr()
-	}
-	var mastersFlag []string
-	if len(masters) > 0 {
-		mastersFlag = []string{"-masters", strings.Join(masters, ",")}
-	}
-	env := instanceEnv(masters)
-	for i, port := range ports {
-		name := fmt.Sprintf("app%d", i+1)
-		in := &instance{
-			name:    name,
-			addr:    net.JoinHostPort("127.0.0.1", port),
-			logPath: filepath.Join(s.dir, name+".log"),
-		}
-		// Ours first: a flag repeated in AppArgs or InstanceArgs wins.
-		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", redisAddr}, mastersFlag...)
-		in.args = append(in.args, s.cfg.AppArgs...)
-		in.args = append(in.args, s.cfg.InstanceArgs[i]...)
-		in.env = env
-		s.instances = append(s.instances, in)
-		p, err := startProc(name, s.cfg.AppBinary, in.args, in.env, s.dir, in.logPath)
-		if err != nil {
-			return err
-		}
-		in.p, in.started = p, time.Now()
-	}
-	errs := make([]error, len(s.instances))
-	var wg sync.WaitGroup
-	for i, in := range s.instances {
-		wg.Go(func() {
-			if err := waitHealthy(ctx, "http://"+in.addr, in.p.done); err != nil {
-				errs[i] = fmt.Errorf("stack: %s on %s: %w%s", in.name, in.addr, err, logTail(in.logPath, 2048))
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	s.lbDown = make([]bool, len(s.instances))
-	for _, in := range s.instances {
-		s.lg.printf("%s", s.instanceSummary(in))
-	}
-	return nil
-}
-
-// instanceSummary is in's Summary line, with its current pid.
-func (s *Stack) instanceSummary(in *instance) string {
-	return fmt.Sprintf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.current().pid(), in.logPath)
-}
-
-// waitHealthy polls base+"/healthz" until it answers 200, exited closes
-// (the process died) or ctx ends.
-func waitHealthy(ctx context.Context, base string, exited <-chan struct{}) error {
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
-		resp, err := healthClient.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("GET /healthz: %s", resp.Status)
-		} else {
-			last = err
-		}
-		select {
-		case <-exited:
-			return errors.New("process exited before it was healthy")
-		case <-ctx.Done():
-			return fmt.Errorf("not healthy: %w (last: %v)", ctx.Err(), last)
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
-}
-
-// supervise restarts in whenever its process exits while the stack is up,
-// with a backoff that grows while it keeps crashing early. An exit Drain
-// asked for is no crash: it is logged as drained and restarted at once.
-func (s *Stack) supervise(in *instance) {
-	defer s.wg.Done()
-	backoff := 100 * time.Millisecond
-	for {
-		p := in.current()
-		select {
-		case <-s.life.Done():
-			return
-		case <-p.done:
-		}
-		if s.life.Err() != nil { // stopping: not a crash
-			return
-		}
-		drained := in.drainPid.CompareAndSwap(int64(p.pid()), 0)
-		wait := backoff
-		if drained {
-			wait = 0
-			n := s.drains.Add(1)
-			s.lg.printf("%s: pid %d drained (%v); restarting (drain #%d)", in.name, p.pid(), p.exitErr(), n)
-		} else {
-			n := s.restarts.Add(1)
-			if time.Since(in.started) > s.cfg.StableAfter {
-				backoff = 100 * time.Millisecond
-			}
-			wait = backoff
-			s.lg.printf("%s: pid %d exited unexpectedly (%v); restarting in %s (restart #%d)", in.name, p.pid(), p.exitErr(), backoff, n)
-		}
-		for {
-			select {
-			case <-s.life.Done():
-				return
-			case <-time.After(wait):
-			}
-			if wait > 0 {
-				backoff = min(2*backoff, 5*time.Second)
-			}
-			wait = backoff
-			np, err := startProc(in.name, s.cfg.AppBinary, in.args, in.env, s.dir, in.logPath)
-			if err != nil {
-				s.lg.printf("%s: restart failed: %v; retrying in %s", in.name, err, backoff)
-				continue
-			}
-			in.mu.Lock()
-			in.p, in.started = np, time.Now()
-			in.mu.Unlock()
-			s.lg.printf("%s: restarted as pid %d", in.name, np.pid())
-			break
-		}
-		// Say when it is serving again; if it dies first the loop above sees it.
-		ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
-		np := in.current()
-		if waitHealthy(ctx, "http://"+in.addr, np.done) == nil {
-			s.lg.printf("%s: healthy again (pid %d)", in.name, np.pid())
-		}
-		cancel()
-	}
 }
 
 // URL is the load balancer's base URL, e.g. "http://127.0.0.1:8080".
@@ -487,9 +322,9 @@ func (s *Stack) Pids() []int {
 			pids = append(pids, pid)
 		}
 	}
-	s.mastersMu.Lock()
-	pids = append(pids, s.masterPidsLocked()...)
-	s.mastersMu.Unlock()
+	if s.masters != nil {
+		pids = append(pids, s.masters.pids()...)
+	}
 	if s.lb != nil && s.lb.pid() != 0 {
 		pids = append(pids, s.lb.pid())
 	}
@@ -506,11 +341,9 @@ func (s *Stack) Pids() []int {
 // app instance, with versions and pids.
 func (s *Stack) Summary() []string {
 	lines := []string{s.redis.summary()}
-	s.mastersMu.Lock()
-	if l := s.mastersSummaryLocked(); l != "" {
+	if l := s.masters.summary(); l != "" {
 		lines = append(lines, l)
 	}
-	s.mastersMu.Unlock()
 	if l := s.faultProxiesSummary(); l != "" {
 		lines = append(lines, l)
 	}
@@ -527,36 +360,18 @@ func (s *Stack) Summary() []string {
 	return lines
 }
 
-// Stop stops the load balancer, the instances, Redis and the masters, each
-// by pid (SIGTERM, then SIGKILL after a grace period), waits for them and
+// Stop stops the load balancer, the instances, the fault proxies, the
+// masters and Redis (the reverse of their start), each process by pid
+// (SIGTERM, then SIGKILL after a grace period), waits for them and
 // removes a temp run dir. It is idempotent and safe after a failed Start.
 func (s *Stack) Stop() error {
 	s.stopOnce.Do(func() {
 		s.end()
-		s.wg.Wait()
+		s.wg.Wait() // the supervisors: no restart from here on
 		var errs []error
-		if s.lb != nil {
-			errs = append(errs, s.lb.stop())
+		for i := len(s.servers) - 1; i >= 0; i-- {
+			errs = append(errs, s.servers[i].stop())
 		}
-		appErrs := make([]error, len(s.instances))
-		var wg sync.WaitGroup
-		for i, in := range s.instances {
-			if p := in.current(); p != nil {
-				wg.Go(func() { appErrs[i] = p.stop(stopGrace) })
-			}
-		}
-		wg.Wait()
-		errs = append(errs, appErrs...)
-		if s.redisProxy != nil {
-			errs = append(errs, s.redisProxy.Close())
-		}
-		for _, p := range s.masterProxies {
-			errs = append(errs, p.Close())
-		}
-		if s.redis != nil {
-			errs = append(errs, s.redis.Stop())
-		}
-		errs = append(errs, s.stopMasters())
 		if s.rmDir {
 			errs = append(errs, os.RemoveAll(s.dir))
 		}
