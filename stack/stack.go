@@ -189,8 +189,8 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 
 	// Each part once the ones it needs serve: Redis and the masters, the
 	// fault proxies in front of them, the instances that dial those, the
-	// load balancer in front of the instances.
-	// newRedis says so when Auto falls back to miniredis.
+	// load balancer in front of the instances. (newRedis says so when
+	// Auto falls back to miniredis.)
 	if s.redis, err = newRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.lg); err != nil {
 		return nil, err
 	}
