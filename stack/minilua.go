@@ -52,8 +52,12 @@ type scripts struct {
 	mu     sync.Mutex
 	protos map[string]*lua.FunctionProto // by SHA1 of the source
 	nested map[*mserver.Peer]struct{}    // our own command peers: not hooked
-	multi  map[*mserver.Peer]bool        // client peers inside MULTI
-	states sync.Pool                     // *scriptState
+	// scriptPeers are the peers scripts send their commands on (nested too).
+	scriptPeers map[*mserver.Peer]struct{}
+	multi       map[*mserver.Peer]bool // client peers inside MULTI
+	states      sync.Pool              // *scriptState
+
+	events *keyspace // the deletions it announces (minievents.go)
 }
 
 // scriptState is one Lua state and the script call it serves.
@@ -73,10 +77,12 @@ type scriptCall struct {
 // again after every (re)start: a restarted miniredis has a new server.
 func installScripts(m *miniredis.Miniredis) {
 	s := &scripts{
-		srv:    m.Server(),
-		protos: make(map[string]*lua.FunctionProto),
-		nested: make(map[*mserver.Peer]struct{}),
-		multi:  make(map[*mserver.Peer]bool),
+		srv:         m.Server(),
+		protos:      make(map[string]*lua.FunctionProto),
+		nested:      make(map[*mserver.Peer]struct{}),
+		scriptPeers: make(map[*mserver.Peer]struct{}),
+		multi:       make(map[*mserver.Peer]bool),
+		events:      &keyspace{m: m, flags: keyspaceEvents},
 	}
 	s.states.New = func() any { return s.newState() }
 	s.srv.SetPreHook(s.hook)
@@ -87,6 +93,7 @@ func installScripts(m *miniredis.Miniredis) {
 func (s *scripts) hook(c *mserver.Peer, cmd string, args ...string) bool {
 	s.mu.Lock()
 	_, ours := s.nested[c]
+	_, script := s.scriptPeers[c]
 	inMulti := s.multi[c]
 	switch cmd {
 	case "MULTI":
@@ -96,9 +103,17 @@ func (s *scripts) hook(c *mserver.Peer, cmd string, args ...string) bool {
 	}
 	s.mu.Unlock()
 	if ours {
-		return false // a script's own command, or one we pass on: miniredis runs it
+		// A script's own command, or one we pass on: miniredis runs it.
+		// A script's DEL is announced here, before it runs: whoever it
+		// wakes waits for the script (rw) anyway.
+		if script {
+			s.events.deleted(cmd, args)
+		}
+		return false
 	}
 	switch cmd {
+	case "CONFIG":
+		return s.events.config(c, args)
 	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO":
 		if inMulti {
 			c.WriteError("ERR the embedded Redis runs no script inside MULTI")
@@ -113,6 +128,7 @@ func (s *scripts) hook(c *mserver.Peer, cmd string, args ...string) bool {
 	s.rw.RLock()
 	defer s.rw.RUnlock()
 	s.pass(c, cmd, args)
+	s.events.deleted(cmd, args)
 	return true
 }
 
@@ -282,6 +298,7 @@ func (s *scripts) newState() *scriptState {
 	st.call.peer = mserver.NewPeer(st.call.w)
 	s.mu.Lock()
 	s.nested[st.call.peer] = struct{}{}
+	s.scriptPeers[st.call.peer] = struct{}{}
 	s.mu.Unlock()
 
 	mod := l.NewTable()

@@ -108,10 +108,12 @@ var errPortTaken = errors.New("port taken by another process")
 // restart, from the same --dir and --dbfilename.
 func (r *redisServer) spawn() error {
 	// Nothing persisted, nothing shared with a Redis the user runs: own
-	// port, loopback only, own dir.
+	// port, loopback only, own dir. Deletions and expiries announced on
+	// the keyspace channels, from the start and after every restart.
 	args := []string{
 		"--port", r.port, "--bind", r.host,
 		"--save", "", "--appendonly", "no",
+		"--notify-keyspace-events", keyspaceEvents,
 		"--daemonize", "no", "--dir", r.dir, "--dbfilename", filepath.Base(r.dumpPath()),
 		"--pidfile", filepath.Join(r.dir, "redis-"+r.port+".pid"),
 	}
