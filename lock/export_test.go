@@ -1,5 +1,7 @@
 package lock
 
+import "context"
+
 // Hooks into rungs 9 and 12 for the black-box tests in package lock_test.
 
 // WatchdogDone returns the channel closed when the watchdog of a Reentrant
@@ -38,4 +40,13 @@ func HasWatchdog(l Lock) bool {
 		return l.wd != nil
 	}
 	return false
+}
+
+// RevokeEtcdLease revokes the lease of an Etcd acquisition's session, as
+// its expiry would.
+func RevokeEtcdLease(t interface{ Fatal(...any) }, l Lock) {
+	el := l.(*etcdLock)
+	if _, err := el.e.cli.Revoke(context.Background(), el.s.Lease()); err != nil {
+		t.Fatal(err)
+	}
 }

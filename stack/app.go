@@ -108,6 +108,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 		}
 		// Ours first: a flag repeated in AppArgs or InstanceArgs wins.
 		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", redisAddr}, mastersFlag...)
+		in.args = append(in.args, s.backendFlags()...)
 		in.args = append(in.args, s.cfg.AppArgs...)
 		in.args = append(in.args, s.cfg.InstanceArgs[i]...)
 		s.instances = append(s.instances, in)

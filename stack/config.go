@@ -54,6 +54,14 @@ type Config struct {
 	// "2s"}} skews app3's clock.
 	InstanceArgs map[int][]string
 
+	// ZooKeeper, MariaDB and Etcd are the back ends of the rungs that are
+	// not Redis's (zookeeper; db-for-update and db-optimistic; etcd).
+	// "" or Off: not started, and those rungs answer 503. Auto: started
+	// when installed (etcd: the binary when on PATH, else embedded in this
+	// process); a missing one is left out, and logged, unless RequireReal.
+	// Real: required. Embedded: etcd in this process.
+	ZooKeeper, MariaDB, Etcd Mode
+
 	// Masters is the number of Redlock masters: independent Redis servers
 	// on free ports of RedisAddr's host, each started as Redis is (same
 	// mode, same RequireReal rule). Every instance gets their addresses as

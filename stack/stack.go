@@ -124,6 +124,7 @@ type Stack struct {
 
 	redis         *Redis
 	masters       *masters
+	backends      []backend // ZooKeeper, MariaDB, etcd: those started
 	redisProxy    *FaultProxy   // Config.RedisProxy
 	masterProxies []*FaultProxy // Config.MasterProxies, in MasterAddrs order
 	instances     []*instance
@@ -205,6 +206,13 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	if l := s.masters.summary(); l != "" {
 		s.lg.printf("%s", l)
+	}
+
+	if s.backends, err = newBackends(cfg, s.dir, s.lg); err != nil {
+		return nil, err
+	}
+	if err := s.startBackends(ctx); err != nil {
+		return nil, err
 	}
 
 	if err := s.startFaultProxies(ctx); err != nil {
@@ -325,6 +333,11 @@ func (s *Stack) Pids() []int {
 	if s.masters != nil {
 		pids = append(pids, s.masters.pids()...)
 	}
+	for _, b := range s.backends {
+		if pid := b.pid(); pid != 0 {
+			pids = append(pids, pid)
+		}
+	}
 	if s.lb != nil && s.lb.pid() != 0 {
 		pids = append(pids, s.lb.pid())
 	}
@@ -343,6 +356,9 @@ func (s *Stack) Summary() []string {
 	lines := []string{s.redis.summary()}
 	if l := s.masters.summary(); l != "" {
 		lines = append(lines, l)
+	}
+	for _, b := range s.backends {
+		lines = append(lines, b.summary())
 	}
 	if l := s.faultProxiesSummary(); l != "" {
 		lines = append(lines, l)

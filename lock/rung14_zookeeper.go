@@ -1,0 +1,182 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ZooKeeper is the lock the articles' factory leaves as a TODO, from the
+// other family they name (docs/ladder.md, "Beyond Redis"): ZooKeeper's
+// standard recipe, as Curator's InterProcessMutex does it. Each request
+// creates an ephemeral sequential znode under the lock's path; the lowest
+// holds the lock; every other waits on a watch of its predecessor only (no
+// herd: one waiter wakes per release, in the order they came). The znodes
+// are ephemeral: a holder whose process dies loses its session, after the
+// session timeout, and with it the lock. No TTL to guess, no polling.
+//
+// What it still shows (Curator says so): the session is the lease. A
+// holder paused past its session timeout (GC, SIGSTOP) has its znode
+// deleted by the server while it still believes it holds the lock; the
+// next waiter enters: two holders. Nothing fences the paused one (the
+// znode's zxid could serve as a token; this rung does not use it).
+type ZooKeeper struct {
+	conn *zk.Conn
+	root string
+	wait time.Duration
+}
+
+// ZooKeeperRoot is the znode the locks live under: /lockladder/locks/<key>.
+const ZooKeeperRoot = "/lockladder/locks"
+
+// NewZooKeeper returns the znode lock over conn, whose session timeout is
+// every holder's lease. Options.Wait bounds a wait; wait modes do not
+// apply (a waiter sleeps on its watch).
+func NewZooKeeper(conn *zk.Conn, o Options) *ZooKeeper {
+	return &ZooKeeper{conn: conn, root: ZooKeeperRoot, wait: o.withDefaults().Wait}
+}
+
+// Obtain creates our znode and waits, on a watch of the znode just before
+// ours, until ours is the lowest; when the wait ends first it deletes ours.
+func (z *ZooKeeper) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+	bound := z.wait
+	if c.Try != nil {
+		bound = max(*c.Try, 0)
+	}
+	if bound > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
+	}
+	dir := path.Join(z.root, key)
+	var node string
+	err := bounded(ctx, func() error {
+		var err error
+		node, err = z.createIn(dir)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock: zookeeper: create under %s: %w", dir, err)
+	}
+	held := &zkLock{conn: z.conn, node: node}
+	for {
+		var pred string
+		err := bounded(ctx, func() error {
+			var err error
+			pred, err = z.predecessor(dir, path.Base(node))
+			return err
+		})
+		switch {
+		case err != nil && ctx.Err() != nil:
+			held.giveUp()
+			return nil, fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, ctx.Err())
+		case err != nil:
+			held.giveUp()
+			return nil, fmt.Errorf("lock: zookeeper: %w", err)
+		case pred == "":
+			return held, nil // ours is the lowest
+		case bound == 0:
+			held.giveUp()
+			return nil, ErrBusy
+		}
+		exists, _, watch, err := z.conn.ExistsW(path.Join(dir, pred))
+		if err != nil {
+			held.giveUp()
+			return nil, fmt.Errorf("lock: zookeeper: watch %s: %w", pred, err)
+		}
+		if !exists {
+			continue // gone between the two calls: look again
+		}
+		select {
+		case <-watch: // the predecessor changed (deleted): look again
+		case <-ctx.Done():
+			held.giveUp()
+			return nil, fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, ctx.Err())
+		}
+	}
+}
+
+// createIn creates our ephemeral sequential znode under dir, creating dir
+// (and its parents) first when they are missing.
+func (z *ZooKeeper) createIn(dir string) (string, error) {
+	for range 2 {
+		node, err := z.conn.Create(dir+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		if !errors.Is(err, zk.ErrNoNode) {
+			return node, err
+		}
+		p := ""
+		for _, part := range strings.Split(strings.Trim(dir, "/"), "/") {
+			p += "/" + part
+			if _, err := z.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return "", err
+			}
+		}
+	}
+	return "", fmt.Errorf("%s vanished twice", dir)
+}
+
+// predecessor returns the znode just before ours in dir, "" when ours is
+// the lowest.
+func (z *ZooKeeper) predecessor(dir, ours string) (string, error) {
+	children, _, err := z.conn.Children(dir)
+	if err != nil {
+		return "", err
+	}
+	slices.SortFunc(children, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
+	i := slices.Index(children, ours)
+	if i < 0 {
+		return "", fmt.Errorf("our znode %s is gone (the session expired)", ours)
+	}
+	if i == 0 {
+		return "", nil
+	}
+	return children[i-1], nil
+}
+
+// seq is a sequential znode's sequence number, zero-padded by ZooKeeper so
+// that it sorts as a string.
+func seq(name string) string { return name[max(0, len(name)-10):] }
+
+// bounded runs f (a ZooKeeper call, which takes no context) and returns
+// its error, or ctx's when ctx ends first; f then finishes on its own.
+func bounded(ctx context.Context, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type zkLock struct {
+	conn *zk.Conn
+	node string
+}
+
+// Release deletes our znode: the next waiter's watch fires. ErrNotHeld when
+// it was gone (the session expired: someone else may hold the lock).
+func (l *zkLock) Release(context.Context) error {
+	err := l.conn.Delete(l.node, -1)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return ErrNotHeld
+	case err != nil:
+		return fmt.Errorf("lock: zookeeper: delete %s: %w", l.node, err)
+	}
+	return nil
+}
+
+// giveUp deletes our znode after a failed wait, in the background: its
+// successor's watch fires, and a znode left by a failure goes with the
+// session anyway.
+func (l *zkLock) giveUp() {
+	go l.conn.Delete(l.node, -1)
+}

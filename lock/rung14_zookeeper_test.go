@@ -1,0 +1,78 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/internal/servertest"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// TestZooKeeperExcludesAndQueues: the znode lock is exact under
+// contention from two sessions (two processes), refuses at once with
+// try=0, and gives up at its bound.
+func TestZooKeeperExcludesAndQueues(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	a, addr := servertest.ZooKeeper(t, 2*time.Second)
+	b := servertest.ZooKeeperSession(t, addr, 2*time.Second)
+	o := lock.Options{Wait: 10 * time.Second}
+	la, lb := lock.NewZooKeeper(a, o), lock.NewZooKeeper(b, o)
+	contend(t, rdb, either{la, lb}, lock.Call{}, "n:zk", 10, 20)
+
+	ctx := context.Background()
+	held, err := la.Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lb.Obtain(ctx, "lock:k", lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
+		t.Fatalf("try=0 while held: %v, want ErrBusy", err)
+	}
+	start := time.Now()
+	if _, err := lb.Obtain(ctx, "lock:k", lock.Call{Try: dur(100 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("a 100ms try while held: %v, want ErrNotObtained", err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond || took > 2*time.Second {
+		t.Errorf("gave up after %s", took)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("a second release: %v, want ErrNotHeld", err)
+	}
+}
+
+// TestZooKeeperDeadSessionFreesTheLock: a holder whose session ends (its
+// process died) loses its ephemeral znode, and the waiter's watch hands it
+// the lock.
+func TestZooKeeperDeadSessionFreesTheLock(t *testing.T) {
+	a, addr := servertest.ZooKeeper(t, 2*time.Second)
+	b := servertest.ZooKeeperSession(t, addr, 2*time.Second)
+	ctx := context.Background()
+	o := lock.Options{Wait: 10 * time.Second}
+	if _, err := lock.NewZooKeeper(a, o).Obtain(ctx, "lock:k", lock.Call{}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := lock.NewZooKeeper(b, o).Obtain(ctx, "lock:k", lock.Call{})
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // b waits on its watch
+	died := time.Now()
+	a.Close() // the holder's process is gone: its session ends
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter after the holder's session ended: %v", err)
+	}
+	t.Logf("the waiter held the lock %s after the holder's session ended", time.Since(died).Round(time.Millisecond))
+}
+
+// either spreads Obtains over two Lockers (two processes' sessions).
+type either [2]lock.Locker
+
+func (e either) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
+	return e[time.Now().UnixNano()%2].Obtain(ctx, key, c)
+}

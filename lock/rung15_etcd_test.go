@@ -1,0 +1,83 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/internal/servertest"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// TestEtcdExcludesAndFences: the etcd Mutex is exact under contention,
+// refuses at once with try=0, gives up at its bound, and every holder's
+// fencing token (its key's create revision) is above the one before.
+func TestEtcdExcludesAndFences(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	cli := servertest.Etcd(t)
+	o := lock.Options{TTL: 2 * time.Second, Wait: 10 * time.Second}
+	a, b := lock.NewEtcd(cli, o), lock.NewEtcd(cli, o)
+	contend(t, rdb, either{a, b}, lock.Call{}, "n:etcd", 10, 20)
+
+	ctx := context.Background()
+	var last int64
+	for i := range 4 {
+		l, err := []lock.Locker{a, b}[i%2].Obtain(ctx, "lock:k", lock.Call{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := l.(lock.Tokened).Token()
+		if tok <= last {
+			t.Fatalf("holder %d: token %d after %d: fencing tokens must grow", i, tok, last)
+		}
+		last = tok
+		if i < 3 {
+			l.Release(ctx)
+			continue
+		}
+		if _, err := b.Obtain(ctx, "lock:k", lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
+			t.Fatalf("try=0 while held: %v, want ErrBusy", err)
+		}
+		start := time.Now()
+		if _, err := b.Obtain(ctx, "lock:k", lock.Call{Try: dur(100 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
+			t.Fatalf("a 100ms try while held: %v, want ErrNotObtained", err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("gave up after %s", took)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+			t.Fatalf("a second release: %v, want ErrNotHeld", err)
+		}
+	}
+}
+
+// TestEtcdLostLeaseFreesTheLock: the holder's lease ends (its process was
+// paused or died: keepalives stopped); its key goes with it, the waiter
+// gets the lock with a higher token, and the old holder's release says it
+// no longer held it.
+func TestEtcdLostLeaseFreesTheLock(t *testing.T) {
+	cli := servertest.Etcd(t)
+	ctx := context.Background()
+	o := lock.Options{TTL: time.Second, Wait: 10 * time.Second}
+	old, err := lock.NewEtcd(cli, o).Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock.RevokeEtcdLease(t, old) // as if its keepalives had stopped for the lease's life
+	l, err := lock.NewEtcd(cli, o).Obtain(ctx, "lock:k", lock.Call{Try: dur(2 * time.Second)})
+	if err != nil {
+		t.Fatalf("the waiter after the holder's lease ended: %v", err)
+	}
+	if l.(lock.Tokened).Token() <= old.(lock.Tokened).Token() {
+		t.Fatal("the new holder's token is not above the lost holder's")
+	}
+	if err := old.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("the lost holder's release: %v, want ErrNotHeld", err)
+	}
+	l.Release(ctx)
+}

@@ -1,0 +1,149 @@
+package lock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DBForUpdate is the database family's pessimistic lock (docs/ladder.md,
+// "Beyond Redis"), as the articles' factory would have it with MySQL: a
+// row per lock in a table, and the lock is the row lock of an open
+// transaction: BEGIN; SELECT ... FOR UPDATE; the critical section;
+// COMMIT. InnoDB queues the waiters on the row, first come first served,
+// and wakes the next at the commit: no polling.
+//
+// What it shows: the lock is as available as one database, and costs a
+// connection held open for the whole critical section. A holder that
+// dies frees the lock when its connection drops (at once for a killed
+// process: the kernel closes its socket); one that hangs with its
+// connection open holds it until the database's own timeouts. It has no
+// lease to lapse, so a paused holder keeps the lock, and everyone waits.
+type DBForUpdate struct {
+	db   *sql.DB
+	wait time.Duration
+
+	mu    sync.Mutex
+	known map[string]bool // lock rows known to exist
+}
+
+// LocksTable is the table of lock rows, in the database the DSN names.
+const LocksTable = "lockladder_locks"
+
+// NewDBForUpdate returns the row-lock lock over db (MySQL or MariaDB).
+// Options.Wait bounds a wait; wait modes and leases do not apply. It
+// creates its table if it is missing.
+func NewDBForUpdate(ctx context.Context, db *sql.DB, o Options) (*DBForUpdate, error) {
+	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+LocksTable+
+		" (name VARCHAR(128) PRIMARY KEY) ENGINE=InnoDB"); err != nil {
+		return nil, fmt.Errorf("lock: db-for-update: create table: %w", err)
+	}
+	return &DBForUpdate{db: db, wait: o.withDefaults().Wait, known: map[string]bool{}}, nil
+}
+
+// Obtain opens a transaction on a connection of its own and locks key's
+// row (creating it first if need be), waiting at most the call's bound
+// (try=0: NOWAIT).
+func (d *DBForUpdate) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+	bound := d.wait
+	if c.Try != nil {
+		bound = max(*c.Try, 0)
+	}
+	if err := d.ensureRow(ctx, key); err != nil {
+		return nil, err
+	}
+	conn, err := d.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lock: db-for-update: connection: %w", err)
+	}
+	// InnoDB's own bound, in whole seconds (at least 1): the context
+	// below ends the wait on time; this ends it on the server too.
+	secs := max(1, int((bound+time.Second-1)/time.Second))
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION innodb_lock_wait_timeout = %d", secs)); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("lock: db-for-update: %w", err)
+	}
+	// The transaction is the lock: it must outlive the request's context
+	// (database/sql rolls a transaction back when its context ends), as
+	// every lock here outlives a client that goes away mid-business.
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("lock: db-for-update: begin: %w", err)
+	}
+	q := "SELECT name FROM " + LocksTable + " WHERE name = ? FOR UPDATE"
+	qctx := ctx
+	if bound == 0 {
+		q += " NOWAIT"
+	} else {
+		var cancel context.CancelFunc
+		qctx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
+	}
+	var name string
+	err = tx.QueryRowContext(qctx, q, key).Scan(&name)
+	switch {
+	case err == nil:
+		return &dbRowLock{tx: tx, conn: conn}, nil
+	case bound == 0 && lockWaitError(err):
+		err = ErrBusy
+	case lockWaitError(err) || qctx.Err() != nil:
+		err = fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, err)
+	default:
+		err = fmt.Errorf("lock: db-for-update: SELECT FOR UPDATE %s: %w", key, err)
+	}
+	tx.Rollback()
+	conn.Close()
+	return nil, err
+}
+
+// ensureRow inserts key's lock row the first time this process sees key.
+func (d *DBForUpdate) ensureRow(ctx context.Context, key string) error {
+	d.mu.Lock()
+	ok := d.known[key]
+	d.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if _, err := d.db.ExecContext(ctx, "INSERT IGNORE INTO "+LocksTable+" (name) VALUES (?)", key); err != nil {
+		return fmt.Errorf("lock: db-for-update: lock row %s: %w", key, err)
+	}
+	d.mu.Lock()
+	d.known[key] = true
+	d.mu.Unlock()
+	return nil
+}
+
+// lockWaitError reports a lock wait that ran out (1205) or a NOWAIT that
+// found the row locked (1205 or 3572 in MySQL; MariaDB answers 1205).
+func lockWaitError(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "1205") || strings.Contains(s, "3572") || errors.Is(err, context.DeadlineExceeded)
+}
+
+type dbRowLock struct {
+	tx   *sql.Tx
+	conn *sql.Conn
+	once sync.Once
+}
+
+// Release commits the transaction (the row lock goes with it) and gives
+// the connection back.
+func (l *dbRowLock) Release(context.Context) error {
+	err := ErrNotHeld
+	l.once.Do(func() {
+		err = l.tx.Commit()
+		if err != nil {
+			err = fmt.Errorf("lock: db-for-update: commit: %w", err)
+		}
+		l.conn.Close()
+	})
+	return err
+}

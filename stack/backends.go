@@ -1,0 +1,141 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+)
+
+// Off, for Config.ZooKeeper, MariaDB and Etcd, starts no such server: its
+// rung answers 503, naming the server it lacks. "" means Off there.
+const Off Mode = "off"
+
+// backend is a server the stack may start for a rung that is not Redis's:
+// ZooKeeper (zookeeper.go), MariaDB (mariadb.go), etcd (etcd.go). Every
+// instance gets its address as a flag.
+type backend interface {
+	server
+	summary() string
+	flags() []string // what the app is told: -zookeeper ADDR, say
+	pid() int        // 0: in this process
+}
+
+func (z *zookeeper) flags() []string { return []string{"-zookeeper", z.addr()} }
+func (z *zookeeper) pid() int        { return z.proc.pid() }
+func (m *mariadb) flags() []string   { return []string{"-mysql", m.dsn()} }
+func (m *mariadb) pid() int          { return m.proc.pid() }
+func (e *etcd) flags() []string      { return []string{"-etcd", e.client} }
+func (e *etcd) pid() int {
+	if e.proc == nil {
+		return 0
+	}
+	return e.proc.pid()
+}
+
+// newBackends describes the back ends cfg asks for, deciding each one's
+// mode before anything starts: one that Auto cannot find is left out (its
+// rung is unavailable, and the log says so), unless RequireReal is set.
+func newBackends(cfg Config, dir string, lg *logger) ([]backend, error) {
+	var out []backend
+	want := func(m Mode) bool { return m != "" && m != Off }
+
+	if want(cfg.ZooKeeper) {
+		java, jar, err := findZooKeeper()
+		switch {
+		case err == nil:
+			out = append(out, newZooKeeper(java, jar, "127.0.0.1", dir, lg))
+		case cfg.ZooKeeper == Real || cfg.RequireReal:
+			return nil, fmt.Errorf("stack: zookeeper: %w", err)
+		default:
+			lg.printf("zookeeper: not started (%v): the zookeeper rung answers 503", err)
+		}
+	}
+	if want(cfg.MariaDB) {
+		srv, install, err := findMariaDB()
+		switch {
+		case err == nil:
+			out = append(out, newMariaDB(srv, install, "127.0.0.1", dir, lg))
+		case cfg.MariaDB == Real || cfg.RequireReal:
+			return nil, fmt.Errorf("stack: mariadb: %w", err)
+		default:
+			lg.printf("mariadb: not started (%v): the db-for-update and db-optimistic rungs answer 503", err)
+		}
+	}
+	if want(cfg.Etcd) {
+		bin, err := exec.LookPath("etcd")
+		switch {
+		case cfg.Etcd == Embedded:
+			bin = ""
+		case err == nil:
+		case cfg.Etcd == Real || cfg.RequireReal:
+			return nil, fmt.Errorf("stack: etcd: not on PATH (install Debian's etcd-server): %w", err)
+		default:
+			bin = ""
+			lg.printf("etcd not found on PATH: using an etcd server embedded in this process")
+		}
+		out = append(out, newEtcd(bin, "127.0.0.1", dir, lg))
+	}
+	return out, nil
+}
+
+// startBackends launches the back ends together (ZooKeeper's JVM and
+// MariaDB's install take a few seconds each) and logs what runs.
+func (s *Stack) startBackends(ctx context.Context) error {
+	if len(s.backends) == 0 {
+		return nil
+	}
+	g := make(group, len(s.backends))
+	for i, b := range s.backends {
+		g[i] = b
+	}
+	if err := s.up(ctx, g); err != nil {
+		return err
+	}
+	for _, b := range s.backends {
+		s.lg.printf("%s", b.summary())
+	}
+	return nil
+}
+
+// backendFlags are the flags that tell every instance where the back ends
+// are.
+func (s *Stack) backendFlags() []string {
+	var f []string
+	for _, b := range s.backends {
+		f = append(f, b.flags()...)
+	}
+	return f
+}
+
+// StartBackend starts one back end outside a stack, as a stack would
+// (kind "zookeeper", "mariadb" or "etcd"; mode as Config's), its files in
+// dir, and returns where a client reaches it (ZooKeeper's host:port,
+// MariaDB's DSN, etcd's client URL) and how to stop it. Tests use it.
+func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool, dir string) (addr string, stop func() error, err error) {
+	var cfg Config
+	cfg.RequireReal = requireReal
+	switch kind {
+	case "zookeeper":
+		cfg.ZooKeeper = mode
+	case "mariadb":
+		cfg.MariaDB = mode
+	case "etcd":
+		cfg.Etcd = mode
+	default:
+		return "", nil, fmt.Errorf("stack: no back end %q (zookeeper, mariadb, etcd)", kind)
+	}
+	if mode == "" || mode == Off {
+		return "", nil, fmt.Errorf("stack: %s: mode %q starts nothing", kind, mode)
+	}
+	bs, err := newBackends(cfg, dir, &logger{})
+	if err != nil {
+		return "", nil, err
+	}
+	if len(bs) == 0 {
+		return "", nil, fmt.Errorf("stack: %s is not installed", kind)
+	}
+	if err := launch(ctx, bs[0]); err != nil {
+		return "", nil, err
+	}
+	return bs[0].flags()[1], bs[0].stop, nil
+}

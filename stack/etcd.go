@@ -1,0 +1,155 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// etcd is a one-member etcd cluster, the etcd rung's back end: the etcd
+// binary when it is on PATH (Debian's etcd-server), else an etcd server
+// embedded in this process (go.etcd.io/etcd/server/v3/embed), so that the
+// rung runs on a machine with Go only. Either way on loopback ports, its
+// data in the run dir, empty at every start.
+type etcd struct {
+	bin     string // "" for the embedded one
+	host    string
+	client  string // the client URL, http://host:port
+	peer    string
+	dir     string
+	version string
+	lg      *logger
+
+	proc     *proc       // the binary
+	embedded *embed.Etcd // or the one in this process
+}
+
+func newEtcd(bin, host, dir string, lg *logger) *etcd {
+	return &etcd{bin: bin, host: host, dir: filepath.Join(dir, "etcd"), lg: lg}
+}
+
+func (e *etcd) start(context.Context) error {
+	ports, err := freePorts(e.host, 2)
+	if err != nil {
+		return err
+	}
+	e.client = "http://" + net.JoinHostPort(e.host, ports[0])
+	e.peer = "http://" + net.JoinHostPort(e.host, ports[1])
+	data := filepath.Join(e.dir, "data")
+	os.RemoveAll(data)
+	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+		return fmt.Errorf("stack: etcd: %w", err)
+	}
+	if e.bin == "" {
+		return e.startEmbedded(data)
+	}
+	args := []string{
+		"--name", "lab", "--data-dir", data,
+		"--listen-client-urls", e.client, "--advertise-client-urls", e.client,
+		"--listen-peer-urls", e.peer, "--initial-advertise-peer-urls", e.peer,
+		"--initial-cluster", "lab=" + e.peer, "--log-level", "warn",
+	}
+	e.proc, err = startProc("etcd", e.bin, args, nil, e.dir, filepath.Join(e.dir, "etcd.log"))
+	return err
+}
+
+func (e *etcd) startEmbedded(data string) error {
+	cfg := embed.NewConfig()
+	cfg.Name = "lab"
+	cfg.Dir = data
+	cu, _ := url.Parse(e.client)
+	pu, _ := url.Parse(e.peer)
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.LogLevel = "error"
+	cfg.LogOutputs = []string{filepath.Join(e.dir, "etcd.log")}
+	srv, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return fmt.Errorf("stack: embedded etcd: %w", err)
+	}
+	e.embedded = srv
+	return nil
+}
+
+// ready waits until the member says it is healthy (GET /health), and asks
+// it its version.
+func (e *etcd) ready(ctx context.Context) error {
+	var exited <-chan struct{}
+	if e.proc != nil {
+		exited = e.proc.done
+	} else {
+		select {
+		case <-e.embedded.Server.ReadyNotify():
+		case err := <-e.embedded.Err():
+			return fmt.Errorf("stack: embedded etcd: %w", err)
+		case <-ctx.Done():
+			return fmt.Errorf("stack: embedded etcd not ready: %w", ctx.Err())
+		}
+	}
+	c := &http.Client{Timeout: time.Second}
+	for {
+		var h struct {
+			Health string `json:"health"`
+		}
+		if err := getJSON(ctx, c, e.client+"/health", &h); err == nil && h.Health == "true" {
+			break
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("stack: etcd exited: %v\n%s", e.proc.exitErr(), logTail(e.proc.logPath, 2048))
+		case <-ctx.Done():
+			return fmt.Errorf("stack: etcd on %s not serving: %w", e.client, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	var v struct {
+		Server string `json:"etcdserver"`
+	}
+	if err := getJSON(ctx, c, e.client+"/version", &v); err == nil {
+		e.version = v.Server
+	}
+	return nil
+}
+
+func (e *etcd) stop() error {
+	if e.embedded != nil {
+		e.embedded.Close()
+		return nil
+	}
+	if e.proc == nil {
+		return nil
+	}
+	return e.proc.stop(stopGrace)
+}
+
+func (e *etcd) summary() string {
+	if e.embedded != nil {
+		return fmt.Sprintf("etcd: embedded etcd %s on %s (in this process)", e.version, e.client)
+	}
+	return fmt.Sprintf("etcd: etcd %s on %s (pid %d)", e.version, e.client, e.proc.pid())
+}
+
+func getJSON(ctx context.Context, c *http.Client, target string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", target, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}

@@ -1,0 +1,156 @@
+package stack
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// mariadb is a MariaDB server, the database rungs' back end: a fresh data
+// dir in the run dir (mariadb-install-db), mariadbd on a loopback port,
+// root without a password on 127.0.0.1 only, nothing else listening.
+type mariadb struct {
+	server, install string
+	host, port      string
+	dir             string
+	version         string
+	lg              *logger
+	proc            *proc
+}
+
+// findMariaDB returns mariadbd and mariadb-install-db, or why there are
+// none. Debian's mariadb-server puts mariadbd in /usr/sbin, which a
+// user's PATH may lack.
+func findMariaDB() (server, install string, err error) {
+	server, err = exec.LookPath("mariadbd")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/mariadbd"); serr != nil {
+			return "", "", fmt.Errorf("mariadbd not found (install Debian's mariadb-server): %w", err)
+		}
+		server = "/usr/sbin/mariadbd"
+	}
+	if install, err = exec.LookPath("mariadb-install-db"); err != nil {
+		return "", "", fmt.Errorf("mariadb-install-db not found (install Debian's mariadb-server): %w", err)
+	}
+	return server, install, nil
+}
+
+func newMariaDB(server, install, host, dir string, lg *logger) *mariadb {
+	return &mariadb{server: server, install: install, host: host, dir: filepath.Join(dir, "mariadb"), lg: lg}
+}
+
+func (m *mariadb) addr() string { return net.JoinHostPort(m.host, m.port) }
+
+// DSN is how the app connects (github.com/go-sql-driver/mysql's form).
+func (m *mariadb) dsn() string {
+	return "root@tcp(" + m.addr() + ")/"
+}
+
+func (m *mariadb) start(ctx context.Context) error {
+	port, err := freePort(m.host)
+	if err != nil {
+		return err
+	}
+	m.port = port
+	data := filepath.Join(m.dir, "data")
+	os.RemoveAll(data) // every stack starts from an empty database
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		return fmt.Errorf("stack: mariadb: %w", err)
+	}
+	install := exec.CommandContext(ctx, m.install, "--no-defaults", "--datadir="+data,
+		"--auth-root-authentication-method=normal", "--skip-test-db", "--user="+currentUser())
+	if out, err := install.CombinedOutput(); err != nil {
+		return fmt.Errorf("stack: mariadb-install-db: %w\n%s", err, out)
+	}
+	args := []string{
+		"--no-defaults", "--datadir=" + data,
+		"--port=" + m.port, "--bind-address=" + m.host,
+		"--socket=" + filepath.Join(m.dir, "mariadb.sock"), "--pid-file=" + filepath.Join(m.dir, "mariadb.pid"),
+		"--user=" + currentUser(), "--skip-name-resolve", "--skip-log-bin",
+		"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
+		// A row lock is the db-for-update rung's lock: a waiter gives up
+		// after its own wait (the app sets it per session), and a holder
+		// whose connection dies loses it with the connection.
+		"--max-connections=500",
+	}
+	m.proc, err = startProc("mariadb", m.server, args, nil, m.dir, filepath.Join(m.dir, "mariadb.log"))
+	return err
+}
+
+// ready waits until the server greets a connection (its handshake carries
+// its version).
+func (m *mariadb) ready(ctx context.Context) error {
+	for {
+		if v, err := mysqlGreeting(ctx, m.addr()); err == nil {
+			m.version = v
+			return nil
+		}
+		select {
+		case <-m.proc.done:
+			return fmt.Errorf("stack: mariadb exited: %v\n%s", m.proc.exitErr(), logTail(m.proc.logPath, 2048))
+		case <-ctx.Done():
+			return fmt.Errorf("stack: mariadb on %s not serving: %w", m.addr(), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (m *mariadb) stop() error {
+	if m.proc == nil {
+		return nil
+	}
+	return m.proc.stop(stopGrace)
+}
+
+func (m *mariadb) summary() string {
+	v, _, _ := strings.Cut(m.version, "-")
+	return fmt.Sprintf("mariadb: MariaDB %s on %s (pid %d)", v, m.addr(), m.proc.pid())
+}
+
+// mysqlGreeting reads the server's first packet (protocol 10 handshake)
+// and returns the version string in it.
+func mysqlGreeting(ctx context.Context, addr string) (string, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	r := bufio.NewReader(c)
+	head := make([]byte, 4) // 3 bytes length, 1 sequence
+	if _, err := r.Read(head); err != nil {
+		return "", err
+	}
+	proto, err := r.ReadByte()
+	if err != nil {
+		return "", err
+	}
+	if proto != 10 {
+		return "", fmt.Errorf("not a MySQL handshake (protocol %d)", proto)
+	}
+	v, err := r.ReadString(0)
+	if err != nil {
+		return "", err
+	}
+	v = v[:len(v)-1]
+	if i := len("5.5.5-"); len(v) > i && v[:i] == "5.5.5-" { // MariaDB's prefix for old clients
+		v = v[i:]
+	}
+	return v, nil
+}
+
+// currentUser is the user mariadbd runs as: the one running the stack.
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return fmt.Sprint(os.Geteuid())
+}

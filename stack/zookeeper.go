@@ -1,0 +1,145 @@
+package stack
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// zookeeperJar is where Debian's zookeeper package puts the server (its
+// manifest names the libraries it needs); ZOOKEEPER_JAR overrides it.
+const zookeeperJar = "/usr/share/java/zookeeper.jar"
+
+// zookeeper is a standalone ZooKeeper server, the zookeeper rung's back
+// end: the JVM running org.apache.zookeeper.server.ZooKeeperServerMain on
+// a loopback port, its data and log in the run dir. Sessions may time out
+// between 1s and 10s (tickTime 500ms): the rung asks for its lease.
+type zookeeper struct {
+	java, jar string
+	host      string
+	port      string
+	dir       string
+	version   string
+	lg        *logger
+	proc      *proc
+}
+
+// findZooKeeper returns the java binary and the server jar, or why there
+// is none.
+func findZooKeeper() (java, jar string, err error) {
+	jar = os.Getenv("ZOOKEEPER_JAR")
+	if jar == "" {
+		jar = zookeeperJar
+	}
+	if _, err := os.Stat(jar); err != nil {
+		return "", "", fmt.Errorf("no ZooKeeper server at %s (install Debian's zookeeper, or set ZOOKEEPER_JAR): %w", jar, err)
+	}
+	if java, err = exec.LookPath("java"); err != nil {
+		return "", "", fmt.Errorf("ZooKeeper needs java: %w", err)
+	}
+	return java, jar, nil
+}
+
+func newZooKeeper(java, jar, host, dir string, lg *logger) *zookeeper {
+	return &zookeeper{java: java, jar: jar, host: host, dir: filepath.Join(dir, "zookeeper"), lg: lg}
+}
+
+func (z *zookeeper) addr() string { return net.JoinHostPort(z.host, z.port) }
+
+func (z *zookeeper) start(context.Context) error {
+	port, err := freePort(z.host)
+	if err != nil {
+		return err
+	}
+	z.port = port
+	if err := os.MkdirAll(filepath.Join(z.dir, "data"), 0o755); err != nil {
+		return fmt.Errorf("stack: zookeeper: %w", err)
+	}
+	cfg := filepath.Join(z.dir, "zoo.cfg")
+	conf := strings.Join([]string{
+		"tickTime=500",
+		"dataDir=" + filepath.Join(z.dir, "data"),
+		"clientPort=" + z.port,
+		"clientPortAddress=" + z.host,
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=ruok,srvr",
+		"minSessionTimeout=1000",
+		"maxSessionTimeout=10000",
+	}, "\n") + "\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		return fmt.Errorf("stack: zookeeper: %w", err)
+	}
+	args := []string{
+		"-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.log.dir=" + z.dir,
+		"-cp", z.jar, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg,
+	}
+	z.proc, err = startProc("zookeeper", z.java, args, nil, z.dir, filepath.Join(z.dir, "zookeeper.log"))
+	return err
+}
+
+// ready waits until the server serves requests ("srvr" says its mode:
+// "ruok" answers "imok" before sessions can be had), and reads its
+// version there.
+func (z *zookeeper) ready(ctx context.Context) error {
+	var srvr string
+	for {
+		if ans, err := fourLetters(ctx, z.addr(), "srvr"); err == nil && strings.Contains(ans, "Mode:") {
+			srvr = ans
+			break
+		}
+		select {
+		case <-z.proc.done:
+			return fmt.Errorf("stack: zookeeper exited: %v\n%s", z.proc.exitErr(), logTail(z.proc.logPath, 2048))
+		case <-ctx.Done():
+			return fmt.Errorf("stack: zookeeper on %s not serving: %w", z.addr(), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if v, ok := strings.CutPrefix(strings.SplitN(srvr, "\n", 2)[0], "Zookeeper version: "); ok {
+		z.version, _, _ = strings.Cut(v, "-")
+	}
+	return nil
+}
+
+func (z *zookeeper) stop() error {
+	if z.proc == nil {
+		return nil
+	}
+	return z.proc.stop(stopGrace)
+}
+
+func (z *zookeeper) summary() string {
+	return fmt.Sprintf("zookeeper: ZooKeeper %s on %s (pid %d)", z.version, z.addr(), z.proc.pid())
+}
+
+// fourLetters sends one of ZooKeeper's four-letter commands and returns
+// its answer.
+func fourLetters(ctx context.Context, addr, cmd string) (string, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		b.WriteString(sc.Text() + "\n")
+	}
+	if b.Len() == 0 {
+		return "", errors.New("no answer")
+	}
+	return strings.TrimSpace(b.String()), nil
+}
