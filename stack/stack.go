@@ -124,7 +124,7 @@ type Stack struct {
 
 	redis         *Redis
 	masters       *masters
-	backends      []backend // ZooKeeper, MariaDB, etcd: those started
+	backends      []backend     // ZooKeeper, MariaDB, etcd: those started
 	redisProxy    *FaultProxy   // Config.RedisProxy
 	masterProxies []*FaultProxy // Config.MasterProxies, in MasterAddrs order
 	instances     []*instance
