@@ -36,7 +36,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockladder/lockladder/history"
+	"github.com/lockladder/lockladder/bench/history"
 	"github.com/lockladder/lockladder/lock"
 )
 

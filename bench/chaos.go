@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockladder/lockladder/bench/history"
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/failover"
-	"github.com/lockladder/lockladder/history"
 	"github.com/lockladder/lockladder/stack"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockladder/lockladder/history"
+	"github.com/lockladder/lockladder/bench/history"
 )
 
 func TestErrorClasses(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/lockladder/lockladder/history"
+	"github.com/lockladder/lockladder/bench/history"
 )
 
 // progressEvery is how often the live progress line is redrawn.

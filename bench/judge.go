@@ -3,7 +3,7 @@ package bench
 import (
 	"strings"
 
-	"github.com/lockladder/lockladder/history"
+	"github.com/lockladder/lockladder/bench/history"
 )
 
 // The verdicts a row can carry.
