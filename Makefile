@@ -56,9 +56,9 @@ chaos: build
 	$(BIN)/bench -chaos -out $(OUT) $(if $(FAULTS),-faults $(FAULTS)) $(if $(REPEATS),-repeats $(REPEATS)) $(if $(LOCKS),-locks $(LOCKS))
 
 ## bench-peers: redsync v4, bsm/redislock and the lab's lua, fair and atomic, N ops of GET+SET at C
-## concurrency against one redis-server started for the run (its own Go module, bench/peers)
+## concurrency against one redis-server started for the run (its own Go module, peers/)
 bench-peers:
-	cd bench/peers && $(GO) run . -n $(N) -c $(C) -out $(abspath $(OUT))
+	cd peers && $(GO) run . -n $(N) -c $(C) -out $(abspath $(OUT))
 
 ## test: vet, then every test (real redis-server and nginx when installed; required under CI=true)
 test: vet
