@@ -192,31 +192,3 @@ func (t *loadTargeter) faultAt() (time.Duration, bool) {
 	v := t.fault.Load()
 	return time.Duration(v - 1), v != 0
 }
-
-// stall measures the longest time without progress, on the clock of the
-// run (durations since its start).
-type stall struct {
-	last    time.Duration // the last progress
-	longest time.Duration
-}
-
-// progress records progress at now, the stall it ends counting from from
-// (the first fault, or the start of the run).
-func (s *stall) progress(now, from time.Duration, measuring bool) {
-	if measuring {
-		s.longest = max(s.longest, s.current(now, from))
-	}
-	s.last = max(s.last, now)
-}
-
-// current is the stall in progress at now.
-func (s *stall) current(now, from time.Duration) time.Duration {
-	return max(0, now-max(from, s.last))
-}
-
-// close counts the stall still running at the end of the run.
-func (s *stall) close(end, from time.Duration, measuring bool) {
-	if measuring {
-		s.longest = max(s.longest, s.current(end, from))
-	}
-}
