@@ -10,6 +10,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/lockladder/lockladder/bench/history"
+	"github.com/lockladder/lockladder/internal/report"
 )
 
 // loadMethod is the method of the load requests. The contract accepts GET
@@ -217,17 +218,17 @@ func (a *attack) finish(ctx context.Context, cancelled bool, n int, ld *load) ([
 	if !row.Stopped {
 		a.watch.end(a.last)
 	}
-	row.StallMs = ms(a.watch.longest())
-	row.StallBoundMs = ms(a.watch.bound)
+	row.StallMs = report.Ms(a.watch.longest())
+	row.StallBoundMs = report.Ms(a.watch.bound)
 
 	span := a.m.Duration + a.m.Wait
-	row.DurationMs = ms(span)
+	row.DurationMs = report.Ms(span)
 	if s := span.Seconds(); s > 0 {
-		row.RPS = round(float64(row.Requests)/s, 1)
+		row.RPS = report.Round(float64(row.Requests)/s, 1)
 	}
-	row.P50Ms = ms(a.m.Latencies.P50)
-	row.P99Ms = ms(a.m.Latencies.P99)
-	row.MaxMs = ms(a.m.Latencies.Max)
+	row.P50Ms = report.Ms(a.m.Latencies.P50)
+	row.P99Ms = report.Ms(a.m.Latencies.P99)
+	row.MaxMs = report.Ms(a.m.Latencies.Max)
 	for i := range a.ops {
 		a.ops[i].Outcome, a.ops[i].Value = history.Classify(a.ops[i].Code, a.bodies[i])
 	}

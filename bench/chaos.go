@@ -17,6 +17,7 @@ import (
 	"github.com/lockladder/lockladder/bench/history"
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/failover"
+	"github.com/lockladder/lockladder/internal/report"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -483,7 +484,7 @@ func (c *chaos) kill(lock string, at float64, inst int) faultRun {
 		}
 		row.RecoveryMs = -1
 		if ok {
-			row.RecoveryMs = ms(rec)
+			row.RecoveryMs = report.Ms(rec)
 		} else {
 			row.Figure += "; no sale after it"
 		}
@@ -512,7 +513,7 @@ func (c *chaos) killAny(_ string, at float64, inst int) faultRun {
 	return faultRun{sc: sc, figure: func(r Row) ChaosRow {
 		row := ChaosRow{RecoveryMs: -1, Recovery: "SIGKILL to the next sale through the lock", Want: "no violation"}
 		if rec, ok := firstProgress(r, killed); ok {
-			row.RecoveryMs = ms(rec)
+			row.RecoveryMs = report.Ms(rec)
 		}
 		row.Pass = violations(r) == 0
 		return row
@@ -546,7 +547,7 @@ func (c *chaos) drain(_ string, at float64, inst int) faultRun {
 		}
 		exact := r.Sold == int64(r.OK) && r.Sold == r.Initial-r.Remaining
 		return ChaosRow{
-			RecoveryMs: ms(rep.Drain), Recovery: "SIGTERM to exit, its requests finished",
+			RecoveryMs: report.Ms(rep.Drain), Recovery: "SIGTERM to exit, its requests finished",
 			Figure: fmt.Sprintf("5xx from %s: %d (5xx in all: %d); sold %d, ok %d; out of the LB in %s",
 				rep.Name, fromIt, all, r.Sold, r.OK, rep.OutOfLB.Round(time.Millisecond)),
 			Want: "zero 5xx from the drained instance; sold == ok",
@@ -591,7 +592,7 @@ func (c *chaos) redisStop(_ string, at float64, _ int) faultRun {
 		p := percentile(lat, 0.99)
 		balanced := violations(r) == 0
 		return ChaosRow{
-			RecoveryMs: ms(healthy.Sub(back)), Recovery: "Redis back to every instance healthy",
+			RecoveryMs: report.Ms(healthy.Sub(back)), Recovery: "Redis back to every instance healthy",
 			Figure: fmt.Sprintf("503 ×%d, p99 %s; Redis down %s; sold %d = stock gone %d",
 				len(lat), p.Round(100*time.Microsecond), back.Sub(down).Round(time.Millisecond), r.Sold, r.Initial-r.Remaining),
 			Want: "503s fast (p99 < 1s); stock and sold unchanged by them",
@@ -671,7 +672,7 @@ func (c *chaos) failover(ctx context.Context) ([]ChaosRow, error) {
 		}
 		row := ChaosRow{
 			Fault: 5, Name: "failover", Lock: res.Lock, Runs: res.Trials, Errors: map[string]int{},
-			Violations: res.DoubleGrants, RecoveryMs: ms(res.Failover),
+			Violations: res.DoubleGrants, RecoveryMs: report.Ms(res.Failover),
 			Figure: fmt.Sprintf("double grants %d of %d", res.DoubleGrants, res.Trials),
 		}
 		if res.Lock == "redlock" {
@@ -1003,13 +1004,13 @@ var chaosColumns = []struct {
 	{"runs", true, func(r ChaosRow) string { return strconv.Itoa(r.Runs) }},
 	{"requests", true, func(r ChaosRow) string { return strconv.Itoa(r.Requests) }},
 	{"ok", true, func(r ChaosRow) string { return strconv.Itoa(r.OK) }},
-	{"errors", false, func(r ChaosRow) string { return otherCell(r.Errors) }},
+	{"errors", false, func(r ChaosRow) string { return report.Counts(r.Errors) }},
 	{"violations", true, func(r ChaosRow) string { return strconv.Itoa(r.Violations) }},
 	{"recovery ms", true, func(r ChaosRow) string {
 		if r.RecoveryMs < 0 {
 			return "-"
 		}
-		return msCell(r.RecoveryMs)
+		return report.MsCell(r.RecoveryMs)
 	}},
 	{"figure", false, func(r ChaosRow) string { return r.Figure }},
 	{"pass", false, func(r ChaosRow) string {
@@ -1033,7 +1034,7 @@ func WriteChaosTable(w io.Writer, rows []ChaosRow) error {
 		}
 		lines = append(lines, line)
 	}
-	writeAligned(w, lines, func(i int) bool { return chaosColumns[i].right })
+	report.Aligned(w, lines, func(i int) bool { return chaosColumns[i].right })
 	return nil
 }
 
@@ -1043,13 +1044,13 @@ func WriteChaosMarkdown(w io.Writer, rows []ChaosRow) error {
 	for i, c := range chaosColumns {
 		head[i] = c.head
 	}
-	writeMDHead(w, head, func(i int) bool { return chaosColumns[i].right })
+	report.MarkdownHead(w, head, func(i int) bool { return chaosColumns[i].right })
 	for _, r := range rows {
 		cells := make([]string, len(chaosColumns))
 		for i, c := range chaosColumns {
-			cells[i] = mdEscape(c.cell(r))
+			cells[i] = report.MarkdownEscape(c.cell(r))
 		}
-		writeMDRow(w, cells)
+		report.MarkdownRow(w, cells)
 	}
 	return nil
 }
@@ -1086,15 +1087,15 @@ func CompareChaos(ctx context.Context, cfg ChaosConfig, dir string, w io.Writer)
 		Seed    uint64     `json:"seed"`
 		TookMs  float64    `json:"took_ms"`
 		Rows    []ChaosRow `json:"rows"`
-	}{started.UTC(), HostInfo(), cfg.Seed, ms(took), rows}
-	if err := writeIndentedJSON(&js, rep); err != nil {
+	}{started.UTC(), HostInfo(), cfg.Seed, report.Ms(took), rows}
+	if err := report.JSON(&js, rep); err != nil {
 		return rows, err
 	}
 	fmt.Fprintf(&md, "# Lock ladder fault suite, %s\n\n- host: %s\n- seed: %d, took %s\n\n",
 		started.UTC().Format("2006-01-02 15:04:05 MST"), HostInfo(), cfg.Seed, took.Round(time.Second))
 	WriteChaosMarkdown(&md, rows)
 	fmt.Fprintf(&md, "\n%s\n", ChaosLegend)
-	jsonPath, mdPath, err := writeReportFiles(dir, "chaos-"+started.Format("20060102-150405"), "chaos-latest", js.Bytes(), md.Bytes())
+	jsonPath, mdPath, err := report.WriteFiles(dir, "chaos-"+started.Format("20060102-150405"), "chaos-latest", js.Bytes(), md.Bytes())
 	if err != nil {
 		return rows, err
 	}

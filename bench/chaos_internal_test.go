@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/bench/history"
+	"github.com/lockladder/lockladder/internal/report"
 )
 
 func TestErrorClasses(t *testing.T) {
@@ -25,11 +26,11 @@ func TestErrorClasses(t *testing.T) {
 		{Code: 0, Outcome: history.Unknown}, {Code: 500, Outcome: history.Unknown},
 		{Code: 400, Outcome: history.Rejected},
 	}
-	got := otherCell(errorClasses(ops))
+	got := report.Counts(errorClasses(ops))
 	if want := "502:1 4xx:1 503 lock:2 503 redis:1 5xx:1 conn:1"; got != want {
 		t.Fatalf("errors %q, want %q", got, want)
 	}
-	if otherCell(nil) != "-" {
+	if report.Counts(nil) != "-" {
 		t.Fatal("no errors is -")
 	}
 }

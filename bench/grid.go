@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockladder/lockladder/internal/report"
 )
 
 // Summary counts the rows that carry an expected verdict and those whose
@@ -22,7 +24,7 @@ type Summary struct {
 
 // Summarize counts rows against their expected verdicts.
 func Summarize(rows []Row, skips []Skip, took time.Duration) Summary {
-	s := Summary{Skipped: len(skips), TookMs: ms(took), Unexpected: []string{}}
+	s := Summary{Skipped: len(skips), TookMs: report.Ms(took), Unexpected: []string{}}
 	for _, r := range rows {
 		if r.Expected == "" {
 			continue
@@ -197,7 +199,7 @@ func WriteGrid(w io.Writer, rows []Row, skips []Skip, took time.Duration) error 
 		lines = append(lines, line)
 	}
 	bw := bufio.NewWriter(w)
-	writeAligned(bw, lines, nil)
+	report.Aligned(bw, lines, nil)
 	writeSkipped(bw, g, "")
 	sum := Summarize(rows, skips, took)
 	fmt.Fprintf(bw, "\n%s\n", sum.Line())
@@ -236,13 +238,13 @@ func writeMarkdownGrid(w io.Writer, rows []Row, skips []Skip) {
 		}
 		return c
 	})
-	writeMDHead(w, append([]string{"lock"}, g.scenarios...), nil)
+	report.MarkdownHead(w, append([]string{"lock"}, g.scenarios...), nil)
 	for _, l := range g.labels {
-		line := []string{"`" + mdEscape(l) + "`"}
+		line := []string{"`" + report.MarkdownEscape(l) + "`"}
 		for _, sc := range g.scenarios {
-			line = append(line, mdEscape(g.cells[[2]string{l, sc}]))
+			line = append(line, report.MarkdownEscape(g.cells[[2]string{l, sc}]))
 		}
-		writeMDRow(w, line)
+		report.MarkdownRow(w, line)
 	}
 	writeSkipped(w, g, "- ")
 }
@@ -270,7 +272,7 @@ func WriteMatrixReports(dir string, rows []Row, skips []Skip, meta Meta, took ti
 	}
 	sum := Summarize(rows, skips, took)
 	var js, md bytes.Buffer
-	if err := writeIndentedJSON(&js, matrixReport{Meta: meta, Summary: sum, Rows: jsonRows(rows), Skipped: skips}); err != nil {
+	if err := report.JSON(&js, matrixReport{Meta: meta, Summary: sum, Rows: jsonRows(rows), Skipped: skips}); err != nil {
 		return "", "", fmt.Errorf("bench: encoding the JSON report: %w", err)
 	}
 
@@ -289,5 +291,5 @@ func WriteMatrixReports(dir string, rows []Row, skips []Skip, meta Meta, took ti
 	}
 
 	stem := "matrix-" + meta.Started.Format("20060102-150405")
-	return writeReportFiles(dir, stem, "matrix-latest", js.Bytes(), md.Bytes())
+	return report.WriteFiles(dir, stem, "matrix-latest", js.Bytes(), md.Bytes())
 }

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockladder/lockladder/internal/report"
 )
 
 // harness talks to one load balancer: control requests (reset, stock,
@@ -204,7 +204,7 @@ func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *progress
 
 // rejected returns the first 4xx code other than 409 in codes and its total.
 func rejected(codes map[string]int) (first string, total int) {
-	for _, k := range sortedCodes(codes) {
+	for _, k := range report.SortedCodes(codes) {
 		if n, err := strconv.Atoi(k); err == nil && n >= 400 && n < 500 && n != http.StatusConflict {
 			if first == "" {
 				first = k
@@ -213,54 +213,6 @@ func rejected(codes map[string]int) (first string, total int) {
 		}
 	}
 	return first, total
-}
-
-// ms converts d to milliseconds, rounded to the microsecond.
-func ms(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 3) }
-
-func round(v float64, places int) float64 {
-	p := math.Pow(10, float64(places))
-	return math.Round(v*p) / p
-}
-
-// sortedCodes returns the keys of codes: numeric statuses ascending, then
-// the rest ("error") alphabetically.
-func sortedCodes(codes map[string]int) []string {
-	keys := make([]string, 0, len(codes))
-	for k := range codes {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, errA := strconv.Atoi(keys[i])
-		b, errB := strconv.Atoi(keys[j])
-		switch {
-		case errA == nil && errB == nil:
-			return a < b
-		case errA == nil || errB == nil:
-			return errA == nil
-		default:
-			return keys[i] < keys[j]
-		}
-	})
-	return keys
-}
-
-// otherCell lists the non-200 outcomes, "409:4000 503:2 error:1", or "-".
-func otherCell(codes map[string]int) string {
-	var b strings.Builder
-	for _, k := range sortedCodes(codes) {
-		if codes[k] == 0 {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s:%d", k, codes[k])
-	}
-	if b.Len() == 0 {
-		return "-"
-	}
-	return b.String()
 }
 
 func snippet(b []byte) string {

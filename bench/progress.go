@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/lockladder/lockladder/internal/report"
 )
 
 // progress reports runs as they go. On a terminal it redraws one live line
@@ -149,10 +151,10 @@ func (p *progress) finish(r Row) {
 	}
 	other := ""
 	if len(r.Codes) > 0 {
-		other = "  other " + otherCell(r.Codes)
+		other = "  other " + report.Counts(r.Codes)
 	}
 	if len(r.Armed) > 0 {
-		other += "  armed " + otherCell(r.Armed)
+		other += "  armed " + report.Counts(r.Armed)
 	}
 	stall, verdict := "", r.Verdict
 	if r.Expected != "" || r.StallBoundMs > 0 {
