@@ -71,7 +71,7 @@ type attack struct {
 //
 // It returns every request as a history operation, in the order the
 // answers came.
-func (h *harness) attack(ctx context.Context, row *Row, p *progress, ld *load) ([]history.Op, error) {
+func (h *harness) attack(ctx context.Context, row *Row, p *Progress, ld *load) ([]history.Op, error) {
 	row.Wait = h.waitFor(row.Lock)
 	a := h.newAttack(ctx, row, ld)
 	defer a.dial.closeAll()
@@ -113,7 +113,7 @@ func (h *harness) newAttack(ctx context.Context, row *Row, ld *load) *attack {
 // progress line as it goes, stopping the run once it stalls past its
 // bound, and cutting the requests in flight on cancellation. It reports
 // whether the run was cancelled.
-func (a *attack) collect(ctx context.Context, results <-chan *vegeta.Result, p *progress) (cancelled bool) {
+func (a *attack) collect(ctx context.Context, results <-chan *vegeta.Result, p *Progress) (cancelled bool) {
 	var tick, check, drain <-chan time.Time
 	if p.isLive() {
 		t := time.NewTicker(progressEvery)

@@ -147,7 +147,7 @@ func (h *harness) stock(ctx context.Context) (counters, error) {
 
 // runOne is RunOne on a normalized config, with the requests shaped by ld
 // (nil: a plain run).
-func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *progress, ld *load) (Row, error) {
+func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *Progress, ld *load) (Row, error) {
 	ep, err := normalizeEndpoint(endpoint)
 	if err != nil {
 		return Row{}, err
@@ -184,7 +184,7 @@ func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *progress
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
 	}
 	row.Remaining, row.Sold, row.Num = *c.Stock, *c.Sold, *c.Num
-	row.ops, row.began = ops, since
+	row.Ops, row.Began = ops, since
 	if err := h.checkHistory(ctx, &row, ops, since); err != nil {
 		p.fail(err)
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)

@@ -267,7 +267,7 @@ func runStuck(t *testing.T, f *stuckApp, ld *load, n int) Row {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	cfg, err := Config{URL: srv.URL, Requests: n, Concurrency: 10, Stock: 1000, Timeout: 10 * time.Second}.normalize()
+	cfg, err := Config{URL: srv.URL, Requests: n, Concurrency: 10, Stock: 1000, Timeout: 10 * time.Second}.Normalize()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ type Meta struct {
 
 // NewMeta fills a Meta from cfg (defaults applied), started and HostInfo.
 func NewMeta(cfg Config, started time.Time) Meta {
-	if n, err := cfg.normalize(); err == nil {
+	if n, err := cfg.Normalize(); err == nil {
 		cfg = n
 	}
 	return Meta{
@@ -164,11 +164,12 @@ func WriteTable(w io.Writer, rows []Row) error {
 
 // WriteJSON writes rows as an indented JSON array of row objects.
 func WriteJSON(w io.Writer, rows []Row) error {
-	return report.JSON(w, jsonRows(rows))
+	return report.JSON(w, ReportRows(rows))
 }
 
-// jsonRows never encodes a missing list or map as null.
-func jsonRows(rows []Row) []Row {
+// ReportRows returns rows as the reports encode them: a missing map as
+// {}, never null. Package suite's matrix report embeds rows so.
+func ReportRows(rows []Row) []Row {
 	out := make([]Row, len(rows))
 	for i, r := range rows {
 		if r.Codes == nil {
@@ -201,8 +202,9 @@ const ScenarioLegend = Legend + " stall ms = the longest time with no answer fro
 	"DEADLOCK = books that balance but a stall past the scenario's bound (the run is then stopped); " +
 	"expected = the ladder's verdict for the pair."
 
-// legendFor is the legend that explains rows' columns.
-func legendFor(rows []Row) string {
+// LegendFor is the legend that explains rows' columns: Legend, or for
+// scenario runs ScenarioLegend. Package suite prints it under its tables.
+func LegendFor(rows []Row) string {
 	if scenarioRows(rows) {
 		return ScenarioLegend
 	}
@@ -232,7 +234,7 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 		}
 		report.MarkdownRow(bw, line)
 	}
-	fmt.Fprintf(bw, "\n%s\n", legendFor(rows))
+	fmt.Fprintf(bw, "\n%s\n", LegendFor(rows))
 	return bw.Flush()
 }
 
@@ -262,7 +264,7 @@ func WriteReports(dir string, rows []Row, meta Meta) (jsonPath, mdPath string, e
 		meta.Started = time.Now()
 	}
 	var js, md bytes.Buffer
-	if err := report.JSON(&js, reportFile{Meta: meta, Rows: jsonRows(rows)}); err != nil {
+	if err := report.JSON(&js, reportFile{Meta: meta, Rows: ReportRows(rows)}); err != nil {
 		return "", "", fmt.Errorf("bench: encoding the JSON report: %w", err)
 	}
 	writeMarkdownReport(&md, rows, meta)
@@ -271,14 +273,14 @@ func WriteReports(dir string, rows []Row, meta Meta) (jsonPath, mdPath string, e
 
 func writeMarkdownReport(w io.Writer, rows []Row, meta Meta) {
 	fmt.Fprintf(w, "# Lock ladder benchmark, %s\n\n", meta.Started.Format("2006-01-02 15:04:05 MST"))
-	writeMetaList(w, meta)
+	meta.WriteList(w)
 	fmt.Fprintln(w)
 	WriteMarkdown(w, rows) // in-memory writer: no error
 }
 
-// writeMetaList writes meta as a Markdown list: the target (if any), the
-// load, the host (if known), then each note.
-func writeMetaList(w io.Writer, meta Meta) {
+// WriteList writes meta as a Markdown list: the target (if any), the load,
+// the host (if known), then each note. Package suite's reports open so.
+func (meta Meta) WriteList(w io.Writer) {
 	if meta.URL != "" {
 		fmt.Fprintf(w, "- target: %s\n", meta.URL)
 	}

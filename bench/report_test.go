@@ -38,6 +38,26 @@ func TestWriteTable(t *testing.T) {
 	}
 }
 
+// Matrix rows in the plain table gain the scenario, the stall and the
+// expected verdict; plain rows keep the table of bench (TestWriteTable).
+func TestWriteTableScenarioColumns(t *testing.T) {
+	rows := matrixRows()
+	var b bytes.Buffer
+	if err := bench.WriteTable(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	head := strings.Fields(lines[0])
+	if head[0] != "scenario" || head[len(head)-1] != "verdict" || head[len(head)-2] != "expected" {
+		t.Errorf("head %q", lines[0])
+	}
+	for _, want := range []string{"crash     setnx", "3004.2 stopped  DEADLOCK  DEADLOCK", "640.0  OVERSOLD  SAFE"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
 func TestWriteMarkdown(t *testing.T) {
 	var b bytes.Buffer
 	if err := bench.WriteMarkdown(&b, fixtureRows()); err != nil {

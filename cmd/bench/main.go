@@ -27,6 +27,7 @@ import (
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/cli"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/suite"
 )
 
 func main() {
@@ -49,11 +50,11 @@ func run(ctx context.Context, args []string) error {
 	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback -url (docker compose); load never leaves this machine otherwise")
 	matrix := fs.Bool("matrix", false, "run the strategies x scenarios matrix, each scenario on a fresh stack on free ports (-url and the ports are not used)")
 	verbose := fs.Bool("v", false, "with -matrix: show each stack's log (starts, crashes, restarts, masters)")
-	scenarios := fs.String("scenarios", "", "with -matrix: comma-separated scenarios (default all: "+strings.Join(bench.ScenarioNames(), ",")+")")
+	scenarios := fs.String("scenarios", "", "with -matrix: comma-separated scenarios (default all: "+strings.Join(suite.ScenarioNames(), ",")+")")
 	chaos := fs.Bool("chaos", false, "run the fault suite (kill, drain, Redis stop, retry trap, failover, partition, random repeats), each fault on a fresh stack on free ports")
 	faults := fs.String("faults", "", "with -chaos: comma-separated fault numbers, 1 to 7 (default all)")
-	repeats := fs.Int("repeats", bench.DefaultRepeats, "with -chaos: runs of each schedule in fault 7")
-	trials := fs.Int("trials", bench.DefaultTrials, "with -chaos: failover trials per lock in fault 5")
+	repeats := fs.Int("repeats", suite.DefaultRepeats, "with -chaos: runs of each schedule in fault 7")
+	trials := fs.Int("trials", suite.DefaultTrials, "with -chaos: failover trials per lock in fault 5")
 	seed := fs.Uint64("seed", 0, "with -chaos: seed of fault 7's random timing (default: from the clock, printed)")
 	so, bo, err := cli.ParseStackBench(fs, args)
 	if err != nil {
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string) error {
 			}
 			nums = append(nums, n)
 		}
-		return runChaos(ctx, so, bo, set, bench.ChaosConfig{Faults: nums, Repeats: *repeats, Trials: *trials, Seed: *seed}, *verbose)
+		return runChaos(ctx, so, bo, set, suite.ChaosConfig{Faults: nums, Repeats: *repeats, Trials: *trials, Seed: *seed}, *verbose)
 	}
 	for _, f := range []string{"faults", "repeats", "trials", "seed"} {
 		if set[f] {
@@ -130,7 +131,7 @@ func run(ctx context.Context, args []string) error {
 
 // runChaos runs the fault suite with the stack flags as its template; -n,
 // -c, -stock and -locks only when given (the suite has its own sizes).
-func runChaos(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, set map[string]bool, cfg bench.ChaosConfig, verbose bool) error {
+func runChaos(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, set map[string]bool, cfg suite.ChaosConfig, verbose bool) error {
 	tmpl := so.Config
 	tmpl.Dir = ""
 	if !verbose {
@@ -150,7 +151,7 @@ func runChaos(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, set
 		cfg.Locks = bo.Config.Locks
 	}
 	fmt.Println("fault suite: each fault on a fresh stack on free loopback ports")
-	_, err := bench.CompareChaos(ctx, cfg, bo.Out, os.Stdout)
+	_, err := suite.CompareChaos(ctx, cfg, bo.Out, os.Stdout)
 	return err
 }
 
@@ -163,7 +164,7 @@ func runMatrix(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, sc
 	if !verbose {
 		tmpl.Log = nil // the progress lines say what runs; the reports name the stack
 	}
-	cfg := bench.MatrixConfig{
+	cfg := suite.MatrixConfig{
 		Scenarios:   scenarios,
 		Locks:       bo.Config.Locks,
 		Requests:    bo.Config.Requests,
@@ -178,13 +179,13 @@ func runMatrix(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, sc
 		cfg.Endpoints = bo.Config.Endpoints
 	}
 	for _, s := range scenarios {
-		if _, err := bench.LookupScenario(s); err != nil {
+		if _, err := suite.LookupScenario(s); err != nil {
 			return err
 		}
 	}
 	fmt.Printf("matrix: %d requests at %d concurrent per run, stock %d, each scenario on a fresh stack\n",
 		cfg.Requests, cfg.Concurrency, cfg.Stock)
-	_, _, err := bench.CompareMatrix(ctx, cfg, bo.Out, os.Stdout)
+	_, _, err := suite.CompareMatrix(ctx, cfg, bo.Out, os.Stdout)
 	return err
 }
 

@@ -1,4 +1,4 @@
-package bench
+package suite
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/report"
 )
 
@@ -23,7 +24,7 @@ type Summary struct {
 }
 
 // Summarize counts rows against their expected verdicts.
-func Summarize(rows []Row, skips []Skip, took time.Duration) Summary {
+func Summarize(rows []bench.Row, skips []Skip, took time.Duration) Summary {
 	s := Summary{Skipped: len(skips), TookMs: report.Ms(took), Unexpected: []string{}}
 	for _, r := range rows {
 		if r.Expected == "" {
@@ -67,13 +68,13 @@ type grid struct {
 
 // label names a grid row: the lock for /sale, lock/endpoint otherwise.
 func label(lock, endpoint string) string {
-	if endpoint == "" || endpoint == EndpointSale {
+	if endpoint == "" || endpoint == bench.EndpointSale {
 		return lock
 	}
 	return lock + "/" + endpoint
 }
 
-func newGrid(rows []Row, skips []Skip, cell func(Row) string) grid {
+func newGrid(rows []bench.Row, skips []Skip, cell func(bench.Row) string) grid {
 	g := grid{cells: map[[2]string]string{}}
 	// Scenarios in the order of Scenarios(), any other after them.
 	seen := map[string]bool{}
@@ -136,7 +137,7 @@ func newGrid(rows []Row, skips []Skip, cell func(Row) string) grid {
 	for _, l := range locks {
 		eps := endpoints[l]
 		if len(eps) == 0 {
-			eps = []string{EndpointSale}
+			eps = []string{bench.EndpointSale}
 		}
 		for _, ep := range eps {
 			g.labels = append(g.labels, label(l, ep))
@@ -148,10 +149,10 @@ func newGrid(rows []Row, skips []Skip, cell func(Row) string) grid {
 	}
 	for _, s := range skips {
 		for _, ep := range endpoints[s.Lock] {
-			g.cells[[2]string{label(s.Lock, ep), s.Scenario}] = MarkSkipped
+			g.cells[[2]string{label(s.Lock, ep), s.Scenario}] = bench.MarkSkipped
 		}
 		if len(endpoints[s.Lock]) == 0 {
-			g.cells[[2]string{s.Lock, s.Scenario}] = MarkSkipped
+			g.cells[[2]string{s.Lock, s.Scenario}] = bench.MarkSkipped
 		}
 	}
 
@@ -176,11 +177,11 @@ func newGrid(rows []Row, skips []Skip, cell func(Row) string) grid {
 
 // gridCell is a run's cell: its verdict, and a mark when the ladder
 // expects one.
-func gridCell(r Row) string {
+func gridCell(r bench.Row) string {
 	if r.Expected == "" {
 		return r.Verdict
 	}
-	return r.Verdict + " " + mark(r)
+	return r.Verdict + " " + bench.Mark(r)
 }
 
 // WriteGrid writes the matrix as a grid for the terminal: a row per lock
@@ -188,7 +189,7 @@ func gridCell(r Row) string {
 // with ✓ when the ladder expects it, "✗ want X" when it does not, and "-"
 // for a pair not run; then the skipped pairs with their reasons, and a
 // summary "N of M pairs as the ladder expects; took T" (took <= 0: no time).
-func WriteGrid(w io.Writer, rows []Row, skips []Skip, took time.Duration) error {
+func WriteGrid(w io.Writer, rows []bench.Row, skips []Skip, took time.Duration) error {
 	g := newGrid(rows, skips, gridCell)
 	lines := [][]string{append([]string{"lock"}, g.scenarios...), nil}
 	for _, l := range g.labels {
@@ -204,7 +205,7 @@ func WriteGrid(w io.Writer, rows []Row, skips []Skip, took time.Duration) error 
 	sum := Summarize(rows, skips, took)
 	fmt.Fprintf(bw, "\n%s\n", sum.Line())
 	for _, u := range sum.Unexpected {
-		fmt.Fprintf(bw, "  %s %s\n", MarkUnexpected, u)
+		fmt.Fprintf(bw, "  %s %s\n", bench.MarkUnexpected, u)
 	}
 	return bw.Flush()
 }
@@ -218,7 +219,7 @@ func writeSkipped(w io.Writer, g grid, bullet string) {
 	for _, s := range g.skipped {
 		n += strings.Count(s[2], ",") + 1
 	}
-	fmt.Fprintf(w, "\nskipped (%d pairs, %s in the grid):\n", n, MarkSkipped)
+	fmt.Fprintf(w, "\nskipped (%d pairs, %s in the grid):\n", n, bench.MarkSkipped)
 	for _, s := range g.skipped {
 		if bullet == "" {
 			fmt.Fprintf(w, "  %s: %s: %s\n", s[0], s[2], s[1])
@@ -230,8 +231,8 @@ func writeSkipped(w io.Writer, g grid, bullet string) {
 
 // writeMarkdownGrid writes the grid as a Markdown table, unexpected
 // verdicts in bold, then the skipped pairs as a list.
-func writeMarkdownGrid(w io.Writer, rows []Row, skips []Skip) {
-	g := newGrid(rows, skips, func(r Row) string {
+func writeMarkdownGrid(w io.Writer, rows []bench.Row, skips []Skip) {
+	g := newGrid(rows, skips, func(r bench.Row) string {
 		c := gridCell(r)
 		if r.Expected != "" && r.Verdict != r.Expected {
 			c = "**" + c + "**"
@@ -251,10 +252,10 @@ func writeMarkdownGrid(w io.Writer, rows []Row, skips []Skip) {
 
 // matrixReport is the JSON matrix report file.
 type matrixReport struct {
-	Meta    Meta    `json:"meta"`
-	Summary Summary `json:"summary"`
-	Rows    []Row   `json:"rows"`
-	Skipped []Skip  `json:"skipped"`
+	Meta    bench.Meta  `json:"meta"`
+	Summary Summary     `json:"summary"`
+	Rows    []bench.Row `json:"rows"`
+	Skipped []Skip      `json:"skipped"`
 }
 
 // WriteMatrixReports writes matrix-YYYYMMDD-HHMMSS.{json,md} (from
@@ -263,7 +264,7 @@ type matrixReport struct {
 // a "-2" suffix. The JSON file is {"meta","summary","rows","skipped"},
 // every row with its scenario, stall and expected verdict; the Markdown
 // file has the grid, the skipped pairs, the rows and the legend.
-func WriteMatrixReports(dir string, rows []Row, skips []Skip, meta Meta, took time.Duration) (jsonPath, mdPath string, err error) {
+func WriteMatrixReports(dir string, rows []bench.Row, skips []Skip, meta bench.Meta, took time.Duration) (jsonPath, mdPath string, err error) {
 	if meta.Started.IsZero() {
 		meta.Started = time.Now()
 	}
@@ -272,19 +273,19 @@ func WriteMatrixReports(dir string, rows []Row, skips []Skip, meta Meta, took ti
 	}
 	sum := Summarize(rows, skips, took)
 	var js, md bytes.Buffer
-	if err := report.JSON(&js, matrixReport{Meta: meta, Summary: sum, Rows: jsonRows(rows), Skipped: skips}); err != nil {
+	if err := report.JSON(&js, matrixReport{Meta: meta, Summary: sum, Rows: bench.ReportRows(rows), Skipped: skips}); err != nil {
 		return "", "", fmt.Errorf("bench: encoding the JSON report: %w", err)
 	}
 
 	fmt.Fprintf(&md, "# Lock ladder matrix, %s\n\n", meta.Started.Format("2006-01-02 15:04:05 MST"))
-	writeMetaList(&md, meta)
+	meta.WriteList(&md)
 	fmt.Fprintf(&md, "\n%s.\n\n## Verdicts\n\n", sum.Line())
 	writeMarkdownGrid(&md, rows, skips)
 	for _, u := range sum.Unexpected {
 		fmt.Fprintf(&md, "\nNot as expected: %s\n", u)
 	}
 	fmt.Fprint(&md, "\n## Runs\n\n")
-	WriteMarkdown(&md, rows) // in-memory writer: no error
+	bench.WriteMarkdown(&md, rows) // in-memory writer: no error
 	fmt.Fprint(&md, "\n## Scenarios\n\n")
 	for _, s := range Scenarios() {
 		fmt.Fprintf(&md, "- `%s`: %s\n", s.Name, s.About)
