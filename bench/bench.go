@@ -76,7 +76,9 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 
 // RunOne resets the stock, fires cfg.Requests requests at
 // /{endpoint}?lock={lock} with cfg.Concurrency closed-loop workers, reads the
-// counters back and judges the run.
+// counters back and judges the run. It is the unit Run repeats, for a
+// caller that picks its lock and endpoint itself (the tests drive the
+// library through it).
 func RunOne(ctx context.Context, cfg Config, lock, endpoint string) (Row, error) {
 	cfg, err := cfg.Normalize()
 	if err != nil {

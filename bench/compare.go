@@ -25,7 +25,7 @@ func Compare(ctx context.Context, cfg Config, dir string, notes []string, w io.W
 		return rows, err
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, Legend)
+	fmt.Fprintln(w, legend)
 	meta := NewMeta(cfg, started)
 	meta.Notes = notes
 	jsonPath, mdPath, err := WriteReports(dir, rows, meta)

@@ -12,14 +12,17 @@ import (
 	"github.com/lockladder/lockladder/lock"
 )
 
-// Defaults used when the matching Config field is zero.
+// Defaults used when the matching Config field is zero; the command
+// lines (package internal/cli) show them.
 const (
-	DefaultRequests     = 5000
-	DefaultConcurrency  = 100
-	DefaultStock        = 1000
-	DefaultTimeout      = 30 * time.Second
-	DefaultCheckTimeout = 10 * time.Second
+	DefaultRequests    = 5000
+	DefaultConcurrency = 100
+	DefaultStock       = 1000
+	DefaultTimeout     = 30 * time.Second
 )
+
+// defaultCheckTimeout is Config.CheckTimeout's default.
+const defaultCheckTimeout = 10 * time.Second
 
 // The endpoints a run can load, as named in Config.Endpoints and Row.Endpoint.
 const (
@@ -31,8 +34,9 @@ const (
 // behind the load balancer, no fault.
 const ScenarioNormal = "normal"
 
-// ErrNotLoopback is returned when the target is not a loopback address and
-// Config.AllowRemote is false: load only ever targets this machine.
+// ErrNotLoopback is returned (wrapped: test it with errors.Is) when the
+// target is not a loopback address and Config.AllowRemote is false: load
+// only ever targets this machine.
 var ErrNotLoopback = errors.New("bench: refusing a non-loopback target (set AllowRemote to override)")
 
 // Config describes a benchmark. Zero values take the documented defaults.
@@ -114,7 +118,7 @@ func (c Config) Normalize() (Config, error) {
 	case c.CheckTimeout < 0:
 		return c, fmt.Errorf("bench: CheckTimeout must not be negative, got %s", c.CheckTimeout)
 	case c.CheckTimeout == 0:
-		c.CheckTimeout = DefaultCheckTimeout
+		c.CheckTimeout = defaultCheckTimeout
 	}
 	insts := make([]string, len(c.Instances))
 	for i, in := range c.Instances {

@@ -25,6 +25,8 @@ type Meta struct {
 }
 
 // NewMeta fills a Meta from cfg (defaults applied), started and HostInfo.
+// Compare is Run, WriteTable, NewMeta and WriteReports; a caller that runs
+// its own way writes the same reports with the last two (ExampleRun).
 func NewMeta(cfg Config, started time.Time) Meta {
 	if n, err := cfg.Normalize(); err == nil {
 		cfg = n
@@ -162,11 +164,6 @@ func WriteTable(w io.Writer, rows []Row) error {
 	return bw.Flush()
 }
 
-// WriteJSON writes rows as an indented JSON array of row objects.
-func WriteJSON(w io.Writer, rows []Row) error {
-	return report.JSON(w, ReportRows(rows))
-}
-
 // ReportRows returns rows as the reports encode them: a missing map as
 // {}, never null. Package suite's matrix report embeds rows so.
 func ReportRows(rows []Row) []Row {
@@ -183,9 +180,9 @@ func ReportRows(rows []Row) []Row {
 	return out
 }
 
-// Legend explains the table's derived columns; WriteMarkdown prints it
+// legend explains the table's derived columns; WriteMarkdown prints it
 // under the table.
-const Legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, remaining >= 0, and sold = initial - remaining: " +
+const legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, remaining >= 0, and sold = initial - remaining: " +
 	"the sold counter, INCRed with each sale's write, counts an item sold twice twice); " +
 	"lost = ok - num on /testLock (SAFE needs 0); other = non-200 answers by status, error = transport error; " +
 	"latencies in ms per request; history = porcupine's check that some order of the requests explains every answer " +
@@ -193,8 +190,8 @@ const Legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, re
 	"counted as possibly applied; overlaps = critical sections the instances report that wrote while another holder of the lock " +
 	"was inside (OVERLAP when nothing else shows; + a lower bound: an instance had forgotten some, - not asked)."
 
-// ScenarioLegend adds what scenario runs show to Legend.
-const ScenarioLegend = Legend + " stall ms = the longest time with no answer from inside the lock " +
+// scenarioLegend adds what scenario runs show to legend.
+const scenarioLegend = legend + " stall ms = the longest time with no answer from inside the lock " +
 	"(a 200, or on /sale a 409 sold out) after the first fault of the run, or over the whole run when it has none; " +
 	"a negative oversold is SAFE only when the sold counter equals the stock that left and the missing 200s are " +
 	"within the requests the app never answered (502, 504, error): answers lost with a crashed instance; " +
@@ -202,13 +199,14 @@ const ScenarioLegend = Legend + " stall ms = the longest time with no answer fro
 	"DEADLOCK = books that balance but a stall past the scenario's bound (the run is then stopped); " +
 	"expected = the ladder's verdict for the pair."
 
-// LegendFor is the legend that explains rows' columns: Legend, or for
-// scenario runs ScenarioLegend. Package suite prints it under its tables.
+// LegendFor is the legend that explains rows' columns, with what scenario
+// runs show when rows come from them. WriteMarkdown prints it under the
+// table; Compare and package suite under theirs.
 func LegendFor(rows []Row) string {
 	if scenarioRows(rows) {
-		return ScenarioLegend
+		return scenarioLegend
 	}
-	return Legend
+	return legend
 }
 
 // WriteMarkdown writes rows as a Markdown table, numbers right-aligned and
@@ -258,7 +256,8 @@ type reportFile struct {
 // them to latest.{json,md}. A second report in the same second gets a
 // "-2", "-3"... suffix instead of overwriting the first. The JSON file is
 // {"meta":{...},"rows":[...]}; the Markdown file has a title, the meta as
-// a list, the table and the legend.
+// a list, the table and the legend. Compare writes them; so may a caller
+// that runs its own way (see NewMeta).
 func WriteReports(dir string, rows []Row, meta Meta) (jsonPath, mdPath string, err error) {
 	if meta.Started.IsZero() {
 		meta.Started = time.Now()

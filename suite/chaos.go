@@ -109,13 +109,17 @@ type ChaosRow struct {
 	Rows []bench.Row `json:"rows,omitempty"`
 }
 
-// Chaos defaults.
+// The defaults of ChaosConfig's sizes.
 const (
-	DefaultChaosRequests    = 1000
-	DefaultChaosConcurrency = 40
-	DefaultChaosStock       = 300
-	DefaultRepeats          = 20
-	DefaultTrials           = 20
+	defaultChaosRequests    = 1000
+	defaultChaosConcurrency = 40
+	defaultChaosStock       = 300
+)
+
+// The defaults of ChaosConfig's Repeats and Trials; cmd/bench shows them.
+const (
+	DefaultRepeats = 20
+	DefaultTrials  = 20
 )
 
 // chaosLockTTL is the lease the fault stacks run with (the app's default):
@@ -165,8 +169,8 @@ func newChaos(cfg ChaosConfig) (*chaos, error) {
 		v   *int
 		def int
 	}{
-		{&cfg.Requests, DefaultChaosRequests}, {&cfg.Concurrency, DefaultChaosConcurrency},
-		{&cfg.Stock, DefaultChaosStock}, {&cfg.Repeats, DefaultRepeats}, {&cfg.Trials, DefaultTrials},
+		{&cfg.Requests, defaultChaosRequests}, {&cfg.Concurrency, defaultChaosConcurrency},
+		{&cfg.Stock, defaultChaosStock}, {&cfg.Repeats, DefaultRepeats}, {&cfg.Trials, DefaultTrials},
 	} {
 		if *d.v < 0 {
 			return nil, errors.New("bench: chaos: sizes must not be negative")

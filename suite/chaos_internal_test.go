@@ -100,7 +100,7 @@ func TestChaosTables(t *testing.T) {
 		}
 	}
 	b.Reset()
-	WriteChaosMarkdown(&b, rows)
+	writeChaosMarkdown(&b, rows)
 	if lines := strings.Split(strings.TrimSpace(b.String()), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[1], "| ---:") {
 		t.Errorf("markdown:\n%s", b.String())
 	}

@@ -57,8 +57,8 @@ func WriteChaosTable(w io.Writer, rows []ChaosRow) error {
 	return nil
 }
 
-// WriteChaosMarkdown writes the rows as a Markdown table.
-func WriteChaosMarkdown(w io.Writer, rows []ChaosRow) error {
+// writeChaosMarkdown writes the rows as a Markdown table.
+func writeChaosMarkdown(w io.Writer, rows []ChaosRow) error {
 	head := make([]string, len(chaosColumns))
 	for i, c := range chaosColumns {
 		head[i] = c.head
@@ -74,8 +74,8 @@ func WriteChaosMarkdown(w io.Writer, rows []ChaosRow) error {
 	return nil
 }
 
-// ChaosLegend says what the table's columns mean.
-const ChaosLegend = "errors by class: 503 lock = the lock not had in time or Redis down while taking it (nothing changed), " +
+// chaosLegend says what the table's columns mean.
+const chaosLegend = "errors by class: 503 lock = the lock not had in time or Redis down while taking it (nothing changed), " +
 	"503 redis = Redis failed under the write (maybe applied), 502/504 = the load balancer got no answer, conn = no answer at all; " +
 	"violations = overlapping critical sections + illegal histories (porcupine) + runs whose books do not balance; " +
 	"recovery and figure: what each fault measures; pass: the figure meets what the issue asks of the fault."
@@ -97,7 +97,7 @@ func CompareChaos(ctx context.Context, cfg ChaosConfig, dir string, w io.Writer)
 	}
 	fmt.Fprintln(w)
 	WriteChaosTable(w, rows)
-	fmt.Fprintf(w, "\n%s\nseed %d; took %s\n", ChaosLegend, cfg.Seed, took.Round(time.Second))
+	fmt.Fprintf(w, "\n%s\nseed %d; took %s\n", chaosLegend, cfg.Seed, took.Round(time.Second))
 
 	var js, md bytes.Buffer
 	rep := struct {
@@ -112,8 +112,8 @@ func CompareChaos(ctx context.Context, cfg ChaosConfig, dir string, w io.Writer)
 	}
 	fmt.Fprintf(&md, "# Lock ladder fault suite, %s\n\n- host: %s\n- seed: %d, took %s\n\n",
 		started.UTC().Format("2006-01-02 15:04:05 MST"), bench.HostInfo(), cfg.Seed, took.Round(time.Second))
-	WriteChaosMarkdown(&md, rows)
-	fmt.Fprintf(&md, "\n%s\n", ChaosLegend)
+	writeChaosMarkdown(&md, rows)
+	fmt.Fprintf(&md, "\n%s\n", chaosLegend)
 	jsonPath, mdPath, err := report.WriteFiles(dir, "chaos-"+started.Format("20060102-150405"), "chaos-latest", js.Bytes(), md.Bytes())
 	if err != nil {
 		return rows, err

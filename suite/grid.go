@@ -14,7 +14,8 @@ import (
 )
 
 // Summary counts the rows that carry an expected verdict and those whose
-// verdict matches it.
+// verdict matches it: the "summary" of the matrix report's JSON, for
+// whoever reads the report back (the tests do).
 type Summary struct {
 	Pairs      int      `json:"pairs"`
 	AsExpected int      `json:"as_expected"`
@@ -23,8 +24,8 @@ type Summary struct {
 	TookMs     float64  `json:"took_ms"`
 }
 
-// Summarize counts rows against their expected verdicts.
-func Summarize(rows []bench.Row, skips []Skip, took time.Duration) Summary {
+// summarize counts rows against their expected verdicts.
+func summarize(rows []bench.Row, skips []Skip, took time.Duration) Summary {
 	s := Summary{Skipped: len(skips), TookMs: report.Ms(took), Unexpected: []string{}}
 	for _, r := range rows {
 		if r.Expected == "" {
@@ -40,8 +41,8 @@ func Summarize(rows []bench.Row, skips []Skip, took time.Duration) Summary {
 	return s
 }
 
-// Line is "N of M pairs as the ladder expects; took T".
-func (s Summary) Line() string {
+// line is "N of M pairs as the ladder expects; took T".
+func (s Summary) line() string {
 	line := fmt.Sprintf("%d of %d pairs as the ladder expects", s.AsExpected, s.Pairs)
 	if s.TookMs > 0 {
 		took := time.Duration(s.TookMs * float64(time.Millisecond))
@@ -202,8 +203,8 @@ func WriteGrid(w io.Writer, rows []bench.Row, skips []Skip, took time.Duration) 
 	bw := bufio.NewWriter(w)
 	report.Aligned(bw, lines, nil)
 	writeSkipped(bw, g, "")
-	sum := Summarize(rows, skips, took)
-	fmt.Fprintf(bw, "\n%s\n", sum.Line())
+	sum := summarize(rows, skips, took)
+	fmt.Fprintf(bw, "\n%s\n", sum.line())
 	for _, u := range sum.Unexpected {
 		fmt.Fprintf(bw, "  %s %s\n", bench.MarkUnexpected, u)
 	}
@@ -264,6 +265,8 @@ type matrixReport struct {
 // a "-2" suffix. The JSON file is {"meta","summary","rows","skipped"},
 // every row with its scenario, stall and expected verdict; the Markdown
 // file has the grid, the skipped pairs, the rows and the legend.
+// CompareMatrix writes them; so may a caller that runs RunMatrix its own
+// way, as bench.WriteReports for the plain benchmark.
 func WriteMatrixReports(dir string, rows []bench.Row, skips []Skip, meta bench.Meta, took time.Duration) (jsonPath, mdPath string, err error) {
 	if meta.Started.IsZero() {
 		meta.Started = time.Now()
@@ -271,7 +274,7 @@ func WriteMatrixReports(dir string, rows []bench.Row, skips []Skip, meta bench.M
 	if skips == nil {
 		skips = []Skip{}
 	}
-	sum := Summarize(rows, skips, took)
+	sum := summarize(rows, skips, took)
 	var js, md bytes.Buffer
 	if err := report.JSON(&js, matrixReport{Meta: meta, Summary: sum, Rows: bench.ReportRows(rows), Skipped: skips}); err != nil {
 		return "", "", fmt.Errorf("bench: encoding the JSON report: %w", err)
@@ -279,7 +282,7 @@ func WriteMatrixReports(dir string, rows []bench.Row, skips []Skip, meta bench.M
 
 	fmt.Fprintf(&md, "# Lock ladder matrix, %s\n\n", meta.Started.Format("2006-01-02 15:04:05 MST"))
 	meta.WriteList(&md)
-	fmt.Fprintf(&md, "\n%s.\n\n## Verdicts\n\n", sum.Line())
+	fmt.Fprintf(&md, "\n%s.\n\n## Verdicts\n\n", sum.line())
 	writeMarkdownGrid(&md, rows, skips)
 	for _, u := range sum.Unexpected {
 		fmt.Fprintf(&md, "\nNot as expected: %s\n", u)

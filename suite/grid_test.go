@@ -149,7 +149,7 @@ func TestWriteMatrixReports(t *testing.T) {
 		"Not as expected: slow lua/sale: SAFE, want OVERSOLD",
 		"| scenario | lock | endpoint |",
 		"| crash | `setnx` | sale |",
-		bench.ScenarioLegend,
+		bench.LegendFor(rows),
 		"- `masters-down-3`: ",
 	} {
 		if !strings.Contains(md, want) {

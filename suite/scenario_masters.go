@@ -15,8 +15,8 @@ func mastersDown(k int) Scenario {
 		name = fmt.Sprintf("masters-down-%d", k)
 		about = fmt.Sprintf("5 Redlock masters; %d stopped a third of the way in: no majority left", k)
 	}
-	each := func(ctx context.Context, t Stack, verb string, act func(MasterControl, int) error) error {
-		mc, ok := t.(MasterControl)
+	each := func(ctx context.Context, t Stack, verb string, act func(masterControl, int) error) error {
+		mc, ok := t.(masterControl)
 		if !ok {
 			return errors.New("the stack has no Redlock masters to " + verb)
 		}
@@ -36,10 +36,10 @@ func mastersDown(k int) Scenario {
 			At:    1.0 / 3,
 			About: fmt.Sprintf("stop %d of 5 masters", k),
 			Do: func(ctx context.Context, t Stack) error {
-				return each(ctx, t, "stop", MasterControl.StopMaster)
+				return each(ctx, t, "stop", masterControl.StopMaster)
 			},
 			Undo: func(ctx context.Context, t Stack) error {
-				return each(ctx, t, "start", MasterControl.StartMaster)
+				return each(ctx, t, "start", masterControl.StartMaster)
 			},
 		}},
 		Expect:    map[string]string{"redlock": bench.VerdictSafe},

@@ -6,7 +6,8 @@ import (
 	"github.com/lockladder/lockladder/bench"
 )
 
-// LadderLocks lists the ladder's locks in rung order, the atomic ceiling last.
+// LadderLocks lists the ladder's locks in rung order, the atomic ceiling
+// last: MatrixConfig.Locks's default, and the order of the grid's rows.
 func LadderLocks() []string {
 	return []string{
 		"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del",

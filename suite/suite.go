@@ -31,16 +31,16 @@ type Stack interface {
 	Stop() error
 }
 
-// MasterControl is a Stack whose Redlock masters can be stopped and
+// masterControl is a Stack whose Redlock masters can be stopped and
 // started again, by 0-based index; *stack.Stack is one.
-type MasterControl interface {
+type masterControl interface {
 	StopMaster(i int) error
 	StartMaster(i int) error
 }
 
 var (
 	_ Stack         = (*stack.Stack)(nil)
-	_ MasterControl = (*stack.Stack)(nil)
+	_ masterControl = (*stack.Stack)(nil)
 )
 
 // startStack is stack.Start as a Stack (a nil one on error).
