@@ -81,16 +81,6 @@ func (s *fakeStock) sell(w http.ResponseWriter, gap time.Duration) {
 	writeJSON(w, http.StatusOK, map[string]any{"sold": true, "remaining": n - 1})
 }
 
-// incr answers an increment of num.
-func (s *fakeStock) incr(w http.ResponseWriter, gap time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.num
-	s.sleep(gap)
-	s.num = n + 1
-	writeJSON(w, http.StatusOK, map[string]any{"num": n + 1})
-}
-
 // sleep lets the others in for gap, between a read and its write.
 func (s *fakeStock) sleep(gap time.Duration) {
 	if gap > 0 {
