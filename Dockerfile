@@ -11,6 +11,10 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/app ./cmd/app \
 # Alpine rather than distroless: its busybox wget is the compose healthcheck.
 FROM alpine:3.21
 COPY --from=build /out/app /out/bench /
+# The bench's reports: a directory the unprivileged user owns, so that a
+# volume mounted there (docker-compose.yml's results) is writable by it.
+RUN mkdir /results && chown 65534:65534 /results
+VOLUME /results
 USER 65534:65534
 ENV APP_ADDR=0.0.0.0:8080
 EXPOSE 8080

@@ -17,6 +17,7 @@ const (
 	ReasonSoldOut     = "sold_out"     // 409: nothing left to sell
 	ReasonStaleToken  = "stale_token"  // 409: a newer fencing token has written
 	ReasonLockTimeout = "lock_timeout" // 503: the lock was not had in time
+	ReasonLockBusy    = "lock_busy"    // 503: try=0 found the lock held: one attempt, no wait
 	ReasonUnavailable = "unavailable"  // 503: Redis failed; the write may have happened
 	// 503: Redis failed while the lock was being taken: nothing was written.
 	ReasonLockUnavailable = "lock_unavailable"

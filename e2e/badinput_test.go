@@ -136,6 +136,20 @@ func badInputRows() []badRow {
 		bad400("wait on a lock that never waits", "/sale?lock=atomic&wait=fixed"),
 		bad400("wait on fair, which waits for its handoff", "/testLock?lock=fair&wait=notify"),
 
+		// try= (0 to 10s) and lease= (100ms to 60s)
+		bad400("try negative", "/sale?lock=lua&try=-1s"),
+		bad400("try over 10s", "/sale?lock=lua&try=11s"),
+		bad400("try without a unit", "/sale?lock=lua&try=5"),
+		bad400("try empty", "/sale?lock=lua&try="),
+		bad400("try repeated", "/sale?lock=lua&try=0&try=1s"),
+		bad400("try on a lock that never waits", "/sale?lock=atomic&try=1s"),
+		bad400("lease under 100ms", "/sale?lock=lua&lease=50ms"),
+		bad400("lease over 60s", "/sale?lock=lua&lease=61s"),
+		bad400("lease zero", "/sale?lock=lua&lease=0s"),
+		bad400("lease non-numeric", "/testLock?lock=lua&lease=long"),
+		bad400("lease on a lock without a lease", "/sale?lock=setnx&lease=1s"),
+		bad400("lease on local", "/sale?lock=local&lease=1s"),
+
 		// fault parameters: faults are off on these instances
 		bad400("work on a faultless instance", "/sale?lock=lua&work=10ms"),
 		bad400("fault=crash on a faultless instance", "/sale?lock=setnx&fault=crash"),

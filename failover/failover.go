@@ -153,7 +153,7 @@ func direct(addr string) *redis.Client {
 
 // lockerOf is the named rung of a ladder over rdb and masters.
 func lockerOf(name string, rdb redis.Cmdable, masters []redis.Cmdable, wait time.Duration) (lock.Locker, error) {
-	_, l, ok := lock.NewLadder(rdb, masters, lock.Options{TTL: LeaseTTL, Wait: wait}).Lookup(name)
+	_, l, ok := lock.NewLadder(rdb, masters, lock.Options{TTL: LeaseTTL, Wait: wait}, lock.RedlockOptions{}).Lookup(name)
 	if !ok || l == nil {
 		return nil, fmt.Errorf("no %q lock in the ladder", name)
 	}
@@ -221,7 +221,7 @@ func singleTrial(ctx context.Context, logf func(string, ...any)) (o outcome, err
 
 	g.ReplicationLink().Cut()
 	start := time.Now()
-	lkA, err := lockA.Obtain(ctx, Key)
+	lkA, err := lockA.Obtain(ctx, Key, lock.Call{})
 	if err != nil {
 		return o, fmt.Errorf("client A: %w", err)
 	}
@@ -250,7 +250,7 @@ func singleTrial(ctx context.Context, logf func(string, ...any)) (o outcome, err
 		return o, fmt.Errorf("the new primary %s holds %q (%v) before B asked", now, v, err)
 	}
 
-	lkB, errB := lockB.Obtain(ctx, Key)
+	lkB, errB := lockB.Obtain(ctx, Key, lock.Call{})
 	o.aLeft = LeaseTTL - time.Since(start)
 	if errB != nil && !errors.Is(errB, lock.ErrNotObtained) {
 		return o, fmt.Errorf("client B: %w", errB)
@@ -326,7 +326,7 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 	}
 
 	start := time.Now()
-	lkA, err := lockA.Obtain(ctx, Key)
+	lkA, err := lockA.Obtain(ctx, Key, lock.Call{})
 	if err != nil {
 		return o, fmt.Errorf("client A: %w", err)
 	}
@@ -377,7 +377,7 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 		return o, fmt.Errorf("master %d restarted holding %q (%v), want it empty", victim, v, err)
 	}
 
-	lkB, errB := lockB.Obtain(ctx, Key)
+	lkB, errB := lockB.Obtain(ctx, Key, lock.Call{})
 	o.aLeft = LeaseTTL - time.Since(start)
 	if v, ok := lkA.(interface{ Validity() time.Duration }); ok {
 		o.aLeft = v.Validity() - time.Since(start)

@@ -14,7 +14,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
@@ -28,19 +27,19 @@ type env struct {
 
 func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 
-func newEnvWith(t *testing.T, faults *fault.Actions) *env {
+func newEnvWith(t *testing.T, faults *handlers.FaultActions) *env {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	n := lock.NewNotifier(rdb)
+	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
 	t.Cleanup(func() { n.Close() })
 	r := handlers.New(handlers.Config{
 		Instance:  "test-1",
 		Inventory: inventory.New(rdb),
 		Ladder: lock.NewLadder(rdb, nil, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
-			Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}),
+			Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{}),
 		MaxStock: 1000,
 		Faults:   faults,
 	})
@@ -221,7 +220,7 @@ func TestStrategiesAndPage(t *testing.T) {
 	e := newEnv(t)
 	w := httptest.NewRecorder()
 	e.router.ServeHTTP(w, httptest.NewRequest("GET", "/strategies", nil))
-	var rungs []lock.Rung
+	var rungs []lock.Info
 	if err := json.Unmarshal(w.Body.Bytes(), &rungs); err != nil || len(rungs) != 13 {
 		t.Fatalf("strategies: %v %s", err, w.Body)
 	}
@@ -278,7 +277,7 @@ func TestFaultParametersRefusedUnlessEnabled(t *testing.T) {
 
 func TestArmedFaultsStrikeAtTheirPoints(t *testing.T) {
 	var exits, sleeps, stops []string
-	e := newEnvWith(t, &fault.Actions{
+	e := newEnvWith(t, &handlers.FaultActions{
 		Exit:  func(code int) { exits = append(exits, strconv.Itoa(code)) },
 		Sleep: func(d time.Duration) { sleeps = append(sleeps, d.String()) },
 		Stop:  func(d time.Duration) { stops = append(stops, d.String()) },
@@ -313,8 +312,9 @@ func TestArmedFaultsStrikeAtTheirPoints(t *testing.T) {
 	}
 }
 
-// TestReenter: the articles' testReEnter. A reentrant lock lets its owner
-// in again; any other lock waits for itself and gives up with a 503.
+// TestReenter: the articles' testReEnter. A reentrant lock (reentrant, and
+// local as Java's synchronized) lets its owner in again; any other lock
+// waits for itself and gives up with a 503.
 func TestReenter(t *testing.T) {
 	e := newEnv(t)
 	e.do(t, "POST", "/reset?stock=5")
@@ -324,14 +324,20 @@ func TestReenter(t *testing.T) {
 	if e.mr.Exists(inventory.StockLock) {
 		t.Fatal("reentrant lock left held after both releases")
 	}
-	for _, name := range []string{"lua", "local", "setnx-px"} {
+	if code, _, body := e.do(t, "POST", "/sale?lock=local&reenter=1"); code != 200 || body["remaining"] != 3.0 {
+		t.Fatalf("local re-entered: %d %v", code, body)
+	}
+	if code, _, body := e.do(t, "POST", "/sale?lock=local"); code != 200 || body["remaining"] != 2.0 {
+		t.Fatalf("local after a re-entry: %d %v: the monitor was left held", code, body)
+	}
+	for _, name := range []string{"lua", "setnx-px"} {
 		code, _, body := e.do(t, "POST", "/sale?lock="+name+"&reenter=1")
 		if code != 503 || !strings.Contains(body["error"].(string), "re-entering") {
 			t.Fatalf("%s re-entered: %d %v, want 503", name, code, body)
 		}
 	}
-	if got, _ := e.mr.Get("stock"); got != "4" {
-		t.Fatalf("stock %s after refused re-entries, want 4", got)
+	if got, _ := e.mr.Get("stock"); got != "2" {
+		t.Fatalf("stock %s after refused re-entries, want 2", got)
 	}
 	if code, _, _ := e.do(t, "POST", "/sale?lock=lua&reenter=maybe"); code != 400 {
 		t.Fatalf("reenter=maybe: %d, want 400", code)
@@ -365,7 +371,7 @@ func TestWaitParameter(t *testing.T) {
 	for _, m := range lock.WaitModes {
 		for _, name := range []string{"lua", "fenced", "fair", "atomic"} {
 			target := "/sale?lock=" + name + "&wait=" + string(m)
-			rung, _, _ := lock.NewLadder(nil, nil, lock.Options{}).Lookup(name)
+			rung, _, _ := lock.NewLadder(nil, nil, lock.Options{}, lock.RedlockOptions{}).Lookup(name)
 			code, _, body := e.do(t, "POST", target)
 			if !slices.Contains(rung.Waits, m) {
 				// A wait mode the lock does not take is bad input,
@@ -435,5 +441,51 @@ func TestSectionsRecordEachHold(t *testing.T) {
 	}
 	if code, _, body := e.do(t, "GET", "/sections?since=soon"); code != 400 || body["error"] == nil {
 		t.Fatalf("bad since: %d %v, want 400", code, body)
+	}
+}
+
+// TestTryAndLease: try= bounds how long this request waits (try=0: one
+// attempt, a 503 lock_busy at once when held); lease= sets the lease. Each
+// is a 400 out of its bounds or on a lock it does not apply to, and changes
+// nothing.
+func TestTryAndLease(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=5")
+	e.mr.Set(inventory.StockLock, "another-holder")
+	e.mr.SetTTL(inventory.StockLock, time.Minute)
+	start := time.Now()
+	code, _, body := e.do(t, "POST", "/sale?lock=lua&try=0")
+	if code != 503 || body["reason"] != "lock_busy" {
+		t.Fatalf("try=0 on a held lock: %d %v, want 503 lock_busy", code, body)
+	}
+	if took := time.Since(start); took > 40*time.Millisecond {
+		t.Errorf("try=0 took %s: it waited (the wait bound is 50ms)", took)
+	}
+	e.mr.Del(inventory.StockLock)
+	if code, _, body := e.do(t, "POST", "/sale?lock=lua&try=0"); code != 200 {
+		t.Fatalf("try=0 on a free lock: %d %v", code, body)
+	}
+
+	before := e.mr.Dump()
+	for _, tc := range []struct{ target, want string }{
+		{"/sale?lock=lua&try=-1s", "out of range"},
+		{"/sale?lock=lua&try=11s", "out of range"},
+		{"/sale?lock=lua&try=soon", "not a duration"},
+		{"/sale?lock=lua&try=", "not a duration"},
+		{"/sale?lock=lua&lease=50ms", "out of range"},
+		{"/sale?lock=lua&lease=61s", "out of range"},
+		{"/sale?lock=lua&lease=0", "out of range"},
+		{"/sale?lock=atomic&try=1s", `try= does not apply to lock "atomic"`},
+		{"/sale?lock=none&try=0", `try= does not apply to lock "none"`},
+		{"/sale?lock=setnx&lease=1s", `lease= does not apply to lock "setnx"`},
+		{"/testLock?lock=local&lease=1s", `lease= does not apply to lock "local"`},
+	} {
+		code, _, body := e.do(t, "POST", tc.target)
+		if msg, _ := body["error"].(string); code != 400 || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %d %v, want 400 saying %q", tc.target, code, body, tc.want)
+		}
+	}
+	if e.mr.Dump() != before {
+		t.Fatal("a refused try= or lease= changed Redis")
 	}
 }

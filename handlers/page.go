@@ -25,7 +25,7 @@ func (h *handler) page(c *gin.Context) {
 	c.Status(http.StatusOK)
 	err := pageTmpl.Execute(c.Writer, struct {
 		Instance string
-		Rungs    []lock.Rung
+		Rungs    []lock.Info
 	}{h.cfg.Instance, h.cfg.Ladder.Rungs()})
 	if err != nil {
 		h.cfg.Log.Error("render page", "err", err)

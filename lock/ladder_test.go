@@ -11,8 +11,8 @@ import (
 )
 
 func TestLadder(t *testing.T) {
-	l := lock.NewLadder(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), nil, lock.Options{})
-	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "getset", "reentrant", "redlock", "fenced", "fair", "atomic"}
+	l := lock.NewLadder(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), nil, lock.Options{}, lock.RedlockOptions{})
+	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "atomic"}
 	got := l.Names()
 	if len(got) != len(want) {
 		t.Fatalf("names %v, want %v", got, want)
@@ -30,7 +30,7 @@ func TestLadder(t *testing.T) {
 		}
 	}
 	if _, lk, _ := l.Lookup("redlock"); lk != nil {
-		if _, err := lk.Obtain(context.Background(), "k"); !errors.Is(err, lock.ErrNoMasters) {
+		if _, err := lk.Obtain(context.Background(), "k", lock.Call{}); !errors.Is(err, lock.ErrNoMasters) {
 			t.Errorf("redlock without masters: %v, want ErrNoMasters", err)
 		}
 	}

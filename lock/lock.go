@@ -1,13 +1,14 @@
-// Package lock is the ladder of lock strategies this lab compares.
+// Package lock is the ladder of lock strategies this lab compares: the
+// rungs of docs/ladder.md, one file each, read top to bottom.
 //
-// Every strategy is a Locker: Obtain waits (within a bound) until it holds
-// the named lock and returns a Lock, whose Release gives it up. The business
-// step that runs between the two is deliberately a non-atomic
-// read-modify-write (see package inventory), so any gap in mutual exclusion
-// shows up as an oversold stock or a lost update.
-//
-// The files are numbered by rung. Read them in order: each one names the
-// race it shows, and the next one names the fix.
+// A rung is one way to take a lock: a Rung makes one attempt (Try) and
+// says whether it got the lock, and its Lock gives it back. How a request
+// waits between attempts is not the rung's business but a layer the
+// ladder composes (Poll): sleep a fixed time (the articles), back off
+// exponentially, or sleep until the lock's deletion is announced. The
+// business step that runs between Obtain and Release is deliberately a
+// non-atomic read-modify-write (package inventory), so any gap in mutual
+// exclusion shows up as an oversold stock or a lost update.
 //
 //	rung00_none.go          no lock at all: lost updates
 //	rung01_local.go         an in-process mutex: safe in one process only
@@ -16,14 +17,21 @@
 //	rung04_setnx_px.go      SET NX PX: a lapsed lease, and A's DEL frees B's lock
 //	rung05_check_del.go     an owner token, GET then DEL: still two steps
 //	rung06_lua.go           compare-and-delete in one script: the lease still lapses
-//	rung07_getset.go        the GETSET expiry-timestamp algorithm: trusts clocks
-//	rung08_reentrant.go     a hash {owner: count} and a watchdog: not against pauses
-//	rung09_redlock.go       a majority of 5 masters: not against pauses either
-//	rung10_fenced.go        a fencing token the storage checks: safe
-//	rung11_fair.go          a FIFO queue in Redis, the lock handed to the next
-//	                        live waiter on release: no polling, no luck
+//	rung07_del_setnx.go     an expiry timestamp; an expired lock DELeted, then
+//	                        SETNX: two waiters both take it
+//	rung08_getset.go        the GETSET expiry-timestamp algorithm: trusts clocks
+//	rung09_reentrant.go     a watchdog renews the lease (and the owner may
+//	                        re-enter): not against pauses
+//	rung10_redlock.go       a majority of 5 masters: not against pauses either
+//	rung11_fenced.go        a fencing token the storage checks: safe
+//	rung12_fair.go          a FIFO queue in Redis, the lock handed to the next
+//	                        live waiter on release: no herd, no luck
 //
-// The ceiling needs no lock: inventory's one-script sale.
+// The waiting: wait.go (the polling loop and its pauses), notify.go (the
+// lock's deletions announced by Redis itself, and fair's handoffs),
+// queue.go (a process's requests in a line: redlock's default),
+// watchdog.go (the renewal rungs 9 and 12 share). The ceiling needs no
+// lock: inventory's one-script sale.
 package lock
 
 import (
@@ -40,6 +48,9 @@ var (
 	ErrNotObtained = errors.New("lock: not obtained")
 	// ErrNotHeld means a release found the lock gone or held by someone else.
 	ErrNotHeld = errors.New("lock: not held")
+	// ErrBusy means a call that tries once (Call.Try 0) found the lock
+	// held. It is an ErrNotObtained.
+	ErrBusy = fmt.Errorf("%w: busy, and one attempt was asked", ErrNotObtained)
 )
 
 // Locker obtains named locks. One Locker serves many concurrent callers; the
@@ -48,7 +59,38 @@ type Locker interface {
 	// Obtain blocks until it holds key, the wait bound passes
 	// (ErrNotObtained), or ctx ends (ErrNotObtained wrapping ctx.Err()).
 	// Other errors come from the back end (Redis unreachable, say).
-	Obtain(ctx context.Context, key string) (Lock, error)
+	Obtain(ctx context.Context, key string, c Call) (Lock, error)
+}
+
+// Call is what one Obtain asks for besides the key, passed explicitly.
+// The zero Call waits the Locker's default way, as a fresh owner.
+type Call struct {
+	// Wait is how this call waits for a busy lock: WaitFixed, WaitBackoff,
+	// WaitNotify or WaitQueue. "" is the Locker's default (Options.WaitMode,
+	// else the rung's own).
+	Wait WaitMode
+	// Owner is who takes the lock, for the reentrant rung: an owner that
+	// holds it may take it again. The articles' owner is "<process
+	// uuid>:<thread id>"; Go has no thread ids, so the caller names one.
+	// "" is a fresh owner for this call.
+	Owner string
+	// Try bounds how long this call waits for the lock, as Java's
+	// tryLock(time, unit) and Redisson's tryLock(waitTime, leaseTime): a
+	// pointer to 0 makes one attempt (ErrBusy when the lock is held), nil
+	// waits the Locker's bound (Options.Wait).
+	Try *time.Duration
+	// Lease, when positive, is this call's lease instead of Options.TTL,
+	// and (Redisson's rule) a lease given means no renewal: the rungs with
+	// a watchdog (reentrant, fair) run without one.
+	Lease time.Duration
+}
+
+// ttl is the lease of a call: its own, or def.
+func (c Call) ttl(def time.Duration) time.Duration {
+	if c.Lease > 0 {
+		return c.Lease
+	}
+	return def
 }
 
 // Lock is one held acquisition.
@@ -56,6 +98,14 @@ type Lock interface {
 	// Release gives the lock up. It returns ErrNotHeld when the lock was no
 	// longer ours to release (it expired, and perhaps another holder has it).
 	Release(ctx context.Context) error
+}
+
+// Rung is one lock strategy's mechanism, without the waiting: Try makes
+// one attempt at key. It returns the held Lock, or false when someone else
+// holds it; an error means the back end failed (Redis unreachable), not
+// that the lock was busy. Poll turns a Rung into a Locker that waits.
+type Rung interface {
+	Try(ctx context.Context, key string, c Call) (l Lock, ok bool, err error)
 }
 
 // PipelineReleaser is a held lock whose release can ride in the same
@@ -69,8 +119,9 @@ type PipelineReleaser interface {
 	ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error
 }
 
-// Options are shared by every Redis rung, so that rungs differ only by the
-// fix that separates them, never by how long or how they wait.
+// Options configure a Locker. Every Redis rung takes the same ones, so that
+// rungs differ only by the fix that separates them, never by how long or
+// how they wait. Zero values take the defaults.
 type Options struct {
 	// TTL is the lease: how long the lock lives in Redis without a release.
 	// Default 2s.
@@ -78,9 +129,9 @@ type Options struct {
 	// Wait bounds how long Obtain tries before giving up with
 	// ErrNotObtained. Default 5s.
 	Wait time.Duration
-	// WaitMode is how Obtain waits for a busy lock, unless the context
-	// says otherwise (WithWait). Default "": each rung's own, WaitFixed
-	// (the articles' loop) for the rungs that poll, WaitQueue for redlock.
+	// WaitMode is how Obtain waits for a busy lock unless the Call says
+	// otherwise. Default "": each rung's own, WaitFixed (the articles'
+	// loop) for the rungs that poll, WaitQueue for redlock.
 	WaitMode WaitMode
 	// Retry makes the sleeps of WaitFixed for one Obtain. Default
 	// FixedSleep(10ms): the articles' "sleep and try again", with a
@@ -90,10 +141,10 @@ type Options struct {
 	// Notifier) for one Obtain. Default ExponentialBackoff(1ms, 32ms,
 	// FullJitter).
 	Backoff func() Backoff
-	// Notifier announces releases across processes: with one, every
-	// release publishes, and WaitNotify waiters (and fair's queue) wake on
-	// it. Default nil: releases announce nothing, WaitNotify polls as
-	// WaitBackoff, and fair's waiters find their handoff by polling.
+	// Notifier hears the lock keys' deletions that Redis announces, and
+	// fair's handoffs: WaitNotify waiters and fair's queue wake on them.
+	// Default nil: WaitNotify polls as WaitBackoff, and fair's waiters find
+	// their handoff by polling.
 	Notifier *Notifier
 	// Clock is what rungs that compare timestamps (getset) read as "now".
 	// Default time.Now; a skewed instance runs it ahead.
@@ -128,4 +179,18 @@ func releaseResult(key string, n int64, err error) error {
 		return ErrNotHeld
 	}
 	return nil
+}
+
+// leaseMS is a lease in whole milliseconds for PEXPIRE, at least 1 (0
+// would delete the key).
+func leaseMS(d time.Duration) int64 {
+	return max(d.Milliseconds(), 1)
+}
+
+// wrap names the command that failed, or returns nil for no error.
+func wrap(err error, cmd, key string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("lock: %s %s: %w", cmd, key, err)
 }

@@ -20,11 +20,11 @@ var fast = lock.Options{TTL: time.Second, Wait: 100 * time.Millisecond, Retry: l
 
 func TestNoneExcludesNobody(t *testing.T) {
 	ctx := context.Background()
-	a, err := lock.None{}.Obtain(ctx, "k")
+	a, err := lock.None{}.Obtain(ctx, "k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := lock.None{}.Obtain(ctx, "k")
+	b, err := lock.None{}.Obtain(ctx, "k", lock.Call{})
 	if err != nil {
 		t.Fatalf("second holder: %v", err)
 	}
@@ -36,76 +36,19 @@ func TestNoneExcludesNobody(t *testing.T) {
 	}
 }
 
-func TestLocal(t *testing.T) {
-	ctx := context.Background()
-	l := lock.NewLocal(fast)
-
-	a, err := l.Obtain(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := l.Obtain(ctx, "other")
-	if err != nil {
-		t.Fatalf("another key must be free: %v", err)
-	}
-	defer other.Release(ctx)
-
-	start := time.Now()
-	if _, err := l.Obtain(ctx, "k"); !errors.Is(err, lock.ErrNotObtained) {
-		t.Fatalf("second Obtain while held: got %v, want ErrNotObtained", err)
-	}
-	if waited := time.Since(start); waited < fast.Wait || waited > fast.Wait+time.Second {
-		t.Errorf("waited %s, want about the wait bound %s", waited, fast.Wait)
-	}
-
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := l.Obtain(cctx, "k"); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Obtain with a cancelled ctx: got %v", err)
-	}
-
-	if err := a.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("second Release: got %v, want ErrNotHeld", err)
-	}
-	b, err := l.Obtain(ctx, "k")
-	if err != nil {
-		t.Fatalf("Obtain after release: %v", err)
-	}
-	b.Release(ctx)
-}
-
-// TestLocalIsPerProcess shows rung 1's flaw: two processes (two Local
-// lockers) both hold the same key at once.
-func TestLocalIsPerProcess(t *testing.T) {
-	ctx := context.Background()
-	a, err := lock.NewLocal(fast).Obtain(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Release(ctx)
-	b, err := lock.NewLocal(fast).Obtain(ctx, "k")
-	if err != nil {
-		t.Fatalf("second process: %v", err)
-	}
-	b.Release(ctx)
-}
-
 func TestLuaExcludesAndReleases(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	l := lock.NewLua(rdb, fast)
 
-	a, err := l.Obtain(ctx, "lock:k")
+	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ttl := rdb.PTTL(ctx, "lock:k").Val(); ttl <= 0 || ttl > fast.TTL {
 		t.Errorf("lock key PTTL = %s, want a lease in (0, %s]", ttl, fast.TTL)
 	}
-	if _, err := l.Obtain(ctx, "lock:k"); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := l.Obtain(ctx, "lock:k", lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("Obtain while held: got %v, want ErrNotObtained", err)
 	}
 	if err := a.Release(ctx); err != nil {
@@ -114,7 +57,7 @@ func TestLuaExcludesAndReleases(t *testing.T) {
 	if n := rdb.Exists(ctx, "lock:k").Val(); n != 0 {
 		t.Fatalf("lock key still there after release")
 	}
-	b, err := l.Obtain(ctx, "lock:k")
+	b, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatalf("Obtain after release: %v", err)
 	}
@@ -134,11 +77,11 @@ func TestLuaLateReleaseLeavesNextHolderAlone(t *testing.T) {
 	opts.Wait = 2 * time.Second
 	l := lock.NewLua(rdb, opts)
 
-	a, err := l.Obtain(ctx, "lock:k")
+	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := l.Obtain(ctx, "lock:k") // waits until A's lease lapses
+	b, err := l.Obtain(ctx, "lock:k", lock.Call{}) // waits until A's lease lapses
 	if err != nil {
 		t.Fatalf("B after A's lease lapsed: %v", err)
 	}
@@ -157,7 +100,7 @@ func TestLuaLateReleaseLeavesNextHolderAlone(t *testing.T) {
 func TestLuaRedisDownIsAnErrorNotATimeout(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond})
 	defer rdb.Close()
-	_, err := lock.NewLua(rdb, fast).Obtain(context.Background(), "lock:k")
+	_, err := lock.NewLua(rdb, fast).Obtain(context.Background(), "lock:k", lock.Call{})
 	if err == nil || errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("got %v, want a connection error", err)
 	}
@@ -169,11 +112,10 @@ func TestLuaRedisDownIsAnErrorNotATimeout(t *testing.T) {
 func TestExactUnderContention(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	opts := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second, Retry: lock.FixedSleep(time.Millisecond)}
-	ctx := context.Background()
-	t.Run("lua", func(t *testing.T) { contend(t, rdb, lock.NewLua(rdb, opts), ctx, "n:lua", 20, 25) })
-	t.Run("local", func(t *testing.T) { contend(t, rdb, lock.NewLocal(opts), ctx, "n:local", 20, 25) }) // one process: exact
+	t.Run("lua", func(t *testing.T) { contend(t, rdb, lock.NewLua(rdb, opts), lock.Call{}, "n:lua", 20, 25) })
+	t.Run("local", func(t *testing.T) { contend(t, rdb, lock.NewLocal(opts), lock.Call{}, "n:local", 20, 25) }) // one process: exact
 	t.Run("none", func(t *testing.T) {
-		ok, got, _ := increment(t, rdb, lock.None{}, ctx, "n:none", 20, 25)
+		ok, got, _ := increment(t, rdb, lock.None{}, lock.Call{}, "n:none", 20, 25)
 		if ok-got == 0 {
 			t.Fatalf("no lock lost no update in %d increments: the race did not show", ok)
 		}
@@ -185,15 +127,16 @@ func TestExactUnderContention(t *testing.T) {
 // increment of key each times under l (GET, a short pause to widen the
 // window, SET n+1). It returns the increments done, the counter's final
 // value, and the longest wait for the lock.
-func increment(t *testing.T, rdb *redis.Client, l lock.Locker, ctx context.Context, key string, workers, each int) (ok, counter int64, longest time.Duration) {
+func increment(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (ok, counter int64, longest time.Duration) {
 	t.Helper()
+	ctx := context.Background()
 	var done, longestNs atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for range each {
 				start := time.Now()
-				held, err := l.Obtain(ctx, "lock:"+key)
+				held, err := l.Obtain(ctx, "lock:"+key, c)
 				if err != nil {
 					t.Error(err)
 					return
@@ -218,9 +161,9 @@ func increment(t *testing.T, rdb *redis.Client, l lock.Locker, ctx context.Conte
 
 // contend is increment under a lock that must exclude: every increment
 // done and none lost. It returns the increments and the longest wait.
-func contend(t *testing.T, rdb *redis.Client, l lock.Locker, ctx context.Context, key string, workers, each int) (int64, time.Duration) {
+func contend(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (int64, time.Duration) {
 	t.Helper()
-	ok, got, longest := increment(t, rdb, l, ctx, key, workers, each)
+	ok, got, longest := increment(t, rdb, l, c, key, workers, each)
 	if lost := ok - got; lost != 0 || ok != int64(workers*each) {
 		t.Fatalf("%d increments of %d, counter %d: %d lost", ok, workers*each, got, lost)
 	}

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -16,35 +17,59 @@ type Subscriber interface {
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
 
-// DefaultChannel is the pub/sub channel releases are announced on.
-const DefaultChannel = "lockladder:released"
+// KeyspaceEvents is the notify-keyspace-events setting announcements need:
+// keyspace events (K) of generic commands (g: DEL) and of expiries (x).
+const KeyspaceEvents = "Kgx"
 
-// Messages on the channel: "r|<lock key>" when a lock was released (any
-// rung), "h|<waiter token>|<fencing token>" when fair's release handed the
-// lock to that waiter.
-const (
-	msgReleased = "r|"
-	msgHanded   = "h|"
-)
+// EnableKeyspaceEvents has the Redis behind rdb announce every deletion and
+// expiry of a key on its keyspace channel (CONFIG SET notify-keyspace-events,
+// adding KeyspaceEvents to what is already set). The Notifier listens to
+// those: no release needs to announce itself. A server that refuses
+// (managed Redis, say) leaves WaitNotify to its fallback tick.
+func EnableKeyspaceEvents(ctx context.Context, rdb redis.Cmdable) error {
+	cur, err := rdb.ConfigGet(ctx, "notify-keyspace-events").Result()
+	if err != nil {
+		return fmt.Errorf("lock: CONFIG GET notify-keyspace-events: %w", err)
+	}
+	flags, missing := cur["notify-keyspace-events"], ""
+	for _, f := range KeyspaceEvents {
+		// A (all classes) covers g and x, not K.
+		if !strings.ContainsRune(flags, f) && (f == 'K' || !strings.ContainsRune(flags, 'A')) {
+			missing += string(f)
+		}
+	}
+	if missing == "" {
+		return nil
+	}
+	flags += missing
+	if err := rdb.ConfigSet(ctx, "notify-keyspace-events", flags).Err(); err != nil {
+		return fmt.Errorf("lock: CONFIG SET notify-keyspace-events %s: %w", flags, err)
+	}
+	return nil
+}
+
+// handoffChannel is where fair's release announces whom it handed the lock
+// to: "<waiter token>|<fencing token>".
+const handoffChannel = "lockladder:handoff"
+
+// keyspacePattern matches every key's keyspace channel in every database:
+// "__keyspace@0__:lock:stock".
+const keyspacePattern = "__keyspace@*__:*"
 
 // Notifier is one pub/sub subscription per process, fanned out to the
-// process's waiters. Releasers publish after (in the same round trip as)
-// their release; the Notifier wakes, for each announcement, the oldest
-// local WaitNotify waiter of that lock key (one per process, not a herd),
-// and, for a fair handoff, exactly the waiter it names.
+// process's waiters. It hears two things: Redis's own announcement that a
+// lock key was deleted or expired (keyspace events, see
+// EnableKeyspaceEvents), on which it wakes the oldest local WaitNotify
+// waiter of that key (one per process, not a herd); and fair's handoffs,
+// on which it wakes exactly the waiter named.
 //
 // Pub/sub is at most once: a message published while the subscription is
-// down (a reconnect) is lost, and nothing announces a lease that lapses
-// because its holder died. So every notify waiter also tries again on a
-// slow fallback tick (Fallback, jittered), and fair's waiters refresh their
-// queue entry on theirs. Keyspace notifications would announce expiries
-// too, but need CONFIG SET notify-keyspace-events on the server, fire
-// expiries late (when Redis gets round to expiring the key), and the
-// embedded miniredis fallback has none: the tick is simpler and covers
-// both.
+// down (a reconnect) is lost, and Redis announces an expiry only when it
+// gets round to expiring the key. So every notify waiter also tries again
+// on a slow fallback tick (NotifierOptions.Fallback, jittered), and fair's
+// waiters refresh their queue entry on theirs.
 type Notifier struct {
 	sub      Subscriber
-	channel  string
 	fallback time.Duration
 
 	startOnce sync.Once
@@ -59,53 +84,27 @@ type Notifier struct {
 	closed  bool
 }
 
-// NotifierOption configures a Notifier.
-type NotifierOption func(*Notifier)
-
-// WithChannel sets the pub/sub channel. Default DefaultChannel.
-func WithChannel(ch string) NotifierOption {
-	return func(n *Notifier) {
-		if ch != "" {
-			n.channel = ch
-		}
-	}
-}
-
-// WithFallback sets how often a notify waiter tries again with no
-// announcement (each pause drawn in [d/2, 3d/2)). Default 100ms.
-func WithFallback(d time.Duration) NotifierOption {
-	return func(n *Notifier) {
-		if d > 0 {
-			n.fallback = d
-		}
-	}
+// NotifierOptions configure a Notifier. Zero values take the defaults.
+type NotifierOptions struct {
+	// Fallback is how often a notify waiter tries again with no
+	// announcement (each pause drawn in [d/2, 3d/2)). Default 100ms.
+	Fallback time.Duration
 }
 
 // NewNotifier returns a Notifier over sub. It subscribes on first use;
 // Close ends the subscription.
-func NewNotifier(sub Subscriber, opts ...NotifierOption) *Notifier {
-	n := &Notifier{
+func NewNotifier(sub Subscriber, o NotifierOptions) *Notifier {
+	if o.Fallback <= 0 {
+		o.Fallback = 100 * time.Millisecond
+	}
+	return &Notifier{
 		sub:      sub,
-		channel:  DefaultChannel,
-		fallback: 100 * time.Millisecond,
+		fallback: o.Fallback,
 		ready:    make(chan struct{}),
 		stopped:  make(chan struct{}),
 		byKey:    make(map[string][]*notifyWaiter),
 		byToken:  make(map[string]*handoffWaiter),
 	}
-	for _, o := range opts {
-		o(n)
-	}
-	return n
-}
-
-// Channel is the pub/sub channel releases are published on ("" for a nil
-// Notifier: publish nothing).
-func (n *Notifier) Channel() string {
-	if n == nil {
-		return ""
-	}
-	return n.channel
 }
 
 // Close ends the subscription and waits for its goroutine. Waiters still
@@ -125,7 +124,7 @@ func (n *Notifier) Close() error {
 }
 
 // Ready returns a channel closed once the subscription is confirmed:
-// releases published after that reach this process's waiters.
+// announcements made after that reach this process's waiters.
 func (n *Notifier) Ready() <-chan struct{} {
 	n.start()
 	return n.ready
@@ -142,18 +141,22 @@ func (n *Notifier) start() {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		n.stop = cancel
-		n.ps = n.sub.Subscribe(ctx, n.channel)
+		n.ps = n.sub.Subscribe(ctx, handoffChannel)
 		go n.run(ctx)
 	})
 }
 
-// run waits for the subscription's confirmation, then dispatches every
-// message. It reads the connection itself rather than through go-redis's
-// Channel, which would add a goroutine hop to every wake-up; after an error
-// the next read reconnects and resubscribes.
+// run subscribes to the keyspace pattern too, waits for both
+// confirmations, then dispatches every message. It reads the connection
+// itself rather than through go-redis's Channel, which would add a
+// goroutine hop to every wake-up; after an error the next read reconnects
+// and resubscribes.
 func (n *Notifier) run(ctx context.Context) {
 	defer close(n.stopped)
-	confirmed := false
+	if err := n.ps.PSubscribe(ctx, keyspacePattern); err != nil && ctx.Err() != nil {
+		return
+	}
+	confirmed := 0
 	for {
 		msg, err := n.ps.Receive(ctx)
 		if ctx.Err() != nil {
@@ -165,44 +168,58 @@ func (n *Notifier) run(ctx context.Context) {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if !confirmed {
-				confirmed = true
+			if confirmed++; confirmed == 2 {
 				close(n.ready)
 			}
 		case *redis.Message:
-			n.dispatch(m.Payload)
+			if m.Channel == handoffChannel {
+				n.handedOff(m.Payload)
+			} else if key, ok := deleted(m.Channel, m.Payload); ok {
+				n.released(key)
+			}
 		}
 	}
 }
 
-func (n *Notifier) dispatch(payload string) {
+// deleted returns the key a keyspace event is about, when the event says
+// the key is gone: deleted, or expired.
+func deleted(channel, event string) (string, bool) {
+	if event != "del" && event != "expired" {
+		return "", false
+	}
+	_, key, ok := strings.Cut(channel, "__:")
+	return key, ok
+}
+
+// released wakes the oldest waiter of key. If it already has a wake-up
+// pending, it will try again after this release anyway.
+func (n *Notifier) released(key string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	switch {
-	case strings.HasPrefix(payload, msgReleased):
-		// Wake the oldest waiter of the key. If it already has a wake-up
-		// pending it will try again after this release anyway.
-		if ws := n.byKey[payload[len(msgReleased):]]; len(ws) > 0 {
-			select {
-			case ws[0].wake <- struct{}{}:
-			default:
-			}
+	if ws := n.byKey[key]; len(ws) > 0 {
+		select {
+		case ws[0].wake <- struct{}{}:
+		default:
 		}
-	case strings.HasPrefix(payload, msgHanded):
-		rest := payload[len(msgHanded):]
-		i := strings.LastIndexByte(rest, '|')
-		if i < 0 {
-			return
-		}
-		fence, err := strconv.ParseInt(rest[i+1:], 10, 64)
-		if err != nil {
-			return
-		}
-		if w := n.byToken[rest[:i]]; w != nil {
-			select {
-			case w.handed <- fence:
-			default:
-			}
+	}
+}
+
+// handedOff wakes the waiter a fair handoff names.
+func (n *Notifier) handedOff(payload string) {
+	token, fenceStr, ok := strings.Cut(payload, "|")
+	if !ok {
+		return
+	}
+	fence, err := strconv.ParseInt(fenceStr, 10, 64)
+	if err != nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if w := n.byToken[token]; w != nil {
+		select {
+		case w.handed <- fence:
+		default:
 		}
 	}
 }
@@ -216,7 +233,7 @@ func jittered(d time.Duration) time.Duration {
 }
 
 // watch registers a WaitNotify waiter of key, before its first try, so
-// that no release after that try goes unnoticed.
+// that no deletion after that try goes unnoticed.
 func (n *Notifier) watch(key string) *notifyWaiter {
 	n.start()
 	w := &notifyWaiter{n: n, key: key, wake: make(chan struct{}, 1)}
@@ -226,7 +243,7 @@ func (n *Notifier) watch(key string) *notifyWaiter {
 	return w
 }
 
-// notifyWaiter sleeps until a release of its key, or the fallback tick.
+// notifyWaiter sleeps until its key is deleted, or the fallback tick.
 type notifyWaiter struct {
 	n     *Notifier
 	key   string
@@ -273,7 +290,7 @@ func (w *notifyWaiter) done(bool) {
 	// its own) is passed on to the next one.
 	select {
 	case <-w.wake:
-		n.dispatch(msgReleased + w.key)
+		n.released(w.key)
 	default:
 	}
 }

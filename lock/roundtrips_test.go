@@ -29,7 +29,7 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // (fenced when the lock carries a token), Release (in the pipeline of the
 // last write when the lock can). It returns the round trips spent taking
 // the lock and giving it up, and in all.
-func sale(ctx context.Context, store *inventory.Store, l lock.Locker, rt []*roundTrips) (lockRTT, total int64, err error) {
+func sale(ctx context.Context, c lock.Call, store *inventory.Store, l lock.Locker, rt []*roundTrips) (lockRTT, total int64, err error) {
 	count := func() (n int64) {
 		for _, r := range rt {
 			n += r.n.Load()
@@ -37,7 +37,7 @@ func sale(ctx context.Context, store *inventory.Store, l lock.Locker, rt []*roun
 		return n
 	}
 	start := count()
-	held, err := l.Obtain(ctx, inventory.StockLock)
+	held, err := l.Obtain(ctx, inventory.StockLock, c)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -78,7 +78,10 @@ func BenchmarkRoundTrips(b *testing.B) {
 	ctx := context.Background()
 	rt := &roundTrips{}
 	rdb.AddHook(rt)
-	n := lock.NewNotifier(rdb)
+	if err := lock.EnableKeyspaceEvents(ctx, rdb); err != nil {
+		b.Fatal(err)
+	}
+	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
 	defer n.Close()
 	<-n.Ready()
 	masters, _ := startMasters(b, 5)
@@ -105,7 +108,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 		{"lua", lock.NewLua(rdb, o), one},
 		{"getset", lock.NewGetSet(rdb, o), one},
 		{"reentrant", lock.NewReentrant(rdb, o), one},
-		{"redlock", lock.NewRedlock(cmdables(masters), o), append(mrt, rt)},
+		{"redlock", lock.NewRedlock(cmdables(masters), o, lock.RedlockOptions{}), append(mrt, rt)},
 		{"fenced", lock.NewFenced(rdb, o), one},
 		{"fair", lock.NewFair(rdb, o), one},
 	}
@@ -120,7 +123,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 			reset(b)
 			var lockRTT, total int64
 			for b.Loop() {
-				l, t, err := sale(ctx, store, r.l, r.rt)
+				l, t, err := sale(ctx, lock.Call{}, store, r.l, r.rt)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -146,12 +149,12 @@ func BenchmarkRoundTrips(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		l    lock.Locker
-		ctx  context.Context
+		c    lock.Call
 	}{
-		{"lua/fixed", lock.NewLua(rdb, o), lock.WithWait(ctx, lock.WaitFixed)},
-		{"lua/backoff", lock.NewLua(rdb, o), lock.WithWait(ctx, lock.WaitBackoff)},
-		{"lua/notify", lock.NewLua(rdb, o), lock.WithWait(ctx, lock.WaitNotify)},
-		{"fair", lock.NewFair(rdb, o), ctx},
+		{"lua/fixed", lock.NewLua(rdb, o), lock.Call{Wait: lock.WaitFixed}},
+		{"lua/backoff", lock.NewLua(rdb, o), lock.Call{Wait: lock.WaitBackoff}},
+		{"lua/notify", lock.NewLua(rdb, o), lock.Call{Wait: lock.WaitNotify}},
+		{"fair", lock.NewFair(rdb, o), lock.Call{}},
 	} {
 		b.Run("contended/"+tc.name, func(b *testing.B) {
 			reset(b)
@@ -159,7 +162,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 			b.SetParallelism(8) // 16 goroutines on 2 CPUs
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, _, err := sale(tc.ctx, store, tc.l, one); err != nil {
+					if _, _, err := sale(ctx, tc.c, store, tc.l, one); err != nil {
 						b.Error(err)
 						return
 					}

@@ -11,7 +11,7 @@ type None struct{}
 var _ Locker = None{}
 
 // Obtain returns at once.
-func (None) Obtain(context.Context, string) (Lock, error) { return noop{}, nil }
+func (None) Obtain(context.Context, string, Call) (Lock, error) { return noop{}, nil }
 
 type noop struct{}
 

@@ -7,14 +7,25 @@ import (
 	"time"
 )
 
-// Local is an in-process mutex per key, Java's synchronized. It is exact
-// while one process serves every request, and useless once a load balancer
-// spreads them over several: each instance excludes only its own requests,
-// so the instances still interleave their reads and writes in Redis.
+// Local is an in-process lock per key, as Java's synchronized: a monitor
+// that its owner may enter again (Call.Owner: a request that takes the
+// lock it holds counts up, and the lock frees when the count is back to
+// 0). It is exact while one process serves every request, and useless
+// once a load balancer spreads them over several: each instance excludes
+// only its own requests, so the instances still interleave their reads
+// and writes in Redis.
 type Local struct {
-	wait  time.Duration
-	mu    sync.Mutex
-	slots map[string]chan struct{}
+	wait time.Duration
+	mu   sync.Mutex
+	keys map[string]*monitor
+}
+
+// monitor is one key's lock: slot holds one token while someone holds it;
+// owner and count say who and how many times (guarded by Local.mu).
+type monitor struct {
+	slot  chan struct{}
+	owner string
+	count int
 }
 
 var _ Locker = (*Local)(nil)
@@ -22,45 +33,70 @@ var _ Locker = (*Local)(nil)
 // NewLocal returns an in-process Locker. Only Options.Wait applies: an
 // in-process lock has no lease to expire.
 func NewLocal(o Options) *Local {
-	return &Local{wait: o.withDefaults().Wait, slots: make(map[string]chan struct{})}
+	return &Local{wait: o.withDefaults().Wait, keys: make(map[string]*monitor)}
 }
 
-func (l *Local) slot(key string) chan struct{} {
+// Obtain enters the key's monitor again when the call's owner holds it;
+// otherwise it waits for it, at most the call's Try, else the wait bound.
+func (l *Local) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	s, ok := l.slots[key]
+	m, ok := l.keys[key]
 	if !ok {
-		s = make(chan struct{}, 1)
-		l.slots[key] = s
+		m = &monitor{slot: make(chan struct{}, 1)}
+		l.keys[key] = m
 	}
-	return s
-}
+	if c.Owner != "" && m.count > 0 && m.owner == c.Owner {
+		m.count++
+		l.mu.Unlock()
+		return &localLock{l: l, m: m}, nil
+	}
+	l.mu.Unlock()
 
-// Obtain waits for the key's slot, at most the wait bound.
-func (l *Local) Obtain(ctx context.Context, key string) (Lock, error) {
-	s := l.slot(key)
+	bound := l.wait
+	if c.Try != nil {
+		bound = max(*c.Try, 0)
+	}
 	select {
-	case s <- struct{}{}:
-		return &localLock{slot: s}, nil
+	case m.slot <- struct{}{}:
 	default:
+		if bound == 0 {
+			return nil, ErrBusy
+		}
+		ctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		select {
+		case m.slot <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, ctx.Err())
+		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, l.wait)
-	defer cancel()
-	select {
-	case s <- struct{}{}:
-		return &localLock{slot: s}, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: waited %s: %w", ErrNotObtained, l.wait, ctx.Err())
-	}
+	l.mu.Lock()
+	m.owner, m.count = c.Owner, 1
+	l.mu.Unlock()
+	return &localLock{l: l, m: m}, nil
 }
 
 type localLock struct {
+	l    *Local
+	m    *monitor
 	once sync.Once
-	slot chan struct{}
 }
 
-func (l *localLock) Release(context.Context) error {
+// Release leaves the monitor once; the last release frees it.
+func (h *localLock) Release(context.Context) error {
 	err := ErrNotHeld
-	l.once.Do(func() { <-l.slot; err = nil })
+	h.once.Do(func() {
+		err = nil
+		h.l.mu.Lock()
+		h.m.count--
+		last := h.m.count == 0
+		if last {
+			h.m.owner = ""
+		}
+		h.l.mu.Unlock()
+		if last {
+			<-h.m.slot
+		}
+	})
 	return err
 }

@@ -2,7 +2,7 @@ package lock
 
 import (
 	"context"
-	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,42 +21,31 @@ import (
 // rung calls SetNX with no TTL and then PEXPIRE (EXPIRE in milliseconds)
 // itself. Release is rung 2's plain DEL.
 type SetNXExpire struct {
-	rdb  redis.Cmdable
-	opts Options
+	rdb redis.Cmdable
+	ttl time.Duration
 }
 
-var _ Locker = (*SetNXExpire)(nil)
-
-// NewSetNXExpire returns the SETNX-then-EXPIRE Locker.
-func NewSetNXExpire(rdb redis.Cmdable, o Options) *SetNXExpire {
-	return &SetNXExpire{rdb: rdb, opts: o.withDefaults()}
+// NewSetNXExpire returns the SETNX-then-EXPIRE lock, waiting as o says.
+func NewSetNXExpire(rdb redis.Cmdable, o Options) Locker {
+	return Poll(SetNXExpire{rdb: rdb, ttl: o.withDefaults().TTL}, o)
 }
 
-// Obtain tries SETNX key 1 until it wins or the wait ends, then gives the
-// key its TTL. The fault point fault.BeforeExpire lies between the two.
-func (l *SetNXExpire) Obtain(ctx context.Context, key string) (Lock, error) {
-	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
-		ok, err := l.rdb.SetNX(ctx, key, "1", 0).Result()
-		if err != nil {
-			return false, fmt.Errorf("lock: SETNX %s: %w", key, err)
-		}
-		if !ok {
-			return false, nil
-		}
-		fault.Inject(ctx, fault.BeforeExpire)
-		// The key is ours: finish the acquisition even if the caller gave
-		// up meanwhile, so that only a real crash here leaves a key
-		// without a TTL, as in the articles, and not a cancelled request.
-		ok, err = l.rdb.PExpire(context.WithoutCancel(ctx), key, l.opts.TTL).Result()
-		if err != nil {
-			return false, fmt.Errorf("lock: EXPIRE %s: %w", key, err)
-		}
+// Try takes key with SETNX key 1 if it is free, then gives it its TTL. The
+// fault point fault.BeforeExpire lies between the two.
+func (l SetNXExpire) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
+	ok, err := l.rdb.SetNX(ctx, key, "1", 0).Result()
+	if err != nil || !ok {
+		return nil, false, wrap(err, "SETNX", key)
+	}
+	fault.Inject(ctx, fault.BeforeExpire)
+	// The key is ours: finish the acquisition even if the caller gave up
+	// meanwhile, so that only a real crash here leaves a key without a
+	// TTL, as in the articles, and not a cancelled request.
+	ok, err = l.rdb.PExpire(context.WithoutCancel(ctx), key, c.ttl(l.ttl)).Result()
+	if err != nil || !ok {
 		// false: the key vanished between the two commands (someone
 		// deleted it). We do not hold it; try again.
-		return ok, nil
-	})
-	if err != nil {
-		return nil, err
+		return nil, false, wrap(err, "EXPIRE", key)
 	}
-	return &delLock{rdb: l.rdb, key: key, channel: l.opts.Notifier.Channel()}, nil
+	return &delLock{rdb: l.rdb, key: key}, true, nil
 }

@@ -2,7 +2,7 @@ package lock
 
 import (
 	"context"
-	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -16,29 +16,24 @@ import (
 // lock lapses and B enters; A finishes and its DEL frees B's lock; C
 // enters while B is still in the business: OVERSOLD. Rung 5 writes a token
 // per holder and checks it before the DEL.
+//
+// (go-redis sends a TTL in whole seconds as EX, the default 2s as SET key
+// 1 NX EX 2; PX only for a TTL that is not whole seconds. The same lease.)
 type SetNXPX struct {
-	rdb  redis.Cmdable
-	opts Options
+	rdb redis.Cmdable
+	ttl time.Duration
 }
 
-var _ Locker = (*SetNXPX)(nil)
-
-// NewSetNXPX returns the atomic-lease, plain-DEL Locker.
-func NewSetNXPX(rdb redis.Cmdable, o Options) *SetNXPX {
-	return &SetNXPX{rdb: rdb, opts: o.withDefaults()}
+// NewSetNXPX returns the atomic-lease, plain-DEL lock, waiting as o says.
+func NewSetNXPX(rdb redis.Cmdable, o Options) Locker {
+	return Poll(SetNXPX{rdb: rdb, ttl: o.withDefaults().TTL}, o)
 }
 
-// Obtain tries SET key 1 NX PX ttl until it wins or the wait ends.
-func (l *SetNXPX) Obtain(ctx context.Context, key string) (Lock, error) {
-	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
-		ok, err := l.rdb.SetNX(ctx, key, "1", l.opts.TTL).Result()
-		if err != nil {
-			return false, fmt.Errorf("lock: SET NX PX %s: %w", key, err)
-		}
-		return ok, nil
-	})
-	if err != nil {
-		return nil, err
+// Try takes key with SET key 1 NX PX ttl if it is free.
+func (l SetNXPX) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
+	ok, err := l.rdb.SetNX(ctx, key, "1", c.ttl(l.ttl)).Result()
+	if err != nil || !ok {
+		return nil, false, wrap(err, "SET NX PX", key)
 	}
-	return &delLock{rdb: l.rdb, key: key, channel: l.opts.Notifier.Channel()}, nil
+	return &delLock{rdb: l.rdb, key: key}, true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
@@ -22,47 +23,29 @@ import (
 // and C enters while B still holds it: OVERSOLD. Rung 6 does the compare
 // and the delete in one Lua script.
 type CheckDel struct {
-	rdb  redis.Cmdable
-	opts Options
+	rdb redis.Cmdable
+	ttl time.Duration
 }
 
-var _ Locker = (*CheckDel)(nil)
-
-// NewCheckDel returns the token, GET-then-DEL Locker.
-func NewCheckDel(rdb redis.Cmdable, o Options) *CheckDel {
-	return &CheckDel{rdb: rdb, opts: o.withDefaults()}
+// NewCheckDel returns the token, GET-then-DEL lock, waiting as o says.
+func NewCheckDel(rdb redis.Cmdable, o Options) Locker {
+	return Poll(CheckDel{rdb: rdb, ttl: o.withDefaults().TTL}, o)
 }
 
-// Obtain tries SET NX PX with a fresh token until it wins or the wait ends.
-func (l *CheckDel) Obtain(ctx context.Context, key string) (Lock, error) {
-	token, err := obtainToken(ctx, l.rdb, l.opts, key)
-	if err != nil {
-		return nil, err
-	}
-	return &checkDelLock{rdb: l.rdb, key: key, token: token, channel: l.opts.Notifier.Channel()}, nil
-}
-
-// obtainToken takes key with SET key <fresh uuid> NX PX ttl, waiting as
-// opts say, and returns the token: the owner's proof that rungs 5 and 6
-// compare before they delete. The two rungs take the lock alike and differ
-// only in how they release it.
-func obtainToken(ctx context.Context, rdb redis.Cmdable, opts Options, key string) (string, error) {
+// Try takes key with SET key <fresh token> NX PX ttl if it is free.
+func (l CheckDel) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
 	token := uuid.NewString()
-	err := acquire(ctx, opts, opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
-		ok, err := rdb.SetNX(ctx, key, token, opts.TTL).Result()
-		if err != nil {
-			return false, fmt.Errorf("lock: SET NX %s: %w", key, err)
-		}
-		return ok, nil
-	})
-	return token, err
+	ok, err := l.rdb.SetNX(ctx, key, token, c.ttl(l.ttl)).Result()
+	if err != nil || !ok {
+		return nil, false, wrap(err, "SET NX PX", key)
+	}
+	return &checkDelLock{rdb: l.rdb, key: key, token: token}, true, nil
 }
 
 type checkDelLock struct {
-	rdb     redis.Cmdable
-	key     string
-	token   string
-	channel string
+	rdb   redis.Cmdable
+	key   string
+	token string
 }
 
 // Release GETs the key and, if it still holds our token, DELs it: two
@@ -79,7 +62,7 @@ func (l *checkDelLock) Release(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	fault.Inject(ctx, fault.BeforeDelete)
-	n, err := del(ctx, l.rdb, l.key, l.channel)
+	n, err := l.rdb.Del(ctx, l.key).Result()
 	if err != nil {
 		return fmt.Errorf("lock: DEL %s: %w", l.key, err)
 	}

@@ -3,7 +3,9 @@ package lock
 import (
 	"context"
 	_ "embed"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -12,54 +14,53 @@ var luaReleaseSrc string
 
 var luaRelease = redis.NewScript(luaReleaseSrc)
 
-// Lua sets the lock atomically with its lease (SET key token NX PX ttl) and
+// Lua takes the lock as rung 5 does (SET key <token> NX PX ttl) and
 // releases it with one Lua script that deletes the key only while it still
-// holds this holder's random token. That closes the two holes below it: a
-// crashed holder's lock expires, and a late holder can no longer delete a
-// lock that has passed to someone else, because the compare and the delete
-// cannot be split.
+// holds this holder's token. The compare and the delete can no longer be
+// split, so a late holder cannot delete a lock that has passed to someone
+// else: rung 5's race is closed.
 //
 // What it does not fix: the lease still lapses when the business outlives
-// the TTL, and then two holders run at once.
+// the TTL, and then two holders run at once. Rung 8 tries clocks; rung 9
+// renews the lease.
 type Lua struct {
-	rdb  redis.Cmdable
-	opts Options
+	rdb redis.Cmdable
+	ttl time.Duration
 }
 
-var _ Locker = (*Lua)(nil)
-
-// NewLua returns the compare-and-delete Locker.
-func NewLua(rdb redis.Cmdable, o Options) *Lua {
-	return &Lua{rdb: rdb, opts: o.withDefaults()}
+// NewLua returns the compare-and-delete lock, waiting as o says.
+func NewLua(rdb redis.Cmdable, o Options) Locker {
+	return Poll(Lua{rdb: rdb, ttl: o.withDefaults().TTL}, o)
 }
 
-// Obtain tries SET NX PX with a fresh token until it wins or the wait ends.
-func (l *Lua) Obtain(ctx context.Context, key string) (Lock, error) {
-	token, err := obtainToken(ctx, l.rdb, l.opts, key) // as rung 5
-	if err != nil {
-		return nil, err
+// Try takes key with SET key <fresh token> NX PX ttl if it is free.
+func (l Lua) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
+	token := uuid.NewString()
+	ok, err := l.rdb.SetNX(ctx, key, token, c.ttl(l.ttl)).Result()
+	if err != nil || !ok {
+		return nil, false, wrap(err, "SET NX PX", key)
 	}
-	return &luaLock{rdb: l.rdb, key: key, token: token, channel: l.opts.Notifier.Channel()}, nil
+	return &luaLock{rdb: l.rdb, key: key, token: token}, true, nil
 }
 
 type luaLock struct {
-	rdb     redis.Cmdable
-	key     string
-	token   string
-	channel string // where the release is announced ("" for nowhere)
+	rdb   redis.Cmdable
+	key   string
+	token string
 }
 
 var _ PipelineReleaser = (*luaLock)(nil)
 
+// Release deletes the key if it still holds our token, in one script.
 func (l *luaLock) Release(ctx context.Context) error {
-	n, err := luaRelease.Run(ctx, l.rdb, []string{l.key}, l.token, l.channel).Int64()
+	n, err := luaRelease.Run(ctx, l.rdb, []string{l.key}, l.token).Int64()
 	return releaseResult(l.key, n, err)
 }
 
 // ReleaseIn queues the same compare-and-delete in p, behind the business's
 // last write: one round trip for both.
 func (l *luaLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
-	cmd := luaRelease.Eval(ctx, p, []string{l.key}, l.token, l.channel)
+	cmd := luaRelease.Eval(ctx, p, []string{l.key}, l.token)
 	return func() error {
 		n, err := cmd.Int64()
 		return releaseResult(l.key, n, err)

@@ -71,15 +71,15 @@ const (
 	WaitFixed WaitMode = "fixed"
 	// WaitBackoff sleeps Options.Backoff: exponential with jitter, capped.
 	WaitBackoff WaitMode = "backoff"
-	// WaitNotify sleeps until a release of the lock is announced
-	// (Options.Notifier), trying again at once; a slow fallback tick covers
-	// what no release announces (a crashed holder's lease lapsing, a lost
-	// message). Without a Notifier it waits as WaitBackoff.
+	// WaitNotify sleeps until Redis announces that the lock's key was
+	// deleted or expired (Options.Notifier), trying again at once; a slow
+	// fallback tick covers what goes unannounced (a lost message, a server
+	// that does not announce). Without a Notifier it waits as WaitBackoff.
 	WaitNotify WaitMode = "notify"
 	// WaitQueue lines up the process's requests for one key in memory,
 	// first come first served; only the head of the line asks the back end
-	// for the lock, woken by each release announced (or polling briefly
-	// without announcements). With 100 requests over 3 processes, 3
+	// for the lock, woken when the lock's deletion is announced (or
+	// polling briefly without announcements). With 100 requests over 3 processes, 3
 	// contend instead of 100. Only redlock offers it, and it is redlock's
 	// default: 100 contenders split the masters' votes so that most
 	// attempts win no majority.
@@ -89,9 +89,9 @@ const (
 // WaitModes lists every WaitMode.
 var WaitModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify, WaitQueue}
 
-// PollModes are the wait modes of the locks that poll: every Redis rung
+// pollModes are the wait modes of the locks that poll: every Redis rung
 // but redlock (which also queues) and fair (which waits for its handoff).
-var PollModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify}
+var pollModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify}
 
 // ParseWaitMode returns the WaitMode called s.
 func ParseWaitMode(s string) (WaitMode, error) {
@@ -101,20 +101,6 @@ func ParseWaitMode(s string) (WaitMode, error) {
 		}
 	}
 	return "", fmt.Errorf("lock: unknown wait mode %q (valid: %v)", s, WaitModes)
-}
-
-type waitKey struct{}
-
-// WithWait returns a context whose Obtain calls wait by m, whatever the
-// Locker's Options say: a benchmark picks it per request.
-func WithWait(ctx context.Context, m WaitMode) context.Context {
-	return context.WithValue(ctx, waitKey{}, m)
-}
-
-// WaitFrom returns the WaitMode WithWait put in ctx, and false when none.
-func WaitFrom(ctx context.Context) (WaitMode, bool) {
-	m, ok := ctx.Value(waitKey{}).(WaitMode)
-	return m, ok && m != ""
 }
 
 // waiter is how acquire spends the time between two tries.
@@ -128,19 +114,19 @@ type waiter interface {
 	done(obtained bool)
 }
 
-// mode is how an Obtain waits: by the context's WaitMode, else by the
+// mode is how a call waits: by the Call's WaitMode, else by the
 // Options', else "" (the rung's own default).
-func (o Options) mode(ctx context.Context) WaitMode {
-	if m, ok := WaitFrom(ctx); ok {
-		return m
+func (o Options) mode(c Call) WaitMode {
+	if c.Wait != "" {
+		return c.Wait
 	}
 	return o.WaitMode
 }
 
-// waiter returns how an Obtain of key polls: by mode(ctx), WaitFixed by
+// waiter returns how an Obtain of key polls: by mode(c), WaitFixed by
 // default.
-func (o Options) waiter(ctx context.Context, key string) waiter {
-	switch o.mode(ctx) {
+func (o Options) waiter(c Call, key string) waiter {
+	switch o.mode(c) {
 	case WaitBackoff:
 		return &sleeper{b: o.Backoff()}
 	case WaitNotify:
@@ -184,13 +170,51 @@ func sleep(ctx context.Context, timer **time.Timer, d time.Duration) error {
 	}
 }
 
+// Poll makes r a Locker that tries until it holds the lock, waiting
+// between two tries as the Call (else o) says: the articles' fixed sleep,
+// an exponential backoff, or until the lock's deletion is announced. It is
+// how every rung from 2 to 10 waits.
+func Poll(r Rung, o Options) Locker {
+	return &polling{r: r, opts: o.withDefaults()}
+}
+
+type polling struct {
+	r    Rung
+	opts Options
+}
+
+func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+	var held Lock
+	err := acquire(ctx, p.opts, c, p.opts.waiter(c, key), func(ctx context.Context) (bool, error) {
+		l, ok, err := p.r.Try(ctx, key, c)
+		held = l
+		return ok, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return held, nil
+}
+
 // acquire calls try until it reports success, the waiter says the lock was
-// handed over, the wait bound passes, or ctx ends; between two tries it
-// waits by w. It is the one wait loop every Redis rung uses.
-func acquire(ctx context.Context, o Options, w waiter, try func(context.Context) (bool, error)) (failed error) {
-	ctx, cancel := context.WithTimeout(ctx, o.Wait)
-	defer cancel()
+// handed over, the call's bound passes, or ctx ends; between two tries it
+// waits by w. It is the one wait loop of every Redis rung. A call that
+// tries once (Call.Try 0) gets ErrBusy when its one try fails.
+func acquire(ctx context.Context, o Options, c Call, w waiter, try func(context.Context) (bool, error)) (failed error) {
 	defer func() { w.done(failed == nil) }()
+	bound := o.bound(c)
+	if bound == 0 {
+		ok, err := try(ctx)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return ErrBusy
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
 
 	for {
 		ok, err := try(ctx)
@@ -202,14 +226,22 @@ func acquire(ctx context.Context, o Options, w waiter, try func(context.Context)
 			// not a lock that merely seemed busy.
 			return err
 		case ctx.Err() != nil:
-			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, o.Wait, ctx.Err())
+			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, ctx.Err())
 		}
 		handed, err := w.wait(ctx)
 		if err != nil {
-			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, o.Wait, err)
+			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, err)
 		}
 		if handed {
 			return nil
 		}
 	}
+}
+
+// bound is how long a call may wait: its Try, else the Options' Wait.
+func (o Options) bound(c Call) time.Duration {
+	if c.Try != nil {
+		return max(*c.Try, 0)
+	}
+	return o.Wait
 }

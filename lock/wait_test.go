@@ -44,7 +44,7 @@ func TestExponentialBackoff(t *testing.T) {
 // returns at once when the caller cancels.
 func TestWaitModes(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	n := notifier(t, rdb)
+	n := notifier(t, rdb, lock.NotifierOptions{})
 	for _, m := range lock.WaitModes {
 		t.Run(string(m), func(t *testing.T) {
 			ctx := context.Background()
@@ -52,23 +52,23 @@ func TestWaitModes(t *testing.T) {
 				Retry: lock.FixedSleep(time.Millisecond), Backoff: lock.ExponentialBackoff(time.Millisecond, 8*time.Millisecond, lock.FullJitter)}
 
 			// Picked by the context, over Options' default (fixed).
-			contend(t, rdb, lock.NewLua(rdb, o), lock.WithWait(ctx, m), "n:ctx:"+string(m), 10, 20)
+			contend(t, rdb, lock.NewLua(rdb, o), lock.Call{Wait: m}, "n:call:"+string(m), 10, 20)
 			// Picked by Options.
 			om := o
 			om.WaitMode = m
-			contend(t, rdb, lock.NewLua(rdb, om), ctx, "n:opts:"+string(m), 10, 20)
+			contend(t, rdb, lock.NewLua(rdb, om), lock.Call{}, "n:opts:"+string(m), 10, 20)
 
 			// The wait bound.
 			ob := om
 			ob.Wait = 150 * time.Millisecond
 			l := lock.NewLua(rdb, ob)
-			held, err := l.Obtain(ctx, "lock:bound")
+			held, err := l.Obtain(ctx, "lock:bound", lock.Call{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer held.Release(ctx)
 			start := time.Now()
-			if _, err := l.Obtain(ctx, "lock:bound"); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+			if _, err := l.Obtain(ctx, "lock:bound", lock.Call{}); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Obtain while held: %v, want ErrNotObtained after the wait bound", err)
 			}
 			if waited := time.Since(start); waited < ob.Wait || waited > ob.Wait+500*time.Millisecond {
@@ -80,7 +80,7 @@ func TestWaitModes(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx)
 			go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 			start = time.Now()
-			if _, err := lock.NewLua(rdb, om).Obtain(cctx, "lock:bound"); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+			if _, err := lock.NewLua(rdb, om).Obtain(cctx, "lock:bound", lock.Call{}); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
 				t.Fatalf("Obtain cancelled mid-wait: %v", err)
 			}
 			if waited := time.Since(start); waited > 500*time.Millisecond {
@@ -95,7 +95,7 @@ func TestWaitModes(t *testing.T) {
 func TestNotifyWakesOnRelease(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	n := notifier(t, rdb, lock.WithFallback(5*time.Second))
+	n := notifier(t, rdb, lock.NotifierOptions{Fallback: 5 * time.Second})
 	for _, tc := range []struct {
 		name string
 		l    lock.Locker
@@ -107,7 +107,7 @@ func TestNotifyWakesOnRelease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "lock:" + tc.name
-			a, err := tc.l.Obtain(ctx, key)
+			a, err := tc.l.Obtain(ctx, key, lock.Call{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestNotifyWithoutNotifierPolls(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, WaitMode: lock.WaitNotify,
 		Backoff: lock.ExponentialBackoff(time.Millisecond, 4*time.Millisecond, lock.FullJitter)}
-	contend(t, rdb, lock.NewLua(rdb, o), context.Background(), "n", 5, 10)
+	contend(t, rdb, lock.NewLua(rdb, o), lock.Call{}, "n", 5, 10)
 }
 
 // TestFairBoundAndCancel: a fair waiter gives up at the wait bound, or at
@@ -143,15 +143,15 @@ func TestNotifyWithoutNotifierPolls(t *testing.T) {
 func TestFairBoundAndCancel(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	o := fairOpts(notifier(t, rdb))
+	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
 	o.Wait = 150 * time.Millisecond
 	f := lock.NewFair(rdb, o)
-	held, err := f.Obtain(ctx, "lock:k")
+	held, err := f.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := f.Obtain(ctx, "lock:k"); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := f.Obtain(ctx, "lock:k", lock.Call{}); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("fair Obtain while held: %v", err)
 	}
 	if waited := time.Since(start); waited < o.Wait || waited > o.Wait+500*time.Millisecond {
@@ -159,7 +159,7 @@ func TestFairBoundAndCancel(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	if _, err := f.Obtain(cctx, "lock:k"); !errors.Is(err, context.Canceled) {
+	if _, err := f.Obtain(cctx, "lock:k", lock.Call{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled fair Obtain: %v", err)
 	}
 	if q := rdb.LLen(ctx, lock.QueueKey("lock:k")).Val(); q != 0 {

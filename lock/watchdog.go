@@ -2,21 +2,17 @@ package lock
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 )
 
-// watchdog keeps a held lock's lease alive, as Redisson's does [001]: every
+// watchdog keeps a held lock's lease alive, as Redisson's does: every
 // TTL/3 it runs renew, which extends the lease only while the lock is still
 // ours, and it stops on stop() or as soon as renew finds the lock gone.
 // Rungs 8 and 11 use it. It runs in the holder's process, so a process
-// that is paused (GC, SIGSTOP) renews nothing: the flaw rung 8 still shows.
+// that is paused (GC, SIGSTOP) renews nothing: the flaw rung 9 still shows.
 type watchdog struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the goroutine has returned
-	// paused skips renewals, as if the process were stopped. Tests set it
-	// to show the flaw; nothing else does.
-	paused atomic.Bool
 }
 
 // startWatchdog renews every ttl/3 by renew, which reports whether the
@@ -38,9 +34,6 @@ func startWatchdog(ttl time.Duration, renew func(context.Context) (bool, error),
 				return
 			case <-tick.C:
 			}
-			if wd.paused.Load() {
-				continue
-			}
 			rctx, cancelRenew := context.WithTimeout(ctx, every)
 			ours, err := renew(rctx)
 			cancelRenew()
@@ -55,8 +48,23 @@ func startWatchdog(ttl time.Duration, renew func(context.Context) (bool, error),
 	return wd
 }
 
-// stop ends the watchdog and waits for its goroutine to return.
+// stop ends the watchdog and waits for its goroutine to return. A nil
+// watchdog (a lock taken with an explicit lease: no renewal) is stopped.
 func (wd *watchdog) stop() {
-	wd.cancel()
-	<-wd.done
+	wd.halt()
+	wd.wait()
+}
+
+// halt tells the watchdog to renew no more, without waiting for it.
+func (wd *watchdog) halt() {
+	if wd != nil {
+		wd.cancel()
+	}
+}
+
+// wait waits for the watchdog's goroutine to return.
+func (wd *watchdog) wait() {
+	if wd != nil {
+		<-wd.done
+	}
 }

@@ -52,11 +52,14 @@ return n`)
 func contenders(cfg config) []contender {
 	labLock := func(name, settings string, mk func(rdb *redis.Client, masters []*redis.Client, n *lock.Notifier) lock.Locker) contender {
 		return contender{name: name, settings: settings, setup: func(rdb *redis.Client, masters []*redis.Client) (func(context.Context, string) (bool, error), func()) {
-			n := lock.NewNotifier(rdb)
+			if err := lock.EnableKeyspaceEvents(context.Background(), rdb); err != nil {
+				panic(err)
+			}
+			n := lock.NewNotifier(rdb, lock.NotifierOptions{})
 			<-n.Ready()
 			l := mk(rdb, masters, n)
 			return func(ctx context.Context, key string) (bool, error) {
-				held, err := l.Obtain(ctx, "lock:"+key)
+				held, err := l.Obtain(ctx, "lock:"+key, lock.Call{})
 				if errors.Is(err, lock.ErrNotObtained) {
 					return false, nil
 				}
@@ -172,7 +175,7 @@ func contenders(cfg config) []contender {
 				for i, m := range masters {
 					cs[i] = m
 				}
-				return lock.NewRedlock(cs, opts(nil, ""))
+				return lock.NewRedlock(cs, opts(nil, ""), lock.RedlockOptions{})
 			}),
 		{name: "atomic", settings: "no lock: the GET and SET in one Lua script (the ceiling)",
 			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -68,23 +69,44 @@ const faultDialTimeout = 2 * time.Second
 // NewFaultProxy listens on a free port of 127.0.0.1 and forwards every
 // connection to upstream (host:port), with no fault until one is set.
 func NewFaultProxy(upstream string) (*FaultProxy, error) {
+	p, err := newFaultProxy(upstream)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.start(context.Background()); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newFaultProxy is a FaultProxy to upstream, not started.
+func newFaultProxy(upstream string) (*FaultProxy, error) {
 	if _, _, err := net.SplitHostPort(upstream); err != nil {
 		return nil, fmt.Errorf("stack: fault proxy: upstream %q: %w", upstream, err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("stack: fault proxy: %w", err)
-	}
-	p := &FaultProxy{
-		ln:       ln,
+	return &FaultProxy{
 		upstream: upstream,
 		conns:    map[*faultConn]struct{}{},
 		done:     make(chan struct{}),
+	}, nil
+}
+
+// start listens on a free port of 127.0.0.1 and accepts.
+func (p *FaultProxy) start(context.Context) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("stack: fault proxy: %w", err)
 	}
+	p.ln = ln
 	p.wg.Add(1)
 	go p.accept()
-	return p, nil
+	return nil
 }
+
+// ready: it serves once it listens.
+func (p *FaultProxy) ready(context.Context) error { return nil }
+
+func (p *FaultProxy) stop() error { return p.Close() }
 
 // Addr is the host:port clients connect to instead of the upstream.
 func (p *FaultProxy) Addr() string { return p.ln.Addr().String() }
@@ -162,7 +184,10 @@ func (p *FaultProxy) Close() error {
 		conns = append(conns, c)
 	}
 	p.mu.Unlock()
-	err := p.ln.Close()
+	var err error
+	if p.ln != nil { // nil: never started
+		err = p.ln.Close()
+	}
 	for _, c := range conns {
 		c.close()
 	}

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
 
 // DefaultMasters is how many Redlock masters a stack starts when
@@ -21,186 +19,210 @@ const DefaultMasters = 5
 // as its -masters flag).
 const MastersEnv = "REDLOCK_MASTERS"
 
-// master is one Redlock master: an independent Redis with a fixed address
-// for the stack's life. r is nil while it is stopped (StopMaster).
+// masters are the Redlock masters: independent Redis servers, launched
+// together on free ports of the main Redis's host, in the main Redis's
+// mode (redis-server or miniredis). Each keeps its address for the
+// stack's life: StopMaster and StartMaster stop one and bring it back
+// there, empty.
+type masters struct {
+	host        string
+	mode        Mode   // Real or Embedded, as the main Redis
+	kind        string // the main Redis's kind, theirs too
+	requireReal bool
+	dir         string
+	lg          *logger
+
+	mu     sync.Mutex // guards ms, each master's r, and closed
+	ms     []*master
+	closed bool // stop ran: startOne starts none
+}
+
+// master is one Redlock master. r is nil while it is stopped
+// (StopMaster).
 type master struct {
 	addr string
 	r    *Redis
 }
 
-// masterMode is the masters' mode: the main Redis's, Real or Embedded.
-func (s *Stack) masterMode() Mode {
-	if s.redis.Embedded() {
-		return Embedded
+// newMasters describes n masters (none when n <= 0) for a stack whose
+// main Redis, on redisAddr, is main.
+func newMasters(n int, main *Redis, redisAddr string, requireReal bool, dir string, lg *logger) *masters {
+	host, _, _ := net.SplitHostPort(redisAddr)
+	m := &masters{host: host, mode: Real, kind: main.kind(), requireReal: requireReal, dir: dir, lg: lg}
+	if main.Embedded() {
+		m.mode = Embedded
 	}
-	return Real
+	for range max(n, 0) {
+		m.ms = append(m.ms, &master{})
+	}
+	return m
 }
 
-// startMasters starts the Redlock masters, all at once, each a Redis of
-// its own on a free port of the main Redis's host, in the main Redis's
-// mode. The masters started are kept even when another fails, so that
-// Stop stops them.
-func (s *Stack) startMasters(ctx context.Context) error {
-	n := s.cfg.Masters
-	if n <= 0 {
-		return nil
-	}
-	mode := s.masterMode()
-	host, _, _ := net.SplitHostPort(s.cfg.RedisAddr)
-	addrs := make([]string, n)
-	if mode == Real {
+// start starts every master at once.
+func (m *masters) start(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	addrs := make([]string, len(m.ms))
+	if m.mode == Real {
 		// Reserve every port at once so that no two masters get the same.
-		ports, err := freePorts(host, n)
+		ports, err := freePorts(m.host, len(m.ms))
 		if err != nil {
 			return err
 		}
 		for i, p := range ports {
-			addrs[i] = net.JoinHostPort(host, p)
+			addrs[i] = net.JoinHostPort(m.host, p)
 		}
 	} else {
 		for i := range addrs {
-			addrs[i] = net.JoinHostPort(host, "0") // miniredis binds it itself
+			addrs[i] = net.JoinHostPort(m.host, "0") // miniredis binds it itself
 		}
 	}
-	rs := make([]*Redis, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			// Quiet: one summary line for all of them below.
-			rs[i], errs[i] = startRedis(ctx, addrs[i], mode, s.cfg.RequireReal, s.dir, &logger{})
-			if errs[i] != nil {
-				errs[i] = fmt.Errorf("stack: redlock master %d: %w", i, errs[i])
-			}
-		})
-	}
-	wg.Wait()
-	s.mastersMu.Lock()
-	defer s.mastersMu.Unlock()
-	for _, r := range rs {
-		if r != nil {
-			s.masters = append(s.masters, &master{addr: r.Addr(), r: r})
+	return each(len(m.ms), func(i int) error {
+		// Quiet: one summary line for all of them (summary).
+		r, err := newRedis(addrs[i], m.mode, m.requireReal, m.dir, &logger{})
+		if err == nil {
+			m.ms[i].r = r
+			err = r.start(ctx)
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	s.lg.printf("%s", s.mastersSummaryLocked())
-	return nil
+		if err != nil {
+			return fmt.Errorf("stack: redlock master %d: %w", i, err)
+		}
+		return nil
+	})
 }
 
-// MasterAddrs are the host:port addresses of the Redlock masters, in the
-// order the instances get them (-masters), stopped ones included; none
-// when Config.Masters is negative.
-func (s *Stack) MasterAddrs() []string {
-	s.mastersMu.Lock()
-	defer s.mastersMu.Unlock()
-	return s.masterAddrsLocked()
+// ready waits until every master answers; each keeps the address it
+// answers on.
+func (m *masters) ready(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return each(len(m.ms), func(i int) error {
+		if err := m.ms[i].r.ready(ctx); err != nil {
+			return fmt.Errorf("stack: redlock master %d: %w", i, err)
+		}
+		m.ms[i].addr = m.ms[i].r.Addr()
+		return nil
+	})
 }
 
-func (s *Stack) masterAddrsLocked() []string {
-	addrs := make([]string, len(s.masters))
-	for i, m := range s.masters {
-		addrs[i] = m.addr
+// stop stops every running master, all at once.
+func (m *masters) stop() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return each(len(m.ms), func(i int) error {
+		if r := m.ms[i].r; r != nil {
+			return r.Stop()
+		}
+		return nil
+	})
+}
+
+// addrs are the masters' addresses, stopped ones included.
+func (m *masters) addrs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.addrsLocked()
+}
+
+func (m *masters) addrsLocked() []string {
+	addrs := make([]string, len(m.ms))
+	for i, ms := range m.ms {
+		addrs[i] = ms.addr
 	}
 	return addrs
 }
 
-func (s *Stack) masterLocked(i int) (*master, error) {
-	if i < 0 || i >= len(s.masters) {
-		return nil, fmt.Errorf("stack: no redlock master %d (the stack has %d)", i, len(s.masters))
+func (m *masters) masterLocked(i int) (*master, error) {
+	if i < 0 || i >= len(m.ms) {
+		return nil, fmt.Errorf("stack: no redlock master %d (the stack has %d)", i, len(m.ms))
 	}
-	return s.masters[i], nil
+	return m.ms[i], nil
 }
 
-// StopMaster stops Redlock master i (0-based, as in MasterAddrs): a
-// redis-server by its pid (SIGTERM), an embedded miniredis by closing it
-// and every connection to it. Its address then refuses connections, so
-// the instances see errors from it: the masters-down scenario. Stopping a
-// stopped master does nothing.
-func (s *Stack) StopMaster(i int) error {
-	s.mastersMu.Lock()
-	defer s.mastersMu.Unlock()
-	m, err := s.masterLocked(i)
+// stopOne stops master i; stopping a stopped master does nothing.
+func (m *masters) stopOne(i int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, err := m.masterLocked(i)
 	if err != nil {
 		return err
 	}
-	if m.r == nil {
+	if ms.r == nil {
 		return nil
 	}
-	r := m.r
-	m.r = nil
+	r := ms.r
+	ms.r = nil
 	pid := r.Pid()
 	if err := r.Stop(); err != nil {
-		return fmt.Errorf("stack: redlock master %d on %s: %w", i, m.addr, err)
+		return fmt.Errorf("stack: redlock master %d on %s: %w", i, ms.addr, err)
 	}
 	if pid != 0 {
-		s.lg.printf("masters: %d on %s stopped (pid %d)", i, m.addr, pid)
+		m.lg.printf("masters: %d on %s stopped (pid %d)", i, ms.addr, pid)
 	} else {
-		s.lg.printf("masters: %d on %s stopped", i, m.addr)
+		m.lg.printf("masters: %d on %s stopped", i, ms.addr)
 	}
 	return nil
 }
 
-// StartMaster brings stopped Redlock master i back on the same address,
-// empty (nothing is persisted), and returns once it answers PING. Starting
-// a running master does nothing; after Stop it is an error.
-func (s *Stack) StartMaster(i int) error {
-	s.mastersMu.Lock()
-	defer s.mastersMu.Unlock()
-	if s.life.Err() != nil {
+// startOne starts stopped master i again on its address, empty; starting
+// a running master does nothing, and after stop it is an error.
+func (m *masters) startOne(ctx context.Context, i int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
 		return errors.New("stack: StartMaster: the stack is stopped")
 	}
-	m, err := s.masterLocked(i)
+	ms, err := m.masterLocked(i)
 	if err != nil {
 		return err
 	}
-	if m.r != nil {
+	if ms.r != nil {
 		return nil
 	}
-	// Bounded by Stop too: it cancels s.life.
-	ctx, cancel := context.WithTimeout(s.life, 15*time.Second)
-	defer cancel()
-	r, err := startRedis(ctx, m.addr, s.masterMode(), s.cfg.RequireReal, s.dir, &logger{})
+	r, err := startRedis(ctx, ms.addr, m.mode, m.requireReal, m.dir, &logger{})
 	if err != nil {
 		return fmt.Errorf("stack: redlock master %d: %w", i, err)
 	}
-	m.r = r
+	ms.r = r
 	if pid := r.Pid(); pid != 0 {
-		s.lg.printf("masters: %d on %s started again, empty (pid %d)", i, m.addr, pid)
+		m.lg.printf("masters: %d on %s started again, empty (pid %d)", i, ms.addr, pid)
 	} else {
-		s.lg.printf("masters: %d on %s started again, empty", i, m.addr)
+		m.lg.printf("masters: %d on %s started again, empty", i, ms.addr)
 	}
 	return nil
 }
 
-// masterPidsLocked lists the pids of the running redis-server masters.
-func (s *Stack) masterPidsLocked() []int {
+// pids lists the pids of the running redis-server masters.
+func (m *masters) pids() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var pids []int
-	for _, m := range s.masters {
-		if m.r != nil && m.r.Pid() != 0 {
-			pids = append(pids, m.r.Pid())
+	for _, ms := range m.ms {
+		if ms.r != nil && ms.r.Pid() != 0 {
+			pids = append(pids, ms.r.Pid())
 		}
 	}
 	return pids
 }
 
-// mastersSummaryLocked is the masters' Summary line, "" when there are none:
+// summary is the masters' Summary line, "" when there are none:
 // "masters: 5 x redis-server 7.0.15 on ADDR,... (pids P,...)", with the
-// stopped ones named. The masters run what the main Redis runs, so its
-// kind and version are theirs.
-func (s *Stack) mastersSummaryLocked() string {
-	if len(s.masters) == 0 {
+// stopped ones named.
+func (m *masters) summary() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.ms) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "masters: %d x %s on %s (", len(s.masters), s.redis.kind(), strings.Join(s.masterAddrsLocked(), ","))
-	if !s.redis.Embedded() {
-		pids := make([]string, len(s.masters))
-		for i, m := range s.masters {
+	fmt.Fprintf(&b, "masters: %d x %s on %s (", len(m.ms), m.kind, strings.Join(m.addrsLocked(), ","))
+	if m.mode == Real {
+		pids := make([]string, len(m.ms))
+		for i, ms := range m.ms {
 			pids[i] = "-"
-			if m.r != nil {
-				pids[i] = strconv.Itoa(m.r.Pid())
+			if ms.r != nil {
+				pids[i] = strconv.Itoa(ms.r.Pid())
 			}
 		}
 		fmt.Fprintf(&b, "pids %s", strings.Join(pids, ","))
@@ -208,9 +230,9 @@ func (s *Stack) mastersSummaryLocked() string {
 		b.WriteString("in this process")
 	}
 	var down []string
-	for _, m := range s.masters {
-		if m.r == nil {
-			down = append(down, m.addr)
+	for _, ms := range m.ms {
+		if ms.r == nil {
+			down = append(down, ms.addr)
 		}
 	}
 	if len(down) > 0 {
@@ -220,33 +242,7 @@ func (s *Stack) mastersSummaryLocked() string {
 	return b.String()
 }
 
-// stopMasters stops every running master, all at once.
-func (s *Stack) stopMasters() error {
-	s.mastersMu.Lock()
-	defer s.mastersMu.Unlock()
-	errs := make([]error, len(s.masters))
-	var wg sync.WaitGroup
-	for i, m := range s.masters {
-		if r := m.r; r != nil {
-			wg.Go(func() { errs[i] = r.Stop() })
-		}
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// instanceEnv is the environment of every instance: this process's, with
-// MastersEnv set to the masters (or removed when there are none, so that
-// a value from the caller's shell never leaks in).
-func instanceEnv(masters []string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, MastersEnv+"=") {
-			env = append(env, kv)
-		}
-	}
-	if len(masters) > 0 {
-		env = append(env, MastersEnv+"="+strings.Join(masters, ","))
-	}
-	return env
-}
+// MasterAddrs are the host:port addresses of the Redlock masters, in the
+// order the instances get them (-masters), stopped ones included; none
+// when Config.Masters is negative.
+func (s *Stack) MasterAddrs() []string { return s.masters.addrs() }

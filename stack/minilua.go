@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/alicebob/miniredis/v2/server"
+	mserver "github.com/alicebob/miniredis/v2/server"
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
 )
@@ -45,15 +45,19 @@ import (
 // base, table, string and math libraries. Return values are converted
 // back as Redis does. There is no cjson, cmsgpack or bit.
 type scripts struct {
-	srv *server.Server
+	srv *mserver.Server
 
 	rw sync.RWMutex // a script holds it exclusively; client commands share it
 
 	mu     sync.Mutex
 	protos map[string]*lua.FunctionProto // by SHA1 of the source
-	nested map[*server.Peer]struct{}     // our own command peers: not hooked
-	multi  map[*server.Peer]bool         // client peers inside MULTI
-	states sync.Pool                     // *scriptState
+	nested map[*mserver.Peer]struct{}    // our own command peers: not hooked
+	// scriptPeers are the peers scripts send their commands on (nested too).
+	scriptPeers map[*mserver.Peer]struct{}
+	multi       map[*mserver.Peer]bool // client peers inside MULTI
+	states      sync.Pool              // *scriptState
+
+	events *keyspace // the deletions it announces (minievents.go)
 }
 
 // scriptState is one Lua state and the script call it serves.
@@ -64,7 +68,7 @@ type scriptState struct {
 
 // scriptCall is one EVAL: the peer and buffer its redis.call commands use.
 type scriptCall struct {
-	peer *server.Peer
+	peer *mserver.Peer
 	buf  bytes.Buffer
 	w    *bufio.Writer
 }
@@ -73,10 +77,12 @@ type scriptCall struct {
 // again after every (re)start: a restarted miniredis has a new server.
 func installScripts(m *miniredis.Miniredis) {
 	s := &scripts{
-		srv:    m.Server(),
-		protos: make(map[string]*lua.FunctionProto),
-		nested: make(map[*server.Peer]struct{}),
-		multi:  make(map[*server.Peer]bool),
+		srv:         m.Server(),
+		protos:      make(map[string]*lua.FunctionProto),
+		nested:      make(map[*mserver.Peer]struct{}),
+		scriptPeers: make(map[*mserver.Peer]struct{}),
+		multi:       make(map[*mserver.Peer]bool),
+		events:      &keyspace{m: m, flags: keyspaceEvents},
 	}
 	s.states.New = func() any { return s.newState() }
 	s.srv.SetPreHook(s.hook)
@@ -84,9 +90,10 @@ func installScripts(m *miniredis.Miniredis) {
 
 // hook runs before miniredis handles any command. It returns true when it
 // has answered the command itself.
-func (s *scripts) hook(c *server.Peer, cmd string, args ...string) bool {
+func (s *scripts) hook(c *mserver.Peer, cmd string, args ...string) bool {
 	s.mu.Lock()
 	_, ours := s.nested[c]
+	_, script := s.scriptPeers[c]
 	inMulti := s.multi[c]
 	switch cmd {
 	case "MULTI":
@@ -96,9 +103,17 @@ func (s *scripts) hook(c *server.Peer, cmd string, args ...string) bool {
 	}
 	s.mu.Unlock()
 	if ours {
-		return false // a script's own command, or one we pass on: miniredis runs it
+		// A script's own command, or one we pass on: miniredis runs it.
+		// A script's DEL is announced here, before it runs: whoever it
+		// wakes waits for the script (rw) anyway.
+		if script {
+			s.events.deleted(cmd, args)
+		}
+		return false
 	}
 	switch cmd {
+	case "CONFIG":
+		return s.events.config(c, args)
 	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO":
 		if inMulti {
 			c.WriteError("ERR the embedded Redis runs no script inside MULTI")
@@ -113,11 +128,12 @@ func (s *scripts) hook(c *server.Peer, cmd string, args ...string) bool {
 	s.rw.RLock()
 	defer s.rw.RUnlock()
 	s.pass(c, cmd, args)
+	s.events.deleted(cmd, args)
 	return true
 }
 
 // pass runs a client's command through miniredis, past this hook.
-func (s *scripts) pass(c *server.Peer, cmd string, args []string) {
+func (s *scripts) pass(c *mserver.Peer, cmd string, args []string) {
 	s.mu.Lock()
 	s.nested[c] = struct{}{}
 	s.mu.Unlock()
@@ -127,7 +143,7 @@ func (s *scripts) pass(c *server.Peer, cmd string, args []string) {
 	s.mu.Unlock()
 }
 
-func (s *scripts) script(c *server.Peer, args []string) bool {
+func (s *scripts) script(c *mserver.Peer, args []string) bool {
 	if len(args) == 0 {
 		return false
 	}
@@ -190,7 +206,7 @@ func (s *scripts) load(src string) (string, error) {
 }
 
 // eval runs EVAL script numkeys keys... args... (or EVALSHA sha ...).
-func (s *scripts) eval(c *server.Peer, cmd string, args []string) {
+func (s *scripts) eval(c *mserver.Peer, cmd string, args []string) {
 	if len(args) < 2 {
 		c.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(cmd)))
 		return
@@ -279,9 +295,10 @@ func (s *scripts) newState() *scriptState {
 	}
 	st := &scriptState{l: l, call: &scriptCall{}}
 	st.call.w = bufio.NewWriter(&st.call.buf)
-	st.call.peer = server.NewPeer(st.call.w)
+	st.call.peer = mserver.NewPeer(st.call.w)
 	s.mu.Lock()
 	s.nested[st.call.peer] = struct{}{}
+	s.scriptPeers[st.call.peer] = struct{}{}
 	s.mu.Unlock()
 
 	mod := l.NewTable()
@@ -334,7 +351,7 @@ func (s *scripts) redisCall(l *lua.LState, call *scriptCall, raise bool) int {
 	call.buf.Reset()
 	s.srv.Dispatch(call.peer, args)
 	call.w.Flush()
-	reply, err := server.ParseReply(bufio.NewReader(&call.buf))
+	reply, err := mserver.ParseReply(bufio.NewReader(&call.buf))
 	if err != nil {
 		if raise {
 			l.RaiseError("%s", err.Error())
@@ -358,7 +375,7 @@ func toLua(l *lua.LState, r any) lua.LValue {
 		return lua.LNumber(v)
 	case string:
 		return lua.LString(v)
-	case server.Simple:
+	case mserver.Simple:
 		t := l.NewTable()
 		t.RawSetString("ok", lua.LString(string(v)))
 		return t
@@ -373,7 +390,7 @@ func toLua(l *lua.LState, r any) lua.LValue {
 }
 
 // writeLua answers a script's return value as Redis converts it.
-func writeLua(c *server.Peer, v lua.LValue) {
+func writeLua(c *mserver.Peer, v lua.LValue) {
 	switch t := v.(type) {
 	case lua.LBool:
 		if t {

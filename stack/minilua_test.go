@@ -180,3 +180,42 @@ func TestEmbeddedScriptsAreAtomic(t *testing.T) {
 		t.Fatalf("n = %d after %d additions: some interleaved", n, (scripters+incrs)*each)
 	}
 }
+
+// TestEmbeddedAnnouncesDeletions: the embedded Redis announces a deleted
+// key on its keyspace channel, as redis-server started by the stack does,
+// whether a client or a script deletes it; CONFIG SET turns it off.
+func TestEmbeddedAnnouncesDeletions(t *testing.T) {
+	ctx := context.Background()
+	rdb := startEmbedded(t)
+	ps := rdb.PSubscribe(ctx, "__keyspace@*__:*")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := func() string {
+		select {
+		case m := <-ps.Channel():
+			return m.Channel + " " + m.Payload
+		case <-time.After(time.Second):
+			return "nothing"
+		}
+	}
+	rdb.Set(ctx, "lock:a", "x", 0)
+	rdb.Del(ctx, "lock:a")
+	if got := next(); got != "__keyspace@0__:lock:a del" {
+		t.Fatalf("a client's DEL: %q", got)
+	}
+	rdb.Set(ctx, "lock:b", "x", 0)
+	redis.NewScript(`return redis.call("DEL", KEYS[1])`).Run(ctx, rdb, []string{"lock:b"})
+	if got := next(); got != "__keyspace@0__:lock:b del" {
+		t.Fatalf("a script's DEL: %q", got)
+	}
+	if v := rdb.ConfigGet(ctx, "notify-keyspace-events").Val(); v["notify-keyspace-events"] != "Kgx" {
+		t.Fatalf("CONFIG GET notify-keyspace-events: %v", v)
+	}
+	rdb.ConfigSet(ctx, "notify-keyspace-events", "")
+	rdb.Del(ctx, "lock:c")
+	if got := next(); got != "nothing" {
+		t.Fatalf("with keyspace events off: %q", got)
+	}
+}

@@ -1,62 +1,107 @@
 package stack
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
 
-// startNginx derives a loopback config from src (the project's
-// nginx.conf) into dir/nginx.conf and runs `nginx -p dir -c dir/nginx.conf`
-// in the foreground in its own process group; it returns once the listen
-// address accepts connections.
-func startNginx(ctx context.Context, bin string, src []byte, dir, listen string, upstreams []string) (*proc, error) {
-	confPath, err := writeNginxConf(src, listen, upstreams, nil, dir)
-	if err != nil {
-		return nil, err
+// nginx is the real load balancer: `nginx -p DIR -c DIR/nginx.conf` in
+// the foreground in its own process group, on a config derived from the
+// project's nginx.conf (nginxconf.go) so that what runs is what
+// docker-compose runs. Drain marks an upstream down by rewriting that
+// config and reloading.
+type nginx struct {
+	bin       string
+	src       []byte // the project's nginx.conf as read at Start: reloads derive from it
+	dir       string
+	host      string
+	port      string // "0": start picks a free one
+	upstreams []string
+	down      []bool // upstreams marked down (setDown; serialised by the caller)
+	version   string
+	p         *proc
+}
+
+func newNginx(bin string, src []byte, dir, host, port string, upstreams []string) *nginx {
+	return &nginx{bin: bin, src: src, dir: dir, host: host, port: port, upstreams: upstreams, down: make([]bool, len(upstreams))}
+}
+
+// start derives the loopback config into dir/nginx.conf and starts nginx
+// on it.
+func (n *nginx) start(context.Context) error {
+	if n.port == "0" {
+		port, err := freePort(n.host)
+		if err != nil {
+			return err
+		}
+		n.port = port
 	}
-	errLog := filepath.Join(dir, "nginx-error.log")
+	n.version = binaryVersion(n.bin, `nginx/(\S+)`, "-v")
+	confPath, err := n.writeConf()
+	if err != nil {
+		return err
+	}
 	// SIGTERM, not SIGKILL, if we die: nginx's workers do not notice their
 	// master's death and would keep the port; on SIGTERM the master stops
 	// them (SIGKILL after a second) and exits.
-	p, err := startProcSig("nginx", bin, []string{"-p", dir, "-c", confPath, "-e", errLog}, nil, dir,
-		filepath.Join(dir, "nginx.log"), syscall.SIGTERM)
-	if err != nil {
-		return nil, err
-	}
+	n.p, err = startProcSig("nginx", n.bin, []string{"-p", n.dir, "-c", confPath, "-e", n.errLog()}, nil, n.dir,
+		filepath.Join(n.dir, "nginx.log"), syscall.SIGTERM)
+	return err
+}
+
+// ready waits until nginx accepts connections, then until it routes to
+// the instances.
+func (n *nginx) ready(ctx context.Context) error {
 	for {
-		c, err := net.DialTimeout("tcp", listen, 200*time.Millisecond)
+		c, err := net.DialTimeout("tcp", n.addr(), 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return p, nil
+			break
 		}
 		select {
-		case <-p.done:
-			return p, fmt.Errorf("stack: nginx exited: %v%s%s", p.exitErr(), logTail(p.logPath, 2048), logTail(errLog, 2048))
+		case <-n.p.done:
+			return fmt.Errorf("stack: nginx exited: %v%s%s", n.p.exitErr(), logTail(n.p.logPath, 2048), logTail(n.errLog(), 2048))
 		case <-ctx.Done():
-			return p, fmt.Errorf("stack: nginx not listening on %s: %w%s", listen, ctx.Err(), logTail(errLog, 2048))
+			return fmt.Errorf("stack: nginx not listening on %s: %w%s", n.addr(), ctx.Err(), logTail(n.errLog(), 2048))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	return routesReady(ctx, "http://"+n.addr(), len(n.upstreams), n.p.done)
 }
 
-// writeNginxConf derives the loopback config (upstream i marked down when
-// down[i]) and writes it to dir/nginx.conf, by a rename so that a reload
+// stop stops nginx's process group by pid: the master and its workers.
+func (n *nginx) stop() error {
+	if n.p == nil {
+		return nil
+	}
+	return n.p.stop(stopGrace)
+}
+
+func (n *nginx) addr() string { return net.JoinHostPort(n.host, n.port) }
+func (n *nginx) pid() int     { return n.p.pid() }
+
+func (n *nginx) errLog() string { return filepath.Join(n.dir, "nginx-error.log") }
+
+func (n *nginx) summary() string {
+	return fmt.Sprintf("lb: nginx %s on %s -> %d instances (pid %d, config %s)",
+		n.version, n.addr(), len(n.upstreams), n.pid(), filepath.Join(n.dir, "nginx.conf"))
+}
+
+// writeConf derives the loopback config (the upstreams in n.down marked
+// down) and writes it to dir/nginx.conf, by a rename so that a reload
 // never reads it half written; it returns its path.
-func writeNginxConf(src []byte, listen string, upstreams []string, down []bool, dir string) (string, error) {
-	conf, err := deriveNginxConf(src, listen, upstreams, down, dir)
+func (n *nginx) writeConf() (string, error) {
+	conf, err := deriveNginxConf(n.src, n.addr(), n.upstreams, n.down, n.dir)
 	if err != nil {
 		return "", err
 	}
-	confPath := filepath.Join(dir, "nginx.conf")
+	confPath := filepath.Join(n.dir, "nginx.conf")
 	tmp := confPath + ".tmp"
 	if err := os.WriteFile(tmp, conf, 0o644); err != nil {
 		return "", fmt.Errorf("stack: nginx: %w", err)
@@ -71,22 +116,23 @@ func writeNginxConf(src []byte, listen string, upstreams []string, down []bool, 
 // workers cannot be listed (no /proc).
 const nginxSettle = time.Second
 
-// reloadNginx rewrites the derived config with the upstreams in down
-// marked down, sends the master SIGHUP and returns once the reload is in
-// effect: every worker that ran before it has exited. nginx starts new
-// workers on the new config and tells the old ones to stop accepting,
-// finish their requests in flight and exit; once they are gone, no request
-// is on its way under the old config. Where the workers cannot be listed
-// it waits nginxSettle instead.
-func reloadNginx(ctx context.Context, master *proc, src []byte, listen string, upstreams []string, down []bool, dir string) error {
-	if _, err := writeNginxConf(src, listen, upstreams, down, dir); err != nil {
+// setDown marks upstream i down (or up again) in the derived config,
+// sends the master SIGHUP and returns once the reload is in effect: every
+// worker that ran before it has exited. nginx starts new workers on the
+// new config and tells the old ones to stop accepting, finish their
+// requests in flight and exit; once they are gone, no request is on its
+// way under the old config. Where the workers cannot be listed it waits
+// nginxSettle instead.
+func (n *nginx) setDown(ctx context.Context, i int, down bool) error {
+	n.down[i] = down
+	if _, err := n.writeConf(); err != nil {
 		return err
 	}
+	master := n.p
 	before, listErr := childPids(master.pid())
 	if err := master.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		return fmt.Errorf("stack: nginx reload: %w", err)
 	}
-	errLog := filepath.Join(dir, "nginx-error.log")
 	if listErr != nil {
 		select {
 		case <-time.After(nginxSettle):
@@ -102,40 +148,10 @@ func reloadNginx(ctx context.Context, master *proc, src []byte, listen string, u
 		}
 		select {
 		case <-master.done:
-			return fmt.Errorf("stack: nginx exited during a reload: %v%s", master.exitErr(), logTail(errLog, 2048))
+			return fmt.Errorf("stack: nginx exited during a reload: %v%s", master.exitErr(), logTail(n.errLog(), 2048))
 		case <-ctx.Done():
-			return fmt.Errorf("stack: nginx reload not in effect (workers before %v, now %v): %w%s", before, now, ctx.Err(), logTail(errLog, 2048))
+			return fmt.Errorf("stack: nginx reload not in effect (workers before %v, now %v): %w%s", before, now, ctx.Err(), logTail(n.errLog(), 2048))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-// childPids lists the processes whose parent is pid, from /proc (an error
-// where there is none).
-func childPids(pid int) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var kids []int
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parens.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) >= 2 && f[1] == strconv.Itoa(pid) {
-			kids = append(kids, n)
-		}
-	}
-	return kids, nil
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"syscall"
 	"time"
@@ -151,4 +153,43 @@ func (l *logger) printf(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fmt.Fprintf(l.w, format+"\n", args...)
+}
+
+// freePort asks the kernel for a free TCP port on host and releases it for
+// a child process to bind.
+func freePort(host string) (string, error) {
+	ports, err := freePorts(host, 1)
+	if err != nil {
+		return "", err
+	}
+	return ports[0], nil
+}
+
+// freePorts reserves n distinct free TCP ports on host at once and
+// releases them for child processes to bind. Ports for several children
+// started together must come from one call: a port released by one
+// freePort call may be handed out again by the next before its child has
+// bound it.
+func freePorts(host string, n int) ([]string, error) {
+	var ports []string
+	for range n {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("stack: free port on %s: %w", host, err)
+		}
+		defer ln.Close()
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		ports = append(ports, port)
+	}
+	return ports, nil
+}
+
+// binaryVersion runs bin args and returns the first submatch of re in its
+// output, or "(unknown version)".
+func binaryVersion(bin, re string, args ...string) string {
+	out, _ := exec.Command(bin, args...).CombinedOutput()
+	if m := regexp.MustCompile(re).FindSubmatch(out); m != nil {
+		return string(m[1])
+	}
+	return "(unknown version)"
 }

@@ -154,42 +154,56 @@ func (b *balancer) idle(ctx context.Context, i int) error {
 	return nil
 }
 
-// proxyServer is the built-in load balancer serving in this process.
+// proxyServer is the built-in load balancer, serving in this process:
+// the stand-in for nginx (see newProxy).
 type proxyServer struct {
-	srv  *http.Server
-	bal  *balancer
-	addr string
-	done chan struct{}
+	listen  string // as asked; port 0: a free one
+	targets []string
+	srv     *http.Server
+	bal     *balancer
+	ln      net.Listener
+	done    chan struct{}
 }
 
-func startProxy(addr string, targets []string) (*proxyServer, error) {
-	h, err := newProxy(targets)
+func newProxyServer(listen string, targets []string) *proxyServer {
+	return &proxyServer{listen: listen, targets: targets}
+}
+
+// start listens and serves.
+func (p *proxyServer) start(context.Context) error {
+	h, err := newProxy(p.targets)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", p.listen)
 	if err != nil {
-		return nil, fmt.Errorf("stack: built-in proxy: %w", err)
+		return fmt.Errorf("stack: built-in proxy: %w", err)
 	}
-	p := &proxyServer{
-		srv: &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       120 * time.Second,
-		},
-		bal:  h,
-		addr: ln.Addr().String(),
-		done: make(chan struct{}),
+	p.ln, p.bal, p.done = ln, h, make(chan struct{})
+	p.srv = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
 	}
 	go func() {
 		defer close(p.done)
 		p.srv.Serve(ln)
 	}()
-	return p, nil
+	return nil
 }
 
-func (p *proxyServer) stop(grace time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
+// ready returns once it routes to the instances.
+func (p *proxyServer) ready(ctx context.Context) error {
+	return routesReady(ctx, "http://"+p.addr(), len(p.targets), nil)
+}
+
+// stop shuts the server down, letting the requests in flight finish for
+// up to stopGrace.
+func (p *proxyServer) stop() error {
+	if p.srv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	err := p.srv.Shutdown(ctx)
 	if err != nil {
@@ -198,4 +212,22 @@ func (p *proxyServer) stop(grace time.Duration) error {
 	<-p.done
 	p.bal.rp.Transport.(*http.Transport).CloseIdleConnections()
 	return err
+}
+
+func (p *proxyServer) addr() string { return p.ln.Addr().String() }
+func (p *proxyServer) pid() int     { return 0 }
+
+// setDown takes target i out of the rotation and waits until nothing is
+// in flight to it, or puts it back.
+func (p *proxyServer) setDown(ctx context.Context, i int, down bool) error {
+	p.bal.setDown(i, down)
+	if down {
+		return p.bal.idle(ctx, i)
+	}
+	return nil
+}
+
+func (p *proxyServer) summary() string {
+	return fmt.Sprintf("lb: built-in Go reverse proxy on %s -> %d instances (round robin, no retry; in this process)",
+		p.addr(), len(p.targets))
 }

@@ -1,56 +1,44 @@
 package stack
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
-	"time"
-
-	"github.com/alicebob/miniredis/v2"
 )
 
-// expireTick is how often an embedded miniredis is fast-forwarded to the
-// wall clock, so keys with a TTL expire in real time (miniredis alone only
-// expires keys when told to).
-const expireTick = 10 * time.Millisecond
-
-// Redis is one Redis server on loopback: a real redis-server process or an
-// embedded miniredis served over TCP from this process.
+// Redis is one Redis server on loopback: a real redis-server process
+// (redisserver.go) or an embedded miniredis served over TCP from this
+// process (miniredis.go). Both can be stopped keeping their data and
+// brought back with it (Stack.StopRedis, Stack.StartRedis).
 type Redis struct {
-	addr    string
-	version string
-
-	// real
-	bin   string
-	dir   string
-	rmDir bool
-	proc  *proc // the current redis-server: a new one after restart (guarded by mu)
-
-	// embedded
-	mini     *miniredis.Miniredis
-	stopTick chan struct{}
-	tickDone chan struct{}
-
-	mu   sync.Mutex // guards proc and down
-	down bool       // shut down by shutdown, not yet restarted
+	srv redisKind
 
 	opMu    sync.Mutex // serialises shutdown, restart and Stop
 	stopped bool       // Stop ran (guarded by opMu)
 
 	stopOnce sync.Once
 	stopErr  error
+}
+
+// redisKind is what each kind of Redis does beyond the server shape.
+type redisKind interface {
+	server
+	addr() string
+	// pid is the server's process id, 0 when embedded or down.
+	pid() int
+	// down reports whether shutdown stopped it and restart has not
+	// brought it back.
+	down() bool
+	// shutdown stops a running server keeping its data for restart.
+	shutdown(ctx context.Context) error
+	// restart brings a server shutdown stopped back on its address with
+	// its data.
+	restart(ctx context.Context) error
+	// kind names it and its version: "redis-server VERSION" or
+	// "embedded miniredis VERSION".
+	kind() string
 }
 
 // StartRedis starts a standalone Redis on addr ("" or port 0: a free
@@ -70,8 +58,22 @@ func StartRedis(ctx context.Context, addr string, mode Mode, requireReal bool, l
 }
 
 // startRedis is StartRedis with a run dir ("" = a temp dir of its own);
-// addr has a host already (loopback).
+// addr has a host already (loopback). It logs the server's summary line.
 func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, dir string, lg *logger) (*Redis, error) {
+	r, err := newRedis(addr, mode, requireReal, dir, lg)
+	if err != nil {
+		return nil, err
+	}
+	if err := launch(ctx, r); err != nil {
+		return nil, err
+	}
+	lg.printf("%s", r.summary())
+	return r, nil
+}
+
+// newRedis is a Redis of the kind mode asks for, not started. It says so
+// when Auto falls back to miniredis.
+func newRedis(addr string, mode Mode, requireReal bool, dir string, lg *logger) (*Redis, error) {
 	real, bin, err := resolveMode(mode, "redis-server", requireReal)
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis: %w", err)
@@ -80,195 +82,18 @@ func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, d
 		if mode != Embedded {
 			lg.printf("redis-server not found on PATH: using embedded miniredis (Redis-compatible, in this process)")
 		}
-		return startMiniredis(addr, lg)
+		return &Redis{srv: newMiniRedis(addr)}, nil
 	}
-	return startRedisServer(ctx, bin, addr, dir, lg)
-}
-
-// resolveMode decides between the real binary and the embedded fallback.
-func resolveMode(mode Mode, binary string, requireReal bool) (real bool, path string, err error) {
-	switch mode {
-	case Embedded:
-		return false, "", nil
-	case Real, Auto, "":
-		path, err := exec.LookPath(binary)
-		if err == nil {
-			return true, path, nil
-		}
-		if mode == Real {
-			return false, "", fmt.Errorf("mode %q needs %s: %w", Real, binary, err)
-		}
-		if requireReal {
-			return false, "", fmt.Errorf("%s not found on PATH and RequireReal is set (CI=true): install it rather than falling back: %w", binary, err)
-		}
-		return false, "", nil
-	default:
-		return false, "", fmt.Errorf("unknown mode %q (want %q, %q or %q)", mode, Auto, Real, Embedded)
-	}
-}
-
-func startMiniredis(addr string, lg *logger) (*Redis, error) {
-	m := miniredis.NewMiniRedis()
-	if err := m.StartAddr(addr); err != nil {
-		return nil, fmt.Errorf("stack: embedded miniredis on %s: %w", addr, err)
-	}
-	installScripts(m)
-	r := &Redis{
-		addr:     m.Addr(),
-		version:  moduleVersion("github.com/alicebob/miniredis/v2"),
-		mini:     m,
-		stopTick: make(chan struct{}),
-		tickDone: make(chan struct{}),
-	}
-	go r.tick()
-	lg.printf("%s", r.summary())
-	return r, nil
-}
-
-// tick advances miniredis's clock with the wall clock.
-func (r *Redis) tick() {
-	defer close(r.tickDone)
-	t := time.NewTicker(expireTick)
-	defer t.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-r.stopTick:
-			return
-		case now := <-t.C:
-			r.mini.FastForward(now.Sub(last))
-			last = now
-		}
-	}
-}
-
-func startRedisServer(ctx context.Context, bin, addr, dir string, lg *logger) (*Redis, error) {
-	host, port, err := net.SplitHostPort(addr)
+	rs, err := newRedisServer(bin, addr, dir)
 	if err != nil {
-		return nil, fmt.Errorf("stack: redis address %q: %w", addr, err)
-	}
-	if port != "0" {
-		return startRedisServerOn(ctx, bin, host, port, dir, lg)
-	}
-	// A free port is free only until someone binds it: another test
-	// package starting its own Redis at the same moment may take it
-	// first. Then ours cannot bind (errPortTaken), and we pick again.
-	for attempt := 1; ; attempt++ {
-		if port, err = freePort(host); err != nil {
-			return nil, err
-		}
-		r, err := startRedisServerOn(ctx, bin, host, port, dir, lg)
-		if !errors.Is(err, errPortTaken) || attempt == 5 {
-			return r, err
-		}
-	}
-}
-
-// errPortTaken: the port answered, but not with our redis-server.
-var errPortTaken = errors.New("port taken by another process")
-
-func startRedisServerOn(ctx context.Context, bin, host, port, dir string, lg *logger) (_ *Redis, err error) {
-	r := &Redis{addr: net.JoinHostPort(host, port), bin: bin, dir: dir}
-	if dir == "" {
-		if r.dir, err = os.MkdirTemp("", "lockladder-redis-"); err != nil {
-			return nil, fmt.Errorf("stack: redis: %w", err)
-		}
-		r.rmDir = true
-	}
-	defer func() {
-		if err != nil {
-			r.Stop() // r, not the result: every failure returns a nil *Redis
-		}
-	}()
-	r.version = binaryVersion(bin, `v=(\S+)`, "--version")
-	// A fresh server starts empty: a dump an earlier run left here (its
-	// StopRedis saved one) must not be loaded.
-	if err := os.Remove(filepath.Join(r.dir, r.dbFilename())); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("stack: redis: stale dump: %w", err)
-	}
-	if err := r.spawn(ctx); err != nil {
 		return nil, err
 	}
-	lg.printf("%s", r.summary())
-	return r, nil
+	return &Redis{srv: rs}, nil
 }
 
-// dbFilename is the server's dump file in its dir, named after its port:
-// the main Redis and the masters share the stack's run dir, and a master
-// started again must not load the main Redis's dump.
-func (r *Redis) dbFilename() string {
-	_, port, _ := net.SplitHostPort(r.addr)
-	return "redis-" + port + ".rdb"
-}
-
-// spawn starts redis-server on r.addr and returns once that very process
-// answers there (its process_id, not some other server's) and PING has its
-// PONG (not LOADING: a restart loads the dump first). On failure the
-// process it started is stopped.
-func (r *Redis) spawn(ctx context.Context) (err error) {
-	host, port, _ := net.SplitHostPort(r.addr)
-	// Nothing persisted, nothing shared with a Redis the user runs: own
-	// port, loopback only, own dir. The dump file is written only by
-	// shutdown (SHUTDOWN SAVE) and read back by the restart, from the
-	// same --dir and --dbfilename.
-	args := []string{
-		"--port", port, "--bind", host,
-		"--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--dir", r.dir, "--dbfilename", r.dbFilename(),
-		"--pidfile", filepath.Join(r.dir, "redis-"+port+".pid"),
-	}
-	p, err := startProc("redis-server", r.bin, args, nil, r.dir, filepath.Join(r.dir, "redis-"+port+".log"))
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			p.stop(stopGrace)
-		}
-	}()
-	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
-	defer cancel()
-	for {
-		if pid, err := serverPid(ctx, r.addr); err == nil {
-			if pid != p.pid() {
-				// Someone else's Redis answers there: ours will fail to bind.
-				return fmt.Errorf("stack: redis-server on %s: %w (pid %d answers)", r.addr, errPortTaken, pid)
-			}
-			if redisPing(ctx, r.addr) == nil {
-				break
-			}
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("stack: redis-server on %s exited: %v%s", r.addr, p.exitErr(), logTail(p.logPath, 2048))
-		case <-ctx.Done():
-			return fmt.Errorf("stack: redis-server on %s: no PONG: %w%s", r.addr, ctx.Err(), logTail(p.logPath, 2048))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	r.mu.Lock()
-	r.proc, r.down = p, false
-	r.mu.Unlock()
-	return nil
-}
-
-// redisPing sends PING over a fresh connection and wants +PONG: a server
-// still loading its dump answers -LOADING.
-func redisPing(ctx context.Context, addr string) error {
-	rd, done, err := sendRaw(ctx, addr, time.Second, "PING")
-	if err != nil {
-		return err
-	}
-	defer done()
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if line = strings.TrimSpace(line); line != "+PONG" {
-		return fmt.Errorf("PING: %q", line)
-	}
-	return nil
-}
+func (r *Redis) start(ctx context.Context) error { return r.srv.start(ctx) }
+func (r *Redis) ready(ctx context.Context) error { return r.srv.ready(ctx) }
+func (r *Redis) stop() error                     { return r.Stop() }
 
 // shutdown stops the server keeping its data, for restart: redis-server
 // by SHUTDOWN SAVE (its dataset written to its dump file, then it exits),
@@ -280,61 +105,10 @@ func (r *Redis) shutdown(ctx context.Context) error {
 	if r.stopped {
 		return errors.New("stack: redis: stopped")
 	}
-	r.mu.Lock()
-	down, p := r.down, r.proc
-	r.mu.Unlock()
-	if down {
+	if r.srv.down() {
 		return nil
 	}
-	if r.mini != nil {
-		r.mini.Close() // the ticker keeps the clock: TTLs run out while it is down, as they would
-		r.mu.Lock()
-		r.down = true
-		r.mu.Unlock()
-		return nil
-	}
-	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
-	defer cancel()
-	if err := shutdownSave(ctx, r.addr); err != nil {
-		return fmt.Errorf("stack: redis-server on %s (pid %d): SHUTDOWN SAVE: %w", r.addr, p.pid(), err)
-	}
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		return fmt.Errorf("stack: redis-server on %s (pid %d) still runs after SHUTDOWN SAVE: %w", r.addr, p.pid(), ctx.Err())
-	}
-	// Whatever its exit, the process is gone: mark it down before looking.
-	r.mu.Lock()
-	r.down = true
-	r.mu.Unlock()
-	p.stop(stopGrace) // reaped already: only sweeps its process group
-	if p.waitErr != nil {
-		return fmt.Errorf("stack: redis-server on %s (pid %d) after SHUTDOWN SAVE: %v%s", r.addr, p.pid(), p.waitErr, logTail(p.logPath, 2048))
-	}
-	return nil
-}
-
-// shutdownSave sends SHUTDOWN SAVE to the Redis at addr. On success the
-// server closes the connection without a reply; an error reply (the save
-// failed) means it runs on.
-func shutdownSave(ctx context.Context, addr string) error {
-	wait := 15 * time.Second // it writes the dataset first
-	if dl, ok := ctx.Deadline(); ok {
-		wait = time.Until(dl)
-	}
-	rd, done, err := sendRaw(ctx, addr, wait, "SHUTDOWN", "SAVE")
-	if err != nil {
-		return err
-	}
-	defer done()
-	line, err := rd.ReadString('\n')
-	if err == nil {
-		return fmt.Errorf("reply %q", strings.TrimSpace(line))
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
-		return nil // closed by the exiting server
-	}
-	return err
+	return r.srv.shutdown(ctx)
 }
 
 // restart brings a server that shutdown stopped back on its address with
@@ -347,131 +121,42 @@ func (r *Redis) restart(ctx context.Context) error {
 	if r.stopped {
 		return errors.New("stack: redis: stopped")
 	}
-	r.mu.Lock()
-	down := r.down
-	r.mu.Unlock()
-	if !down {
+	if !r.srv.down() {
 		return nil
 	}
-	if r.mini != nil {
-		// Close cancelled miniredis's context (blocking commands watch
-		// it); a reopened server needs a live one.
-		r.mini.Lock()
-		r.mini.Ctx, r.mini.CtxCancel = context.WithCancel(context.Background())
-		r.mini.Unlock()
-		if err := r.mini.StartAddr(r.addr); err != nil {
-			return fmt.Errorf("stack: embedded miniredis on %s: restart: %w", r.addr, err)
-		}
-		installScripts(r.mini)
-		r.mu.Lock()
-		r.down = false
-		r.mu.Unlock()
-		return nil
-	}
-	return r.spawn(ctx)
-}
-
-// current is the server's current process, nil when embedded.
-func (r *Redis) current() *proc {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.proc
+	return r.srv.restart(ctx)
 }
 
 // isDown reports whether shutdown stopped the server and restart has not
 // brought it back.
-func (r *Redis) isDown() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.down
-}
-
-// sendRaw sends one command to the Redis at addr over a fresh connection
-// and returns the reader of its reply and the func that closes it. The
-// stack speaks RESP itself for these few checks: go-redis would log every
-// refused dial of a server still starting to the user's terminal. The
-// reply must come within wait.
-func sendRaw(ctx context.Context, addr string, wait time.Duration, args ...string) (*bufio.Reader, func(), error) {
-	d := net.Dialer{Timeout: 500 * time.Millisecond}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, nil, err
-	}
-	c.SetDeadline(time.Now().Add(wait))
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(c, b.String()); err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	return bufio.NewReader(c), func() { c.Close() }, nil
-}
-
-// serverPid asks the Redis at addr for its process id (INFO server), over
-// a fresh connection: the answer proves a Redis is up there, and whose.
-func serverPid(ctx context.Context, addr string) (int, error) {
-	rd, done, err := sendRaw(ctx, addr, time.Second, "INFO", "server")
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	head, err := rd.ReadString('\n')
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
-	if !strings.HasPrefix(head, "$") || err != nil {
-		return 0, fmt.Errorf("INFO server: %q", strings.TrimSpace(head))
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(rd, body); err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			return strconv.Atoi(v)
-		}
-	}
-	return 0, errors.New("INFO server: no process_id")
-}
+func (r *Redis) isDown() bool { return r.srv.down() }
 
 // Addr is the host:port the server listens on.
-func (r *Redis) Addr() string { return r.addr }
+func (r *Redis) Addr() string { return r.srv.addr() }
 
 // Embedded reports whether this is miniredis in this process.
-func (r *Redis) Embedded() bool { return r.mini != nil }
+func (r *Redis) Embedded() bool {
+	_, ok := r.srv.(*miniRedis)
+	return ok
+}
 
 // Pid is the redis-server process id, 0 when embedded or while a stack
 // has it stopped (Stack.StopRedis); after a restart, the new process's.
-func (r *Redis) Pid() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.proc == nil || r.down {
-		return 0
-	}
-	return r.proc.pid()
-}
+func (r *Redis) Pid() int { return r.srv.pid() }
 
 // kind names the server and its version, "redis-server VERSION" or
 // "embedded miniredis VERSION", for the summary lines.
-func (r *Redis) kind() string {
-	if r.mini != nil {
-		return "embedded miniredis " + r.version
-	}
-	return "redis-server " + r.version
-}
+func (r *Redis) kind() string { return r.srv.kind() }
 
 func (r *Redis) summary() string {
-	if r.isDown() {
-		return fmt.Sprintf("redis: %s on %s (stopped; its data kept for a restart)", r.kind(), r.addr)
+	switch {
+	case r.isDown():
+		return fmt.Sprintf("redis: %s on %s (stopped; its data kept for a restart)", r.kind(), r.Addr())
+	case r.Embedded():
+		return fmt.Sprintf("redis: %s on %s (in this process; TTLs advanced every %s)", r.kind(), r.Addr(), expireTick)
+	default:
+		return fmt.Sprintf("redis: %s on %s (pid %d)", r.kind(), r.Addr(), r.Pid())
 	}
-	if r.mini != nil {
-		return fmt.Sprintf("redis: %s on %s (in this process; TTLs advanced every %s)", r.kind(), r.addr, expireTick)
-	}
-	return fmt.Sprintf("redis: %s on %s (pid %d)", r.kind(), r.addr, r.Pid())
 }
 
 // Stop stops the server (SIGTERM, SIGKILL after a grace period) and waits
@@ -481,75 +166,7 @@ func (r *Redis) Stop() error {
 		r.opMu.Lock()
 		defer r.opMu.Unlock()
 		r.stopped = true
-		if r.mini != nil {
-			close(r.stopTick)
-			<-r.tickDone
-			r.mini.Close()
-		}
-		if p := r.current(); p != nil {
-			r.stopErr = p.stop(stopGrace)
-		}
-		if r.rmDir {
-			r.stopErr = errors.Join(r.stopErr, os.RemoveAll(r.dir))
-		}
+		r.stopErr = r.srv.stop()
 	})
 	return r.stopErr
-}
-
-// freePort asks the kernel for a free TCP port on host and releases it for
-// a child process to bind.
-func freePort(host string) (string, error) {
-	ports, err := freePorts(host, 1)
-	if err != nil {
-		return "", err
-	}
-	return ports[0], nil
-}
-
-// freePorts reserves n distinct free TCP ports on host at once and
-// releases them for child processes to bind. Ports for several children
-// started together must come from one call: a port released by one
-// freePort call may be handed out again by the next before its child has
-// bound it.
-func freePorts(host string, n int) ([]string, error) {
-	var ports []string
-	for range n {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return nil, fmt.Errorf("stack: free port on %s: %w", host, err)
-		}
-		defer ln.Close()
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		ports = append(ports, port)
-	}
-	return ports, nil
-}
-
-// binaryVersion runs bin args and returns the first submatch of re in its
-// output, or "(unknown version)".
-func binaryVersion(bin, re string, args ...string) string {
-	out, _ := exec.Command(bin, args...).CombinedOutput()
-	if m := regexp.MustCompile(re).FindSubmatch(out); m != nil {
-		return string(m[1])
-	}
-	return "(unknown version)"
-}
-
-// moduleVersion is the version of a module linked into this binary.
-func moduleVersion(path string) string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, m := range bi.Deps {
-			if m.Path == path {
-				return m.Version
-			}
-		}
-	}
-	return "(unknown version)"
-}
-
-func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
 }

@@ -6,96 +6,110 @@
 // otherwise an embedded miniredis and a built-in Go reverse proxy stand in,
 // and the stack says so (Summary). Every process it starts is stopped by
 // pid.
+//
+// Each kind of server is a file of its own behind one shape (server,
+// below); this file only composes them.
 package stack
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Mode selects a real binary or its in-process stand-in.
-type Mode string
+// server is the shape of every kind of server the stack runs, each in a
+// file of its own: redis-server (redisserver.go), the embedded miniredis
+// (miniredis.go) and the Redis over both (redis.go), the Redlock masters
+// (masters.go), a sentinel (sentinel.go, its group in sentinelgroup.go),
+// nginx (nginx.go), the built-in proxy (proxy.go), a fault proxy
+// (faultproxy.go), a supervised app instance (app.go). A new kind is one
+// more file implementing it, launched by Start or a group of its own.
+//
+// start launches it (a process, or a listener in this process) without
+// waiting for it to serve; ready returns once it serves, or fails when it
+// exited or ctx ended first; stop stops whatever start started (a process
+// by its pid: SIGTERM, then SIGKILL after a grace period) and waits for
+// it. stop is safe after a failed start or ready.
+type server interface {
+	start(ctx context.Context) error
+	ready(ctx context.Context) error
+	stop() error
+}
 
-const (
-	// Auto uses the real binary when it is on PATH, else the stand-in
-	// (or fails when Config.RequireReal is set).
-	Auto Mode = "auto"
-	// Real requires the binary: redis-server, or nginx for the LB.
-	Real Mode = "real"
-	// Embedded uses miniredis for Redis, the built-in Go proxy for the LB.
-	Embedded Mode = "embedded"
-)
+// launch starts srv and waits until it is ready; when either fails it
+// stops srv, so that nothing it started is left behind.
+func launch(ctx context.Context, srv server) error {
+	err := srv.start(ctx)
+	if err == nil {
+		err = srv.ready(ctx)
+	}
+	if err != nil {
+		srv.stop()
+		return err
+	}
+	return nil
+}
 
-// Defaults for Config.
-const (
-	DefaultInstances   = 3
-	DefaultLBAddr      = "127.0.0.1:8080"
-	DefaultAppBasePort = 8081
-	DefaultRedisAddr   = "127.0.0.1:6380"
-)
+// group is servers launched together: each of start, ready and stop runs
+// on all of them at once and returns when all have, with their errors
+// joined.
+type group []server
 
-// Config describes a stack. The zero value means the defaults below.
-type Config struct {
-	Dir         string    // run dir: derived nginx conf, logs, pid files; "" = a new temp dir removed on Stop
-	Instances   int       // default 3
-	LBAddr      string    // default 127.0.0.1:8080; "127.0.0.1:0" = pick a free port
-	AppBasePort int       // default 8081, instances on base, base+1, ...; 0 with LBAddr port 0 => free ports
-	RedisAddr   string    // default 127.0.0.1:6380; port 0 = free port
-	Redis       Mode      // Auto: real redis-server if on PATH else embedded miniredis
-	LB          Mode      // Auto: nginx if on PATH else built-in Go reverse proxy
-	RequireReal bool      // Auto with a missing binary is an error, never a fallback (set it when CI=true)
-	AppBinary   string    // the built app binary; default bin/app in the repo root
-	AppArgs     []string  // extra flags passed to every instance (e.g. -lock-ttl 2s)
-	NginxConf   string    // the project's nginx.conf to derive from; default nginx.conf in the repo root
-	Log         io.Writer // human progress lines; nil = discard
+func (g group) start(ctx context.Context) error {
+	return each(len(g), func(i int) error { return g[i].start(ctx) })
+}
 
-	// InstanceArgs are extra flags for instance i (0-based) only, after
-	// AppArgs, kept across the supervisor's restarts: {2: {"-clock-skew",
-	// "2s"}} skews app3's clock.
-	InstanceArgs map[int][]string
+func (g group) ready(ctx context.Context) error {
+	return each(len(g), func(i int) error { return g[i].ready(ctx) })
+}
 
-	// Masters is the number of Redlock masters: independent Redis servers
-	// on free ports of RedisAddr's host, each started as Redis is (same
-	// mode, same RequireReal rule). Every instance gets their addresses as
-	// -masters a,b,... and in REDLOCK_MASTERS. 0 means DefaultMasters; a
-	// negative number, none.
-	Masters int
+func (g group) stop() error {
+	return each(len(g), func(i int) error { return g[i].stop() })
+}
 
-	// StartTimeout bounds Start when ctx has no deadline; default 30s.
-	StartTimeout time.Duration
+// each runs f(0) to f(n-1) at once and joins their errors.
+func each(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
 
-	// StableAfter is how long a restarted instance must run before its
-	// restart backoff (100ms, doubling to 5s while it keeps crashing)
-	// starts over; default 10s. The fault suite, which kills instances on
-	// purpose every few seconds, shortens it.
-	StableAfter time.Duration
+// loadBalancer is the server in front of the instances: nginx (nginx.go)
+// or the built-in proxy (proxy.go). Its ready returns once it routes to
+// the instances (routesReady).
+type loadBalancer interface {
+	server
+	addr() string
+	// pid is its process's, 0 when it serves in this process.
+	pid() int
+	// setDown takes instance i out of the rotation (down) or puts it
+	// back, and returns once the change is in effect (see Stack.Drain).
+	setDown(ctx context.Context, i int, down bool) error
+	summary() string
+}
 
-	// RedisProxy puts a FaultProxy between the instances and the main
-	// Redis: they get its address as -redis, so that a test can delay
-	// Redis's replies or cut the network (Stack.RedisProxy) without
-	// touching the server. RedisAddr stays the server's own address. The
-	// proxy dials Redis per connection, so it survives StopRedis and
-	// StartRedis.
-	RedisProxy bool
-
-	// MasterProxies puts a FaultProxy of its own between the instances and
-	// each Redlock master (Stack.MasterProxy): the instances get the
-	// proxies' addresses as -masters and in REDLOCK_MASTERS, while
-	// MasterAddrs stays the masters' own. A cut there is a master that
-	// times out, where StopMaster is one that refuses.
-	MasterProxies bool
+// routesReady sends one health check per instance through the load
+// balancer at base: the built-in proxy's round robin sends each to
+// another instance; nginx's workers each keep their own rotation, so
+// there it is likely, not certain (the instances have each answered
+// directly already). exited closes if the load balancer's process dies.
+func routesReady(ctx context.Context, base string, instances int, exited <-chan struct{}) error {
+	for range instances {
+		if err := waitHealthy(ctx, base, exited); err != nil {
+			return fmt.Errorf("stack: load balancer: %w", err)
+		}
+	}
+	return nil
 }
 
 // Stack is a running topology. Its methods are safe for concurrent use.
@@ -105,23 +119,18 @@ type Stack struct {
 	rmDir bool
 	lg    *logger
 
-	redis     *Redis
-	instances []*instance
+	// servers are those launched, in order: Stop stops them in reverse.
+	servers []server
 
-	mastersMu sync.Mutex // guards masters and each master's r
-	masters   []*master
-
-	lbAddr   string
-	nginx    *proc
-	nginxVer string
-	nginxSrc []byte // the project's nginx.conf as read at Start: reloads derive from it
-	proxy    *proxyServer
+	redis         *Redis
+	masters       *masters
+	redisProxy    *FaultProxy   // Config.RedisProxy
+	masterProxies []*FaultProxy // Config.MasterProxies, in MasterAddrs order
+	instances     []*instance
+	lb            loadBalancer
 
 	lbMu   sync.Mutex // serialises load balancer changes (Drain)
 	lbDown []bool     // instances taken out of the load balancer
-
-	redisProxy    *FaultProxy   // Config.RedisProxy
-	masterProxies []*FaultProxy // Config.MasterProxies, in MasterAddrs order
 
 	life     context.Context // cancelled by Stop: supervisors return
 	end      context.CancelFunc
@@ -130,34 +139,6 @@ type Stack struct {
 	drains   atomic.Int64 // after Drain
 	stopOnce sync.Once
 	stopErr  error
-}
-
-// instance is one supervised app process.
-type instance struct {
-	name, addr string
-	args, env  []string // the same on every restart
-	logPath    string
-
-	mu      sync.Mutex
-	p       *proc
-	started time.Time
-
-	// drainPid is the pid Drain sent SIGTERM to: when that process exits,
-	// the supervisor logs it as drained, not as a crash, and restarts it
-	// at once. The supervisor clears it.
-	drainPid atomic.Int64
-	draining sync.Mutex // one Drain at a time per instance
-}
-
-func (in *instance) current() *proc {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.p
-}
-
-var healthClient = &http.Client{
-	Timeout:   2 * time.Second,
-	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 }
 
 // Start starts Redis, the app instances and the load balancer, and returns
@@ -188,10 +169,11 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if _, err := os.Stat(cfg.AppBinary); err != nil {
 		return nil, fmt.Errorf("stack: app binary: %w (build it: go build -o bin/app ./cmd/app)", err)
 	}
+	var nginxSrc []byte
 	if realLB {
 		// Read once: Drain's reloads derive from these bytes, whatever
 		// happens to the file meanwhile.
-		if s.nginxSrc, err = os.ReadFile(cfg.NginxConf); err != nil {
+		if nginxSrc, err = os.ReadFile(cfg.NginxConf); err != nil {
 			return nil, fmt.Errorf("stack: nginx: %w (set Config.NginxConf)", err)
 		}
 	}
@@ -204,62 +186,47 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := s.makeDir(); err != nil {
 		return nil, err
 	}
-	// startRedis says so when Auto falls back to miniredis.
-	if s.redis, err = startRedis(ctx, cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.lg); err != nil {
+
+	// Each part once the ones it needs serve: Redis and the masters, the
+	// fault proxies in front of them, the instances that dial those, the
+	// load balancer in front of the instances. (newRedis says so when
+	// Auto falls back to miniredis.)
+	if s.redis, err = newRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.lg); err != nil {
 		return nil, err
 	}
-	if err := s.startMasters(ctx); err != nil {
+	if err := s.up(ctx, s.redis); err != nil {
 		return nil, err
 	}
-	if err := s.startFaultProxies(); err != nil {
+	s.lg.printf("%s", s.redis.summary())
+
+	s.masters = newMasters(cfg.Masters, s.redis, cfg.RedisAddr, cfg.RequireReal, s.dir, s.lg)
+	if err := s.up(ctx, s.masters); err != nil {
 		return nil, err
+	}
+	if l := s.masters.summary(); l != "" {
+		s.lg.printf("%s", l)
 	}
 
+	if err := s.startFaultProxies(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.startInstances(ctx); err != nil {
 		return nil, err
 	}
 
-	targets := s.InstanceURLs()
 	if realLB {
 		host, port, _ := net.SplitHostPort(cfg.LBAddr)
-		if port == "0" {
-			if port, err = freePort(host); err != nil {
-				return nil, err
-			}
-		}
-		s.lbAddr = net.JoinHostPort(host, port)
-		s.nginxVer = binaryVersion(nginxBin, `nginx/(\S+)`, "-v")
-		var ups []string
-		for _, in := range s.instances {
-			ups = append(ups, in.addr)
-		}
-		s.nginx, err = startNginx(ctx, nginxBin, s.nginxSrc, s.dir, s.lbAddr, ups)
-		if err != nil {
-			return nil, err
-		}
+		s.lb = newNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
 	} else {
 		if cfg.LB != Embedded {
 			s.lg.printf("nginx not found on PATH: using the built-in Go reverse proxy (round robin, no retry, in this process)")
 		}
-		if s.proxy, err = startProxy(cfg.LBAddr, targets); err != nil {
-			return nil, err
-		}
-		s.lbAddr = s.proxy.addr
+		s.lb = newProxyServer(cfg.LBAddr, s.InstanceURLs())
 	}
-	var lbDone <-chan struct{}
-	if s.nginx != nil {
-		lbDone = s.nginx.done
+	if err := s.up(ctx, s.lb); err != nil {
+		return nil, err
 	}
-	// One health check per instance: the built-in proxy's round robin sends
-	// each to another instance; nginx's workers each keep their own
-	// rotation, so there it is likely, not certain (the instances have
-	// each answered directly already).
-	for range s.instances {
-		if err := waitHealthy(ctx, s.URL(), lbDone); err != nil {
-			return nil, fmt.Errorf("stack: load balancer: %w", err)
-		}
-	}
-	s.lg.printf("%s", s.lbSummary())
+	s.lg.printf("%s", s.lb.summary())
 
 	for _, in := range s.instances {
 		s.wg.Add(1)
@@ -269,150 +236,13 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	return s, nil
 }
 
-// loopback defaults addr to def and an empty host to 127.0.0.1: the stack
-// never listens on every interface by accident.
-func loopback(addr, def string) (string, error) {
-	if addr == "" {
-		return def, nil
+// up launches srv and, once it serves, leaves it to Stop.
+func (s *Stack) up(ctx context.Context, srv server) error {
+	if err := launch(ctx, srv); err != nil {
+		return err
 	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", err
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
-// appPorts returns the instances' ports, or nil when they are to be free
-// ports picked at start.
-func (c *Config) appPorts() []string {
-	_, lbPort, _ := net.SplitHostPort(c.LBAddr)
-	if lbPort == "0" && c.AppBasePort == 0 {
-		return nil
-	}
-	base := c.AppBasePort
-	if base == 0 {
-		base = DefaultAppBasePort
-	}
-	n := c.Instances
-	if n <= 0 {
-		n = DefaultInstances
-	}
-	ports := make([]string, n)
-	for i := range ports {
-		ports[i] = strconv.Itoa(base + i)
-	}
-	return ports
-}
-
-// InstanceURLs are the base URLs the instances of a stack started with c
-// listen on, when c fixes their ports (nil when they are picked free): a
-// stack already up (make up) is found there.
-func (c Config) InstanceURLs() []string {
-	var urls []string
-	for _, p := range c.appPorts() {
-		urls = append(urls, "http://"+net.JoinHostPort("127.0.0.1", p))
-	}
-	return urls
-}
-
-// checkPortsFree fails if a fixed port of the stack is already in use.
-func checkPortsFree(c Config) error {
-	addrs := []string{c.RedisAddr, c.LBAddr}
-	for _, p := range c.appPorts() {
-		addrs = append(addrs, net.JoinHostPort("127.0.0.1", p))
-	}
-	for _, a := range addrs {
-		if _, port, _ := net.SplitHostPort(a); port == "0" {
-			continue
-		}
-		ln, err := net.Listen("tcp", a)
-		if err != nil {
-			return fmt.Errorf("stack: %s is not free (another stack up? stop it with `go run ./cmd/stack down`): %w", a, err)
-		}
-		ln.Close()
-	}
+	s.servers = append(s.servers, srv)
 	return nil
-}
-
-func (c *Config) setDefaults() error {
-	if c.Instances == 0 {
-		c.Instances = DefaultInstances
-	}
-	if c.Instances < 0 {
-		return fmt.Errorf("stack: Instances = %d", c.Instances)
-	}
-	for i := range c.InstanceArgs {
-		if i < 0 || i >= c.Instances {
-			return fmt.Errorf("stack: InstanceArgs for instance %d: instances are 0 to %d", i, c.Instances-1)
-		}
-	}
-	if c.Masters == 0 {
-		c.Masters = DefaultMasters
-	}
-	var err error
-	if c.LBAddr, err = loopback(c.LBAddr, DefaultLBAddr); err != nil {
-		return fmt.Errorf("stack: LBAddr: %w", err)
-	}
-	if c.RedisAddr, err = loopback(c.RedisAddr, DefaultRedisAddr); err != nil {
-		return fmt.Errorf("stack: RedisAddr: %w", err)
-	}
-	if c.Redis == "" {
-		c.Redis = Auto
-	}
-	if c.LB == "" {
-		c.LB = Auto
-	}
-	if c.AppBinary == "" {
-		c.AppBinary = RepoPath("bin", "app")
-	}
-	if c.NginxConf == "" {
-		c.NginxConf = RepoPath("nginx.conf")
-	}
-	// Children run in the run dir: make the paths absolute now.
-	if c.AppBinary, err = absBinary(c.AppBinary); err != nil {
-		return fmt.Errorf("stack: AppBinary: %w", err)
-	}
-	if c.NginxConf, err = filepath.Abs(c.NginxConf); err != nil {
-		return fmt.Errorf("stack: NginxConf: %w", err)
-	}
-	if c.StableAfter <= 0 {
-		c.StableAfter = 10 * time.Second
-	}
-	if c.StartTimeout == 0 {
-		c.StartTimeout = 30 * time.Second
-	}
-	return nil
-}
-
-// absBinary makes a binary path absolute; a bare name is looked up on PATH.
-func absBinary(p string) (string, error) {
-	if !strings.ContainsRune(p, filepath.Separator) {
-		if lp, err := exec.LookPath(p); err == nil {
-			p = lp
-		}
-	}
-	return filepath.Abs(p)
-}
-
-// RepoPath joins elem to the repo root: the nearest directory at or above
-// the working directory holding go.mod (the working directory if none).
-// The stack finds bin/app and nginx.conf there by default.
-func RepoPath(elem ...string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return filepath.Join(elem...)
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(append([]string{d}, elem...)...)
-		}
-		if filepath.Dir(d) == d {
-			return filepath.Join(append([]string{wd}, elem...)...)
-		}
-	}
 }
 
 func (s *Stack) makeDir() error {
@@ -436,165 +266,8 @@ func (s *Stack) makeDir() error {
 	return nil
 }
 
-// startInstances starts every app process and waits until each is healthy.
-func (s *Stack) startInstances(ctx context.Context) error {
-	ports := s.cfg.appPorts()
-	if ports == nil {
-		// All at once, as for the masters: no two instances get one port.
-		var err error
-		if ports, err = freePorts("127.0.0.1", s.cfg.Instances); err != nil {
-			return err
-		}
-	}
-	masters := s.MasterAddrs()
-	if len(s.masterProxies) > 0 {
-		for i, p := range s.masterProxies {
-			masters[i] = p.Addr()
-		}
-	}
-	redisAddr := s.redis.Addr()
-	if s.redisProxy != nil {
-		redisAddr = s.redisProxy.Addr()
-	}
-	var mastersFlag []string
-	if len(masters) > 0 {
-		mastersFlag = []string{"-masters", strings.Join(masters, ",")}
-	}
-	env := instanceEnv(masters)
-	for i, port := range ports {
-		name := fmt.Sprintf("app%d", i+1)
-		in := &instance{
-			name:    name,
-			addr:    net.JoinHostPort("127.0.0.1", port),
-			logPath: filepath.Join(s.dir, name+".log"),
-		}
-		// Ours first: a flag repeated in AppArgs or InstanceArgs wins.
-		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", redisAddr}, mastersFlag...)
-		in.args = append(in.args, s.cfg.AppArgs...)
-		in.args = append(in.args, s.cfg.InstanceArgs[i]...)
-		in.env = env
-		s.instances = append(s.instances, in)
-		p, err := startProc(name, s.cfg.AppBinary, in.args, in.env, s.dir, in.logPath)
-		if err != nil {
-			return err
-		}
-		in.p, in.started = p, time.Now()
-	}
-	errs := make([]error, len(s.instances))
-	var wg sync.WaitGroup
-	for i, in := range s.instances {
-		wg.Go(func() {
-			if err := waitHealthy(ctx, "http://"+in.addr, in.p.done); err != nil {
-				errs[i] = fmt.Errorf("stack: %s on %s: %w%s", in.name, in.addr, err, logTail(in.logPath, 2048))
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	s.lbDown = make([]bool, len(s.instances))
-	for _, in := range s.instances {
-		s.lg.printf("%s", s.instanceSummary(in))
-	}
-	return nil
-}
-
-// instanceSummary is in's Summary line, with its current pid.
-func (s *Stack) instanceSummary(in *instance) string {
-	return fmt.Sprintf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.current().pid(), in.logPath)
-}
-
-// waitHealthy polls base+"/healthz" until it answers 200, exited closes
-// (the process died) or ctx ends.
-func waitHealthy(ctx context.Context, base string, exited <-chan struct{}) error {
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
-		resp, err := healthClient.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("GET /healthz: %s", resp.Status)
-		} else {
-			last = err
-		}
-		select {
-		case <-exited:
-			return errors.New("process exited before it was healthy")
-		case <-ctx.Done():
-			return fmt.Errorf("not healthy: %w (last: %v)", ctx.Err(), last)
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
-}
-
-// supervise restarts in whenever its process exits while the stack is up,
-// with a backoff that grows while it keeps crashing early. An exit Drain
-// asked for is no crash: it is logged as drained and restarted at once.
-func (s *Stack) supervise(in *instance) {
-	defer s.wg.Done()
-	backoff := 100 * time.Millisecond
-	for {
-		p := in.current()
-		select {
-		case <-s.life.Done():
-			return
-		case <-p.done:
-		}
-		if s.life.Err() != nil { // stopping: not a crash
-			return
-		}
-		drained := in.drainPid.CompareAndSwap(int64(p.pid()), 0)
-		wait := backoff
-		if drained {
-			wait = 0
-			n := s.drains.Add(1)
-			s.lg.printf("%s: pid %d drained (%v); restarting (drain #%d)", in.name, p.pid(), p.exitErr(), n)
-		} else {
-			n := s.restarts.Add(1)
-			if time.Since(in.started) > s.cfg.StableAfter {
-				backoff = 100 * time.Millisecond
-			}
-			wait = backoff
-			s.lg.printf("%s: pid %d exited unexpectedly (%v); restarting in %s (restart #%d)", in.name, p.pid(), p.exitErr(), backoff, n)
-		}
-		for {
-			select {
-			case <-s.life.Done():
-				return
-			case <-time.After(wait):
-			}
-			if wait > 0 {
-				backoff = min(2*backoff, 5*time.Second)
-			}
-			wait = backoff
-			np, err := startProc(in.name, s.cfg.AppBinary, in.args, in.env, s.dir, in.logPath)
-			if err != nil {
-				s.lg.printf("%s: restart failed: %v; retrying in %s", in.name, err, backoff)
-				continue
-			}
-			in.mu.Lock()
-			in.p, in.started = np, time.Now()
-			in.mu.Unlock()
-			s.lg.printf("%s: restarted as pid %d", in.name, np.pid())
-			break
-		}
-		// Say when it is serving again; if it dies first the loop above sees it.
-		ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
-		np := in.current()
-		if waitHealthy(ctx, "http://"+in.addr, np.done) == nil {
-			s.lg.printf("%s: healthy again (pid %d)", in.name, np.pid())
-		}
-		cancel()
-	}
-}
-
 // URL is the load balancer's base URL, e.g. "http://127.0.0.1:8080".
-func (s *Stack) URL() string { return "http://" + s.lbAddr }
+func (s *Stack) URL() string { return "http://" + s.lb.addr() }
 
 // InstanceURLs are the direct base URLs of the app instances.
 func (s *Stack) InstanceURLs() []string {
@@ -603,6 +276,14 @@ func (s *Stack) InstanceURLs() []string {
 		urls[i] = "http://" + in.addr
 	}
 	return urls
+}
+
+func (s *Stack) instanceAddrs() []string {
+	addrs := make([]string, len(s.instances))
+	for i, in := range s.instances {
+		addrs[i] = in.addr
+	}
+	return addrs
 }
 
 // RedisAddr is the host:port of the stack's Redis.
@@ -641,11 +322,11 @@ func (s *Stack) Pids() []int {
 			pids = append(pids, pid)
 		}
 	}
-	s.mastersMu.Lock()
-	pids = append(pids, s.masterPidsLocked()...)
-	s.mastersMu.Unlock()
-	if s.nginx != nil {
-		pids = append(pids, s.nginx.pid())
+	if s.masters != nil {
+		pids = append(pids, s.masters.pids()...)
+	}
+	if s.lb != nil && s.lb.pid() != 0 {
+		pids = append(pids, s.lb.pid())
 	}
 	for _, in := range s.instances {
 		if p := in.current(); p != nil {
@@ -660,18 +341,16 @@ func (s *Stack) Pids() []int {
 // app instance, with versions and pids.
 func (s *Stack) Summary() []string {
 	lines := []string{s.redis.summary()}
-	s.mastersMu.Lock()
-	if l := s.mastersSummaryLocked(); l != "" {
+	if l := s.masters.summary(); l != "" {
 		lines = append(lines, l)
 	}
-	s.mastersMu.Unlock()
 	if l := s.faultProxiesSummary(); l != "" {
 		lines = append(lines, l)
 	}
 	for _, in := range s.instances {
 		lines = append(lines, s.instanceSummary(in))
 	}
-	lines = append(lines, s.lbSummary())
+	lines = append(lines, s.lb.summary())
 	if n := s.Restarts(); n > 0 {
 		lines = append(lines, fmt.Sprintf("supervisor: %d instance restart(s)", n))
 	}
@@ -681,52 +360,29 @@ func (s *Stack) Summary() []string {
 	return lines
 }
 
-func (s *Stack) lbSummary() string {
-	if s.nginx != nil {
-		return fmt.Sprintf("lb: nginx %s on %s -> %d instances (pid %d, config %s)",
-			s.nginxVer, s.lbAddr, len(s.instances), s.nginx.pid(), filepath.Join(s.dir, "nginx.conf"))
-	}
-	return fmt.Sprintf("lb: built-in Go reverse proxy on %s -> %d instances (round robin, no retry; in this process)",
-		s.lbAddr, len(s.instances))
-}
-
-// Stop stops the load balancer, the instances, Redis and the masters, each
-// by pid (SIGTERM, then SIGKILL after a grace period), waits for them and
+// Stop stops the load balancer, the instances, the fault proxies, the
+// masters and Redis (the reverse of their start), each process by pid
+// (SIGTERM, then SIGKILL after a grace period), waits for them and
 // removes a temp run dir. It is idempotent and safe after a failed Start.
 func (s *Stack) Stop() error {
 	s.stopOnce.Do(func() {
 		s.end()
-		s.wg.Wait()
+		s.wg.Wait() // the supervisors: no restart from here on
 		var errs []error
-		if s.proxy != nil {
-			errs = append(errs, s.proxy.stop(stopGrace))
+		for i := len(s.servers) - 1; i >= 0; i-- {
+			errs = append(errs, s.servers[i].stop())
 		}
-		if s.nginx != nil {
-			errs = append(errs, s.nginx.stop(stopGrace))
-		}
-		appErrs := make([]error, len(s.instances))
-		var wg sync.WaitGroup
-		for i, in := range s.instances {
-			if p := in.current(); p != nil {
-				wg.Go(func() { appErrs[i] = p.stop(stopGrace) })
-			}
-		}
-		wg.Wait()
-		errs = append(errs, appErrs...)
-		if s.redisProxy != nil {
-			errs = append(errs, s.redisProxy.Close())
-		}
-		for _, p := range s.masterProxies {
-			errs = append(errs, p.Close())
-		}
-		if s.redis != nil {
-			errs = append(errs, s.redis.Stop())
-		}
-		errs = append(errs, s.stopMasters())
 		if s.rmDir {
 			errs = append(errs, os.RemoveAll(s.dir))
 		}
 		s.stopErr = errors.Join(errs...)
 	})
 	return s.stopErr
+}
+
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
 }

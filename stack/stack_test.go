@@ -12,15 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/stack"
 )
@@ -106,59 +103,6 @@ func dead(t *testing.T, pids []int) {
 		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("process group %d still exists after Stop (kill 0: %v)", pid, err)
 		}
-	}
-}
-
-func TestStartRedis(t *testing.T) {
-	for _, mode := range []stack.Mode{stack.Real, stack.Embedded} {
-		t.Run(string(mode), func(t *testing.T) {
-			if mode == stack.Real {
-				needBinary(t, "redis-server")
-			}
-			ctx := context.Background()
-			r, err := stack.StartRedis(ctx, "127.0.0.1:0", mode, ci, testLog{t})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { r.Stop() })
-			if got, want := r.Embedded(), mode == stack.Embedded; got != want {
-				t.Errorf("Embedded() = %v, want %v", got, want)
-			}
-			if got := r.Pid(); (got != 0) != (mode == stack.Real) {
-				t.Errorf("Pid() = %d in mode %s", got, mode)
-			}
-
-			rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
-			defer rdb.Close()
-			if err := rdb.Set(ctx, "k", "v", 150*time.Millisecond).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if got, err := rdb.Get(ctx, "k").Result(); err != nil || got != "v" {
-				t.Fatalf("GET k = %q, %v; want v", got, err)
-			}
-			// The TTL runs out in real time, embedded too (nobody calls
-			// FastForward here).
-			time.Sleep(400 * time.Millisecond)
-			if got, err := rdb.Get(ctx, "k").Result(); !errors.Is(err, redis.Nil) {
-				t.Fatalf("GET k after its PX 150 = %q, %v; want redis.Nil", got, err)
-			}
-
-			pid := r.Pid()
-			if err := r.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Stop(); err != nil {
-				t.Fatalf("second Stop: %v", err)
-			}
-			if pid != 0 {
-				dead(t, []int{pid})
-			}
-			pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-			defer cancel()
-			if err := rdb.Ping(pctx).Err(); err == nil {
-				t.Error("PING answered after Stop")
-			}
-		})
 	}
 }
 
@@ -272,54 +216,6 @@ func TestStack(t *testing.T) {
 	}
 }
 
-func TestSupervisorRestartsKilledInstance(t *testing.T) {
-	needApp(t)
-	log := &syncBuffer{}
-	s, err := stack.Start(context.Background(), stack.Config{
-		LBAddr:    "127.0.0.1:0",
-		RedisAddr: "127.0.0.1:0",
-		Redis:     stack.Embedded,
-		LB:        stack.Embedded,
-		AppBinary: appBin,
-		Log:       log,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Stop() })
-	before := s.Pids()
-	victim := s.InstancePids()[1] // app2
-	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		now := s.Pids()
-		if s.Restarts() == 1 && !slices.Contains(now, victim) && strings.Contains(log.String(), "app2: healthy again") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("app2 not restarted: restarts %d, pids %v -> %v\n%s", s.Restarts(), before, now, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if code, inst, body := get(t, http.MethodGet, s.InstanceURLs()[1]+"/healthz"); code != http.StatusOK || inst != "app2" {
-		t.Fatalf("restarted app2: %d %q %s", code, inst, body)
-	}
-	if !strings.Contains(strings.Join(s.Summary(), "\n"), "1 instance restart") {
-		t.Errorf("Summary() does not mention the restart: %q", s.Summary())
-	}
-	pids := s.Pids()
-	if err := s.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if s.Restarts() != 1 {
-		t.Errorf("Stop counted as a crash: Restarts() = %d", s.Restarts())
-	}
-	dead(t, pids)
-	t.Logf("supervisor log:\n%s", log)
-}
-
 // A start that fails halfway leaves no process behind: here the app never
 // gets healthy, after Redis, the masters and all three instances were
 // started.
@@ -426,28 +322,77 @@ func TestBusyPortRefused(t *testing.T) {
 	}
 }
 
-// TestStartRedisNeverAdoptsAnotherServer: a port already served by another
-// redis-server must fail the start, not pass for ours (two tests would then
-// share one Redis while ours had exited). Parallel test packages picking
-// free ports at once meet exactly this; with port 0 StartRedis picks again.
-func TestStartRedisNeverAdoptsAnotherServer(t *testing.T) {
-	needBinary(t, "redis-server")
-	ctx := context.Background()
-	first, err := stack.StartRedis(ctx, "127.0.0.1:0", stack.Real, ci, testLog{t})
+// startStack starts a stack on free ports with Redis and the load
+// balancer in mode, changed by edit, stopped when the test ends. A Real
+// part (redis-server, nginx) that is not installed skips the test, or
+// fails it under CI=true. Its
+// progress lines go to the test log and to the returned buffer.
+func startStack(t *testing.T, mode stack.Mode, edit func(*stack.Config)) (*stack.Stack, *syncBuffer) {
+	t.Helper()
+	needApp(t)
+	log := &syncBuffer{}
+	cfg := stack.Config{
+		LBAddr:      "127.0.0.1:0",
+		RedisAddr:   "127.0.0.1:0",
+		Redis:       mode,
+		LB:          mode,
+		RequireReal: ci,
+		AppBinary:   appBin,
+		NginxConf:   "../nginx.conf",
+		Log:         io.MultiWriter(log, testLog{t}),
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	if cfg.Redis == stack.Real {
+		needBinary(t, "redis-server")
+	}
+	if cfg.LB == stack.Real {
+		needBinary(t, "nginx")
+	}
+	s, err := stack.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { first.Stop() })
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return s, log
+}
 
-	second, err := stack.StartRedis(ctx, first.Addr(), stack.Real, ci, testLog{t})
-	if err == nil {
-		second.Stop()
-		t.Fatalf("a second redis-server on %s reported started (pid %d) while pid %d serves it", first.Addr(), second.Pid(), first.Pid())
+// waitUntil polls cond every 20ms until it holds or d passes.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	if !strings.Contains(err.Error(), "taken by another process") {
-		t.Fatalf("error %v, want the port named as taken", err)
+}
+
+// healthz is the status of GET base/healthz, 0 when unanswered.
+func healthz(base string) int {
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(base + "/healthz")
+	if err != nil {
+		return 0
 	}
-	if pingErr := redis.NewClient(&redis.Options{Addr: first.Addr()}).Ping(ctx).Err(); pingErr != nil {
-		t.Fatalf("the first server stopped answering: %v", pingErr)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+type stockCounters struct{ Stock, Sold, Num int }
+
+func readStock(t *testing.T, base string) stockCounters {
+	t.Helper()
+	code, _, body := get(t, http.MethodGet, base+"/stock")
+	var st stockCounters
+	if err := json.Unmarshal(body, &st); code != http.StatusOK || err != nil {
+		t.Fatalf("GET /stock: %d %s (%v)", code, body, err)
 	}
+	return st
 }

@@ -91,7 +91,8 @@ func Classify(code int, body []byte) (Outcome, int64) {
 		return Rejected, 0
 	case code == http.StatusConflict:
 		return SoldOut, 0
-	case code == http.StatusServiceUnavailable && (a.Reason == contract.ReasonLockTimeout || a.Reason == contract.ReasonLockUnavailable):
+	case code == http.StatusServiceUnavailable && (a.Reason == contract.ReasonLockTimeout || a.Reason == contract.ReasonLockBusy ||
+		a.Reason == contract.ReasonLockUnavailable):
 		return Rejected, 0
 	case code >= 400 && code < 500:
 		return Rejected, 0 // refused before anything was done

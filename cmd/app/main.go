@@ -18,14 +18,13 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
 
 func main() {
-	fault.ResumeIfAsked() // this binary also resumes itself after fault=pause
+	handlers.ResumeIfAsked() // this binary also resumes itself after fault=pause
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "app:", err)
 		os.Exit(1)
@@ -93,7 +92,7 @@ func run() error {
 
 	var (
 		masterClients []redis.Cmdable
-		redlockOpts   []lock.RedlockOption
+		redlockOpts   lock.RedlockOptions
 	)
 	for _, addr := range strings.Split(*masters, ",") {
 		if addr = strings.TrimSpace(addr); addr == "" {
@@ -102,18 +101,20 @@ func run() error {
 		m := newClient(addr, -1)
 		defer m.Close()
 		if len(masterClients) == 0 {
-			// Redlock's releases are announced on every master; the
-			// heads of this process's lines hear them from the first.
-			// When it is down they poll, every 20ms.
-			announced := lock.NewNotifier(m, lock.WithFallback(20*time.Millisecond))
-			defer announced.Close()
-			redlockOpts = append(redlockOpts, lock.WithAnnouncements(announced))
+			// The heads of this process's redlock lines hear the lock's
+			// deletions from the first master. When it is down they
+			// poll, every 20ms.
+			announce(log, m, "redlock master "+addr)
+			redlockOpts.Notifier = lock.NewNotifier(m, lock.NotifierOptions{Fallback: 20 * time.Millisecond})
+			defer redlockOpts.Notifier.Close()
 		}
 		masterClients = append(masterClients, m)
 	}
-	// One subscription per process announces releases: notify waiters
-	// (wait=notify) and fair's queue wake on it; every release publishes.
-	notifier := lock.NewNotifier(rdb)
+	// One subscription per process hears Redis announce the lock keys'
+	// deletions, and fair's handoffs: notify waiters (wait=notify) and
+	// fair's queue wake on it.
+	announce(log, rdb, "redis "+*redisAddr)
+	notifier := lock.NewNotifier(rdb, lock.NotifierOptions{})
 	defer notifier.Close()
 	notifier.Ready() // subscribe now rather than at the first waiter
 	opts := lock.Options{TTL: *lockTTL, Wait: *lockWait, WaitMode: waitMode, Retry: lock.FixedSleep(*retry), Notifier: notifier}
@@ -121,16 +122,16 @@ func run() error {
 		skew := *clockSkew
 		opts.Clock = func() time.Time { return time.Now().Add(skew) }
 	}
-	var faultActions *fault.Actions
+	var faultActions *handlers.FaultActions
 	if *faults {
-		faultActions = &fault.Actions{}
+		faultActions = &handlers.FaultActions{}
 	}
 
 	gin.SetMode(gin.ReleaseMode)
 	router := handlers.New(handlers.Config{
 		Instance:  *name,
 		Inventory: inventory.New(rdb),
-		Ladder:    lock.NewLadder(rdb, masterClients, opts, redlockOpts...),
+		Ladder:    lock.NewLadder(rdb, masterClients, opts, redlockOpts),
 		Log:       log,
 		Faults:    faultActions,
 	})
@@ -166,6 +167,17 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// announce has rdb's server announce every key's deletion and expiry,
+// which WaitNotify waiters (and redlock's lines) wake on. A server that
+// refuses leaves them to their fallback tick: said, not fatal.
+func announce(log *slog.Logger, rdb *redis.Client, what string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := lock.EnableKeyspaceEvents(ctx, rdb); err != nil {
+		log.Warn("keyspace events off: notify waiters fall back to their tick", "server", what, "err", err)
+	}
 }
 
 func env(key, def string) string {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockladder/lockladder/stack"
 )
 
 // up starts a detached stack and records it; a second up says it is up;
@@ -82,13 +84,13 @@ func TestUpDown(t *testing.T) {
 	}
 	for _, p := range append(st.Procs, procRef{st.Pid, st.Start}) {
 		// The supervisor's parent is init here, which may reap it late.
-		for end := time.Now().Add(5 * time.Second); alive(p.Pid, p.Start) && time.Now().Before(end); {
+		for end := time.Now().Add(5 * time.Second); stack.ProcAlive(p.Pid, p.Start) && time.Now().Before(end); {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if alive(p.Pid, p.Start) {
+		if stack.ProcAlive(p.Pid, p.Start) {
 			t.Errorf("pid %d alive after down", p.Pid)
 		}
-		if m := groupMembers(p.Pid); len(m) > 0 && samePid(p.Pid, p.Start) {
+		if m := stack.GroupMembers(p.Pid); len(m) > 0 && !stack.PidReused(p.Pid, p.Start) {
 			t.Errorf("process group %d alive after down: %v", p.Pid, m)
 		}
 	}

@@ -14,10 +14,14 @@ import (
 	"github.com/lockladder/lockladder/lock"
 )
 
-// notifier returns a Notifier over rdb whose subscription is confirmed.
-func notifier(t *testing.T, rdb *redis.Client, opts ...lock.NotifierOption) *lock.Notifier {
+// notifier returns a Notifier over rdb whose subscription is confirmed,
+// with rdb's keyspace events on (what WaitNotify waits for).
+func notifier(t *testing.T, rdb *redis.Client, o lock.NotifierOptions) *lock.Notifier {
 	t.Helper()
-	n := lock.NewNotifier(rdb, opts...)
+	if err := lock.EnableKeyspaceEvents(context.Background(), rdb); err != nil {
+		t.Fatal(err)
+	}
+	n := lock.NewNotifier(rdb, o)
 	t.Cleanup(func() { n.Close() })
 	select {
 	case <-n.Ready():
@@ -59,7 +63,7 @@ type obtained struct {
 func obtainAsync(ctx context.Context, l lock.Locker, key string) <-chan obtained {
 	ch := make(chan obtained, 1)
 	go func() {
-		held, err := l.Obtain(ctx, key)
+		held, err := l.Obtain(ctx, key, lock.Call{})
 		ch <- obtained{held, err, time.Now()}
 	}()
 	return ch
@@ -70,9 +74,9 @@ func TestFairFIFO(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	const key, waiters = "lock:k", 6
-	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb)))
+	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, lock.NotifierOptions{})))
 
-	first, err := f.Obtain(ctx, key)
+	first, err := f.Obtain(ctx, key, lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +87,7 @@ func TestFairFIFO(t *testing.T) {
 	)
 	for i := range waiters {
 		wg.Go(func() {
-			l, err := f.Obtain(ctx, key)
+			l, err := f.Obtain(ctx, key, lock.Call{})
 			if err != nil {
 				t.Error(err)
 				return
@@ -119,9 +123,9 @@ func TestFairHandsOffOnRelease(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	const key = "lock:k"
-	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb)))
+	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, lock.NotifierOptions{})))
 
-	a, err := f.Obtain(ctx, key)
+	a, err := f.Obtain(ctx, key, lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +169,9 @@ func TestFairSkipsStaleWaiters(t *testing.T) {
 	ctx := context.Background()
 	const key = "lock:k"
 	q, live := lock.QueueKey(key), lock.QueueKey(key)+":live"
-	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb)))
+	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, lock.NotifierOptions{})))
 
-	a, err := f.Obtain(ctx, key)
+	a, err := f.Obtain(ctx, key, lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,10 +217,10 @@ func TestFairHandoffToADeadWaiterDoesNotWedge(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	const key = "lock:k"
-	o := fairOpts(notifier(t, rdb))
+	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
 	o.TTL = 200 * time.Millisecond
 	f := lock.NewFair(rdb, o)
-	a, err := f.Obtain(ctx, key)
+	a, err := f.Obtain(ctx, key, lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +258,7 @@ func TestFairWatchdog(t *testing.T) {
 	o := fairOpts(nil)
 	o.TTL = 150 * time.Millisecond
 	f := lock.NewFair(rdb, o)
-	a, err := f.Obtain(ctx, "lock:k")
+	a, err := f.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,14 +285,14 @@ func TestFairExactAndNobodyStarves(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		n    *lock.Notifier
-	}{{"notify", notifier(t, rdb)}, {"polling", nil}} {
+	}{{"notify", notifier(t, rdb, lock.NotifierOptions{})}, {"polling", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const workers, each = 20, 15
 			start := time.Now()
 			o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Notifier: tc.n,
 				Backoff: lock.ExponentialBackoff(time.Millisecond, 4*time.Millisecond, lock.FullJitter)}
 			n, longest := contend(t, rdb, lock.NewFair(rdb, o),
-				context.Background(), "n:fair:"+tc.name, workers, each)
+				lock.Call{}, "n:fair:"+tc.name, workers, each)
 			took := time.Since(start)
 			// FIFO: a waiter waits for at most the workers-1 ahead of it.
 			// Allow five times the average share of that, plus slack.

@@ -1,4 +1,4 @@
-package fault_test
+package handlers
 
 import (
 	"context"
@@ -13,40 +13,40 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	fault.ResumeIfAsked() // StopProcess re-runs this test binary as the resumer
+	ResumeIfAsked() // StopProcess re-runs this test binary as the resumer
 	os.Exit(m.Run())
 }
 
-func TestParse(t *testing.T) {
+func TestParsePlan(t *testing.T) {
 	cases := []struct {
 		query string
-		want  fault.Plan
+		want  plan
 		err   string
 	}{
-		{"", fault.Plan{}, ""},
-		{"work=300ms", fault.Plan{Work: 300 * time.Millisecond}, ""},
-		{"fault=crash", fault.Plan{Kind: fault.Crash}, ""},
-		{"fault=crash-before-expire", fault.Plan{Kind: fault.CrashBeforeExpire}, ""},
-		{"fault=check-pause&pause=600ms", fault.Plan{Kind: fault.CheckPause, Pause: 600 * time.Millisecond}, ""},
-		{"fault=pause&pause=1s&work=5ms", fault.Plan{Kind: fault.Pause, Pause: time.Second, Work: 5 * time.Millisecond}, ""},
-		{"work=", fault.Plan{}, "work: \"\" is not a duration"},
-		{"work=300", fault.Plan{}, "not a duration"},
-		{"work=abc", fault.Plan{}, "not a duration"},
-		{"work=0s", fault.Plan{}, "out of range"},
-		{"work=-1s", fault.Plan{}, "out of range"},
-		{"work=11s", fault.Plan{}, "out of range"},
-		{"work=9999999999h", fault.Plan{}, "not a duration"},
-		{"fault=explode", fault.Plan{}, `unknown fault "explode"`},
-		{"fault=", fault.Plan{}, "unknown fault"},
-		{"fault=pause", fault.Plan{}, "needs pause="},
-		{"fault=check-pause", fault.Plan{}, "needs pause="},
-		{"fault=crash&pause=1s", fault.Plan{}, "takes no pause"},
-		{"pause=1s", fault.Plan{}, "only with fault="},
+		{"", plan{}, ""},
+		{"work=300ms", plan{Work: 300 * time.Millisecond}, ""},
+		{"fault=crash", plan{Kind: crash}, ""},
+		{"fault=crash-before-expire", plan{Kind: crashBeforeExpire}, ""},
+		{"fault=check-pause&pause=600ms", plan{Kind: checkPause, Pause: 600 * time.Millisecond}, ""},
+		{"fault=pause&pause=1s&work=5ms", plan{Kind: pause, Pause: time.Second, Work: 5 * time.Millisecond}, ""},
+		{"work=", plan{}, "work: \"\" is not a duration"},
+		{"work=300", plan{}, "not a duration"},
+		{"work=abc", plan{}, "not a duration"},
+		{"work=0s", plan{}, "out of range"},
+		{"work=-1s", plan{}, "out of range"},
+		{"work=11s", plan{}, "out of range"},
+		{"work=9999999999h", plan{}, "not a duration"},
+		{"fault=explode", plan{}, `unknown fault "explode"`},
+		{"fault=", plan{}, "unknown fault"},
+		{"fault=pause", plan{}, "needs pause="},
+		{"fault=check-pause", plan{}, "needs pause="},
+		{"fault=crash&pause=1s", plan{}, "takes no pause"},
+		{"pause=1s", plan{}, "only with fault="},
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {
 			q, _ := url.ParseQuery(tc.query)
-			got, err := fault.Parse(q)
+			got, err := parsePlan(q)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one containing %q", err, tc.err)
@@ -66,20 +66,20 @@ func TestInjectorStrikesOnlyAtItsPoint(t *testing.T) {
 	type record struct{ exits, stops, sleeps []string }
 	points := []fault.Point{fault.Acquired, fault.BeforeExpire, fault.BeforeDelete, fault.Business}
 	cases := []struct {
-		plan fault.Plan
+		plan plan
 		want record
 	}{
-		{fault.Plan{}, record{}},
-		{fault.Plan{Kind: fault.Crash}, record{exits: []string{"acquired"}}},
-		{fault.Plan{Kind: fault.CrashBeforeExpire}, record{exits: []string{"before-expire"}}},
-		{fault.Plan{Kind: fault.CheckPause, Pause: time.Second}, record{sleeps: []string{"before-delete 1s"}}},
-		{fault.Plan{Kind: fault.Pause, Pause: time.Second}, record{stops: []string{"business 1s"}}},
-		{fault.Plan{Work: time.Millisecond}, record{sleeps: []string{"business 1ms"}}},
+		{plan{}, record{}},
+		{plan{Kind: crash}, record{exits: []string{"acquired"}}},
+		{plan{Kind: crashBeforeExpire}, record{exits: []string{"before-expire"}}},
+		{plan{Kind: checkPause, Pause: time.Second}, record{sleeps: []string{"before-delete 1s"}}},
+		{plan{Kind: pause, Pause: time.Second}, record{stops: []string{"business 1s"}}},
+		{plan{Work: time.Millisecond}, record{sleeps: []string{"business 1ms"}}},
 	}
 	for _, tc := range cases {
 		var got record
 		var at fault.Point
-		in := tc.plan.Injector(fault.Actions{
+		in := tc.plan.injector(FaultActions{
 			Exit:  func(code int) { got.exits = append(got.exits, string(at)) },
 			Stop:  func(d time.Duration) { got.stops = append(got.stops, string(at)+" "+d.String()) },
 			Sleep: func(d time.Duration) { got.sleeps = append(got.sleeps, string(at)+" "+d.String()) },
@@ -119,7 +119,7 @@ func TestStopProcessStopsEverything(t *testing.T) {
 	const pause = 300 * time.Millisecond
 	start := time.Now()
 	before := ticks.Load()
-	if err := fault.StopProcess(pause); err != nil {
+	if err := StopProcess(pause); err != nil {
 		t.Fatal(err)
 	}
 	elapsed := time.Since(start)

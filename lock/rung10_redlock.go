@@ -13,7 +13,8 @@ import (
 
 // Redlock takes rung 6's lock (SET key token NX PX ttl, compare-and-delete
 // release) on N independent masters at once, and holds it only with a
-// majority of them, within the time the lease still has to run [002].
+// majority of them, within the time the lease still has to run
+// (docs/ladder.md, rung 10).
 //
 // The race it fixes is the single Redis: one master with an async replica
 // can lose a granted lock on failover, and a second client then gets it.
@@ -35,8 +36,8 @@ import (
 // requests for one key line up in memory, first come first served, and
 // only the head of the line asks the masters; 3 processes put 3
 // contenders on the masters, not 100. Releases are announced on the
-// masters (WithAnnouncements), so every process's head tries as soon as
-// the lock frees, without polling. The algorithm is unchanged: every
+// masters (RedlockOptions.Notifier), so every process's head tries as
+// soon as the lock frees, without polling. The algorithm is unchanged: every
 // critical section still holds its own majority-granted lease.
 //
 // What it still shows (Kleppmann): it assumes bounded pauses, network
@@ -49,13 +50,9 @@ type Redlock struct {
 	opts        Options
 	nodeTimeout time.Duration
 	drift       time.Duration
-	// pause is the head of the line's pause between two tries (WaitQueue),
-	// drawn in [pause/2, 3*pause/2), when no release announcement wakes it.
-	pause time.Duration
-	line  localQueue
-	// notifier hears the releases the masters announce (WithAnnouncements);
-	// nil: the heads poll every pause.
-	notifier *Notifier
+	pause       time.Duration
+	notifier    *Notifier
+	line        localQueue
 }
 
 var _ Locker = (*Redlock)(nil)
@@ -69,42 +66,28 @@ type redlockNode struct {
 // n/2+1, so that two holders can never both have one.
 func Quorum(n int) int { return n/2 + 1 }
 
-// RedlockOption configures a Redlock.
-type RedlockOption func(*Redlock)
-
-// WithNodeTimeout bounds how long one attempt (or one release) waits for
-// each master. It must be short next to the TTL: a master that does not
-// answer in time counts as a failure, so that a dead one cannot eat the
-// lease. Default TTL/10 (200ms for the default 2s TTL: generous on
-// loopback under load, and a dead master costs no more than that).
-func WithNodeTimeout(d time.Duration) RedlockOption {
-	return func(r *Redlock) {
-		if d > 0 {
-			r.nodeTimeout = d
-		}
-	}
-}
-
-// WithQueuePause sets how long the head of a process's line (WaitQueue)
-// pauses between two tries, jittered in [d/2, 3d/2). Default 2ms: a few
-// heads, one per process, so a short pause wastes little and leaves a
-// freed lock idle for little.
-func WithQueuePause(d time.Duration) RedlockOption {
-	return func(r *Redlock) {
-		if d > 0 {
-			r.pause = d
-		}
-	}
-}
-
-// WithAnnouncements has every release announced on the masters' pub/sub
-// channel n.Channel(), and the head of each process's line (WaitQueue)
-// woken by them through n, which must subscribe to one of the masters:
-// when the lock frees, the heads of every process try at once, and the
-// head in the releasing process (which tries as soon as it is its turn)
-// has no head start. Without it the heads poll every pause.
-func WithAnnouncements(n *Notifier) RedlockOption {
-	return func(r *Redlock) { r.notifier = n }
+// RedlockOptions are what Redlock takes besides Options. Zero values take
+// the defaults.
+type RedlockOptions struct {
+	// NodeTimeout bounds how long one attempt (or one release) waits for
+	// each master. It must be short next to the TTL: a master that does
+	// not answer in time counts as a failure, so that a dead one cannot
+	// eat the lease. Default TTL/10 (200ms for the default 2s TTL:
+	// generous on loopback under load, and a dead master costs no more
+	// than that).
+	NodeTimeout time.Duration
+	// QueuePause is how long the head of a process's line (WaitQueue)
+	// pauses between two tries when nothing wakes it sooner, jittered in
+	// [d/2, 3d/2). Default 2ms: a few heads, one per process, so a short
+	// pause wastes little and leaves a freed lock idle for little.
+	QueuePause time.Duration
+	// Notifier, subscribed to one of the masters (with its keyspace events
+	// on: EnableKeyspaceEvents), wakes the head of each process's line
+	// when the lock's key is deleted there: when the lock frees, the heads
+	// of every process try at once, and the head in the releasing process
+	// has no head start. Without it the heads poll every QueuePause.
+	// (Options.Notifier listens to another Redis: Redlock ignores it.)
+	Notifier *Notifier
 }
 
 // NewRedlock returns the Redlock over masters, independent Redis servers
@@ -113,24 +96,29 @@ func WithAnnouncements(n *Notifier) RedlockOption {
 // jittered: each pause is drawn at random in [d/2, 3d/2). T1 and T2 are
 // read from Options.Clock; only their difference counts, so a clock that
 // runs a constant amount ahead changes nothing. It panics without masters.
-func NewRedlock(masters []redis.Cmdable, o Options, opts ...RedlockOption) *Redlock {
+func NewRedlock(masters []redis.Cmdable, o Options, ro RedlockOptions) *Redlock {
 	if len(masters) == 0 {
 		panic("lock: NewRedlock needs at least one master")
 	}
 	o = o.withDefaults()
 	retry := o.Retry
-	o.Retry = func() Backoff { return jitter{retry()} }
-	// Releases happen on the masters, not on the Redis the Notifier
-	// listens to: WaitNotify polls with Options.Backoff here.
+	o.Retry = func() Backoff { return spread{retry()} }
+	// Options.Notifier hears another Redis than the masters: WaitNotify
+	// polls with Options.Backoff here, and WaitQueue listens to
+	// RedlockOptions.Notifier.
 	o.Notifier = nil
 	r := &Redlock{
 		opts:        o,
-		nodeTimeout: o.TTL / 10,
+		nodeTimeout: ro.NodeTimeout,
 		drift:       o.TTL/100 + 2*time.Millisecond,
-		pause:       2 * time.Millisecond,
+		pause:       ro.QueuePause,
+		notifier:    ro.Notifier,
 	}
-	for _, opt := range opts {
-		opt(r)
+	if r.nodeTimeout <= 0 {
+		r.nodeTimeout = o.TTL / 10
+	}
+	if r.pause <= 0 {
+		r.pause = 2 * time.Millisecond
 	}
 	for i, rdb := range masters {
 		name := fmt.Sprintf("node %d", i)
@@ -148,27 +136,40 @@ func NewRedlock(masters []redis.Cmdable, o Options, opts ...RedlockOption) *Redl
 // The Lock it returns also has Validity() time.Duration. On ErrNotObtained
 // the error also tells how the last attempt went, with each failed
 // master's error.
-func (r *Redlock) Obtain(ctx context.Context, key string) (Lock, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.opts.Wait)
-	defer cancel()
+func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+	bound, ttl := r.opts.bound(c), c.ttl(r.opts.TTL)
+	if bound > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
+	}
 	token := uuid.NewString()
 
 	var (
 		w    waiter
 		head *turn // our place at the head of the line (WaitQueue)
 	)
-	switch mode := r.opts.mode(ctx); mode {
+	switch mode := r.opts.mode(c); mode {
 	case WaitFixed, WaitBackoff, WaitNotify:
-		w = r.opts.waiter(ctx, key)
+		w = r.opts.waiter(c, key)
 	default:
+		lctx := ctx
+		if bound == 0 { // one attempt: the line must be empty
+			var cancel context.CancelFunc
+			lctx, cancel = context.WithCancel(ctx)
+			cancel()
+		}
 		var err error
-		if head, _, err = r.line.enter(ctx, key); err != nil {
-			return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, r.opts.Wait, key, err)
+		if head, _, err = r.line.enter(lctx, key); err != nil {
+			if bound == 0 {
+				return nil, ErrBusy
+			}
+			return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, bound, key, err)
 		}
 		if r.notifier != nil {
 			w = r.notifier.watch(key)
 		} else {
-			w = &sleeper{b: jitter{fixed(r.pause)}}
+			w = &sleeper{b: spread{fixed(r.pause)}}
 		}
 	}
 
@@ -176,7 +177,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string) (Lock, error) {
 		validity time.Duration
 		last     error // why the last attempt failed
 	)
-	err := acquire(ctx, r.opts, w, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, r.opts, c, w, func(ctx context.Context) (bool, error) {
 		t1 := r.opts.Clock()
 		// Once a majority said yes with validity left, the attempt has
 		// won: a master that has not answered (cut off, say) is not
@@ -185,13 +186,13 @@ func (r *Redlock) Obtain(ctx context.Context, key string) (Lock, error) {
 		// attempt waits for every answer: its give-back must not
 		// overtake a SET still on its way.
 		won := func(yes, _ int) bool {
-			return yes >= Quorum(len(r.nodes)) && r.opts.TTL-r.opts.Clock().Sub(t1)-r.drift > 0
+			return yes >= Quorum(len(r.nodes)) && ttl-r.opts.Clock().Sub(t1)-r.drift > 0
 		}
 		votes, errs := r.onAll(ctx, nil, won, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
-			return rdb.SetNX(ctx, key, token, r.opts.TTL).Result()
+			return rdb.SetNX(ctx, key, token, ttl).Result()
 		})
 		t2 := r.opts.Clock()
-		validity = r.opts.TTL - t2.Sub(t1) - r.drift
+		validity = ttl - t2.Sub(t1) - r.drift
 		held := votes.yes()
 		if held >= Quorum(len(r.nodes)) && validity > 0 {
 			return true, nil
@@ -209,7 +210,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string) (Lock, error) {
 		// ended: a minority left behind would block everyone until it
 		// expires. A master that said no holds nothing of ours.
 		if mask := votes.maybeOurs(); mask != nil {
-			r.onAll(context.WithoutCancel(ctx), mask, nil, releaser(key, token, ""))
+			r.onAll(context.WithoutCancel(ctx), mask, nil, releaser(key, token))
 		}
 		return false, nil
 	})
@@ -342,12 +343,11 @@ collect:
 	return v, out
 }
 
-// releaser is the compare-and-delete release, reporting true when this
-// master still held our token and deleted it; it announces the release on
-// channel ("" for none).
-func releaser(key, token, channel string) func(context.Context, redis.Cmdable) (bool, error) {
+// releaser is rung 6's compare-and-delete release, reporting true when
+// this master still held our token and deleted it.
+func releaser(key, token string) func(context.Context, redis.Cmdable) (bool, error) {
 	return func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
-		n, err := luaRelease.Run(ctx, rdb, []string{key}, token, channel).Int64()
+		n, err := luaRelease.Run(ctx, rdb, []string{key}, token).Int64()
 		return n == 1, err
 	}
 }
@@ -376,7 +376,7 @@ func (l *redlockLock) Release(ctx context.Context) error {
 	// (cut off, say) gets its release when it can, or the lease ends.
 	q := Quorum(len(l.r.nodes))
 	released := func(yes, _ int) bool { return yes >= q }
-	v, errs := l.r.onAll(ctx, nil, released, releaser(l.key, l.token, l.r.notifier.Channel()))
+	v, errs := l.r.onAll(ctx, nil, released, releaser(l.key, l.token))
 	if v.yes() >= q {
 		return nil
 	}
@@ -388,11 +388,11 @@ func (l *redlockLock) Release(ctx context.Context) error {
 	return err
 }
 
-// jitter draws each pause of the backoff it wraps at random in
+// spread draws each pause of the backoff it wraps at random in
 // [d/2, 3d/2), so that clients that failed together do not retry together.
-type jitter struct{ b Backoff }
+type spread struct{ b Backoff }
 
-func (j jitter) NextBackoff() time.Duration {
+func (j spread) NextBackoff() time.Duration {
 	d := j.b.NextBackoff()
 	if d <= 0 {
 		return d

@@ -12,11 +12,11 @@ import (
 )
 
 var (
-	//go:embed rung11_fair_acquire.lua
+	//go:embed rung12_fair_acquire.lua
 	luaFairAcquireSrc string
-	//go:embed rung11_fair_release.lua
+	//go:embed rung12_fair_release.lua
 	luaFairReleaseSrc string
-	//go:embed rung11_fair_renew.lua
+	//go:embed rung12_fair_renew.lua
 	luaFairRenewSrc string
 
 	luaFairAcquire = redis.NewScript(luaFairAcquireSrc)
@@ -24,7 +24,7 @@ var (
 	luaFairRenew   = redis.NewScript(luaFairRenewSrc)
 )
 
-// Fair is rung 10's fenced lease with the waiting done by Redis instead of
+// Fair is rung 11's fenced lease with the waiting done by Redis instead of
 // by luck. Every rung above waits the articles' way: sleep, try again. A
 // freed lock sits idle until some sleeper wakes, most tries are wasted
 // round trips, and who gets the lock next is whoever happens to try first,
@@ -37,8 +37,9 @@ var (
 // pops the oldest waiter whose deadline has not passed, writes that
 // waiter's token into the lock key with a fresh lease and the next fencing
 // token, and publishes a message naming it. The Notifier wakes exactly that
-// waiter, which holds the lock already: no polling, no herd, no idle gap,
-// and waiters are served in the order they came.
+// waiter, which holds the lock already: no herd, no idle gap, no polling but
+// a slow refresh tick (below), and waiters are served in the order they
+// came.
 //
 // A waiter that gives up leaves the queue (and passes the lock on if it was
 // handed to it meanwhile). One that dies stops refreshing its entry, which
@@ -50,7 +51,7 @@ var (
 //
 // It keeps everything below it: the owner token (only the holder releases
 // or renews), the fencing token (the Lock is Tokened: handlers write with
-// it, and a holder paused past its lease is refused), and rung 8's watchdog
+// it, and a holder paused past its lease is refused), and rung 9's watchdog
 // (the lease is renewed every TTL/3 while held, and stops on release).
 //
 // What it still shows: the lock is one Redis key, so a failover can lose
@@ -67,8 +68,8 @@ type Fair struct {
 
 var _ Locker = (*Fair)(nil)
 
-// NewFair returns the FIFO handoff Locker. Options.WaitMode does not apply:
-// a fair waiter always waits for its handoff.
+// NewFair returns the FIFO handoff lock. Options.WaitMode and Call.Wait do
+// not apply: a fair waiter always waits for its handoff (handoff.go).
 func NewFair(rdb redis.Cmdable, o Options) *Fair {
 	o = o.withDefaults()
 	return &Fair{rdb: rdb, opts: o, tick: min(max(o.TTL/4, 5*time.Millisecond), 250*time.Millisecond)}
@@ -86,21 +87,22 @@ func fairKeys(key string) []string {
 // Obtain takes key at once if it is free and nobody waits; otherwise it
 // queues and waits for the release that hands the lock over, at most the
 // wait bound. The Lock it returns is also Tokened.
-func (f *Fair) Obtain(ctx context.Context, key string) (Lock, error) {
+func (f *Fair) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	token := uuid.NewString()
 	keys := fairKeys(key)
-	w := &fairWaiter{f: f, keys: keys, token: token, ctx: context.WithoutCancel(ctx)}
-	if f.opts.Notifier != nil {
-		w.hw = f.opts.Notifier.handoff(token)
-	} else {
-		w.b = f.opts.Backoff()
+	// A waiter that gives up leaves the queue, and passes the lock on if
+	// it was handed to it meanwhile: a waiter never wedges the queue.
+	leave := func(ctx context.Context) {
+		_ = luaFairRelease.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), handoffChannel, "1").Err()
 	}
-	err := acquire(ctx, f.opts, w, func(ctx context.Context) (bool, error) {
+	w := newHandoffWait(f.opts, token, f.tick, context.WithoutCancel(ctx), leave)
+	ttl := c.ttl(f.opts.TTL)
+	err := acquire(ctx, f.opts, c, w, func(ctx context.Context) (bool, error) {
 		lives := 3 * f.tick
 		if dl, ok := ctx.Deadline(); ok {
 			lives = min(lives, time.Until(dl)+f.tick)
 		}
-		n, err := luaFairAcquire.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), leaseMS(lives), f.opts.Notifier.Channel()).Int64()
+		n, err := luaFairAcquire.Run(ctx, f.rdb, keys, token, leaseMS(ttl), leaseMS(lives), handoffChannel).Int64()
 		if err != nil {
 			return false, fmt.Errorf("lock: fair acquire %s: %w", key, err)
 		}
@@ -111,63 +113,13 @@ func (f *Fair) Obtain(ctx context.Context, key string) (Lock, error) {
 		return nil, err
 	}
 	l := &fairLock{f: f, keys: keys, token: token, fence: w.fence}
-	l.wd = startWatchdog(f.opts.TTL, func(ctx context.Context) (bool, error) {
-		n, err := luaFairRenew.Run(ctx, f.rdb, keys[:1], token, leaseMS(f.opts.TTL)).Int64()
-		return n != 0, err
-	}, nil)
+	if c.Lease == 0 { // an explicit lease: no renewal
+		l.wd = startWatchdog(ttl, func(ctx context.Context) (bool, error) {
+			n, err := luaFairRenew.Run(ctx, f.rdb, keys[:1], token, leaseMS(ttl)).Int64()
+			return n != 0, err
+		}, nil)
+	}
 	return l, nil
-}
-
-// fairWaiter waits for its handoff message, or its refresh tick.
-type fairWaiter struct {
-	f     *Fair
-	keys  []string
-	token string
-	ctx   context.Context // the caller's, without its cancellation
-	hw    *handoffWaiter  // nil without a Notifier
-	b     Backoff         // polling, without a Notifier
-	timer *time.Timer
-	fence int64
-}
-
-func (w *fairWaiter) wait(ctx context.Context) (bool, error) {
-	if w.hw == nil {
-		return false, sleep(ctx, &w.timer, w.b.NextBackoff())
-	}
-	d := jittered(w.f.tick)
-	if w.timer == nil {
-		w.timer = time.NewTimer(d)
-	} else {
-		w.timer.Reset(d)
-	}
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case fence := <-w.hw.handed:
-		w.fence = fence
-		return true, nil
-	case <-w.timer.C:
-		return false, nil // refresh our entry; maybe we missed a handoff
-	}
-}
-
-// done leaves the queue when the wait failed. If the lock was handed to us
-// meanwhile, the same script passes it on, so a waiter that gives up never
-// wedges the queue.
-func (w *fairWaiter) done(obtained bool) {
-	if w.timer != nil {
-		w.timer.Stop()
-	}
-	if w.hw != nil {
-		w.hw.forget()
-	}
-	if obtained {
-		return
-	}
-	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
-	defer cancel()
-	// Best effort: if this fails too, our entry goes stale by itself.
-	_ = luaFairRelease.Run(ctx, w.f.rdb, w.keys, w.token, leaseMS(w.f.opts.TTL), w.f.opts.Notifier.Channel(), "1").Err()
 }
 
 type fairLock struct {
@@ -192,10 +144,10 @@ func (l *fairLock) Token() int64 { return l.fence }
 func (l *fairLock) Release(ctx context.Context) error {
 	err := ErrNotHeld
 	l.once.Do(func() {
-		l.wd.cancel() // no renewal may race the release
-		defer func() { <-l.wd.done }()
+		l.wd.halt() // no renewal may race the release
+		defer l.wd.wait()
 		var n int64
-		n, err = luaFairRelease.Run(ctx, l.f.rdb, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.opts.Notifier.Channel(), "0").Int64()
+		n, err = luaFairRelease.Run(ctx, l.f.rdb, l.keys, l.token, leaseMS(l.f.opts.TTL), handoffChannel, "0").Int64()
 		err = releaseResult(l.keys[0], n, err)
 	})
 	return err
@@ -207,14 +159,14 @@ func (l *fairLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() erro
 	first := false
 	l.once.Do(func() {
 		first = true
-		l.wd.cancel()
-		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.opts.Notifier.Channel(), "0")
+		l.wd.halt()
+		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), handoffChannel, "0")
 	})
 	return func() error {
 		if !first {
 			return ErrNotHeld
 		}
-		<-l.wd.done
+		l.wd.wait()
 		n, err := cmd.Int64()
 		return releaseResult(l.keys[0], n, err)
 	}

@@ -4,7 +4,7 @@
 -- {token: ms on Redis's clock}, KEYS[4] the fencing token counter
 -- ARGV[1] this waiter's token, ARGV[2] lease in ms, ARGV[3] how long this
 -- queue entry stays live without a refresh (ms), ARGV[4] the pub/sub channel
--- for handoffs ("" for none)
+-- for handoffs ("<token>|<fence>" is published there; "" for none)
 -- Returns the fencing token (> 0) when the lock is ours, 0 when we are
 -- queued (or our entry was refreshed).
 local holder = redis.call("GET", KEYS[1])
@@ -40,7 +40,7 @@ if not holder then
   redis.call("SET", KEYS[1], head, "PX", ARGV[2])
   local fence = redis.call("INCR", KEYS[4])
   if ARGV[4] ~= "" then
-    redis.call("PUBLISH", ARGV[4], "h|" .. head .. "|" .. fence)
+    redis.call("PUBLISH", ARGV[4], head .. "|" .. fence)
   end
 end
 -- Queue at the tail, or refresh our entry where it stands.

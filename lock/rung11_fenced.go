@@ -3,13 +3,13 @@ package lock
 import (
 	"context"
 	_ "embed"
-	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed rung10_fenced_acquire.lua
+//go:embed rung11_fenced_acquire.lua
 var luaFencedAcquireSrc string
 
 var luaFencedAcquire = redis.NewScript(luaFencedAcquireSrc)
@@ -38,37 +38,27 @@ type Tokened interface {
 // the storage must check the tokens (here, Lua scripts around the stock),
 // and that a stale holder's work is refused rather than done.
 type Fenced struct {
-	rdb  redis.Cmdable
-	opts Options
+	rdb redis.Cmdable
+	ttl time.Duration
 }
 
-var _ Locker = (*Fenced)(nil)
-
-// NewFenced returns the lease-plus-fencing-token Locker.
-func NewFenced(rdb redis.Cmdable, o Options) *Fenced {
-	return &Fenced{rdb: rdb, opts: o.withDefaults()}
+// NewFenced returns the lease-plus-fencing-token lock, waiting as o says.
+func NewFenced(rdb redis.Cmdable, o Options) Locker {
+	return Poll(Fenced{rdb: rdb, ttl: o.withDefaults().TTL}, o)
 }
 
 // FenceKey is the counter that hands out key's fencing tokens.
 func FenceKey(key string) string { return key + ":fence" }
 
-// Obtain takes the lease and its fencing token until it wins or the wait
-// ends. The Lock it returns is also Tokened.
-func (l *Fenced) Obtain(ctx context.Context, key string) (Lock, error) {
+// Try takes the lease and the next fencing token in one script, if the
+// lock is free. The Lock it returns is also Tokened.
+func (l Fenced) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
 	owner := uuid.NewString()
-	var token int64
-	err := acquire(ctx, l.opts, l.opts.waiter(ctx, key), func(ctx context.Context) (bool, error) {
-		n, err := luaFencedAcquire.Run(ctx, l.rdb, []string{key, FenceKey(key)}, owner, leaseMS(l.opts.TTL)).Int64()
-		if err != nil {
-			return false, fmt.Errorf("lock: fenced acquire %s: %w", key, err)
-		}
-		token = n
-		return n > 0, nil
-	})
-	if err != nil {
-		return nil, err
+	fence, err := luaFencedAcquire.Run(ctx, l.rdb, []string{key, FenceKey(key)}, owner, leaseMS(c.ttl(l.ttl))).Int64()
+	if err != nil || fence == 0 {
+		return nil, false, wrap(err, "fenced acquire", key)
 	}
-	return &fencedLock{luaLock: luaLock{rdb: l.rdb, key: key, token: owner, channel: l.opts.Notifier.Channel()}, fence: token}, nil
+	return &fencedLock{luaLock: luaLock{rdb: l.rdb, key: key, token: owner}, fence: fence}, true, nil
 }
 
 // fencedLock releases as rung 6 does, by its owner token, and carries the

@@ -2,66 +2,15 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// Drain's nginx config marks only the drained upstream down, after the
-// parameters the source gives every server.
-func TestDeriveNginxConfDown(t *testing.T) {
-	src := []byte(`events {}
-http {
-    upstream app { server app1:8080 max_fails=0; server app2:8080 max_fails=0; keepalive 8; }
-    server { listen 80; location / { proxy_pass http://app; } }
-}`)
-	ups := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}
-	out, err := deriveNginxConf(src, "127.0.0.1:9", ups, []bool{false, true, false}, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := parseNginx(out)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	servers := find(find(find(ds, "http")[0].block, "upstream")[0].block, "server")
-	want := [][]string{
-		{"127.0.0.1:1", "max_fails=0"},
-		{"127.0.0.1:2", "max_fails=0", "down"},
-		{"127.0.0.1:3", "max_fails=0"},
-	}
-	if len(servers) != len(want) {
-		t.Fatalf("%d servers, want %d:\n%s", len(servers), len(want), out)
-	}
-	for i, s := range servers {
-		if !slices.Equal(s.args, want[i]) {
-			t.Errorf("server %d: %q, want %q", i, s.args, want[i])
-		}
-	}
-	plain, err := DeriveNginxConf(src, "127.0.0.1:9", ups, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if slices.Contains(tokensOf(t, plain), "down") {
-		t.Errorf("DeriveNginxConf marks a server down:\n%s", plain)
-	}
-}
-
-func tokensOf(t *testing.T, conf []byte) []string {
-	t.Helper()
-	toks, err := tokenize(string(conf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tk := range toks {
-		out = append(out, tk.s)
-	}
-	return out
-}
 
 // The built-in proxy skips a target taken out, and idle waits for the
 // request still in flight to it.
@@ -198,5 +147,63 @@ func TestProxySkipsAnInstanceThatRefused(t *testing.T) {
 		if w.Code != http.StatusBadGateway {
 			t.Fatalf("every instance failed: %d, want it tried again (502)", w.Code)
 		}
+	}
+}
+
+// The built-in proxy round-robins and never replays a failed request to
+// another instance.
+func TestProxyNoRetry(t *testing.T) {
+	var goodHits, badHits atomic.Int64
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		goodHits.Add(1)
+		w.Header().Set("X-Instance", "good")
+		io.WriteString(w, `{"sold":true}`)
+	}))
+	defer good.Close()
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		badHits.Add(1)
+		// Dies mid-request: the sale may have happened, the answer is lost.
+		c, _, _ := w.(http.Hijacker).Hijack()
+		c.Close()
+	}))
+	defer bad.Close()
+
+	h, err := newProxy([]string{good.URL, bad.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(h)
+	defer front.Close()
+
+	var ok, badGateway int
+	for range 10 {
+		for _, method := range []string{http.MethodPost, http.MethodGet} {
+			req, _ := http.NewRequest(method, front.URL+"/sale?lock=none", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch resp.StatusCode {
+			case http.StatusOK:
+				ok++
+			case http.StatusBadGateway:
+				badGateway++
+				var e struct{ Error, Upstream string }
+				if err := json.Unmarshal(body, &e); err != nil || e.Error == "" || e.Upstream == "" {
+					t.Errorf("502 body = %s (%v), want JSON with error and upstream", body, err)
+				}
+			default:
+				t.Errorf("status %d: %s", resp.StatusCode, body)
+			}
+		}
+	}
+	if ok != 10 || badGateway != 10 {
+		t.Errorf("%d ok, %d bad gateway; want 10 and 10 (round robin)", ok, badGateway)
+	}
+	if goodHits.Load() != 10 || badHits.Load() != 10 {
+		t.Errorf("good saw %d, bad saw %d; want 10 each: a failed request was replayed",
+			goodHits.Load(), badHits.Load())
 	}
 }

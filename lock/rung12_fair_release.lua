@@ -29,7 +29,7 @@ while true do
     redis.call("SET", KEYS[1], head, "PX", ARGV[2])
     local fence = redis.call("INCR", KEYS[4])
     if ARGV[3] ~= "" then
-      redis.call("PUBLISH", ARGV[3], "h|" .. head .. "|" .. fence)
+      redis.call("PUBLISH", ARGV[3], head .. "|" .. fence)
     end
     if holder then return 1 end
     return 0

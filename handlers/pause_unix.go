@@ -1,6 +1,6 @@
 //go:build unix
 
-package fault
+package handlers
 
 import (
 	"fmt"
@@ -23,23 +23,23 @@ const resumeEnv = "LOCKLADDER_RESUME"
 func StopProcess(d time.Duration) error {
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("fault: pause: %w", err)
+		return fmt.Errorf("handlers: pause: %w", err)
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%d", resumeEnv, os.Getpid(), d))
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("fault: pause: %w", err)
+		return fmt.Errorf("handlers: pause: %w", err)
 	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGSTOP); err != nil {
 		_ = cmd.Process.Kill()
-		return fmt.Errorf("fault: pause: %w", err)
+		return fmt.Errorf("handlers: pause: %w", err)
 	}
 	// We run again: the resumer sent SIGCONT. Reap it.
 	return cmd.Wait()
 }
 
-// ResumeIfAsked must be the first thing main does in a binary that uses
-// StopProcess: in the resumer child it waits, resumes the stopped parent
+// ResumeIfAsked must be the first thing main does in a binary that serves
+// these handlers with faults (StopProcess re-runs it as the resumer): in the resumer child it waits, resumes the stopped parent
 // and exits; otherwise it returns at once.
 func ResumeIfAsked() {
 	v, ok := os.LookupEnv(resumeEnv)
@@ -50,13 +50,13 @@ func ResumeIfAsked() {
 	pid, err1 := strconv.Atoi(pidStr)
 	d, err2 := strconv.ParseInt(dStr, 10, 64)
 	if err1 != nil || err2 != nil || pid <= 1 {
-		fmt.Fprintf(os.Stderr, "fault: bad %s=%q\n", resumeEnv, v)
+		fmt.Fprintf(os.Stderr, "app: bad %s=%q\n", resumeEnv, v)
 		os.Exit(2)
 	}
 	waitStopped(pid)
 	time.Sleep(time.Duration(d))
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		fmt.Fprintf(os.Stderr, "fault: resume %d: %v\n", pid, err)
+		fmt.Fprintf(os.Stderr, "app: resume %d: %v\n", pid, err)
 		os.Exit(1)
 	}
 	os.Exit(0)

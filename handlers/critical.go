@@ -1,0 +1,291 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/fault"
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// resource is what a request works on under a lock: the stock or num.
+type resource struct {
+	lockKey  string
+	fenceKey string
+	op       func(context.Context, ...inventory.Then) (int64, error)                // the non-atomic read-modify-write
+	atomic   func(context.Context) (int64, error)                                   // the one-script ceiling
+	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error) // op, checked against a fencing token
+}
+
+func (h *handler) stockResource() resource {
+	inv := h.cfg.Inventory
+	return resource{inventory.StockLock, inventory.StockFence, inv.Sell, inv.SellAtomic, inv.SellFenced}
+}
+
+func (h *handler) numResource() resource {
+	inv := h.cfg.Inventory
+	return resource{inventory.NumLock, inventory.NumFence, inv.Incr, inv.IncrAtomic, inv.IncrFenced}
+}
+
+// sale sells one item under the chosen lock.
+func (h *handler) sale(c *gin.Context) {
+	req, ok := h.lockRequest(c)
+	if !ok {
+		return
+	}
+	remaining, err := h.critical(c, req, h.stockResource())
+	switch {
+	case errors.Is(err, inventory.ErrSoldOut):
+		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "remaining": 0,
+			"reason": contract.ReasonSoldOut})
+	case errors.Is(err, inventory.ErrStaleToken):
+		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "error": err.Error(),
+			"reason": contract.ReasonStaleToken})
+	case err != nil:
+		h.unavailable(c, req.rung, err)
+	default:
+		c.JSON(http.StatusOK, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": true, "remaining": remaining})
+	}
+}
+
+// testLock increments num under the chosen lock.
+func (h *handler) testLock(c *gin.Context) {
+	req, ok := h.lockRequest(c)
+	if !ok {
+		return
+	}
+	num, err := h.critical(c, req, h.numResource())
+	switch {
+	case errors.Is(err, inventory.ErrStaleToken):
+		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "error": err.Error(),
+			"reason": contract.ReasonStaleToken})
+	case err != nil:
+		h.unavailable(c, req.rung, err)
+	default:
+		c.JSON(http.StatusOK, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "num": num})
+	}
+}
+
+// lockRequest is a parsed /sale or /testLock request.
+type lockRequest struct {
+	rung    lock.Info
+	locker  lock.Locker
+	reenter bool
+	wait    lock.WaitMode  // "" for the instance's default
+	try     *time.Duration // nil for the instance's wait bound
+	lease   time.Duration  // 0 for the instance's lease and watchdog
+	plan    plan
+}
+
+// Bounds of try= and lease=.
+const (
+	maxTry   = 10 * time.Second
+	minLease = 100 * time.Millisecond
+	maxLease = 60 * time.Second
+)
+
+// lockRequest parses ?lock=NAME, reenter=, wait=, try=, lease= and, on an
+// instance with faults enabled, the fault parameters.
+func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
+	q, parsed := h.parseQuery(c)
+	if !parsed {
+		return lockRequest{}, false
+	}
+	allowed := []string{"lock", "reenter", "wait", "try", "lease"}
+	if h.cfg.Faults != nil {
+		allowed = append(allowed, faultParams...)
+	} else {
+		for _, p := range faultParams {
+			if q.Has(p) {
+				h.badRequest(c, fmt.Sprintf("fault parameters (%s) are disabled on this instance: start it with -faults",
+					strings.Join(faultParams, ", ")))
+				return lockRequest{}, false
+			}
+		}
+	}
+	if !h.checkQuery(c, q, allowed...) {
+		return lockRequest{}, false
+	}
+	var ok bool
+	var req lockRequest
+	if req.rung, req.locker, ok = h.rung(c, q); !ok {
+		return lockRequest{}, false
+	}
+	if v, has := q["reenter"]; has {
+		b, err := strconv.ParseBool(v[0])
+		if err != nil {
+			h.badRequest(c, fmt.Sprintf("reenter: %q is not a boolean (use 1 or 0)", truncate(v[0], 32)))
+			return lockRequest{}, false
+		}
+		req.reenter = b
+	}
+	if v, has := q["wait"]; has {
+		m, err := lock.ParseWaitMode(v[0])
+		if err != nil {
+			h.badRequest(c, fmt.Sprintf("wait: unknown wait mode %q (valid: %v)", truncate(v[0], 32), lock.WaitModes))
+			return lockRequest{}, false
+		}
+		if !slices.Contains(req.rung.Waits, m) {
+			msg := fmt.Sprintf("wait=%s does not apply to lock %q: it takes no wait= (it does not poll a busy lock)", m, req.rung.Name)
+			if len(req.rung.Waits) > 0 {
+				msg = fmt.Sprintf("wait=%s does not apply to lock %q: it waits by %v", m, req.rung.Name, req.rung.Waits)
+			}
+			h.badRequest(c, msg)
+			return lockRequest{}, false
+		}
+		req.wait = m
+	}
+	if v, has := q["try"]; has {
+		d, err := parseBound(v[0], 0, maxTry)
+		switch {
+		case err != nil:
+			h.badRequest(c, "try: "+err.Error())
+			return lockRequest{}, false
+		case !req.rung.Try:
+			h.badRequest(c, fmt.Sprintf("try= does not apply to lock %q: it never waits for a busy lock", req.rung.Name))
+			return lockRequest{}, false
+		}
+		req.try = &d
+	}
+	if v, has := q["lease"]; has {
+		d, err := parseBound(v[0], minLease, maxLease)
+		switch {
+		case err != nil:
+			h.badRequest(c, "lease: "+err.Error())
+			return lockRequest{}, false
+		case !req.rung.Lease:
+			h.badRequest(c, fmt.Sprintf("lease= does not apply to lock %q: its lock has no lease to set", req.rung.Name))
+			return lockRequest{}, false
+		}
+		req.lease = d
+	}
+	if h.cfg.Faults != nil {
+		plan, err := parsePlan(q)
+		if err != nil {
+			h.badRequest(c, err.Error())
+			return lockRequest{}, false
+		}
+		req.plan = plan
+	}
+	return req, true
+}
+
+// critical runs the resource's operation under the request's lock, or its
+// atomic script for the ceiling. Once the lock is held the business runs
+// to its end even if the client goes away: stopping half way through a
+// read-modify-write would teach nothing.
+func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int64, err error) {
+	ctx := c.Request.Context()
+	call := lock.Call{Wait: req.wait, Try: req.try, Lease: req.lease}
+	if req.reenter {
+		// Both acquisitions below must belong to one owner, this request;
+		// a single one needs none (Reentrant makes its own).
+		call.Owner = h.cfg.Instance + ":" + uuid.NewString()
+	}
+	if req.plan.armed() {
+		ctx = fault.With(ctx, req.plan.injector(*h.cfg.Faults))
+	}
+	budget := h.cfg.OpTimeout + req.plan.Work + req.plan.Pause
+	if req.rung.Atomic {
+		ctx, cancel := context.WithTimeout(ctx, budget)
+		defer cancel()
+		return res.atomic(ctx)
+	}
+
+	held, err := req.locker.Obtain(ctx, res.lockKey, call)
+	if err != nil {
+		return 0, notHeld{err}
+	}
+	// The section as history sees it runs from here to the moment the
+	// release is sent (or the pipeline carrying it): both ends on the
+	// short side of the time the lock was really held.
+	sec := contract.Section{Instance: h.cfg.Instance, Lock: req.rung.Name, Key: res.lockKey, Acquired: time.Now().UnixNano()}
+	over := h.cfg.Sections.Hold(sec)
+	fault.Inject(ctx, fault.Acquired)
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	defer cancel()
+
+	// A lock that can release in the pipeline of the business's last
+	// write does (one round trip for both); otherwise, or when the
+	// business stops before its write (sold out, an error), it releases
+	// on its own afterwards.
+	release := func() error { sec.Released = time.Now().UnixNano(); return held.Release(bctx) }
+	var then []inventory.Then
+	if pr, ok := held.(lock.PipelineReleaser); ok && !req.reenter {
+		then = append(then, func(p redis.Pipeliner) {
+			sec.Released = time.Now().UnixNano()
+			release = pr.ReleaseIn(bctx, p)
+		})
+	}
+	var wrote bool
+	defer func() {
+		h.released(req.rung, res.lockKey, release())
+		sec.Wrote = wrote
+		over(sec)
+	}()
+
+	if req.reenter {
+		// The articles' testReEnter: take the same lock again inside the
+		// critical section. A reentrant lock counts up; any other waits
+		// for itself until the wait bound.
+		inner, err := req.locker.Obtain(ctx, res.lockKey, call)
+		if err != nil {
+			return 0, notHeld{fmt.Errorf("re-entering the lock it holds: %w", err)}
+		}
+		defer func() { h.released(req.rung, res.lockKey, inner.Release(bctx)) }()
+	}
+	if t, ok := held.(lock.Tokened); ok {
+		sec.Token = t.Token()
+		n, err = res.fenced(bctx, res.fenceKey, t.Token(), then...)
+	} else {
+		n, err = res.op(bctx, then...)
+	}
+	// Only a write that went through can do harm; a sold-out read, a
+	// refused stale token or a failure before the write cannot.
+	wrote = err == nil
+	return n, err
+}
+
+// notHeld is a failure to take the lock: the business never ran, so
+// nothing was written, whatever went wrong.
+type notHeld struct{ error }
+
+func (e notHeld) Unwrap() error { return e.error }
+
+// released logs a release that failed: the lease had lapsed, or Redis.
+func (h *handler) released(rung lock.Info, key string, err error) {
+	if err != nil {
+		h.cfg.Log.Warn("release failed", "lock", rung.Name, "key", key, "err", err)
+	}
+}
+
+func (h *handler) unavailable(c *gin.Context, rung lock.Info, err error) {
+	// The reason tells a client whether the request may have changed
+	// anything: a lock not had did not; a Redis failure may have, after
+	// its write reached Redis.
+	msg, reason := err.Error(), contract.ReasonUnavailable
+	switch {
+	case errors.Is(err, lock.ErrBusy):
+		msg, reason = fmt.Sprintf("lock %q is held (try=0: one attempt, no wait)", rung.Name), contract.ReasonLockBusy
+	case errors.Is(err, lock.ErrNotObtained):
+		msg, reason = fmt.Sprintf("lock %q not obtained in time: %v", rung.Name, err), contract.ReasonLockTimeout
+	case errors.As(err, new(notHeld)):
+		reason = contract.ReasonLockUnavailable
+		h.cfg.Log.Error("taking the lock failed", "path", c.Request.URL.Path, "lock", rung.Name, "err", err)
+	default:
+		h.cfg.Log.Error("request failed", "path", c.Request.URL.Path, "lock", rung.Name, "err", err)
+	}
+	c.JSON(http.StatusServiceUnavailable, gin.H{"instance": h.cfg.Instance, "lock": rung.Name, "error": msg, "reason": reason})
+}

@@ -1,0 +1,134 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/lockladder/lockladder/fault"
+)
+
+// The faults a request may arm on an instance started with -faults
+// (docs/scenarios.md): work=, fault= and pause=. A request arms its own,
+// and only its own: the plan travels in its context to the fault points of
+// package fault.
+
+// faultKind is what fault= asks for.
+type faultKind string
+
+const (
+	crash             faultKind = "crash"               // exit right after acquiring
+	crashBeforeExpire faultKind = "crash-before-expire" // exit between SETNX and EXPIRE
+	checkPause        faultKind = "check-pause"         // sleep between check and delete
+	pause             faultKind = "pause"               // SIGSTOP the process inside the business
+)
+
+// faultKinds lists every fault= value.
+var faultKinds = []faultKind{crash, crashBeforeExpire, checkPause, pause}
+
+// maxFaultDuration bounds work= and pause=.
+const maxFaultDuration = 10 * time.Second
+
+// ExitCode is the status an instance that fault=crash (or
+// crash-before-expire) kills exits with; the stack's supervisor logs it.
+const ExitCode = 3
+
+// faultParams are the query parameters that arm faults.
+var faultParams = []string{"work", "fault", "pause"}
+
+// plan is what one request armed.
+type plan struct {
+	Work  time.Duration // the business sleeps this long between read and write
+	Kind  faultKind
+	Pause time.Duration // for check-pause and pause
+}
+
+// armed reports whether the plan does anything.
+func (p plan) armed() bool { return p.Work > 0 || p.Kind != "" }
+
+// parsePlan reads work=, fault= and pause= from q. Absent parameters arm
+// nothing; anything malformed is an error naming the parameter.
+func parsePlan(q url.Values) (plan, error) {
+	var p plan
+	var err error
+	if p.Work, err = duration(q, "work"); err != nil {
+		return plan{}, err
+	}
+	if p.Pause, err = duration(q, "pause"); err != nil {
+		return plan{}, err
+	}
+	if q.Has("fault") {
+		k := faultKind(q.Get("fault"))
+		switch k {
+		case crash, crashBeforeExpire:
+			if p.Pause > 0 {
+				return plan{}, fmt.Errorf("pause: fault=%s takes no pause", k)
+			}
+		case checkPause, pause:
+			if p.Pause == 0 {
+				return plan{}, fmt.Errorf("pause: fault=%s needs pause=DURATION (e.g. 600ms)", k)
+			}
+		default:
+			return plan{}, fmt.Errorf("fault: unknown fault %q (valid: %v)", truncate(string(k), 32), faultKinds)
+		}
+		p.Kind = k
+	} else if p.Pause > 0 {
+		return plan{}, errors.New("pause: only with fault=check-pause or fault=pause")
+	}
+	return p, nil
+}
+
+func duration(q url.Values, name string) (time.Duration, error) {
+	if !q.Has(name) {
+		return 0, nil
+	}
+	s := q.Get(name)
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a duration (e.g. 300ms)", name, truncate(s, 32))
+	}
+	if d <= 0 || d > maxFaultDuration {
+		return 0, fmt.Errorf("%s: %s is out of range (0, %s]", name, d, maxFaultDuration)
+	}
+	return d, nil
+}
+
+// FaultActions are what faults do to the process: Config.Faults. Tests
+// replace them.
+type FaultActions struct {
+	Exit  func(code int)        // default os.Exit
+	Stop  func(d time.Duration) // default: SIGSTOP this process for d (StopProcess)
+	Sleep func(d time.Duration) // default time.Sleep
+}
+
+// injector returns the plan's fault.Injector, doing its harm through a.
+func (p plan) injector(a FaultActions) fault.Injector {
+	if a.Exit == nil {
+		a.Exit = os.Exit
+	}
+	if a.Stop == nil {
+		a.Stop = func(d time.Duration) { _ = StopProcess(d) }
+	}
+	if a.Sleep == nil {
+		a.Sleep = time.Sleep
+	}
+	return func(_ context.Context, at fault.Point) {
+		switch {
+		case at == fault.Acquired && p.Kind == crash,
+			at == fault.BeforeExpire && p.Kind == crashBeforeExpire:
+			a.Exit(ExitCode)
+		case at == fault.BeforeDelete && p.Kind == checkPause:
+			a.Sleep(p.Pause)
+		case at == fault.Business:
+			if p.Work > 0 {
+				a.Sleep(p.Work)
+			}
+			if p.Kind == pause {
+				a.Stop(p.Pause)
+			}
+		}
+	}
+}

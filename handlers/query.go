@@ -1,0 +1,108 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lockladder/lockladder/lock"
+)
+
+// query returns the request's query parameters after checking them (see
+// checkQuery).
+func (h *handler) query(c *gin.Context, allowed ...string) (url.Values, bool) {
+	q, ok := h.parseQuery(c)
+	return q, ok && h.checkQuery(c, q, allowed...)
+}
+
+// parseQuery parses the request's query, answering a 400 when a pair does
+// not parse (a bad %-escape, a ';' separator): URL.Query drops such a pair
+// silently, and the request would go on without it.
+func (h *handler) parseQuery(c *gin.Context) (url.Values, bool) {
+	q, err := url.ParseQuery(c.Request.URL.RawQuery)
+	if err != nil {
+		h.badRequest(c, "malformed query: "+err.Error())
+		return nil, false
+	}
+	return q, true
+}
+
+// checkQuery answers a 400 unless q names only allowed parameters, each at
+// most once.
+func (h *handler) checkQuery(c *gin.Context, q url.Values, allowed ...string) bool {
+	for k, vs := range q {
+		if !slices.Contains(allowed, k) {
+			want := "none"
+			if len(allowed) > 0 {
+				want = strings.Join(allowed, ", ")
+			}
+			h.badRequest(c, fmt.Sprintf("unknown parameter %q (allowed: %s)", k, want))
+			return false
+		}
+		if len(vs) > 1 {
+			h.badRequest(c, fmt.Sprintf("parameter %q given %d times", k, len(vs)))
+			return false
+		}
+	}
+	return true
+}
+
+// rung resolves ?lock=NAME.
+func (h *handler) rung(c *gin.Context, q url.Values) (lock.Info, lock.Locker, bool) {
+	name := q.Get("lock")
+	if name == "" {
+		h.badRequest(c, "missing lock: say ?lock=NAME")
+		return lock.Info{}, nil, false
+	}
+	rung, locker, ok := h.cfg.Ladder.Lookup(name)
+	if !ok {
+		h.badRequest(c, fmt.Sprintf("unknown lock %q", truncate(name, 64)))
+		return lock.Info{}, nil, false
+	}
+	return rung, locker, true
+}
+
+func (h *handler) badRequest(c *gin.Context, msg string) {
+	c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": msg, "locks": h.cfg.Ladder.Names()})
+}
+
+// parseCount parses a whole number in [0, max].
+func parseCount(s string, max int64) (int64, error) {
+	if s == "" {
+		return 0, errors.New("missing: give a whole number")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number", truncate(s, 32))
+	}
+	if n < 0 || n > max {
+		return 0, fmt.Errorf("%d is out of range [0, %d]", n, max)
+	}
+	return n, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// parseBound parses a duration in [lo, hi] ("0" is a duration).
+func parseBound(s string, lo, hi time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (e.g. 500ms)", truncate(s, 32))
+	}
+	if d < lo || d > hi {
+		return 0, fmt.Errorf("%s is out of range [%s, %s]", d, lo, hi)
+	}
+	return d, nil
+}

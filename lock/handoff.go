@@ -1,0 +1,76 @@
+package lock
+
+import (
+	"context"
+	"time"
+)
+
+// handoffWait is how fair's waiters wait: not polling the lock, but for a
+// release to hand it to them by name (the Notifier hears fair's
+// announcement on handoffChannel and wakes exactly that waiter), or for
+// their refresh tick, on which the wait loop tries again: that keeps the
+// waiter's place in the queue live and catches a handoff whose message
+// was lost. It is the only polling left. Without a Notifier, the waiter
+// finds its handoff by polling with Options.Backoff; the order is still
+// the queue's.
+type handoffWait struct {
+	hw    *handoffWaiter // nil without a Notifier
+	b     Backoff        // polling, without a Notifier
+	tick  time.Duration
+	timer *time.Timer
+	// fence is the fencing token the lock came with: set by the try that
+	// found it ours, or by the handoff message.
+	fence int64
+	// leave takes the waiter out of the queue when it gives up (with the
+	// caller's context, not cancelled: it must run even then).
+	leave func(context.Context)
+	ctx   context.Context
+}
+
+func newHandoffWait(o Options, token string, tick time.Duration, ctx context.Context, leave func(context.Context)) *handoffWait {
+	w := &handoffWait{tick: tick, leave: leave, ctx: ctx}
+	if o.Notifier != nil {
+		w.hw = o.Notifier.handoff(token)
+	} else {
+		w.b = o.Backoff()
+	}
+	return w
+}
+
+func (w *handoffWait) wait(ctx context.Context) (bool, error) {
+	if w.hw == nil {
+		return false, sleep(ctx, &w.timer, w.b.NextBackoff())
+	}
+	d := jittered(w.tick)
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+	} else {
+		w.timer.Reset(d)
+	}
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case fence := <-w.hw.handed:
+		w.fence = fence
+		return true, nil
+	case <-w.timer.C:
+		return false, nil // refresh our entry; maybe we missed a handoff
+	}
+}
+
+// done leaves the queue when the wait failed. If the lock was handed to us
+// meanwhile, leaving passes it on.
+func (w *handoffWait) done(obtained bool) {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	if w.hw != nil {
+		w.hw.forget()
+	}
+	if obtained {
+		return
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
+	defer cancel()
+	w.leave(ctx) // best effort: if this fails too, our entry goes stale by itself
+}

@@ -1,0 +1,164 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/lock"
+)
+
+type skewClock struct{ off atomic.Int64 }
+
+func (c *skewClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
+
+func (c *skewClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
+
+func withSkewClock(o lock.Options, c *skewClock) lock.Options { o.Clock = c.Now; return o }
+
+// TestGetSetExpiredLockHasOneWinner: waiters racing to take over an expired
+// lock (a crashed holder's) through GET and GETSET: exactly one wins.
+func TestGetSetExpiredLockHasOneWinner(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	opts := fast
+	opts.TTL = 10 * time.Second
+	opts.Wait = 5 * time.Second
+	opts.Retry = lock.FixedSleep(time.Millisecond)
+	l := lock.NewGetSet(rdb, opts)
+
+	const rounds, waiters = 10, 8
+	for round := range rounds {
+		ctx := context.Background()
+		stale := time.Now().Add(-time.Second).UnixMilli()
+		if err := rdb.Set(ctx, "lock:k", stale, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		var won atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range waiters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, err := l.Obtain(wctx, "lock:k", lock.Call{})
+				switch {
+				case err == nil:
+					won.Add(1)
+					cancel() // the others stop waiting
+				case !errors.Is(err, lock.ErrNotObtained):
+					t.Error(err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		cancel()
+		if n := won.Load(); n != 1 {
+			t.Fatalf("round %d: %d waiters won the expired lock, want exactly 1", round, n)
+		}
+		if v, _ := rdb.Get(ctx, "lock:k").Int64(); v <= time.Now().UnixMilli() {
+			t.Fatalf("round %d: lock value %d is not a live expiry", round, v)
+		}
+		rdb.Del(ctx, "lock:k")
+	}
+}
+
+// TestGetSetSkewedClockTakesLiveLock is rung 8's clock flaw: an instance
+// whose clock runs ahead by more than the TTL judges a live lock expired
+// and takes it. An instance with a correct clock cannot.
+func TestGetSetSkewedClockTakesLiveLock(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	opts := fast // TTL 1s
+
+	a, err := lock.NewGetSet(rdb, opts).Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.NewGetSet(rdb, opts).Obtain(ctx, "lock:k", lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("correct clock while A holds: got %v, want ErrNotObtained", err)
+	}
+	ahead := &skewClock{}
+	ahead.Advance(2 * opts.TTL)
+	b, err := lock.NewGetSet(rdb, withSkewClock(opts, ahead)).Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatalf("clock %s ahead while A holds: %v (want it to take the lock: two holders)", 2*opts.TTL, err)
+	}
+	// A and B both hold the lock. A's clock says it is still inside its
+	// expiry, so its release deletes B's lock too.
+	if err := a.Release(ctx); err != nil {
+		t.Errorf("A's release: %v", err)
+	}
+	b.Release(ctx)
+}
+
+// TestGetSetSlowHolderLosesLock: once A's expiry passes (its business was
+// slow), B takes the lock over; A's release then sees its own expiry passed,
+// returns ErrNotHeld and leaves B's key alone.
+func TestGetSetSlowHolderLosesLock(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	c := &skewClock{}
+	opts := withSkewClock(fast, c)
+	l := lock.NewGetSet(rdb, opts)
+
+	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(opts.TTL + 10*time.Millisecond) // A's business outlives the TTL
+	b, err := l.Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatalf("B after A's expiry: %v", err)
+	}
+	value := rdb.Get(ctx, "lock:k").Val()
+	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("A's release after its expiry: got %v, want ErrNotHeld", err)
+	}
+	if got := rdb.Get(ctx, "lock:k").Val(); got != value {
+		t.Fatalf("A's late release changed B's lock: %q, want %q", got, value)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatalf("B's release: %v", err)
+	}
+}
+
+// TestGetSetReleaseAfterOwnExpiryLeavesKey: even with no one waiting, a
+// release past the holder's own expiry does not DEL. The key, which has no
+// TTL, stays until a waiter takes it over.
+func TestGetSetReleaseAfterOwnExpiryLeavesKey(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	c := &skewClock{}
+	l := lock.NewGetSet(rdb, withSkewClock(fast, c))
+
+	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := rdb.Get(ctx, "lock:k").Val()
+	if want := strconv.FormatInt(c.Now().Add(fast.TTL).UnixMilli(), 10); len(value) != len(want) {
+		t.Errorf("lock value %q, want an expiry in Unix ms like %q", value, want)
+	}
+	c.Advance(fast.TTL + time.Millisecond)
+	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release after own expiry: got %v, want ErrNotHeld", err)
+	}
+	if got := rdb.Get(ctx, "lock:k").Val(); got != value {
+		t.Fatalf("lock key after a late release = %q, want %q left in place", got, value)
+	}
+	if _, err := l.Obtain(ctx, "lock:k", lock.Call{}); err != nil {
+		t.Fatalf("a waiter after the expiry should take the key over: %v", err)
+	}
+}
+
+// TestNaiveRungsExactUnderContention: when nothing is slow and nobody
+// crashes, every one of these rungs excludes, so the non-atomic increment
+// loses no update. Their flaws need the faults above.

@@ -1,0 +1,540 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/stack"
+)
+
+// tokenRecorder notes every token that tried to SET the lock on a master.
+type tokenRecorder struct {
+	*redis.Client
+	mu     *sync.Mutex
+	tokens map[any]bool
+}
+
+func (r tokenRecorder) SetNX(ctx context.Context, key string, value any, ttl time.Duration) *redis.BoolCmd {
+	r.mu.Lock()
+	r.tokens[value] = true
+	r.mu.Unlock()
+	return r.Client.SetNX(ctx, key, value, ttl)
+}
+
+// contenders runs n Obtains of a lock another client holds on every
+// master, each waiting by mode, and counts the tokens that have asked the
+// masters for it in the first 200ms, while all still wait.
+func contenders(t *testing.T, mode lock.WaitMode, n int) int {
+	t.Helper()
+	clients, _ := startMasters(t, 5)
+	ctx := context.Background()
+	const key = "lock:held"
+	var mu sync.Mutex
+	tokens := map[any]bool{}
+	masters := make([]redis.Cmdable, len(clients))
+	for i, c := range clients {
+		c.Set(ctx, key, "someone-else", time.Minute)
+		masters[i] = tokenRecorder{Client: c, mu: &mu, tokens: tokens}
+	}
+	o := lock.Options{TTL: 5 * time.Second, Wait: time.Second, Retry: lock.FixedSleep(5 * time.Millisecond)}
+	rl := lock.NewRedlock(masters, o, lock.RedlockOptions{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, err := rl.Obtain(ctx, key, lock.Call{Wait: mode}); !errors.Is(err, lock.ErrNotObtained) {
+				t.Errorf("Obtain of a held lock (%s): %v, want ErrNotObtained", mode, err)
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	asked := len(tokens)
+	mu.Unlock()
+	wg.Wait()
+	return asked
+}
+
+// TestRedlockQueueHasOneContenderPerProcess: by default (WaitQueue) the
+// requests of one process line up in memory and only the head asks the
+// masters; with the articles' fixed sleep every request does, which is
+// what splits the masters' votes under load.
+func TestRedlockQueueHasOneContenderPerProcess(t *testing.T) {
+	if n := contenders(t, lock.WaitQueue, 20); n != 1 {
+		t.Errorf("wait=queue: %d tokens asked the masters, want 1: the head of the line alone", n)
+	}
+	if n := contenders(t, lock.WaitFixed, 20); n != 20 {
+		t.Errorf("wait=fixed: %d tokens asked the masters, want all 20", n)
+	}
+}
+
+// TestRedlockQueueIsFIFO: requests that line up behind a holder get the
+// lock in the order they came.
+func TestRedlockQueueIsFIFO(t *testing.T) {
+	clients, _ := startMasters(t, 5)
+	ctx := context.Background()
+	rl := lock.NewRedlock(cmdables(clients), lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second}, lock.RedlockOptions{})
+	first, err := rl.Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i := range 8 {
+		wg.Go(func() {
+			l, err := rl.Obtain(ctx, "lock:k", lock.Call{})
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("waiter %d: release: %v", i, err)
+			}
+		})
+		time.Sleep(5 * time.Millisecond) // they arrive in order
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if !slices.IsSorted(order) || len(order) != 8 {
+		t.Fatalf("the line served %v, want 0 to 7 in order", order)
+	}
+}
+
+// TestRedlockAnnouncementsWakeTheHead: another process releases; the head
+// of this process's line hears it from the masters and takes the lock at
+// once, not at its next poll (a second away here).
+func TestRedlockAnnouncementsWakeTheHead(t *testing.T) {
+	clients, _ := startMasters(t, 5)
+	ctx := context.Background()
+	o := lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second}
+	n := notifier(t, clients[0], lock.NotifierOptions{Fallback: time.Second})
+	here := lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{Notifier: n, QueuePause: time.Second})
+	there := lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{Notifier: n}) // another process, as far as the line knows
+
+	held, err := there.Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		l, err := here.Obtain(ctx, "lock:k", lock.Call{})
+		if err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+		l.Release(ctx)
+	}()
+	time.Sleep(50 * time.Millisecond) // the head has tried and waits
+	released := time.Now()
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at, ok := <-got
+	if !ok {
+		return
+	}
+	if took := at.Sub(released); took > 300*time.Millisecond {
+		t.Fatalf("the head took the lock %s after the release: it slept to its next poll", took)
+	}
+}
+
+func startMasters(t testing.TB, n int) ([]*redis.Client, []*stack.Redis) {
+	t.Helper()
+	servers := make([]*stack.Redis, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			servers[i], errs[i] = stack.StartRedis(ctx, "127.0.0.1:0", stack.Auto, redistest.CI(), nil)
+		})
+	}
+	wg.Wait()
+	clients := make([]*redis.Client, n)
+	for i, srv := range servers {
+		if errs[i] != nil {
+			t.Fatalf("start master %d: %v", i, errs[i])
+		}
+		t.Cleanup(func() {
+			if err := srv.Stop(); err != nil {
+				t.Errorf("stop master %d: %v", i, err)
+			}
+		})
+		clients[i] = masterClient(t, srv.Addr())
+	}
+	if servers[0].Embedded() {
+		t.Logf("redis-server not on PATH: masters are embedded miniredis")
+	}
+	return clients, servers
+}
+
+// masterClient never retries and dials once: a dead master fails at once.
+func masterClient(t testing.TB, addr string) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, PoolSize: 64})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// cmdables lists clients as the masters NewRedlock takes.
+func cmdables[C redis.Cmdable](cs []C) []redis.Cmdable {
+	out := make([]redis.Cmdable, len(cs))
+	for i, c := range cs {
+		out[i] = c
+	}
+	return out
+}
+
+// deadAddr is a loopback address nobody listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// blackHole is a loopback address that accepts connections and never
+// answers: a hung master.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// keysOn counts the masters that hold key.
+func keysOn(t *testing.T, masters []*redis.Client, key string) int {
+	t.Helper()
+	n := 0
+	for _, m := range masters {
+		n += int(m.Exists(context.Background(), key).Val())
+	}
+	return n
+}
+
+// keysOnSoon is keysOn once the releases a Release did not wait for (it
+// returns when a majority has released) have landed: within a second.
+func keysOnSoon(t *testing.T, masters []*redis.Client, key string) int {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for {
+		n := keysOn(t, masters, key)
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// redlockOpts: a TTL long enough that its default node timeout (TTL/10)
+// absorbs a loaded machine, so that only tests about timeouts see them.
+var redlockOpts = lock.Options{TTL: 5 * time.Second, Wait: 100 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}
+
+func TestQuorum(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4} {
+		if got := lock.Quorum(n); got != want {
+			t.Errorf("Quorum(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+// TestRedlockSurvivesTwoMastersDown: with 5 masters, 2 stopped, the lock
+// is still had, excluded and released; with 3 stopped it is not, and the
+// error names each dead master.
+func TestRedlockSurvivesTwoMastersDown(t *testing.T) {
+	clients, servers := startMasters(t, 5)
+	ctx := context.Background()
+	const key = "lock:k"
+	for _, i := range []int{1, 3} {
+		if err := servers[i].Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := []*redis.Client{clients[0], clients[2], clients[4]}
+	rl := lock.NewRedlock(cmdables(clients), redlockOpts, lock.RedlockOptions{})
+
+	start := time.Now()
+	a, err := rl.Obtain(ctx, key, lock.Call{})
+	if err != nil {
+		t.Fatalf("Obtain with 3 of 5 masters: %v", err)
+	}
+	v := a.(interface{ Validity() time.Duration }).Validity()
+	if drift := redlockOpts.TTL/100 + 2*time.Millisecond; v <= 0 || v >= redlockOpts.TTL-drift {
+		t.Errorf("validity %s, want in (0, TTL - drift = %s): the attempt's time comes off it", v, redlockOpts.TTL-drift)
+	}
+	t.Logf("Obtain with 2 masters down took %s; validity %s of a %s TTL", time.Since(start), v, redlockOpts.TTL)
+	if n := keysOn(t, live, key); n != 3 {
+		t.Fatalf("lock on %d live masters, want 3", n)
+	}
+	if _, err := lock.NewRedlock(cmdables(clients), redlockOpts, lock.RedlockOptions{}).Obtain(ctx, key, lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("second client while held: %v, want ErrNotObtained", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("Release with 3 of 5 masters: %v", err)
+	}
+	if n := keysOnSoon(t, live, key); n != 0 {
+		t.Fatalf("lock left on %d live masters after release", n)
+	}
+
+	if err := servers[4].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = rl.Obtain(ctx, key, lock.Call{})
+	if !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("Obtain with 2 of 5 masters: %v, want ErrNotObtained", err)
+	}
+	msg := err.Error()
+	for _, i := range []int{1, 3, 4} {
+		if name := fmt.Sprintf("redlock: node %d (%s): ", i, servers[i].Addr()); !strings.Contains(msg, name) {
+			t.Errorf("error does not name dead master %q:\n%s", name, msg)
+		}
+	}
+	for _, i := range []int{0, 2} {
+		if name := fmt.Sprintf("node %d (", i); strings.Contains(msg, name) {
+			t.Errorf("error blames live master %d:\n%s", i, msg)
+		}
+	}
+	if !strings.Contains(msg, "on 2 of 5 masters (quorum 3)") {
+		t.Errorf("error does not say how the last attempt went:\n%s", msg)
+	}
+	if n := keysOn(t, live[:2], key); n != 0 {
+		t.Fatalf("the failed Obtain left its minority on %d masters", n)
+	}
+}
+
+// setRecorder counts, per master, the SETs that took the lock.
+type setRecorder struct {
+	*redis.Client
+	won *atomic.Int64
+}
+
+func (r setRecorder) SetNX(ctx context.Context, key string, value any, ttl time.Duration) *redis.BoolCmd {
+	cmd := r.Client.SetNX(ctx, key, value, ttl)
+	if cmd.Val() {
+		r.won.Add(1)
+	}
+	return cmd
+}
+
+// TestRedlockFailedAttemptReleasesMinority: 3 of 5 masters hold someone
+// else's lock; every attempt takes the 2 free ones, loses, and gives them
+// back.
+func TestRedlockFailedAttemptReleasesMinority(t *testing.T) {
+	clients, _ := startMasters(t, 5)
+	ctx := context.Background()
+	const key = "lock:k"
+	for _, c := range clients[:3] {
+		c.Set(ctx, key, "someone-else", 0)
+	}
+	won := make([]atomic.Int64, len(clients))
+	masters := make([]redis.Cmdable, len(clients))
+	for i, c := range clients {
+		masters[i] = setRecorder{Client: c, won: &won[i]}
+	}
+
+	_, err := lock.NewRedlock(masters, redlockOpts, lock.RedlockOptions{}).Obtain(ctx, key, lock.Call{})
+	if !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("Obtain against a majority held elsewhere: %v, want ErrNotObtained", err)
+	}
+	for i := 3; i < 5; i++ {
+		if won[i].Load() == 0 {
+			t.Fatalf("master %d: no attempt took the free master", i)
+		}
+	}
+	if n := keysOn(t, clients[3:], key); n != 0 {
+		t.Fatalf("the minority is still held on %d masters after the failed Obtain", n)
+	}
+	for i, c := range clients[:3] {
+		if v := c.Get(ctx, key).Val(); v != "someone-else" {
+			t.Fatalf("master %d: the other holder's lock became %q", i, v)
+		}
+	}
+	t.Logf("%d attempts, each took the 2 free masters and gave them back", won[3].Load())
+}
+
+// TestRedlockQuorumOverEverySubset tries every subset of failed masters
+// out of 5 (redsync's quorum test): the lock is had exactly when 3 or more
+// are up. A failed master is either down (nobody listens) or held by
+// someone else; either way a failed Obtain leaves no key behind.
+func TestRedlockQuorumOverEverySubset(t *testing.T) {
+	const n = 5
+	clients, _ := startMasters(t, n)
+	dead := masterClient(t, deadAddr(t))
+	for _, mode := range []string{"down", "held elsewhere"} {
+		for mask := range 1 << n {
+			failed := bits.OnesCount(uint(mask))
+			t.Run(fmt.Sprintf("%s/%05b", mode, mask), func(t *testing.T) {
+				ctx := context.Background()
+				key := fmt.Sprintf("lock:%s:%05b", mode, mask)
+				masters := cmdables(clients)
+				var live []*redis.Client
+				for i := range n {
+					switch {
+					case mask&(1<<i) == 0:
+						live = append(live, clients[i])
+					case mode == "down":
+						masters[i] = dead
+					default:
+						clients[i].Set(ctx, key, "someone-else", 0)
+					}
+				}
+				o := redlockOpts
+				o.Wait = 30 * time.Millisecond
+				l, err := lock.NewRedlock(masters, o, lock.RedlockOptions{}).Obtain(ctx, key, lock.Call{})
+				if want := n-failed >= lock.Quorum(n); (err == nil) != want {
+					t.Fatalf("%d of %d masters up: Obtain = %v, want success %t", n-failed, n, err, want)
+				}
+				if err != nil {
+					if !errors.Is(err, lock.ErrNotObtained) {
+						t.Fatalf("got %v, want ErrNotObtained", err)
+					}
+					if k := keysOn(t, live, key); k != 0 {
+						t.Fatalf("failed Obtain left the lock on %d live masters", k)
+					}
+					return
+				}
+				if k := keysOn(t, live, key); k < lock.Quorum(n) {
+					t.Fatalf("lock on %d of %d live masters, want a quorum", k, len(live))
+				}
+				if err := l.Release(ctx); err != nil {
+					t.Fatalf("Release: %v", err)
+				}
+				if k := keysOnSoon(t, live, key); k != 0 {
+					t.Fatalf("lock left on %d live masters after release", k)
+				}
+			})
+		}
+	}
+}
+
+// TestRedlockValidityExhausted: with every master granting the lock but
+// an attempt that takes longer than the TTL (a clock read as a full TTL
+// later each time), the lock is never had, and nothing is left behind.
+func TestRedlockValidityExhausted(t *testing.T) {
+	clients, _ := startMasters(t, 5)
+	ctx := context.Background()
+	var reads atomic.Int64
+	base := time.Now()
+	o := redlockOpts
+	o.Clock = func() time.Time { return base.Add(time.Duration(reads.Add(1)) * o.TTL) }
+	_, err := lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{}).Obtain(ctx, "lock:k", lock.Call{})
+	if !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("Obtain with no validity left: %v, want ErrNotObtained", err)
+	}
+	if !strings.Contains(err.Error(), "validity -") {
+		t.Errorf("error does not say the validity ran out: %v", err)
+	}
+	if n := keysOn(t, clients, "lock:k"); n != 0 {
+		t.Fatalf("lock left on %d masters", n)
+	}
+}
+
+// TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout: a master that
+// accepts the connection and never answers does not hold up an attempt
+// that a majority has already granted, and costs a release the per-node
+// timeout at most, never the client's read timeout.
+func TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout(t *testing.T) {
+	clients, _ := startMasters(t, 4)
+	ctx := context.Background()
+	masters := append(cmdables(clients), masterClient(t, blackHole(t)))
+	const nodeTimeout = 200 * time.Millisecond
+	rl := lock.NewRedlock(masters, redlockOpts, lock.RedlockOptions{NodeTimeout: nodeTimeout})
+
+	start := time.Now()
+	l, err := rl.Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatalf("Obtain with 4 of 5 masters answering: %v", err)
+	}
+	if took := time.Since(start); took >= nodeTimeout {
+		t.Errorf("Obtain took %s: it waited for the hung master after a majority said yes", took)
+	}
+	if v := l.(interface{ Validity() time.Duration }).Validity(); v <= 0 || v > redlockOpts.TTL {
+		t.Errorf("validity %s, want in (0, TTL]", v)
+	}
+	start = time.Now()
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release with 4 of 5 masters answering: %v", err)
+	}
+	if took := time.Since(start); took > 10*nodeTimeout {
+		t.Errorf("Release took %s with a %s node timeout", took, nodeTimeout)
+	}
+	if n := keysOnSoon(t, clients, "lock:k"); n != 0 {
+		t.Fatalf("lock left on %d masters", n)
+	}
+}
+
+// TestRedlockReleaseWithoutQuorum: when most masters die while the lock is
+// held, Release cannot give it back on a quorum: ErrNotHeld, naming each
+// master that failed.
+func TestRedlockReleaseWithoutQuorum(t *testing.T) {
+	clients, servers := startMasters(t, 5)
+	ctx := context.Background()
+	l, err := lock.NewRedlock(cmdables(clients), redlockOpts, lock.RedlockOptions{}).Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 2, 3} {
+		servers[i].Stop()
+	}
+	err = l.Release(ctx)
+	if !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("Release with 2 of 5 masters: %v, want ErrNotHeld", err)
+	}
+	for _, i := range []int{0, 2, 3} {
+		if name := fmt.Sprintf("redlock: node %d (%s): ", i, servers[i].Addr()); !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %q:\n%v", name, err)
+		}
+	}
+	if n := keysOn(t, []*redis.Client{clients[1], clients[4]}, "lock:k"); n != 0 {
+		t.Fatalf("lock left on %d live masters", n)
+	}
+}

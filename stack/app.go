@@ -1,0 +1,233 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// instance is one app process (Config.AppBinary) that the stack
+// supervises: started with the same flags and environment every time,
+// restarted when it exits while the stack is up (supervise), ready once
+// GET /healthz answers 200.
+type instance struct {
+	name, addr string
+	bin, dir   string
+	args, env  []string // the same on every restart
+	logPath    string
+
+	mu      sync.Mutex
+	p       *proc
+	started time.Time
+
+	// drainPid is the pid Drain sent SIGTERM to: when that process exits,
+	// the supervisor logs it as drained, not as a crash, and restarts it
+	// at once. The supervisor clears it.
+	drainPid atomic.Int64
+	draining sync.Mutex // one Drain at a time per instance
+}
+
+// start starts a new process for the instance; it becomes current.
+func (in *instance) start(context.Context) error {
+	p, err := startProc(in.name, in.bin, in.args, in.env, in.dir, in.logPath)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	in.p, in.started = p, time.Now()
+	in.mu.Unlock()
+	return nil
+}
+
+// ready waits until the current process answers GET /healthz with 200.
+func (in *instance) ready(ctx context.Context) error {
+	if err := waitHealthy(ctx, "http://"+in.addr, in.current().done); err != nil {
+		return fmt.Errorf("stack: %s on %s: %w%s", in.name, in.addr, err, logTail(in.logPath, 2048))
+	}
+	return nil
+}
+
+// stop stops the current process, if any.
+func (in *instance) stop() error {
+	if p := in.current(); p != nil {
+		return p.stop(stopGrace)
+	}
+	return nil
+}
+
+func (in *instance) current() *proc {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.p
+}
+
+// startInstances starts every app process and waits until each is healthy.
+func (s *Stack) startInstances(ctx context.Context) error {
+	ports := s.cfg.appPorts()
+	if ports == nil {
+		// All at once, as for the masters: no two instances get one port.
+		var err error
+		if ports, err = freePorts("127.0.0.1", s.cfg.Instances); err != nil {
+			return err
+		}
+	}
+	masters := s.MasterAddrs()
+	if len(s.masterProxies) > 0 {
+		for i, p := range s.masterProxies {
+			masters[i] = p.Addr()
+		}
+	}
+	redisAddr := s.redis.Addr()
+	if s.redisProxy != nil {
+		redisAddr = s.redisProxy.Addr()
+	}
+	var mastersFlag []string
+	if len(masters) > 0 {
+		mastersFlag = []string{"-masters", strings.Join(masters, ",")}
+	}
+	env := instanceEnv(masters)
+	var all group
+	for i, port := range ports {
+		name := fmt.Sprintf("app%d", i+1)
+		in := &instance{
+			name:    name,
+			addr:    net.JoinHostPort("127.0.0.1", port),
+			bin:     s.cfg.AppBinary,
+			dir:     s.dir,
+			logPath: filepath.Join(s.dir, name+".log"),
+			env:     env,
+		}
+		// Ours first: a flag repeated in AppArgs or InstanceArgs wins.
+		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", redisAddr}, mastersFlag...)
+		in.args = append(in.args, s.cfg.AppArgs...)
+		in.args = append(in.args, s.cfg.InstanceArgs[i]...)
+		s.instances = append(s.instances, in)
+		all = append(all, in)
+	}
+	if err := s.up(ctx, all); err != nil {
+		return err
+	}
+	s.lbDown = make([]bool, len(s.instances))
+	for _, in := range s.instances {
+		s.lg.printf("%s", s.instanceSummary(in))
+	}
+	return nil
+}
+
+// instanceEnv is the environment of every instance: this process's, with
+// MastersEnv set to the masters (or removed when there are none, so that
+// a value from the caller's shell never leaks in).
+func instanceEnv(masters []string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, MastersEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	if len(masters) > 0 {
+		env = append(env, MastersEnv+"="+strings.Join(masters, ","))
+	}
+	return env
+}
+
+// instanceSummary is in's Summary line, with its current pid.
+func (s *Stack) instanceSummary(in *instance) string {
+	return fmt.Sprintf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.current().pid(), in.logPath)
+}
+
+var healthClient = &http.Client{
+	Timeout:   2 * time.Second,
+	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+}
+
+// waitHealthy polls base+"/healthz" until it answers 200, exited closes
+// (the process died) or ctx ends.
+func waitHealthy(ctx context.Context, base string, exited <-chan struct{}) error {
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+		resp, err := healthClient.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("GET /healthz: %s", resp.Status)
+		} else {
+			last = err
+		}
+		select {
+		case <-exited:
+			return errors.New("process exited before it was healthy")
+		case <-ctx.Done():
+			return fmt.Errorf("not healthy: %w (last: %v)", ctx.Err(), last)
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// supervise restarts in whenever its process exits while the stack is up,
+// with a backoff that grows while it keeps crashing early. An exit Drain
+// asked for is no crash: it is logged as drained and restarted at once.
+func (s *Stack) supervise(in *instance) {
+	defer s.wg.Done()
+	backoff := 100 * time.Millisecond
+	for {
+		p := in.current()
+		select {
+		case <-s.life.Done():
+			return
+		case <-p.done:
+		}
+		if s.life.Err() != nil { // stopping: not a crash
+			return
+		}
+		drained := in.drainPid.CompareAndSwap(int64(p.pid()), 0)
+		wait := backoff
+		if drained {
+			wait = 0
+			n := s.drains.Add(1)
+			s.lg.printf("%s: pid %d drained (%v); restarting (drain #%d)", in.name, p.pid(), p.exitErr(), n)
+		} else {
+			n := s.restarts.Add(1)
+			if time.Since(in.started) > s.cfg.StableAfter {
+				backoff = 100 * time.Millisecond
+			}
+			wait = backoff
+			s.lg.printf("%s: pid %d exited unexpectedly (%v); restarting in %s (restart #%d)", in.name, p.pid(), p.exitErr(), backoff, n)
+		}
+		for {
+			select {
+			case <-s.life.Done():
+				return
+			case <-time.After(wait):
+			}
+			if wait > 0 {
+				backoff = min(2*backoff, 5*time.Second)
+			}
+			wait = backoff
+			if err := in.start(s.life); err != nil {
+				s.lg.printf("%s: restart failed: %v; retrying in %s", in.name, err, backoff)
+				continue
+			}
+			s.lg.printf("%s: restarted as pid %d", in.name, in.current().pid())
+			break
+		}
+		// Say when it is serving again; if it dies first the loop above sees it.
+		ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
+		if in.ready(ctx) == nil {
+			s.lg.printf("%s: healthy again (pid %d)", in.name, in.current().pid())
+		}
+		cancel()
+	}
+}

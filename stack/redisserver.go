@@ -1,0 +1,252 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// redisServer is a redis-server process on loopback with nothing
+// persisted (no save points, no AOF), in a dir of its own or the stack's
+// run dir. Only shutdown writes a dump (SHUTDOWN SAVE), which restart
+// loads back.
+type redisServer struct {
+	bin        string
+	host, port string
+	// pickPort: the port asked for was 0, so start picks a free one, and
+	// ready another when some other process binds it first.
+	pickPort bool
+	dir      string
+	rmDir    bool // dir is a temp dir of its own, removed by stop
+	version  string
+
+	// next is the process start or restart started and ready has not
+	// yet found serving (start, ready, restart and stop are serialised
+	// by their callers).
+	next *proc
+
+	mu     sync.Mutex // guards p and isDown
+	p      *proc      // the current process: a new one after restart
+	isDown bool       // shut down by shutdown, not yet restarted
+}
+
+// newRedisServer is a redis-server for addr (port 0: a free one) with
+// its files in dir ("" = a temp dir of its own), not started.
+func newRedisServer(bin, addr, dir string) (*redisServer, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("stack: redis address %q: %w", addr, err)
+	}
+	return &redisServer{bin: bin, host: host, port: port, pickPort: port == "0", dir: dir}, nil
+}
+
+// startRedisServer launches a redis-server on addr (see newRedisServer).
+func startRedisServer(ctx context.Context, bin, addr, dir string) (*redisServer, error) {
+	r, err := newRedisServer(bin, addr, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := launch(ctx, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// start starts a fresh, empty server.
+func (r *redisServer) start(ctx context.Context) error {
+	if r.dir == "" {
+		d, err := os.MkdirTemp("", "lockladder-redis-")
+		if err != nil {
+			return fmt.Errorf("stack: redis: %w", err)
+		}
+		r.dir, r.rmDir = d, true
+	}
+	if r.version == "" {
+		r.version = binaryVersion(r.bin, `v=(\S+)`, "--version")
+	}
+	if r.pickPort {
+		port, err := freePort(r.host)
+		if err != nil {
+			return err
+		}
+		r.port = port
+	}
+	// A fresh server starts empty: a dump an earlier run left here (its
+	// StopRedis saved one) must not be loaded.
+	if err := os.Remove(r.dumpPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("stack: redis: stale dump: %w", err)
+	}
+	return r.spawn()
+}
+
+// ready waits until the server start started answers. A free port is
+// free only until someone binds it: another test package starting its
+// own Redis at the same moment may take it first. Then ours cannot bind
+// (errPortTaken), and ready starts it again on another, up to 5 times.
+func (r *redisServer) ready(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := r.await(ctx)
+		if !errors.Is(err, errPortTaken) || !r.pickPort || attempt == 5 {
+			return err
+		}
+		if err := r.start(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// errPortTaken: the port answered, but not with our server.
+var errPortTaken = errors.New("port taken by another process")
+
+// spawn starts redis-server on the server's address as r.next. The dump
+// file is written only by shutdown (SHUTDOWN SAVE) and read back by the
+// restart, from the same --dir and --dbfilename.
+func (r *redisServer) spawn() error {
+	// Nothing persisted, nothing shared with a Redis the user runs: own
+	// port, loopback only, own dir. Deletions and expiries announced on
+	// the keyspace channels, from the start and after every restart.
+	args := []string{
+		"--port", r.port, "--bind", r.host,
+		"--save", "", "--appendonly", "no",
+		"--notify-keyspace-events", keyspaceEvents,
+		"--daemonize", "no", "--dir", r.dir, "--dbfilename", filepath.Base(r.dumpPath()),
+		"--pidfile", filepath.Join(r.dir, "redis-"+r.port+".pid"),
+	}
+	p, err := startProc("redis-server", r.bin, args, nil, r.dir, r.logPath())
+	if err != nil {
+		return err
+	}
+	r.next = p
+	return nil
+}
+
+// await returns once the process spawn started answers on the server's
+// address (its process_id, not some other server's) and PING has its
+// PONG (not LOADING: a restart loads the dump first); it becomes the
+// current process. On failure that process is stopped.
+func (r *redisServer) await(ctx context.Context) (err error) {
+	p, addr := r.next, r.addr()
+	r.next = nil
+	defer func() {
+		if err != nil {
+			p.stop(stopGrace)
+		}
+	}()
+	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for {
+		if pid, err := serverPid(ctx, addr); err == nil {
+			if pid != p.pid() {
+				// Someone else's Redis answers there: ours will fail to bind.
+				return fmt.Errorf("stack: redis-server on %s: %w (pid %d answers)", addr, errPortTaken, pid)
+			}
+			if redisPing(ctx, addr) == nil {
+				break
+			}
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("stack: redis-server on %s exited: %v%s", addr, p.exitErr(), logTail(p.logPath, 2048))
+		case <-ctx.Done():
+			return fmt.Errorf("stack: redis-server on %s: no PONG: %w%s", addr, ctx.Err(), logTail(p.logPath, 2048))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	r.mu.Lock()
+	r.p, r.isDown = p, false
+	r.mu.Unlock()
+	return nil
+}
+
+// stop stops the process by pid (SIGTERM, SIGKILL after a grace period)
+// and removes a temp dir of its own.
+func (r *redisServer) stop() error {
+	var errs []error
+	if r.next != nil {
+		errs = append(errs, r.next.stop(stopGrace))
+		r.next = nil
+	}
+	if p := r.current(); p != nil {
+		errs = append(errs, p.stop(stopGrace))
+	}
+	if r.rmDir {
+		errs = append(errs, os.RemoveAll(r.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// shutdown stops the server by SHUTDOWN SAVE: it writes its dataset to
+// its dump file, then exits.
+func (r *redisServer) shutdown(ctx context.Context) error {
+	p, addr := r.current(), r.addr()
+	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := shutdownSave(ctx, addr); err != nil {
+		return fmt.Errorf("stack: redis-server on %s (pid %d): SHUTDOWN SAVE: %w", addr, p.pid(), err)
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return fmt.Errorf("stack: redis-server on %s (pid %d) still runs after SHUTDOWN SAVE: %w", addr, p.pid(), ctx.Err())
+	}
+	// Whatever its exit, the process is gone: mark it down before looking.
+	r.mu.Lock()
+	r.isDown = true
+	r.mu.Unlock()
+	p.stop(stopGrace) // reaped already: only sweeps its process group
+	if p.waitErr != nil {
+		return fmt.Errorf("stack: redis-server on %s (pid %d) after SHUTDOWN SAVE: %v%s", addr, p.pid(), p.waitErr, logTail(p.logPath, 2048))
+	}
+	return nil
+}
+
+// restart starts the server again on its address from its dump, checked
+// to be the new process as at the start.
+func (r *redisServer) restart(ctx context.Context) error {
+	if err := r.spawn(); err != nil {
+		return err
+	}
+	return r.await(ctx)
+}
+
+func (r *redisServer) current() *proc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p
+}
+
+func (r *redisServer) addr() string { return net.JoinHostPort(r.host, r.port) }
+
+func (r *redisServer) pid() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p == nil || r.isDown {
+		return 0
+	}
+	return r.p.pid()
+}
+
+func (r *redisServer) down() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.isDown
+}
+
+func (r *redisServer) kind() string { return "redis-server " + r.version }
+
+// dumpPath is the server's dump file, named after its port: the main
+// Redis and the masters share the stack's run dir, and a master started
+// again must not load the main Redis's dump.
+func (r *redisServer) dumpPath() string {
+	return filepath.Join(r.dir, "redis-"+r.port+".rdb")
+}
+
+// logPath is where the server's output goes.
+func (r *redisServer) logPath() string {
+	return filepath.Join(r.dir, "redis-"+r.port+".log")
+}

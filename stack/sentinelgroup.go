@@ -1,0 +1,408 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults for SentinelConfig.
+const (
+	DefaultMasterName      = "lockladder"
+	DefaultDownAfter       = 400 * time.Millisecond
+	DefaultFailoverTimeout = 6 * time.Second
+)
+
+// A SentinelGroup always has this many sentinels, and this quorum.
+const (
+	Sentinels      = 3
+	SentinelQuorum = 2
+)
+
+// SentinelConfig describes a SentinelGroup. The zero value means the
+// defaults.
+type SentinelConfig struct {
+	// Dir holds the servers' and sentinels' dirs, confs and logs; "" = a
+	// new temp dir, removed by Stop.
+	Dir string
+	// Host is the loopback address everything listens on; default
+	// 127.0.0.1. Every port is a free one.
+	Host string
+	// MasterName is the name the sentinels monitor the primary under;
+	// default DefaultMasterName.
+	MasterName string
+	// DownAfter is the first sentinel's down-after-milliseconds: how long
+	// the primary may not answer before it deems it down. The second
+	// waits 5/4 of it, the third 5/2 (DownAfterOf): sentinels that all
+	// see the primary die at the same instant all ask for votes at once,
+	// each votes for itself, and nobody is elected until a retry after
+	// twice FailoverTimeout; staggered, the third is still undecided when
+	// the first two ask, and its vote elects one of them. Default
+	// DefaultDownAfter.
+	DownAfter time.Duration
+	// FailoverTimeout is the sentinels' failover-timeout. It also bounds
+	// how long the replica keeps replicating through ReplicationLink: a
+	// sentinel that sees a replica replicate from another address than the
+	// primary's points it at the primary itself (+fix-slave-config) this
+	// long after it first saw it. Default DefaultFailoverTimeout.
+	FailoverTimeout time.Duration
+	// Log gets human progress lines; nil = discarded.
+	Log io.Writer
+}
+
+// DownAfterOf is sentinel i's down-after-milliseconds: DownAfter,
+// 5/4 of it, 5/2 of it (see DownAfter).
+func (c SentinelConfig) DownAfterOf(i int) time.Duration {
+	d := c.withDefaults().DownAfter
+	switch i {
+	case 0:
+		return d
+	case 1:
+		return d * 5 / 4
+	default:
+		return d * 5 / 2
+	}
+}
+
+func (c SentinelConfig) withDefaults() SentinelConfig {
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	if c.MasterName == "" {
+		c.MasterName = DefaultMasterName
+	}
+	if c.DownAfter <= 0 {
+		c.DownAfter = DefaultDownAfter
+	}
+	if c.FailoverTimeout <= 0 {
+		c.FailoverTimeout = DefaultFailoverTimeout
+	}
+	return c
+}
+
+// SentinelGroup is a primary redis-server with one asynchronous replica
+// and three redis-sentinel processes watching them, all on free loopback
+// ports: the setup in which a lock granted by a single Redis can be lost
+// on failover. The replica replicates through a FaultProxy in front of the
+// primary (ReplicationLink), so that a test can cut replication, write to
+// the primary, and kill it before the write has reached the replica.
+// Clients find the primary through the sentinels (redis.NewFailoverClient
+// with MasterName and SentinelAddrs), never through the link.
+//
+// Nothing is persisted: a server that dies comes back empty, if at all.
+// Every process is stopped by pid in Stop. Its methods are safe for
+// concurrent use.
+type SentinelGroup struct {
+	cfg   SentinelConfig
+	dir   string
+	rmDir bool
+	lg    *logger
+
+	primary0, replica *redisServer // as started
+	link              *FaultProxy
+	sentinels         []*sentinel
+
+	mu       sync.Mutex
+	current  *redisServer          // the server believed primary; nil once killed, until WaitFailover finds the next
+	killedAt time.Time             // when KillPrimary last killed one
+	killed   map[*redisServer]bool // killed by KillPrimary
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartSentinels starts a primary, its replica (REPLICAOF the primary
+// through a FaultProxy), waits until the replica is in sync, then starts
+// three sentinels monitoring the primary (quorum 2) and returns once every
+// sentinel knows the primary, the replica (in sync, promotable) and the
+// two other sentinels. It needs a real redis-server (Redis 7.0 or later);
+// when none is on PATH the error wraps exec.ErrNotFound. The sentinels run
+// redis-sentinel when it is on PATH, else redis-server --sentinel. A
+// failed start stops whatever it started. Without a deadline in ctx, the
+// start is bounded to 30s.
+func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, err error) {
+	cfg = cfg.withDefaults()
+	if ip := net.ParseIP(cfg.Host); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("stack: sentinels: host %q is not a loopback address", cfg.Host)
+	}
+	_, serverBin, err := resolveMode(Real, "redis-server", true)
+	if err != nil {
+		return nil, fmt.Errorf("stack: sentinels: %w", err)
+	}
+	sentinelBin, sentinelArgs := serverBin, []string{"--sentinel"}
+	if p, err := exec.LookPath("redis-sentinel"); err == nil {
+		sentinelBin, sentinelArgs = p, nil
+	}
+
+	g := &SentinelGroup{cfg: cfg, dir: cfg.Dir, lg: &logger{w: cfg.Log}, killed: map[*redisServer]bool{}}
+	if g.dir == "" {
+		if g.dir, err = os.MkdirTemp("", "lockladder-sentinel-"); err != nil {
+			return nil, fmt.Errorf("stack: sentinels: %w", err)
+		}
+		g.rmDir = true
+	}
+	defer func() {
+		if err != nil {
+			g.Stop()
+		}
+	}()
+	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
+	defer cancel()
+	began := time.Now()
+
+	free := net.JoinHostPort(cfg.Host, "0")
+	if g.primary0, err = startRedisServer(ctx, serverBin, free, g.subdir("primary")); err != nil {
+		return nil, fmt.Errorf("stack: sentinels: primary: %w", err)
+	}
+	g.current = g.primary0
+	if g.link, err = NewFaultProxy(g.primary0.addr()); err != nil {
+		return nil, fmt.Errorf("stack: sentinels: replication link: %w", err)
+	}
+	if g.replica, err = startRedisServer(ctx, serverBin, free, g.subdir("replica")); err != nil {
+		return nil, fmt.Errorf("stack: sentinels: replica: %w", err)
+	}
+	if err := g.replicate(ctx); err != nil {
+		return nil, err
+	}
+	for i := range Sentinels {
+		s := &sentinel{i: i, bin: sentinelBin, extra: sentinelArgs, cfg: cfg, primary: g.primary0.addr(), dir: g.subdir(fmt.Sprintf("sentinel-%d", i))}
+		if err := launch(ctx, s); err != nil {
+			return nil, err
+		}
+		g.sentinels = append(g.sentinels, s)
+	}
+	if err := g.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	g.lg.printf("sentinels: %s %s: primary %s (pid %d), replica %s (pid %d) replicating via %s, sentinels %s (pids %s), quorum %d, down-after %s/%s/%s, failover-timeout %s; ready in %s",
+		g.primary0.kind(), cfg.MasterName, g.primary0.addr(), g.primary0.pid(), g.replica.addr(), g.replica.pid(), g.link.Addr(),
+		strings.Join(g.SentinelAddrs(), ","), joinPids(g.sentinelPids()), SentinelQuorum, cfg.DownAfterOf(0), cfg.DownAfterOf(1), cfg.DownAfterOf(2), cfg.FailoverTimeout,
+		time.Since(began).Round(time.Millisecond))
+	return g, nil
+}
+
+// subdir makes dir/name for one server or sentinel.
+func (g *SentinelGroup) subdir(name string) string {
+	d := filepath.Join(g.dir, name)
+	os.MkdirAll(d, 0o755) // a failure shows when the server cannot write there
+	return d
+}
+
+// groupClient is a client to one of the group's servers: no retries,
+// short timeouts.
+func groupClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr: addr, MaxRetries: -1, DialerRetries: 1,
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		PoolSize: 2,
+	})
+}
+
+// replicate makes the replica a replica of the primary through the link
+// and waits until it is in sync.
+func (g *SentinelGroup) replicate(ctx context.Context) error {
+	p, r := groupClient(g.primary0.addr()), groupClient(g.replica.addr())
+	defer p.Close()
+	defer r.Close()
+	// The full sync starts at once instead of waiting 5s for more
+	// replicas (diskless sync's default delay).
+	if err := p.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
+		return fmt.Errorf("stack: sentinels: primary: %w", err)
+	}
+	host, port, _ := net.SplitHostPort(g.link.Addr())
+	// Promotable: a priority of 0 would exclude it.
+	if err := r.ConfigSet(ctx, "replica-priority", "100").Err(); err != nil {
+		return fmt.Errorf("stack: sentinels: replica: %w", err)
+	}
+	if err := r.ReplicaOf(ctx, host, port).Err(); err != nil {
+		return fmt.Errorf("stack: sentinels: replica: REPLICAOF %s %s: %w", host, port, err)
+	}
+	var last string
+	for {
+		rinfo, err := infoFields(ctx, r, "replication")
+		if err == nil {
+			pinfo, perr := infoFields(ctx, p, "replication")
+			err = perr
+			last = fmt.Sprintf("replica: master_link_status:%s master_sync_in_progress:%s; primary: connected_slaves:%s slave0:%s",
+				rinfo["master_link_status"], rinfo["master_sync_in_progress"], pinfo["connected_slaves"], pinfo["slave0"])
+			if rinfo["master_link_status"] == "up" && rinfo["master_sync_in_progress"] == "0" &&
+				rinfo["master_port"] == port && strings.Contains(pinfo["slave0"], "state=online") {
+				return nil
+			}
+		}
+		if err != nil {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stack: sentinels: replica %s not in sync with %s: %w (last: %s)%s",
+				g.replica.addr(), g.primary0.addr(), ctx.Err(), last, logTail(g.replica.logPath(), 1024))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// infoFields reads one INFO section as a map.
+func infoFields(ctx context.Context, c redis.Cmdable, section string) (map[string]string, error) {
+	s, err := c.Info(ctx, section).Result()
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			m[k] = v
+		}
+	}
+	return m, nil
+}
+
+// waitReady waits until every sentinel has the primary, knows the
+// replica as a healthy replica and sees the other sentinels (CKQUORUM).
+func (g *SentinelGroup) waitReady(ctx context.Context) error {
+	name, replica := g.cfg.MasterName, g.replica.addr()
+	check := func(s *sentinel) error {
+		addr, err := s.c.GetMasterAddrByName(ctx, name).Result()
+		if err != nil {
+			return err
+		}
+		if got := net.JoinHostPort(addr[0], addr[1]); got != g.primary0.addr() {
+			return fmt.Errorf("primary %s, want %s", got, g.primary0.addr())
+		}
+		reps, err := s.c.Replicas(ctx, name).Result()
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, r := range reps {
+			if net.JoinHostPort(r["ip"], r["port"]) != replica {
+				continue
+			}
+			found = true
+			if r["flags"] != "slave" || r["master-link-status"] != "ok" {
+				return fmt.Errorf("replica %s: flags %s, master-link-status %s", replica, r["flags"], r["master-link-status"])
+			}
+		}
+		if !found {
+			return fmt.Errorf("replica %s not known yet", replica)
+		}
+		if q, err := s.c.CkQuorum(ctx, name).Result(); err != nil {
+			return err
+		} else if !strings.HasPrefix(q, fmt.Sprintf("OK %d usable", Sentinels)) {
+			return fmt.Errorf("CKQUORUM: %s", q)
+		}
+		return nil
+	}
+	for {
+		var errs []error
+		for _, s := range g.sentinels {
+			if err := check(s); err != nil {
+				errs = append(errs, fmt.Errorf("sentinel %s: %w", s.addr, err))
+			}
+		}
+		if len(errs) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stack: sentinels not ready: %w: %w%s", ctx.Err(), errors.Join(errs...), logTail(g.sentinels[0].p.logPath, 2048))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// MasterName is the name the sentinels know the primary by, for
+// redis.FailoverOptions.MasterName.
+func (g *SentinelGroup) MasterName() string { return g.cfg.MasterName }
+
+// SentinelAddrs are the sentinels' host:port addresses, for
+// redis.FailoverOptions.SentinelAddrs.
+func (g *SentinelGroup) SentinelAddrs() []string {
+	addrs := make([]string, len(g.sentinels))
+	for i, s := range g.sentinels {
+		addrs[i] = s.addr
+	}
+	return addrs
+}
+
+// ReplicaAddr is the address of the replica as started (the primary
+// after a failover).
+func (g *SentinelGroup) ReplicaAddr() string { return g.replica.addr() }
+
+// ReplicationLink is the FaultProxy the replica replicates through: Cut
+// it, and nothing the primary is sent afterwards reaches the replica.
+// It carries replication for about FailoverTimeout after StartSentinels
+// (see SentinelConfig.FailoverTimeout).
+func (g *SentinelGroup) ReplicationLink() *FaultProxy { return g.link }
+
+// Pids lists the live processes of the group, in this order: the
+// primary and the replica as started (a killed one no longer), then the
+// sentinels.
+func (g *SentinelGroup) Pids() []int {
+	var pids []int
+	g.mu.Lock()
+	for _, r := range []*redisServer{g.primary0, g.replica} {
+		if r != nil && !g.killed[r] {
+			pids = append(pids, r.pid())
+		}
+	}
+	g.mu.Unlock()
+	return append(pids, g.sentinelPids()...)
+}
+
+func (g *SentinelGroup) sentinelPids() []int {
+	var pids []int
+	for _, s := range g.sentinels {
+		if !s.p.exited() {
+			pids = append(pids, s.p.pid())
+		}
+	}
+	return pids
+}
+
+func joinPids(ns []int) string {
+	ss := make([]string, len(ns))
+	for i, n := range ns {
+		ss[i] = strconv.Itoa(n)
+	}
+	return strings.Join(ss, ",")
+}
+
+// Stop stops the sentinels first (so that none reconfigures what is
+// being stopped), then the link and both servers, each by pid, and
+// removes the group's dir when it made it. It is idempotent.
+func (g *SentinelGroup) Stop() error {
+	g.stopOnce.Do(func() {
+		var errs []error
+		for _, s := range g.sentinels {
+			errs = append(errs, s.stop())
+		}
+		if g.link != nil {
+			errs = append(errs, g.link.Close())
+		}
+		for _, r := range []*redisServer{g.primary0, g.replica} {
+			if r != nil {
+				errs = append(errs, r.stop())
+			}
+		}
+		if g.rmDir {
+			errs = append(errs, os.RemoveAll(g.dir))
+		}
+		errs = slices.DeleteFunc(errs, func(e error) bool { return e == nil })
+		g.stopErr = errors.Join(errs...)
+		g.lg.printf("sentinels: stopped")
+	})
+	return g.stopErr
+}
