@@ -40,25 +40,25 @@ down: build
 
 ## bench: the comparison against a running stack (starts one if none answers)
 bench: build
-	$(BIN)/bench $(STACK_FLAGS) $(BENCH_FLAGS)
+	$(BIN)/bench run $(STACK_FLAGS) $(BENCH_FLAGS)
 
 ## matrix: every lock under each scenario that shows a rung's flaw, a grid of verdicts
 ## against the ladder's; each scenario on a fresh stack on free ports (never make up's)
 SCENARIOS ?=
 matrix: build
-	$(BIN)/bench -matrix -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(SCENARIOS),-scenarios $(SCENARIOS))
+	$(BIN)/bench matrix -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(SCENARIOS),-scenarios $(SCENARIOS))
 
 ## chaos: the fault suite: kill, drain, Redis stop, retry trap, failover, partition, random repeats;
 ## each fault on a fresh stack on free ports; a table of figures and results/chaos-*.{json,md}
 FAULTS  ?=
 REPEATS ?=
 chaos: build
-	$(BIN)/bench -chaos -out $(OUT) $(if $(FAULTS),-faults $(FAULTS)) $(if $(REPEATS),-repeats $(REPEATS)) $(if $(LOCKS),-locks $(LOCKS))
+	$(BIN)/bench chaos -out $(OUT) $(if $(FAULTS),-faults $(FAULTS)) $(if $(REPEATS),-repeats $(REPEATS)) $(if $(LOCKS),-locks $(LOCKS))
 
 ## bench-peers: redsync v4, bsm/redislock and the lab's lua, fair and atomic, N ops of GET+SET at C
-## concurrency against one redis-server started for the run (its own Go module, bench/peers)
+## concurrency against one redis-server started for the run (its own Go module, peers/)
 bench-peers:
-	cd bench/peers && $(GO) run . -n $(N) -c $(C) -out $(abspath $(OUT))
+	cd peers && $(GO) run . -n $(N) -c $(C) -out $(abspath $(OUT))
 
 ## test: vet, then every test (real redis-server and nginx when installed; required under CI=true)
 test: vet

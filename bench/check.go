@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockladder/lockladder/bench/history"
 	"github.com/lockladder/lockladder/contract"
-	"github.com/lockladder/lockladder/history"
 )
 
 // checkHistory judges the run's operations with the history checker and

@@ -43,3 +43,30 @@ func fixtureRows() []bench.Row {
 	}
 	return rows
 }
+
+// matrixRows are judged rows of a small matrix, as package suite runs
+// them: one unexpected verdict (slow/lua SAFE where the ladder says
+// OVERSOLD) and a deadlock.
+func matrixRows() []bench.Row {
+	row := func(scenario, lock, expected string, ok int, remaining, stallMs, boundMs float64) bench.Row {
+		r := bench.Row{
+			Scenario: scenario, Lock: lock, Endpoint: "sale", Requests: 600, OK: ok,
+			Codes: map[string]int{"409": 600 - ok}, Initial: 150, Remaining: int64(remaining), Sold: int64(ok),
+			StallMs: stallMs, StallBoundMs: boundMs, Expected: expected,
+			RPS: 1000, P50Ms: 5, P99Ms: 20, MaxMs: 30, DurationMs: 600,
+		}
+		bench.Judge(&r)
+		return r
+	}
+	rows := []bench.Row{
+		row("normal", "none", "OVERSOLD", 600, 12, 4, 0),
+		row("normal", "lua", "SAFE", 150, 0, 12.5, 0),
+		row("slow", "lua", "OVERSOLD", 150, 0, 640, 3000),
+		row("slow", "setnx-px", "OVERSOLD", 180, 0, 610, 3000),
+		row("crash", "setnx", "DEADLOCK", 20, 130, 3004.2, 3000),
+		row("crash", "lua", "SAFE", 150, 0, 230, 3000),
+	}
+	rows[4].Stopped, rows[4].Requests, rows[4].Codes = true, 140, map[string]int{"503": 119, "502": 1}
+	bench.Judge(&rows[4])
+	return rows
+}

@@ -3,7 +3,7 @@ package bench
 import (
 	"strings"
 
-	"github.com/lockladder/lockladder/history"
+	"github.com/lockladder/lockladder/bench/history"
 )
 
 // The verdicts a row can carry.
@@ -63,7 +63,7 @@ func Judge(r *Row) {
 	switch strings.TrimPrefix(r.Endpoint, "/") {
 	case EndpointSale:
 		r.Oversold = ok - (r.Initial - r.Remaining)
-		if saleBalanced(r) {
+		if r.Balanced() {
 			r.Verdict, r.LostAnswers = VerdictSafe, -r.Oversold
 		} else {
 			r.Verdict = VerdictOversold
@@ -90,20 +90,22 @@ func Judge(r *Row) {
 	}
 }
 
-// saleBalanced reports whether a /sale run's books balance: no stock
-// below zero, the sold counter equal to the stock that left, and the 200s
+// Balanced reports whether a /sale run's books balance: no stock below
+// zero, the sold counter equal to the stock that left, and the 200s
 // accounting for all of it but what the requests that may have sold
-// without saying so can explain.
-func saleBalanced(r *Row) bool {
+// without saying so can explain (MaybeApplied). Judge's first check;
+// package suite's fault suite counts a run that fails it as a violation.
+func (r *Row) Balanced() bool {
 	left, ok := r.Initial-r.Remaining, int64(r.OK)
-	return r.Remaining >= 0 && r.Sold == left && ok <= left && left-ok <= possiblyApplied(r)
+	return r.Remaining >= 0 && r.Sold == left && ok <= left && left-ok <= r.MaybeApplied()
 }
 
-// possiblyApplied counts the requests that may have sold without a 200:
+// MaybeApplied counts the requests that may have sold without a 200:
 // those the history found without a definite answer (a 502 that never
 // reached an instance is not one), or, in a row with no history, every
-// request the app never answered.
-func possiblyApplied(r *Row) int64 {
+// request the app never answered. The fault suite's retry trap weighs the
+// stock gone against the 200s and these.
+func (r *Row) MaybeApplied() int64 {
 	if r.Linearizable != "" {
 		return int64(r.PossiblyApplied)
 	}
@@ -118,15 +120,16 @@ func unanswered(codes map[string]int) int64 {
 }
 
 // The marks of a verdict against the ladder's: the one expected, another,
-// and a pair not run (the grid lists why).
+// and a pair not run (package suite's grid lists why).
 const (
 	MarkExpected   = "✓"
 	MarkUnexpected = "✗"
 	MarkSkipped    = "-"
 )
 
-// mark is "✓" when r's verdict is the expected one, else "✗ want EXPECTED".
-func mark(r Row) string {
+// Mark is "✓" when r's verdict is the expected one, else "✗ want
+// EXPECTED"; the progress lines and package suite's grid show it.
+func Mark(r Row) string {
 	if r.Verdict == r.Expected {
 		return MarkExpected
 	}

@@ -12,9 +12,56 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
-// load shapes the requests of one run beyond ?lock=: parameters on every
-// request, more on a few armed hits, hooks fired at given hits, and a stall
-// bound. A nil *load is a plain run: scenario "normal", nothing armed.
+// Shape shapes the requests of a run beyond ?lock=: parameters on every
+// request and more on a few armed ones, hooks fired at given moments, and
+// a stall bound. Armed requests and hooks sit at fractions of the run's
+// window, min(requests, stock): the hits sure to find stock left, since a
+// sale reaches its read-modify-write (where work= and fault=pause strike)
+// only while there is some. Package suite's scenarios and faults are
+// shapes; the zero Shape is a plain run.
+type Shape struct {
+	Scenario string     // the row's scenario; "": ScenarioNormal
+	Every    url.Values // query parameters on every request (work=5ms)
+	Armed    url.Values // more on the armed requests (fault=crash)
+	ArmAt    []float64  // the armed requests, as fractions of the window
+	Hooks    []Hook
+	// StallBound: a run with no progress for longer than this after its
+	// first fault is stopped and judged DEADLOCK; 0: never.
+	StallBound time.Duration
+	Expected   string // the ladder's verdict, for the row ("": none)
+}
+
+// Hook is an action beside the load, fired once when the run hands out
+// the hit at fraction At of its window. Its fault counts (the stall is
+// measured from the first) once Do returns; an error fails the run.
+type Hook struct {
+	At    float64
+	About string
+	Do    func(ctx context.Context) error
+}
+
+// load places s's armed hits and hooks in a run of n requests on stock.
+func (s Shape) load(n, stock int) *load {
+	ld := &load{
+		scenario:   s.Scenario,
+		every:      s.Every,
+		armed:      s.Armed,
+		armAt:      hitsAt(s.ArmAt, n, stock),
+		stallBound: s.StallBound,
+		expected:   s.Expected,
+	}
+	for _, h := range s.Hooks {
+		at := hitsAt([]float64{h.At}, n, stock)
+		if len(at) == 0 {
+			continue
+		}
+		ld.hooks = append(ld.hooks, runHook{at: at[0], about: h.About, do: h.Do})
+	}
+	return ld
+}
+
+// load is a Shape placed in a run: the armed hits and the hooks by hit
+// index. A nil *load is a plain run: scenario "normal", nothing armed.
 type load struct {
 	scenario   string
 	every      url.Values // on every request (work=5ms)
@@ -191,32 +238,4 @@ func (t *loadTargeter) faulted() {
 func (t *loadTargeter) faultAt() (time.Duration, bool) {
 	v := t.fault.Load()
 	return time.Duration(v - 1), v != 0
-}
-
-// stall measures the longest time without progress, on the clock of the
-// run (durations since its start).
-type stall struct {
-	last    time.Duration // the last progress
-	longest time.Duration
-}
-
-// progress records progress at now, the stall it ends counting from from
-// (the first fault, or the start of the run).
-func (s *stall) progress(now, from time.Duration, measuring bool) {
-	if measuring {
-		s.longest = max(s.longest, s.current(now, from))
-	}
-	s.last = max(s.last, now)
-}
-
-// current is the stall in progress at now.
-func (s *stall) current(now, from time.Duration) time.Duration {
-	return max(0, now-max(from, s.last))
-}
-
-// close counts the stall still running at the end of the run.
-func (s *stall) close(end, from time.Duration, measuring bool) {
-	if measuring {
-		s.longest = max(s.longest, s.current(end, from))
-	}
 }

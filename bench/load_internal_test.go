@@ -267,7 +267,7 @@ func runStuck(t *testing.T, f *stuckApp, ld *load, n int) Row {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	cfg, err := Config{URL: srv.URL, Requests: n, Concurrency: 10, Stock: 1000, Timeout: 10 * time.Second}.normalize()
+	cfg, err := Config{URL: srv.URL, Requests: n, Concurrency: 10, Stock: 1000, Timeout: 10 * time.Second}.Normalize()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,4 +356,29 @@ func sum(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// A Shape's fractions become hit indices in the run's window; a hook with
+// no hit (an empty run) is dropped; the zero Shape is a plain run.
+func TestShapePlacesHitsAndHooks(t *testing.T) {
+	do := func(context.Context) error { return nil }
+	sh := Shape{
+		Scenario: "slow", Armed: url.Values{"work": {"600ms"}}, ArmAt: []float64{0.1, 0.3, 0.5, 0.7},
+		Hooks:      []Hook{{At: 1.0 / 3, About: "stop 2 of 5 masters", Do: do}},
+		StallBound: 3 * time.Second, Expected: VerdictOversold,
+	}
+	ld := sh.load(600, 150)
+	if ld.name() != "slow" || !slices.Equal(ld.armAt, []uint64{15, 45, 75, 105}) || ld.bound() != 3*time.Second || ld.expect() != VerdictOversold {
+		t.Errorf("load %+v", ld)
+	}
+	if len(ld.hooks) != 1 || ld.hooks[0].at != 50 || ld.hooks[0].about != "stop 2 of 5 masters" || !ld.faulty() {
+		t.Errorf("hooks %+v", ld.hooks)
+	}
+	if len(sh.load(0, 150).hooks) != 0 {
+		t.Error("a hook placed in an empty run")
+	}
+	plain := Shape{}.load(600, 150)
+	if plain.name() != ScenarioNormal || plain.faulty() || plain.bound() != 0 || plain.expect() != "" {
+		t.Errorf("zero shape %+v", plain)
+	}
 }

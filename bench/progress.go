@@ -6,17 +6,21 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/lockladder/lockladder/internal/report"
 )
 
-// progress reports runs as they go. On a terminal it redraws one live line
+// Progress reports runs as they go. On a terminal it redraws one live line
 // with \r and leaves the final line of each run; elsewhere (a file, a pipe,
-// a buffer) it writes one line per finished run. A nil *progress is silent.
-// It is used from one goroutine only.
-type progress struct {
+// a buffer) it writes one line per finished run. A nil *Progress is silent.
+// It is used from one goroutine only. Run makes its own from
+// Config.Progress; a suite shares one between its sessions (Open), so that
+// the lines of all its runs align.
+type Progress struct {
 	w    io.Writer
 	live bool
 
-	scope          string // the matrix's scenario, shown before the run's name
+	scope          string // the run's scenario in a session, shown before the run's name
 	lock, endpoint string
 	total          int
 	nameWidth      int // lock/endpoint names are padded to this
@@ -28,11 +32,12 @@ type progress struct {
 	began, lastDone     time.Time
 }
 
-func newProgress(w io.Writer) *progress {
+// NewProgress reports to w; a nil w reports nothing.
+func NewProgress(w io.Writer) *Progress {
 	if w == nil {
 		return nil
 	}
-	return &progress{w: w, live: isTerminal(w)}
+	return &Progress{w: w, live: isTerminal(w)}
 }
 
 // isTerminal reports whether w is a character device, and TERM allows
@@ -46,11 +51,12 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-func (p *progress) isLive() bool { return p != nil && p.live }
+func (p *Progress) isLive() bool { return p != nil && p.live }
 
-// fit widens the name column for lock/endpoint, so that the lines of a
-// series of runs align.
-func (p *progress) fit(lock, endpoint string) {
+// Fit widens the name column for lock/endpoint, so that the lines of a
+// series of runs align; in a session, lock is as the lines show it, after
+// the scenario ("slow lua").
+func (p *Progress) Fit(lock, endpoint string) {
 	if p != nil {
 		p.nameWidth = max(p.nameWidth, len(lock)+1+len(endpoint))
 	}
@@ -58,7 +64,7 @@ func (p *progress) fit(lock, endpoint string) {
 
 // plan announces a series of runs: each start is the next of them, and
 // the lines say which and how long the series has left.
-func (p *progress) plan(runs int) {
+func (p *Progress) plan(runs int) {
 	if p == nil {
 		return
 	}
@@ -67,7 +73,7 @@ func (p *progress) plan(runs int) {
 	p.lastDone = p.began
 }
 
-func (p *progress) start(lock, endpoint string, total int) {
+func (p *Progress) start(lock, endpoint string, total int) {
 	if p == nil {
 		return
 	}
@@ -75,14 +81,14 @@ func (p *progress) start(lock, endpoint string, total int) {
 	if p.runs > 0 {
 		p.run++
 	}
-	p.fit(p.scoped(lock), endpoint)
+	p.Fit(p.scoped(lock), endpoint)
 	if p.live {
 		p.update(0, 0, 0)
 	}
 }
 
 // update redraws the live line: a bar, requests done, 200s and the rate so far.
-func (p *progress) update(done, ok int, elapsed time.Duration) {
+func (p *Progress) update(done, ok int, elapsed time.Duration) {
 	if !p.isLive() {
 		return
 	}
@@ -109,7 +115,7 @@ func (p *progress) update(done, ok int, elapsed time.Duration) {
 }
 
 // counter is "[5/26] " in a series, "" otherwise.
-func (p *progress) counter() string {
+func (p *Progress) counter() string {
 	if p.runs == 0 {
 		return ""
 	}
@@ -119,7 +125,7 @@ func (p *progress) counter() string {
 // eta says how long the series has run and about how long it has left:
 // what the current run has left (runLeft), plus the runs not begun at the
 // average length of those finished (or of this one, before any is).
-func (p *progress) eta(inRun, runLeft time.Duration) string {
+func (p *Progress) eta(inRun, runLeft time.Duration) string {
 	in := time.Since(p.began).Round(time.Second)
 	per := inRun + runLeft
 	if p.finished == 0 && per == 0 {
@@ -133,7 +139,7 @@ func (p *progress) eta(inRun, runLeft time.Duration) string {
 }
 
 // finish leaves the run's summary line.
-func (p *progress) finish(r Row) {
+func (p *Progress) finish(r Row) {
 	if p == nil {
 		return
 	}
@@ -149,10 +155,10 @@ func (p *progress) finish(r Row) {
 	}
 	other := ""
 	if len(r.Codes) > 0 {
-		other = "  other " + otherCell(r.Codes)
+		other = "  other " + report.Counts(r.Codes)
 	}
 	if len(r.Armed) > 0 {
-		other += "  armed " + otherCell(r.Armed)
+		other += "  armed " + report.Counts(r.Armed)
 	}
 	stall, verdict := "", r.Verdict
 	if r.Expected != "" || r.StallBoundMs > 0 {
@@ -162,7 +168,7 @@ func (p *progress) finish(r Row) {
 		}
 	}
 	if r.Expected != "" {
-		verdict += " " + mark(r)
+		verdict += " " + Mark(r)
 	}
 	p.lastDone = time.Now()
 	p.finished++
@@ -175,32 +181,32 @@ func (p *progress) finish(r Row) {
 }
 
 // setScope sets the scenario shown before the run names ("" for none).
-func (p *progress) setScope(s string) {
+func (p *Progress) setScope(s string) {
 	if p != nil {
 		p.scope = s
 	}
 }
 
-// note leaves a line of its own (a matrix's scenario heading).
-func (p *progress) note(s string) {
+// Note leaves a line of its own (a matrix's scenario heading).
+func (p *Progress) Note(s string) {
 	if p != nil {
 		p.line(s)
 	}
 }
 
 // fail leaves a line saying the run failed.
-func (p *progress) fail(err error) {
+func (p *Progress) fail(err error) {
 	if p == nil {
 		return
 	}
 	p.line(fmt.Sprintf("%s%s  failed: %v", p.counter(), p.name(), err))
 }
 
-func (p *progress) name() string {
+func (p *Progress) name() string {
 	return fmt.Sprintf("%-*s", p.nameWidth, p.scoped(p.lock)+"/"+p.endpoint)
 }
 
-func (p *progress) scoped(lock string) string {
+func (p *Progress) scoped(lock string) string {
 	if p.scope == "" {
 		return lock
 	}
@@ -208,7 +214,7 @@ func (p *progress) scoped(lock string) string {
 }
 
 // line writes s as a finished line, over the live line if there is one.
-func (p *progress) line(s string) {
+func (p *Progress) line(s string) {
 	if p.live {
 		p.draw(s)
 		fmt.Fprintln(p.w)
@@ -219,7 +225,7 @@ func (p *progress) line(s string) {
 }
 
 // draw rewrites the live line, blanking what is left of a longer one.
-func (p *progress) draw(s string) {
+func (p *Progress) draw(s string) {
 	pad := max(0, p.drawn-len(s))
 	fmt.Fprintf(p.w, "\r%s%s", s, strings.Repeat(" ", pad))
 	p.drawn = len(s)

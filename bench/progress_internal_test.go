@@ -13,7 +13,7 @@ import (
 
 func TestProgressLive(t *testing.T) {
 	var b bytes.Buffer
-	p := &progress{w: &b, live: true}
+	p := &Progress{w: &b, live: true}
 	p.start("lua", "sale", 5000)
 	p.update(2500, 900, time.Second)
 	p.update(5000, 1000, 2*time.Second)
@@ -53,7 +53,7 @@ func TestProgressLive(t *testing.T) {
 
 func TestProgressPlainAndNil(t *testing.T) {
 	var b bytes.Buffer
-	p := newProgress(&b)
+	p := NewProgress(&b)
 	if p.isLive() {
 		t.Fatal("a buffer is not a terminal")
 	}
@@ -67,7 +67,7 @@ func TestProgressPlainAndNil(t *testing.T) {
 		t.Errorf("plain progress: %q", out)
 	}
 
-	var nilp *progress = newProgress(nil)
+	var nilp *Progress = NewProgress(nil)
 	nilp.start("x", "sale", 1)
 	nilp.update(1, 1, time.Second)
 	nilp.finish(Row{})
@@ -98,14 +98,14 @@ func TestProgressLiveRun(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	cfg, err := Config{URL: srv.URL, Requests: 80, Concurrency: 4, Stock: 50}.normalize()
+	cfg, err := Config{URL: srv.URL, Requests: 80, Concurrency: 4, Stock: 50}.Normalize()
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := newHarness(cfg)
 	defer h.close()
 	var b bytes.Buffer
-	r, err := h.runOne(t.Context(), "lua", "testLock", &progress{w: &b, live: true}, nil)
+	r, err := h.runOne(t.Context(), "lua", "testLock", &Progress{w: &b, live: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestProgressLiveRun(t *testing.T) {
 // is and about how long the series has left, from the runs done so far.
 func TestProgressSeries(t *testing.T) {
 	var b bytes.Buffer
-	p := &progress{w: &b, live: true}
+	p := &Progress{w: &b, live: true}
 	p.plan(3)
 	p.began = time.Now().Add(-10 * time.Second) // as if the series had run 10s
 	p.lastDone = p.began

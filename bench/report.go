@@ -3,18 +3,14 @@ package bench
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/lockladder/lockladder/internal/report"
 )
 
 // Meta describes the conditions of a benchmark, for the reports.
@@ -29,8 +25,10 @@ type Meta struct {
 }
 
 // NewMeta fills a Meta from cfg (defaults applied), started and HostInfo.
+// Compare is Run, WriteTable, NewMeta and WriteReports; a caller that runs
+// its own way writes the same reports with the last two (ExampleRun).
 func NewMeta(cfg Config, started time.Time) Meta {
-	if n, err := cfg.normalize(); err == nil {
+	if n, err := cfg.Normalize(); err == nil {
 		cfg = n
 	}
 	return Meta{
@@ -64,16 +62,16 @@ var columns = []column{
 	{"endpoint", false, func(r Row) string { return r.Endpoint }},
 	{"requests", true, func(r Row) string { return strconv.Itoa(r.Requests) }},
 	{"ok", true, func(r Row) string { return strconv.Itoa(r.OK) }},
-	{"other", false, func(r Row) string { return otherCell(r.Codes) }},
+	{"other", false, func(r Row) string { return report.Counts(r.Codes) }},
 	{"sold", true, func(r Row) string { return countCell(r, EndpointSale, r.Sold) }},
 	{"remaining", true, func(r Row) string { return countCell(r, EndpointSale, r.Remaining) }},
 	{"num", true, func(r Row) string { return countCell(r, EndpointTestLock, r.Num) }},
 	{"oversold", true, func(r Row) string { return countCell(r, EndpointSale, r.Oversold) }},
 	{"lost", true, func(r Row) string { return countCell(r, EndpointTestLock, r.LostUpdates) }},
 	{"req/s", true, func(r Row) string { return strconv.FormatFloat(r.RPS, 'f', 0, 64) }},
-	{"p50 ms", true, func(r Row) string { return msCell(r.P50Ms) }},
-	{"p99 ms", true, func(r Row) string { return msCell(r.P99Ms) }},
-	{"max ms", true, func(r Row) string { return msCell(r.MaxMs) }},
+	{"p50 ms", true, func(r Row) string { return report.MsCell(r.P50Ms) }},
+	{"p99 ms", true, func(r Row) string { return report.MsCell(r.P99Ms) }},
+	{"max ms", true, func(r Row) string { return report.MsCell(r.MaxMs) }},
 	{"history", false, func(r Row) string { return orDash(r.Linearizable) }},
 	{"overlaps", true, overlapsCell},
 	{"verdict", false, func(r Row) string { return r.Verdict }},
@@ -100,9 +98,9 @@ func columnsFor(rows []Row) []column {
 	cols := []column{{"scenario", false, func(r Row) string { return r.Scenario }}}
 	cols = append(cols, columns[:len(columns)-1]...)
 	cols = append(cols,
-		column{"armed", false, func(r Row) string { return otherCell(r.Armed) }},
+		column{"armed", false, func(r Row) string { return report.Counts(r.Armed) }},
 		column{"stall ms", true, func(r Row) string {
-			s := msCell(r.StallMs)
+			s := report.MsCell(r.StallMs)
 			if r.Stopped {
 				s += " stopped"
 			}
@@ -142,13 +140,6 @@ func orDash(s string) string {
 	return s
 }
 
-func msCell(v float64) string {
-	if v < 10 {
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64)
-}
-
 // WriteTable writes rows as an aligned text table for the terminal.
 //
 // Rows from scenario runs (a matrix) also show the scenario, the stall and
@@ -169,51 +160,13 @@ func WriteTable(w io.Writer, rows []Row) error {
 		lines = append(lines, line)
 	}
 	bw := bufio.NewWriter(w)
-	writeAligned(bw, lines, func(i int) bool { return columns[i].right })
+	report.Aligned(bw, lines, func(i int) bool { return columns[i].right })
 	return bw.Flush()
 }
 
-// writeAligned writes lines as columns two blanks apart, each as wide as
-// its widest cell, right-aligned where right says so (nil: none); a nil
-// line is a rule of dashes. No line ends in blanks.
-func writeAligned(w io.Writer, lines [][]string, right func(col int) bool) {
-	var width []int
-	for _, line := range lines {
-		for i, s := range line {
-			if i == len(width) {
-				width = append(width, 0)
-			}
-			width[i] = max(width[i], utf8.RuneCountInString(s))
-		}
-	}
-	for _, line := range lines {
-		var b strings.Builder
-		for i, wd := range width {
-			s := strings.Repeat("-", wd)
-			if line != nil {
-				s = line[i]
-			}
-			pad := strings.Repeat(" ", wd-utf8.RuneCountInString(s))
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			if right != nil && right(i) {
-				b.WriteString(pad + s)
-			} else {
-				b.WriteString(s + pad)
-			}
-		}
-		io.WriteString(w, strings.TrimRight(b.String(), " ")+"\n")
-	}
-}
-
-// WriteJSON writes rows as an indented JSON array of row objects.
-func WriteJSON(w io.Writer, rows []Row) error {
-	return writeIndentedJSON(w, jsonRows(rows))
-}
-
-// jsonRows never encodes a missing list or map as null.
-func jsonRows(rows []Row) []Row {
+// ReportRows returns rows as the reports encode them: a missing map as
+// {}, never null. Package suite's matrix report embeds rows so.
+func ReportRows(rows []Row) []Row {
 	out := make([]Row, len(rows))
 	for i, r := range rows {
 		if r.Codes == nil {
@@ -227,15 +180,9 @@ func jsonRows(rows []Row) []Row {
 	return out
 }
 
-func writeIndentedJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// Legend explains the table's derived columns; WriteMarkdown prints it
+// legend explains the table's derived columns; WriteMarkdown prints it
 // under the table.
-const Legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, remaining >= 0, and sold = initial - remaining: " +
+const legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, remaining >= 0, and sold = initial - remaining: " +
 	"the sold counter, INCRed with each sale's write, counts an item sold twice twice); " +
 	"lost = ok - num on /testLock (SAFE needs 0); other = non-200 answers by status, error = transport error; " +
 	"latencies in ms per request; history = porcupine's check that some order of the requests explains every answer " +
@@ -243,8 +190,8 @@ const Legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, re
 	"counted as possibly applied; overlaps = critical sections the instances report that wrote while another holder of the lock " +
 	"was inside (OVERLAP when nothing else shows; + a lower bound: an instance had forgotten some, - not asked)."
 
-// ScenarioLegend adds what scenario runs show to Legend.
-const ScenarioLegend = Legend + " stall ms = the longest time with no answer from inside the lock " +
+// scenarioLegend adds what scenario runs show to legend.
+const scenarioLegend = legend + " stall ms = the longest time with no answer from inside the lock " +
 	"(a 200, or on /sale a 409 sold out) after the first fault of the run, or over the whole run when it has none; " +
 	"a negative oversold is SAFE only when the sold counter equals the stock that left and the missing 200s are " +
 	"within the requests the app never answered (502, 504, error): answers lost with a crashed instance; " +
@@ -252,12 +199,14 @@ const ScenarioLegend = Legend + " stall ms = the longest time with no answer fro
 	"DEADLOCK = books that balance but a stall past the scenario's bound (the run is then stopped); " +
 	"expected = the ladder's verdict for the pair."
 
-// legendFor is the legend that explains rows' columns.
-func legendFor(rows []Row) string {
+// LegendFor is the legend that explains rows' columns, with what scenario
+// runs show when rows come from them. WriteMarkdown prints it under the
+// table; Compare and package suite under theirs.
+func LegendFor(rows []Row) string {
 	if scenarioRows(rows) {
-		return ScenarioLegend
+		return scenarioLegend
 	}
-	return Legend
+	return legend
 }
 
 // WriteMarkdown writes rows as a Markdown table, numbers right-aligned and
@@ -269,11 +218,11 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 	for i, c := range columns {
 		head[i] = c.head
 	}
-	writeMDHead(bw, head, func(i int) bool { return columns[i].right })
+	report.MarkdownHead(bw, head, func(i int) bool { return columns[i].right })
 	for _, r := range rows {
 		line := make([]string, len(columns))
 		for i, c := range columns {
-			line[i] = mdEscape(c.cell(r))
+			line[i] = report.MarkdownEscape(c.cell(r))
 		}
 		if v := line[len(line)-1]; v != "" && r.Verdict != VerdictSafe {
 			line[len(line)-1] = "**" + v + "**"
@@ -281,9 +230,9 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 		if i := lockColumn(columns); line[i] != "" {
 			line[i] = "`" + line[i] + "`"
 		}
-		writeMDRow(bw, line)
+		report.MarkdownRow(bw, line)
 	}
-	fmt.Fprintf(bw, "\n%s\n", legendFor(rows))
+	fmt.Fprintf(bw, "\n%s\n", LegendFor(rows))
 	return bw.Flush()
 }
 
@@ -296,30 +245,8 @@ func lockColumn(cols []column) int {
 	return 0
 }
 
-// writeMDHead writes a Markdown table's head and rule, the columns
-// right-aligned where right says so (nil: none).
-func writeMDHead(w io.Writer, head []string, right func(col int) bool) {
-	rule := make([]string, len(head))
-	for i := range rule {
-		rule[i] = "---"
-		if right != nil && right(i) {
-			rule[i] = "---:"
-		}
-	}
-	writeMDRow(w, head)
-	writeMDRow(w, rule)
-}
-
-func writeMDRow(w io.Writer, cells []string) {
-	fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
-}
-
-func mdEscape(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ", "`", "'").Replace(s)
-}
-
-// report is the JSON report file.
-type report struct {
+// reportFile is the JSON report file.
+type reportFile struct {
 	Meta Meta  `json:"meta"`
 	Rows []Row `json:"rows"`
 }
@@ -329,66 +256,30 @@ type report struct {
 // them to latest.{json,md}. A second report in the same second gets a
 // "-2", "-3"... suffix instead of overwriting the first. The JSON file is
 // {"meta":{...},"rows":[...]}; the Markdown file has a title, the meta as
-// a list, the table and the legend.
+// a list, the table and the legend. Compare writes them; so may a caller
+// that runs its own way (see NewMeta).
 func WriteReports(dir string, rows []Row, meta Meta) (jsonPath, mdPath string, err error) {
 	if meta.Started.IsZero() {
 		meta.Started = time.Now()
 	}
 	var js, md bytes.Buffer
-	if err := writeIndentedJSON(&js, report{Meta: meta, Rows: jsonRows(rows)}); err != nil {
+	if err := report.JSON(&js, reportFile{Meta: meta, Rows: ReportRows(rows)}); err != nil {
 		return "", "", fmt.Errorf("bench: encoding the JSON report: %w", err)
 	}
 	writeMarkdownReport(&md, rows, meta)
-	return writeReportFiles(dir, "bench-"+meta.Started.Format("20060102-150405"), "latest", js.Bytes(), md.Bytes())
-}
-
-// writeReportFiles writes dir/stem.{json,md}, adding "-2", "-3"... to stem
-// rather than overwrite an earlier report, then copies both to
-// dir/<latest>.{json,md}.
-func writeReportFiles(dir, stem, latest string, js, md []byte) (jsonPath, mdPath string, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", fmt.Errorf("bench: %w", err)
-	}
-	for i := 1; ; i++ {
-		name := stem
-		if i > 1 {
-			name = fmt.Sprintf("%s-%d", stem, i)
-		}
-		jsonPath = filepath.Join(dir, name+".json")
-		mdPath = filepath.Join(dir, name+".md")
-		err := createNew(jsonPath, js)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return "", "", fmt.Errorf("bench: %w", err)
-		}
-		if err := createNew(mdPath, md); err != nil {
-			return "", "", fmt.Errorf("bench: %w", err)
-		}
-		break
-	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{latest + ".json", js}, {latest + ".md", md}} {
-		if err := replaceFile(filepath.Join(dir, f.name), f.data); err != nil {
-			return jsonPath, mdPath, fmt.Errorf("bench: %w", err)
-		}
-	}
-	return jsonPath, mdPath, nil
+	return report.WriteFiles(dir, "bench-"+meta.Started.Format("20060102-150405"), "latest", js.Bytes(), md.Bytes())
 }
 
 func writeMarkdownReport(w io.Writer, rows []Row, meta Meta) {
 	fmt.Fprintf(w, "# Lock ladder benchmark, %s\n\n", meta.Started.Format("2006-01-02 15:04:05 MST"))
-	writeMetaList(w, meta)
+	meta.WriteList(w)
 	fmt.Fprintln(w)
 	WriteMarkdown(w, rows) // in-memory writer: no error
 }
 
-// writeMetaList writes meta as a Markdown list: the target (if any), the
-// load, the host (if known), then each note.
-func writeMetaList(w io.Writer, meta Meta) {
+// WriteList writes meta as a Markdown list: the target (if any), the load,
+// the host (if known), then each note. Package suite's reports open so.
+func (meta Meta) WriteList(w io.Writer) {
 	if meta.URL != "" {
 		fmt.Fprintf(w, "- target: %s\n", meta.URL)
 	}
@@ -400,38 +291,4 @@ func writeMetaList(w io.Writer, meta Meta) {
 	for _, n := range meta.Notes {
 		fmt.Fprintf(w, "- %s\n", strings.ReplaceAll(n, "\n", " "))
 	}
-}
-
-// createNew writes a file that must not exist yet.
-func createNew(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// replaceFile writes path atomically: a temporary file renamed over it.
-func replaceFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // no-op after a successful rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/internal/report"
 )
 
 const wantTable = `lock    endpoint  requests    ok  other                   sold  remaining   num  oversold  lost  req/s  p50 ms  p99 ms  max ms  history  overlaps  verdict
@@ -35,6 +36,26 @@ func TestWriteTable(t *testing.T) {
 	}
 	if lines := strings.Split(strings.TrimSpace(b.String()), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "lock") {
 		t.Errorf("empty table: want the header and its rule, got %q", b.String())
+	}
+}
+
+// Matrix rows in the plain table gain the scenario, the stall and the
+// expected verdict; plain rows keep the table of bench (TestWriteTable).
+func TestWriteTableScenarioColumns(t *testing.T) {
+	rows := matrixRows()
+	var b bytes.Buffer
+	if err := bench.WriteTable(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	head := strings.Fields(lines[0])
+	if head[0] != "scenario" || head[len(head)-1] != "verdict" || head[len(head)-2] != "expected" {
+		t.Errorf("head %q", lines[0])
+	}
+	for _, want := range []string{"crash     setnx", "3004.2 stopped  DEADLOCK  DEADLOCK", "640.0  OVERSOLD  SAFE"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
 	}
 }
 
@@ -69,7 +90,7 @@ func checkMarkdownTable(t *testing.T, md string, n int) {
 		"| `none` | sale | 5000 | 4870 | 409:130 | 4870 | 0 | - | 3870 | - | 2710 | 31.2 | 96.5 | 140.9 | illegal | 4812 | **OVERSOLD** |",
 		"| `none` | testLock | 5000 | 5000 | - | - | - | 1322 | - | 3678 | 2911 | 30.1 | 88.0 | 120.4 | illegal | 4950+ | **LOST UPDATES** |",
 		"| `atomic` | sale | 5000 | 1000 | 409:4000 502:1 error:3 | 1000 | 0 | - | 0 | - | 9121 | 0.84 | 4.12 | 9.99 | ok | - | SAFE |",
-		"\n" + bench.Legend + "\n",
+		"\n" + bench.LegendFor(fixtureRows()) + "\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
@@ -77,11 +98,13 @@ func checkMarkdownTable(t *testing.T, md string, n int) {
 	}
 }
 
-func TestWriteJSON(t *testing.T) {
+// The rows as the reports encode them (ReportRows through report.JSON,
+// WriteJSON before).
+func TestReportRowsJSON(t *testing.T) {
 	rows := fixtureRows()
 	rows[0].Codes, rows[0].Instances = nil, nil // never null in the output
 	var b bytes.Buffer
-	if err := bench.WriteJSON(&b, rows); err != nil {
+	if err := report.JSON(&b, bench.ReportRows(rows)); err != nil {
 		t.Fatal(err)
 	}
 	var got []map[string]any

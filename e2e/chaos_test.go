@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/suite"
 )
 
 // TestChaos is make chaos, reduced: every fault but the failover trials
@@ -22,7 +22,7 @@ func TestChaos(t *testing.T) {
 	defer cancel()
 	ss := &stacks{t: t}
 	start := time.Now()
-	rows, err := bench.RunChaos(ctx, bench.ChaosConfig{
+	rows, err := suite.RunChaos(ctx, suite.ChaosConfig{
 		Faults:   []int{1, 2, 3, 4, 6, 7},
 		Locks:    []string{"lua"},
 		Requests: 300, Concurrency: 20, Stock: 100,
@@ -34,7 +34,7 @@ func TestChaos(t *testing.T) {
 		HistoryDir:  t.TempDir(),
 	})
 	var table strings.Builder
-	bench.WriteChaosTable(&table, rows)
+	suite.WriteChaosTable(&table, rows)
 	t.Logf("took %s\n%s", time.Since(start).Round(time.Second), table.String())
 	if err != nil {
 		t.Fatalf("chaos: %v", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/suite"
 )
 
 // appBinary is built once for every test in this package.
@@ -63,7 +64,7 @@ func (s *stacks) template() stack.Config {
 }
 
 // start is stack.Start, remembered.
-func (s *stacks) start(ctx context.Context, c stack.Config) (bench.Topology, error) {
+func (s *stacks) start(ctx context.Context, c stack.Config) (suite.Stack, error) {
 	st, err := stack.Start(ctx, c)
 	if err != nil {
 		return nil, err

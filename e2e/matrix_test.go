@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/suite"
 )
 
 // TestMatrix is `make matrix`, smaller: every pair of scenario and lock the
@@ -31,7 +32,7 @@ func TestMatrix(t *testing.T) {
 
 	ss := &stacks{t: t}
 	start := time.Now()
-	rows, skips, err := bench.RunMatrix(ctx, bench.MatrixConfig{
+	rows, skips, err := suite.RunMatrix(ctx, suite.MatrixConfig{
 		Requests:    requests,
 		Concurrency: concurrency,
 		Stock:       stock,
@@ -42,7 +43,7 @@ func TestMatrix(t *testing.T) {
 	})
 	took := time.Since(start)
 	var grid strings.Builder
-	bench.WriteGrid(&grid, rows, skips, took)
+	suite.WriteGrid(&grid, rows, skips, took)
 	t.Log("\n" + grid.String())
 	if err != nil {
 		t.Fatalf("matrix: %v", err)
@@ -54,11 +55,11 @@ func TestMatrix(t *testing.T) {
 	// Every pair the ladder lists was run: none skipped (say, because the
 	// app does not offer a lock yet).
 	want := 0
-	for _, sc := range bench.Scenarios() {
+	for _, sc := range suite.Scenarios() {
 		want += len(sc.Expect)
 	}
 	for _, s := range skips {
-		for _, sc := range bench.Scenarios() {
+		for _, sc := range suite.Scenarios() {
 			if _, listed, _ := sc.Expected(s.Lock, bench.EndpointSale); sc.Name == s.Scenario && listed {
 				t.Errorf("%s %s: skipped (%s), but the ladder lists it", s.Scenario, s.Lock, s.Reason)
 			}
@@ -111,9 +112,9 @@ func TestMatrix(t *testing.T) {
 	t.Logf("matrix of %d runs took %s", len(rows), took.Round(time.Second))
 }
 
-func scenario(t *testing.T, name string) bench.Scenario {
+func scenario(t *testing.T, name string) suite.Scenario {
 	t.Helper()
-	s, err := bench.LookupScenario(name)
+	s, err := suite.LookupScenario(name)
 	if err != nil {
 		t.Fatal(err)
 	}

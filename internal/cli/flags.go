@@ -85,9 +85,9 @@ type BenchOptions struct {
 	Out    string // reports folder
 }
 
-// BenchFlags registers the benchmark's flags on fs; after fs.Parse, the
+// benchFlags registers the benchmark's flags on fs; after fs.Parse, the
 // returned function builds the options.
-func BenchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
+func benchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 	var (
 		o         BenchOptions
 		locks     = fs.String("locks", "", "comma-separated locks to run (default: every lock GET /strategies lists)")
@@ -121,7 +121,7 @@ func BenchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 // follows -- goes to every app instance.
 func ParseStackBench(fs *flag.FlagSet, args []string) (StackOptions, BenchOptions, error) {
 	finishStack := StackFlags(fs)
-	finishBench := BenchFlags(fs)
+	finishBench := benchFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return StackOptions{}, BenchOptions{}, err
 	}

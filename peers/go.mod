@@ -1,9 +1,9 @@
-module github.com/lockladder/lockladder/bench/peers
+module github.com/lockladder/lockladder/peers
 
 go 1.26.8
 
 // The lab itself, from this working tree: its locks, and stack.StartRedis.
-replace github.com/lockladder/lockladder => ../..
+replace github.com/lockladder/lockladder => ..
 
 require (
 	github.com/bsm/redislock v0.9.4

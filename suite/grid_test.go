@@ -1,4 +1,4 @@
-package bench_test
+package suite_test
 
 import (
 	"bytes"
@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/suite"
 )
 
 // matrixRows are judged rows of a small matrix: one unexpected verdict
 // (slow/lua SAFE where the ladder says OVERSOLD) and a deadlock.
-func matrixRows() ([]bench.Row, []bench.Skip) {
+func matrixRows() ([]bench.Row, []suite.Skip) {
 	row := func(scenario, lock, expected string, ok int, remaining, stallMs, boundMs float64) bench.Row {
 		r := bench.Row{
 			Scenario: scenario, Lock: lock, Endpoint: "sale", Requests: 600, OK: ok,
@@ -34,7 +35,7 @@ func matrixRows() ([]bench.Row, []bench.Skip) {
 	}
 	rows[4].Stopped, rows[4].Requests, rows[4].Codes = true, 140, map[string]int{"503": 119, "502": 1}
 	bench.Judge(&rows[4])
-	skips := []bench.Skip{
+	skips := []suite.Skip{
 		{Scenario: "slow", Lock: "none", Reason: "unsafe with no fault at all: shown in normal"},
 		{Scenario: "crash", Lock: "none", Reason: "no lock to leave behind"},
 		{Scenario: "slow", Lock: "setnx", Reason: "no TTL to outlive"},
@@ -66,7 +67,7 @@ skipped (6 pairs, - in the grid):
 func TestWriteGrid(t *testing.T) {
 	rows, skips := matrixRows()
 	var b bytes.Buffer
-	if err := bench.WriteGrid(&b, rows, skips, 83*time.Second+200*time.Millisecond); err != nil {
+	if err := suite.WriteGrid(&b, rows, skips, 83*time.Second+200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.String(); got != wantGrid {
@@ -78,7 +79,7 @@ func TestWriteGridAllAsExpected(t *testing.T) {
 	rows, _ := matrixRows()
 	rows = append(rows[:2], rows[4:]...)
 	var b bytes.Buffer
-	if err := bench.WriteGrid(&b, rows, nil, 0); err != nil {
+	if err := suite.WriteGrid(&b, rows, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -90,26 +91,6 @@ func TestWriteGridAllAsExpected(t *testing.T) {
 	}
 }
 
-// Matrix rows in the plain table gain the scenario, the stall and the
-// expected verdict; plain rows keep the table of bench (TestWriteTable).
-func TestWriteTableScenarioColumns(t *testing.T) {
-	rows, _ := matrixRows()
-	var b bytes.Buffer
-	if err := bench.WriteTable(&b, rows); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(b.String(), "\n")
-	head := strings.Fields(lines[0])
-	if head[0] != "scenario" || head[len(head)-1] != "verdict" || head[len(head)-2] != "expected" {
-		t.Errorf("head %q", lines[0])
-	}
-	for _, want := range []string{"crash     setnx", "3004.2 stopped  DEADLOCK  DEADLOCK", "640.0  OVERSOLD  SAFE"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, b.String())
-		}
-	}
-}
-
 func TestWriteMatrixReports(t *testing.T) {
 	rows, skips := matrixRows()
 	dir := filepath.Join(t.TempDir(), "results")
@@ -117,7 +98,7 @@ func TestWriteMatrixReports(t *testing.T) {
 		Started: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), Requests: 600, Concurrency: 40, Stock: 150,
 		Host: "2 cores, linux/amd64", Notes: []string{"redis-server 7.0.15", "nginx 1.22.1"},
 	}
-	jsonPath, mdPath, err := bench.WriteMatrixReports(dir, rows, skips, meta, 90*time.Second)
+	jsonPath, mdPath, err := suite.WriteMatrixReports(dir, rows, skips, meta, 90*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,16 +106,16 @@ func TestWriteMatrixReports(t *testing.T) {
 		t.Errorf("paths %s %s", jsonPath, mdPath)
 	}
 	// A second report in the same second does not overwrite the first.
-	j2, _, err := bench.WriteMatrixReports(dir, rows, skips, meta, time.Second)
+	j2, _, err := suite.WriteMatrixReports(dir, rows, skips, meta, time.Second)
 	if err != nil || j2 != filepath.Join(dir, "matrix-20260304-050607-2.json") {
 		t.Errorf("second report %s, %v", j2, err)
 	}
 
 	var report struct {
 		Meta    map[string]any   `json:"meta"`
-		Summary bench.Summary    `json:"summary"`
+		Summary suite.Summary    `json:"summary"`
 		Rows    []map[string]any `json:"rows"`
-		Skipped []bench.Skip     `json:"skipped"`
+		Skipped []suite.Skip     `json:"skipped"`
 	}
 	if err := json.Unmarshal(readFile(t, jsonPath), &report); err != nil {
 		t.Fatal(err)
@@ -168,7 +149,7 @@ func TestWriteMatrixReports(t *testing.T) {
 		"Not as expected: slow lua/sale: SAFE, want OVERSOLD",
 		"| scenario | lock | endpoint |",
 		"| crash | `setnx` | sale |",
-		bench.ScenarioLegend,
+		bench.LegendFor(rows),
 		"- `masters-down-3`: ",
 	} {
 		if !strings.Contains(md, want) {

@@ -1,4 +1,4 @@
-package bench
+package suite
 
 import (
 	"bytes"
@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockladder/lockladder/history"
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/bench/history"
+	"github.com/lockladder/lockladder/internal/report"
 )
 
 func TestErrorClasses(t *testing.T) {
@@ -25,28 +27,28 @@ func TestErrorClasses(t *testing.T) {
 		{Code: 0, Outcome: history.Unknown}, {Code: 500, Outcome: history.Unknown},
 		{Code: 400, Outcome: history.Rejected},
 	}
-	got := otherCell(errorClasses(ops))
+	got := report.Counts(errorClasses(ops))
 	if want := "502:1 4xx:1 503 lock:2 503 redis:1 5xx:1 conn:1"; got != want {
 		t.Fatalf("errors %q, want %q", got, want)
 	}
-	if otherCell(nil) != "-" {
+	if report.Counts(nil) != "-" {
 		t.Fatal("no errors is -")
 	}
 }
 
 func TestViolations(t *testing.T) {
-	safe := Row{Initial: 10, Remaining: 0, Sold: 10, OK: 10, Linearizable: "ok"}
+	safe := bench.Row{Initial: 10, Remaining: 0, Sold: 10, OK: 10, Linearizable: "ok"}
 	for _, tc := range []struct {
 		name string
-		r    Row
+		r    bench.Row
 		want int
 	}{
 		{"safe", safe, 0},
-		{"answers lost within the possibly applied", Row{Initial: 10, Sold: 10, OK: 8, PossiblyApplied: 2, Linearizable: "ok"}, 0},
-		{"more gone than answers and possibly applied", Row{Initial: 10, Sold: 10, OK: 7, PossiblyApplied: 2, Linearizable: "ok"}, 1},
-		{"sold twice", Row{Initial: 10, Sold: 11, OK: 10}, 1},
-		{"illegal and overlapping", Row{Initial: 10, Sold: 10, OK: 10, Linearizable: "illegal", Overlaps: 3}, 4},
-		{"stock below zero", Row{Initial: 10, Remaining: -1, Sold: 11, OK: 11}, 1},
+		{"answers lost within the possibly applied", bench.Row{Initial: 10, Sold: 10, OK: 8, PossiblyApplied: 2, Linearizable: "ok"}, 0},
+		{"more gone than answers and possibly applied", bench.Row{Initial: 10, Sold: 10, OK: 7, PossiblyApplied: 2, Linearizable: "ok"}, 1},
+		{"sold twice", bench.Row{Initial: 10, Sold: 11, OK: 10}, 1},
+		{"illegal and overlapping", bench.Row{Initial: 10, Sold: 10, OK: 10, Linearizable: "illegal", Overlaps: 3}, 4},
+		{"stock below zero", bench.Row{Initial: 10, Remaining: -1, Sold: 11, OK: 11}, 1},
 	} {
 		if got := violations(tc.r); got != tc.want {
 			t.Errorf("%s: %d violations, want %d", tc.name, got, tc.want)
@@ -56,7 +58,7 @@ func TestViolations(t *testing.T) {
 
 func TestFirstProgressAndPercentile(t *testing.T) {
 	began := time.Unix(100, 0)
-	r := Row{began: began, ops: []history.Op{
+	r := bench.Row{Began: began, Ops: []history.Op{
 		{Call: 0, Return: int64(time.Second), Outcome: history.Applied},                                  // before the fault
 		{Call: int64(2 * time.Second), Return: int64(3 * time.Second), Outcome: history.Rejected},        // no progress
 		{Call: int64(2 * time.Second), Return: int64(2500 * time.Millisecond), Outcome: history.SoldOut}, // the first after it
@@ -98,7 +100,7 @@ func TestChaosTables(t *testing.T) {
 		}
 	}
 	b.Reset()
-	WriteChaosMarkdown(&b, rows)
+	writeChaosMarkdown(&b, rows)
 	if lines := strings.Split(strings.TrimSpace(b.String()), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[1], "| ---:") {
 		t.Errorf("markdown:\n%s", b.String())
 	}
@@ -159,11 +161,11 @@ func (m *miniShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-type miniTopology struct{ url string }
+type miniStack struct{ url string }
 
-func (t miniTopology) URL() string            { return t.url }
-func (t miniTopology) InstanceURLs() []string { return []string{t.url} }
-func (t miniTopology) Stop() error            { return nil }
+func (t miniStack) URL() string            { return t.url }
+func (t miniStack) InstanceURLs() []string { return []string{t.url} }
+func (t miniStack) Stop() error            { return nil }
 
 // TestMeasuredTriesAgain: a run whose fault could not be applied, or whose
 // answers were mostly the load balancer's 502s, measures nothing: it is
@@ -176,16 +178,16 @@ func TestMeasuredTriesAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top := miniTopology{srv.URL}
+	top := miniStack{srv.URL}
 	mk := func(failures int, calls *int) func() faultRun {
 		return func() faultRun {
-			return faultRun{sc: Scenario{Name: "test", Hooks: []Hook{{At: 0.5, Do: func(context.Context, Topology) error {
+			return faultRun{sc: Scenario{Name: "test", Hooks: []Hook{{At: 0.5, Do: func(context.Context, Stack) error {
 				*calls++
 				if *calls <= failures {
 					return fmt.Errorf("%w: the holder never held the lock", errNotApplied)
 				}
 				return nil
-			}}}}, figure: func(Row) ChaosRow { return ChaosRow{Pass: true} }}
+			}}}}, figure: func(bench.Row) ChaosRow { return ChaosRow{Pass: true} }}
 		}
 	}
 

@@ -1,4 +1,4 @@
-package bench
+package suite
 
 import (
 	"bufio"
@@ -8,10 +8,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/internal/report"
 )
 
 // Summary counts the rows that carry an expected verdict and those whose
-// verdict matches it.
+// verdict matches it: the "summary" of the matrix report's JSON, for
+// whoever reads the report back (the tests do).
 type Summary struct {
 	Pairs      int      `json:"pairs"`
 	AsExpected int      `json:"as_expected"`
@@ -20,9 +24,9 @@ type Summary struct {
 	TookMs     float64  `json:"took_ms"`
 }
 
-// Summarize counts rows against their expected verdicts.
-func Summarize(rows []Row, skips []Skip, took time.Duration) Summary {
-	s := Summary{Skipped: len(skips), TookMs: ms(took), Unexpected: []string{}}
+// summarize counts rows against their expected verdicts.
+func summarize(rows []bench.Row, skips []Skip, took time.Duration) Summary {
+	s := Summary{Skipped: len(skips), TookMs: report.Ms(took), Unexpected: []string{}}
 	for _, r := range rows {
 		if r.Expected == "" {
 			continue
@@ -37,8 +41,8 @@ func Summarize(rows []Row, skips []Skip, took time.Duration) Summary {
 	return s
 }
 
-// Line is "N of M pairs as the ladder expects; took T".
-func (s Summary) Line() string {
+// line is "N of M pairs as the ladder expects; took T".
+func (s Summary) line() string {
 	line := fmt.Sprintf("%d of %d pairs as the ladder expects", s.AsExpected, s.Pairs)
 	if s.TookMs > 0 {
 		took := time.Duration(s.TookMs * float64(time.Millisecond))
@@ -65,13 +69,13 @@ type grid struct {
 
 // label names a grid row: the lock for /sale, lock/endpoint otherwise.
 func label(lock, endpoint string) string {
-	if endpoint == "" || endpoint == EndpointSale {
+	if endpoint == "" || endpoint == bench.EndpointSale {
 		return lock
 	}
 	return lock + "/" + endpoint
 }
 
-func newGrid(rows []Row, skips []Skip, cell func(Row) string) grid {
+func newGrid(rows []bench.Row, skips []Skip, cell func(bench.Row) string) grid {
 	g := grid{cells: map[[2]string]string{}}
 	// Scenarios in the order of Scenarios(), any other after them.
 	seen := map[string]bool{}
@@ -134,7 +138,7 @@ func newGrid(rows []Row, skips []Skip, cell func(Row) string) grid {
 	for _, l := range locks {
 		eps := endpoints[l]
 		if len(eps) == 0 {
-			eps = []string{EndpointSale}
+			eps = []string{bench.EndpointSale}
 		}
 		for _, ep := range eps {
 			g.labels = append(g.labels, label(l, ep))
@@ -146,10 +150,10 @@ func newGrid(rows []Row, skips []Skip, cell func(Row) string) grid {
 	}
 	for _, s := range skips {
 		for _, ep := range endpoints[s.Lock] {
-			g.cells[[2]string{label(s.Lock, ep), s.Scenario}] = MarkSkipped
+			g.cells[[2]string{label(s.Lock, ep), s.Scenario}] = bench.MarkSkipped
 		}
 		if len(endpoints[s.Lock]) == 0 {
-			g.cells[[2]string{s.Lock, s.Scenario}] = MarkSkipped
+			g.cells[[2]string{s.Lock, s.Scenario}] = bench.MarkSkipped
 		}
 	}
 
@@ -174,11 +178,11 @@ func newGrid(rows []Row, skips []Skip, cell func(Row) string) grid {
 
 // gridCell is a run's cell: its verdict, and a mark when the ladder
 // expects one.
-func gridCell(r Row) string {
+func gridCell(r bench.Row) string {
 	if r.Expected == "" {
 		return r.Verdict
 	}
-	return r.Verdict + " " + mark(r)
+	return r.Verdict + " " + bench.Mark(r)
 }
 
 // WriteGrid writes the matrix as a grid for the terminal: a row per lock
@@ -186,7 +190,7 @@ func gridCell(r Row) string {
 // with ✓ when the ladder expects it, "✗ want X" when it does not, and "-"
 // for a pair not run; then the skipped pairs with their reasons, and a
 // summary "N of M pairs as the ladder expects; took T" (took <= 0: no time).
-func WriteGrid(w io.Writer, rows []Row, skips []Skip, took time.Duration) error {
+func WriteGrid(w io.Writer, rows []bench.Row, skips []Skip, took time.Duration) error {
 	g := newGrid(rows, skips, gridCell)
 	lines := [][]string{append([]string{"lock"}, g.scenarios...), nil}
 	for _, l := range g.labels {
@@ -197,12 +201,12 @@ func WriteGrid(w io.Writer, rows []Row, skips []Skip, took time.Duration) error 
 		lines = append(lines, line)
 	}
 	bw := bufio.NewWriter(w)
-	writeAligned(bw, lines, nil)
+	report.Aligned(bw, lines, nil)
 	writeSkipped(bw, g, "")
-	sum := Summarize(rows, skips, took)
-	fmt.Fprintf(bw, "\n%s\n", sum.Line())
+	sum := summarize(rows, skips, took)
+	fmt.Fprintf(bw, "\n%s\n", sum.line())
 	for _, u := range sum.Unexpected {
-		fmt.Fprintf(bw, "  %s %s\n", MarkUnexpected, u)
+		fmt.Fprintf(bw, "  %s %s\n", bench.MarkUnexpected, u)
 	}
 	return bw.Flush()
 }
@@ -216,7 +220,7 @@ func writeSkipped(w io.Writer, g grid, bullet string) {
 	for _, s := range g.skipped {
 		n += strings.Count(s[2], ",") + 1
 	}
-	fmt.Fprintf(w, "\nskipped (%d pairs, %s in the grid):\n", n, MarkSkipped)
+	fmt.Fprintf(w, "\nskipped (%d pairs, %s in the grid):\n", n, bench.MarkSkipped)
 	for _, s := range g.skipped {
 		if bullet == "" {
 			fmt.Fprintf(w, "  %s: %s: %s\n", s[0], s[2], s[1])
@@ -228,31 +232,31 @@ func writeSkipped(w io.Writer, g grid, bullet string) {
 
 // writeMarkdownGrid writes the grid as a Markdown table, unexpected
 // verdicts in bold, then the skipped pairs as a list.
-func writeMarkdownGrid(w io.Writer, rows []Row, skips []Skip) {
-	g := newGrid(rows, skips, func(r Row) string {
+func writeMarkdownGrid(w io.Writer, rows []bench.Row, skips []Skip) {
+	g := newGrid(rows, skips, func(r bench.Row) string {
 		c := gridCell(r)
 		if r.Expected != "" && r.Verdict != r.Expected {
 			c = "**" + c + "**"
 		}
 		return c
 	})
-	writeMDHead(w, append([]string{"lock"}, g.scenarios...), nil)
+	report.MarkdownHead(w, append([]string{"lock"}, g.scenarios...), nil)
 	for _, l := range g.labels {
-		line := []string{"`" + mdEscape(l) + "`"}
+		line := []string{"`" + report.MarkdownEscape(l) + "`"}
 		for _, sc := range g.scenarios {
-			line = append(line, mdEscape(g.cells[[2]string{l, sc}]))
+			line = append(line, report.MarkdownEscape(g.cells[[2]string{l, sc}]))
 		}
-		writeMDRow(w, line)
+		report.MarkdownRow(w, line)
 	}
 	writeSkipped(w, g, "- ")
 }
 
 // matrixReport is the JSON matrix report file.
 type matrixReport struct {
-	Meta    Meta    `json:"meta"`
-	Summary Summary `json:"summary"`
-	Rows    []Row   `json:"rows"`
-	Skipped []Skip  `json:"skipped"`
+	Meta    bench.Meta  `json:"meta"`
+	Summary Summary     `json:"summary"`
+	Rows    []bench.Row `json:"rows"`
+	Skipped []Skip      `json:"skipped"`
 }
 
 // WriteMatrixReports writes matrix-YYYYMMDD-HHMMSS.{json,md} (from
@@ -261,33 +265,35 @@ type matrixReport struct {
 // a "-2" suffix. The JSON file is {"meta","summary","rows","skipped"},
 // every row with its scenario, stall and expected verdict; the Markdown
 // file has the grid, the skipped pairs, the rows and the legend.
-func WriteMatrixReports(dir string, rows []Row, skips []Skip, meta Meta, took time.Duration) (jsonPath, mdPath string, err error) {
+// CompareMatrix writes them; so may a caller that runs RunMatrix its own
+// way, as bench.WriteReports for the plain benchmark.
+func WriteMatrixReports(dir string, rows []bench.Row, skips []Skip, meta bench.Meta, took time.Duration) (jsonPath, mdPath string, err error) {
 	if meta.Started.IsZero() {
 		meta.Started = time.Now()
 	}
 	if skips == nil {
 		skips = []Skip{}
 	}
-	sum := Summarize(rows, skips, took)
+	sum := summarize(rows, skips, took)
 	var js, md bytes.Buffer
-	if err := writeIndentedJSON(&js, matrixReport{Meta: meta, Summary: sum, Rows: jsonRows(rows), Skipped: skips}); err != nil {
+	if err := report.JSON(&js, matrixReport{Meta: meta, Summary: sum, Rows: bench.ReportRows(rows), Skipped: skips}); err != nil {
 		return "", "", fmt.Errorf("bench: encoding the JSON report: %w", err)
 	}
 
 	fmt.Fprintf(&md, "# Lock ladder matrix, %s\n\n", meta.Started.Format("2006-01-02 15:04:05 MST"))
-	writeMetaList(&md, meta)
-	fmt.Fprintf(&md, "\n%s.\n\n## Verdicts\n\n", sum.Line())
+	meta.WriteList(&md)
+	fmt.Fprintf(&md, "\n%s.\n\n## Verdicts\n\n", sum.line())
 	writeMarkdownGrid(&md, rows, skips)
 	for _, u := range sum.Unexpected {
 		fmt.Fprintf(&md, "\nNot as expected: %s\n", u)
 	}
 	fmt.Fprint(&md, "\n## Runs\n\n")
-	WriteMarkdown(&md, rows) // in-memory writer: no error
+	bench.WriteMarkdown(&md, rows) // in-memory writer: no error
 	fmt.Fprint(&md, "\n## Scenarios\n\n")
 	for _, s := range Scenarios() {
 		fmt.Fprintf(&md, "- `%s`: %s\n", s.Name, s.About)
 	}
 
 	stem := "matrix-" + meta.Started.Format("20060102-150405")
-	return writeReportFiles(dir, stem, "matrix-latest", js.Bytes(), md.Bytes())
+	return report.WriteFiles(dir, stem, "matrix-latest", js.Bytes(), md.Bytes())
 }

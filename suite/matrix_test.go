@@ -1,4 +1,4 @@
-package bench_test
+package suite_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/suite"
 )
 
 // fakeShop stands in for the app instances of one stack and their shared
@@ -178,7 +179,7 @@ type fakeStacks struct {
 	started map[string]*fakeStack
 }
 
-func (fs *fakeStacks) start(_ context.Context, cfg stack.Config) (bench.Topology, error) {
+func (fs *fakeStacks) start(_ context.Context, cfg stack.Config) (suite.Stack, error) {
 	shop := &fakeShop{
 		instances: cfg.Instances,
 		offered:   fs.offered,
@@ -215,12 +216,12 @@ func (fs *fakeStacks) start(_ context.Context, cfg stack.Config) (bench.Topology
 // not offer are skipped with a reason; faults, hooks and stacks are as the
 // scenarios say.
 func TestRunMatrixWithFakes(t *testing.T) {
-	offered := slices.DeleteFunc(bench.LadderLocks(), func(l string) bool { return l == "fenced" })
+	offered := slices.DeleteFunc(suite.LadderLocks(), func(l string) bool { return l == "fenced" })
 	fs := &fakeStacks{offered: offered, started: map[string]*fakeStack{}}
 	dir := t.TempDir()
 	var progress bytes.Buffer
 	const n, c, stock = 200, 20, 50
-	cfg := bench.MatrixConfig{
+	cfg := suite.MatrixConfig{
 		Requests: n, Concurrency: c, Stock: stock, Timeout: 10 * time.Second,
 		Stack:       stack.Config{Dir: dir, AppArgs: []string{"-retry", "10ms"}, LBAddr: "127.0.0.1:8080", AppBasePort: 8081},
 		RequireReal: true,
@@ -228,13 +229,13 @@ func TestRunMatrixWithFakes(t *testing.T) {
 		Progress:    &progress,
 	}
 	start := time.Now()
-	rows, skips, err := bench.RunMatrix(t.Context(), cfg)
+	rows, skips, err := suite.RunMatrix(t.Context(), cfg)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var grid bytes.Buffer
-	bench.WriteGrid(&grid, rows, skips, took)
+	suite.WriteGrid(&grid, rows, skips, took)
 	t.Log("\n" + grid.String())
 
 	// Every pair once: run, or skipped with a reason.
@@ -260,8 +261,8 @@ func TestRunMatrixWithFakes(t *testing.T) {
 			}
 		}
 	}
-	for _, sc := range bench.Scenarios() {
-		for _, l := range bench.LadderLocks() {
+	for _, sc := range suite.Scenarios() {
+		for _, l := range suite.LadderLocks() {
 			if pairs[sc.Name+" "+l] != 1 {
 				t.Errorf("%s %s: run or skipped %d times, want once", sc.Name, l, pairs[sc.Name+" "+l])
 			}
@@ -275,7 +276,7 @@ func TestRunMatrixWithFakes(t *testing.T) {
 	}
 
 	// The stacks: one per scenario, free ports, the scenario's flags, all stopped.
-	if len(fs.started) != len(bench.Scenarios()) {
+	if len(fs.started) != len(suite.Scenarios()) {
 		t.Errorf("%d stacks started, want one per scenario", len(fs.started))
 	}
 	for name, s := range fs.started {
@@ -357,9 +358,9 @@ func TestRunMatrixWithFakes(t *testing.T) {
 	}
 }
 
-func scenarioNamed(t *testing.T, name string) bench.Scenario {
+func scenarioNamed(t *testing.T, name string) suite.Scenario {
 	t.Helper()
-	s, err := bench.LookupScenario(name)
+	s, err := suite.LookupScenario(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,14 +368,14 @@ func scenarioNamed(t *testing.T, name string) bench.Scenario {
 }
 
 func TestRunMatrixChoices(t *testing.T) {
-	fs := &fakeStacks{offered: bench.LadderLocks(), started: map[string]*fakeStack{}}
-	cfg := bench.MatrixConfig{
+	fs := &fakeStacks{offered: suite.LadderLocks(), started: map[string]*fakeStack{}}
+	cfg := suite.MatrixConfig{
 		Scenarios: []string{"slow", "single"}, Locks: []string{"lua", "local", "nope"},
 		Endpoints: []string{"sale", "testLock"},
 		Requests:  40, Concurrency: 4, Stock: 10, Start: fs.start,
 		Stack: stack.Config{Dir: t.TempDir()},
 	}
-	rows, skips, err := bench.RunMatrix(t.Context(), cfg)
+	rows, skips, err := suite.RunMatrix(t.Context(), cfg)
 	// The fake serves no /testLock: the first testLock run fails, after
 	// single's local/sale (single comes first, as in Scenarios()).
 	if err == nil || !strings.Contains(err.Error(), "404") {
@@ -397,7 +398,7 @@ func TestRunMatrixChoices(t *testing.T) {
 		t.Error("single's stack not stopped after the failure")
 	}
 
-	_, _, err = bench.RunMatrix(t.Context(), bench.MatrixConfig{Scenarios: []string{"slow", "typo"}, Start: fs.start})
+	_, _, err = suite.RunMatrix(t.Context(), suite.MatrixConfig{Scenarios: []string{"slow", "typo"}, Start: fs.start})
 	if err == nil || !strings.Contains(err.Error(), `unknown scenario "typo"`) || !strings.Contains(err.Error(), "masters-down-3") {
 		t.Errorf("error %v, want the unknown scenario and the list", err)
 	}
@@ -437,10 +438,10 @@ func TestExpected(t *testing.T) {
 	}
 	// 37 pairs in all, every lock of the ladder in normal.
 	n := 0
-	for _, s := range bench.Scenarios() {
+	for _, s := range suite.Scenarios() {
 		n += len(s.Expect)
 		for l := range s.Expect {
-			if !slices.Contains(bench.LadderLocks(), l) {
+			if !slices.Contains(suite.LadderLocks(), l) {
 				t.Errorf("%s expects a verdict for %q, not a lock of the ladder", s.Name, l)
 			}
 		}

@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"context"
+	"slices"
+)
+
+// Session runs one shaped run after another against a running stack, each
+// started, and read back, only once the stack is whole. Package suite runs
+// its scenarios and faults through sessions.
+type Session struct {
+	h       *harness
+	top     Topology
+	p       *Progress
+	offered []string
+}
+
+// Open readies runs of cfg against top: cfg.URL is where the load goes
+// (top's load balancer, or one of its instances), cfg.Instances are asked
+// for their critical sections. It waits, at most 30s, for the stack to be
+// whole (an error wrapping ErrNotReady if it is not), then asks GET
+// /strategies which locks the app offers. p shows the runs (nil: nothing);
+// the sessions of a suite share one. Close the session when done.
+func Open(ctx context.Context, cfg Config, top Topology, p *Progress) (*Session, error) {
+	cfg, err := cfg.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{h: newHarness(cfg), top: top, p: p}
+	if err := settle(ctx, s.h, top); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.offered, err = s.h.strategies(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Offers reports whether the app offers lock (GET /strategies lists it).
+func (s *Session) Offers(lock string) bool { return slices.Contains(s.offered, lock) }
+
+// Run resets the stock, loads /{endpoint}?lock={lock} shaped by sh, reads
+// the counters back and judges the run, as RunOne does; the stack must be
+// whole before the reset and before the read-back.
+func (s *Session) Run(ctx context.Context, lock, endpoint string, sh Shape) (Row, error) {
+	ld := sh.load(s.h.cfg.Requests, s.h.cfg.Stock)
+	ld.settle = func(ctx context.Context) error { return settle(ctx, s.h, s.top) }
+	s.p.setScope(sh.Scenario)
+	defer s.p.setScope("")
+	return s.h.runOne(ctx, lock, endpoint, s.p, ld)
+}
+
+// Close closes the session's connections.
+func (s *Session) Close() { s.h.close() }

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/lock"
+)
+
+// contender is one lock under test: setup builds, over a fresh client, the
+// function that runs one critical section (false: the lock was not had
+// within the bound).
+type contender struct {
+	name, settings string
+	setup          func(rdb *redis.Client, masters []*redis.Client) (op func(ctx context.Context, key string) (bool, error), closeFn func())
+}
+
+// critical is the business: GET the counter, SET it one higher. then, if
+// not nil, queues more commands behind the SET (a release), in one round
+// trip.
+func critical(ctx context.Context, rdb *redis.Client, key string, then func(redis.Pipeliner)) error {
+	n, err := rdb.Get(ctx, key).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	if then == nil {
+		return rdb.Set(ctx, key, n+1, 0).Err()
+	}
+	var set *redis.StatusCmd
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.Set(ctx, key, n+1, 0)
+		then(p)
+		return nil
+	})
+	return set.Err()
+}
+
+// atomicIncr is the ceiling: the same GET and SET, in one script.
+var atomicIncr = redis.NewScript(`
+-- KEYS[1] counter. GET, add one, SET: what every lock above protects.
+local n = tonumber(redis.call("GET", KEYS[1]) or "0") + 1
+redis.call("SET", KEYS[1], n)
+return n`)
+
+func contenders(cfg config) []contender {
+	labLock := func(name, settings string, mk func(rdb *redis.Client, masters []*redis.Client, n *lock.Notifier) lock.Locker) contender {
+		return contender{name: name, settings: settings, setup: func(rdb *redis.Client, masters []*redis.Client) (func(context.Context, string) (bool, error), func()) {
+			if err := lock.EnableKeyspaceEvents(context.Background(), rdb); err != nil {
+				panic(err)
+			}
+			n := lock.NewNotifier(rdb, lock.NotifierOptions{})
+			<-n.Ready()
+			l := mk(rdb, masters, n)
+			return func(ctx context.Context, key string) (bool, error) {
+				held, err := l.Obtain(ctx, "lock:"+key, lock.Call{})
+				if errors.Is(err, lock.ErrNotObtained) {
+					return false, nil
+				}
+				if err != nil {
+					return false, err
+				}
+				pr, ok := held.(lock.PipelineReleaser)
+				if !cfg.pipeline || !ok {
+					err = critical(ctx, rdb, key, nil)
+					if rerr := held.Release(ctx); err == nil {
+						err = rerr
+					}
+					return true, err
+				}
+				var released func() error
+				err = critical(ctx, rdb, key, func(p redis.Pipeliner) { released = pr.ReleaseIn(ctx, p) })
+				if released == nil {
+					released = func() error { return held.Release(ctx) }
+				}
+				if rerr := released(); err == nil {
+					err = rerr
+				}
+				return true, err
+			}, func() { n.Close() }
+		}}
+	}
+	opts := func(n *lock.Notifier, m lock.WaitMode) lock.Options {
+		return lock.Options{TTL: cfg.ttl, Wait: cfg.bound, WaitMode: m, Retry: lock.FixedSleep(cfg.retry), Notifier: n}
+	}
+	pipe := ""
+	if cfg.pipeline {
+		pipe = "; release pipelined with the SET"
+	}
+	return []contender{
+		{name: "redsync", settings: fmt.Sprintf("v4.18.1, one pool; WithExpiry(%s), WithRetryDelay(%s), WithTries(unbounded: the %s bound ends it)", cfg.ttl, cfg.retry, cfg.bound),
+			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {
+				rs := redsync.New(goredis.NewPool(rdb))
+				return func(ctx context.Context, key string) (bool, error) {
+					m := rs.NewMutex("lock:"+key, redsync.WithExpiry(cfg.ttl), redsync.WithRetryDelay(cfg.retry), redsync.WithTries(1<<30))
+					if err := m.LockContext(ctx); err != nil {
+						if errors.Is(err, redsync.ErrFailed) || ctx.Err() != nil {
+							return false, nil
+						}
+						return false, err
+					}
+					err := critical(ctx, rdb, key, nil)
+					if _, uerr := m.UnlockContext(ctx); err == nil {
+						err = uerr
+					}
+					return true, err
+				}, func() {}
+			}},
+		{name: "redislock", settings: fmt.Sprintf("v0.9.4; ttl %s, RetryStrategy LinearBackoff(%s), until the %s bound", cfg.ttl, cfg.retry, cfg.bound),
+			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {
+				locker := redislock.New(rdb)
+				o := &redislock.Options{RetryStrategy: redislock.LinearBackoff(cfg.retry)}
+				return func(ctx context.Context, key string) (bool, error) {
+					l, err := locker.Obtain(ctx, "lock:"+key, cfg.ttl, o)
+					if errors.Is(err, redislock.ErrNotObtained) || ctx.Err() != nil {
+						return false, nil
+					}
+					if err != nil {
+						return false, err
+					}
+					err = critical(ctx, rdb, key, nil)
+					if rerr := l.Release(ctx); err == nil {
+						err = rerr
+					}
+					return true, err
+				}, func() {}
+			}},
+		labLock("lua-fixed", fmt.Sprintf("SET NX PX + Lua release; wait=fixed, sleep %s (the articles)%s", cfg.retry, pipe),
+			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+				return lock.NewLua(rdb, opts(n, lock.WaitFixed))
+			}),
+		labLock("lua-backoff", "the same; wait=backoff, exponential 1ms..32ms, full jitter"+pipe,
+			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+				return lock.NewLua(rdb, opts(n, lock.WaitBackoff))
+			}),
+		labLock("lua-notify", "the same; wait=notify, woken over pub/sub by each release (fallback tick 100ms)"+pipe,
+			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+				return lock.NewLua(rdb, opts(n, lock.WaitNotify))
+			}),
+		labLock("fair", "FIFO queue in Redis, handoff in the release script, the waiter woken by name; fencing token, watchdog"+pipe,
+			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+				return lock.NewFair(rdb, opts(n, ""))
+			}),
+		{name: "redsync-5", settings: "v4.18.1 over the 5 masters, its defaults: expiry 8s, 32 tries, a random 50-250ms between them",
+			setup: func(rdb *redis.Client, masters []*redis.Client) (func(context.Context, string) (bool, error), func()) {
+				var pools []redsyncredis.Pool
+				for _, m := range masters {
+					pools = append(pools, goredis.NewPool(m))
+				}
+				rs := redsync.New(pools...)
+				return func(ctx context.Context, key string) (bool, error) {
+					m := rs.NewMutex("lock:" + key)
+					if err := m.LockContext(ctx); err != nil {
+						if errors.Is(err, redsync.ErrFailed) || ctx.Err() != nil || isTaken(err) {
+							return false, nil
+						}
+						return false, err
+					}
+					err := critical(ctx, rdb, key, nil)
+					if _, uerr := m.UnlockContext(ctx); err == nil {
+						err = uerr
+					}
+					return true, err
+				}, func() {}
+			}},
+		labLock("redlock", "the lab's rung 9 over the 5 masters: majority within validity; wait=queue, one contender per process",
+			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {
+				cs := make([]redis.Cmdable, len(masters))
+				for i, m := range masters {
+					cs[i] = m
+				}
+				return lock.NewRedlock(cs, opts(nil, ""), lock.RedlockOptions{})
+			}),
+		{name: "atomic", settings: "no lock: the GET and SET in one Lua script (the ceiling)",
+			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {
+				return func(ctx context.Context, key string) (bool, error) {
+					return true, atomicIncr.Run(ctx, rdb, []string{key}).Err()
+				}, func() {}
+			}},
+	}
+}
+
+// isTaken reports whether redsync's error says the lock was held by
+// another (it returns that, not ErrFailed, when its last try saw so).
+func isTaken(err error) bool {
+	var taken *redsync.ErrTaken
+	var node *redsync.ErrNodeTaken
+	return errors.As(err, &taken) || errors.As(err, &node)
+}

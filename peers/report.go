@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// report is one run of every contender, as the JSON file has it.
+type report struct {
+	Started string `json:"started"`
+	Redis   string `json:"redis"`
+	Go      string `json:"go"`
+	CPUs    int    `json:"cpus"`
+	N       int    `json:"n"`
+	C       int    `json:"c"`
+	TTL     string `json:"ttl"`
+	Bound   string `json:"bound"`
+	Rows    []row  `json:"rows"`
+}
+
+func (r report) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d operations of GET+SET under each lock, %d concurrent, against one %s (%s, %d CPUs), %s\n\n",
+		r.N, r.C, r.Redis, r.Go, r.CPUs, r.Started)
+	fmt.Fprintln(&b, "| lock | ops/s | p50 ms | p99 ms | max ms | failed | rtt/op | redis cpu | client cpu | exact |")
+	fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, x := range r.Rows {
+		exact := "yes"
+		if !x.Exact {
+			exact = fmt.Sprintf("NO (counter %d, ok %d)", x.Counter, x.OK)
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %.2f | %d | %.2f | %s | %s | %s |\n",
+			x.Name, x.OpsPerS, x.P50ms, x.P99ms, x.MaxMs, x.Failed, x.RTTPerOp, pct(x.RedisCPU), pct(x.SelfCPU), exact)
+	}
+	byName := map[string]*row{}
+	for i := range r.Rows {
+		byName[r.Rows[i].Name] = &r.Rows[i]
+	}
+	versus := func(ours, theirs string, x, lower float64) {
+		a, b2 := byName[ours], byName[theirs]
+		if a == nil || b2 == nil || b2.OpsPerS <= 0 || a.P99ms <= 0 {
+			return
+		}
+		fmt.Fprintf(&b, "\n%s vs %s: %.1fx the throughput (target >= %gx), p99 %.1fx lower (target >= %gx)",
+			ours, theirs, a.OpsPerS/b2.OpsPerS, x, b2.P99ms/a.P99ms, lower)
+	}
+	versus("fair", "redsync", 3, 10)
+	versus("redlock", "redsync-5", 2, 4)
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "\nrtt/op: Redis round trips per operation (a command or a pipeline each), the lock's and the GET and SET's.")
+	fmt.Fprintln(&b, "redis cpu, client cpu: CPU time during the run, in % of one core, of redis-server and of this process.")
+	fmt.Fprintln(&b, "\nSettings:")
+	for _, x := range r.Rows {
+		fmt.Fprintf(&b, "- %s: %s\n", x.Name, x.Settings)
+	}
+	return b.String()
+}
+
+func pct(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", v)
+}
+
+// write writes the report into out as peers-<time>.json and .md, the
+// Markdown being table; "" out writes nothing.
+func (r report) write(out string, started time.Time, table string) error {
+	if out == "" {
+		return nil
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(out, "peers-"+started.Format("20060102-150405"))
+	js, _ := json.MarshalIndent(r, "", "  ")
+	if err := os.WriteFile(base+".json", append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".md", []byte(table), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("\nwrote %s.md and .json\n", base)
+	return nil
+}

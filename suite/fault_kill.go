@@ -1,0 +1,244 @@
+package suite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/internal/report"
+	"github.com/lockladder/lockladder/stack"
+)
+
+// instanceControl is a stack whose instances can be signalled and drained
+// (faults 1, 2 and 7); *stack.Stack is one.
+type instanceControl interface {
+	Signal(i int, sig syscall.Signal) (int, error)
+	Drain(ctx context.Context, i int) (stack.DrainReport, error)
+	Instances() int
+}
+
+var _ instanceControl = (*stack.Stack)(nil)
+
+// Fault 1's kill under load: the whole test of the articles through the
+// load balancer, one of three instances SIGKILLed half way.
+const (
+	killLoadRequests    = 5000
+	killLoadConcurrency = 100
+	// killLoadMaxLost is how many answers of 502/504 that kill may cost:
+	// the requests in flight on the victim, and the few the load
+	// balancer sends it before it marks it failed.
+	killLoadMaxLost = 50
+)
+
+// kills is fault 1: the holder killed, for each safe lock, and then any
+// instance killed under the full load.
+func (c *chaos) kills(ctx context.Context) ([]ChaosRow, error) {
+	top, err := c.start(ctx, c.kill(c.cfg.Locks[0], 0.3, 1).sc)
+	if err != nil {
+		return nil, err
+	}
+	defer top.Stop()
+	// Every request finds stock, so the holder's own request reaches its
+	// business (where work= holds the lock) whenever it gets the lock.
+	base := c.base
+	base.Stock = base.Requests
+	var rows []ChaosRow
+	for _, lock := range c.cfg.Locks {
+		row, err := c.once(ctx, 1, "kill", top, lock, base, func() faultRun { return c.kill(lock, 0.3, 1) })
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, row)
+	}
+	load := c.base
+	load.Requests, load.Concurrency, load.Stock = killLoadRequests, killLoadConcurrency, killLoadRequests
+	lock := c.cfg.Locks[0]
+	row, err := c.once(ctx, 1, "kill under load", top, lock, load, func() faultRun { return c.killUnderLoad(lock, 0.5, 2) })
+	return append(rows, row), err
+}
+
+// killUnderLoad: SIGKILL instance inst at fraction at of a full run,
+// holding the lock or not.
+func (c *chaos) killUnderLoad(_ string, at float64, inst int) faultRun {
+	var victim string
+	sc := Scenario{
+		Name: "kill-load", About: "SIGKILL one of three instances half way through 5000 sales",
+		Hooks: []Hook{{At: at, About: "SIGKILL an instance", Do: func(ctx context.Context, t Stack) error {
+			ic, ok := t.(instanceControl)
+			if !ok {
+				return errors.New("the stack cannot signal its instances")
+			}
+			i := inst % ic.Instances()
+			victim = fmt.Sprintf("app%d", i+1)
+			_, err := ic.Signal(i, syscall.SIGKILL)
+			return err
+		}}},
+	}
+	return faultRun{sc: sc, figure: func(r bench.Row) ChaosRow {
+		lost := 0
+		for _, op := range r.Ops {
+			if op.Code == 502 || op.Code == 504 {
+				lost++
+			}
+		}
+		return ChaosRow{
+			RecoveryMs: -1,
+			Figure: fmt.Sprintf("killed %s: 502/504 ×%d of %d sales; oversold %d",
+				victim, lost, r.Requests, r.Oversold),
+			Want: fmt.Sprintf("at most %d answers of 502/504, nothing oversold", killLoadMaxLost),
+			Pass: lost <= killLoadMaxLost && violations(r) == 0,
+		}
+	}}
+}
+
+// kill: SIGKILL an instance while it holds the lock, mid-run. To be sure
+// it holds it, one request of its own is sent to that instance directly,
+// with a business of a second (work=1s, under the 2s lease); the kill comes
+// once the instance reports that request inside its critical section. It
+// dies before its write, so it sells nothing, and the lock is orphaned
+// until its lease runs out.
+func (c *chaos) kill(lock string, at float64, inst int) faultRun {
+	var (
+		killed time.Time // set by the hook, read once the run (and its hooks) is over
+		victim string
+	)
+	sc := Scenario{
+		Name: "kill", About: "SIGKILL the instance holding the lock; the supervisor restarts it",
+		AppArgs: []string{"-faults"},
+		Hooks: []Hook{{At: at, About: "SIGKILL the holder", Do: func(ctx context.Context, t Stack) error {
+			ic, ok := t.(instanceControl)
+			if !ok {
+				return errors.New("the stack cannot signal its instances")
+			}
+			i := inst % ic.Instances()
+			name, err := holdAt(ctx, t.InstanceURLs()[i], lock)
+			if err != nil {
+				return err
+			}
+			if _, err := ic.Signal(i, syscall.SIGKILL); err != nil {
+				return err
+			}
+			killed, victim = time.Now(), name
+			return nil
+		}}},
+	}
+	return faultRun{sc: sc, figure: func(r bench.Row) ChaosRow {
+		rec, ok := firstProgress(r, killed)
+		row := ChaosRow{
+			Recovery: "SIGKILL to the lock had again (its lease ran out)",
+			Want:     fmt.Sprintf("no violation; the orphaned lock free within its %s lease", chaosLockTTL),
+			Figure:   fmt.Sprintf("killed %s while it held the lock", victim),
+		}
+		row.RecoveryMs = -1
+		if ok {
+			row.RecoveryMs = report.Ms(rec)
+		} else {
+			row.Figure += "; no sale after it"
+		}
+		row.Pass = ok && rec <= chaosLockTTL+500*time.Millisecond && violations(r) == 0
+		return row
+	}}
+}
+
+// killAny: SIGKILL instance inst at a moment of the load, holding the
+// lock or not (fault 7's schedule).
+func (c *chaos) killAny(_ string, at float64, inst int) faultRun {
+	var killed time.Time
+	sc := Scenario{
+		Name: "kill-any", About: "SIGKILL an instance at a random moment",
+		AppArgs: []string{"-lock-ttl", "500ms"},
+		Hooks: []Hook{{At: at, About: "SIGKILL an instance", Do: func(ctx context.Context, t Stack) error {
+			ic, ok := t.(instanceControl)
+			if !ok {
+				return errors.New("the stack cannot signal its instances")
+			}
+			_, err := ic.Signal(inst%ic.Instances(), syscall.SIGKILL)
+			killed = time.Now()
+			return err
+		}}},
+	}
+	return faultRun{sc: sc, figure: func(r bench.Row) ChaosRow {
+		row := ChaosRow{RecoveryMs: -1, Recovery: "SIGKILL to the next sale through the lock", Want: "no violation"}
+		if rec, ok := firstProgress(r, killed); ok {
+			row.RecoveryMs = report.Ms(rec)
+		}
+		row.Pass = violations(r) == 0
+		return row
+	}}
+}
+
+// holdWork is the business of the request that holds the lock for kill.
+const holdWork = time.Second
+
+// holdAt sends the instance at base a sale of its own under lock, with a
+// business of holdWork, and returns the instance's name once its GET
+// /sections shows that request inside the critical section (a section
+// held for more than a tenth of it: the load's last a millisecond or so).
+func holdAt(ctx context.Context, base, lock string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, bench.DefaultTimeout)
+	defer cancel()
+	// The request may lose the race for the lock to the load and answer
+	// 503: then it is sent again.
+	hold := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	defer hold.CloseIdleConnections()
+	go func() {
+		for ctx.Err() == nil {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost,
+				base+"/sale?lock="+url.QueryEscape(lock)+"&work="+holdWork.String(), nil)
+			if err != nil {
+				return
+			}
+			resp, err := hold.Do(req)
+			if err != nil {
+				return // killed, or the hold is over
+			}
+			resp.Body.Close()
+		}
+	}()
+	probe := &http.Client{Transport: &http.Transport{}, Timeout: time.Second}
+	defer probe.CloseIdleConnections()
+	for {
+		var got struct {
+			Instance string             `json:"instance"`
+			Holding  []contract.Section `json:"holding"`
+		}
+		now := time.Now()
+		if err := getJSON(ctx, probe, base+"/sections?since="+strconv.FormatInt(now.UnixNano(), 10), &got); err == nil {
+			for _, s := range got.Holding {
+				if s.Lock == lock && now.Sub(time.Unix(0, s.Acquired)) > holdWork/10 {
+					return got.Instance, nil
+				}
+			}
+		}
+		if !sleepCtx(ctx, 5*time.Millisecond) {
+			return "", fmt.Errorf("%w: %s never held %s for its own request", errNotApplied, base, lock)
+		}
+	}
+}
+
+// getJSON asks GET url and decodes its 200's JSON body into out.
+func getJSON(ctx context.Context, c *http.Client, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out)
+}

@@ -1,0 +1,32 @@
+package suite
+
+import "github.com/lockladder/lockladder/bench"
+
+// The scenarios with no fault: the stack alone decides.
+
+// normal is the plain benchmark: only the locks unsafe with no fault at
+// all fail it.
+func normal() Scenario {
+	return Scenario{
+		Name:  bench.ScenarioNormal,
+		About: "3 instances behind the load balancer, app defaults (lock TTL 2s, wait 5s), no fault",
+		Expect: map[string]string{
+			"none": oversold, "local": oversold,
+			"setnx": safe, "setnx-expire": safe, "setnx-px": safe, "check-del": safe,
+			"lua": safe, "getset": safe, "reentrant": safe, "redlock": safe, "fenced": safe, "fair": safe,
+			"atomic": safe,
+		},
+	}
+}
+
+// single is one instance, loaded directly: local's mutex is enough there.
+func single() Scenario {
+	return Scenario{
+		Name:      "single",
+		About:     "1 instance, loaded directly: local excludes within one process",
+		Instances: 1,
+		Direct:    true,
+		Expect:    map[string]string{"none": oversold, "local": safe},
+		SkipOther: "one instance changes only local's verdict; the Redis locks are measured in normal",
+	}
+}

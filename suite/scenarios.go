@@ -1,0 +1,50 @@
+package suite
+
+import (
+	"time"
+
+	"github.com/lockladder/lockladder/bench"
+)
+
+// LadderLocks lists the ladder's locks in rung order, the atomic ceiling
+// last: MatrixConfig.Locks's default, and the order of the grid's rows.
+func LadderLocks() []string {
+	return []string{
+		"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del",
+		"lua", "getset", "reentrant", "redlock", "fenced", "fair", "atomic",
+	}
+}
+
+// Scenarios lists every scenario in the order of docs/scenarios.md. Each
+// family has its file: no fault (normal, single), armed requests (slow,
+// crash, crash-before-expire, check-pause, pause), a clock skewed (skew),
+// Redlock masters stopped (masters-down, masters-down-3).
+func Scenarios() []Scenario {
+	return []Scenario{
+		normal(),
+		single(),
+		slow(),
+		crash(),
+		crashBeforeExpire(),
+		checkPause(),
+		pause(),
+		skew(),
+		mastersDown(2),
+		mastersDown(3),
+	}
+}
+
+// The verdicts the scenarios expect, for short.
+const (
+	safe     = bench.VerdictSafe
+	oversold = bench.VerdictOversold
+	deadlock = bench.VerdictDeadlock
+)
+
+// The fault scenarios: a lease shorter than the faults, a wait bound that
+// fails a stuck request fast, and a stall three waits long.
+const stallBound = 3 * time.Second
+
+// faultArgs are the app flags of the fault scenarios: faults allowed, a
+// lease of 200ms, a wait bound of 1s.
+func faultArgs() []string { return []string{"-faults", "-lock-ttl", "200ms", "-lock-wait", "1s"} }
