@@ -21,6 +21,13 @@ const (
 	ReasonUnavailable = "unavailable"  // 503: Redis failed; the write may have happened
 	// 503: Redis failed while the lock was being taken: nothing was written.
 	ReasonLockUnavailable = "lock_unavailable"
+	// 503: the server the lock (or its store) needs is not running for
+	// this instance (ZooKeeper, etcd, MariaDB, Redlock's masters); the
+	// error names it. Nothing was written.
+	ReasonServerMissing = "server_missing"
+	// 503: db-optimistic lost every compare-and-set to other writers
+	// within its wait bound. Nothing was written.
+	ReasonContended = "contended"
 )
 
 // Section is one critical section an instance held: from the moment Obtain

@@ -153,7 +153,7 @@ func direct(addr string) *redis.Client {
 
 // lockerOf is the named rung of a ladder over rdb and masters.
 func lockerOf(name string, rdb redis.Cmdable, masters []redis.Cmdable, wait time.Duration) (lock.Locker, error) {
-	_, l, ok := lock.NewLadder(rdb, masters, lock.Options{TTL: LeaseTTL, Wait: wait}, lock.RedlockOptions{}).Lookup(name)
+	_, l, ok := lock.NewLadder(lock.Backends{Redis: rdb, Masters: masters}, lock.Options{TTL: LeaseTTL, Wait: wait}, lock.RedlockOptions{}).Lookup(name)
 	if !ok || l == nil {
 		return nil, fmt.Errorf("no %q lock in the ladder", name)
 	}

@@ -26,17 +26,26 @@ type resource struct {
 	fenceKey string
 	op       func(context.Context, ...inventory.Then) (int64, error)                // the non-atomic read-modify-write
 	atomic   func(context.Context) (int64, error)                                   // the one-script ceiling
+	optimist func(context.Context) (int64, error)                                   // db-optimistic's compare-and-set, nil without a database
 	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error) // op, checked against a fencing token
 }
 
 func (h *handler) stockResource() resource {
-	inv := h.cfg.Inventory
-	return resource{inventory.StockLock, inventory.StockFence, inv.Sell, inv.SellAtomic, inv.SellFenced}
+	inv, r := h.cfg.Inventory, resource{lockKey: inventory.StockLock, fenceKey: inventory.StockFence}
+	r.op, r.atomic, r.fenced = inv.Sell, inv.SellAtomic, inv.SellFenced
+	if h.cfg.Optimistic != nil {
+		r.optimist = h.cfg.Optimistic.SellOptimistic
+	}
+	return r
 }
 
 func (h *handler) numResource() resource {
-	inv := h.cfg.Inventory
-	return resource{inventory.NumLock, inventory.NumFence, inv.Incr, inv.IncrAtomic, inv.IncrFenced}
+	inv, r := h.cfg.Inventory, resource{lockKey: inventory.NumLock, fenceKey: inventory.NumFence}
+	r.op, r.atomic, r.fenced = inv.Incr, inv.IncrAtomic, inv.IncrFenced
+	if h.cfg.Optimistic != nil {
+		r.optimist = h.cfg.Optimistic.IncrOptimistic
+	}
+	return r
 }
 
 // sale sells one item under the chosen lock.
@@ -179,6 +188,10 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		}
 		req.plan = plan
 	}
+	if req.rung.Unavailable != "" {
+		h.serverMissing(c, req.rung, req.rung.Unavailable)
+		return lockRequest{}, false
+	}
 	return req, true
 }
 
@@ -201,6 +214,12 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	if req.rung.Atomic {
 		ctx, cancel := context.WithTimeout(ctx, budget)
 		defer cancel()
+		if req.rung.Store == lock.StoreMariaDB {
+			if res.optimist == nil {
+				return 0, fmt.Errorf("%w: mariadb (start the app with -mysql DSN)", lock.ErrNoServer)
+			}
+			return res.optimist(ctx)
+		}
 		return res.atomic(ctx)
 	}
 
@@ -277,6 +296,11 @@ func (h *handler) unavailable(c *gin.Context, rung lock.Info, err error) {
 	// its write reached Redis.
 	msg, reason := err.Error(), contract.ReasonUnavailable
 	switch {
+	case errors.Is(err, lock.ErrNoServer):
+		h.serverMissing(c, rung, err.Error())
+		return
+	case errors.Is(err, inventory.ErrContended):
+		msg, reason = fmt.Sprintf("lock %q: %v", rung.Name, err), contract.ReasonContended
 	case errors.Is(err, lock.ErrBusy):
 		msg, reason = fmt.Sprintf("lock %q is held (try=0: one attempt, no wait)", rung.Name), contract.ReasonLockBusy
 	case errors.Is(err, lock.ErrNotObtained):
@@ -288,4 +312,11 @@ func (h *handler) unavailable(c *gin.Context, rung lock.Info, err error) {
 		h.cfg.Log.Error("request failed", "path", c.Request.URL.Path, "lock", rung.Name, "err", err)
 	}
 	c.JSON(http.StatusServiceUnavailable, gin.H{"instance": h.cfg.Instance, "lock": rung.Name, "error": msg, "reason": reason})
+}
+
+// serverMissing answers a 503 naming the server the rung needs and this
+// instance lacks: nothing was tried, so nothing changed.
+func (h *handler) serverMissing(c *gin.Context, rung lock.Info, why string) {
+	c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{"instance": h.cfg.Instance, "lock": rung.Name,
+		"error": why, "reason": contract.ReasonServerMissing})
 }

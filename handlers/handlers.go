@@ -32,6 +32,15 @@ type Inventory interface {
 	Ping(ctx context.Context) error
 }
 
+// Optimistic is the database store of the db-optimistic rung: its own
+// stock, sold and num, changed by compare-and-set on a version.
+type Optimistic interface {
+	SellOptimistic(ctx context.Context) (int64, error)
+	IncrOptimistic(ctx context.Context) (int64, error)
+	Snapshot(ctx context.Context) (inventory.Snapshot, error)
+	Reset(ctx context.Context, stock int64) error
+}
+
 // Ladder finds a lock strategy by name.
 type Ladder interface {
 	Lookup(name string) (lock.Info, lock.Locker, bool)
@@ -43,7 +52,11 @@ type Ladder interface {
 type Config struct {
 	Instance  string // answered in X-Instance and in bodies
 	Inventory Inventory
-	Ladder    Ladder
+	// Optimistic is the database store of the rungs whose Info.Store is
+	// "mariadb"; nil when the instance has no database (those rungs are
+	// unavailable then).
+	Optimistic Optimistic
+	Ladder     Ladder
 	Log       *slog.Logger
 	// OpTimeout bounds the Redis work once the lock is held, and /stock,
 	// /reset and /healthz. Default 5s.
@@ -121,20 +134,39 @@ func (h *handler) recover(c *gin.Context) {
 	}()
 	c.Next()
 }
+// stock reads the stock, sold and num of ?lock=NAME's store (Redis's
+// without lock=).
 func (h *handler) stock(c *gin.Context) {
-	if _, ok := h.query(c); !ok {
+	q, ok := h.query(c, "lock")
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
-	s, err := h.cfg.Inventory.Snapshot(ctx)
+	snapshot := h.cfg.Inventory.Snapshot
+	if q.Has("lock") {
+		rung, _, ok := h.rung(c, q)
+		if !ok {
+			return
+		}
+		if rung.Store == lock.StoreMariaDB {
+			if h.cfg.Optimistic == nil {
+				h.serverMissing(c, rung, rung.Unavailable)
+				return
+			}
+			snapshot = h.cfg.Optimistic.Snapshot
+		}
+	}
+	s, err := snapshot(ctx)
 	if err != nil {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error()})
+		c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error(), "reason": contract.ReasonUnavailable})
 		return
 	}
 	c.JSON(http.StatusOK, s)
 }
 
+// reset sets the stock and zeroes sold and num in every store: Redis's,
+// and the database's when the instance has one.
 func (h *handler) reset(c *gin.Context) {
 	q, ok := h.query(c, "stock")
 	if !ok {
@@ -148,8 +180,14 @@ func (h *handler) reset(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
 	if err := h.cfg.Inventory.Reset(ctx, stock); err != nil {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error()})
+		c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error(), "reason": contract.ReasonUnavailable})
 		return
+	}
+	if h.cfg.Optimistic != nil {
+		if err := h.cfg.Optimistic.Reset(ctx, stock); err != nil {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"error": "mariadb: " + err.Error(), "reason": contract.ReasonUnavailable})
+			return
+		}
 	}
 	c.JSON(http.StatusOK, inventory.Snapshot{Stock: stock})
 }

@@ -23,11 +23,19 @@ type env struct {
 	router http.Handler
 	mr     *miniredis.Miniredis
 	rdb    *redis.Client
+	ladder *lock.Ladder
 }
 
 func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 
 func newEnvWith(t *testing.T, faults *handlers.FaultActions) *env {
+	t.Helper()
+	return newEnvConfig(t, func(c *handlers.Config) { c.Faults = faults })
+}
+
+// newEnvConfig is the router over a fresh miniredis, with Redis's rungs
+// (no masters, no other back ends), as change leaves its Config.
+func newEnvConfig(t *testing.T, change func(*handlers.Config)) *env {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
 	mr := miniredis.RunT(t)
@@ -35,15 +43,16 @@ func newEnvWith(t *testing.T, faults *handlers.FaultActions) *env {
 	t.Cleanup(func() { rdb.Close() })
 	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
 	t.Cleanup(func() { n.Close() })
-	r := handlers.New(handlers.Config{
+	ladder := lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
+		Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{})
+	cfg := handlers.Config{
 		Instance:  "test-1",
 		Inventory: inventory.New(rdb),
-		Ladder: lock.NewLadder(rdb, nil, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
-			Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{}),
-		MaxStock: 1000,
-		Faults:   faults,
-	})
-	return &env{router: r, mr: mr, rdb: rdb}
+		Ladder:    ladder,
+		MaxStock:  1000,
+	}
+	change(&cfg)
+	return &env{router: handlers.New(cfg), mr: mr, rdb: rdb, ladder: ladder}
 }
 
 func (e *env) do(t *testing.T, method, target string) (int, http.Header, map[string]any) {
@@ -62,7 +71,7 @@ func (e *env) do(t *testing.T, method, target string) (int, http.Header, map[str
 
 func TestSaleAndTestLockEveryRung(t *testing.T) {
 	// redlock needs masters: see its own test below.
-	for _, name := range []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "getset", "reentrant", "fenced", "fair", "atomic"} {
+	for _, name := range []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "fenced", "fair", "atomic"} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			if code, _, _ := e.do(t, "POST", "/reset?stock=2"); code != 200 {
@@ -144,6 +153,7 @@ func TestRedisDownGives503(t *testing.T) {
 			"/sale?lock=lua":      {"lock_timeout", "lock_unavailable"}, // the dial outlasts the 50ms wait, or not
 			"/sale?lock=atomic":   {"unavailable"},
 			"/testLock?lock=none": {"unavailable"},
+			"/stock":              {"unavailable"},
 		}[target]
 		if got, _ := body["reason"].(string); (got != "" || len(want) > 0) && !slices.Contains(want, got) {
 			t.Errorf("%s with Redis down: reason %v, want %q", target, body["reason"], want)
@@ -202,7 +212,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 				t.Fatalf("error %q does not mention %q", msg, tc.mentions)
 			}
 			if code == 400 {
-				if locks, _ := body["locks"].([]any); len(locks) != 13 {
+				if locks, _ := body["locks"].([]any); len(locks) != len(e.ladder.Names()) {
 					t.Fatalf("400 does not list the valid locks: %v", body)
 				}
 			}
@@ -221,7 +231,7 @@ func TestStrategiesAndPage(t *testing.T) {
 	w := httptest.NewRecorder()
 	e.router.ServeHTTP(w, httptest.NewRequest("GET", "/strategies", nil))
 	var rungs []lock.Info
-	if err := json.Unmarshal(w.Body.Bytes(), &rungs); err != nil || len(rungs) != 13 {
+	if err := json.Unmarshal(w.Body.Bytes(), &rungs); err != nil || len(rungs) != len(e.ladder.Names()) {
 		t.Fatalf("strategies: %v %s", err, w.Body)
 	}
 	w = httptest.NewRecorder()
@@ -371,7 +381,7 @@ func TestWaitParameter(t *testing.T) {
 	for _, m := range lock.WaitModes {
 		for _, name := range []string{"lua", "fenced", "fair", "atomic"} {
 			target := "/sale?lock=" + name + "&wait=" + string(m)
-			rung, _, _ := lock.NewLadder(nil, nil, lock.Options{}, lock.RedlockOptions{}).Lookup(name)
+			rung, _, _ := lock.NewLadder(lock.Backends{}, lock.Options{}, lock.RedlockOptions{}).Lookup(name)
 			code, _, body := e.do(t, "POST", target)
 			if !slices.Contains(rung.Waits, m) {
 				// A wait mode the lock does not take is bad input,

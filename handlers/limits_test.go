@@ -146,7 +146,7 @@ func newLimitsRouter(t *testing.T) (*miniredis.Miniredis, func(*http.Request) *h
 	router := New(Config{
 		Instance:  "limits-1",
 		Inventory: inventory.New(rdb),
-		Ladder:    lock.NewLadder(rdb, nil, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}, lock.RedlockOptions{}),
+		Ladder:    lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}, lock.RedlockOptions{}),
 	})
 	do := func(req *http.Request) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()

@@ -2,9 +2,14 @@ package lock
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
+	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Info describes one rung of the ladder, for /strategies and reports.
@@ -20,9 +25,35 @@ type Info struct {
 	// Lease says it takes Call.Lease (its lock has a lease to set).
 	Try   bool `json:"try,omitempty"`
 	Lease bool `json:"lease,omitempty"`
-	// Atomic marks the ceiling: no lock at all, because the whole
-	// operation is one Lua script. Its Locker is nil.
+	// Atomic marks a rung with no lock at all: its store does the whole
+	// operation (the ceiling: one Lua script in Redis; db-optimistic: a
+	// version check in the database). Its Locker is nil.
 	Atomic bool `json:"atomic,omitempty"`
+	// Store is where the rung's stock and counters live: "" for Redis,
+	// "mariadb" for db-optimistic. GET /stock?lock=NAME reads them there.
+	Store string `json:"store,omitempty"`
+	// Unavailable, when set, says why this process cannot serve the rung:
+	// the server it needs is missing. Its requests answer 503 with it.
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// StoreMariaDB is the Info.Store of a rung whose stock lives in MariaDB.
+const StoreMariaDB = "mariadb"
+
+// Backends are the servers the rungs run on: Redis for most; the
+// independent masters for redlock; ZooKeeper, etcd and a database for the
+// rungs of the other families the articles name. A missing one (nil)
+// leaves its rungs unavailable, saying which server they lack.
+type Backends struct {
+	Redis     redis.Cmdable
+	Masters   []redis.Cmdable
+	ZooKeeper *zk.Conn
+	Etcd      *clientv3.Client
+	DB        *sql.DB
+	// Down says why a server the process was pointed at could not be
+	// reached when it started ("zookeeper", "etcd", "mariadb" to the
+	// error): its rungs answer that instead of how to configure it.
+	Down map[string]error
 }
 
 // Ladder holds one Locker per rung, shared by every request of a process.
@@ -31,17 +62,49 @@ type Ladder struct {
 	lockers map[string]Locker
 }
 
+// ErrNoServer is what a rung answers when the server it needs is missing.
+var ErrNoServer = errors.New("lock: the server this lock needs is not running")
+
 // ErrNoMasters is what redlock answers when the process was given no
 // independent masters.
-var ErrNoMasters = errors.New("lock: redlock needs independent masters (start the app with -masters a,b,c,d,e)")
+var ErrNoMasters = fmt.Errorf("%w: redlock needs independent masters (start the app with -masters a,b,c,d,e)", ErrNoServer)
 
-// NewLadder builds every rung over one Redis client; redlock runs over the
-// independent masters instead, as ro says.
-func NewLadder(rdb redis.Cmdable, masters []redis.Cmdable, o Options, ro RedlockOptions) *Ladder {
+// NewLadder builds every rung over its back end, as o (and ro, for
+// redlock) say.
+func NewLadder(b Backends, o Options, ro RedlockOptions) *Ladder {
+	rdb := b.Redis
 	l := &Ladder{lockers: make(map[string]Locker)}
 	var redlock Locker = unavailable{ErrNoMasters}
-	if len(masters) > 0 {
-		redlock = NewRedlock(masters, o, ro)
+	if len(b.Masters) > 0 {
+		redlock = NewRedlock(b.Masters, o, ro)
+	}
+	missing := func(server, flag string) Locker {
+		if err := b.Down[server]; err != nil {
+			return unavailable{fmt.Errorf("%w: %s: %w", ErrNoServer, server, err)}
+		}
+		return unavailable{fmt.Errorf("%w: %s (start the app with %s)", ErrNoServer, server, flag)}
+	}
+	zookeeper, etcd, dbLock := missing("zookeeper", "-zookeeper host:port"), missing("etcd", "-etcd URL"), missing("mariadb", "-mysql DSN")
+	if b.ZooKeeper != nil {
+		zookeeper = NewZooKeeper(b.ZooKeeper, o)
+	}
+	if b.Etcd != nil {
+		etcd = NewEtcd(b.Etcd, o)
+	}
+	if b.DB != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if d, err := NewDBForUpdate(ctx, b.DB, o); err != nil {
+			dbLock = unavailable{fmt.Errorf("%w: mariadb: %w", ErrNoServer, err)}
+		} else {
+			dbLock = d
+		}
+		cancel()
+	}
+	// db-optimistic has no Locker (its store does the work), only a
+	// server that may be missing.
+	var noDB string
+	if b.DB == nil {
+		noDB = missing("mariadb", "-mysql DSN").(unavailable).err.Error()
 	}
 	for _, r := range []struct {
 		Info
@@ -86,11 +149,26 @@ func NewLadder(rdb redis.Cmdable, masters []redis.Cmdable, o Options, ro Redlock
 		{Info{Name: "fair", Try: true, Lease: true,
 			Summary: "fenced lease plus a FIFO queue in Redis: the release hands the lock to the next live waiter and wakes exactly it; watchdog",
 			Flaw:    "none under these scenarios; the lock is still one Redis key, and every sale still pays the lock's round trips"}, NewFair(rdb, o)},
+		{Info{Name: "zookeeper", Try: true,
+			Summary: "ZooKeeper: an ephemeral sequential znode per waiter; the lowest holds; each waits on its predecessor's watch",
+			Flaw:    "the session is the lease: a holder paused past its session timeout loses its znode, and nothing fences it"}, zookeeper},
+		{Info{Name: "etcd", Try: true,
+			Summary: "etcd's Mutex: a key per waiter on a kept-alive lease; the lowest create revision holds, and is the fencing token",
+			Flaw:    "a paused holder's lease expires, as every lease; its late write is refused (fenced)"}, etcd},
+		{Info{Name: "db-for-update", Try: true,
+			Summary: "MariaDB: BEGIN; SELECT ... FOR UPDATE on a lock row; the business; COMMIT",
+			Flaw:    "as available as one database; a holder frees it only when its connection ends; no lease: a paused holder keeps it"}, dbLock},
+		{Info{Name: "db-optimistic", Atomic: true, Store: StoreMariaDB, Unavailable: noDB,
+			Summary: "no lock: the stock row carries a version; UPDATE ... WHERE version = ? retried when another write got there first",
+			Flaw:    "under contention most tries lose and retry: cost, not safety"}, nil},
 		{Info{Name: "atomic",
 			Summary: "no lock: one Lua script checks and decrements (or increments)",
 			Flaw:    "none, but only when the whole operation fits in one script",
 			Atomic:  true}, nil},
 	} {
+		if u, ok := r.Locker.(unavailable); ok {
+			r.Info.Unavailable = u.err.Error()
+		}
 		l.rungs = append(l.rungs, r.Info)
 		l.lockers[r.Name] = r.Locker
 	}

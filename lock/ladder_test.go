@@ -3,6 +3,8 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -11,8 +13,9 @@ import (
 )
 
 func TestLadder(t *testing.T) {
-	l := lock.NewLadder(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), nil, lock.Options{}, lock.RedlockOptions{})
-	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "atomic"}
+	l := lock.NewLadder(lock.Backends{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, lock.Options{}, lock.RedlockOptions{})
+	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair",
+		"zookeeper", "etcd", "db-for-update", "db-optimistic", "atomic"}
 	got := l.Names()
 	if len(got) != len(want) {
 		t.Fatalf("names %v, want %v", got, want)
@@ -32,6 +35,26 @@ func TestLadder(t *testing.T) {
 	if _, lk, _ := l.Lookup("redlock"); lk != nil {
 		if _, err := lk.Obtain(context.Background(), "k", lock.Call{}); !errors.Is(err, lock.ErrNoMasters) {
 			t.Errorf("redlock without masters: %v, want ErrNoMasters", err)
+		}
+	}
+	// Without their servers, the rungs of the other back ends say which
+	// server they lack, and how to give it, and take no lock.
+	for rung, server := range map[string]string{"redlock": "-masters", "zookeeper": "-zookeeper", "etcd": "-etcd",
+		"db-for-update": "-mysql", "db-optimistic": "-mysql"} {
+		r, lk, _ := l.Lookup(rung)
+		if !strings.Contains(r.Unavailable, server) {
+			t.Errorf("%s: Unavailable %q does not name %s", rung, r.Unavailable, server)
+		}
+		if lk == nil {
+			continue
+		}
+		if _, err := lk.Obtain(context.Background(), "k", lock.Call{}); !errors.Is(err, lock.ErrNoServer) {
+			t.Errorf("%s without its server: %v, want ErrNoServer", rung, err)
+		}
+	}
+	for _, r := range l.Rungs() {
+		if r.Unavailable != "" && !slices.Contains([]string{"redlock", "zookeeper", "etcd", "db-for-update", "db-optimistic"}, r.Name) {
+			t.Errorf("%s unavailable over Redis alone: %s", r.Name, r.Unavailable)
 		}
 	}
 	if _, _, ok := l.Lookup("nope"); ok {

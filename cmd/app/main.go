@@ -46,6 +46,9 @@ func run() error {
 		masters      = flag.String("masters", env("REDLOCK_MASTERS", ""), "comma-separated independent Redis masters for redlock [REDLOCK_MASTERS]")
 		faults       = flag.Bool("faults", false, "accept fault parameters (work=, fault=, pause=) on requests: for scenario runs only")
 		clockSkew    = flag.Duration("clock-skew", 0, "run this instance's lock clock ahead by this much (only getset reads it)")
+		zkAddr       = flag.String("zookeeper", env("ZOOKEEPER_ADDR", ""), "ZooKeeper address host:port for the zookeeper rung; its session timeout is -lock-ttl [ZOOKEEPER_ADDR]")
+		etcdURL      = flag.String("etcd", env("ETCD_URL", ""), "etcd client URL for the etcd rung [ETCD_URL]")
+		mysqlDSN     = flag.String("mysql", env("MYSQL_DSN", ""), "MariaDB DSN without a database, e.g. root@tcp(127.0.0.1:3306)/, for the db-for-update and db-optimistic rungs [MYSQL_DSN]")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -122,19 +125,26 @@ func run() error {
 		skew := *clockSkew
 		opts.Clock = func() time.Time { return time.Now().Add(skew) }
 	}
+	backends := lock.Backends{Redis: rdb, Masters: masterClients}
+	optimistic, closeOthers := others(log, &backends, *zkAddr, *etcdURL, *mysqlDSN, *lockTTL, *lockWait)
+	defer closeOthers()
 	var faultActions *handlers.FaultActions
 	if *faults {
 		faultActions = &handlers.FaultActions{}
 	}
 
 	gin.SetMode(gin.ReleaseMode)
-	router := handlers.New(handlers.Config{
+	cfg := handlers.Config{
 		Instance:  *name,
 		Inventory: inventory.New(rdb),
-		Ladder:    lock.NewLadder(rdb, masterClients, opts, redlockOpts),
+		Ladder:    lock.NewLadder(backends, opts, redlockOpts),
 		Log:       log,
 		Faults:    faultActions,
-	})
+	}
+	if optimistic != nil { // a nil *DBStore in the interface would not be nil
+		cfg.Optimistic = optimistic
+	}
+	router := handlers.New(cfg)
 	srv := &http.Server{
 		Addr:              *addr,
 		Handler:           router,

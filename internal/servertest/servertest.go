@@ -9,16 +9,13 @@ package servertest
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"log"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/go-zookeeper/zk"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockladder/lockladder/internal/backend"
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
 )
@@ -55,19 +52,13 @@ func ZooKeeper(t testing.TB, sessionTimeout time.Duration) (*zk.Conn, string) {
 // closed when the test ends (one session per process, as the app has).
 func ZooKeeperSession(t testing.TB, addr string, sessionTimeout time.Duration) *zk.Conn {
 	t.Helper()
-	conn, events, err := zk.Connect([]string{addr}, sessionTimeout, zk.WithLogger(quiet{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := backend.ZooKeeper(ctx, addr, sessionTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	deadline := time.After(10 * time.Second)
-	for conn.State() != zk.StateHasSession {
-		select {
-		case <-events:
-		case <-deadline:
-			t.Fatalf("no ZooKeeper session on %s after 10s (state %s)", addr, conn.State())
-		}
-	}
 	return conn
 }
 
@@ -75,7 +66,9 @@ func ZooKeeperSession(t testing.TB, addr string, sessionTimeout time.Duration) *
 func Etcd(t testing.TB) *clientv3.Client {
 	t.Helper()
 	url := start(t, "etcd")
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cli, err := backend.Etcd(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,43 +80,12 @@ func Etcd(t testing.TB) *clientv3.Client {
 func MariaDB(t testing.TB) *sql.DB {
 	t.Helper()
 	dsn := start(t, "mariadb")
-	db, err := Database(dsn, "lockladder_test")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	db, err := backend.MySQL(ctx, dsn, "lockladder_test", 200)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
-}
-
-// Database creates database name on the server of dsn (a DSN without a
-// database) and returns a pool on it.
-func Database(dsn, name string) (*sql.DB, error) {
-	root, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	if _, err := root.Exec("CREATE DATABASE IF NOT EXISTS " + name); err != nil {
-		return nil, fmt.Errorf("create database %s: %w", name, err)
-	}
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	cfg.DBName = name
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(200)
-	return db, nil
-}
-
-// quiet drops go-zookeeper's log lines (connected, reconnecting...).
-type quiet struct{}
-
-func (quiet) Printf(format string, args ...any) {
-	if strings.Contains(format, "error") || strings.Contains(format, "failed") {
-		log.Printf("zk: "+format, args...)
-	}
 }

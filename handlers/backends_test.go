@@ -1,0 +1,136 @@
+package handlers_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lockladder/lockladder/handlers"
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// TestServerMissing: a rung whose server this instance lacks answers 503
+// server_missing naming the server, for /sale, /testLock and its /stock,
+// and changes nothing; bad input is still a 400 first.
+func TestServerMissing(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=5")
+	before := e.mr.Dump()
+	for rung, server := range map[string]string{"redlock": "-masters", "zookeeper": "zookeeper", "etcd": "etcd",
+		"db-for-update": "mariadb", "db-optimistic": "mariadb"} {
+		for _, target := range []string{"/sale?lock=" + rung, "/testLock?lock=" + rung} {
+			code, _, body := e.do(t, "POST", target)
+			msg, _ := body["error"].(string)
+			if code != 503 || body["reason"] != "server_missing" || !strings.Contains(msg, server) {
+				t.Errorf("%s: %d %v, want 503 server_missing naming %s", target, code, body, server)
+			}
+		}
+		if code, _, body := e.do(t, "POST", "/sale?lock="+rung+"&try=never"); code != 400 {
+			t.Errorf("%s with a bad try=: %d %v, want 400", rung, code, body)
+		}
+	}
+	if after := e.mr.Dump(); after != before {
+		t.Fatalf("Redis changed:\nbefore %s\nafter  %s", before, after)
+	}
+	// /stock reads the lock's store: Redis's for a lock over another
+	// server, none for db-optimistic without its database.
+	if code, _, body := e.do(t, "GET", "/stock?lock=zookeeper"); code != 200 || body["stock"] != 5.0 {
+		t.Errorf("/stock?lock=zookeeper: %d %v, want Redis's stock 5", code, body)
+	}
+	if code, _, body := e.do(t, "GET", "/stock?lock=db-optimistic"); code != 503 || body["reason"] != "server_missing" {
+		t.Errorf("/stock?lock=db-optimistic without a database: %d %v, want 503 server_missing", code, body)
+	}
+	if code, _, body := e.do(t, "GET", "/stock?lock=nope"); code != 400 {
+		t.Errorf("/stock?lock=nope: %d %v, want 400", code, body)
+	}
+}
+
+// TestOptimisticStore: db-optimistic sells from, and /stock?lock= reads,
+// the database's store; /reset resets it with Redis's; a sale that lost
+// every compare-and-set is a 503 contended.
+func TestOptimisticStore(t *testing.T) {
+	db := &fakeDB{}
+	e := newEnvConfig(t, func(c *handlers.Config) { c.Optimistic = db })
+	// Without -mysql the rung is marked unavailable; this router has a
+	// store but the ladder (over Redis alone) still says so.
+	if code, _, _ := e.do(t, "POST", "/sale?lock=db-optimistic"); code != 503 {
+		t.Fatalf("db-optimistic on a ladder without a database: %d, want 503", code)
+	}
+	e = newEnvConfig(t, func(c *handlers.Config) {
+		c.Optimistic = db
+		c.Ladder = withDB{c.Ladder}
+	})
+	e.do(t, "POST", "/reset?stock=2")
+	for i, want := range []int{200, 200, 409} {
+		if code, _, body := e.do(t, "POST", "/sale?lock=db-optimistic"); code != want {
+			t.Fatalf("sale %d: %d %v, want %d", i, code, body, want)
+		}
+	}
+	if code, _, body := e.do(t, "GET", "/stock?lock=db-optimistic"); code != 200 || body["stock"] != 0.0 || body["sold"] != 2.0 {
+		t.Fatalf("/stock?lock=db-optimistic: %d %v, want stock 0 sold 2", code, body)
+	}
+	if code, _, body := e.do(t, "GET", "/stock?lock=lua"); code != 200 || body["stock"] != 2.0 || body["sold"] != 0.0 {
+		t.Fatalf("/stock?lock=lua: %d %v, want Redis's untouched stock 2", code, body)
+	}
+	db.contended = true
+	if code, _, body := e.do(t, "POST", "/testLock?lock=db-optimistic"); code != 503 || body["reason"] != "contended" {
+		t.Fatalf("contended: %d %v, want 503 contended", code, body)
+	}
+}
+
+// withDB is a ladder whose db-optimistic rung has its database.
+type withDB struct{ handlers.Ladder }
+
+func (l withDB) Lookup(name string) (info lock.Info, locker lock.Locker, ok bool) {
+	info, locker, ok = l.Ladder.Lookup(name)
+	if name == "db-optimistic" {
+		info.Unavailable = ""
+	}
+	return info, locker, ok
+}
+
+// fakeDB is an in-memory Optimistic.
+type fakeDB struct {
+	mu        sync.Mutex
+	s         inventory.Snapshot
+	contended bool
+}
+
+func (f *fakeDB) SellOptimistic(context.Context) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.contended:
+		return 0, inventory.ErrContended
+	case f.s.Stock <= 0:
+		return 0, inventory.ErrSoldOut
+	}
+	f.s.Stock--
+	f.s.Sold++
+	return f.s.Stock, nil
+}
+
+func (f *fakeDB) IncrOptimistic(context.Context) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.contended {
+		return 0, inventory.ErrContended
+	}
+	f.s.Num++
+	return f.s.Num, nil
+}
+
+func (f *fakeDB) Snapshot(context.Context) (inventory.Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.s, nil
+}
+
+func (f *fakeDB) Reset(_ context.Context, stock int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.s = inventory.Snapshot{Stock: stock}
+	return nil
+}

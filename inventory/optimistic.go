@@ -1,0 +1,128 @@
+package inventory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DBStore keeps the stock, the sold counter and num in a database table
+// with a version column: the db-optimistic rung (docs/ladder.md, "Beyond
+// Redis"), the articles' optimistic lock. There is no lock at all: a sale
+// reads the row and its version, and writes back only if the version is
+// still the one it read (UPDATE ... WHERE version = ?); when another write
+// got there first, no row matches and it reads again. Safe, as a
+// compare-and-set is; under contention most tries lose and retry (the
+// cost, not the safety).
+type DBStore struct {
+	db   *sql.DB
+	wait time.Duration
+}
+
+// InventoryTable is the table DBStore keeps its one row in.
+const InventoryTable = "lockladder_inventory"
+
+// ErrContended means an optimistic operation lost to other writers every
+// time it tried, for as long as it was allowed to: nothing was written.
+var ErrContended = errors.New("inventory: contended: every try lost to another writer")
+
+// NewDBStore returns the database inventory over db, creating its table
+// and row when they are missing; an operation retries for at most wait.
+func NewDBStore(ctx context.Context, db *sql.DB, wait time.Duration) (*DBStore, error) {
+	for _, q := range []string{
+		"CREATE TABLE IF NOT EXISTS " + InventoryTable + " (id INT PRIMARY KEY, stock BIGINT NOT NULL, " +
+			"sold BIGINT NOT NULL, num BIGINT NOT NULL, version BIGINT NOT NULL) ENGINE=InnoDB",
+		"INSERT IGNORE INTO " + InventoryTable + " VALUES (1, 0, 0, 0, 0)",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("inventory: database: %w", err)
+		}
+	}
+	return &DBStore{db: db, wait: wait}, nil
+}
+
+// SellOptimistic sells one item: read stock and version, check, write
+// stock-1 (and sold+1) where the version is still ours, again until one
+// write lands. It returns the stock left, ErrSoldOut or ErrContended.
+func (s *DBStore) SellOptimistic(ctx context.Context) (int64, error) {
+	return s.retry(ctx, func(stock, num int64) (string, int64, error) {
+		if stock <= 0 {
+			return "", 0, ErrSoldOut
+		}
+		return "stock = stock - 1, sold = sold + 1", stock - 1, nil
+	})
+}
+
+// IncrOptimistic adds one to num the same way, and returns it.
+func (s *DBStore) IncrOptimistic(ctx context.Context) (int64, error) {
+	return s.retry(ctx, func(stock, num int64) (string, int64, error) {
+		return "num = num + 1", num + 1, nil
+	})
+}
+
+// retry reads the row, asks change what to set (and what the caller gets),
+// and writes it with the version check, until a write lands or the wait
+// ends. The SET clause is relative to the row but guarded by the version:
+// exactly what was read is what is changed.
+func (s *DBStore) retry(ctx context.Context, change func(stock, num int64) (set string, result int64, err error)) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.wait)
+	defer cancel()
+	tries := 0
+	for {
+		tries++
+		var stock, num, version int64
+		err := s.db.QueryRowContext(ctx, "SELECT stock, num, version FROM "+InventoryTable+" WHERE id = 1").
+			Scan(&stock, &num, &version)
+		if err != nil {
+			return 0, s.failed(ctx, tries, err)
+		}
+		set, result, err := change(stock, num)
+		if err != nil {
+			return 0, err
+		}
+		res, err := s.db.ExecContext(ctx, "UPDATE "+InventoryTable+" SET "+set+", version = version + 1 WHERE id = 1 AND version = ?", version)
+		if err != nil {
+			return 0, s.failed(ctx, tries, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return result, nil
+		}
+	}
+}
+
+func (s *DBStore) failed(ctx context.Context, tries int, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%d tries in %s)", ErrContended, tries, s.wait)
+	}
+	return fmt.Errorf("inventory: database: %w", err)
+}
+
+// Snapshot reads stock, sold and num.
+func (s *DBStore) Snapshot(ctx context.Context) (Snapshot, error) {
+	var snap Snapshot
+	err := s.db.QueryRowContext(ctx, "SELECT stock, sold, num FROM "+InventoryTable+" WHERE id = 1").
+		Scan(&snap.Stock, &snap.Sold, &snap.Num)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("inventory: database: %w", err)
+	}
+	return snap, nil
+}
+
+// Reset sets the stock and zeroes sold and num.
+func (s *DBStore) Reset(ctx context.Context, stock int64) error {
+	_, err := s.db.ExecContext(ctx, "UPDATE "+InventoryTable+" SET stock = ?, sold = 0, num = 0, version = version + 1 WHERE id = 1", stock)
+	if err != nil {
+		return fmt.Errorf("inventory: database: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the database answers.
+func (s *DBStore) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("inventory: database: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package inventory_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/internal/servertest"
+	"github.com/lockladder/lockladder/inventory"
+)
+
+// TestOptimisticSalesAreExact: 40 buyers at once over a stock of 100, no
+// lock at all: the version check turns every lost race into a retry, so
+// exactly the stock is sold, once each, and the rest are sold out.
+func TestOptimisticSalesAreExact(t *testing.T) {
+	db := servertest.MariaDB(t)
+	ctx := context.Background()
+	s, err := inventory.NewDBStore(ctx, db, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reset(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	var ok, soldOut atomic.Int64
+	seen := sync.Map{}
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Go(func() {
+			for range 4 {
+				left, err := s.SellOptimistic(ctx)
+				switch {
+				case errors.Is(err, inventory.ErrSoldOut):
+					soldOut.Add(1)
+				case err != nil:
+					t.Error(err)
+				default:
+					ok.Add(1)
+					if _, dup := seen.LoadOrStore(left, true); dup {
+						t.Errorf("two sales left %d: one item sold twice", left)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok.Load() != 100 || soldOut.Load() != 60 || snap.Stock != 0 || snap.Sold != 100 {
+		t.Fatalf("ok %d, sold out %d, %+v: want exactly the stock of 100 sold", ok.Load(), soldOut.Load(), snap)
+	}
+	for range 5 {
+		if _, err := s.IncrOptimistic(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if snap, _ := s.Snapshot(ctx); snap.Num != 5 {
+		t.Fatalf("num %d after 5 increments", snap.Num)
+	}
+}
