@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,9 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		redisMode = fs.String("redis", "auto", "Redis: auto (redis-server if on PATH, else embedded), real or embedded (miniredis in this process)")
 		lbMode    = fs.String("lb", "auto", "load balancer: auto (nginx if on PATH, else builtin), nginx or builtin (Go reverse proxy in this process)")
 		masters   = fs.Int("masters", stack.DefaultMasters, "Redlock masters for the redlock rung: independent Redis servers on free ports, real or embedded as -redis (0: none)")
+		zkMode    = fs.String("zookeeper", "auto", "ZooKeeper for the zookeeper rung: auto (if installed, else the rung answers 503), real or off")
+		dbMode    = fs.String("mariadb", "auto", "MariaDB for the db-for-update and db-optimistic rungs: auto (if installed, else they answer 503), real or off")
+		etcdMode  = fs.String("etcd", "auto", "etcd for the etcd rung: auto (the etcd binary if on PATH, else embedded), real, embedded or off")
 	)
 	fs.IntVar(&o.LBPort, "lb-port", 8080, "load balancer port on 127.0.0.1 (0 with -app-port 0: free ports for all)")
 	fs.StringVar(&o.Dir, "dir", repoPath(".run"), "run dir: logs, derived nginx.conf, state file")
@@ -60,6 +64,20 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 			o.Config.Redis = stack.Mode(*redisMode)
 		default:
 			return o, fmt.Errorf("-redis %q: want auto, real or embedded", *redisMode)
+		}
+		for _, b := range []struct {
+			flag, value string
+			modes       []stack.Mode
+			to          *stack.Mode
+		}{
+			{"zookeeper", *zkMode, []stack.Mode{stack.Auto, stack.Real, stack.Off}, &o.Config.ZooKeeper},
+			{"mariadb", *dbMode, []stack.Mode{stack.Auto, stack.Real, stack.Off}, &o.Config.MariaDB},
+			{"etcd", *etcdMode, []stack.Mode{stack.Auto, stack.Real, stack.Embedded, stack.Off}, &o.Config.Etcd},
+		} {
+			if !slices.Contains(b.modes, stack.Mode(b.value)) {
+				return o, fmt.Errorf("-%s %q: want one of %v", b.flag, b.value, b.modes)
+			}
+			*b.to = stack.Mode(b.value)
 		}
 		switch *lbMode {
 		case "auto":
