@@ -33,8 +33,11 @@ import (
 )
 
 // Run benchmarks every lock in cfg.Locks (default: all of GET /strategies)
-// on every endpoint, one run after the other, in that order. It stops at the
-// first failed run and returns the rows finished so far with the error.
+// on every endpoint, one run after the other, in that order. A lock the app
+// lists as unavailable (its server is missing) is not run: by default its
+// rows say NOT RUN and why; named in cfg.Locks, it is an error. Run stops
+// at the first failed run and returns the rows finished so far with the
+// error.
 func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	cfg, err := cfg.Normalize()
 	if err != nil {
@@ -52,6 +55,8 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 		locks = offered
 	} else if err := checkLocks(locks, offered); err != nil {
 		return nil, err
+	} else if err := h.checkServed(locks); err != nil {
+		return nil, err
 	}
 
 	p := NewProgress(cfg.Progress)
@@ -60,9 +65,23 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 			p.Fit(lock, ep)
 		}
 	}
-	p.plan(len(locks) * len(cfg.Endpoints))
+	served := 0
+	for _, lock := range locks {
+		if h.unavailable[lock] == "" {
+			served++
+		}
+	}
+	p.plan(served * len(cfg.Endpoints))
 	rows := make([]Row, 0, len(locks)*len(cfg.Endpoints))
 	for _, lock := range locks {
+		if why := h.unavailable[lock]; why != "" {
+			p.Note(fmt.Sprintf("not run: %s: %s", lock, why))
+			for _, ep := range cfg.Endpoints {
+				ep, _ := normalizeEndpoint(ep)
+				rows = append(rows, Row{Scenario: ScenarioNormal, Lock: lock, Endpoint: ep, Verdict: VerdictNotRun, NotRun: why})
+			}
+			continue
+		}
 		for _, ep := range cfg.Endpoints {
 			row, err := h.runOne(ctx, lock, ep, p, nil)
 			if err != nil {
@@ -87,6 +106,16 @@ func RunOne(ctx context.Context, cfg Config, lock, endpoint string) (Row, error)
 	h := newHarness(cfg)
 	defer h.close()
 	return h.runOne(ctx, lock, endpoint, NewProgress(cfg.Progress), nil)
+}
+
+// checkServed refuses locks the app cannot serve here.
+func (h *harness) checkServed(locks []string) error {
+	for _, l := range locks {
+		if why := h.unavailable[l]; why != "" {
+			return fmt.Errorf("bench: the app cannot serve lock %q here: %s", l, why)
+		}
+	}
+	return nil
 }
 
 func checkLocks(locks, offered []string) error {

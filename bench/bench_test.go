@@ -157,6 +157,46 @@ func TestRunAllStrategies(t *testing.T) {
 	}
 }
 
+// A lock the app cannot serve here (its server is missing) is not run: its
+// rows say NOT RUN and why, and naming it is an error, not a table of 503s.
+func TestRunSkipsUnavailableLocks(t *testing.T) {
+	const why = "zookeeper: not running (install zookeeper)"
+	f := &fakeApp{strategies: []string{"atomic", "zookeeper"}, unavailable: map[string]string{"zookeeper": why}}
+	srv := f.start(t)
+	cfg := small(srv.URL)
+	var progress bytes.Buffer
+	cfg.Progress = &progress
+
+	rows, err := bench.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("got %d rows, want 4: %+v", len(rows), rows)
+	}
+	for _, r := range rows[2:] {
+		if r.Lock != "zookeeper" || r.Verdict != bench.VerdictNotRun || r.NotRun != why || r.Requests != 0 {
+			t.Errorf("row %s/%s: verdict %q, not run %q, %d requests: want NOT RUN with the reason and no request", r.Lock, r.Endpoint, r.Verdict, r.NotRun, r.Requests)
+		}
+	}
+	if n := f.resets.Load(); n != 2 {
+		t.Errorf("%d resets, want 2: the unavailable lock's runs must not touch the app", n)
+	}
+	if !strings.Contains(progress.String(), "not run: zookeeper: "+why) {
+		t.Errorf("progress does not say why zookeeper was not run:\n%s", progress.String())
+	}
+	var table bytes.Buffer
+	bench.WriteTable(&table, rows)
+	if !strings.Contains(table.String(), bench.VerdictNotRun) {
+		t.Errorf("the table does not show NOT RUN:\n%s", table.String())
+	}
+
+	cfg.Locks = []string{"zookeeper"}
+	if _, err := bench.Run(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), why) {
+		t.Errorf("Run of an unavailable lock by name: error %v, want one saying %q", err, why)
+	}
+}
+
 func TestRunChosenLocksAndEndpoints(t *testing.T) {
 	f := &fakeApp{strategies: []string{"none", "atomic"}}
 	srv := f.start(t)
@@ -182,7 +222,7 @@ func TestErrors(t *testing.T) {
 		want string // substring of the error
 	}{
 		{"reset fails", &fakeApp{failReset: 500}, nil, "one", "POST /reset?stock=100: want 200, got 500"},
-		{"stock fails", &fakeApp{failStock: 503}, nil, "one", "GET /stock: want 200, got 503"},
+		{"stock fails", &fakeApp{failStock: 503}, nil, "one", "GET /stock?lock=atomic: want 200, got 503"},
 		{"strategies fail", &fakeApp{failList: 502}, nil, "run", "GET /strategies: want 200, got 502"},
 		{"no strategies", &fakeApp{strategies: []string{}}, nil, "run", "lists no lock"},
 		{"unknown lock chosen", &fakeApp{}, func(c bench.Config) bench.Config {

@@ -24,6 +24,9 @@ func Compare(ctx context.Context, cfg Config, dir string, notes []string, w io.W
 	if err := WriteTable(w, rows); err != nil {
 		return rows, err
 	}
+	for _, l := range NotRunLines(rows) {
+		fmt.Fprintln(w, l)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, legend)
 	meta := NewMeta(cfg, started)

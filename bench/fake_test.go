@@ -25,6 +25,9 @@ import (
 // Any other lock is a 400, as the app does.
 type fakeApp struct {
 	strategies []string      // what GET /strategies lists
+	// unavailable: locks GET /strategies lists as unavailable, and why;
+	// their requests answer 503 server_missing.
+	unavailable map[string]string
 	raceDelay  time.Duration // the sleep in "none" between read and write
 	failReset  int           // when set, POST /reset answers this status
 	failStock  int           // when set, GET /stock answers this status
@@ -73,7 +76,11 @@ func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		list := []map[string]string{}
 		for _, s := range f.strategies {
-			list = append(list, map[string]string{"name": s, "summary": "s", "flaw": "f"})
+			e := map[string]string{"name": s, "summary": "s", "flaw": "f"}
+			if why := f.unavailable[s]; why != "" {
+				e["unavailable"] = why
+			}
+			list = append(list, e)
 		}
 		writeJSON(w, http.StatusOK, list)
 	case "/reset":
@@ -105,6 +112,10 @@ func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, f.inv.counters())
 	case "/sale", "/testLock":
+		if why := f.unavailable[r.URL.Query().Get("lock")]; why != "" {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": why, "reason": "server_missing"})
+			return
+		}
 		f.load(w, r)
 	default:
 		http.NotFound(w, r)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,9 @@ type harness struct {
 	dial   *dialer
 	client *http.Client
 	waits  map[string][]string // the wait modes each lock takes; nil: unknown
+	// unavailable says why the app cannot serve a lock (GET /strategies'
+	// "unavailable": its server is missing).
+	unavailable map[string]string
 }
 
 func newHarness(cfg Config) *harness {
@@ -85,18 +89,23 @@ func (h *harness) callURL(ctx context.Context, method, target string, out any) e
 // and notes which wait modes each takes (waitFor).
 func (h *harness) strategies(ctx context.Context) ([]string, error) {
 	var list []struct {
-		Name  string   `json:"name"`
-		Waits []string `json:"waits"`
+		Name        string   `json:"name"`
+		Waits       []string `json:"waits"`
+		Unavailable string   `json:"unavailable"`
 	}
 	if err := h.call(ctx, http.MethodGet, "/strategies", &list); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	names := make([]string, 0, len(list))
 	h.waits = make(map[string][]string, len(list))
+	h.unavailable = map[string]string{}
 	for _, s := range list {
 		if s.Name != "" {
 			names = append(names, s.Name)
 			h.waits[s.Name] = s.Waits
+			if s.Unavailable != "" {
+				h.unavailable[s.Name] = s.Unavailable
+			}
 		}
 	}
 	if len(names) == 0 {
@@ -133,10 +142,11 @@ func (h *harness) reset(ctx context.Context) (int64, error) {
 	return *c.Stock, nil
 }
 
-// stock reads the counters back.
-func (h *harness) stock(ctx context.Context) (counters, error) {
+// stock reads the counters back from where lock keeps them (GET
+// /stock?lock=NAME: Redis for most rungs, the database for db-optimistic).
+func (h *harness) stock(ctx context.Context, lock string) (counters, error) {
 	var c counters
-	if err := h.call(ctx, http.MethodGet, "/stock", &c); err != nil {
+	if err := h.call(ctx, http.MethodGet, "/stock?lock="+url.QueryEscape(lock), &c); err != nil {
 		return c, err
 	}
 	if !c.complete() {
@@ -178,7 +188,7 @@ func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *Progress
 		p.fail(err)
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
 	}
-	c, err := h.stock(ctx)
+	c, err := h.stock(ctx, lock)
 	if err != nil {
 		p.fail(err)
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)

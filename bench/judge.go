@@ -16,6 +16,12 @@ const (
 	// holders of the lock wrote at once: the lock broke its promise and
 	// the damage missed this time.
 	VerdictOverlap = "OVERLAP"
+	// VerdictUnserved: no request got through the lock (no 200, and on
+	// /sale no 409 sold out either): the run measured nothing about it.
+	VerdictUnserved = "UNSERVED"
+	// VerdictNotRun marks a row Run did not run: the app lists the lock as
+	// unavailable (Row.NotRun says why).
+	VerdictNotRun = "NOT RUN"
 )
 
 // Judge computes r.Oversold, r.LostUpdates, r.LostAnswers and r.Verdict
@@ -53,9 +59,14 @@ const (
 // nothing got through the lock any more. Safety is judged first: a run that
 // both oversold and stalled is OVERSOLD.
 //
-// Any other endpoint leaves the counts at 0 and the verdict empty.
+// A run in which no request got through the lock at all (every answer a
+// 503, a 502 or an error) is UNSERVED whatever its counters say: balanced
+// books prove nothing when nothing was sold.
+//
+// Any other endpoint leaves the counts at 0 and the verdict empty; a row
+// that was not run keeps its verdict.
 func Judge(r *Row) {
-	if r == nil {
+	if r == nil || r.NotRun != "" {
 		return
 	}
 	r.Oversold, r.LostUpdates, r.LostAnswers, r.Verdict = 0, 0, 0, ""
@@ -84,6 +95,9 @@ func Judge(r *Row) {
 	}
 	if r.Verdict == VerdictSafe && r.Overlaps > 0 {
 		r.Verdict = VerdictOverlap
+	}
+	if r.Verdict == VerdictSafe && r.Requests > 0 && r.OK == 0 && r.Codes["409"] == 0 {
+		r.Verdict = VerdictUnserved
 	}
 	if r.Verdict == VerdictSafe && r.StallBoundMs > 0 && r.StallMs > r.StallBoundMs {
 		r.Verdict = VerdictDeadlock

@@ -55,6 +55,11 @@ func TestJudge(t *testing.T) {
 		{"history unknown decides nothing", bench.Row{Endpoint: "sale", OK: 10, Initial: 10, Sold: 10, Linearizable: "unknown"}, 0, 0, bench.VerdictSafe},
 		{"oversold beats overlap", bench.Row{Endpoint: "sale", OK: 11, Initial: 10, Sold: 11, Remaining: 0, Linearizable: "illegal", Overlaps: 3}, 1, 0, bench.VerdictOversold},
 		{"overlap beats deadlock", bench.Row{Endpoint: "sale", OK: 60, Initial: 150, Remaining: 90, Sold: 60, Overlaps: 1, StallMs: 3012.5, StallBoundMs: 3000}, 0, 0, bench.VerdictOverlap},
+		// Nothing got through the lock: balanced books prove nothing.
+		{"sale every answer a 503", bench.Row{Endpoint: "sale", Requests: 600, Initial: 200, Remaining: 200, Codes: map[string]int{"503": 600}}, 0, 0, bench.VerdictUnserved},
+		{"testLock every answer a 503", bench.Row{Endpoint: "testLock", Requests: 600, Codes: map[string]int{"503": 600}}, 0, 0, bench.VerdictUnserved},
+		{"sale sold out under the lock is served", bench.Row{Endpoint: "sale", Requests: 5, Codes: map[string]int{"409": 5}}, 0, 0, bench.VerdictSafe},
+		{"not run keeps its verdict", bench.Row{Endpoint: "sale", NotRun: "no server", Verdict: bench.VerdictNotRun}, 0, 0, bench.VerdictNotRun},
 		// Stale results are replaced, not kept.
 		{"stale fields recomputed", bench.Row{Endpoint: "sale", OK: 10, Initial: 10, Sold: 10, Oversold: 9, LostUpdates: 9, Verdict: "OVERSOLD"}, 0, 0, bench.VerdictSafe},
 		{"unknown endpoint", bench.Row{Endpoint: "buy", OK: 10, Oversold: 3, Verdict: "SAFE"}, 0, 0, ""},

@@ -112,6 +112,33 @@ func columnsFor(rows []Row) []column {
 	return cols
 }
 
+// show is c's cell for r; a row that was not run shows only its lock,
+// endpoint and verdict.
+func (c column) show(r Row) string {
+	if r.NotRun != "" {
+		switch c.head {
+		case "lock", "endpoint", "scenario", "verdict", "expected":
+		default:
+			return "-"
+		}
+	}
+	return c.cell(r)
+}
+
+// NotRunLines says, one line per lock, why rows were not run ("not run:
+// zookeeper: ..."); Compare prints them under the table.
+func NotRunLines(rows []Row) []string {
+	var lines []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if r.NotRun != "" && !seen[r.Lock] {
+			seen[r.Lock] = true
+			lines = append(lines, fmt.Sprintf("not run: %s: %s", r.Lock, r.NotRun))
+		}
+	}
+	return lines
+}
+
 // countCell shows a verdict count only on the endpoint it belongs to.
 func countCell(r Row, endpoint string, n int64) string {
 	if strings.TrimPrefix(r.Endpoint, "/") != endpoint {
@@ -155,7 +182,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		line := make([]string, len(columns))
 		for i, c := range columns {
-			line[i] = c.cell(r)
+			line[i] = c.show(r)
 		}
 		lines = append(lines, line)
 	}
@@ -188,7 +215,9 @@ const legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, re
 	"latencies in ms per request; history = porcupine's check that some order of the requests explains every answer " +
 	"(ok, illegal: OVERSOLD or LOST UPDATES whatever the counters say, unknown: out of time), each request without a definite answer " +
 	"counted as possibly applied; overlaps = critical sections the instances report that wrote while another holder of the lock " +
-	"was inside (OVERLAP when nothing else shows; + a lower bound: an instance had forgotten some, - not asked)."
+	"was inside (OVERLAP when nothing else shows; + a lower bound: an instance had forgotten some, - not asked); " +
+	"UNSERVED = no request got through the lock (no 200, no sold out): the run shows nothing about it; " +
+	"NOT RUN = the app cannot serve the lock here (its server is missing)."
 
 // scenarioLegend adds what scenario runs show to legend.
 const scenarioLegend = legend + " stall ms = the longest time with no answer from inside the lock " +
@@ -222,7 +251,7 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		line := make([]string, len(columns))
 		for i, c := range columns {
-			line[i] = report.MarkdownEscape(c.cell(r))
+			line[i] = report.MarkdownEscape(c.show(r))
 		}
 		if v := line[len(line)-1]; v != "" && r.Verdict != VerdictSafe {
 			line[len(line)-1] = "**" + v + "**"
@@ -231,6 +260,9 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 			line[i] = "`" + line[i] + "`"
 		}
 		report.MarkdownRow(bw, line)
+	}
+	if lines := NotRunLines(rows); len(lines) > 0 {
+		fmt.Fprintf(bw, "\n%s\n", strings.Join(lines, "  \n"))
 	}
 	fmt.Fprintf(bw, "\n%s\n", LegendFor(rows))
 	return bw.Flush()

@@ -87,8 +87,13 @@ type Row struct {
 	Overlaps int `json:"overlaps"`
 	Sections int `json:"sections"`
 
-	// Verdict is SAFE, OVERSOLD, LOST UPDATES, OVERLAP or DEADLOCK (see Judge).
+	// Verdict is SAFE, OVERSOLD, LOST UPDATES, OVERLAP, DEADLOCK or
+	// UNSERVED (see Judge), or NOT RUN for a lock this stack cannot serve.
 	Verdict string `json:"verdict"`
+	// NotRun says why the run did not happen: the app lists the lock as
+	// unavailable (its server is not installed, say). Such a row has no
+	// figures.
+	NotRun string `json:"not_run,omitempty"`
 	// Expected is the ladder's verdict for the pair, in matrix runs.
 	Expected string `json:"expected,omitempty"`
 

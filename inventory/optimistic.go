@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -15,7 +16,10 @@ import (
 // still the one it read (UPDATE ... WHERE version = ?); when another write
 // got there first, no row matches and it reads again. Safe, as a
 // compare-and-set is; under contention most tries lose and retry (the
-// cost, not the safety).
+// cost, not the safety). A try that lost sleeps a random while before the
+// next, up to twice as long each time it loses again (full jitter, 1 ms
+// doubling to 64 ms): without it, a hundred buyers who all read the same
+// version all try again at once, and almost every try is wasted.
 type DBStore struct {
 	db   *sql.DB
 	wait time.Duration
@@ -70,7 +74,14 @@ func (s *DBStore) retry(ctx context.Context, change func(stock, num int64) (set 
 	ctx, cancel := context.WithTimeout(ctx, s.wait)
 	defer cancel()
 	tries := 0
+	pause := minPause
 	for {
+		if tries > 0 {
+			if err := sleep(ctx, rand.N(pause)); err != nil {
+				return 0, s.failed(ctx, tries, err)
+			}
+			pause = min(2*pause, maxPause)
+		}
 		tries++
 		var stock, num, version int64
 		err := s.db.QueryRowContext(ctx, "SELECT stock, num, version FROM "+InventoryTable+" WHERE id = 1").
@@ -89,6 +100,23 @@ func (s *DBStore) retry(ctx context.Context, change func(stock, num int64) (set 
 		if n, _ := res.RowsAffected(); n == 1 {
 			return result, nil
 		}
+	}
+}
+
+// The bounds of the pause after a lost try.
+const (
+	minPause = time.Millisecond
+	maxPause = 64 * time.Millisecond
+)
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
