@@ -220,7 +220,9 @@ func TestRunMatrixWithFakes(t *testing.T) {
 	fs := &fakeStacks{offered: offered, started: map[string]*fakeStack{}}
 	dir := t.TempDir()
 	var progress bytes.Buffer
-	const n, c, stock = 200, 20, 50
+	// c below the hooks' hit (a third of the stock): some requests are
+	// answered before the masters stop, as in a real run.
+	const n, c, stock = 200, 10, 50
 	cfg := suite.MatrixConfig{
 		Requests: n, Concurrency: c, Stock: stock, Timeout: 10 * time.Second,
 		Stack:       stack.Config{Dir: dir, AppArgs: []string{"-retry", "10ms"}, LBAddr: "127.0.0.1:8080", AppBasePort: 8081},
