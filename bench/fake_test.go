@@ -24,14 +24,14 @@ import (
 //
 // Any other lock is a 400, as the app does.
 type fakeApp struct {
-	strategies []string      // what GET /strategies lists
+	strategies []string // what GET /strategies lists
 	// unavailable: locks GET /strategies lists as unavailable, and why;
 	// their requests answer 503 server_missing.
 	unavailable map[string]string
-	raceDelay  time.Duration // the sleep in "none" between read and write
-	failReset  int           // when set, POST /reset answers this status
-	failStock  int           // when set, GET /stock answers this status
-	failList   int           // when set, GET /strategies answers this status
+	raceDelay   time.Duration // the sleep in "none" between read and write
+	failReset   int           // when set, POST /reset answers this status
+	failStock   int           // when set, GET /stock answers this status
+	failList    int           // when set, GET /strategies answers this status
 
 	inv     fakeStock
 	mu      sync.Mutex

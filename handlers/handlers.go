@@ -57,7 +57,7 @@ type Config struct {
 	// unavailable then).
 	Optimistic Optimistic
 	Ladder     Ladder
-	Log       *slog.Logger
+	Log        *slog.Logger
 	// OpTimeout bounds the Redis work once the lock is held, and /stock,
 	// /reset and /healthz. Default 5s.
 	OpTimeout time.Duration
@@ -134,6 +134,7 @@ func (h *handler) recover(c *gin.Context) {
 	}()
 	c.Next()
 }
+
 // stock reads the stock, sold and num of ?lock=NAME's store (Redis's
 // without lock=).
 func (h *handler) stock(c *gin.Context) {
