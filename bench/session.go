@@ -41,6 +41,10 @@ func Open(ctx context.Context, cfg Config, top Topology, p *Progress) (*Session,
 // Offers reports whether the app offers lock (GET /strategies lists it).
 func (s *Session) Offers(lock string) bool { return slices.Contains(s.offered, lock) }
 
+// Unavailable says why the app cannot serve lock here ("" when it can):
+// GET /strategies lists it as unavailable, its server missing.
+func (s *Session) Unavailable(lock string) string { return s.h.unavailable[lock] }
+
 // Run resets the stock, loads /{endpoint}?lock={lock} shaped by sh, reads
 // the counters back and judges the run, as RunOne does; the stack must be
 // whole before the reset and before the read-back.

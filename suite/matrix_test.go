@@ -77,6 +77,14 @@ func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request, instance st
 	}
 }
 
+// expired reports whether a holder of lock crashed since the reset: its
+// expiry timestamp lapses while many wait.
+func (f *fakeShop) expired(lock string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stuck["expired "+lock]
+}
+
 // sale sells one item under lock; slow says the business outlives the
 // scenarios' 200ms TTL.
 func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault string, slow bool) {
@@ -98,11 +106,12 @@ func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault stri
 		}
 		writeJSON(w, 503, map[string]string{"error": "lock not obtained", "reason": "lock_timeout"})
 	case crash:
+		f.mu.Lock()
 		if lock == "setnx" || lock == "setnx-expire" {
-			f.mu.Lock()
 			f.stuck[lock] = true
-			f.mu.Unlock()
 		}
+		f.stuck["expired "+lock] = true
+		f.mu.Unlock()
 		writeJSON(w, 502, map[string]string{"error": "the instance exited"})
 	case lock == "redlock" && f.mastersDown.Load() >= 3:
 		time.Sleep(20 * time.Millisecond)
@@ -111,7 +120,8 @@ func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault stri
 		f.inv.sell(w, time.Millisecond)
 	case slow && slices.Contains([]string{"setnx-px", "lua", "getset"}, lock),
 		fault == "check-pause" && lock == "check-del",
-		fault == "pause" && (lock == "reentrant" || lock == "redlock"),
+		fault == "pause" && (lock == "reentrant" || lock == "redlock" || lock == "zookeeper"),
+		lock == "del-setnx" && f.expired(lock),
 		f.skewed && lock == "getset":
 		f.inv.sell(w, 30*time.Millisecond) // a stale write
 	default:
@@ -270,16 +280,27 @@ func TestRunMatrixWithFakes(t *testing.T) {
 			}
 		}
 	}
-	if want := 37 - 3; len(rows) != want { // 37 pairs in the ladder, fenced in 3 of them not offered
+	if want := 53 - 3; len(rows) != want { // 53 pairs in the ladder, fenced in 3 of them not offered
 		t.Errorf("%d rows, want %d", len(rows), want)
 	}
-	if !strings.Contains(grid.String(), "34 of 34 pairs as the ladder expects; took ") {
+	if !strings.Contains(grid.String(), "50 of 50 pairs as the ladder expects; took ") {
 		t.Errorf("grid summary:\n%s", grid.String())
 	}
 
 	// The stacks: one per scenario, free ports, the scenario's flags, all stopped.
 	if len(fs.started) != len(suite.Scenarios()) {
 		t.Errorf("%d stacks started, want one per scenario", len(fs.started))
+	}
+	// The other back ends start only where their rungs run.
+	for name, want := range map[string][3]stack.Mode{
+		"normal":        {stack.Auto, stack.Auto, stack.Auto},
+		"pause-session": {stack.Auto, stack.Auto, stack.Auto},
+		"skew":          {stack.Off, stack.Off, stack.Off},
+	} {
+		c := fs.started[name].cfg
+		if got := [3]stack.Mode{c.ZooKeeper, c.MariaDB, c.Etcd}; got != want {
+			t.Errorf("%s: back ends (zookeeper, mariadb, etcd) %v, want %v", name, got, want)
+		}
 	}
 	for name, s := range fs.started {
 		c := s.cfg
@@ -438,7 +459,7 @@ func TestExpected(t *testing.T) {
 			t.Errorf("%s %s/%s: %q %v %q; want %q %v %q", tt.scenario, tt.lock, tt.endpoint, v, run, reason, tt.want, tt.run, tt.reason)
 		}
 	}
-	// 37 pairs in all, every lock of the ladder in normal.
+	// 53 pairs in all, every lock of the ladder in normal.
 	n := 0
 	for _, s := range suite.Scenarios() {
 		n += len(s.Expect)
@@ -448,7 +469,7 @@ func TestExpected(t *testing.T) {
 			}
 		}
 	}
-	if n != 37 {
-		t.Errorf("%d pairs, want 37", n)
+	if n != 53 {
+		t.Errorf("%d pairs, want 53", n)
 	}
 }

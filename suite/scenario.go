@@ -132,11 +132,39 @@ func (s Scenario) stackConfig(cfg MatrixConfig) stack.Config {
 		}
 	}
 	c.RedisProxy, c.MasterProxies = s.RedisProxy, s.MasterProxies
+	c.ZooKeeper, c.MariaDB, c.Etcd = s.backends(cfg.Locks, cfg.Stack)
 	c.RequireReal = cfg.RequireReal || cfg.Stack.RequireReal
 	if cfg.Stack.Dir != "" {
 		c.Dir = filepath.Join(cfg.Stack.Dir, s.Name)
 	}
 	return c
+}
+
+// backends are the modes of the back ends the scenario's rungs need
+// (ZooKeeper, MariaDB, etcd): started only where a lock it runs (of locks,
+// all when empty) is theirs, as the template says (Auto if it says
+// nothing); the others off, so that a Redis scenario starts no JVM.
+func (s Scenario) backends(locks []string, tmpl stack.Config) (zk, db, etcd stack.Mode) {
+	runs := func(names ...string) bool {
+		for _, n := range names {
+			if _, ok := s.Expect[n]; ok && (len(locks) == 0 || slices.Contains(locks, n)) {
+				return true
+			}
+		}
+		return false
+	}
+	mode := func(need bool, m stack.Mode) stack.Mode {
+		switch {
+		case !need:
+			return stack.Off
+		case m == "":
+			return stack.Auto
+		}
+		return m
+	}
+	return mode(runs("zookeeper"), tmpl.ZooKeeper),
+		mode(runs("db-for-update", "db-optimistic"), tmpl.MariaDB),
+		mode(runs("etcd"), tmpl.Etcd)
 }
 
 // shape is the scenario as the bench runs it, its hooks acting on top.

@@ -26,10 +26,16 @@ func slow() Scenario {
 		Expect: map[string]string{
 			"setnx-px": oversold, "lua": oversold, "getset": oversold,
 			"reentrant": safe, "fenced": safe, "fair": safe, "atomic": safe,
+			// Their leases are kept alive by the client (ZooKeeper's
+			// pings, etcd's keepalives) or are a transaction: a slow
+			// business only slows them.
+			"zookeeper": safe, "etcd": safe, "db-for-update": safe,
 		},
 		Skip: map[string]string{
-			"none":         unsafe,
-			"local":        unsafe,
+			"none":          unsafe,
+			"local":         unsafe,
+			"del-setnx":     "lapses like getset; its own flaw is crash",
+			"db-optimistic": "no lock to outlive: a slow write only loses its version check and retries",
 			"setnx":        "no TTL to outlive: slow business only slows it (its flaw is crash)",
 			"setnx-expire": "lapses like setnx-px; its own flaw is crash-before-expire",
 			"check-del":    "lapses like lua; its own flaw is check-pause",
@@ -49,11 +55,18 @@ func crash() Scenario {
 		StallBound: stallBound,
 		Expect: map[string]string{
 			"setnx": deadlock, "setnx-px": safe, "lua": safe, "reentrant": safe,
+			// The dead holder's expiry timestamp lapses while many
+			// wait: DEL then SETNX lets two of them in; GETSET only one.
+			"del-setnx": oversold, "getset": safe,
+			// A session, a lease or a connection that dies with the
+			// process frees the lock: no TTL to guess.
+			"zookeeper": safe, "etcd": safe, "db-for-update": safe,
 		},
 		Skip: map[string]string{
-			"none":         "no lock to leave behind",
-			"local":        "no lock to leave behind: it dies with the process",
-			"atomic":       "no lock to leave behind",
+			"none":          "no lock to leave behind",
+			"local":         "no lock to leave behind: it dies with the process",
+			"atomic":        "no lock to leave behind",
+			"db-optimistic": "no lock to leave behind",
 			"setnx-expire": "its TTL is set once EXPIRE ran: recovers like setnx-px; its own crash is crash-before-expire",
 		},
 		SkipOther: "a lease with a TTL recovers from a crash like lua",
@@ -105,6 +118,30 @@ func checkPause() Scenario {
 	}
 }
 
+// pauseSession: the whole holder frozen for longer than a ZooKeeper
+// session or an etcd lease (both 1s here: the shortest ZooKeeper grants):
+// the server ends it and lets the next waiter in while the paused holder
+// still believes it holds the lock.
+func pauseSession() Scenario {
+	return Scenario{
+		Name:    "pause-session",
+		About:   "lock TTL 200ms (a ZooKeeper session and an etcd lease of 1s); a few requests SIGSTOP their instance for 2500ms inside the business",
+		AppArgs: faultArgs(),
+		Armed:   url.Values{"fault": {"pause"}, "pause": {"2500ms"}},
+		ArmAt:   few,
+		// A database lock is no lease: its holder keeps it through the
+		// pause, and the others wait the pause out.
+		StallBound: 2 * stallBound,
+		Expect: map[string]string{
+			"zookeeper": oversold, "etcd": safe, "db-for-update": safe,
+		},
+		Skip: map[string]string{
+			"db-optimistic": "no lock to pause in: a paused write only loses its version check",
+		},
+		SkipOther: "the Redis leases are paused past in pause",
+	}
+}
+
 // pause: the whole holder frozen (SIGSTOP), its watchdog too; only a
 // fencing token refuses its late write.
 func pause() Scenario {
@@ -122,6 +159,6 @@ func pause() Scenario {
 			"atomic": "no read-modify-write to pause in",
 			"setnx":  "no TTL: a paused holder only delays the others",
 		},
-		SkipOther: "a lease with no watchdog already lapses under slow: the pause tests what survives slow",
+		SkipOther: "a lease with no watchdog already lapses under slow: the pause tests what survives slow; the other back ends' leases are paused past in pause-session",
 	}
 }

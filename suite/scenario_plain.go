@@ -13,7 +13,8 @@ func normal() Scenario {
 		Expect: map[string]string{
 			"none": oversold, "local": oversold,
 			"setnx": safe, "setnx-expire": safe, "setnx-px": safe, "check-del": safe,
-			"lua": safe, "getset": safe, "reentrant": safe, "redlock": safe, "fenced": safe, "fair": safe,
+			"lua": safe, "del-setnx": safe, "getset": safe, "reentrant": safe, "redlock": safe, "fenced": safe, "fair": safe,
+			"zookeeper": safe, "etcd": safe, "db-for-update": safe, "db-optimistic": safe,
 			"atomic": safe,
 		},
 	}

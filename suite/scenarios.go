@@ -6,18 +6,20 @@ import (
 	"github.com/lockladder/lockladder/bench"
 )
 
-// LadderLocks lists the ladder's locks in rung order, the atomic ceiling
-// last: MatrixConfig.Locks's default, and the order of the grid's rows.
+// LadderLocks lists the ladder's locks in rung order, the other back ends
+// after the Redis locks and the atomic ceiling last: MatrixConfig.Locks's default, and the order of the grid's rows.
 func LadderLocks() []string {
 	return []string{
 		"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del",
-		"lua", "getset", "reentrant", "redlock", "fenced", "fair", "atomic",
+		"lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair",
+		"zookeeper", "etcd", "db-for-update", "db-optimistic", "atomic",
 	}
 }
 
 // Scenarios lists every scenario in the order of docs/scenarios.md. Each
 // family has its file: no fault (normal, single), armed requests (slow,
-// crash, crash-before-expire, check-pause, pause), a clock skewed (skew),
+// crash, crash-before-expire, check-pause, pause, pause-session), a clock
+// skewed (skew),
 // Redlock masters stopped (masters-down, masters-down-3).
 func Scenarios() []Scenario {
 	return []Scenario{
@@ -28,6 +30,7 @@ func Scenarios() []Scenario {
 		crashBeforeExpire(),
 		checkPause(),
 		pause(),
+		pauseSession(),
 		skew(),
 		mastersDown(2),
 		mastersDown(3),

@@ -86,6 +86,12 @@ func runScenario(ctx context.Context, sc Scenario, top Stack, base bench.Config,
 			}
 			continue
 		}
+		if why := s.Unavailable(pr.lock); why != "" {
+			if !slices.ContainsFunc(skips, func(s Skip) bool { return s.Lock == pr.lock }) {
+				skips = append(skips, Skip{Scenario: sc.Name, Lock: pr.lock, Reason: "unavailable here: " + why})
+			}
+			continue
+		}
 		sh := sc.shape(top)
 		sh.Expected = pr.expected
 		row, err := s.Run(ctx, pr.lock, pr.endpoint, sh)

@@ -144,7 +144,7 @@ func model(kind Kind, initial, unseen int64) porcupine.Model {
 
 // visualizeBudget bounds the search run only to draw a history already
 // proved illegal.
-const visualizeBudget = 2 * time.Second
+const visualizeBudget = 500 * time.Millisecond
 
 // Check judges a history of one object that started at initial, against
 // the model of kind, within timeout (0: no bound).
