@@ -61,6 +61,14 @@ func TestMatrix(t *testing.T) {
 	for _, s := range skips {
 		for _, sc := range suite.Scenarios() {
 			if _, listed, _ := sc.Expected(s.Lock, bench.EndpointSale); sc.Name == s.Scenario && listed {
+				// ZooKeeper and MariaDB are not embedded: where they
+				// are not installed their rungs are skipped, and say
+				// why. CI installs them.
+				if !ci && strings.HasPrefix(s.Reason, "unavailable here") {
+					t.Logf("%s %s: skipped (%s)", s.Scenario, s.Lock, s.Reason)
+					want--
+					continue
+				}
 				t.Errorf("%s %s: skipped (%s), but the ladder lists it", s.Scenario, s.Lock, s.Reason)
 			}
 		}

@@ -56,8 +56,8 @@ func crash() Scenario {
 		Expect: map[string]string{
 			"setnx": deadlock, "setnx-px": safe, "lua": safe, "reentrant": safe,
 			// The dead holder's expiry timestamp lapses while many
-			// wait: DEL then SETNX lets two of them in; GETSET only one.
-			"del-setnx": oversold, "getset": safe,
+			// wait: GETSET lets only one of them in.
+			"getset": safe,
 			// A session, a lease or a connection that dies with the
 			// process frees the lock: no TTL to guess.
 			"zookeeper": safe, "etcd": safe, "db-for-update": safe,
