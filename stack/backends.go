@@ -2,8 +2,10 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
+	"time"
 )
 
 // Off, for Config.ZooKeeper, MariaDB and Etcd, starts no such server: its
@@ -15,10 +17,15 @@ const Off Mode = "off"
 // instance gets its address as a flag.
 type backend interface {
 	server
+	kind() string // "zookeeper", "mariadb", "etcd"
 	summary() string
 	flags() []string // what the app is told: -zookeeper ADDR, say
 	pid() int        // 0: in this process
 }
+
+func (z *zookeeper) kind() string { return "zookeeper" }
+func (m *mariadb) kind() string   { return "mariadb" }
+func (e *etcd) kind() string      { return "etcd" }
 
 func (z *zookeeper) flags() []string { return []string{"-zookeeper", z.addr()} }
 func (z *zookeeper) pid() int        { return z.proc.pid() }
@@ -95,6 +102,67 @@ func (s *Stack) startBackends(ctx context.Context) error {
 		s.lg.printf("%s", b.summary())
 	}
 	return nil
+}
+
+// Backends lists the kinds of back end the stack runs ("zookeeper",
+// "mariadb", "etcd"), in the order they started.
+func (s *Stack) Backends() []string {
+	var kinds []string
+	for _, b := range s.backends {
+		kinds = append(kinds, b.kind())
+	}
+	return kinds
+}
+
+// StopBackend stops the back end of kind as Stop would (SIGTERM, or closing
+// the embedded etcd), keeping its data: its rungs' requests then fail with
+// a 503. Stopping a stopped one does nothing.
+func (s *Stack) StopBackend(kind string) error {
+	s.backendMu.Lock()
+	defer s.backendMu.Unlock()
+	b, err := s.backend(kind)
+	if err != nil || s.backendDown[kind] {
+		return err
+	}
+	s.backendDown[kind] = true
+	s.lg.printf("%s: stopping (StopBackend)", kind)
+	return b.stop()
+}
+
+// StartBackend starts a stopped back end again on the same address with
+// the same data, and returns once it serves (at most 30s); its clients in
+// the instances reconnect by themselves. Starting a running one does
+// nothing.
+func (s *Stack) StartBackend(kind string) error {
+	s.backendMu.Lock()
+	defer s.backendMu.Unlock()
+	b, err := s.backend(kind)
+	if err != nil || !s.backendDown[kind] {
+		return err
+	}
+	if s.life.Err() != nil {
+		return errors.New("stack: StartBackend: the stack is stopped")
+	}
+	ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
+	defer cancel()
+	if err := launch(ctx, b); err != nil {
+		return err
+	}
+	s.backendDown[kind] = false
+	s.lg.printf("%s", b.summary())
+	return nil
+}
+
+func (s *Stack) backend(kind string) (backend, error) {
+	for _, b := range s.backends {
+		if b.kind() == kind {
+			if s.backendDown == nil {
+				s.backendDown = map[string]bool{}
+			}
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("stack: no %s in this stack (it runs: %v)", kind, s.Backends())
 }
 
 // backendFlags are the flags that tell every instance where the back ends

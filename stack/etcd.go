@@ -30,24 +30,30 @@ type etcd struct {
 
 	proc     *proc       // the binary
 	embedded *embed.Etcd // or the one in this process
+	closed   bool        // the embedded one is closed
 }
 
 func newEtcd(bin, host, dir string, lg *logger) *etcd {
 	return &etcd{bin: bin, host: host, dir: filepath.Join(dir, "etcd"), lg: lg}
 }
 
+// start starts the member on an empty data dir; started again after a
+// stop, it keeps its ports and its data (its leases come back with it).
 func (e *etcd) start(context.Context) error {
-	ports, err := freePorts(e.host, 2)
-	if err != nil {
-		return err
-	}
-	e.client = "http://" + net.JoinHostPort(e.host, ports[0])
-	e.peer = "http://" + net.JoinHostPort(e.host, ports[1])
 	data := filepath.Join(e.dir, "data")
-	os.RemoveAll(data)
-	if err := os.MkdirAll(e.dir, 0o755); err != nil {
-		return fmt.Errorf("stack: etcd: %w", err)
+	if e.client == "" {
+		ports, err := freePorts(e.host, 2)
+		if err != nil {
+			return err
+		}
+		e.client = "http://" + net.JoinHostPort(e.host, ports[0])
+		e.peer = "http://" + net.JoinHostPort(e.host, ports[1])
+		os.RemoveAll(data)
+		if err := os.MkdirAll(e.dir, 0o755); err != nil {
+			return fmt.Errorf("stack: etcd: %w", err)
+		}
 	}
+	var err error
 	if e.bin == "" {
 		return e.startEmbedded(data)
 	}
@@ -76,7 +82,7 @@ func (e *etcd) startEmbedded(data string) error {
 	if err != nil {
 		return fmt.Errorf("stack: embedded etcd: %w", err)
 	}
-	e.embedded = srv
+	e.embedded, e.closed = srv, false
 	return nil
 }
 
@@ -122,7 +128,10 @@ func (e *etcd) ready(ctx context.Context) error {
 
 func (e *etcd) stop() error {
 	if e.embedded != nil {
-		e.embedded.Close()
+		if !e.closed { // StopBackend may have closed it
+			e.embedded.Close()
+			e.closed = true
+		}
 		return nil
 	}
 	if e.proc == nil {

@@ -53,22 +53,27 @@ func (m *mariadb) dsn() string {
 	return "root@tcp(" + m.addr() + ")/"
 }
 
+// start installs an empty database and starts the server on it; started
+// again after a stop, it keeps the port and the data.
 func (m *mariadb) start(ctx context.Context) error {
-	port, err := freePort(m.host)
-	if err != nil {
-		return err
-	}
-	m.port = port
 	data := filepath.Join(m.dir, "data")
-	os.RemoveAll(data) // every stack starts from an empty database
-	if err := os.MkdirAll(m.dir, 0o755); err != nil {
-		return fmt.Errorf("stack: mariadb: %w", err)
+	if m.port == "" {
+		port, err := freePort(m.host)
+		if err != nil {
+			return err
+		}
+		m.port = port
+		os.RemoveAll(data) // every stack starts from an empty database
+		if err := os.MkdirAll(m.dir, 0o755); err != nil {
+			return fmt.Errorf("stack: mariadb: %w", err)
+		}
+		install := exec.CommandContext(ctx, m.install, "--no-defaults", "--datadir="+data,
+			"--auth-root-authentication-method=normal", "--skip-test-db", "--user="+currentUser())
+		if out, err := install.CombinedOutput(); err != nil {
+			return fmt.Errorf("stack: mariadb-install-db: %w\n%s", err, out)
+		}
 	}
-	install := exec.CommandContext(ctx, m.install, "--no-defaults", "--datadir="+data,
-		"--auth-root-authentication-method=normal", "--skip-test-db", "--user="+currentUser())
-	if out, err := install.CombinedOutput(); err != nil {
-		return fmt.Errorf("stack: mariadb-install-db: %w\n%s", err, out)
-	}
+	var err error
 	args := []string{
 		"--no-defaults", "--datadir=" + data,
 		"--port=" + m.port, "--bind-address=" + m.host,

@@ -124,9 +124,11 @@ type Stack struct {
 
 	redis         *Redis
 	masters       *masters
-	backends      []backend     // ZooKeeper, MariaDB, etcd: those started
-	redisProxy    *FaultProxy   // Config.RedisProxy
-	masterProxies []*FaultProxy // Config.MasterProxies, in MasterAddrs order
+	backends      []backend       // ZooKeeper, MariaDB, etcd: those started
+	backendMu     sync.Mutex      // StopBackend, StartBackend and Pids
+	backendDown   map[string]bool // kinds stopped by StopBackend
+	redisProxy    *FaultProxy     // Config.RedisProxy
+	masterProxies []*FaultProxy   // Config.MasterProxies, in MasterAddrs order
 	instances     []*instance
 	lb            loadBalancer
 
@@ -333,11 +335,13 @@ func (s *Stack) Pids() []int {
 	if s.masters != nil {
 		pids = append(pids, s.masters.pids()...)
 	}
+	s.backendMu.Lock()
 	for _, b := range s.backends {
-		if pid := b.pid(); pid != 0 {
+		if pid := b.pid(); pid != 0 && !s.backendDown[b.kind()] {
 			pids = append(pids, pid)
 		}
 	}
+	s.backendMu.Unlock()
 	if s.lb != nil && s.lb.pid() != 0 {
 		pids = append(pids, s.lb.pid())
 	}

@@ -53,12 +53,17 @@ func newZooKeeper(java, jar, host, dir string, lg *logger) *zookeeper {
 
 func (z *zookeeper) addr() string { return net.JoinHostPort(z.host, z.port) }
 
+// start starts the server; started again after a stop, on the same port
+// with the same data (its sessions come back with it).
 func (z *zookeeper) start(context.Context) error {
-	port, err := freePort(z.host)
-	if err != nil {
-		return err
+	if z.port == "" {
+		port, err := freePort(z.host)
+		if err != nil {
+			return err
+		}
+		z.port = port
 	}
-	z.port = port
+	var err error
 	if err := os.MkdirAll(filepath.Join(z.dir, "data"), 0o755); err != nil {
 		return fmt.Errorf("stack: zookeeper: %w", err)
 	}

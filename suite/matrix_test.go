@@ -130,7 +130,8 @@ type fakeStack struct {
 	direct    atomic.Int64 // load requests to instance 1 directly
 
 	mu      sync.Mutex
-	log     []string // master stops and starts
+	log     []string // master and back end stops and starts
+	down    map[string]bool
 	stopped bool
 }
 
@@ -160,6 +161,30 @@ func (s *fakeStack) StopMaster(i int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log = append(s.log, fmt.Sprintf("stop %d", i))
+	return nil
+}
+
+func (s *fakeStack) Backends() []string { return []string{"zookeeper", "mariadb", "etcd"} }
+
+func (s *fakeStack) StopBackend(kind string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down == nil {
+		s.down = map[string]bool{}
+	}
+	s.down[kind] = true
+	s.log = append(s.log, "stop "+kind)
+	return nil
+}
+
+func (s *fakeStack) StartBackend(kind string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.down[kind] {
+		return nil // already running: the Undo after the hook
+	}
+	s.down[kind] = false
+	s.log = append(s.log, "start "+kind)
 	return nil
 }
 
@@ -270,10 +295,10 @@ func TestRunMatrixWithFakes(t *testing.T) {
 			}
 		}
 	}
-	if want := 52 - 3; len(rows) != want { // 52 pairs in the ladder, fenced in 3 of them not offered
+	if want := 56 - 3; len(rows) != want { // 56 pairs in the ladder, fenced in 3 of them not offered
 		t.Errorf("%d rows, want %d", len(rows), want)
 	}
-	if !strings.Contains(grid.String(), "49 of 49 pairs as the ladder expects; took ") {
+	if !strings.Contains(grid.String(), "53 of 53 pairs as the ladder expects; took ") {
 		t.Errorf("grid summary:\n%s", grid.String())
 	}
 
@@ -323,6 +348,10 @@ func TestRunMatrixWithFakes(t *testing.T) {
 	for name, want := range map[string][]string{
 		"masters-down":   {"stop 0", "stop 1", "start 0", "start 1"},
 		"masters-down-3": {"stop 0", "stop 1", "stop 2", "start 0", "start 1", "start 2"},
+		"backend-restart": {"stop zookeeper", "stop mariadb", "stop etcd", "start zookeeper", "start mariadb", "start etcd",
+			"stop zookeeper", "stop mariadb", "stop etcd", "start zookeeper", "start mariadb", "start etcd",
+			"stop zookeeper", "stop mariadb", "stop etcd", "start zookeeper", "start mariadb", "start etcd",
+			"stop zookeeper", "stop mariadb", "stop etcd", "start zookeeper", "start mariadb", "start etcd"},
 	} {
 		if got := fs.started[name].log; !slices.Equal(got, want) {
 			t.Errorf("%s: masters %v, want %v", name, got, want)
@@ -449,7 +478,7 @@ func TestExpected(t *testing.T) {
 			t.Errorf("%s %s/%s: %q %v %q; want %q %v %q", tt.scenario, tt.lock, tt.endpoint, v, run, reason, tt.want, tt.run, tt.reason)
 		}
 	}
-	// 52 pairs in all, every lock of the ladder in normal.
+	// 56 pairs in all, every lock of the ladder in normal.
 	n := 0
 	for _, s := range suite.Scenarios() {
 		n += len(s.Expect)
@@ -459,7 +488,7 @@ func TestExpected(t *testing.T) {
 			}
 		}
 	}
-	if n != 52 {
-		t.Errorf("%d pairs, want 52", n)
+	if n != 56 {
+		t.Errorf("%d pairs, want 56", n)
 	}
 }

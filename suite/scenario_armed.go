@@ -36,10 +36,10 @@ func slow() Scenario {
 			"local":         unsafe,
 			"del-setnx":     "lapses like getset; its own flaw is crash",
 			"db-optimistic": "no lock to outlive: a slow write only loses its version check and retries",
-			"setnx":        "no TTL to outlive: slow business only slows it (its flaw is crash)",
-			"setnx-expire": "lapses like setnx-px; its own flaw is crash-before-expire",
-			"check-del":    "lapses like lua; its own flaw is check-pause",
-			"redlock":      "no watchdog, lapses like lua; its own scenarios are pause and masters-down",
+			"setnx":         "no TTL to outlive: slow business only slows it (its flaw is crash)",
+			"setnx-expire":  "lapses like setnx-px; its own flaw is crash-before-expire",
+			"check-del":     "lapses like lua; its own flaw is check-pause",
+			"redlock":       "no watchdog, lapses like lua; its own scenarios are pause and masters-down",
 		},
 	}
 }
@@ -67,7 +67,7 @@ func crash() Scenario {
 			"local":         "no lock to leave behind: it dies with the process",
 			"atomic":        "no lock to leave behind",
 			"db-optimistic": "no lock to leave behind",
-			"setnx-expire": "its TTL is set once EXPIRE ran: recovers like setnx-px; its own crash is crash-before-expire",
+			"setnx-expire":  "its TTL is set once EXPIRE ran: recovers like setnx-px; its own crash is crash-before-expire",
 		},
 		SkipOther: "a lease with a TTL recovers from a crash like lua",
 	}

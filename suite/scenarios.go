@@ -20,7 +20,8 @@ func LadderLocks() []string {
 // family has its file: no fault (normal, single), armed requests (slow,
 // crash, crash-before-expire, check-pause, pause, pause-session), a clock
 // skewed (skew),
-// Redlock masters stopped (masters-down, masters-down-3).
+// Redlock masters stopped (masters-down, masters-down-3), the other back
+// ends' servers restarted (backend-restart).
 func Scenarios() []Scenario {
 	return []Scenario{
 		normal(),
@@ -34,6 +35,7 @@ func Scenarios() []Scenario {
 		skew(),
 		mastersDown(2),
 		mastersDown(3),
+		backendRestart(),
 	}
 }
 

@@ -39,8 +39,9 @@ type masterControl interface {
 }
 
 var (
-	_ Stack         = (*stack.Stack)(nil)
-	_ masterControl = (*stack.Stack)(nil)
+	_ Stack          = (*stack.Stack)(nil)
+	_ backendControl = (*stack.Stack)(nil)
+	_ masterControl  = (*stack.Stack)(nil)
 )
 
 // startStack is stack.Start as a Stack (a nil one on error).

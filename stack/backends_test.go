@@ -1,0 +1,102 @@
+package stack_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/stack"
+)
+
+// The other back ends stop and start again under a running stack: while
+// one is down its rungs answer 503 and sell nothing; once it is back, on
+// the same address with the same data, they sell again without an app
+// restart, and the database's stock is where it was.
+func TestBackendRestart(t *testing.T) {
+	needApp(t)
+	if !ci {
+		for _, b := range []string{"java", "mariadbd"} {
+			if _, err := exec.LookPath(b); err != nil {
+				t.Skipf("%s not installed: skipping (it fails under CI=true)", b)
+			}
+		}
+	}
+	s, err := stack.Start(context.Background(), stack.Config{
+		LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0",
+		Redis: stack.Embedded, LB: stack.Embedded, Instances: 1,
+		ZooKeeper: stack.Auto, MariaDB: stack.Auto, Etcd: stack.Embedded,
+		RequireReal: ci, AppBinary: appBin, Log: testLog{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop() })
+	if got, want := s.Backends(), []string{"zookeeper", "mariadb", "etcd"}; !slices.Equal(got, want) {
+		t.Fatalf("back ends %v, want %v", got, want)
+	}
+	url := s.URL()
+	if code, _, body := get(t, http.MethodPost, url+"/reset?stock=10"); code != 200 {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	rungs := map[string][]string{
+		"zookeeper": {"zookeeper"},
+		"mariadb":   {"db-for-update", "db-optimistic"},
+		"etcd":      {"etcd"},
+	}
+	optimisticStock := func() int64 {
+		_, _, body := get(t, http.MethodGet, url+"/stock?lock=db-optimistic")
+		var c struct{ Stock int64 }
+		if err := json.Unmarshal(body, &c); err != nil {
+			t.Fatalf("stock: %s", body)
+		}
+		return c.Stock
+	}
+	for _, kind := range s.Backends() {
+		for _, lock := range rungs[kind] {
+			if code, _, body := get(t, http.MethodPost, url+"/sale?lock="+lock); code != 200 {
+				t.Fatalf("%s before the stop: %d %s", lock, code, body)
+			}
+		}
+		before := optimisticStock()
+		pids := s.Pids()
+		if err := s.StopBackend(kind); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Pids()) >= len(pids) && kind != "etcd" { // the embedded etcd has no pid
+			t.Errorf("%s stopped, yet Pids still lists it: %v", kind, s.Pids())
+		}
+		for _, lock := range rungs[kind] {
+			if code, _, body := get(t, http.MethodPost, url+"/sale?lock="+lock+"&try=1s"); code != 503 {
+				t.Errorf("%s with %s stopped: %d %s, want 503", lock, kind, code, body)
+			}
+		}
+		if err := s.StartBackend(kind); err != nil {
+			t.Fatal(err)
+		}
+		for _, lock := range rungs[kind] {
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				code, _, body := get(t, http.MethodPost, url+"/sale?lock="+lock)
+				if code == 200 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s after %s restarted: still %d %s", lock, kind, code, body)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		if kind == "mariadb" {
+			if after := optimisticStock(); after != before-1 {
+				t.Errorf("db-optimistic stock %d after the restart and one sale, want %d: the data did not survive", after, before-1)
+			}
+		}
+	}
+	if err := s.StopBackend("redis"); err == nil {
+		t.Error("StopBackend(redis): no error, want one naming what the stack runs")
+	}
+}
