@@ -61,7 +61,8 @@ const (
 //
 // A run in which no request got through the lock at all (every answer a
 // 503, a 502 or an error) is UNSERVED whatever its counters say: balanced
-// books prove nothing when nothing was sold.
+// books prove nothing when nothing was sold. A stall past the bound says
+// more, and wins: DEADLOCK.
 //
 // Any other endpoint leaves the counts at 0 and the verdict empty; a row
 // that was not run keeps its verdict.
@@ -96,11 +97,11 @@ func Judge(r *Row) {
 	if r.Verdict == VerdictSafe && r.Overlaps > 0 {
 		r.Verdict = VerdictOverlap
 	}
-	if r.Verdict == VerdictSafe && r.Requests > 0 && r.OK == 0 && r.Codes["409"] == 0 {
-		r.Verdict = VerdictUnserved
-	}
 	if r.Verdict == VerdictSafe && r.StallBoundMs > 0 && r.StallMs > r.StallBoundMs {
 		r.Verdict = VerdictDeadlock
+	}
+	if r.Verdict == VerdictSafe && r.Requests > 0 && r.OK == 0 && r.Codes["409"] == 0 {
+		r.Verdict = VerdictUnserved
 	}
 }
 

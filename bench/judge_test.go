@@ -58,6 +58,7 @@ func TestJudge(t *testing.T) {
 		// Nothing got through the lock: balanced books prove nothing.
 		{"sale every answer a 503", bench.Row{Endpoint: "sale", Requests: 600, Initial: 200, Remaining: 200, Codes: map[string]int{"503": 600}}, 0, 0, bench.VerdictUnserved},
 		{"testLock every answer a 503", bench.Row{Endpoint: "testLock", Requests: 600, Codes: map[string]int{"503": 600}}, 0, 0, bench.VerdictUnserved},
+		{"nothing served, stalled past the bound", bench.Row{Endpoint: "sale", Requests: 30, Initial: 50, Remaining: 50, Codes: map[string]int{"502": 4, "503": 26}, StallMs: 3100, StallBoundMs: 3000}, 0, 0, bench.VerdictDeadlock},
 		{"sale sold out under the lock is served", bench.Row{Endpoint: "sale", Requests: 5, Codes: map[string]int{"409": 5}}, 0, 0, bench.VerdictSafe},
 		{"not run keeps its verdict", bench.Row{Endpoint: "sale", NotRun: "no server", Verdict: bench.VerdictNotRun}, 0, 0, bench.VerdictNotRun},
 		// Stale results are replaced, not kept.
