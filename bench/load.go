@@ -33,11 +33,14 @@ type Shape struct {
 
 // Hook is an action beside the load, fired once when the run hands out
 // the hit at fraction At of its window. Its fault counts (the stall is
-// measured from the first) once Do returns; an error fails the run.
+// measured from the first) once Do returns; Then, if set, runs next, still
+// beside the load (the stack's recovery within the run: a server started
+// again). An error from either fails the run.
 type Hook struct {
 	At    float64
 	About string
 	Do    func(ctx context.Context) error
+	Then  func(ctx context.Context) error
 }
 
 // load places s's armed hits and hooks in a run of n requests on stock.
@@ -55,7 +58,7 @@ func (s Shape) load(n, stock int) *load {
 		if len(at) == 0 {
 			continue
 		}
-		ld.hooks = append(ld.hooks, runHook{at: at[0], about: h.About, do: h.Do})
+		ld.hooks = append(ld.hooks, runHook{at: at[0], about: h.About, do: h.Do, then: h.Then})
 	}
 	return ld
 }
@@ -80,6 +83,7 @@ type runHook struct {
 	at    uint64
 	about string
 	do    func(ctx context.Context) error
+	then  func(ctx context.Context) error
 }
 
 func (l *load) name() string {
@@ -209,13 +213,21 @@ func (t *loadTargeter) target(tgt *vegeta.Target) error {
 // fire runs a hook beside the load; its fault counts once it is done.
 func (t *loadTargeter) fire(h runHook) {
 	t.wg.Go(func() {
-		if err := h.do(t.ctx); err != nil {
+		fail := func(err error) {
 			t.mu.Lock()
 			t.hookErrs = append(t.hookErrs, fmt.Errorf("%s: %w", h.about, err))
 			t.mu.Unlock()
+		}
+		if err := h.do(t.ctx); err != nil {
+			fail(err)
 			return
 		}
 		t.faulted()
+		if h.then != nil {
+			if err := h.then(t.ctx); err != nil {
+				fail(err)
+			}
+		}
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
 )
 
 // ZooKeeper is the lock the articles' factory leaves as a TODO, from the
@@ -20,6 +21,14 @@ import (
 // herd: one waiter wakes per release, in the order they came). The znodes
 // are ephemeral: a holder whose process dies loses its session, after the
 // session timeout, and with it the lock. No TTL to guess, no polling.
+//
+// Two details of the recipe keep a ZooKeeper that goes away and comes back
+// from stopping the line for good (the backend-restart scenario found
+// both): a waiter that gives up deletes its znode until it is gone, not
+// once; and a create whose answer never came (the wait ended, the
+// connection dropped) is found by an id in the znode's name and deleted,
+// as Curator's protected mode does. Otherwise a znode nobody owns stays
+// first in line for as long as the session lives.
 //
 // What it still shows (Curator says so): the session is the lease. A
 // holder paused past its session timeout (GC, SIGSTOP) has its znode
@@ -55,14 +64,34 @@ func (z *ZooKeeper) Obtain(ctx context.Context, key string, c Call) (Lock, error
 		defer cancel()
 	}
 	dir := path.Join(z.root, key)
+	// Our znode's name carries an id of our own (Curator's protected
+	// mode): a create whose answer we never get (the wait ended first,
+	// the connection dropped) may still have made it, and a znode nobody
+	// owns, left in the line with the session alive, would stop every
+	// waiter behind it for good. The id finds it, to delete it.
+	id := uuid.NewString()
+	made := make(chan createResult, 1)
+	go func() {
+		node, err := z.createIn(dir, id)
+		made <- createResult{node, err}
+	}()
 	var node string
-	err := bounded(ctx, func() error {
-		var err error
-		node, err = z.createIn(dir)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("lock: zookeeper: create under %s: %w", dir, err)
+	select {
+	case r := <-made:
+		if r.err != nil {
+			z.sweep(dir, id)
+			return nil, fmt.Errorf("lock: zookeeper: create under %s: %w", dir, r.err)
+		}
+		node = r.node
+	case <-ctx.Done():
+		go func() {
+			if r := <-made; r.err == nil {
+				(&zkLock{conn: z.conn, node: r.node}).giveUp()
+			} else {
+				z.sweep(dir, id)
+			}
+		}()
+		return nil, fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, ctx.Err())
 	}
 	held := &zkLock{conn: z.conn, node: node}
 	for {
@@ -102,11 +131,16 @@ func (z *ZooKeeper) Obtain(ctx context.Context, key string, c Call) (Lock, error
 	}
 }
 
-// createIn creates our ephemeral sequential znode under dir, creating dir
-// (and its parents) first when they are missing.
-func (z *ZooKeeper) createIn(dir string) (string, error) {
+type createResult struct {
+	node string
+	err  error
+}
+
+// createIn creates our ephemeral sequential znode under dir, named with
+// id, creating dir (and its parents) first when they are missing.
+func (z *ZooKeeper) createIn(dir, id string) (string, error) {
 	for range 2 {
-		node, err := z.conn.Create(dir+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		node, err := z.conn.Create(dir+"/lock-"+id+"-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 		if !errors.Is(err, zk.ErrNoNode) {
 			return node, err
 		}
@@ -174,9 +208,49 @@ func (l *zkLock) Release(context.Context) error {
 	return nil
 }
 
-// giveUp deletes our znode after a failed wait, in the background: its
-// successor's watch fires, and a znode left by a failure goes with the
-// session anyway.
+// giveUp deletes our znode after a failed wait, in the background, and
+// keeps trying while ZooKeeper is unreachable (Curator's guaranteed
+// delete): its successor's watch fires. Only the session's end, which
+// takes the znode with it, or a closed connection ends the tries.
 func (l *zkLock) giveUp() {
-	go l.conn.Delete(l.node, -1)
+	go retryGone(l.conn, func() (bool, error) {
+		err := l.conn.Delete(l.node, -1)
+		return err == nil || errors.Is(err, zk.ErrNoNode), err
+	})
+}
+
+// sweep deletes, in the background, the znode a create under dir may have
+// made with id although its caller never learnt its name.
+func (z *ZooKeeper) sweep(dir, id string) {
+	go retryGone(z.conn, func() (bool, error) {
+		children, _, err := z.conn.Children(dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		for _, c := range children {
+			if strings.Contains(c, id) {
+				if err := z.conn.Delete(path.Join(dir, c), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+					return false, err
+				}
+			}
+		}
+		return true, nil
+	})
+}
+
+// retryGone calls try until it reports done, pausing 50ms doubling to 1s
+// between tries, and gives up when the session or the connection ends
+// (the ephemeral znodes go with the session), or after ten minutes.
+func retryGone(conn *zk.Conn, try func() (done bool, err error)) {
+	end := time.Now().Add(10 * time.Minute)
+	for pause := 50 * time.Millisecond; time.Now().Before(end); pause = min(2*pause, time.Second) {
+		done, err := try()
+		if done || errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrClosing) {
+			return
+		}
+		time.Sleep(pause)
+	}
 }

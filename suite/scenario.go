@@ -49,12 +49,14 @@ type Scenario struct {
 }
 
 // Hook acts on the stack once, when the run hands out the hit at fraction
-// At of its window (a bench.Hook on this stack); Undo, if set, puts the
-// stack back after the run.
+// At of its window (a bench.Hook on this stack): Do is the fault, Then (if
+// set) the recovery within the run; Undo, if set, puts the stack back
+// after the run.
 type Hook struct {
 	At    float64
 	About string
 	Do    func(ctx context.Context, t Stack) error
+	Then  func(ctx context.Context, t Stack) error
 	Undo  func(ctx context.Context, t Stack) error
 }
 
@@ -171,7 +173,11 @@ func (s Scenario) backends(locks []string, tmpl stack.Config) (zk, db, etcd stac
 func (s Scenario) shape(top Stack) bench.Shape {
 	sh := bench.Shape{Scenario: s.Name, Every: s.Every, Armed: s.Armed, ArmAt: s.ArmAt, StallBound: s.StallBound}
 	for _, h := range s.Hooks {
-		sh.Hooks = append(sh.Hooks, bench.Hook{At: h.At, About: h.About, Do: func(ctx context.Context) error { return h.Do(ctx, top) }})
+		bh := bench.Hook{At: h.At, About: h.About, Do: func(ctx context.Context) error { return h.Do(ctx, top) }}
+		if h.Then != nil {
+			bh.Then = func(ctx context.Context) error { return h.Then(ctx, top) }
+		}
+		sh.Hooks = append(sh.Hooks, bh)
 	}
 	return sh
 }

@@ -48,10 +48,11 @@ func backendRestart() Scenario {
 		Hooks: []Hook{{
 			At:    1.0 / 3,
 			About: fmt.Sprintf("stop the back ends for %s", backendDowntime),
+			// The fault counts (the stall is measured) from the stop.
 			Do: func(ctx context.Context, t Stack) error {
-				if err := each(t, "stop", backendControl.StopBackend); err != nil {
-					return err
-				}
+				return each(t, "stop", backendControl.StopBackend)
+			},
+			Then: func(ctx context.Context, t Stack) error {
 				select {
 				case <-time.After(backendDowntime):
 				case <-ctx.Done():
