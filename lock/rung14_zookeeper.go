@@ -197,13 +197,18 @@ type zkLock struct {
 
 // Release deletes our znode: the next waiter's watch fires. ErrNotHeld when
 // it was gone (the session expired: someone else may hold the lock).
+//
+// A delete that fails (ZooKeeper unreachable) is retried in the background
+// until the znode is gone: left behind with the session alive, it would
+// hold the lock for nobody, for good.
 func (l *zkLock) Release(context.Context) error {
 	err := l.conn.Delete(l.node, -1)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return ErrNotHeld
 	case err != nil:
-		return fmt.Errorf("lock: zookeeper: delete %s: %w", l.node, err)
+		l.giveUp()
+		return fmt.Errorf("lock: zookeeper: delete %s (retrying in the background): %w", l.node, err)
 	}
 	return nil
 }

@@ -65,7 +65,14 @@ func backendRestart() Scenario {
 		// reconnects, stalls its rung for good: DEADLOCK.
 		StallBound: 15 * time.Second,
 		Expect: map[string]string{
-			"zookeeper": safe, "etcd": safe, "db-for-update": safe, "db-optimistic": safe,
+			"zookeeper": safe, "etcd": safe, "db-optimistic": safe,
+		},
+		Skip: map[string]string{
+			// Measured: SAFE in one run, OVERLAP in another (the books
+			// balanced): a holder whose transaction died with the
+			// server learns it only when its COMMIT fails, and the
+			// next holder's section began before that.
+			"db-for-update": "its verdict varies from run to run (SAFE, or OVERLAP: a holder learns that its transaction died with the server only at COMMIT); shown in the README, not yet in the grid",
 		},
 		SkipOther: "only the other back ends' rungs use these servers (Redis stopped under load is in make chaos)",
 	}
