@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"strings"
 	"testing"
 	"time"
@@ -223,7 +225,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"reset fails", &fakeApp{failReset: 500}, nil, "one", "POST /reset?stock=100: want 200, got 500"},
 		{"stock fails", &fakeApp{failStock: 503}, nil, "one", "GET /stock?lock=atomic: want 200, got 503"},
-		{"strategies fail", &fakeApp{failList: 502}, nil, "run", "GET /strategies: want 200, got 502"},
+		{"strategies fail", &fakeApp{failList: 500}, nil, "run", "GET /strategies: want 200, got 500"},
 		{"no strategies", &fakeApp{strategies: []string{}}, nil, "run", "lists no lock"},
 		{"unknown lock chosen", &fakeApp{}, func(c bench.Config) bench.Config {
 			c.Locks = []string{"redlockk"}
@@ -260,6 +262,30 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A control request the load balancer could not deliver (502: the instance
+// it picked is restarting) is sent again; it is idempotent.
+func TestControlRetriesBadGateway(t *testing.T) {
+	f := &fakeApp{}
+	srv := f.start(t)
+	var failed atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stock" && failed.Add(1) <= 2 {
+			writeJSON(w, http.StatusBadGateway, map[string]string{"error": "no answer from the instance"})
+			return
+		}
+		f.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	_ = srv
+	row, err := bench.RunOne(t.Context(), small(proxy.URL), "atomic", "sale")
+	if err != nil {
+		t.Fatalf("two 502s on GET /stock, then a 200: %v", err)
+	}
+	if row.Verdict != bench.VerdictSafe || failed.Load() != 3 {
+		t.Errorf("verdict %s after %d tries of GET /stock, want SAFE after 3", row.Verdict, failed.Load())
 	}
 }
 

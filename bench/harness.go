@@ -55,10 +55,35 @@ type counters struct {
 
 func (c counters) complete() bool { return c.Stock != nil && c.Sold != nil && c.Num != nil }
 
-// call sends one control request, checks for a 200 and decodes the JSON body.
+// call sends one control request through the load balancer, checks for a
+// 200 and decodes the JSON body. Every control request is idempotent (a
+// read, or a reset to given values), so one that the load balancer could
+// not deliver (a 502 or 504: an instance restarted after a crash is not
+// back in its pool yet) is sent again, for at most controlRetry. A load
+// balancer that does not answer at all is an error at once: no stack.
 func (h *harness) call(ctx context.Context, method, path string, out any) error {
-	return h.callURL(ctx, method, h.cfg.URL+path, out)
+	deadline := time.Now().Add(controlRetry)
+	for {
+		err := h.callURL(ctx, method, h.cfg.URL+path, out)
+		var ue undelivered
+		if err == nil || !errors.As(err, &ue) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
+
+// controlRetry bounds call's retries.
+const controlRetry = 5 * time.Second
+
+// undelivered marks a control request the load balancer could not deliver.
+type undelivered struct{ error }
+
+func (u undelivered) Unwrap() error { return u.error }
 
 func (h *harness) callURL(ctx context.Context, method, target string, out any) error {
 	path := strings.TrimPrefix(target, h.cfg.URL)
@@ -77,7 +102,11 @@ func (h *harness) callURL(ctx context.Context, method, target string, out any) e
 		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: want 200, got %s: %s", method, path, resp.Status, snippet(body))
+		err := fmt.Errorf("%s %s: want 200, got %s: %s", method, path, resp.Status, snippet(body))
+		if resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusGatewayTimeout {
+			return undelivered{err}
+		}
+		return err
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("%s %s: bad JSON %s: %w", method, path, snippet(body), err)
