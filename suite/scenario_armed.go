@@ -68,6 +68,12 @@ func crash() Scenario {
 			"atomic":        "no lock to leave behind",
 			"db-optimistic": "no lock to leave behind",
 			"setnx-expire":  "its TTL is set once EXPIRE ran: recovers like setnx-px; its own crash is crash-before-expire",
+			// Measured: 2 oversold of 5000 in one run, none of 1200 in
+			// another (its flaw: two waiters that see the dead holder's
+			// expired lock both DEL and SETNX). The crashes leave
+			// instances down, their requests fail at once with 502, and
+			// few waiters are left polling when the lock expires.
+			"del-setnx": "its double grant needs many live waiters when the dead holder's lock expires, and this scenario's crashes leave too few (2 oversold in one 5000 run, 0 in a 1200 run): not yet shown reliably",
 		},
 		SkipOther: "a lease with a TTL recovers from a crash like lua",
 	}
