@@ -82,3 +82,34 @@ func TestSentinelAndRedlockRefuseNoTrials(t *testing.T) {
 		t.Error("Redlock with 0 trials: no error")
 	}
 }
+
+// Redlock's answer to a majority crash (article 002): 3 of 5 masters that
+// granted A crash and come back. Empty and at once, they grant B while A
+// still holds; with an append-only file fsynced on every write, or with a
+// restart delayed by a lease, they do not.
+func TestRedlockMajorityCrash(t *testing.T) {
+	needRedisServer(t)
+	for _, tc := range []struct {
+		rec        failover.Recovery
+		wantDouble bool
+	}{
+		{failover.RestartEmpty, true},
+		{failover.RestartAOF, false},
+		{failover.RestartDelayed, false},
+	} {
+		t.Run(string(tc.rec), func(t *testing.T) {
+			const trials = 3
+			res, err := failover.RedlockMajority(t.Context(), trials, tc.rec, testLog{t})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(res.Note)
+			if tc.wantDouble && res.DoubleGrants == 0 {
+				t.Errorf("%s: B was never granted while A held (0 of %d): the crash should make the masters forget A", tc.rec, res.Trials)
+			}
+			if !tc.wantDouble && res.DoubleGrants > 0 {
+				t.Errorf("%s: %d double grants of %d", tc.rec, res.DoubleGrants, res.Trials)
+			}
+		})
+	}
+}

@@ -30,9 +30,10 @@ type redisServer struct {
 	// by their callers).
 	next *proc
 
-	mu     sync.Mutex // guards p and isDown
+	mu     sync.Mutex // guards p, isDown and aof
 	p      *proc      // the current process: a new one after restart
 	isDown bool       // shut down by shutdown, not yet restarted
+	aof    bool       // Persist turned the append-only file on: restarts keep it
 }
 
 // newRedisServer is a redis-server for addr (port 0: a free one) with
@@ -110,13 +111,21 @@ func (r *redisServer) spawn() error {
 	// Nothing persisted, nothing shared with a Redis the user runs: own
 	// port, loopback only, own dir. Deletions and expiries announced on
 	// the keyspace channels, from the start and after every restart.
+	r.mu.Lock()
+	aof := r.aof
+	r.mu.Unlock()
+	persist := []string{"--appendonly", "no"}
+	if aof { // Redis.Persist: restarts load the file and keep writing it
+		persist = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
 	args := []string{
-		"--port", r.port, "--bind", r.host,
-		"--save", "", "--appendonly", "no",
+		"--port", r.port, "--bind", r.host, "--save", ""}
+	args = append(args, persist...)
+	args = append(args,
 		"--notify-keyspace-events", keyspaceEvents,
 		"--daemonize", "no", "--dir", r.dir, "--dbfilename", filepath.Base(r.dumpPath()),
 		"--pidfile", filepath.Join(r.dir, "redis-"+r.port+".pid"),
-	}
+	)
 	p, err := startProc("redis-server", r.bin, args, nil, r.dir, r.logPath())
 	if err != nil {
 		return err

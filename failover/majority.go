@@ -1,0 +1,180 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/stack"
+)
+
+// Recovery is how the majority-crash trials bring the crashed masters back
+// (docs/ladder.md, rung 10; article 002).
+type Recovery string
+
+const (
+	// RestartEmpty restarts them at once with nothing persisted: the
+	// majority that granted A forgets it.
+	RestartEmpty Recovery = "restart-empty"
+	// RestartAOF runs the masters with an append-only file fsynced on
+	// every write (appendfsync always): restarted at once, they remember.
+	RestartAOF Recovery = "aof"
+	// RestartDelayed restarts them empty, but only once a whole lease has
+	// passed (Redlock's "delayed restart"): A's validity is over by then.
+	RestartDelayed Recovery = "delayed"
+)
+
+// MajorityTTL is the lease of the majority-crash trials: short, so that a
+// delayed restart waits only this long.
+const MajorityTTL = time.Second
+
+// RedlockMajority runs trials of "redlock" over five redis-servers in
+// which A obtains the lock, then a majority of the masters that hold A's
+// token (3 of 5) are SIGKILLed and brought back as rec says, and B tries
+// the same key. Without persistence and delay B is granted while A still
+// holds: the double grant Redlock's critics show; with either, it is not.
+// Errors and log as SingleInstance.
+func RedlockMajority(ctx context.Context, trials int, rec Recovery, log io.Writer) (Result, error) {
+	switch rec {
+	case RestartEmpty, RestartAOF, RestartDelayed:
+	default:
+		return Result{}, fmt.Errorf("failover: recovery %q: want %s, %s or %s", rec, RestartEmpty, RestartAOF, RestartDelayed)
+	}
+	res := Result{Lock: "redlock " + string(rec)}
+	outs, err := run(ctx, trials, log, "redlock "+string(rec), func(ctx context.Context, logf func(string, ...any)) (outcome, error) {
+		return majorityTrial(ctx, rec, logf)
+	})
+	res.Trials, res.DoubleGrants, res.Failover = tally(outs)
+	if len(outs) > 0 {
+		res.Note = fmt.Sprintf("A held the key on a majority; %d of %d masters holding it were SIGKILLed and restarted (%s, median %s back): "+
+			"B was granted the key while A's %s lease still ran in %d of %d trials",
+			lock.Quorum(Masters), Masters, rec, res.Failover.Round(time.Millisecond), MajorityTTL, res.DoubleGrants, res.Trials)
+	}
+	return res, err
+}
+
+func majorityTrial(ctx context.Context, rec Recovery, logf func(string, ...any)) (o outcome, err error) {
+	servers := make([]*stack.Redis, Masters)
+	defer func() {
+		for _, s := range servers {
+			if s != nil {
+				err = errors.Join(err, s.Stop())
+			}
+		}
+	}()
+	for i := range servers {
+		if servers[i], err = stack.StartRedis(ctx, "127.0.0.1:0", stack.Real, true, nil); err != nil {
+			return o, fmt.Errorf("master %d: %w", i, err)
+		}
+		if rec == RestartAOF {
+			if err := servers[i].Persist(ctx); err != nil {
+				return o, fmt.Errorf("master %d: %w", i, err)
+			}
+		}
+	}
+	var as, bs []redis.Cmdable
+	reads := make([]*redis.Client, Masters)
+	for i, s := range servers {
+		opt := &redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+			ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 4}
+		a, b := redis.NewClient(opt), redis.NewClient(opt)
+		defer a.Close()
+		defer b.Close()
+		as, bs = append(as, a), append(bs, b)
+		reads[i] = direct(s.Addr())
+		defer reads[i].Close()
+	}
+	opts := func(wait time.Duration) lock.Options { return lock.Options{TTL: MajorityTTL, Wait: wait} }
+	_, lockA, _ := lock.NewLadder(lock.Backends{Masters: as}, opts(time.Second), lock.RedlockOptions{}).Lookup("redlock")
+	_, lockB, _ := lock.NewLadder(lock.Backends{Masters: bs}, opts(200*time.Millisecond), lock.RedlockOptions{}).Lookup("redlock")
+	if lockA == nil || lockB == nil {
+		return o, errors.New("no redlock lock in the ladder")
+	}
+
+	start := time.Now()
+	lkA, err := lockA.Obtain(ctx, Key, lock.Call{})
+	if err != nil {
+		return o, fmt.Errorf("client A: %w", err)
+	}
+	tokens := make([]string, Masters)
+	for i, c := range reads {
+		if tokens[i], err = valueOn(ctx, c); err != nil {
+			return o, fmt.Errorf("master %d: %w", i, err)
+		}
+	}
+	tokenA := ""
+	for _, t := range tokens {
+		if t != "" && count(tokens, t) >= lock.Quorum(Masters) {
+			tokenA = t
+		}
+	}
+	if tokenA == "" {
+		return o, fmt.Errorf("client A was granted the lock, but no token is on a majority of masters: %q", tokens)
+	}
+	o.heldA = count(tokens, tokenA)
+	var victims []int
+	for i, t := range tokens {
+		if t == tokenA && len(victims) < lock.Quorum(Masters) {
+			victims = append(victims, i)
+		}
+	}
+
+	killed := time.Now()
+	for _, i := range victims {
+		if err := servers[i].Crash(); err != nil {
+			return o, fmt.Errorf("master %d: %w", i, err)
+		}
+	}
+	if rec == RestartDelayed {
+		select {
+		case <-time.After(MajorityTTL):
+		case <-ctx.Done():
+			return o, ctx.Err()
+		}
+	}
+	for _, i := range victims {
+		if err := servers[i].Restart(ctx); err != nil {
+			return o, fmt.Errorf("master %d: %w", i, err)
+		}
+	}
+	o.failover = time.Since(killed)
+	kept := 0
+	for _, i := range victims {
+		if v, err := valueOn(ctx, reads[i]); err != nil {
+			return o, fmt.Errorf("master %d after the restart: %w", i, err)
+		} else if v == tokenA {
+			kept++
+		}
+	}
+
+	lkB, errB := lockB.Obtain(ctx, Key, lock.Call{})
+	o.aLeft = MajorityTTL - time.Since(start)
+	if v, ok := lkA.(interface{ Validity() time.Duration }); ok {
+		o.aLeft = v.Validity() - time.Since(start)
+	}
+	if errB != nil && !errors.Is(errB, lock.ErrNotObtained) {
+		return o, fmt.Errorf("client B: %w", errB)
+	}
+	o.double = errB == nil && o.aLeft > 0
+	o.maxB = Masters - o.heldA + len(victims) - kept
+	verdict := "not granted"
+	switch {
+	case o.double:
+		verdict = "DOUBLE GRANT"
+	case errB == nil:
+		verdict = "granted after A's validity ran out"
+	}
+	relA := lkA.Release(ctx)
+	if lkB != nil {
+		lkB.Release(ctx)
+	}
+	logf("A granted on %d of %d masters (token %s); masters %v SIGKILLed and back in %s (%s), %d of them still holding A's token; B %s, A's validity left %s; A's release: %s",
+		o.heldA, Masters, short(tokenA), victims, o.failover.Round(time.Millisecond), rec, kept, verdict,
+		o.aLeft.Round(time.Millisecond), relAString(relA))
+	return o, nil
+}
