@@ -28,6 +28,7 @@ func Scenarios() []Scenario {
 		single(),
 		slow(),
 		crash(),
+		crashWait(),
 		crashBeforeExpire(),
 		checkPause(),
 		pause(),
