@@ -76,7 +76,7 @@ func crash() Scenario {
 	}
 }
 
-// crashWait: two holders exit, far apart, while many wait for their
+// crashWait: four holders exit, far apart, while many wait for their
 // expiry-timestamp locks: the takeover the articles' rungs 7 and 8
 // differ on. In crash the four crashes come so close that each next
 // armed request takes the lock the last one left and exits in turn, all
@@ -91,7 +91,7 @@ func crashWait() Scenario {
 		// (OVERSOLD, not only OVERLAP).
 		Every:      url.Values{"work": {"3ms"}},
 		Armed:      url.Values{"fault": {"crash"}},
-		ArmAt:      []float64{0.2, 0.6},
+		ArmAt:      []float64{0.15, 0.4, 0.65, 0.9},
 		StallBound: stallBound,
 		Expect: map[string]string{
 			// Two waiters that read the same expired timestamp both
