@@ -84,7 +84,7 @@ func crash() Scenario {
 func crashWait() Scenario {
 	return Scenario{
 		Name:    "crash-wait",
-		About:   "lock TTL 200ms, every request work=3ms; two requests, at 20% and 60% of the stock, exit their instance right after acquiring while the others wait (fault=crash)",
+		About:   "lock TTL 200ms, wait 1s, every request work=3ms; four requests, at 15%, 40%, 65% and 90% of the stock, exit their instance right after acquiring while the others wait (fault=crash)",
 		AppArgs: faultArgs(),
 		// Two holders at once always overlap; with a business of a few
 		// ms they also both read the same stock, and one sale is lost
