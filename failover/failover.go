@@ -289,32 +289,12 @@ func relAString(err error) string {
 }
 
 func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, err error) {
-	servers := make([]*stack.Redis, Masters)
-	defer func() {
-		for _, s := range servers {
-			if s != nil {
-				err = errors.Join(err, s.Stop())
-			}
-		}
-	}()
-	// One at a time: each binds its free port before the next picks one.
-	for i := range servers {
-		if servers[i], err = stack.StartRedis(ctx, "127.0.0.1:0", stack.Real, true, nil); err != nil {
-			return o, fmt.Errorf("master %d: %w", i, err)
-		}
+	m, err := startMasters(ctx, time.Second, false)
+	defer func() { err = errors.Join(err, m.close()) }()
+	if err != nil {
+		return o, err
 	}
-	var as, bs []redis.Cmdable
-	reads := make([]*redis.Client, Masters)
-	for i, s := range servers {
-		opt := &redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
-			ReadTimeout: time.Second, WriteTimeout: time.Second, PoolSize: 4}
-		a, b := redis.NewClient(opt), redis.NewClient(opt)
-		defer a.Close()
-		defer b.Close()
-		as, bs = append(as, a), append(bs, b)
-		reads[i] = direct(s.Addr())
-		defer reads[i].Close()
-	}
+	servers, as, bs, reads := m.servers, m.as, m.bs, m.reads
 	// The redlock rung runs over the masters alone: no main Redis.
 	lockA, err := lockerOf("redlock", nil, as, 2*time.Second)
 	if err != nil {
@@ -331,20 +311,13 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 		return o, fmt.Errorf("client A: %w", err)
 	}
 	// Read back who holds what: A's token is the one on a majority.
-	tokens := make([]string, Masters)
-	for i, c := range reads {
-		if tokens[i], err = valueOn(ctx, c); err != nil {
-			return o, fmt.Errorf("master %d: %w", i, err)
-		}
+	tokens, err := m.tokens(ctx)
+	if err != nil {
+		return o, err
 	}
-	tokenA, victim := "", -1
-	for i, t := range tokens {
-		if t != "" && count(tokens, t) >= lock.Quorum(Masters) {
-			tokenA = t
-			if victim < 0 {
-				victim = i
-			}
-		}
+	tokenA, victim := majority(tokens), -1
+	if tokenA != "" {
+		victim = slices.Index(tokens, tokenA)
 	}
 	if tokenA == "" {
 		return o, fmt.Errorf("client A was granted the lock, but no token is on a majority of masters: %q", tokens)
@@ -385,11 +358,9 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 	if errB != nil && !errors.Is(errB, lock.ErrNotObtained) {
 		return o, fmt.Errorf("client B: %w", errB)
 	}
-	after := make([]string, Masters)
-	for i, c := range reads {
-		if after[i], err = valueOn(ctx, c); err != nil {
-			return o, fmt.Errorf("master %d: %w", i, err)
-		}
+	after, err := m.tokens(ctx)
+	if err != nil {
+		return o, err
 	}
 	bQuorum := false
 	for _, t := range after {

@@ -7,10 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockladder/lockladder/lock"
-	"github.com/lockladder/lockladder/stack"
 )
 
 // Recovery is how the majority-crash trials bring the crashed masters back
@@ -59,36 +56,12 @@ func RedlockMajority(ctx context.Context, trials int, rec Recovery, log io.Write
 }
 
 func majorityTrial(ctx context.Context, rec Recovery, logf func(string, ...any)) (o outcome, err error) {
-	servers := make([]*stack.Redis, Masters)
-	defer func() {
-		for _, s := range servers {
-			if s != nil {
-				err = errors.Join(err, s.Stop())
-			}
-		}
-	}()
-	for i := range servers {
-		if servers[i], err = stack.StartRedis(ctx, "127.0.0.1:0", stack.Real, true, nil); err != nil {
-			return o, fmt.Errorf("master %d: %w", i, err)
-		}
-		if rec == RestartAOF {
-			if err := servers[i].Persist(ctx); err != nil {
-				return o, fmt.Errorf("master %d: %w", i, err)
-			}
-		}
+	m, err := startMasters(ctx, 500*time.Millisecond, rec == RestartAOF)
+	defer func() { err = errors.Join(err, m.close()) }()
+	if err != nil {
+		return o, err
 	}
-	var as, bs []redis.Cmdable
-	reads := make([]*redis.Client, Masters)
-	for i, s := range servers {
-		opt := &redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
-			ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 4}
-		a, b := redis.NewClient(opt), redis.NewClient(opt)
-		defer a.Close()
-		defer b.Close()
-		as, bs = append(as, a), append(bs, b)
-		reads[i] = direct(s.Addr())
-		defer reads[i].Close()
-	}
+	servers, as, bs, reads := m.servers, m.as, m.bs, m.reads
 	opts := func(wait time.Duration) lock.Options { return lock.Options{TTL: MajorityTTL, Wait: wait} }
 	_, lockA, _ := lock.NewLadder(lock.Backends{Masters: as}, opts(time.Second), lock.RedlockOptions{}).Lookup("redlock")
 	_, lockB, _ := lock.NewLadder(lock.Backends{Masters: bs}, opts(200*time.Millisecond), lock.RedlockOptions{}).Lookup("redlock")
@@ -101,18 +74,11 @@ func majorityTrial(ctx context.Context, rec Recovery, logf func(string, ...any))
 	if err != nil {
 		return o, fmt.Errorf("client A: %w", err)
 	}
-	tokens := make([]string, Masters)
-	for i, c := range reads {
-		if tokens[i], err = valueOn(ctx, c); err != nil {
-			return o, fmt.Errorf("master %d: %w", i, err)
-		}
+	tokens, err := m.tokens(ctx)
+	if err != nil {
+		return o, err
 	}
-	tokenA := ""
-	for _, t := range tokens {
-		if t != "" && count(tokens, t) >= lock.Quorum(Masters) {
-			tokenA = t
-		}
-	}
+	tokenA := majority(tokens)
 	if tokenA == "" {
 		return o, fmt.Errorf("client A was granted the lock, but no token is on a majority of masters: %q", tokens)
 	}
