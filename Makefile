@@ -60,9 +60,13 @@ chaos: build
 bench-peers:
 	cd peers && $(GO) run . -n $(N) -c $(C) -out $(abspath $(OUT))
 
-## test: vet, then every test (real redis-server and nginx when installed; required under CI=true)
+## test: vet, then every test (real servers when installed; required under CI=true). The
+## end-to-end tests run last and alone: their faults are timed against the machine (a killed
+## instance's 502s, a lease running out), and the other packages' tests beside them on two
+## cores made those figures miss their bounds.
 test: vet
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v /e2e$$)
+	$(GO) test -race -count=1 -timeout 30m ./e2e
 
 vet:
 	$(GO) vet ./...
