@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	"github.com/lockladder/lockladder/lock"
 )
 
 // DBStore keeps the stock, the sold counter and num in a database table
@@ -74,13 +75,12 @@ func (s *DBStore) retry(ctx context.Context, change func(stock, num int64) (set 
 	ctx, cancel := context.WithTimeout(ctx, s.wait)
 	defer cancel()
 	tries := 0
-	pause := minPause
+	pauses := lostTry()
 	for {
 		if tries > 0 {
-			if err := sleep(ctx, rand.N(pause)); err != nil {
+			if err := sleep(ctx, pauses.NextBackoff()); err != nil {
 				return 0, s.failed(ctx, tries, err)
 			}
-			pause = min(2*pause, maxPause)
 		}
 		tries++
 		var stock, num, version int64
@@ -103,11 +103,9 @@ func (s *DBStore) retry(ctx context.Context, change func(stock, num int64) (set 
 	}
 }
 
-// The bounds of the pause after a lost try.
-const (
-	minPause = time.Millisecond
-	maxPause = 64 * time.Millisecond
-)
+// lostTry is the pause after a lost try: the waiting rungs' exponential
+// backoff with full jitter, 1ms doubling to 64ms.
+var lostTry = lock.ExponentialBackoff(time.Millisecond, 64*time.Millisecond, lock.FullJitter)
 
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"syscall"
 	"time"
 
@@ -34,12 +33,11 @@ func (r *Redis) Persist(ctx context.Context) error {
 	rs.aof = true
 	rs.mu.Unlock()
 	for {
-		info, err := c.Info(ctx, "persistence").Result()
+		info, err := infoFields(ctx, c, "persistence")
 		if err != nil {
 			return fmt.Errorf("stack: redis: INFO persistence: %w", err)
 		}
-		if infoField(info, "aof_enabled") == "1" && infoField(info, "aof_rewrite_in_progress") == "0" &&
-			infoField(info, "aof_rewrite_scheduled") == "0" {
+		if info["aof_enabled"] == "1" && info["aof_rewrite_in_progress"] == "0" && info["aof_rewrite_scheduled"] == "0" {
 			return nil
 		}
 		select {
@@ -83,13 +81,3 @@ func (r *Redis) Crash() error {
 // with what it persisted: its append-only file after Persist, else
 // nothing. It returns once the new process answers PING.
 func (r *Redis) Restart(ctx context.Context) error { return r.restart(ctx) }
-
-// infoField is one "name:value" line of an INFO answer.
-func infoField(info, name string) string {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
-			return v
-		}
-	}
-	return ""
-}
