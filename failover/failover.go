@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -152,8 +151,8 @@ func direct(addr string) *redis.Client {
 }
 
 // lockerOf is the named rung of a ladder over rdb and masters.
-func lockerOf(name string, rdb redis.Cmdable, masters []redis.Cmdable, wait time.Duration) (lock.Locker, error) {
-	_, l, ok := lock.NewLadder(lock.Backends{Redis: rdb, Masters: masters}, lock.Options{TTL: LeaseTTL, Wait: wait}, lock.RedlockOptions{}).Lookup(name)
+func lockerOf(name string, rdb redis.Cmdable, masters []redis.Cmdable, ttl, wait time.Duration) (lock.Locker, error) {
+	_, l, ok := lock.NewLadder(lock.Backends{Redis: rdb, Masters: masters}, lock.Options{TTL: ttl, Wait: wait}, lock.RedlockOptions{}).Lookup(name)
 	if !ok || l == nil {
 		return nil, fmt.Errorf("no %q lock in the ladder", name)
 	}
@@ -205,11 +204,11 @@ func singleTrial(ctx context.Context, logf func(string, ...any)) (o outcome, err
 	a, b := failoverClient(), failoverClient()
 	defer a.Close()
 	defer b.Close()
-	lockA, err := lockerOf("lua", a, nil, 2*time.Second)
+	lockA, err := lockerOf("lua", a, nil, LeaseTTL, 2*time.Second)
 	if err != nil {
 		return o, err
 	}
-	lockB, err := lockerOf("lua", b, nil, BWait)
+	lockB, err := lockerOf("lua", b, nil, LeaseTTL, BWait)
 	if err != nil {
 		return o, err
 	}
@@ -296,11 +295,11 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 	}
 	servers, as, bs, reads := m.servers, m.as, m.bs, m.reads
 	// The redlock rung runs over the masters alone: no main Redis.
-	lockA, err := lockerOf("redlock", nil, as, 2*time.Second)
+	lockA, err := lockerOf("redlock", nil, as, LeaseTTL, 2*time.Second)
 	if err != nil {
 		return o, err
 	}
-	lockB, err := lockerOf("redlock", nil, bs, BWait)
+	lockB, err := lockerOf("redlock", nil, bs, LeaseTTL, BWait)
 	if err != nil {
 		return o, err
 	}
@@ -328,21 +327,10 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 	// SIGKILL it: no shutdown, then back on the same port, empty.
 	addr, pid := servers[victim].Addr(), servers[victim].Pid()
 	killed := time.Now()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return o, fmt.Errorf("SIGKILL master %d (pid %d): %w", victim, pid, err)
-	}
-	for syscall.Kill(pid, 0) == nil { // gone once reaped
-		if time.Since(killed) > 5*time.Second {
-			return o, fmt.Errorf("master %d (pid %d) survives SIGKILL", victim, pid)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	dead := servers[victim]
-	servers[victim] = nil
-	if err := dead.Stop(); err != nil {
+	if err := servers[victim].Crash(); err != nil {
 		return o, fmt.Errorf("master %d: %w", victim, err)
 	}
-	if servers[victim], err = stack.StartRedis(ctx, addr, stack.Real, true, nil); err != nil {
+	if err := servers[victim].Restart(ctx); err != nil {
 		return o, fmt.Errorf("master %d again on %s: %w", victim, addr, err)
 	}
 	o.failover = time.Since(killed)

@@ -62,11 +62,13 @@ func majorityTrial(ctx context.Context, rec Recovery, logf func(string, ...any))
 		return o, err
 	}
 	servers, as, bs, reads := m.servers, m.as, m.bs, m.reads
-	opts := func(wait time.Duration) lock.Options { return lock.Options{TTL: MajorityTTL, Wait: wait} }
-	_, lockA, _ := lock.NewLadder(lock.Backends{Masters: as}, opts(time.Second), lock.RedlockOptions{}).Lookup("redlock")
-	_, lockB, _ := lock.NewLadder(lock.Backends{Masters: bs}, opts(200*time.Millisecond), lock.RedlockOptions{}).Lookup("redlock")
-	if lockA == nil || lockB == nil {
-		return o, errors.New("no redlock lock in the ladder")
+	lockA, err := lockerOf("redlock", nil, as, MajorityTTL, time.Second)
+	if err != nil {
+		return o, err
+	}
+	lockB, err := lockerOf("redlock", nil, bs, MajorityTTL, 200*time.Millisecond)
+	if err != nil {
+		return o, err
 	}
 
 	start := time.Now()
