@@ -269,7 +269,7 @@ func TestErrors(t *testing.T) {
 // it picked is restarting) is sent again; it is idempotent.
 func TestControlRetriesBadGateway(t *testing.T) {
 	f := &fakeApp{}
-	srv := f.start(t)
+	f.start(t) // its defaults; the requests go through the proxy below
 	var failed atomic.Int32
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/stock" && failed.Add(1) <= 2 {
@@ -279,7 +279,6 @@ func TestControlRetriesBadGateway(t *testing.T) {
 		f.ServeHTTP(w, r)
 	}))
 	t.Cleanup(proxy.Close)
-	_ = srv
 	row, err := bench.RunOne(t.Context(), small(proxy.URL), "atomic", "sale")
 	if err != nil {
 		t.Fatalf("two 502s on GET /stock, then a 200: %v", err)
