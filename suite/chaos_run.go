@@ -16,6 +16,10 @@ import (
 type faultRun struct {
 	sc     Scenario
 	figure func(r bench.Row) ChaosRow // Fault, Name, Lock, counts and checks are filled in by the caller
+	// applied, if set, says whether the fault struck while the run could
+	// still show its effect (an error wrapping errNotApplied if not): a
+	// run that measured nothing, tried again as measured does.
+	applied func(r bench.Row) error
 }
 
 // perLock runs a fault once for each of the safe locks, on one stack.
@@ -83,6 +87,13 @@ func (c *chaos) measured(ctx context.Context, top Stack, lock string, base bench
 			continue
 		case err != nil:
 			return bench.Row{}, fr, m, err
+		}
+		if fr.applied != nil {
+			if err := fr.applied(r); err != nil {
+				m.why = err.Error()
+				c.p.Note(fmt.Sprintf("%s/%s: measured nothing (%v); trying again", fr.sc.Name, lock, err))
+				continue
+			}
 		}
 		if lb := lbFailures(r); lb*2 > r.Requests {
 			m.why = fmt.Sprintf("%d of %d answers were the load balancer's 502/504 or no answer: instances were down, the run says nothing about the lock", lb, r.Requests)

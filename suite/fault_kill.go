@@ -131,7 +131,18 @@ func (c *chaos) kill(lock string, at float64, inst int) faultRun {
 			return nil
 		}}},
 	}
-	return faultRun{sc: sc, figure: func(r bench.Row) ChaosRow {
+	// The holder may take long to get the lock among the load's waiters:
+	// a kill after the load's last request to a live instance was sent
+	// can show no recovery.
+	applied := func(r bench.Row) error {
+		for _, op := range r.Ops {
+			if op.Call >= int64(killed.Sub(r.Began)) && op.Code != 0 && op.Code != 502 && op.Code != 504 {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: the load sent no request to a live instance after %s was killed", errNotApplied, victim)
+	}
+	return faultRun{sc: sc, applied: applied, figure: func(r bench.Row) ChaosRow {
 		rec, ok := firstProgress(r, killed)
 		row := ChaosRow{
 			Recovery: "SIGKILL to the lock had again (its lease ran out)",
