@@ -69,6 +69,14 @@ type Config struct {
 	// negative number, none.
 	Masters int
 
+	// MastersAOF starts the Redlock masters with an append-only file
+	// fsynced before every answer (appendonly yes, appendfsync always),
+	// each in a directory of its own under the run dir: a master that
+	// crashes (CrashMaster) comes back with the locks it granted. This is
+	// the persistence Redlock's author asks of its masters. Needs
+	// redis-server.
+	MastersAOF bool
+
 	// StartTimeout bounds Start when ctx has no deadline; default 30s.
 	StartTimeout time.Duration
 
@@ -92,6 +100,14 @@ type Config struct {
 	// MasterAddrs stays the masters' own. A cut there is a master that
 	// times out, where StopMaster is one that refuses.
 	MasterProxies bool
+}
+
+// RealRedis reports whether Start would run redis-server for Redis and
+// the masters (Redis Real, or Auto with redis-server on PATH), not
+// miniredis.
+func (c Config) RealRedis() bool {
+	real, _, err := resolveMode(c.Redis, "redis-server", false)
+	return err == nil && real
 }
 
 // loopback defaults addr to def and an empty host to 127.0.0.1: the stack

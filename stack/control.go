@@ -160,6 +160,28 @@ func (s *Stack) StartMaster(i int) error {
 	return s.masters.startOne(ctx, i)
 }
 
+// CrashMaster SIGKILLs Redlock master i (0-based, as in MasterAddrs): no
+// shutdown, no save; the locks it granted survive only in its append-only
+// file (Config.MastersAOF). It stays down until RestartMaster. Needs
+// redis-server.
+func (s *Stack) CrashMaster(i int) error { return s.masters.crashOne(i) }
+
+// RestartMaster brings crashed Redlock master i back on the same address
+// with what it persisted (Config.MastersAOF), else empty, and returns once
+// it answers PING. Restarting a running master does nothing.
+func (s *Stack) RestartMaster(i int) error {
+	if s.life.Err() != nil {
+		return errors.New("stack: RestartMaster: the stack is stopped")
+	}
+	ctx, cancel := context.WithTimeout(s.life, 15*time.Second)
+	defer cancel()
+	return s.masters.restartOne(ctx, i)
+}
+
+// MastersMode says what the Redlock masters are: Real (redis-server,
+// which CrashMaster can kill) or Embedded (miniredis).
+func (s *Stack) MastersMode() Mode { return s.masters.mode }
+
 // instance returns instance i (0-based).
 func (s *Stack) instance(i int) (*instance, error) {
 	if i < 0 || i >= len(s.instances) {

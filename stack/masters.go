@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,12 +25,14 @@ const MastersEnv = "REDLOCK_MASTERS"
 // together on free ports of the main Redis's host, in the main Redis's
 // mode (redis-server or miniredis). Each keeps its address for the
 // stack's life: StopMaster and StartMaster stop one and bring it back
-// there, empty.
+// there, empty; CrashMaster and RestartMaster kill one and bring it back
+// with what it persisted (Config.MastersAOF), or empty.
 type masters struct {
 	host        string
 	mode        Mode   // Real or Embedded, as the main Redis
 	kind        string // the main Redis's kind, theirs too
 	requireReal bool
+	aof         bool // Config.MastersAOF
 	dir         string
 	lg          *logger
 
@@ -46,9 +50,9 @@ type master struct {
 
 // newMasters describes n masters (none when n <= 0) for a stack whose
 // main Redis, on redisAddr, is main.
-func newMasters(n int, main *Redis, redisAddr string, requireReal bool, dir string, lg *logger) *masters {
+func newMasters(n int, main *Redis, redisAddr string, requireReal, aof bool, dir string, lg *logger) *masters {
 	host, _, _ := net.SplitHostPort(redisAddr)
-	m := &masters{host: host, mode: Real, kind: main.kind(), requireReal: requireReal, dir: dir, lg: lg}
+	m := &masters{host: host, mode: Real, kind: main.kind(), requireReal: requireReal, aof: aof, dir: dir, lg: lg}
 	if main.Embedded() {
 		m.mode = Embedded
 	}
@@ -62,6 +66,9 @@ func newMasters(n int, main *Redis, redisAddr string, requireReal bool, dir stri
 func (m *masters) start(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.aof && m.mode != Real && len(m.ms) > 0 {
+		return errors.New("stack: redlock masters with an append-only file (MastersAOF) need redis-server: miniredis persists nothing")
+	}
 	addrs := make([]string, len(m.ms))
 	if m.mode == Real {
 		// Reserve every port at once so that no two masters get the same.
@@ -79,7 +86,7 @@ func (m *masters) start(ctx context.Context) error {
 	}
 	return each(len(m.ms), func(i int) error {
 		// Quiet: one summary line for all of them (summary).
-		r, err := newRedis(addrs[i], m.mode, m.requireReal, m.dir, &logger{})
+		r, err := newRedis(addrs[i], m.mode, m.requireReal, m.masterDir(i), &logger{})
 		if err == nil {
 			m.ms[i].r = r
 			err = r.start(ctx)
@@ -97,12 +104,33 @@ func (m *masters) ready(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return each(len(m.ms), func(i int) error {
-		if err := m.ms[i].r.ready(ctx); err != nil {
+		r := m.ms[i].r
+		if err := r.ready(ctx); err != nil {
 			return fmt.Errorf("stack: redlock master %d: %w", i, err)
 		}
-		m.ms[i].addr = m.ms[i].r.Addr()
+		if m.aof {
+			if err := r.Persist(ctx); err != nil {
+				return fmt.Errorf("stack: redlock master %d: %w", i, err)
+			}
+		}
+		m.ms[i].addr = r.Addr()
 		return nil
 	})
+}
+
+// masterDir is where master i keeps its files: the run dir, or with an
+// append-only file a directory of its own in it (Redis names that file's
+// directory the same for every server in one dir). "" (no run dir): a
+// temp dir of its own.
+func (m *masters) masterDir(i int) string {
+	if !m.aof || m.dir == "" {
+		return m.dir
+	}
+	d := filepath.Join(m.dir, fmt.Sprintf("master-%d", i))
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "" // a temp dir of its own: as good, only harder to find
+	}
+	return d
 }
 
 // stop stops every running master, all at once.
@@ -190,6 +218,56 @@ func (m *masters) startOne(ctx context.Context, i int) error {
 	} else {
 		m.lg.printf("masters: %d on %s started again, empty", i, ms.addr)
 	}
+	return nil
+}
+
+// crashOne SIGKILLs master i: no shutdown, no save. It stays down, on
+// its address, until restartOne.
+func (m *masters) crashOne(i int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, err := m.masterLocked(i)
+	if err != nil {
+		return err
+	}
+	if ms.r == nil {
+		return fmt.Errorf("stack: redlock master %d on %s is stopped", i, ms.addr)
+	}
+	pid := ms.r.Pid()
+	if err := ms.r.Crash(); err != nil {
+		return fmt.Errorf("stack: redlock master %d on %s: %w", i, ms.addr, err)
+	}
+	m.lg.printf("masters: %d on %s crashed (SIGKILL, pid %d)", i, ms.addr, pid)
+	return nil
+}
+
+// restartOne brings crashed master i back on its address with what it
+// persisted: its append-only file (Config.MastersAOF), else nothing.
+// Restarting a running master does nothing.
+func (m *masters) restartOne(ctx context.Context, i int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errors.New("stack: RestartMaster: the stack is stopped")
+	}
+	ms, err := m.masterLocked(i)
+	if err != nil {
+		return err
+	}
+	if ms.r == nil {
+		return fmt.Errorf("stack: redlock master %d on %s is stopped: StartMaster starts it", i, ms.addr)
+	}
+	if !ms.r.isDown() {
+		return nil
+	}
+	if err := ms.r.Restart(ctx); err != nil {
+		return fmt.Errorf("stack: redlock master %d on %s: %w", i, ms.addr, err)
+	}
+	with := "empty"
+	if m.aof {
+		with = "with its append-only file"
+	}
+	m.lg.printf("masters: %d on %s restarted, %s (pid %d)", i, ms.addr, with, ms.r.Pid())
 	return nil
 }
 

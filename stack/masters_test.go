@@ -303,3 +303,73 @@ func TestInstanceArgs(t *testing.T) {
 	}
 	check("after a restart")
 }
+
+// A crashed master (SIGKILL) comes back on its address with what it
+// persisted: nothing by default, every acknowledged SET with MastersAOF.
+// Miniredis masters cannot persist: MastersAOF then fails the start.
+func TestCrashMaster(t *testing.T) {
+	for _, aof := range []bool{false, true} {
+		t.Run("aof="+strconv.FormatBool(aof), func(t *testing.T) {
+			s, log := startStack(t, stack.Embedded, func(c *stack.Config) {
+				c.Redis, c.MastersAOF = stack.Real, aof
+			})
+			if s.MastersMode() != stack.Real {
+				t.Fatalf("MastersMode() = %s, want real", s.MastersMode())
+			}
+			ctx := context.Background()
+			addr := s.MasterAddrs()[2]
+			rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond})
+			defer rdb.Close()
+			if err := rdb.Set(ctx, "lock", "token-a", 10*time.Second).Err(); err != nil {
+				t.Fatal(err)
+			}
+			before := s.Pids()
+			if err := s.CrashMaster(2); err != nil {
+				t.Fatal(err)
+			}
+			refused(t, addr)
+			if err := s.CrashMaster(2); err == nil {
+				t.Error("a second CrashMaster(2) succeeded")
+			}
+			if err := s.RestartMaster(2); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RestartMaster(2); err != nil {
+				t.Errorf("RestartMaster(2) of a running master: %v", err)
+			}
+			got, err := rdb.Get(ctx, "lock").Result()
+			switch {
+			case aof && (err != nil || got != "token-a"):
+				t.Errorf("with an append-only file: GET lock = %q, %v; want token-a", got, err)
+			case !aof && !errors.Is(err, redis.Nil):
+				t.Errorf("without persistence: GET lock = %q, %v; want nothing", got, err)
+			}
+			if aof {
+				if ttl, err := rdb.PTTL(ctx, "lock").Result(); err != nil || ttl <= 0 || ttl > 10*time.Second {
+					t.Errorf("PTTL lock after the restart = %s, %v: want the lease's rest", ttl, err)
+				}
+			}
+			after := s.Pids()
+			if len(after) != len(before) || slices.Equal(after, before) {
+				t.Errorf("Pids() %v -> %v: want as many, one new", before, after)
+			}
+			if !strings.Contains(log.String(), "masters: 2 on "+addr+" crashed (SIGKILL") {
+				t.Errorf("log lacks the crash:\n%s", log)
+			}
+		})
+	}
+	t.Run("embedded", func(t *testing.T) {
+		needApp(t)
+		s, err := stack.Start(context.Background(), stack.Config{
+			LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0", Redis: stack.Embedded, LB: stack.Embedded,
+			AppBinary: appBin, MastersAOF: true,
+		})
+		if err == nil {
+			s.Stop()
+			t.Fatal("miniredis masters with MastersAOF started")
+		}
+		if !strings.Contains(err.Error(), "need redis-server") {
+			t.Errorf("error %q does not say redis-server is needed", err)
+		}
+	})
+}

@@ -202,7 +202,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.lg.printf("%s", s.redis.summary())
 
-	s.masters = newMasters(cfg.Masters, s.redis, cfg.RedisAddr, cfg.RequireReal, s.dir, s.lg)
+	s.masters = newMasters(cfg.Masters, s.redis, cfg.RedisAddr, cfg.RequireReal, cfg.MastersAOF, s.dir, s.lg)
 	if err := s.up(ctx, s.masters); err != nil {
 		return nil, err
 	}

@@ -218,22 +218,34 @@ func holdAt(ctx context.Context, base, lock string) (string, error) {
 	probe := &http.Client{Transport: &http.Transport{}, Timeout: time.Second}
 	defer probe.CloseIdleConnections()
 	for {
-		var got struct {
-			Instance string             `json:"instance"`
-			Holding  []contract.Section `json:"holding"`
-		}
-		now := time.Now()
-		if err := getJSON(ctx, probe, base+"/sections?since="+strconv.FormatInt(now.UnixNano(), 10), &got); err == nil {
-			for _, s := range got.Holding {
-				if s.Lock == lock && now.Sub(time.Unix(0, s.Acquired)) > holdWork/10 {
-					return got.Instance, nil
-				}
-			}
+		if name, ok := holder(ctx, probe, base, lock, holdWork/10); ok {
+			return name, nil
 		}
 		if !sleepCtx(ctx, 5*time.Millisecond) {
 			return "", fmt.Errorf("%w: %s never held %s for its own request", errNotApplied, base, lock)
 		}
 	}
+}
+
+// holder returns the name of the instance at base when its GET /sections
+// shows a critical section of lock held for longer than held: a request
+// with a long business inside the lock, not the load's (a millisecond or
+// so each).
+func holder(ctx context.Context, probe *http.Client, base, lock string, held time.Duration) (string, bool) {
+	var got struct {
+		Instance string             `json:"instance"`
+		Holding  []contract.Section `json:"holding"`
+	}
+	now := time.Now()
+	if err := getJSON(ctx, probe, base+"/sections?since="+strconv.FormatInt(now.UnixNano(), 10), &got); err != nil {
+		return "", false
+	}
+	for _, s := range got.Holding {
+		if s.Lock == lock && now.Sub(time.Unix(0, s.Acquired)) > held {
+			return got.Instance, true
+		}
+	}
+	return "", false
 }
 
 // getJSON asks GET url and decodes its 200's JSON body into out.

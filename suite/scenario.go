@@ -28,6 +28,11 @@ type Scenario struct {
 	// RedisProxy and MasterProxies put fault proxies between the
 	// instances and Redis, or each Redlock master (stack.Config's).
 	RedisProxy, MasterProxies bool
+	// MastersAOF gives the Redlock masters an append-only file fsynced
+	// before every answer (stack.Config's). CrashesMasters: the
+	// scenario SIGKILLs masters, which needs redis-server: where the
+	// stack would run miniredis, its pairs are skipped, saying so.
+	MastersAOF, CrashesMasters bool
 
 	// The load. Armed hits and hooks are placed by fractions of the run's
 	// window, min(requests, stock): the hits sure to find stock left, since
@@ -133,7 +138,7 @@ func (s Scenario) stackConfig(cfg MatrixConfig) stack.Config {
 			c.InstanceArgs[i] = slices.Clone(a)
 		}
 	}
-	c.RedisProxy, c.MasterProxies = s.RedisProxy, s.MasterProxies
+	c.RedisProxy, c.MasterProxies, c.MastersAOF = s.RedisProxy, s.MasterProxies, s.MastersAOF
 	c.ZooKeeper, c.MariaDB, c.Etcd = s.backends(cfg.Locks, cfg.Stack)
 	c.RequireReal = cfg.RequireReal || cfg.Stack.RequireReal
 	if cfg.Stack.Dir != "" {

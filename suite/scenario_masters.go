@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
+	"time"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/stack"
 )
 
 // mastersDown stops k of the 5 Redlock masters a third of the way in.
@@ -44,5 +49,106 @@ func mastersDown(k int) Scenario {
 		}},
 		Expect:    map[string]string{"redlock": bench.VerdictSafe},
 		SkipOther: "only redlock uses the masters",
+	}
+}
+
+// masterCrash is a Stack whose Redlock masters can be SIGKILLed and
+// restarted with what they persisted (*stack.Stack has it).
+type masterCrash interface {
+	CrashMaster(i int) error
+	RestartMaster(i int) error
+}
+
+// The majority-crash scenarios' lease and the business of their armed
+// request: the holder is well inside its lease when the masters crash,
+// so that whatever lets a second holder in, it is not the lease running
+// out.
+const (
+	majorityTTL  = 2 * time.Second
+	majorityWork = time.Second
+)
+
+// majorityCrash: article 002's objection to Redlock. A holder is inside
+// a long business when 3 of the 5 masters that granted its lock are
+// SIGKILLed; restarted at once and empty, they forget the lock, and a
+// majority grants it again while the first holder still writes. The two
+// answers the article gives: the masters persist every write before
+// answering (aof), or a restarted master stays out for one lease (delay).
+func majorityCrash(name string, aof bool, delay time.Duration) Scenario {
+	k := lock.Quorum(stack.DefaultMasters)
+	how := "restarted at once, empty"
+	expect := oversold
+	switch {
+	case aof:
+		how, expect = "restarted at once from their append-only files (appendfsync always)", safe
+	case delay > 0:
+		how, expect = fmt.Sprintf("restarted empty %s later (one lease)", delay), safe
+	}
+	each := func(t Stack, verb string, act func(masterCrash, int) error) error {
+		mc, ok := t.(masterCrash)
+		if !ok {
+			return errors.New("the stack cannot crash its Redlock masters")
+		}
+		var errs []error
+		for i := range k {
+			if err := act(mc, i); err != nil {
+				errs = append(errs, fmt.Errorf("%s master %d: %w", verb, i, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	restart := func(ctx context.Context, t Stack) error {
+		return each(t, "restart", masterCrash.RestartMaster)
+	}
+	return Scenario{
+		Name: name,
+		About: fmt.Sprintf("lease %s; a request holds redlock with work=%s; %d of 5 masters SIGKILLed while it holds, %s",
+			majorityTTL, majorityWork, k, how),
+		AppArgs:        []string{"-faults", "-lock-ttl", majorityTTL.String(), "-lock-wait", "3s"},
+		MastersAOF:     aof,
+		CrashesMasters: true,
+		Armed:          url.Values{"work": {majorityWork.String()}},
+		ArmAt:          []float64{1.0 / 3},
+		Hooks: []Hook{{
+			At:    1.0 / 3,
+			About: fmt.Sprintf("crash %d of 5 masters under the armed holder", k),
+			Do: func(ctx context.Context, t Stack) error {
+				if err := awaitHolder(ctx, t, "redlock", majorityWork/5); err != nil {
+					return err
+				}
+				return each(t, "crash", masterCrash.CrashMaster)
+			},
+			Then: func(ctx context.Context, t Stack) error {
+				select {
+				case <-time.After(delay):
+				case <-ctx.Done():
+				}
+				return restart(ctx, t)
+			},
+			Undo: restart,
+		}},
+		StallBound: 3 * majorityTTL,
+		Expect:     map[string]string{"redlock": expect},
+		SkipOther:  "only redlock uses the masters",
+	}
+}
+
+// awaitHolder waits until an instance of t shows a section of lock held
+// for longer than held (the armed request's), for at most the app's wait
+// bound and the business.
+func awaitHolder(ctx context.Context, t Stack, lock string, held time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second+majorityWork)
+	defer cancel()
+	probe := &http.Client{Transport: &http.Transport{}, Timeout: time.Second}
+	defer probe.CloseIdleConnections()
+	for {
+		for _, base := range t.InstanceURLs() {
+			if _, ok := holder(ctx, probe, base, lock, held); ok {
+				return nil
+			}
+		}
+		if !sleepCtx(ctx, 5*time.Millisecond) {
+			return fmt.Errorf("no instance held %s for %s: the armed request never got it", lock, held)
+		}
 	}
 }

@@ -20,7 +20,8 @@ func LadderLocks() []string {
 // family has its file: no fault (normal, single), armed requests (slow,
 // crash, crash-before-expire, check-pause, pause, pause-session), a clock
 // skewed (skew),
-// Redlock masters stopped (masters-down, masters-down-3), the other back
+// Redlock masters stopped (masters-down, masters-down-3) or crashed under
+// a holder (majority-crash, -aof, -delayed), the other back
 // ends' servers restarted (backend-restart).
 func Scenarios() []Scenario {
 	return []Scenario{
@@ -36,6 +37,9 @@ func Scenarios() []Scenario {
 		skew(),
 		mastersDown(2),
 		mastersDown(3),
+		majorityCrash("majority-crash", false, 0),
+		majorityCrash("majority-crash-aof", true, 0),
+		majorityCrash("majority-crash-delayed", false, majorityTTL),
 		backendRestart(),
 	}
 }
