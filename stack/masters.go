@@ -225,16 +225,21 @@ func (m *masters) startOne(ctx context.Context, i int) error {
 // its address, until restartOne.
 func (m *masters) crashOne(i int) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	ms, err := m.masterLocked(i)
-	if err != nil {
-		return err
+	var r *Redis
+	if err == nil {
+		r = ms.r
 	}
-	if ms.r == nil {
+	m.mu.Unlock()
+	switch {
+	case err != nil:
+		return err
+	case r == nil:
 		return fmt.Errorf("stack: redlock master %d on %s is stopped", i, ms.addr)
 	}
-	pid := ms.r.Pid()
-	if err := ms.r.Crash(); err != nil {
+	// Outside m.mu: several masters crash at once.
+	pid := r.Pid()
+	if err := r.Crash(); err != nil {
 		return fmt.Errorf("stack: redlock master %d on %s: %w", i, ms.addr, err)
 	}
 	m.lg.printf("masters: %d on %s crashed (SIGKILL, pid %d)", i, ms.addr, pid)
@@ -246,28 +251,33 @@ func (m *masters) crashOne(i int) error {
 // Restarting a running master does nothing.
 func (m *masters) restartOne(ctx context.Context, i int) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return errors.New("stack: RestartMaster: the stack is stopped")
-	}
 	ms, err := m.masterLocked(i)
-	if err != nil {
+	var r *Redis
+	if err == nil {
+		r = ms.r
+	}
+	closed := m.closed
+	m.mu.Unlock()
+	switch {
+	case closed:
+		return errors.New("stack: RestartMaster: the stack is stopped")
+	case err != nil:
 		return err
-	}
-	if ms.r == nil {
+	case r == nil:
 		return fmt.Errorf("stack: redlock master %d on %s is stopped: StartMaster starts it", i, ms.addr)
-	}
-	if !ms.r.isDown() {
+	case !r.isDown():
 		return nil
 	}
-	if err := ms.r.Restart(ctx); err != nil {
+	// Outside m.mu: several masters restart at once. A Stop meanwhile
+	// makes Restart fail (the Redis is stopped).
+	if err := r.Restart(ctx); err != nil {
 		return fmt.Errorf("stack: redlock master %d on %s: %w", i, ms.addr, err)
 	}
 	with := "empty"
 	if m.aof {
 		with = "with its append-only file"
 	}
-	m.lg.printf("masters: %d on %s restarted, %s (pid %d)", i, ms.addr, with, ms.r.Pid())
+	m.lg.printf("masters: %d on %s restarted, %s (pid %d)", i, ms.addr, with, r.Pid())
 	return nil
 }
 
