@@ -42,15 +42,18 @@ func (e *etcd) pid() int {
 // newBackends describes the back ends cfg asks for, deciding each one's
 // mode before anything starts: one that Auto cannot find is left out (its
 // rung is unavailable, and the log says so), unless RequireReal is set.
-func newBackends(cfg Config, dir string, lg *logger) ([]backend, error) {
+func newBackends(cfg Config, dir string, data *dataRoot, lg *logger) ([]backend, error) {
 	var out []backend
 	want := func(m Mode) bool { return m != "" && m != Off }
+	if data == nil {
+		data = &dataRoot{dir: dir}
+	}
 
 	if want(cfg.ZooKeeper) {
 		java, jar, err := findZooKeeper()
 		switch {
 		case err == nil:
-			out = append(out, newZooKeeper(java, jar, "127.0.0.1", dir, lg))
+			out = append(out, newZooKeeper(java, jar, "127.0.0.1", dir, data.of("zookeeper"), lg))
 		case cfg.ZooKeeper == Real || cfg.RequireReal:
 			return nil, fmt.Errorf("stack: zookeeper: %w", err)
 		default:
@@ -61,7 +64,7 @@ func newBackends(cfg Config, dir string, lg *logger) ([]backend, error) {
 		srv, install, err := findMariaDB()
 		switch {
 		case err == nil:
-			out = append(out, newMariaDB(srv, install, "127.0.0.1", dir, lg))
+			out = append(out, newMariaDB(srv, install, "127.0.0.1", dir, data.of("mariadb"), lg))
 		case cfg.MariaDB == Real || cfg.RequireReal:
 			return nil, fmt.Errorf("stack: mariadb: %w", err)
 		default:
@@ -80,7 +83,7 @@ func newBackends(cfg Config, dir string, lg *logger) ([]backend, error) {
 			bin = ""
 			lg.printf("etcd not found on PATH: using an etcd server embedded in this process")
 		}
-		out = append(out, newEtcd(bin, "127.0.0.1", dir, lg))
+		out = append(out, newEtcd(bin, "127.0.0.1", dir, data.of("etcd"), lg))
 	}
 	return out, nil
 }
@@ -101,6 +104,7 @@ func (s *Stack) startBackends(ctx context.Context) error {
 	for _, b := range s.backends {
 		s.lg.printf("%s", b.summary())
 	}
+	s.lg.printf("data: the back ends keep their data %s", s.data)
 	return nil
 }
 
@@ -195,7 +199,7 @@ func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool,
 	if mode == "" || mode == Off {
 		return "", nil, fmt.Errorf("stack: %s: mode %q starts nothing", kind, mode)
 	}
-	bs, err := newBackends(cfg, dir, &logger{})
+	bs, err := newBackends(cfg, dir, nil, &logger{})
 	if err != nil {
 		return "", nil, err
 	}

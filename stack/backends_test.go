@@ -3,9 +3,14 @@ package stack_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +107,84 @@ func TestBackendRestart(t *testing.T) {
 	}
 	if err := s.StopBackend("redis"); err == nil {
 		t.Error("StopBackend(redis): no error, want one naming what the stack runs")
+	}
+}
+
+// The back ends' data goes to a tmpfs dir of the stack's own (memory),
+// removed by Stop, or to the run dir (disk); a memory stack also removes
+// what a stack killed before its Stop left in /dev/shm.
+func TestBackendData(t *testing.T) {
+	needApp(t)
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("no /dev/shm")
+	}
+	// A dead stack's leftovers: a pid that has exited.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join("/dev/shm", fmt.Sprintf("lockladder-%d-test", cmd.Process.Pid))
+	if err := os.MkdirAll(filepath.Join(stale, "etcd-data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(stale) })
+
+	for _, data := range []string{stack.DataMemory, stack.DataDisk} {
+		t.Run(data, func(t *testing.T) {
+			log := &syncBuffer{}
+			dir := t.TempDir()
+			s, err := stack.Start(context.Background(), stack.Config{
+				LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0", Dir: dir,
+				Redis: stack.Embedded, LB: stack.Embedded, Instances: 1, Masters: -1,
+				Etcd: stack.Embedded, Data: data,
+				AppBinary: appBin, Log: io.MultiWriter(log, testLog{t}),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Stop() })
+			var where string
+			for _, l := range strings.Split(log.String(), "\n") {
+				if w, ok := strings.CutPrefix(l, "data: the back ends keep their data "); ok {
+					where = w
+				}
+			}
+			var root string
+			switch data {
+			case stack.DataMemory:
+				root, _ = strings.CutPrefix(where, "in memory (tmpfs ")
+				root = strings.TrimSuffix(root, ")")
+				if !strings.HasPrefix(root, fmt.Sprintf("/dev/shm/lockladder-%d-", os.Getpid())) {
+					t.Fatalf("data %q, want a tmpfs dir of this process's", where)
+				}
+				if _, err := os.Stat(stale); !os.IsNotExist(err) {
+					t.Errorf("a dead stack's %s is still there (%v)", stale, err)
+				}
+			case stack.DataDisk:
+				if where != "on disk ("+dir+")" {
+					t.Fatalf("data %q, want on disk in %s", where, dir)
+				}
+				root = dir
+			}
+			if fi, err := os.Stat(filepath.Join(root, "etcd-data", "member")); err != nil || !fi.IsDir() {
+				t.Fatalf("etcd's data is not in %s: %v", root, err)
+			}
+			if err := s.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			_, err = os.Stat(root)
+			if data == stack.DataMemory && !os.IsNotExist(err) {
+				t.Errorf("after Stop, %s: %v; want it gone", root, err)
+			}
+			if data == stack.DataDisk && err != nil {
+				t.Errorf("after Stop, the run dir %s: %v; want it kept", root, err)
+			}
+		})
+	}
+	if _, err := stack.Start(context.Background(), stack.Config{
+		LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0", Redis: stack.Embedded, LB: stack.Embedded,
+		Etcd: stack.Embedded, Data: "ssd", AppBinary: appBin,
+	}); err == nil || !strings.Contains(err.Error(), `data "ssd"`) {
+		t.Errorf("Data ssd: %v, want an error naming it", err)
 	}
 }

@@ -62,6 +62,12 @@ type Config struct {
 	// Real: required. Embedded: etcd in this process.
 	ZooKeeper, MariaDB, Etcd Mode
 
+	// Data is where those back ends keep their data: DataMemory (a
+	// tmpfs dir of the stack's own in /dev/shm, removed by Stop),
+	// DataDisk (the run dir), or "": memory where /dev/shm is a tmpfs
+	// with 1 GiB free, else disk, saying why.
+	Data string
+
 	// Masters is the number of Redlock masters: independent Redis servers
 	// on free ports of RedisAddr's host, each started as Redis is (same
 	// mode, same RequireReal rule). Every instance gets their addresses as

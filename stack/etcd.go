@@ -18,13 +18,14 @@ import (
 // binary when it is on PATH (Debian's etcd-server), else an etcd server
 // embedded in this process (go.etcd.io/etcd/server/v3/embed), so that the
 // rung runs on a machine with Go only. Either way on loopback ports, its
-// data in the run dir, empty at every start.
+// data where Config.Data says, empty at every start.
 type etcd struct {
 	bin     string // "" for the embedded one
 	host    string
 	client  string // the client URL, http://host:port
 	peer    string
-	dir     string
+	dir     string // log
+	data    string // the member's data dir (dataRoot)
 	version string
 	lg      *logger
 
@@ -33,14 +34,14 @@ type etcd struct {
 	closed   bool        // the embedded one is closed
 }
 
-func newEtcd(bin, host, dir string, lg *logger) *etcd {
-	return &etcd{bin: bin, host: host, dir: filepath.Join(dir, "etcd"), lg: lg}
+func newEtcd(bin, host, dir, data string, lg *logger) *etcd {
+	return &etcd{bin: bin, host: host, dir: filepath.Join(dir, "etcd"), data: data, lg: lg}
 }
 
 // start starts the member on an empty data dir; started again after a
 // stop, it keeps its ports and its data (its leases come back with it).
 func (e *etcd) start(context.Context) error {
-	data := filepath.Join(e.dir, "data")
+	data := e.data
 	if e.client == "" {
 		ports, err := freePorts(e.host, 2)
 		if err != nil {

@@ -14,12 +14,13 @@ import (
 )
 
 // mariadb is a MariaDB server, the database rungs' back end: a fresh data
-// dir in the run dir (mariadb-install-db), mariadbd on a loopback port,
+// dir where Config.Data says (mariadb-install-db), mariadbd on a loopback port,
 // root without a password on 127.0.0.1 only, nothing else listening.
 type mariadb struct {
 	server, install string
 	host, port      string
-	dir             string
+	dir             string // socket, pid file, log
+	data            string // the database (dataRoot)
 	version         string
 	lg              *logger
 	proc            *proc
@@ -42,8 +43,8 @@ func findMariaDB() (server, install string, err error) {
 	return server, install, nil
 }
 
-func newMariaDB(server, install, host, dir string, lg *logger) *mariadb {
-	return &mariadb{server: server, install: install, host: host, dir: filepath.Join(dir, "mariadb"), lg: lg}
+func newMariaDB(server, install, host, dir, data string, lg *logger) *mariadb {
+	return &mariadb{server: server, install: install, host: host, dir: filepath.Join(dir, "mariadb"), data: data, lg: lg}
 }
 
 func (m *mariadb) addr() string { return net.JoinHostPort(m.host, m.port) }
@@ -56,7 +57,7 @@ func (m *mariadb) dsn() string {
 // start installs an empty database and starts the server on it; started
 // again after a stop, it keeps the port and the data.
 func (m *mariadb) start(ctx context.Context) error {
-	data := filepath.Join(m.dir, "data")
+	data := m.data
 	if m.port == "" {
 		port, err := freePort(m.host)
 		if err != nil {

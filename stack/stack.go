@@ -125,6 +125,7 @@ type Stack struct {
 	redis         *Redis
 	masters       *masters
 	backends      []backend       // ZooKeeper, MariaDB, etcd: those started
+	data          *dataRoot       // where they keep their data; nil without them
 	backendMu     sync.Mutex      // StopBackend, StartBackend and Pids
 	backendDown   map[string]bool // kinds stopped by StopBackend
 	redisProxy    *FaultProxy     // Config.RedisProxy
@@ -210,7 +211,13 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		s.lg.printf("%s", l)
 	}
 
-	if s.backends, err = newBackends(cfg, s.dir, s.lg); err != nil {
+	want := func(m Mode) bool { return m != "" && m != Off }
+	if want(cfg.ZooKeeper) || want(cfg.MariaDB) || want(cfg.Etcd) {
+		if s.data, err = newDataRoot(cfg.Data, s.dir, s.lg); err != nil {
+			return nil, err
+		}
+	}
+	if s.backends, err = newBackends(cfg, s.dir, s.data, s.lg); err != nil {
 		return nil, err
 	}
 	if err := s.startBackends(ctx); err != nil {
@@ -392,6 +399,7 @@ func (s *Stack) Stop() error {
 		for i := len(s.servers) - 1; i >= 0; i-- {
 			errs = append(errs, s.servers[i].stop())
 		}
+		errs = append(errs, s.data.remove())
 		if s.rmDir {
 			errs = append(errs, os.RemoveAll(s.dir))
 		}

@@ -19,13 +19,14 @@ const zookeeperJar = "/usr/share/java/zookeeper.jar"
 
 // zookeeper is a standalone ZooKeeper server, the zookeeper rung's back
 // end: the JVM running org.apache.zookeeper.server.ZooKeeperServerMain on
-// a loopback port, its data and log in the run dir. Sessions may time out
+// a loopback port, its log in the run dir, its data where Config.Data says. Sessions may time out
 // between 1s and 10s (tickTime 500ms): the rung asks for its lease.
 type zookeeper struct {
 	java, jar string
 	host      string
 	port      string
-	dir       string
+	dir       string // config and log
+	data      string // snapshots and transaction log (dataRoot)
 	version   string
 	lg        *logger
 	proc      *proc
@@ -47,8 +48,8 @@ func findZooKeeper() (java, jar string, err error) {
 	return java, jar, nil
 }
 
-func newZooKeeper(java, jar, host, dir string, lg *logger) *zookeeper {
-	return &zookeeper{java: java, jar: jar, host: host, dir: filepath.Join(dir, "zookeeper"), lg: lg}
+func newZooKeeper(java, jar, host, dir, data string, lg *logger) *zookeeper {
+	return &zookeeper{java: java, jar: jar, host: host, dir: filepath.Join(dir, "zookeeper"), data: data, lg: lg}
 }
 
 func (z *zookeeper) addr() string { return net.JoinHostPort(z.host, z.port) }
@@ -62,15 +63,21 @@ func (z *zookeeper) start(context.Context) error {
 			return err
 		}
 		z.port = port
+		// Every stack starts from an empty tree: a reused run dir's
+		// old ephemeral znodes would hold locks until their sessions
+		// expired.
+		os.RemoveAll(z.data)
 	}
 	var err error
-	if err := os.MkdirAll(filepath.Join(z.dir, "data"), 0o755); err != nil {
-		return fmt.Errorf("stack: zookeeper: %w", err)
+	for _, d := range []string{z.dir, z.data} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("stack: zookeeper: %w", err)
+		}
 	}
 	cfg := filepath.Join(z.dir, "zoo.cfg")
 	conf := strings.Join([]string{
 		"tickTime=500",
-		"dataDir=" + filepath.Join(z.dir, "data"),
+		"dataDir=" + z.data,
 		"clientPort=" + z.port,
 		"clientPortAddress=" + z.host,
 		"admin.enableServer=false",

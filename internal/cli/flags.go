@@ -37,6 +37,7 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		zkMode    = fs.String("zookeeper", "auto", "ZooKeeper for the zookeeper rung: auto (if installed, else the rung answers 503), real or off")
 		dbMode    = fs.String("mariadb", "auto", "MariaDB for the db-for-update and db-optimistic rungs: auto (if installed, else they answer 503), real or off")
 		etcdMode  = fs.String("etcd", "auto", "etcd for the etcd rung: auto (the etcd binary if on PATH, else embedded), real, embedded or off")
+		data      = fs.String("data", "auto", "where ZooKeeper, etcd and MariaDB keep their data: memory (tmpfs in /dev/shm: their fsyncs cost no disk flush; a killed process loses nothing), disk (the run dir: each lock pays the disk's fsync), or auto (memory where /dev/shm has 1 GiB free)")
 	)
 	fs.IntVar(&o.LBPort, "lb-port", 8080, "load balancer port on 127.0.0.1 (0 with -app-port 0: free ports for all)")
 	fs.StringVar(&o.Dir, "dir", repoPath(".run"), "run dir: logs, derived nginx.conf, state file")
@@ -88,6 +89,13 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 			o.Config.LB = stack.Embedded
 		default:
 			return o, fmt.Errorf("-lb %q: want auto, nginx or builtin", *lbMode)
+		}
+		switch *data {
+		case "auto":
+		case stack.DataMemory, stack.DataDisk:
+			o.Config.Data = *data
+		default:
+			return o, fmt.Errorf("-data %q: want auto, memory or disk", *data)
 		}
 		o.Config.Dir = o.Dir
 		o.Config.RequireReal = os.Getenv("CI") == "true"
