@@ -26,7 +26,7 @@ type resource struct {
 	fenceKey string
 	op       func(context.Context, ...inventory.Then) (int64, error)                // the non-atomic read-modify-write
 	atomic   func(context.Context) (int64, error)                                   // the one-script ceiling
-	optimist func(context.Context) (int64, error)                                   // db-optimistic's compare-and-set, nil without a database
+	optimist func(context.Context, lock.WaitMode) (int64, error)                    // db-optimistic's compare-and-set, nil without a database
 	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error) // op, checked against a fencing token
 }
 
@@ -218,7 +218,7 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 			if res.optimist == nil {
 				return 0, fmt.Errorf("%w: mariadb (start the app with -mysql DSN)", lock.ErrNoServer)
 			}
-			return res.optimist(ctx)
+			return res.optimist(ctx, req.wait)
 		}
 		return res.atomic(ctx)
 	}

@@ -21,9 +21,19 @@ import (
 // next, up to twice as long each time it loses again (full jitter, 1 ms
 // doubling to 64 ms): without it, a hundred buyers who all read the same
 // version all try again at once, and almost every try is wasted.
+//
+// Even so, a hundred writers on one row mostly lose (wait=backoff: about
+// 250 to 430 increments a second through the lab's nginx, p99 over 1.5s,
+// and a few requests that lost every try for 5s). So by default
+// (wait=queue) a process's operations line up in memory, first come
+// first served, and only the head of the line reads and writes: three
+// instances put three writers on the row, not a hundred. The version
+// check still decides; the line only thins the crowd (1100 to 1200 a
+// second, p99 about 300ms, none given up).
 type DBStore struct {
 	db   *sql.DB
 	wait time.Duration
+	line chan struct{} // the head of this process's line holds its one slot
 }
 
 // InventoryTable is the table DBStore keeps its one row in.
@@ -45,14 +55,16 @@ func NewDBStore(ctx context.Context, db *sql.DB, wait time.Duration) (*DBStore, 
 			return nil, fmt.Errorf("inventory: database: %w", err)
 		}
 	}
-	return &DBStore{db: db, wait: wait}, nil
+	return &DBStore{db: db, wait: wait, line: make(chan struct{}, 1)}, nil
 }
 
 // SellOptimistic sells one item: read stock and version, check, write
 // stock-1 (and sold+1) where the version is still ours, again until one
-// write lands. It returns the stock left, ErrSoldOut or ErrContended.
-func (s *DBStore) SellOptimistic(ctx context.Context) (int64, error) {
-	return s.retry(ctx, func(stock, num int64) (string, int64, error) {
+// write lands. It returns the stock left, ErrSoldOut or ErrContended. w is
+// how it waits: lock.WaitQueue (or "") in this process's line,
+// lock.WaitBackoff on its own.
+func (s *DBStore) SellOptimistic(ctx context.Context, w lock.WaitMode) (int64, error) {
+	return s.retry(ctx, w, func(stock, num int64) (string, int64, error) {
 		if stock <= 0 {
 			return "", 0, ErrSoldOut
 		}
@@ -61,8 +73,8 @@ func (s *DBStore) SellOptimistic(ctx context.Context) (int64, error) {
 }
 
 // IncrOptimistic adds one to num the same way, and returns it.
-func (s *DBStore) IncrOptimistic(ctx context.Context) (int64, error) {
-	return s.retry(ctx, func(stock, num int64) (string, int64, error) {
+func (s *DBStore) IncrOptimistic(ctx context.Context, w lock.WaitMode) (int64, error) {
+	return s.retry(ctx, w, func(stock, num int64) (string, int64, error) {
 		return "num = num + 1", num + 1, nil
 	})
 }
@@ -71,9 +83,19 @@ func (s *DBStore) IncrOptimistic(ctx context.Context) (int64, error) {
 // and writes it with the version check, until a write lands or the wait
 // ends. The SET clause is relative to the row but guarded by the version:
 // exactly what was read is what is changed.
-func (s *DBStore) retry(ctx context.Context, change func(stock, num int64) (set string, result int64, err error)) (int64, error) {
+func (s *DBStore) retry(ctx context.Context, w lock.WaitMode, change func(stock, num int64) (set string, result int64, err error)) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.wait)
 	defer cancel()
+	if w != lock.WaitBackoff {
+		// Go hands a freed slot to the sender that has waited longest:
+		// the line is first come, first served.
+		select {
+		case s.line <- struct{}{}:
+			defer func() { <-s.line }()
+		case <-ctx.Done():
+			return 0, s.failed(ctx, 0, ctx.Err())
+		}
+	}
 	tries := 0
 	pauses := lostTry()
 	for {
@@ -119,6 +141,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 func (s *DBStore) failed(ctx context.Context, tries int, err error) error {
+	if ctx.Err() != nil && tries == 0 {
+		return fmt.Errorf("%w (%s in this process's line, no try)", ErrContended, s.wait)
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w (%d tries in %s)", ErrContended, tries, s.wait)
 	}

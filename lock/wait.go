@@ -79,10 +79,11 @@ const (
 	// WaitQueue lines up the process's requests for one key in memory,
 	// first come first served; only the head of the line asks the back end
 	// for the lock, woken when the lock's deletion is announced (or
-	// polling briefly without announcements). With 100 requests over 3 processes, 3
-	// contend instead of 100. Only redlock offers it, and it is redlock's
-	// default: 100 contenders split the masters' votes so that most
-	// attempts win no majority.
+	// polling briefly without announcements). With 100 requests over 3
+	// processes, 3 contend instead of 100. It is the default of redlock
+	// (100 contenders split the masters' votes so that most attempts win
+	// no majority) and of db-optimistic (100 writers on one row mostly
+	// lose their version check), the only two that offer it.
 	WaitQueue WaitMode = "queue"
 )
 
