@@ -26,6 +26,8 @@
 //	rung11_fenced.go        a fencing token the storage checks: safe
 //	rung12_fair.go          a FIFO queue in Redis, the lock handed to the next
 //	                        live waiter on release: no herd, no luck
+//	rung13_cohort.go        fair's lock passed in memory to the process's next
+//	                        request before it goes back: fewer round trips
 //
 // The waiting: wait.go (the polling loop and its pauses), notify.go (the
 // lock's deletions announced by Redis itself, and fair's handoffs),

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -117,7 +118,7 @@ func (f *Fair) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 		l.wd = startWatchdog(ttl, func(ctx context.Context) (bool, error) {
 			n, err := luaFairRenew.Run(ctx, f.rdb, keys[:1], token, leaseMS(ttl)).Int64()
 			return n != 0, err
-		}, nil)
+		}, func(*watchdog) { l.lost.Store(true) })
 	}
 	return l, nil
 }
@@ -129,6 +130,7 @@ type fairLock struct {
 	fence int64
 
 	wd   *watchdog
+	lost atomic.Bool // a renewal found the lease gone
 	once sync.Once
 }
 

@@ -25,7 +25,7 @@ func slow() Scenario {
 		StallBound: stallBound,
 		Expect: map[string]string{
 			"setnx-px": oversold, "lua": oversold, "getset": oversold,
-			"reentrant": safe, "fenced": safe, "fair": safe, "atomic": safe,
+			"reentrant": safe, "fenced": safe, "fair": safe, "cohort": safe, "atomic": safe,
 			// Their leases are kept alive by the client (ZooKeeper's
 			// pings, etcd's keepalives) or are a transaction: a slow
 			// business only slows them.
@@ -182,7 +182,7 @@ func pause() Scenario {
 		Armed:      url.Values{"fault": {"pause"}, "pause": {"800ms"}},
 		ArmAt:      few,
 		StallBound: stallBound,
-		Expect:     map[string]string{"reentrant": oversold, "redlock": oversold, "fenced": safe, "fair": safe},
+		Expect:     map[string]string{"reentrant": oversold, "redlock": oversold, "fenced": safe, "fair": safe, "cohort": safe},
 		Skip: map[string]string{
 			"none":   unsafe,
 			"local":  unsafe,

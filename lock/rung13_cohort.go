@@ -1,0 +1,259 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cohort is fair's lock (rung 12) with one more level of waiting, the way
+// cohort locks do on NUMA machines (Dice, Marathe and Shavit, "Lock
+// Cohorting", 2012). Fair hands the lock from one request to the next
+// through Redis: every critical section pays an acquisition (or a
+// handoff), the waiter's wake-up and a release, and the next section
+// cannot start before those round trips are done.
+//
+// Here a process's requests for one key line up in memory, first come
+// first served, and only the head of the line takes the lock in Redis
+// (fair's queue orders the heads of the instances). When its section
+// ends and another request of the same process waits, it passes the lock
+// in memory, without a round trip: the next section starts at once, under
+// the same lease, which fair's watchdog keeps renewing. Only after Bound
+// sections, or once the lock has been held for half a lease, or when
+// nobody here waits, does the process release it in Redis, where fair
+// hands it to the oldest waiting instance: no instance waits longer than
+// one cohort of another.
+//
+// Safety is fair's: every section runs under the cohort's valid lease
+// (a lease found lost is never passed on: the process releases instead),
+// and each has its own fencing token, the global token times 2^20 plus
+// the section's number within the cohort, so tokens grow strictly from
+// one section to the next, across processes too. A paused process is
+// cut off as with fair: its watchdog stops, its lease lapses, the next
+// instance's token is higher, and the paused sections' late writes are
+// refused.
+//
+// What it costs: fairness between instances (a cohort runs up to Bound
+// sections while the other instances wait) and a line in every process.
+type Cohort struct {
+	fair  *Fair
+	bound int
+	share time.Duration // how long a cohort may keep the lock: half a lease
+
+	mu    sync.Mutex
+	lines map[string]*cohortLine
+}
+
+var _ Locker = (*Cohort)(nil)
+
+// DefaultCohortBound is how many sections one global acquisition may run
+// by default.
+const DefaultCohortBound = 64
+
+// cohortSeqBits is the room a cohort's section numbers take in a token.
+const cohortSeqBits = 20
+
+// NewCohort returns the cohort lock over fair's lock on rdb: bound
+// sections at most per global acquisition (0: DefaultCohortBound).
+// Options are fair's.
+func NewCohort(rdb redis.Cmdable, o Options, bound int) *Cohort {
+	if bound <= 0 {
+		bound = DefaultCohortBound
+	}
+	bound = min(bound, 1<<cohortSeqBits-1)
+	f := NewFair(rdb, o)
+	return &Cohort{fair: f, bound: bound, share: f.opts.TTL / 2, lines: map[string]*cohortLine{}}
+}
+
+// cohortLine is one key's line in this process.
+type cohortLine struct {
+	busy    bool         // a request of ours holds the lock, or is taking it
+	waiters []chan baton // oldest first; each gets one baton
+	held    *fairLock    // the lock in Redis while the cohort has it
+	seq     int64        // sections run under held
+	since   time.Time    // when held was obtained
+	lease   bool         // held has an explicit lease: no renewal, so no passing
+}
+
+// baton is what a waiter gets: the lock itself (pass), or its turn to
+// take the lock in Redis.
+type baton struct{ pass bool }
+
+// Obtain waits for this process's line, then, unless the lock was passed
+// to it, takes the lock in Redis within what is left of the wait bound.
+// The Lock it returns is Tokened.
+func (c *Cohort) Obtain(ctx context.Context, key string, call Call) (Lock, error) {
+	bound := c.fair.opts.bound(call)
+	c.mu.Lock()
+	ln := c.lines[key]
+	if ln == nil {
+		ln = &cohortLine{}
+		c.lines[key] = ln
+	}
+	if !ln.busy {
+		ln.busy = true
+		c.mu.Unlock()
+		return c.takeGlobal(ctx, key, ln, call)
+	}
+	if bound == 0 { // one attempt: our own process holds it
+		c.mu.Unlock()
+		return nil, ErrBusy
+	}
+	ch := make(chan baton, 1)
+	ln.waiters = append(ln.waiters, ch)
+	c.mu.Unlock()
+
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	var b baton
+	select {
+	case b = <-ch:
+	case <-wctx.Done():
+		c.mu.Lock()
+		if i := slices.Index(ln.waiters, ch); i >= 0 {
+			ln.waiters = slices.Delete(ln.waiters, i, i+1)
+			c.mu.Unlock()
+			return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, bound, key, wctx.Err())
+		}
+		c.mu.Unlock()
+		// Handed a baton as we gave up: pass it on as if we had run.
+		b = <-ch
+		if b.pass {
+			c.next(key, ln).Release(context.WithoutCancel(ctx))
+		} else {
+			c.handOn(ln)
+		}
+		return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, bound, key, wctx.Err())
+	}
+	if b.pass {
+		return c.next(key, ln), nil
+	}
+	// Our turn to take it in Redis, with what is left of the bound.
+	left := bound
+	if dl, ok := wctx.Deadline(); ok {
+		left = max(time.Until(dl), 0)
+	}
+	call.Try = &left
+	return c.takeGlobal(ctx, key, ln, call)
+}
+
+// takeGlobal takes fair's lock for the line, whose head we are.
+func (c *Cohort) takeGlobal(ctx context.Context, key string, ln *cohortLine, call Call) (Lock, error) {
+	l, err := c.fair.Obtain(ctx, key, call)
+	if err != nil {
+		c.handOn(ln)
+		return nil, err
+	}
+	fl := l.(*fairLock)
+	c.mu.Lock()
+	ln.held, ln.seq, ln.since, ln.lease = fl, 0, time.Now(), call.Lease > 0
+	c.mu.Unlock()
+	return c.next(key, ln), nil
+}
+
+// next is the next section of the cohort that holds ln's lock.
+func (c *Cohort) next(key string, ln *cohortLine) *cohortLock {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ln.seq++
+	return &cohortLock{c: c, key: key, ln: ln, token: ln.held.fence<<cohortSeqBits | ln.seq}
+}
+
+// handOn gives the line to its oldest waiter, who takes the lock in
+// Redis itself, or frees it.
+func (c *Cohort) handOn(ln *cohortLine) {
+	c.mu.Lock()
+	if len(ln.waiters) == 0 {
+		ln.busy = false
+		c.mu.Unlock()
+		return
+	}
+	ch := ln.waiters[0]
+	ln.waiters = ln.waiters[1:]
+	c.mu.Unlock()
+	ch <- baton{}
+}
+
+type cohortLock struct {
+	c     *Cohort
+	key   string
+	ln    *cohortLine
+	token int64
+	once  sync.Once
+}
+
+var (
+	_ Tokened          = (*cohortLock)(nil)
+	_ PipelineReleaser = (*cohortLock)(nil)
+)
+
+// Token is the section's fencing token: the cohort's global token, times
+// 2^20, plus the section's number in the cohort.
+func (l *cohortLock) Token() int64 { return l.token }
+
+// passTo decides how this section ends: the oldest waiter of the line,
+// to pass the lock to, or nil when the lock goes back to Redis (then held
+// is what to release, and the line keeps its waiters for handOn).
+func (l *cohortLock) passTo() (to chan baton, held *fairLock) {
+	c, ln := l.c, l.ln
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(ln.waiters) > 0 && !ln.lease && !ln.held.lost.Load() && ln.seq < int64(c.bound) && time.Since(ln.since) < c.share {
+		to = ln.waiters[0]
+		ln.waiters = ln.waiters[1:]
+		return to, nil
+	}
+	held, ln.held = ln.held, nil
+	return nil, held
+}
+
+// Release passes the lock to this process's next waiter, or gives it
+// back in Redis (fair's release, which hands it to the oldest waiting
+// instance) and lets the line's next waiter take it there.
+func (l *cohortLock) Release(ctx context.Context) error {
+	err := ErrNotHeld
+	l.once.Do(func() {
+		to, held := l.passTo()
+		if to != nil {
+			to <- baton{pass: true}
+			err = nil
+			return
+		}
+		err = held.Release(ctx)
+		l.c.handOn(l.ln)
+	})
+	return err
+}
+
+// ReleaseIn passes the lock on once p has run (the section's write has
+// landed), or queues fair's release in p.
+func (l *cohortLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	var (
+		first bool
+		to    chan baton
+		done  func() error
+	)
+	l.once.Do(func() {
+		first = true
+		var held *fairLock
+		if to, held = l.passTo(); to == nil {
+			done = held.ReleaseIn(ctx, p)
+		}
+	})
+	return func() error {
+		switch {
+		case !first:
+			return ErrNotHeld
+		case to != nil:
+			to <- baton{pass: true}
+			return nil
+		}
+		err := done()
+		l.c.handOn(l.ln)
+		return err
+	}
+}

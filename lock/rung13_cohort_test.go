@@ -1,0 +1,241 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// tokenOf is a held lock's fencing token.
+func tokenOf(t *testing.T, l lock.Lock) int64 {
+	t.Helper()
+	tl, ok := l.(lock.Tokened)
+	if !ok {
+		t.Fatalf("%T is not Tokened", l)
+	}
+	return tl.Token()
+}
+
+// Two processes (two Cohorts: each its own lines) on one Redis, ten
+// requests each, every one a GET and SET of a counter under the lock:
+// nothing lost, and the sections' fencing tokens grow strictly in the
+// order the sections ran, across both processes; some sections were
+// passed in memory (fewer tokens from Redis than sections).
+func TestCohortExactAcrossProcesses(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	n := notifier(t, rdb, lock.NotifierOptions{})
+	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Notifier: n}
+	procs := []*lock.Cohort{lock.NewCohort(rdb, o, 0), lock.NewCohort(rdb, o, 0)}
+	ctx := context.Background()
+	const key, counter, workers, each = "lock:cohort", "n:cohort", 10, 20
+	var (
+		mu     sync.Mutex
+		tokens []int64
+	)
+	var wg sync.WaitGroup
+	for p := range procs {
+		for range workers {
+			wg.Go(func() {
+				for range each {
+					l, err := procs[p].Obtain(ctx, key, lock.Call{})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					tokens = append(tokens, tokenOf(t, l))
+					mu.Unlock()
+					v, _ := rdb.Get(ctx, counter).Int64()
+					rdb.Set(ctx, counter, v+1, 0)
+					if err := l.Release(ctx); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	want := int64(len(procs) * workers * each)
+	if got, _ := rdb.Get(ctx, counter).Int64(); got != want {
+		t.Fatalf("counter %d after %d increments: %d lost", got, want, want-got)
+	}
+	for i := 1; i < len(tokens); i++ {
+		if tokens[i] <= tokens[i-1] {
+			t.Fatalf("section %d's token %d after %d: tokens must grow strictly", i, tokens[i], tokens[i-1])
+		}
+	}
+	global, _ := rdb.Get(ctx, lock.FenceKey(key)).Int64()
+	if global <= 0 || global >= want {
+		t.Errorf("%d tokens from Redis for %d sections: want some, and fewer (sections passed in memory)", global, want)
+	}
+	t.Logf("%d sections, %d global acquisitions", want, global)
+}
+
+// A section ends with waiters in its own process: the next one gets the
+// lock in memory, under the same global token (Redis's token counter does
+// not move), with the next section number; past the bound, the lock goes
+// back to Redis and the next section has a new global token.
+func TestCohortPassesInMemoryUpToTheBound(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	c := lock.NewCohort(rdb, o, 3)
+	ctx := context.Background()
+	const key = "lock:bound"
+	first, err := c.Obtain(ctx, key, lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := []lock.Lock{first}
+	var waits []<-chan obtained
+	for range 4 {
+		waits = append(waits, obtainAsync(ctx, c, key))
+		time.Sleep(20 * time.Millisecond) // in this order
+	}
+	for _, w := range waits {
+		if err := held[len(held)-1].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-w
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		held = append(held, got.l)
+	}
+	var toks []string
+	for _, l := range held {
+		tok := tokenOf(t, l)
+		toks = append(toks, strconv.FormatInt(tok>>20, 10)+"."+strconv.FormatInt(tok&(1<<20-1), 10))
+	}
+	if want := []string{"1.1", "1.2", "1.3", "2.1", "2.2"}; !slices.Equal(toks, want) {
+		t.Errorf("sections' tokens (global.section) %v, want %v", toks, want)
+	}
+	if err := held[len(held)-1].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := held[0].Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("a second Release: %v, want ErrNotHeld", err)
+	}
+	if g, _ := rdb.Get(ctx, lock.FenceKey(key)).Int64(); g != 2 {
+		t.Errorf("%d global acquisitions, want 2", g)
+	}
+	if rdb.Exists(ctx, key).Val() != 0 {
+		t.Error("the lock is still in Redis after the last release")
+	}
+}
+
+// Another process waiting in Redis gets the lock after at most a bound's
+// worth of this process's sections, however many of them wait.
+func TestCohortBoundsTheOtherProcessesWait(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	a, b := lock.NewCohort(rdb, o, 2), lock.NewCohort(rdb, o, 2)
+	ctx := context.Background()
+	const key = "lock:turns"
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	run := func(c *lock.Cohort, name string) {
+		l, err := c.Obtain(ctx, key, lock.Call{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		if err := l.Release(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	first, err := a.Obtain(ctx, key, lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() { run(a, "a") })
+	}
+	time.Sleep(50 * time.Millisecond) // a's line is full
+	wg.Go(func() { run(b, "b") })
+	queued(t, rdb, key, 1) // b's head waits in Redis
+	mu.Lock()
+	order = append(order, "a")
+	mu.Unlock()
+	first.Release(ctx)
+	wg.Wait()
+	if i := slices.Index(order, "b"); i < 0 || i > 2 {
+		t.Errorf("sections in order %v: b should come after a's cohort of 2", order)
+	}
+}
+
+// A waiter whose bound passes in the line gives up (ErrNotObtained), and
+// the line goes on; try=0 on a line this process holds is ErrBusy at once.
+func TestCohortWaitBound(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	c := lock.NewCohort(rdb, o, 0)
+	ctx := context.Background()
+	const key = "lock:bounded"
+	held, err := c.Obtain(ctx, key, lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := 50 * time.Millisecond
+	start := time.Now()
+	if _, err := c.Obtain(ctx, key, lock.Call{Try: &short}); !errors.Is(err, lock.ErrNotObtained) || time.Since(start) > time.Second {
+		t.Errorf("a waiter with a 50ms bound: %v after %s, want ErrNotObtained soon", err, time.Since(start))
+	}
+	zero := time.Duration(0)
+	if _, err := c.Obtain(ctx, key, lock.Call{Try: &zero}); !errors.Is(err, lock.ErrBusy) {
+		t.Errorf("try=0 on a held line: %v, want ErrBusy", err)
+	}
+	next := obtainAsync(ctx, c, key)
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-next
+	if got.err != nil {
+		t.Fatalf("the waiter after the one that gave up: %v", got.err)
+	}
+	if err := got.l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A cohort whose lease was found lost (its watchdog's renewal saw another
+// value) does not pass the lock on: the next section takes it in Redis,
+// with a new global token.
+func TestCohortDoesNotPassALostLease(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	n := notifier(t, rdb, lock.NotifierOptions{})
+	c := lock.NewCohort(rdb, lock.Options{TTL: 300 * time.Millisecond, Wait: 5 * time.Second, Notifier: n}, 0)
+	ctx := context.Background()
+	const key = "lock:lost"
+	held, err := c.Obtain(ctx, key, lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := obtainAsync(ctx, c, key)
+	time.Sleep(20 * time.Millisecond)
+	rdb.Set(ctx, key, "someone-else", 0) // the lease is gone
+	time.Sleep(250 * time.Millisecond)   // a renewal or two see it
+	rdb.Del(ctx, key)
+	held.Release(ctx)
+	got := <-next
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	defer got.l.Release(ctx)
+	if g := tokenOf(t, got.l) >> 20; g != 2 {
+		t.Errorf("the section after a lost lease has global token %d, want 2 (taken in Redis, not passed)", g)
+	}
+}
