@@ -147,6 +147,10 @@ func contenders(cfg config) []contender {
 			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewFair(rdb, opts(n, ""))
 			}),
+		labLock("cohort", "fair's lock passed in memory to the process's next waiter, up to 64 sections or half a lease, then back through Redis; a fencing token per section"+pipe,
+			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+				return lock.NewCohort(rdb, opts(n, ""), 0)
+			}),
 		{name: "redsync-5", settings: "v4.18.1 over the 5 masters, its defaults: expiry 8s, 32 tries, a random 50-250ms between them",
 			setup: func(rdb *redis.Client, masters []*redis.Client) (func(context.Context, string) (bool, error), func()) {
 				var pools []redsyncredis.Pool
