@@ -10,6 +10,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/lockladder/lockladder/bench/history"
+	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/internal/report"
 )
 
@@ -174,6 +175,12 @@ func (a *attack) record(r *vegeta.Result) {
 			inst = "unknown"
 		}
 		a.row.Instances[inst]++
+	}
+	if w, err := strconv.ParseFloat(r.Headers.Get(contract.HeaderLockWait), 64); err == nil && inst != "" {
+		if a.row.MaxWaitMs == nil {
+			a.row.MaxWaitMs = map[string]float64{}
+		}
+		a.row.MaxWaitMs[inst] = max(a.row.MaxWaitMs[inst], w)
 	}
 	if a.tg.isArmed(r.URL) {
 		if a.row.Armed == nil {

@@ -57,6 +57,22 @@ func TestRunOne(t *testing.T) {
 			if r.Codes["503"] != 75 || r.OK != 225 || r.Num != 225 {
 				t.Errorf("want 75 503s and 225 increments, got %+v", r)
 			}
+			// Each answer from inside the lock said how long it waited
+			// (n%40 ms and a half): the longest is 39.5, and each
+			// instance's is one of those.
+			if len(r.MaxWaitMs) != len(r.Instances) || len(r.MaxWaitMs) == 0 {
+				t.Errorf("longest waits %v for instances %v: want one per instance", r.MaxWaitMs, r.Instances)
+			}
+			longest := 0.0
+			for inst, w := range r.MaxWaitMs {
+				if w < 0.5 || w > 39.5 || w != float64(int(w))+0.5 {
+					t.Errorf("%s: longest wait %v, not one the app said", inst, w)
+				}
+				longest = max(longest, w)
+			}
+			if longest != 39.5 {
+				t.Errorf("longest wait %v of all, want 39.5", longest)
+			}
 		}},
 		{"drop", "sale", bench.VerdictSafe, func(t *testing.T, r bench.Row) {
 			// POST is never replayed by the transport: each cut
@@ -135,6 +151,11 @@ func TestRunAllStrategies(t *testing.T) {
 	}
 	if n := f.resets.Load(); n != 4 {
 		t.Errorf("%d resets, want one per run (4)", n)
+	}
+	for _, r := range rows {
+		if r.MaxWaitMs != nil {
+			t.Errorf("%s/%s: longest waits %v from a lock that says it waited for nothing", r.Lock, r.Endpoint, r.MaxWaitMs)
+		}
 	}
 
 	// Not a terminal: one plain line per run, no carriage returns.

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lockladder/lockladder/contract"
 )
 
 // fakeApp implements the app's HTTP contract (README, "Endpoints") over an
@@ -151,6 +153,8 @@ func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "lock not had", "reason": "lock_timeout"})
 			return
 		}
+		// It waited for its lock: n%40 ms, as the app says it.
+		w.Header().Set(contract.HeaderLockWait, strconv.FormatInt(n%40, 10)+".500")
 		op(w, 0)
 	case "drop":
 		if n%5 == 0 {

@@ -25,6 +25,7 @@ func fixtureRows() []bench.Row {
 			Lock: "lua", Endpoint: "sale", Requests: 5000, OK: 1000,
 			Codes:     map[string]int{"409": 3998, "503": 2},
 			Instances: map[string]int{"app-1": 334, "app-2": 333, "app-3": 333},
+			MaxWaitMs: map[string]float64{"app-2": 1204.9, "app-1": 812.4, "app-3": 998},
 			Initial:   1000, Remaining: 0, Sold: 1000,
 			RPS: 412.3, P50Ms: 180.2, P99Ms: 1210.5, MaxMs: 4999.9, DurationMs: 12127,
 			Linearizable: "ok", Sections: 3000,

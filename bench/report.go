@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +74,7 @@ var columns = []column{
 	{"p50 ms", true, func(r Row) string { return report.MsCell(r.P50Ms) }},
 	{"p99 ms", true, func(r Row) string { return report.MsCell(r.P99Ms) }},
 	{"max ms", true, func(r Row) string { return report.MsCell(r.MaxMs) }},
+	{"wait max ms", true, waitCell},
 	{"history", false, func(r Row) string { return orDash(r.Linearizable) }},
 	{"overlaps", true, overlapsCell},
 	{"verdict", false, func(r Row) string { return r.Verdict }},
@@ -147,6 +150,19 @@ func countCell(r Row, endpoint string, n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
+// waitCell is the longest wait for the lock at each instance, in the
+// instances' name order ("12/15/14"), "-" for a lock nobody waited for.
+func waitCell(r Row) string {
+	if len(r.MaxWaitMs) == 0 {
+		return "-"
+	}
+	var cells []string
+	for _, inst := range slices.Sorted(maps.Keys(r.MaxWaitMs)) {
+		cells = append(cells, strconv.FormatFloat(r.MaxWaitMs[inst], 'f', 0, 64))
+	}
+	return strings.Join(cells, "/")
+}
+
 // overlapsCell is the overlapping sections, "-" when the instances were
 // not asked, with a "+" when some had forgotten sections or did not answer
 // (a lower bound).
@@ -212,7 +228,7 @@ func ReportRows(rows []Row) []Row {
 const legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, remaining >= 0, and sold = initial - remaining: " +
 	"the sold counter, INCRed with each sale's write, counts an item sold twice twice); " +
 	"lost = ok - num on /testLock (SAFE needs 0); other = non-200 answers by status, error = transport error; " +
-	"latencies in ms per request; history = porcupine's check that some order of the requests explains every answer " +
+	"latencies in ms per request; wait max ms = per instance (in name order), the longest a request that got the lock waited for it, as the app measured it; history = porcupine's check that some order of the requests explains every answer " +
 	"(ok, illegal: OVERSOLD or LOST UPDATES whatever the counters say, unknown: out of time), each request without a definite answer " +
 	"counted as possibly applied; overlaps = critical sections the instances report that wrote while another holder of the lock " +
 	"was inside (OVERLAP when nothing else shows; + a lower bound: an instance had forgotten some, - not asked); " +

@@ -13,12 +13,12 @@ import (
 	"github.com/lockladder/lockladder/internal/report"
 )
 
-const wantTable = `lock    endpoint  requests    ok  other                   sold  remaining   num  oversold  lost  req/s  p50 ms  p99 ms  max ms  history  overlaps  verdict
-------  --------  --------  ----  ----------------------  ----  ---------  ----  --------  ----  -----  ------  ------  ------  -------  --------  ------------
-none    sale          5000  4870  409:130                 4870          0     -      3870     -   2710    31.2    96.5   140.9  illegal      4812  OVERSOLD
-none    testLock      5000  5000  -                          -          -  1322         -  3678   2911    30.1    88.0   120.4  illegal     4950+  LOST UPDATES
-lua     sale          5000  1000  409:3998 503:2          1000          0     -         0     -    412   180.2  1210.5  4999.9  ok              0  SAFE
-atomic  sale          5000  1000  409:4000 502:1 error:3  1000          0     -         0     -   9121    0.84    4.12    9.99  ok              -  SAFE
+const wantTable = `lock    endpoint  requests    ok  other                   sold  remaining   num  oversold  lost  req/s  p50 ms  p99 ms  max ms   wait max ms  history  overlaps  verdict
+------  --------  --------  ----  ----------------------  ----  ---------  ----  --------  ----  -----  ------  ------  ------  ------------  -------  --------  ------------
+none    sale          5000  4870  409:130                 4870          0     -      3870     -   2710    31.2    96.5   140.9             -  illegal      4812  OVERSOLD
+none    testLock      5000  5000  -                          -          -  1322         -  3678   2911    30.1    88.0   120.4             -  illegal     4950+  LOST UPDATES
+lua     sale          5000  1000  409:3998 503:2          1000          0     -         0     -    412   180.2  1210.5  4999.9  812/1205/998  ok              0  SAFE
+atomic  sale          5000  1000  409:4000 502:1 error:3  1000          0     -         0     -   9121    0.84    4.12    9.99             -  ok              -  SAFE
 `
 
 func TestWriteTable(t *testing.T) {
@@ -80,16 +80,17 @@ func checkMarkdownTable(t *testing.T, md string, n int) {
 		t.Fatalf("want a head, a rule and %d rows, got %d table lines:\n%s", n, len(table), md)
 	}
 	for _, l := range table {
-		if strings.Count(l, "|") != 18 {
-			t.Errorf("want 17 cells, got %q", l)
+		if strings.Count(l, "|") != 19 {
+			t.Errorf("want 18 cells, got %q", l)
 		}
 	}
 	for _, want := range []string{
-		"| lock | endpoint | requests | ok | other | sold | remaining | num | oversold | lost | req/s | p50 ms | p99 ms | max ms | history | overlaps | verdict |",
-		"| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |",
-		"| `none` | sale | 5000 | 4870 | 409:130 | 4870 | 0 | - | 3870 | - | 2710 | 31.2 | 96.5 | 140.9 | illegal | 4812 | **OVERSOLD** |",
-		"| `none` | testLock | 5000 | 5000 | - | - | - | 1322 | - | 3678 | 2911 | 30.1 | 88.0 | 120.4 | illegal | 4950+ | **LOST UPDATES** |",
-		"| `atomic` | sale | 5000 | 1000 | 409:4000 502:1 error:3 | 1000 | 0 | - | 0 | - | 9121 | 0.84 | 4.12 | 9.99 | ok | - | SAFE |",
+		"| lock | endpoint | requests | ok | other | sold | remaining | num | oversold | lost | req/s | p50 ms | p99 ms | max ms | wait max ms | history | overlaps | verdict |",
+		"| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |",
+		"| `none` | sale | 5000 | 4870 | 409:130 | 4870 | 0 | - | 3870 | - | 2710 | 31.2 | 96.5 | 140.9 | - | illegal | 4812 | **OVERSOLD** |",
+		"| `none` | testLock | 5000 | 5000 | - | - | - | 1322 | - | 3678 | 2911 | 30.1 | 88.0 | 120.4 | - | illegal | 4950+ | **LOST UPDATES** |",
+		"| `lua` | sale | 5000 | 1000 | 409:3998 503:2 | 1000 | 0 | - | 0 | - | 412 | 180.2 | 1210.5 | 4999.9 | 812/1205/998 | ok | 0 | SAFE |",
+		"| `atomic` | sale | 5000 | 1000 | 409:4000 502:1 error:3 | 1000 | 0 | - | 0 | - | 9121 | 0.84 | 4.12 | 9.99 | - | ok | - | SAFE |",
 		"\n" + bench.LegendFor(fixtureRows()) + "\n",
 	} {
 		if !strings.Contains(md, want) {

@@ -26,6 +26,9 @@ type Row struct {
 	// Instances counts 200 answers per X-Instance header: it shows the
 	// load was spread over the instances.
 	Instances map[string]int `json:"instances"`
+	// MaxWaitMs is, per instance, the longest a request that got the lock
+	// waited for it, as the app measured it (contract.HeaderLockWait).
+	MaxWaitMs map[string]float64 `json:"max_wait_ms,omitempty"`
 
 	// Initial is the stock the reset answered; Remaining, Sold and Num are
 	// read back from GET /stock after the run.

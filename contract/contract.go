@@ -30,6 +30,10 @@ const (
 	ReasonContended = "contended"
 )
 
+// HeaderLockWait is the header of an answer from inside a lock: how long
+// the request waited for the lock, in milliseconds ("12.345").
+const HeaderLockWait = "X-Lock-Wait"
+
 // Section is one critical section an instance held: from the moment Obtain
 // returned to the moment the release was sent. Both ends err on the short
 // side: the lock was granted before Acquired and let go after Released, so
