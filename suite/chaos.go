@@ -163,7 +163,7 @@ func newChaos(cfg ChaosConfig) (*chaos, error) {
 		}
 	}
 	if len(cfg.Locks) == 0 {
-		cfg.Locks = []string{"lua", "fenced", "fair"}
+		cfg.Locks = []string{"lua", "fenced", "fair", "cohort"}
 	}
 	for _, d := range []struct {
 		v   *int

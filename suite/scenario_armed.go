@@ -55,6 +55,9 @@ func crash() Scenario {
 		StallBound: stallBound,
 		Expect: map[string]string{
 			"setnx": deadlock, "setnx-px": safe, "lua": safe, "reentrant": safe,
+			// The dead instance's cohort goes with it; its lease
+			// lapses as fair's does.
+			"cohort": safe,
 			// The dead holder's expiry timestamp lapses while many
 			// wait: GETSET lets only one of them in.
 			"getset": safe,
