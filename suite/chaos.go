@@ -42,7 +42,7 @@ type ChaosConfig struct {
 	// Faults to run, by number (1..7); default all.
 	Faults []int
 	// Locks are the safe rungs loaded under faults 1, 2, 3 and 7; default
-	// lua, fenced and fair. Faults 4 and 6 use the lock they are about
+	// lua, fenced, fair and cohort. Faults 4 and 6 use the lock they are about
 	// (atomic and redlock).
 	Locks []string
 	// Requests, Concurrency and Stock of each run; default 1000, 40, 300.
