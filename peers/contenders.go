@@ -173,7 +173,7 @@ func contenders(cfg config) []contender {
 					return true, err
 				}, func() {}
 			}},
-		labLock("redlock", "the lab's rung 9 over the 5 masters: majority within validity; wait=queue, one contender per process",
+		labLock("redlock", "the lab's rung 10 over the 5 masters: majority within validity; wait=queue, one contender per process",
 			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {
 				cs := make([]redis.Cmdable, len(masters))
 				for i, m := range masters {

@@ -49,6 +49,7 @@ func (r report) markdown() string {
 			ours, theirs, a.OpsPerS/b2.OpsPerS, x, b2.P99ms/a.P99ms, lower)
 	}
 	versus("fair", "redsync", 3, 10)
+	versus("cohort", "redsync", 5, 20)
 	versus("redlock", "redsync-5", 2, 4)
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "\nrtt/op: Redis round trips per operation (a command or a pipeline each), the lock's and the GET and SET's.")
