@@ -140,7 +140,7 @@ func NewLadder(b Backends, o Options, ro RedlockOptions) *Ladder {
 		{Info{Name: "reentrant", Waits: pollModes, Try: true, Lease: true,
 			Summary: "hash {owner: count} in Lua scripts, a watchdog renewing every TTL/3",
 			Flaw:    "a process paused longer than the TTL loses the lease, watchdog and all"}, NewReentrant(rdb, o)},
-		{Info{Name: "redlock", Try: true, Lease: true, Waits: []WaitMode{WaitQueue, WaitFixed, WaitBackoff, WaitNotify},
+		{Info{Name: "redlock", Try: true, Lease: true, Waits: []WaitMode{WaitQueue, WaitCohort, WaitFixed, WaitBackoff, WaitNotify},
 			Summary: "the lock on 5 independent masters; a majority within validity wins; a process's requests queue in memory behind one contender (wait=queue; wait=fixed: every request contends and splits the vote)",
 			Flaw:    "assumes bounded pauses and clocks: a pause past validity yields two holders"}, redlock},
 		{Info{Name: "fenced", Waits: pollModes, Try: true, Lease: true,

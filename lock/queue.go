@@ -23,8 +23,9 @@ type localQueue struct {
 // sender, so the line is FIFO; users counts the requests in it, so that
 // an empty line is forgotten.
 type line struct {
-	sem   chan struct{}
-	users int
+	sem    chan struct{}
+	users  int
+	passed any // what a head passed on to the next (pass), until it takes it
 }
 
 // turn is a request's place at the head of its line.
@@ -76,6 +77,34 @@ func (t *turn) leave() {
 		<-t.l.sem
 		t.forget()
 	})
+}
+
+// pass leaves the head of the line to the next request, handing it v
+// (take), when another request waits in the line; otherwise it does
+// nothing and reports false, and the caller still holds the head.
+func (t *turn) pass(v any) bool {
+	if t == nil {
+		return false
+	}
+	t.q.mu.Lock()
+	waiting := t.l.users > 1
+	if waiting {
+		t.l.passed = v
+	}
+	t.q.mu.Unlock()
+	if waiting {
+		t.leave()
+	}
+	return waiting
+}
+
+// take returns what the head before this one passed on, once, or nil.
+func (t *turn) take() any {
+	t.q.mu.Lock()
+	defer t.q.mu.Unlock()
+	v := t.l.passed
+	t.l.passed = nil
+	return v
 }
 
 func (t *turn) forget() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -39,6 +40,13 @@ import (
 // masters (RedlockOptions.Notifier), so every process's head tries as
 // soon as the lock frees, without polling. The algorithm is unchanged: every
 // critical section still holds its own majority-granted lease.
+//
+// WaitCohort goes one step further (rung 13's idea): a section that ends
+// with another request in its line passes the lock on in memory, while
+// more than half its validity is left, instead of releasing it on five
+// masters for the next to take it on five again. The quorum is then paid
+// once for many sections; each still runs within the lease's validity, at
+// least half of it left when it starts.
 //
 // What it still shows (Kleppmann): it assumes bounded pauses, network
 // delays and clock drift. A holder paused past its validity (GC, SIGSTOP)
@@ -166,6 +174,9 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 			}
 			return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, bound, key, err)
 		}
+		if l := r.passedTo(head, key); l != nil {
+			return l, nil
+		}
 		if r.notifier != nil {
 			w = r.notifier.watch(key)
 		} else {
@@ -175,10 +186,11 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 
 	var (
 		validity time.Duration
+		t1       time.Time
 		last     error // why the last attempt failed
 	)
 	err := acquire(ctx, r.opts, c, w, func(ctx context.Context) (bool, error) {
-		t1 := r.opts.Clock()
+		t1 = r.opts.Clock()
 		// Once a majority said yes with validity left, the attempt has
 		// won: a master that has not answered (cut off, say) is not
 		// waited for; if it sets our token after all, the release, which
@@ -221,7 +233,37 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 		}
 		return nil, err
 	}
-	return &redlockLock{r: r, key: key, token: token, validity: validity, head: head}, nil
+	l := &redlockLock{r: r, key: key, token: token, validity: validity, head: head}
+	if r.opts.mode(c) == WaitCohort {
+		// Valid until t1 + the TTL - drift: validity counts from t1 too.
+		l.cohort = &redlockLease{token: token, until: t1.Add(ttl - r.drift), half: t1.Add((ttl - r.drift) / 2)}
+	}
+	return l, nil
+}
+
+// redlockLease is a majority-granted lock passed from one section to the
+// next in a process's line (WaitCohort): the token on the masters, when
+// its validity ends, and when half of it has gone.
+type redlockLease struct {
+	token       string
+	until, half time.Time
+}
+
+// passedTo returns the lock the head before head passed on, as a section
+// of its own, or nil. A lease that ran out meanwhile (the waiter it was
+// passed to gave up and nobody came for a while) is given back.
+func (r *Redlock) passedTo(head *turn, key string) *redlockLock {
+	v := head.take()
+	if v == nil {
+		return nil
+	}
+	ls := v.(*redlockLease)
+	left := ls.until.Sub(r.opts.Clock())
+	if left <= 0 {
+		r.onAll(context.Background(), nil, nil, releaser(key, ls.token))
+		return nil
+	}
+	return &redlockLock{r: r, key: key, token: ls.token, validity: left, head: head, cohort: ls}
 }
 
 // vote is one master's answer to an attempt.
@@ -357,7 +399,9 @@ type redlockLock struct {
 	key      string
 	token    string
 	validity time.Duration
-	head     *turn // nil unless WaitQueue: left on Release
+	head     *turn         // nil unless WaitQueue or WaitCohort: left on Release
+	cohort   *redlockLease // WaitCohort: may be passed on
+	released atomic.Bool   // a second Release must not touch a lock passed on
 }
 
 // Validity is how long the lock was still safe to rely on when Obtain
@@ -371,6 +415,15 @@ func (l *redlockLock) Validity() time.Duration { return l.validity }
 // lapse with their TTL. Then the next request in this process's line may
 // try.
 func (l *redlockLock) Release(ctx context.Context) error {
+	if l.released.Swap(true) {
+		return fmt.Errorf("%w: redlock: %s already released", ErrNotHeld, l.key)
+	}
+	// WaitCohort: pass the lock to the next request in this process's
+	// line while more than half its validity is left, instead of
+	// releasing it on every master.
+	if l.cohort != nil && l.r.opts.Clock().Before(l.cohort.half) && l.head.pass(l.cohort) {
+		return nil
+	}
 	defer l.head.leave()
 	// Done once a majority has released: a master that has not answered
 	// (cut off, say) gets its release when it can, or the lease ends.

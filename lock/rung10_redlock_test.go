@@ -538,3 +538,79 @@ func TestRedlockReleaseWithoutQuorum(t *testing.T) {
 		t.Fatalf("lock left on %d live masters", n)
 	}
 }
+
+// WaitCohort: a head whose section ends with others in its process's line
+// passes the lock on in memory while more than half its validity is left,
+// so one acquisition on the masters serves many sections, all exact;
+// once half the validity has gone, the next section takes the lock on the
+// masters again. A second Release of a passed section changes nothing.
+func TestRedlockCohortPassesInMemory(t *testing.T) {
+	clients, _ := startMasters(t, 5)
+	var mu sync.Mutex
+	tokens := map[any]bool{}
+	masters := make([]redis.Cmdable, len(clients))
+	for i, c := range clients {
+		masters[i] = tokenRecorder{Client: c, mu: &mu, tokens: tokens}
+	}
+	asked := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(tokens)
+	}
+	ctx := context.Background()
+	o := lock.Options{TTL: 10 * time.Second, Wait: 10 * time.Second, WaitMode: lock.WaitCohort}
+	rl := lock.NewRedlock(masters, o, lock.RedlockOptions{})
+	const key, workers, each = "lock:cohort", 10, 20
+	counter := clients[0]
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				l, err := rl.Obtain(ctx, key, lock.Call{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				v, _ := counter.Get(ctx, "n").Int64()
+				counter.Set(ctx, "n", v+1, 0)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+				}
+				if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+					t.Errorf("a second Release: %v, want ErrNotHeld", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got, _ := counter.Get(ctx, "n").Int64(); got != workers*each {
+		t.Fatalf("counter %d after %d increments", got, workers*each)
+	}
+	if n := asked(); n < 1 || n > 5 {
+		t.Errorf("%d acquisitions asked the masters for %d sections: want a handful (passed in memory)", n, workers*each)
+	}
+	for i, c := range clients {
+		if c.Exists(ctx, key).Val() != 0 {
+			t.Errorf("master %d still holds the lock after the last section", i)
+		}
+	}
+
+	// Past half its validity, a lock is not passed on.
+	short := lock.NewRedlock(masters, lock.Options{TTL: 400 * time.Millisecond, Wait: 5 * time.Second, WaitMode: lock.WaitCohort}, lock.RedlockOptions{})
+	before := asked()
+	first, err := short.Obtain(ctx, "lock:half", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := obtainAsync(ctx, short, "lock:half")
+	time.Sleep(250 * time.Millisecond) // over half of 400ms
+	first.Release(ctx)
+	got := <-next
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	got.l.Release(ctx)
+	if n := asked() - before; n != 2 {
+		t.Errorf("%d acquisitions on the masters for two sections, the first past half its validity: want 2", n)
+	}
+}

@@ -85,10 +85,16 @@ const (
 	// no majority) and of db-optimistic (100 writers on one row mostly
 	// lose their version check), the only two that offer it.
 	WaitQueue WaitMode = "queue"
+	// WaitCohort is WaitQueue, and a head whose section ends with another
+	// request in its line passes its lock on in memory instead of
+	// releasing it, while more than half its validity is left: redlock's
+	// quorum paid once for many sections (rung 13's idea, lock
+	// cohorting). Only redlock offers it.
+	WaitCohort WaitMode = "cohort"
 )
 
 // WaitModes lists every WaitMode.
-var WaitModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify, WaitQueue}
+var WaitModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify, WaitQueue, WaitCohort}
 
 // pollModes are the wait modes of the locks that poll: every Redis rung
 // but redlock (which also queues) and fair (which waits for its handoff).

@@ -181,6 +181,14 @@ func contenders(cfg config) []contender {
 				}
 				return lock.NewRedlock(cs, opts(nil, ""), lock.RedlockOptions{})
 			}),
+		labLock("redlock-cohort", "the same, wait=cohort: a section that ends with another request in the line passes the lock on in memory while over half its validity is left",
+			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {
+				cs := make([]redis.Cmdable, len(masters))
+				for i, m := range masters {
+					cs[i] = m
+				}
+				return lock.NewRedlock(cs, opts(nil, lock.WaitCohort), lock.RedlockOptions{})
+			}),
 		{name: "atomic", settings: "no lock: the GET and SET in one Lua script (the ceiling)",
 			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {
 				return func(ctx context.Context, key string) (bool, error) {

@@ -51,6 +51,7 @@ func (r report) markdown() string {
 	versus("fair", "redsync", 3, 10)
 	versus("cohort", "redsync", 5, 20)
 	versus("redlock", "redsync-5", 2, 4)
+	versus("redlock-cohort", "redsync-5", 2, 4)
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "\nrtt/op: Redis round trips per operation (a command or a pipeline each), the lock's and the GET and SET's.")
 	fmt.Fprintln(&b, "redis cpu, client cpu: CPU time during the run, in % of one core, of redis-server and of this process.")
