@@ -39,7 +39,7 @@ func run() error {
 		lockTTL      = flag.Duration("lock-ttl", 2*time.Second, "lease of the Redis locks")
 		lockWait     = flag.Duration("lock-wait", 5*time.Second, "how long a request waits for a lock before a 503")
 		retry        = flag.Duration("retry", 10*time.Millisecond, "sleep between attempts to take a busy lock (-wait fixed)")
-		wait         = flag.String("wait", "", "how a request waits for a busy lock unless it says wait=: fixed (sleep -retry, the articles), backoff (exponential, jittered, 1ms to 32ms), notify (woken by the release, over pub/sub) or queue (redlock and db-optimistic: the process's requests line up behind one contender); default: each lock's own (fixed for the locks that poll, queue for redlock and db-optimistic)")
+		wait         = flag.String("wait", "", "how a request waits for a busy lock unless it says wait=: fixed (sleep -retry, the articles), backoff (exponential, jittered, 1ms to 32ms), notify (woken by the release, over pub/sub), queue (redlock and db-optimistic: the process's requests line up behind one contender) or cohort (redlock: queue, and a section passes the lock on in memory while over half its validity is left); default: each lock's own (fixed for the locks that poll, queue for redlock and db-optimistic)")
 		redisTimeout = flag.Duration("redis-timeout", time.Second, "dial, read and write timeout of each Redis call")
 		pool         = flag.Int("pool", 64, "Redis connection pool size")
 		redisRetries = flag.Int("redis-retries", -1, "-1: a command that timed out is never resent (the app's setting); 3 is go-redis's default, which resends a timed-out EVALSHA: the retry trap")
