@@ -230,7 +230,10 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	}
 	// How long this request waited for the lock: the bench's longest
 	// wait per instance (a cohort keeps the others waiting) comes from it.
-	c.Header(contract.HeaderLockWait, strconv.FormatFloat(float64(time.Since(asked).Microseconds())/1000, 'f', 3, 64))
+	// none has no lock to wait for: it says nothing.
+	if req.rung.Try {
+		c.Header(contract.HeaderLockWait, strconv.FormatFloat(float64(time.Since(asked).Microseconds())/1000, 'f', 3, 64))
+	}
 	// The section as history sees it runs from here to the moment the
 	// release is sent (or the pipeline carrying it): both ends on the
 	// short side of the time the lock was really held.

@@ -71,7 +71,7 @@ func (e *env) do(t *testing.T, method, target string) (int, http.Header, map[str
 
 func TestSaleAndTestLockEveryRung(t *testing.T) {
 	// redlock needs masters: see its own test below.
-	for _, name := range []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "fenced", "fair", "atomic"} {
+	for _, name := range []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "fenced", "fair", "cohort", "atomic"} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			if code, _, _ := e.do(t, "POST", "/reset?stock=2"); code != 200 {
@@ -90,6 +90,16 @@ func TestSaleAndTestLockEveryRung(t *testing.T) {
 				}
 				if sold := body["sold"]; sold != (code == 200) {
 					t.Fatalf("sale %d: sold=%v with status %d", i, sold, code)
+				}
+				// An answer from inside a lock says how long it waited for
+				// it; none and atomic take no lock and say nothing.
+				w, has := h.Get("X-Lock-Wait"), h.Get("X-Lock-Wait") != ""
+				if name == "none" || name == "atomic" {
+					if has {
+						t.Fatalf("sale %d: X-Lock-Wait %q from a lock that takes no lock", i, w)
+					}
+				} else if ms, err := strconv.ParseFloat(w, 64); err != nil || ms < 0 || ms > 5000 {
+					t.Fatalf("sale %d: X-Lock-Wait %q, want the ms it waited", i, w)
 				}
 			}
 			for i := 1; i <= 3; i++ {
