@@ -225,6 +225,7 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 
 	asked := time.Now()
 	held, err := req.locker.Obtain(ctx, res.lockKey, call)
+	h.m.obtained(req.rung.Name, time.Since(asked), err)
 	if err != nil {
 		return 0, notHeld{err}
 	}
@@ -258,6 +259,7 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	var wrote bool
 	defer func() {
 		h.released(req.rung, res.lockKey, release())
+		h.m.held(req.rung.Name, time.Duration(sec.Released-sec.Acquired))
 		sec.Wrote = wrote
 		over(sec)
 	}()

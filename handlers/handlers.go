@@ -86,7 +86,7 @@ func New(cfg Config) *gin.Engine {
 	if cfg.Sections == nil {
 		cfg.Sections = contract.NewRecorder(1 << 16)
 	}
-	h := &handler{cfg: cfg}
+	h := &handler{cfg: cfg, m: newMetrics()}
 
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
@@ -113,11 +113,13 @@ func New(cfg Config) *gin.Engine {
 	r.GET("/healthz", h.healthz)
 	r.GET("/strategies", h.strategies)
 	r.GET("/sections", h.sections)
+	r.GET("/metrics", h.m.serve())
 	return r
 }
 
 type handler struct {
 	cfg Config
+	m   *metrics
 }
 
 func (h *handler) instanceHeader(c *gin.Context) {

@@ -1,0 +1,85 @@
+package handlers
+
+import (
+	"errors"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lockladder/lockladder/lock"
+)
+
+// Acquisition results, the result label of
+// lockladder_lock_acquisitions_total.
+const (
+	resultObtained    = "obtained"    // the lock was had
+	resultTimeout     = "timeout"     // not had within the wait (or try=0 found it held)
+	resultUnavailable = "unavailable" // the back end failed, or is not running here
+)
+
+// metrics are what GET /metrics serves, in a registry of the router's own
+// (tests build many routers in one process): how long requests wait for
+// each lock, how each acquisition ended, how long each critical section
+// ran, and Go's and the process's own collectors.
+type metrics struct {
+	reg      *prometheus.Registry
+	wait     *prometheus.HistogramVec
+	acquired *prometheus.CounterVec
+	section  *prometheus.HistogramVec
+}
+
+// latencyBuckets span 50µs (a lock had at once) to 10s (past any wait).
+var latencyBuckets = prometheus.ExponentialBucketsRange(50e-6, 10, 18)
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lockladder_lock_wait_seconds",
+			Help:    "Time from asking for the lock to holding it, per lock (acquisitions that got it).",
+			Buckets: latencyBuckets,
+		}, []string{"lock"}),
+		acquired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockladder_lock_acquisitions_total",
+			Help: "Acquisitions per lock and result: obtained, timeout (not had within the wait), unavailable (the back end failed or is not running).",
+		}, []string{"lock", "result"}),
+		section: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lockladder_critical_section_seconds",
+			Help:    "Time from holding the lock to sending its release, per lock.",
+			Buckets: latencyBuckets,
+		}, []string{"lock"}),
+	}
+	m.reg.MustRegister(m.wait, m.acquired, m.section,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// obtained records an acquisition of lock that took waited and ended
+// with err.
+func (m *metrics) obtained(lockName string, waited time.Duration, err error) {
+	result := resultObtained
+	switch {
+	case err == nil:
+		m.wait.WithLabelValues(lockName).Observe(waited.Seconds())
+	case errors.Is(err, lock.ErrNotObtained):
+		result = resultTimeout
+	default:
+		result = resultUnavailable
+	}
+	m.acquired.WithLabelValues(lockName, result).Inc()
+}
+
+// held records a critical section of lock that lasted d.
+func (m *metrics) held(lockName string, d time.Duration) {
+	m.section.WithLabelValues(lockName).Observe(d.Seconds())
+}
+
+// serve is GET /metrics, in Prometheus's text format.
+func (m *metrics) serve() gin.HandlerFunc {
+	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) }
+}

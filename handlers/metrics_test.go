@@ -1,0 +1,104 @@
+package handlers_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrape asks the router for GET /metrics and parses Prometheus's text
+// format.
+func scrape(t *testing.T, e *env) map[string]*dto.MetricFamily {
+	t.Helper()
+	w := httptest.NewRecorder()
+	e.router.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", w.Code, w.Body)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(w.Body)
+	if err != nil {
+		t.Fatalf("GET /metrics does not parse: %v", err)
+	}
+	return fams
+}
+
+// labelled returns the metric of fam whose labels are labels, or nil.
+func labelled(fam *dto.MetricFamily, labels map[string]string) *dto.Metric {
+	if fam == nil {
+		return nil
+	}
+	for _, m := range fam.Metric {
+		match := len(m.Label) == len(labels)
+		for _, l := range m.Label {
+			if labels[l.GetName()] != l.GetValue() {
+				match = false
+			}
+		}
+		if match {
+			return m
+		}
+	}
+	return nil
+}
+
+// GET /metrics counts what the requests did: every acquisition by lock
+// and result, the waits and critical sections of those that got the lock,
+// and the Go and process collectors.
+func TestMetrics(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=5")
+	for range 3 {
+		if code, _, body := e.do(t, "POST", "/sale?lock=lua"); code != 200 {
+			t.Fatalf("sale: %d %v", code, body)
+		}
+	}
+	e.mr.Set("lock:stock", "another-holder")
+	e.mr.SetTTL("lock:stock", time.Minute)
+	if code, _, body := e.do(t, "POST", "/sale?lock=lua&try=0"); code != 503 {
+		t.Fatalf("sale of a held lock with try=0: %d %v", code, body)
+	}
+	e.do(t, "POST", "/sale?lock=atomic") // no lock: no acquisition
+	e.mr.Close()                         // Redis gone: the dial fails, or outlasts the 50ms wait
+	if code, _, body := e.do(t, "POST", "/sale?lock=lua"); code != 503 {
+		t.Fatalf("sale with Redis down: %d %v", code, body)
+	}
+
+	fams := scrape(t, e)
+	acq := fams["lockladder_lock_acquisitions_total"]
+	for _, c := range []struct {
+		result string
+		want   float64
+	}{{"obtained", 3}} {
+		m := labelled(acq, map[string]string{"lock": "lua", "result": c.result})
+		if m == nil || m.GetCounter().GetValue() != c.want {
+			t.Errorf("acquisitions{lock=lua,result=%s} = %v, want %v", c.result, m, c.want)
+		}
+	}
+	// try=0 on a held lock is a timeout; with Redis down, a timeout or
+	// unavailable, whichever came first.
+	timeout := labelled(acq, map[string]string{"lock": "lua", "result": "timeout"}).GetCounter().GetValue()
+	unavailable := labelled(acq, map[string]string{"lock": "lua", "result": "unavailable"}).GetCounter().GetValue()
+	if timeout < 1 || timeout+unavailable != 2 {
+		t.Errorf("acquisitions{lock=lua}: timeout %v, unavailable %v; want 2 not had, at least the try=0 one a timeout", timeout, unavailable)
+	}
+	if m := labelled(acq, map[string]string{"lock": "atomic", "result": "obtained"}); m != nil {
+		t.Errorf("atomic takes no lock, but counts an acquisition: %v", m)
+	}
+	for _, name := range []string{"lockladder_lock_wait_seconds", "lockladder_critical_section_seconds"} {
+		m := labelled(fams[name], map[string]string{"lock": "lua"})
+		if m == nil || m.GetHistogram().GetSampleCount() != 3 || m.GetHistogram().GetSampleSum() <= 0 {
+			t.Errorf("%s{lock=lua}: %v, want 3 observations", name, m)
+		}
+	}
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total"} {
+		if fams[name] == nil {
+			t.Errorf("GET /metrics lacks %s", name)
+		}
+	}
+}
