@@ -1,8 +1,11 @@
 package handlers_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -99,6 +102,67 @@ func TestMetrics(t *testing.T) {
 	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total"} {
 		if fams[name] == nil {
 			t.Errorf("GET /metrics lacks %s", name)
+		}
+	}
+}
+
+// The Grafana dashboard the compose file provisions (deploy/grafana) asks
+// only for series GET /metrics serves: every metric its queries name is
+// one the app exports (a histogram's _bucket, _sum and _count included).
+func TestDashboardQueriesTheAppsMetrics(t *testing.T) {
+	e := newEnv(t)
+	e.do(t, "POST", "/reset?stock=5")
+	e.do(t, "POST", "/sale?lock=lua")
+	served := map[string]bool{}
+	for name, fam := range scrape(t, e) {
+		served[name] = true
+		if fam.GetType() == dto.MetricType_HISTOGRAM {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				served[name+s] = true
+			}
+		}
+	}
+	raw, err := os.ReadFile("../deploy/grafana/dashboards/lockladder.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	if d.UID == "" || len(d.Panels) == 0 {
+		t.Fatalf("dashboard uid %q, %d panels", d.UID, len(d.Panels))
+	}
+	metric := regexp.MustCompile(`\b(lockladder_[a-z_]+|go_[a-z_]+|process_[a-z_]+)\b`)
+	asked := map[string]bool{}
+	for _, p := range d.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			names := metric.FindAllString(q.Expr, -1)
+			if len(names) == 0 {
+				t.Errorf("panel %q: query %q names no metric of the app", p.Title, q.Expr)
+			}
+			for _, n := range names {
+				asked[n] = true
+				if !served[n] {
+					t.Errorf("panel %q asks for %s, which GET /metrics does not serve", p.Title, n)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"lockladder_lock_wait_seconds_bucket", "lockladder_lock_acquisitions_total", "lockladder_critical_section_seconds_bucket"} {
+		if !asked[want] {
+			t.Errorf("the dashboard never shows %s", want)
 		}
 	}
 }
