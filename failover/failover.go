@@ -293,38 +293,16 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 	if err != nil {
 		return o, err
 	}
-	servers, as, bs, reads := m.servers, m.as, m.bs, m.reads
-	// The redlock rung runs over the masters alone: no main Redis.
-	lockA, err := lockerOf("redlock", nil, as, LeaseTTL, 2*time.Second)
+	a, err := m.grantA(ctx, LeaseTTL, 2*time.Second)
 	if err != nil {
 		return o, err
 	}
-	lockB, err := lockerOf("redlock", nil, bs, LeaseTTL, BWait)
-	if err != nil {
-		return o, err
-	}
-
-	start := time.Now()
-	lkA, err := lockA.Obtain(ctx, Key, lock.Call{})
-	if err != nil {
-		return o, fmt.Errorf("client A: %w", err)
-	}
-	// Read back who holds what: A's token is the one on a majority.
-	tokens, err := m.tokens(ctx)
-	if err != nil {
-		return o, err
-	}
-	tokenA, victim := majority(tokens), -1
-	if tokenA != "" {
-		victim = slices.Index(tokens, tokenA)
-	}
-	if tokenA == "" {
-		return o, fmt.Errorf("client A was granted the lock, but no token is on a majority of masters: %q", tokens)
-	}
-	o.heldA = count(tokens, tokenA)
+	victim := slices.Index(a.tokens, a.token)
+	o.heldA = a.held()
 	o.maxB = 1 + Masters - o.heldA // the restarted master and those A never had
 
 	// SIGKILL it: no shutdown, then back on the same port, empty.
+	servers := m.servers
 	addr, pid := servers[victim].Addr(), servers[victim].Pid()
 	killed := time.Now()
 	if err := servers[victim].Crash(); err != nil {
@@ -334,17 +312,14 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 		return o, fmt.Errorf("master %d again on %s: %w", victim, addr, err)
 	}
 	o.failover = time.Since(killed)
-	if v, err := valueOn(ctx, reads[victim]); err != nil || v != "" {
+	if v, err := valueOn(ctx, m.reads[victim]); err != nil || v != "" {
 		return o, fmt.Errorf("master %d restarted holding %q (%v), want it empty", victim, v, err)
 	}
 
-	lkB, errB := lockB.Obtain(ctx, Key, lock.Call{})
-	o.aLeft = LeaseTTL - time.Since(start)
-	if v, ok := lkA.(interface{ Validity() time.Duration }); ok {
-		o.aLeft = v.Validity() - time.Since(start)
-	}
-	if errB != nil && !errors.Is(errB, lock.ErrNotObtained) {
-		return o, fmt.Errorf("client B: %w", errB)
+	lkB, err := m.obtainB(ctx, LeaseTTL, BWait)
+	o.aLeft = a.left()
+	if err != nil {
+		return o, err
 	}
 	after, err := m.tokens(ctx)
 	if err != nil {
@@ -352,28 +327,24 @@ func redlockTrial(ctx context.Context, logf func(string, ...any)) (o outcome, er
 	}
 	bQuorum := false
 	for _, t := range after {
-		if t != "" && t != tokenA && count(after, t) >= lock.Quorum(Masters) {
+		if t != "" && t != a.token && count(after, t) >= lock.Quorum(Masters) {
 			bQuorum = true
 		}
 	}
-	if (errB == nil) != bQuorum {
-		return o, fmt.Errorf("client B's Obtain returned %v, but the masters hold %q (A's token %q)", errB, after, tokenA)
+	if (lkB != nil) != bQuorum {
+		return o, fmt.Errorf("client B was granted the lock: %v, but the masters hold %q (A's token %q)", lkB != nil, after, a.token)
 	}
-	o.double = errB == nil && o.aLeft > 0
+	o.double = lkB != nil && o.aLeft > 0
 	verdict := "not granted"
 	if o.double {
 		verdict = "DOUBLE GRANT"
-	} else if errB == nil {
+	} else if lkB != nil {
 		verdict = "granted after A's validity ran out"
 	}
-	others := Masters - count(after, tokenA) - count(after, "")
-	relA := lkA.Release(ctx)
-	if lkB != nil {
-		lkB.Release(ctx)
-	}
+	others := Masters - count(after, a.token) - count(after, "")
 	logf("A granted on %d of %d masters (token %s); master %d (%s, pid %d) SIGKILLed and back empty in %s; B %s (at most %d of %d reachable); after B: A's token on %d, another on %d; A's release: %s",
-		o.heldA, Masters, short(tokenA), victim, addr, pid, o.failover.Round(time.Millisecond), verdict, o.maxB, Masters,
-		count(after, tokenA), others, relAString(relA))
+		o.heldA, Masters, short(a.token), victim, addr, pid, o.failover.Round(time.Millisecond), verdict, o.maxB, Masters,
+		count(after, a.token), others, releaseBoth(ctx, a, lkB))
 	return o, nil
 }
 

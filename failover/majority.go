@@ -61,40 +61,21 @@ func majorityTrial(ctx context.Context, rec Recovery, logf func(string, ...any))
 	if err != nil {
 		return o, err
 	}
-	servers, as, bs, reads := m.servers, m.as, m.bs, m.reads
-	lockA, err := lockerOf("redlock", nil, as, MajorityTTL, time.Second)
+	a, err := m.grantA(ctx, MajorityTTL, time.Second)
 	if err != nil {
 		return o, err
 	}
-	lockB, err := lockerOf("redlock", nil, bs, MajorityTTL, 200*time.Millisecond)
-	if err != nil {
-		return o, err
-	}
-
-	start := time.Now()
-	lkA, err := lockA.Obtain(ctx, Key, lock.Call{})
-	if err != nil {
-		return o, fmt.Errorf("client A: %w", err)
-	}
-	tokens, err := m.tokens(ctx)
-	if err != nil {
-		return o, err
-	}
-	tokenA := majority(tokens)
-	if tokenA == "" {
-		return o, fmt.Errorf("client A was granted the lock, but no token is on a majority of masters: %q", tokens)
-	}
-	o.heldA = count(tokens, tokenA)
+	o.heldA = a.held()
 	var victims []int
-	for i, t := range tokens {
-		if t == tokenA && len(victims) < lock.Quorum(Masters) {
+	for i, t := range a.tokens {
+		if t == a.token && len(victims) < lock.Quorum(Masters) {
 			victims = append(victims, i)
 		}
 	}
 
 	killed := time.Now()
 	for _, i := range victims {
-		if err := servers[i].Crash(); err != nil {
+		if err := m.servers[i].Crash(); err != nil {
 			return o, fmt.Errorf("master %d: %w", i, err)
 		}
 	}
@@ -106,43 +87,36 @@ func majorityTrial(ctx context.Context, rec Recovery, logf func(string, ...any))
 		}
 	}
 	for _, i := range victims {
-		if err := servers[i].Restart(ctx); err != nil {
+		if err := m.servers[i].Restart(ctx); err != nil {
 			return o, fmt.Errorf("master %d: %w", i, err)
 		}
 	}
 	o.failover = time.Since(killed)
 	kept := 0
 	for _, i := range victims {
-		if v, err := valueOn(ctx, reads[i]); err != nil {
+		if v, err := valueOn(ctx, m.reads[i]); err != nil {
 			return o, fmt.Errorf("master %d after the restart: %w", i, err)
-		} else if v == tokenA {
+		} else if v == a.token {
 			kept++
 		}
 	}
 
-	lkB, errB := lockB.Obtain(ctx, Key, lock.Call{})
-	o.aLeft = MajorityTTL - time.Since(start)
-	if v, ok := lkA.(interface{ Validity() time.Duration }); ok {
-		o.aLeft = v.Validity() - time.Since(start)
+	lkB, err := m.obtainB(ctx, MajorityTTL, 200*time.Millisecond)
+	o.aLeft = a.left()
+	if err != nil {
+		return o, err
 	}
-	if errB != nil && !errors.Is(errB, lock.ErrNotObtained) {
-		return o, fmt.Errorf("client B: %w", errB)
-	}
-	o.double = errB == nil && o.aLeft > 0
+	o.double = lkB != nil && o.aLeft > 0
 	o.maxB = Masters - o.heldA + len(victims) - kept
 	verdict := "not granted"
 	switch {
 	case o.double:
 		verdict = "DOUBLE GRANT"
-	case errB == nil:
+	case lkB != nil:
 		verdict = "granted after A's validity ran out"
 	}
-	relA := lkA.Release(ctx)
-	if lkB != nil {
-		lkB.Release(ctx)
-	}
 	logf("A granted on %d of %d masters (token %s); masters %v SIGKILLed and back in %s (%s), %d of them still holding A's token; B %s, A's validity left %s; A's release: %s",
-		o.heldA, Masters, short(tokenA), victims, o.failover.Round(time.Millisecond), rec, kept, verdict,
-		o.aLeft.Round(time.Millisecond), relAString(relA))
+		o.heldA, Masters, short(a.token), victims, o.failover.Round(time.Millisecond), rec, kept, verdict,
+		o.aLeft.Round(time.Millisecond), releaseBoth(ctx, a, lkB))
 	return o, nil
 }

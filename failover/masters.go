@@ -83,3 +83,76 @@ func majority(tokens []string) string {
 	}
 	return ""
 }
+
+// grant is client A's lock over a masterSet, read back: the token on
+// each master, and A's (the one on a majority).
+type grant struct {
+	lk     lock.Lock
+	tokens []string
+	token  string
+	ttl    time.Duration
+	start  time.Time // when A asked
+}
+
+// grantA takes the redlock rung's lock for client A (its Obtain waiting
+// at most wait) and reads back which masters hold its token.
+func (m *masterSet) grantA(ctx context.Context, ttl, wait time.Duration) (grant, error) {
+	g := grant{ttl: ttl}
+	// The redlock rung runs over the masters alone: no main Redis.
+	lockA, err := lockerOf("redlock", nil, m.as, ttl, wait)
+	if err != nil {
+		return g, err
+	}
+	g.start = time.Now()
+	if g.lk, err = lockA.Obtain(ctx, Key, lock.Call{}); err != nil {
+		return g, fmt.Errorf("client A: %w", err)
+	}
+	if g.tokens, err = m.tokens(ctx); err != nil {
+		return g, err
+	}
+	if g.token = majority(g.tokens); g.token == "" {
+		return g, fmt.Errorf("client A was granted the lock, but no token is on a majority of masters: %q", g.tokens)
+	}
+	return g, nil
+}
+
+// held is how many masters held A's token once it was granted.
+func (g grant) held() int { return count(g.tokens, g.token) }
+
+// left is how long A's lock is still valid: its validity at the grant
+// (the TTL when the Lock does not say) less the time since A asked.
+func (g grant) left() time.Duration {
+	valid := g.ttl
+	if v, ok := g.lk.(interface{ Validity() time.Duration }); ok {
+		valid = v.Validity()
+	}
+	return valid - time.Since(g.start)
+}
+
+// obtainB asks the redlock rung's lock for client B (waiting at most
+// wait): nil when B was not granted it within the wait, an error only
+// when B's Obtain failed otherwise.
+func (m *masterSet) obtainB(ctx context.Context, ttl, wait time.Duration) (lock.Lock, error) {
+	lockB, err := lockerOf("redlock", nil, m.bs, ttl, wait)
+	if err != nil {
+		return nil, err
+	}
+	lk, err := lockB.Obtain(ctx, Key, lock.Call{})
+	if errors.Is(err, lock.ErrNotObtained) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client B: %w", err)
+	}
+	return lk, nil
+}
+
+// releaseBoth releases A's lock, and B's when it has one, and says how
+// A's release went.
+func releaseBoth(ctx context.Context, a grant, lkB lock.Lock) string {
+	relA := a.lk.Release(ctx)
+	if lkB != nil {
+		lkB.Release(ctx)
+	}
+	return relAString(relA)
+}
