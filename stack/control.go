@@ -151,13 +151,7 @@ func (s *Stack) StopMaster(i int) error { return s.masters.stopOne(i) }
 // empty (nothing is persisted), and returns once it answers PING. Starting
 // a running master does nothing; after Stop it is an error.
 func (s *Stack) StartMaster(i int) error {
-	if s.life.Err() != nil {
-		return errors.New("stack: StartMaster: the stack is stopped")
-	}
-	// Bounded by Stop too: it cancels s.life.
-	ctx, cancel := context.WithTimeout(s.life, 15*time.Second)
-	defer cancel()
-	return s.masters.startOne(ctx, i)
+	return s.bounded("StartMaster", func(ctx context.Context) error { return s.masters.startOne(ctx, i) })
 }
 
 // CrashMaster SIGKILLs Redlock master i (0-based, as in MasterAddrs): no
@@ -170,17 +164,19 @@ func (s *Stack) CrashMaster(i int) error { return s.masters.crashOne(i) }
 // with what it persisted (Config.MastersAOF), else empty, and returns once
 // it answers PING. Restarting a running master does nothing.
 func (s *Stack) RestartMaster(i int) error {
+	return s.bounded("RestartMaster", func(ctx context.Context) error { return s.masters.restartOne(ctx, i) })
+}
+
+// bounded runs op, named in errors, within 15s and until Stop (which
+// cancels s.life); after Stop it is an error.
+func (s *Stack) bounded(name string, op func(context.Context) error) error {
 	if s.life.Err() != nil {
-		return errors.New("stack: RestartMaster: the stack is stopped")
+		return fmt.Errorf("stack: %s: the stack is stopped", name)
 	}
 	ctx, cancel := context.WithTimeout(s.life, 15*time.Second)
 	defer cancel()
-	return s.masters.restartOne(ctx, i)
+	return op(ctx)
 }
-
-// MastersMode says what the Redlock masters are: Real (redis-server,
-// which CrashMaster can kill) or Embedded (miniredis).
-func (s *Stack) MastersMode() Mode { return s.masters.mode }
 
 // instance returns instance i (0-based).
 func (s *Stack) instance(i int) (*instance, error) {

@@ -224,20 +224,10 @@ func (m *masters) startOne(ctx context.Context, i int) error {
 // crashOne SIGKILLs master i: no shutdown, no save. It stays down, on
 // its address, until restartOne.
 func (m *masters) crashOne(i int) error {
-	m.mu.Lock()
-	ms, err := m.masterLocked(i)
-	var r *Redis
-	if err == nil {
-		r = ms.r
-	}
-	m.mu.Unlock()
-	switch {
-	case err != nil:
+	ms, r, err := m.started(i, "CrashMaster")
+	if err != nil {
 		return err
-	case r == nil:
-		return fmt.Errorf("stack: redlock master %d on %s is stopped", i, ms.addr)
 	}
-	// Outside m.mu: several masters crash at once.
 	pid := r.Pid()
 	if err := r.Crash(); err != nil {
 		return fmt.Errorf("stack: redlock master %d on %s: %w", i, ms.addr, err)
@@ -250,26 +240,14 @@ func (m *masters) crashOne(i int) error {
 // persisted: its append-only file (Config.MastersAOF), else nothing.
 // Restarting a running master does nothing.
 func (m *masters) restartOne(ctx context.Context, i int) error {
-	m.mu.Lock()
-	ms, err := m.masterLocked(i)
-	var r *Redis
-	if err == nil {
-		r = ms.r
-	}
-	closed := m.closed
-	m.mu.Unlock()
-	switch {
-	case closed:
-		return errors.New("stack: RestartMaster: the stack is stopped")
-	case err != nil:
+	ms, r, err := m.started(i, "RestartMaster")
+	if err != nil {
 		return err
-	case r == nil:
-		return fmt.Errorf("stack: redlock master %d on %s is stopped: StartMaster starts it", i, ms.addr)
-	case !r.isDown():
+	}
+	if !r.isDown() {
 		return nil
 	}
-	// Outside m.mu: several masters restart at once. A Stop meanwhile
-	// makes Restart fail (the Redis is stopped).
+	// A Stop meanwhile makes Restart fail (the Redis is stopped).
 	if err := r.Restart(ctx); err != nil {
 		return fmt.Errorf("stack: redlock master %d on %s: %w", i, ms.addr, err)
 	}
@@ -279,6 +257,25 @@ func (m *masters) restartOne(ctx context.Context, i int) error {
 	}
 	m.lg.printf("masters: %d on %s restarted, %s (pid %d)", i, ms.addr, with, r.Pid())
 	return nil
+}
+
+// started returns master i and its server, which StopMaster has not
+// stopped (it may have crashed), for an operation (op, in errors) that
+// runs outside m.mu, so that several masters crash or restart at once.
+func (m *masters) started(i int, op string) (*master, *Redis, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, nil, fmt.Errorf("stack: %s: the stack is stopped", op)
+	}
+	ms, err := m.masterLocked(i)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ms.r == nil {
+		return nil, nil, fmt.Errorf("stack: %s: redlock master %d on %s is stopped (StartMaster starts it)", op, i, ms.addr)
+	}
+	return ms, ms.r, nil
 }
 
 // pids lists the pids of the running redis-server masters.
