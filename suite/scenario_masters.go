@@ -14,25 +14,33 @@ import (
 	"github.com/lockladder/lockladder/stack"
 )
 
+// onMasters runs act (verb, in errors) on Redlock masters 0 to k-1 of t,
+// all at once: a majority goes down, and comes back, together. C is what
+// act needs of the stack (masterControl, masterCrash).
+func onMasters[C any](t Stack, k int, verb string, act func(C, int) error) error {
+	c, ok := t.(C)
+	if !ok {
+		return fmt.Errorf("the stack cannot %s its Redlock masters", verb)
+	}
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i := range k {
+		wg.Go(func() {
+			if err := act(c, i); err != nil {
+				errs[i] = fmt.Errorf("%s master %d: %w", verb, i, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // mastersDown stops k of the 5 Redlock masters a third of the way in.
 func mastersDown(k int) Scenario {
 	name, about := "masters-down", "5 Redlock masters; 2 stopped a third of the way in: still a majority"
 	if k != 2 {
 		name = fmt.Sprintf("masters-down-%d", k)
 		about = fmt.Sprintf("5 Redlock masters; %d stopped a third of the way in: no majority left", k)
-	}
-	each := func(ctx context.Context, t Stack, verb string, act func(masterControl, int) error) error {
-		mc, ok := t.(masterControl)
-		if !ok {
-			return errors.New("the stack has no Redlock masters to " + verb)
-		}
-		var errs []error
-		for i := range k {
-			if err := act(mc, i); err != nil {
-				errs = append(errs, fmt.Errorf("%s master %d: %w", verb, i, err))
-			}
-		}
-		return errors.Join(errs...)
 	}
 	return Scenario{
 		Name:    name,
@@ -42,10 +50,10 @@ func mastersDown(k int) Scenario {
 			At:    1.0 / 3,
 			About: fmt.Sprintf("stop %d of 5 masters", k),
 			Do: func(ctx context.Context, t Stack) error {
-				return each(ctx, t, "stop", masterControl.StopMaster)
+				return onMasters(t, k, "stop", masterControl.StopMaster)
 			},
 			Undo: func(ctx context.Context, t Stack) error {
-				return each(ctx, t, "start", masterControl.StartMaster)
+				return onMasters(t, k, "start", masterControl.StartMaster)
 			},
 		}},
 		Expect:    map[string]string{"redlock": bench.VerdictSafe},
@@ -73,6 +81,7 @@ type masterCrash interface {
 const (
 	majorityTTL  = 4 * time.Second
 	majorityWork = 3 * time.Second
+	majorityWait = 3 * time.Second // -lock-wait: how long the others wait
 )
 
 // majorityCrash: article 002's objection to Redlock. A holder is inside
@@ -91,32 +100,14 @@ func majorityCrash(name string, aof bool, delay time.Duration) Scenario {
 	case delay > 0:
 		how, expect = fmt.Sprintf("restarted empty %s later (one lease)", delay), safe
 	}
-	each := func(t Stack, verb string, act func(masterCrash, int) error) error {
-		mc, ok := t.(masterCrash)
-		if !ok {
-			return errors.New("the stack cannot crash its Redlock masters")
-		}
-		// All at once: the majority goes down, and comes back, together.
-		errs := make([]error, k)
-		var wg sync.WaitGroup
-		for i := range k {
-			wg.Go(func() {
-				if err := act(mc, i); err != nil {
-					errs[i] = fmt.Errorf("%s master %d: %w", verb, i, err)
-				}
-			})
-		}
-		wg.Wait()
-		return errors.Join(errs...)
-	}
 	restart := func(ctx context.Context, t Stack) error {
-		return each(t, "restart", masterCrash.RestartMaster)
+		return onMasters(t, k, "restart", masterCrash.RestartMaster)
 	}
 	return Scenario{
 		Name: name,
 		About: fmt.Sprintf("lease %s; a request holds redlock with work=%s; %d of 5 masters SIGKILLed while it holds, %s",
 			majorityTTL, majorityWork, k, how),
-		AppArgs:        []string{"-faults", "-lock-ttl", majorityTTL.String(), "-lock-wait", "3s"},
+		AppArgs:        []string{"-faults", "-lock-ttl", majorityTTL.String(), "-lock-wait", majorityWait.String()},
 		MastersAOF:     aof,
 		CrashesMasters: true,
 		Armed:          url.Values{"work": {majorityWork.String()}},
@@ -128,7 +119,7 @@ func majorityCrash(name string, aof bool, delay time.Duration) Scenario {
 				if err := awaitHolder(ctx, t, "redlock", majorityWork/10); err != nil {
 					return err
 				}
-				return each(t, "crash", masterCrash.CrashMaster)
+				return onMasters(t, k, "crash", masterCrash.CrashMaster)
 			},
 			Then: func(ctx context.Context, t Stack) error {
 				select {
@@ -149,7 +140,7 @@ func majorityCrash(name string, aof bool, delay time.Duration) Scenario {
 // for longer than held (the armed request's), for at most the app's wait
 // bound and the business.
 func awaitHolder(ctx context.Context, t Stack, lock string, held time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second+majorityWork)
+	ctx, cancel := context.WithTimeout(ctx, majorityWait+majorityWork)
 	defer cancel()
 	probe := &http.Client{Transport: &http.Transport{}, Timeout: time.Second}
 	defer probe.CloseIdleConnections()
