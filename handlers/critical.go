@@ -225,7 +225,8 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 
 	asked := time.Now()
 	held, err := req.locker.Obtain(ctx, res.lockKey, call)
-	h.m.obtained(req.rung.Name, time.Since(asked), err)
+	got := time.Now()
+	h.m.obtained(req.rung.Name, got.Sub(asked), err)
 	if err != nil {
 		return 0, notHeld{err}
 	}
@@ -233,12 +234,12 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	// wait per instance (a cohort keeps the others waiting) comes from it.
 	// none has no lock to wait for: it says nothing.
 	if req.rung.Try {
-		c.Header(contract.HeaderLockWait, strconv.FormatFloat(float64(time.Since(asked).Microseconds())/1000, 'f', 3, 64))
+		c.Header(contract.HeaderLockWait, strconv.FormatFloat(float64(got.Sub(asked).Microseconds())/1000, 'f', 3, 64))
 	}
 	// The section as history sees it runs from here to the moment the
 	// release is sent (or the pipeline carrying it): both ends on the
 	// short side of the time the lock was really held.
-	sec := contract.Section{Instance: h.cfg.Instance, Lock: req.rung.Name, Key: res.lockKey, Acquired: time.Now().UnixNano()}
+	sec := contract.Section{Instance: h.cfg.Instance, Lock: req.rung.Name, Key: res.lockKey, Acquired: got.UnixNano()}
 	over := h.cfg.Sections.Hold(sec)
 	fault.Inject(ctx, fault.Acquired)
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
