@@ -9,9 +9,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
 )
+
+// cohortOn is a Cohort of bound sections (0: the default) over rdb, with
+// fair's test options and a notifier; NewCohort for another process on
+// the same Redis takes the options it returns.
+func cohortOn(t *testing.T, rdb *redis.Client, bound int) (*lock.Cohort, lock.Options) {
+	t.Helper()
+	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	return lock.NewCohort(rdb, o, bound), o
+}
 
 // tokenOf is a held lock's fencing token.
 func tokenOf(t *testing.T, l lock.Lock) int64 {
@@ -84,8 +95,7 @@ func TestCohortExactAcrossProcesses(t *testing.T) {
 // back to Redis and the next section has a new global token.
 func TestCohortPassesInMemoryUpToTheBound(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
-	c := lock.NewCohort(rdb, o, 3)
+	c, _ := cohortOn(t, rdb, 3)
 	ctx := context.Background()
 	const key = "lock:bound"
 	first, err := c.Obtain(ctx, key, lock.Call{})
@@ -134,8 +144,8 @@ func TestCohortPassesInMemoryUpToTheBound(t *testing.T) {
 // worth of this process's sections, however many of them wait.
 func TestCohortBoundsTheOtherProcessesWait(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
-	a, b := lock.NewCohort(rdb, o, 2), lock.NewCohort(rdb, o, 2)
+	a, o := cohortOn(t, rdb, 2)
+	b := lock.NewCohort(rdb, o, 2)
 	ctx := context.Background()
 	const key = "lock:turns"
 	var (
@@ -181,8 +191,7 @@ func TestCohortBoundsTheOtherProcessesWait(t *testing.T) {
 // the line goes on; try=0 on a line this process holds is ErrBusy at once.
 func TestCohortWaitBound(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
-	c := lock.NewCohort(rdb, o, 0)
+	c, _ := cohortOn(t, rdb, 0)
 	ctx := context.Background()
 	const key = "lock:bounded"
 	held, err := c.Obtain(ctx, key, lock.Call{})
