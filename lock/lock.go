@@ -68,7 +68,7 @@ type Locker interface {
 // The zero Call waits the Locker's default way, as a fresh owner.
 type Call struct {
 	// Wait is how this call waits for a busy lock: WaitFixed, WaitBackoff,
-	// WaitNotify or WaitQueue. "" is the Locker's default (Options.WaitMode,
+	// WaitNotify, WaitQueue, WaitCohort or WaitRelay. "" is the Locker's default (Options.WaitMode,
 	// else the rung's own).
 	Wait WaitMode
 	// Owner is who takes the lock, for the reentrant rung: an owner that
@@ -133,7 +133,7 @@ type Options struct {
 	Wait time.Duration
 	// WaitMode is how Obtain waits for a busy lock unless the Call says
 	// otherwise. Default "": each rung's own, WaitFixed (the articles'
-	// loop) for the rungs that poll, WaitQueue for redlock.
+	// loop) for the rungs that poll, WaitRelay for redlock.
 	WaitMode WaitMode
 	// Retry makes the sleeps of WaitFixed for one Obtain. Default
 	// FixedSleep(10ms): the articles' "sleep and try again", with a

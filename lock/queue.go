@@ -98,6 +98,16 @@ func (t *turn) pass(v any) bool {
 	return waiting
 }
 
+// waiting reports whether another request waits behind this head.
+func (t *turn) waiting() bool {
+	if t == nil {
+		return false
+	}
+	t.q.mu.Lock()
+	defer t.q.mu.Unlock()
+	return t.l.users > 1
+}
+
 // take returns what the head before this one passed on, once, or nil.
 func (t *turn) take() any {
 	t.q.mu.Lock()

@@ -80,10 +80,11 @@ const (
 	// first come first served; only the head of the line asks the back end
 	// for the lock, woken when the lock's deletion is announced (or
 	// polling briefly without announcements). With 100 requests over 3
-	// processes, 3 contend instead of 100. It is the default of redlock
-	// (100 contenders split the masters' votes so that most attempts win
-	// no majority) and of db-optimistic (100 writers on one row mostly
-	// lose their version check), the only two that offer it.
+	// processes, 3 contend instead of 100. redlock offers it (100
+	// contenders split the masters' votes so that most attempts win no
+	// majority; its default, WaitRelay, builds on it), and it is the
+	// default of db-optimistic (100 writers on one row mostly lose their
+	// version check).
 	WaitQueue WaitMode = "queue"
 	// WaitCohort is WaitQueue, and a head whose section ends with another
 	// request in its line passes its lock on in memory instead of
@@ -91,10 +92,19 @@ const (
 	// quorum paid once for many sections (rung 13's idea, lock
 	// cohorting). Only redlock offers it.
 	WaitCohort WaitMode = "cohort"
+	// WaitRelay is WaitQueue, and a head whose section ends with another
+	// request in its line relays the lock to it through the masters: one
+	// compare-and-swap of the token on each (the old holder's token for
+	// the next one's, with a fresh lease) instead of a release on five and
+	// an acquisition on five. Each section still holds its own
+	// majority-granted lease, counted from its own swap; a chain ends
+	// after 64 sections or half a lease, and the lock goes back to every
+	// process's head. Only redlock offers it, as its default.
+	WaitRelay WaitMode = "relay"
 )
 
 // WaitModes lists every WaitMode.
-var WaitModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify, WaitQueue, WaitCohort}
+var WaitModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify, WaitQueue, WaitCohort, WaitRelay}
 
 // pollModes are the wait modes of the locks that poll: every Redis rung
 // but redlock (which also queues) and fair (which waits for its handoff).

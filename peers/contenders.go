@@ -173,21 +173,17 @@ func contenders(cfg config) []contender {
 					return true, err
 				}, func() {}
 			}},
-		labLock("redlock", "the lab's rung 10 over the 5 masters: majority within validity; wait=queue, one contender per process",
+		labLock("redlock", "the lab's rung 10 over the 5 masters, its default (wait=relay): one contender per process; a section that ends with another request in the line swaps its token for the next one's on the masters (a fresh majority-granted lease per section), up to 64 sections or half a lease",
 			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {
-				cs := make([]redis.Cmdable, len(masters))
-				for i, m := range masters {
-					cs[i] = m
-				}
-				return lock.NewRedlock(cs, opts(nil, ""), lock.RedlockOptions{})
+				return lock.NewRedlock(cmdables(masters), opts(nil, ""), lock.RedlockOptions{})
+			}),
+		labLock("redlock-queue", "the same, wait=queue: every section takes the lock on the masters (SET NX on five) and releases it on five",
+			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {
+				return lock.NewRedlock(cmdables(masters), opts(nil, lock.WaitQueue), lock.RedlockOptions{})
 			}),
 		labLock("redlock-cohort", "the same, wait=cohort: a section that ends with another request in the line passes the lock on in memory while over half its validity is left",
 			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {
-				cs := make([]redis.Cmdable, len(masters))
-				for i, m := range masters {
-					cs[i] = m
-				}
-				return lock.NewRedlock(cs, opts(nil, lock.WaitCohort), lock.RedlockOptions{})
+				return lock.NewRedlock(cmdables(masters), opts(nil, lock.WaitCohort), lock.RedlockOptions{})
 			}),
 		{name: "atomic", settings: "no lock: the GET and SET in one Lua script (the ceiling)",
 			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {
@@ -204,4 +200,13 @@ func isTaken(err error) bool {
 	var taken *redsync.ErrTaken
 	var node *redsync.ErrNodeTaken
 	return errors.As(err, &taken) || errors.As(err, &node)
+}
+
+// cmdables is masters as the Cmdables NewRedlock takes.
+func cmdables(masters []*redis.Client) []redis.Cmdable {
+	cs := make([]redis.Cmdable, len(masters))
+	for i, m := range masters {
+		cs[i] = m
+	}
+	return cs
 }

@@ -1,0 +1,143 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/lock"
+)
+
+// recordingMasters wraps clients so that every token a SET NX offers is
+// noted: how many acquisitions asked the masters.
+func recordingMasters(clients []*redis.Client) (masters []redis.Cmdable, asked func() int) {
+	var mu sync.Mutex
+	tokens := map[any]bool{}
+	for _, c := range clients {
+		masters = append(masters, tokenRecorder{Client: c, mu: &mu, tokens: tokens})
+	}
+	return masters, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(tokens)
+	}
+}
+
+// WaitRelay: a head whose section ends with others in its process's line
+// swaps its token for the next one's on the masters, so a chain of
+// sections pays one SET NX; every section still holds a token of its own
+// on a majority of masters, with a fresh lease. All exact, nothing left.
+func TestRedlockRelaySwapsTheTokenOnTheMasters(t *testing.T) {
+	clients, _ := startMasters(t, 5)
+	masters, asked := recordingMasters(clients)
+	ctx := context.Background()
+	rl := lock.NewRedlock(masters, lock.Options{TTL: 10 * time.Second, Wait: 10 * time.Second, WaitMode: lock.WaitRelay}, lock.RedlockOptions{})
+	const key, workers, each = "lock:relay", 10, 20
+	counter := clients[0]
+	var (
+		mu   sync.Mutex
+		seen = map[string]bool{}
+		wg   sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				l, err := rl.Obtain(ctx, key, lock.Call{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if v := l.(interface{ Validity() time.Duration }).Validity(); v <= 0 || v > 10*time.Second {
+					t.Errorf("a section's validity %s, want within its 10s lease", v)
+				}
+				// Our own token, on a majority, with a lease of its own.
+				holders := map[string]int{}
+				for _, c := range clients {
+					holders[c.Get(ctx, key).Val()]++
+				}
+				mine := ""
+				for tok, n := range holders {
+					if n >= lock.Quorum(len(clients)) {
+						mine = tok
+					}
+				}
+				mu.Lock()
+				if mine == "" || seen[mine] {
+					t.Errorf("a section found the masters holding %v: want a token of its own on a majority", holders)
+				}
+				seen[mine] = true
+				mu.Unlock()
+				v, _ := counter.Get(ctx, "n").Int64()
+				counter.Set(ctx, "n", v+1, 0)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+				}
+				if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+					t.Errorf("a second Release: %v, want ErrNotHeld", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got, _ := counter.Get(ctx, "n").Int64(); got != workers*each {
+		t.Fatalf("counter %d after %d increments", got, workers*each)
+	}
+	if n := asked(); n < workers*each/64 || n > 20 {
+		t.Errorf("%d acquisitions asked the masters by SET NX for %d sections: want a handful, the rest relayed (at most 64 a chain)", n, workers*each)
+	}
+	if n := keysOn(t, clients, key); n != 0 {
+		t.Errorf("%d masters still hold the lock after the last section", n)
+	}
+}
+
+// A relay that finds its token gone from a majority (the lease lapsed
+// there, a master forgot it) hands nothing over: the holder's Release says
+// ErrNotHeld, and the waiter takes the lock on the masters like anyone.
+// Past half its lease, a chain is not continued either.
+func TestRedlockRelayNeedsAMajority(t *testing.T) {
+	clients, _ := startMasters(t, 5)
+	masters, asked := recordingMasters(clients)
+	ctx := context.Background()
+	rl := lock.NewRedlock(masters, lock.Options{TTL: 10 * time.Second, Wait: 5 * time.Second, WaitMode: lock.WaitRelay}, lock.RedlockOptions{})
+	first, err := rl.Obtain(ctx, "lock:lost", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := obtainAsync(ctx, rl, "lock:lost")
+	time.Sleep(50 * time.Millisecond)
+	for _, c := range clients[:3] {
+		c.Del(ctx, "lock:lost")
+	}
+	if err := first.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("Release after losing 3 of 5 masters: %v, want ErrNotHeld", err)
+	}
+	got := <-next
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if n := asked(); n != 2 {
+		t.Errorf("%d acquisitions by SET NX: want 2 (nothing relayed without a majority)", n)
+	}
+	got.l.Release(ctx)
+
+	short := lock.NewRedlock(masters, lock.Options{TTL: 400 * time.Millisecond, Wait: 5 * time.Second, WaitMode: lock.WaitRelay}, lock.RedlockOptions{})
+	before := asked()
+	first, err = short.Obtain(ctx, "lock:half", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next = obtainAsync(ctx, short, "lock:half")
+	time.Sleep(250 * time.Millisecond) // over half of 400ms
+	first.Release(ctx)
+	if got = <-next; got.err != nil {
+		t.Fatal(got.err)
+	}
+	got.l.Release(ctx)
+	if n := asked() - before; n != 2 {
+		t.Errorf("%d acquisitions by SET NX for two sections, the first past half its lease: want 2", n)
+	}
+}
