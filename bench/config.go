@@ -56,7 +56,8 @@ type Config struct {
 	// Timeout bounds each request; default 30s.
 	Timeout time.Duration
 	// Wait is how every request waits for a busy lock, sent as wait=:
-	// "fixed" (the articles' sleep), "backoff" or "notify"; "" leaves it to
+	// "queue", "fixed" (the articles' sleep), "backoff", "notify", "relay"
+	// or "cohort" (redlock), to every lock that takes it; "" leaves it to
 	// the app's -wait default. fair always waits for its handoff.
 	Wait string
 	// AllowRemote lifts the loopback-only guard on the URL and on every

@@ -132,7 +132,7 @@ func badInputRows() []badRow {
 		bad400("wait huge", "/sale?lock=lua&wait="+huge),
 		bad400("wait unicode", "/sale?lock=lua&wait=%E2%8F%B3"),
 		bad400("wait repeated", "/sale?lock=lua&wait=fixed&wait=notify"),
-		bad400("wait=queue on a polling lock", "/sale?lock=lua&wait=queue"),
+		bad400("wait=relay on a polling lock", "/sale?lock=lua&wait=relay"),
 		bad400("wait on a lock that never waits", "/sale?lock=atomic&wait=fixed"),
 		bad400("wait on fair, which waits for its handoff", "/testLock?lock=fair&wait=notify"),
 

@@ -4,7 +4,8 @@
 // A rung is one way to take a lock: a Rung makes one attempt (Try) and
 // says whether it got the lock, and its Lock gives it back. How a request
 // waits between attempts is not the rung's business but a layer the
-// ladder composes (Poll): sleep a fixed time (the articles), back off
+// ladder composes (Poll): line up in the process behind one contender
+// (the default), sleep a fixed time (the articles), back off
 // exponentially, or sleep until the lock's deletion is announced. The
 // business step that runs between Obtain and Release is deliberately a
 // non-atomic read-modify-write (package inventory), so any gap in mutual
@@ -31,7 +32,7 @@
 //
 // The waiting: wait.go (the polling loop and its pauses), notify.go (the
 // lock's deletions announced by Redis itself, and fair's handoffs),
-// queue.go (a process's requests in a line: redlock's default),
+// queue.go (a process's requests in a line: the default),
 // watchdog.go (the renewal rungs 9 and 12 share). The ceiling needs no
 // lock: inventory's one-script sale.
 package lock
@@ -132,8 +133,8 @@ type Options struct {
 	// ErrNotObtained. Default 5s.
 	Wait time.Duration
 	// WaitMode is how Obtain waits for a busy lock unless the Call says
-	// otherwise. Default "": each rung's own, WaitFixed (the articles'
-	// loop) for the rungs that poll, WaitRelay for redlock.
+	// otherwise. Default "": each rung's own, WaitQueue for the rungs that
+	// poll (WaitFixed is the articles' loop), WaitRelay for redlock.
 	WaitMode WaitMode
 	// Retry makes the sleeps of WaitFixed for one Obtain. Default
 	// FixedSleep(10ms): the articles' "sleep and try again", with a

@@ -80,11 +80,14 @@ const (
 	// first come first served; only the head of the line asks the back end
 	// for the lock, woken when the lock's deletion is announced (or
 	// polling briefly without announcements). With 100 requests over 3
-	// processes, 3 contend instead of 100. redlock offers it (100
+	// processes, 3 contend instead of 100, and a freed lock is taken at
+	// once instead of at someone's next blind retry. It is the default of
+	// the locks that poll (the articles' loop, WaitFixed, spends most of
+	// its Redis round trips on tries that fail, and whoever retries first
+	// wins), of db-optimistic (100 writers on one row mostly lose their
+	// version check), and redlock's default, WaitRelay, builds on it (100
 	// contenders split the masters' votes so that most attempts win no
-	// majority; its default, WaitRelay, builds on it), and it is the
-	// default of db-optimistic (100 writers on one row mostly lose their
-	// version check).
+	// majority).
 	WaitQueue WaitMode = "queue"
 	// WaitCohort is WaitQueue, and a head whose section ends with another
 	// request in its line passes its lock on in memory instead of
@@ -107,8 +110,8 @@ const (
 var WaitModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify, WaitQueue, WaitCohort, WaitRelay}
 
 // pollModes are the wait modes of the locks that poll: every Redis rung
-// but redlock (which also queues) and fair (which waits for its handoff).
-var pollModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify}
+// but redlock (which also relays) and fair (which waits for its handoff).
+var pollModes = []WaitMode{WaitQueue, WaitFixed, WaitBackoff, WaitNotify}
 
 // ParseWaitMode returns the WaitMode called s.
 func ParseWaitMode(s string) (WaitMode, error) {
@@ -143,7 +146,13 @@ func (o Options) mode(c Call) WaitMode {
 // waiter returns how an Obtain of key polls: by mode(c), WaitFixed by
 // default.
 func (o Options) waiter(c Call, key string) waiter {
-	switch o.mode(c) {
+	return o.waiterFor(o.mode(c), key)
+}
+
+// waiterFor returns how an Obtain of key polls waiting by m: WaitBackoff,
+// WaitNotify (as WaitBackoff without a Notifier), else WaitFixed.
+func (o Options) waiterFor(m WaitMode, key string) waiter {
+	switch m {
 	case WaitBackoff:
 		return &sleeper{b: o.Backoff()}
 	case WaitNotify:
@@ -189,8 +198,9 @@ func sleep(ctx context.Context, timer **time.Timer, d time.Duration) error {
 
 // Poll makes r a Locker that tries until it holds the lock, waiting
 // between two tries as the Call (else o) says: the articles' fixed sleep,
-// an exponential backoff, or until the lock's deletion is announced. It is
-// how every rung from 2 to 10 waits.
+// an exponential backoff, until the lock's deletion is announced, or in
+// this process's line (WaitQueue). It is how every rung from 2 to 11
+// waits.
 func Poll(r Rung, o Options) Locker {
 	return &polling{r: r, opts: o.withDefaults()}
 }
@@ -198,11 +208,51 @@ func Poll(r Rung, o Options) Locker {
 type polling struct {
 	r    Rung
 	opts Options
+	line localQueue // WaitQueue
 }
 
 func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+	mode := p.opts.mode(c)
+	if mode == "" {
+		mode = WaitQueue
+	}
+	w := p.opts.waiterFor(mode, key)
+	if mode == WaitQueue {
+		// A named owner may hold the lock already (reentrant's re-entry):
+		// it must not queue behind the requests that wait for it.
+		if c.Owner != "" {
+			l, ok, err := p.r.Try(ctx, key, c)
+			switch {
+			case ok:
+				return l, nil
+			case err != nil && ctx.Err() == nil:
+				return nil, err
+			}
+		}
+		bound := p.opts.bound(c)
+		lctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		head, _, err := p.line.enter(lctx, key)
+		if err != nil {
+			if bound == 0 {
+				return nil, ErrBusy
+			}
+			return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, bound, key, err)
+		}
+		// Once we hold the lock (or give up), the next request of this
+		// process takes our place at the head and waits for our release.
+		defer head.leave()
+		if bound > 0 { // the bound covers the line and the tries
+			ctx = lctx
+		}
+		if p.opts.Notifier != nil {
+			w = p.opts.Notifier.watch(key)
+		} else {
+			w = &sleeper{b: spread{fixed(queuePause)}}
+		}
+	}
 	var held Lock
-	err := acquire(ctx, p.opts, c, p.opts.waiter(c, key), func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, p.opts, c, w, func(ctx context.Context) (bool, error) {
 		l, ok, err := p.r.Try(ctx, key, c)
 		held = l
 		return ok, err
@@ -212,6 +262,11 @@ func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 	}
 	return held, nil
 }
+
+// queuePause is how often the head of a line polls (WaitQueue) when
+// nothing announces the lock's release, jittered in [d/2, 3d/2): one
+// waiter per process, so a short pause wastes little.
+const queuePause = 2 * time.Millisecond
 
 // acquire calls try until it reports success, the waiter says the lock was
 // handed over, the call's bound passes, or ctx ends; between two tries it

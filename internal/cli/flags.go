@@ -123,7 +123,7 @@ func benchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 	fs.IntVar(&o.Config.Concurrency, "c", bench.DefaultConcurrency, "concurrent closed-loop workers (ab -c)")
 	fs.IntVar(&o.Config.Stock, "stock", bench.DefaultStock, "stock set before each run")
 	fs.DurationVar(&o.Config.Timeout, "timeout", bench.DefaultTimeout, "timeout of each request")
-	fs.StringVar(&o.Config.Wait, "wait", "", "how requests wait for a busy lock: fixed (the articles' sleep), backoff or notify (default: the app's -wait)")
+	fs.StringVar(&o.Config.Wait, "wait", "", "how requests wait for a busy lock, sent to every lock that takes it: queue, fixed (the articles' sleep), backoff, notify, relay or cohort (redlock) (default: each lock's own, or the app's -wait)")
 	fs.StringVar(&o.Out, "out", repoPath("results"), "folder for the JSON and Markdown reports")
 	return func() (BenchOptions, error) {
 		o.Config.Locks = Split(*locks)

@@ -1,0 +1,100 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/lock"
+)
+
+type callerID struct{}
+
+// busyRung never gets the lock; it notes which callers tried.
+type busyRung struct {
+	mu    sync.Mutex
+	tried map[any]bool
+}
+
+func (b *busyRung) Try(ctx context.Context, _ string, _ lock.Call) (lock.Lock, bool, error) {
+	b.mu.Lock()
+	b.tried[ctx.Value(callerID{})] = true
+	b.mu.Unlock()
+	return nil, false, nil
+}
+
+// TestQueueHasOneContenderPerProcess: by default (WaitQueue) a polling
+// lock lines a process's requests up in memory and only the head tries;
+// with the articles' fixed sleep, every request tries. (Counted while all
+// still wait: as the first ones give up, the next ones reach the head.)
+func TestQueueHasOneContenderPerProcess(t *testing.T) {
+	for _, c := range []struct {
+		mode lock.WaitMode
+		want int
+	}{{"", 1}, {lock.WaitQueue, 1}, {lock.WaitFixed, 20}} {
+		rung := &busyRung{tried: map[any]bool{}}
+		l := lock.Poll(rung, lock.Options{Wait: 300 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)})
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				ctx := context.WithValue(context.Background(), callerID{}, i)
+				if _, err := l.Obtain(ctx, "k", lock.Call{Wait: c.mode}); !errors.Is(err, lock.ErrNotObtained) {
+					t.Errorf("wait=%q: Obtain of a lock never free: %v, want ErrNotObtained", c.mode, err)
+				}
+			})
+		}
+		time.Sleep(150 * time.Millisecond) // all still wait
+		rung.mu.Lock()
+		n := len(rung.tried)
+		rung.mu.Unlock()
+		wg.Wait()
+		if n != c.want {
+			t.Errorf("wait=%q: %d of 20 requests tried the lock, want %d", c.mode, n, c.want)
+		}
+	}
+}
+
+// TestQueueLetsTheOwnerReenter: a holder that takes its reentrant lock
+// again does not queue behind the requests that wait for it.
+func TestQueueLetsTheOwnerReenter(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	r := lock.NewReentrant(rdb, lock.Options{TTL: 5 * time.Second, Wait: 2 * time.Second})
+	outer, err := r.Obtain(ctx, "lock:re", lock.Call{Owner: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 5)
+	for range 5 {
+		go func() {
+			l, err := r.Obtain(ctx, "lock:re", lock.Call{})
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			got <- err
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // they are in the line
+	start := time.Now()
+	inner, err := r.Obtain(ctx, "lock:re", lock.Call{Owner: "a"})
+	if err != nil {
+		t.Fatalf("re-entry with 5 requests in the line: %v", err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("re-entry took %s: it queued behind the waiters", d)
+	}
+	if err := inner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := outer.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := <-got; err != nil {
+			t.Errorf("a waiter after the owner's release: %v", err)
+		}
+	}
+}
