@@ -72,6 +72,7 @@ type Redlock struct {
 	pause       time.Duration
 	notifier    *Notifier
 	line        localQueue
+	workers     workers
 }
 
 var _ Locker = (*Redlock)(nil)
@@ -347,7 +348,7 @@ func (r *Redlock) onAll(ctx context.Context, mask []bool, done func(yes, pending
 			continue
 		}
 		asked++
-		go func() {
+		r.workers.run(func() {
 			// Not cut short when ctx ends (the wait bound): a SET
 			// abandoned on its way could land after the give-back
 			// meant to remove it. The node timeout bounds it.
@@ -355,7 +356,7 @@ func (r *Redlock) onAll(ctx context.Context, mask []bool, done func(yes, pending
 			defer cancel()
 			ok, err := op(nctx, nd.rdb)
 			answers <- answer{node: i, ok: ok, err: err}
-		}()
+		})
 	}
 
 	timer := time.NewTimer(r.nodeTimeout)

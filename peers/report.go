@@ -45,8 +45,15 @@ func (r report) markdown() string {
 		if a == nil || b2 == nil || b2.OpsPerS <= 0 || a.P99ms <= 0 {
 			return
 		}
-		fmt.Fprintf(&b, "\n%s vs %s: %.1fx the throughput (target >= %gx), p99 %.1fx lower (target >= %gx)",
-			ours, theirs, a.OpsPerS/b2.OpsPerS, x, b2.P99ms/a.P99ms, lower)
+		met := func(got, want float64) string {
+			if got >= want {
+				return "met"
+			}
+			return "not met"
+		}
+		up, down := a.OpsPerS/b2.OpsPerS, b2.P99ms/a.P99ms
+		fmt.Fprintf(&b, "\n%s vs %s: %.2fx the throughput (target >= %gx: %s), p99 %.1fx lower (target >= %gx: %s)",
+			ours, theirs, up, x, met(up, x), down, lower, met(down, lower))
 	}
 	versus("fair", "redsync", 3, 10)
 	versus("cohort", "redsync", 5, 20)
