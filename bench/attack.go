@@ -63,6 +63,9 @@ type attack struct {
 	ops    []history.Op
 	bodies [][]byte
 	last   time.Duration // when the last answer came, since the start
+
+	onProgress func(Snapshot) // Config.OnProgress
+	total      int            // requests the run sends
 }
 
 // attack fires the run's load and fills the response-side fields of row.
@@ -92,9 +95,11 @@ func (h *harness) newAttack(ctx context.Context, row *Row, ld *load) *attack {
 	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, row.Wait, ld)
 	row.Instances = map[string]int{}
 	return &attack{
-		row:  row,
-		dial: d,
-		tg:   tg,
+		row:        row,
+		dial:       d,
+		tg:         tg,
+		onProgress: h.cfg.OnProgress,
+		total:      n,
 		attacker: vegeta.NewAttacker(
 			vegeta.Client(&http.Client{Transport: d.transport(c)}),
 			vegeta.Workers(uint64(c)),
@@ -116,7 +121,7 @@ func (h *harness) newAttack(ctx context.Context, row *Row, ld *load) *attack {
 // whether the run was cancelled.
 func (a *attack) collect(ctx context.Context, results <-chan *vegeta.Result, p *Progress) (cancelled bool) {
 	var tick, check, drain <-chan time.Time
-	if p.isLive() {
+	if p.isLive() || a.onProgress != nil {
 		t := time.NewTicker(progressEvery)
 		defer t.Stop()
 		tick = t.C
@@ -149,6 +154,9 @@ func (a *attack) collect(ctx context.Context, results <-chan *vegeta.Result, p *
 			drain = nil
 		case <-tick:
 			p.update(int(a.m.Requests), a.m.StatusCodes["200"], time.Since(a.tg.start))
+			if a.onProgress != nil {
+				a.onProgress(a.snapshot())
+			}
 		case <-done:
 			// Stop handing out hits and cut the requests in flight; keep
 			// draining until vegeta closes the channel.

@@ -66,6 +66,10 @@ type Config struct {
 	// Progress receives progress (nil = none): a live line rewritten with \r
 	// when it is a terminal, otherwise one line per finished run.
 	Progress io.Writer
+	// OnProgress, when set, is called with the run's figures so far about
+	// five times a second while a run's requests are answered (GET /race
+	// streams them to the page).
+	OnProgress func(Snapshot)
 
 	// Instances are the app instances' base URLs, asked directly for the
 	// critical sections they held (GET /sections) after each run; none:

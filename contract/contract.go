@@ -28,6 +28,12 @@ const (
 	// 503: db-optimistic lost every compare-and-set to other writers
 	// within its wait bound. Nothing was written.
 	ReasonContended = "contended"
+	// 409 on GET /race: another race is running on the stack (one at a
+	// time, so that no race shares the stack with another).
+	ReasonRaceRunning = "race_running"
+	// 503 on GET /race: the instance cannot race (started without the
+	// load balancer's URL, or its race guard failed).
+	ReasonNoRace = "race_unavailable"
 )
 
 // HeaderLockWait is the header of an answer from inside a lock: how long

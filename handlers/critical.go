@@ -141,20 +141,9 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		req.reenter = b
 	}
 	if v, has := q["wait"]; has {
-		m, err := lock.ParseWaitMode(v[0])
-		if err != nil {
-			h.badRequest(c, fmt.Sprintf("wait: unknown wait mode %q (valid: %v)", truncate(v[0], 32), lock.WaitModes))
+		if req.wait, ok = h.waitMode(c, req.rung, v[0]); !ok {
 			return lockRequest{}, false
 		}
-		if !slices.Contains(req.rung.Waits, m) {
-			msg := fmt.Sprintf("wait=%s does not apply to lock %q: it takes no wait= (it does not poll a busy lock)", m, req.rung.Name)
-			if len(req.rung.Waits) > 0 {
-				msg = fmt.Sprintf("wait=%s does not apply to lock %q: it waits by %v", m, req.rung.Name, req.rung.Waits)
-			}
-			h.badRequest(c, msg)
-			return lockRequest{}, false
-		}
-		req.wait = m
 	}
 	if v, has := q["try"]; has {
 		d, err := parseBound(v[0], 0, maxTry)
@@ -322,6 +311,25 @@ func (h *handler) unavailable(c *gin.Context, rung lock.Info, err error) {
 		h.cfg.Log.Error("request failed", "path", c.Request.URL.Path, "lock", rung.Name, "err", err)
 	}
 	c.JSON(http.StatusServiceUnavailable, gin.H{"instance": h.cfg.Instance, "lock": rung.Name, "error": msg, "reason": reason})
+}
+
+// waitMode parses wait=v for rung, or answers a 400 that says which
+// modes it takes.
+func (h *handler) waitMode(c *gin.Context, rung lock.Info, v string) (lock.WaitMode, bool) {
+	m, err := lock.ParseWaitMode(v)
+	if err != nil {
+		h.badRequest(c, fmt.Sprintf("wait: unknown wait mode %q (valid: %v)", truncate(v, 32), lock.WaitModes))
+		return "", false
+	}
+	if !slices.Contains(rung.Waits, m) {
+		msg := fmt.Sprintf("wait=%s does not apply to lock %q: it takes no wait= (it does not poll a busy lock)", m, rung.Name)
+		if len(rung.Waits) > 0 {
+			msg = fmt.Sprintf("wait=%s does not apply to lock %q: it waits by %v", m, rung.Name, rung.Waits)
+		}
+		h.badRequest(c, msg)
+		return "", false
+	}
+	return m, true
 }
 
 // serverMissing answers a 503 naming the server the rung needs and this

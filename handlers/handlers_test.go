@@ -37,6 +37,12 @@ func newEnvWith(t *testing.T, faults *handlers.FaultActions) *env {
 // (no masters, no other back ends), as change leaves its Config.
 func newEnvConfig(t *testing.T, change func(*handlers.Config)) *env {
 	t.Helper()
+	return newEnvRedis(t, func(c *handlers.Config, _ *redis.Client) { change(c) })
+}
+
+// newEnvRedis is newEnvConfig, with the Redis client at hand for change.
+func newEnvRedis(t *testing.T, change func(*handlers.Config, *redis.Client)) *env {
+	t.Helper()
 	gin.SetMode(gin.TestMode)
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
@@ -51,7 +57,7 @@ func newEnvConfig(t *testing.T, change func(*handlers.Config)) *env {
 		Ladder:    ladder,
 		MaxStock:  1000,
 	}
-	change(&cfg)
+	change(&cfg, rdb)
 	return &env{router: handlers.New(cfg), mr: mr, rdb: rdb, ladder: ladder}
 }
 

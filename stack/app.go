@@ -72,7 +72,7 @@ func (in *instance) current() *proc {
 
 // startInstances starts every app process and waits until each is healthy.
 func (s *Stack) startInstances(ctx context.Context) error {
-	ports := s.cfg.appPorts()
+	ports := s.appPorts
 	if ports == nil {
 		// All at once, as for the masters: no two instances get one port.
 		var err error
@@ -107,7 +107,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 			env:     env,
 		}
 		// Ours first: a flag repeated in AppArgs or InstanceArgs wins.
-		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", redisAddr}, mastersFlag...)
+		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", redisAddr, "-lb", "http://" + s.cfg.LBAddr}, mastersFlag...)
 		in.args = append(in.args, s.backendFlags()...)
 		in.args = append(in.args, s.cfg.AppArgs...)
 		in.args = append(in.args, s.cfg.InstanceArgs[i]...)

@@ -114,10 +114,11 @@ func routesReady(ctx context.Context, base string, instances int, exited <-chan 
 
 // Stack is a running topology. Its methods are safe for concurrent use.
 type Stack struct {
-	cfg   Config
-	dir   string
-	rmDir bool
-	lg    *logger
+	cfg      Config
+	dir      string
+	rmDir    bool
+	lg       *logger
+	appPorts []string // the instances' ports; nil: free ones, picked at start
 
 	// servers are those launched, in order: Stop stops them in reverse.
 	servers []server
@@ -226,6 +227,17 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 
 	if err := s.startFaultProxies(ctx); err != nil {
 		return nil, err
+	}
+	// The instances are told the load balancer's URL (GET /race sends
+	// its requests through it), so a free port for it is picked first.
+	s.appPorts = cfg.appPorts()
+	if host, port, _ := net.SplitHostPort(cfg.LBAddr); port == "0" {
+		p, err := freePort(host)
+		if err != nil {
+			return nil, err
+		}
+		cfg.LBAddr = net.JoinHostPort(host, p)
+		s.cfg.LBAddr = cfg.LBAddr
 	}
 	if err := s.startInstances(ctx); err != nil {
 		return nil, err
