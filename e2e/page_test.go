@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+)
+
+// chromium finds a headless-capable Chromium, or "".
+func chromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestPageRacesInABrowser drives the page in a real headless Chromium, as
+// a learner would: it races none and lua on /sale (the page's default
+// picks) through the load balancer, and checks that the page shows
+// OVERSOLD for none and SAFE for lua, from the verdicts the races read
+// back, and that the comparison chart was drawn. The screenshot is saved
+// in the test's artifact directory (go test -artifacts keeps it).
+func TestPageRacesInABrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		if redistest.CI() {
+			t.Fatal("chromium not found on PATH: under CI=true the page test needs it (apt-get install chromium)")
+		}
+		t.Skip("chromium not found on PATH: install Debian's chromium to drive the page in a real browser")
+	}
+	st := startStack(t)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox will not start
+		chromedp.WindowSize(1280, 1800),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	// The first Run starts the browser for the context's life: no timeout
+	// on it; the waits below are bounded on their own.
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	shoot := func() {
+		if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+			shot := filepath.Join(t.ArtifactDir(), "page-race.png")
+			if os.WriteFile(shot, png, 0o644) == nil {
+				t.Logf("screenshot: %s", shot)
+			}
+		}
+	}
+	step := func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, a); err != nil {
+			shoot()
+			status, _ := chromedp.Run(ctx, chromedp.Text("#raceStatus"))
+			t.Fatalf("%s: %v (the page's status line: %q)", what, err, status)
+		}
+	}
+	step("open the page", chromedp.Navigate(st.URL()+"/"))
+	step("wait for the race button", chromedp.WaitVisible("#raceBtn"))
+	step("set N", chromedp.SetValue("#n", "1500"))
+	step("press race", chromedp.Click("#raceBtn"))
+	// The page marks the body once its races are over, won or not.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.races !== undefined`, chromedp.WithPollingTimeout(150*time.Second))); err != nil {
+		shoot()
+		t.Fatalf("waiting for the races to end: %v", err)
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#results tbody tr')].map(tr => tr.cells[0].innerText + ' ' + tr.cells[2].innerText)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _ := chromedp.Run(ctx, chromedp.Text("#raceStatus"))
+	drawn, err := chromedp.Run(ctx, chromedp.Evaluate[int](`(() => {
+		const c = document.getElementById('cmpBad'), d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+		let n = 0;
+		for (let i = 3; i < d.length; i += 4) if (d[i] && d[i-3] > 150 && d[i-2] < 100) n++; // red or orange bar pixels
+		return n;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shoot()
+	t.Logf("results table: %q; status: %q", rows, status)
+	if len(rows) != 2 {
+		t.Fatalf("the page lists %d races, want 2 (none and lua): %q; status %q", len(rows), rows, status)
+	}
+	want := map[string]string{"none": "OVERSOLD", "lua": "SAFE"}
+	for _, r := range rows {
+		name, verdict, _ := strings.Cut(r, " ")
+		if want[name] != verdict {
+			t.Errorf("the page shows %s %q, want %q", name, verdict, want[name])
+		}
+	}
+	if drawn < 50 {
+		t.Errorf("the oversold chart has %d red pixels: none's bar was not drawn", drawn)
+	}
+}
