@@ -35,6 +35,10 @@ func Compare(ctx context.Context, cfg Config, dir string, notes []string, w io.W
 	if err != nil {
 		return rows, err
 	}
-	fmt.Fprintf(w, "\nreports: %s\n         %s\n", jsonPath, mdPath)
+	htmlPath, err := writeHTMLBeside(jsonPath, rows, meta)
+	if err != nil {
+		return rows, err
+	}
+	fmt.Fprintf(w, "\nreports: %s\n         %s\n         %s\n", jsonPath, mdPath, htmlPath)
 	return rows, runErr
 }

@@ -1,0 +1,4 @@
+package bench
+
+// WriteHTMLBeside exposes writeHTMLBeside to the external tests.
+var WriteHTMLBeside = writeHTMLBeside
