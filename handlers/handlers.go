@@ -93,7 +93,7 @@ func New(cfg Config) *gin.Engine {
 	if cfg.Sections == nil {
 		cfg.Sections = contract.NewRecorder(1 << 16)
 	}
-	h := &handler{cfg: cfg, m: newMetrics()}
+	h := &handler{cfg: cfg, m: newMetrics(cfg.Ladder)}
 
 	r := gin.New()
 	r.HandleMethodNotAllowed = true

@@ -34,7 +34,7 @@ type metrics struct {
 // latencyBuckets span 50µs (a lock had at once) to 10s (past any wait).
 var latencyBuckets = prometheus.ExponentialBucketsRange(50e-6, 10, 18)
 
-func newMetrics() *metrics {
+func newMetrics(ladder Ladder) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -52,7 +52,7 @@ func newMetrics() *metrics {
 			Buckets: latencyBuckets,
 		}, []string{"lock"}),
 	}
-	m.reg.MustRegister(m.wait, m.acquired, m.section,
+	m.reg.MustRegister(m.wait, m.acquired, m.section, lockCounts{ladder},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -76,6 +76,39 @@ func (m *metrics) obtained(lockName string, waited time.Duration, err error) {
 // held records a critical section of lock that lasted d.
 func (m *metrics) held(lockName string, d time.Duration) {
 	m.section.WithLabelValues(lockName).Observe(d.Seconds())
+}
+
+// lockCounts reports, at each scrape, the retries and handoffs of every
+// lock of the ladder that counts them (lock.Counter): the locks keep the
+// counts themselves, so the hot path pays one atomic add.
+type lockCounts struct{ ladder Ladder }
+
+var (
+	retriesDesc = prometheus.NewDesc("lockladder_lock_retries_total",
+		"Tries that did not get the lock (held, or a Redlock attempt won no majority), per lock that counts them.", []string{"lock"}, nil)
+	handoffsDesc = prometheus.NewDesc("lockladder_lock_handoffs_total",
+		"Locks given to the next waiter without a release and a new acquisition (fair's handoff, cohort's and redlock's passes, redlock's relays), per lock that counts them.", []string{"lock"}, nil)
+)
+
+func (c lockCounts) Describe(ch chan<- *prometheus.Desc) {
+	ch <- retriesDesc
+	ch <- handoffsDesc
+}
+
+func (c lockCounts) Collect(ch chan<- prometheus.Metric) {
+	if c.ladder == nil {
+		return
+	}
+	for _, name := range c.ladder.Names() {
+		_, l, _ := c.ladder.Lookup(name)
+		n, ok := l.(lock.Counter)
+		if !ok {
+			continue
+		}
+		got := n.Counts()
+		ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(got.Retries), name)
+		ch <- prometheus.MustNewConstMetric(handoffsDesc, prometheus.CounterValue, float64(got.Handoffs), name)
+	}
 }
 
 // serve is GET /metrics, in Prometheus's text format.

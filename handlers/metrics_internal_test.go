@@ -9,7 +9,7 @@ import (
 // BenchmarkMetricsPerRequest is what the metrics add to every locked
 // request: one acquisition counted with its wait, one section's time.
 func BenchmarkMetricsPerRequest(b *testing.B) {
-	m := newMetrics()
+	m := newMetrics(nil)
 	var notHad = errors.New("x")
 	for i := range b.N {
 		if i%100 == 0 {

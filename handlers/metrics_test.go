@@ -99,6 +99,17 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s{lock=lua}: %v, want 3 observations", name, m)
 		}
 	}
+	// The try=0 on the held lock was a try that did not get it; fair counts
+	// too, and atomic, which takes no lock, does not.
+	if m := labelled(fams["lockladder_lock_retries_total"], map[string]string{"lock": "lua"}); m == nil || m.GetCounter().GetValue() < 1 {
+		t.Errorf("retries{lock=lua} = %v, want at least the try=0 on the held lock", m)
+	}
+	if m := labelled(fams["lockladder_lock_handoffs_total"], map[string]string{"lock": "fair"}); m == nil {
+		t.Error("GET /metrics lacks handoffs{lock=fair}")
+	}
+	if m := labelled(fams["lockladder_lock_retries_total"], map[string]string{"lock": "atomic"}); m != nil {
+		t.Errorf("atomic takes no lock, but counts retries: %v", m)
+	}
 	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total"} {
 		if fams[name] == nil {
 			t.Errorf("GET /metrics lacks %s", name)

@@ -65,6 +65,7 @@ import (
 // holders. And if a majority of masters restart without persistence (AOF
 // with fsync), they forget the lock and grant it again.
 type Redlock struct {
+	counts
 	nodes       []redlockNode
 	opts        Options
 	nodeTimeout time.Duration
@@ -235,6 +236,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 				last = fmt.Errorf("%w: %w", last, errors.Join(errs...))
 			}
 		}
+		r.retries.Add(1)
 		// Give back what this attempt may have got, even when ctx has
 		// ended: a minority left behind would block everyone until it
 		// expires. A master that said no holds nothing of ours.
@@ -449,6 +451,7 @@ func (l *redlockLock) Release(ctx context.Context) error {
 	// line while more than half its validity is left, instead of
 	// releasing it on every master.
 	if l.cohort != nil && l.r.opts.Clock().Before(l.cohort.half) && l.head.pass(l.cohort) {
+		l.r.handoffs.Add(1)
 		return nil
 	}
 	defer l.head.leave()
@@ -459,6 +462,7 @@ func (l *redlockLock) Release(ctx context.Context) error {
 			return err
 		}
 		if l.head.pass(next) {
+			l.r.handoffs.Add(1)
 			return nil
 		}
 		l.token = next.token // the waiter left meanwhile: give back its lock

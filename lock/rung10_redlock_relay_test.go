@@ -92,6 +92,10 @@ func TestRedlockRelaySwapsTheTokenOnTheMasters(t *testing.T) {
 	if n := keysOn(t, clients, key); n != 0 {
 		t.Errorf("%d masters still hold the lock after the last section", n)
 	}
+	// Every section but those a SET NX took was relayed: a handoff each.
+	if got, want := rl.Counts().Handoffs, uint64(workers*each-asked()); got != want {
+		t.Errorf("%d handoffs counted, want %d (sections not taken by SET NX)", got, want)
+	}
 }
 
 // A relay that finds its token gone from a majority (the lease lapsed

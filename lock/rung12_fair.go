@@ -60,6 +60,7 @@ var (
 // still pays the lock's round trips: acquiring, being woken, releasing.
 // The atomic script pays one.
 type Fair struct {
+	counts
 	rdb  redis.Cmdable
 	opts Options
 	// tick is how often a waiter refreshes its queue entry; an entry not
@@ -98,6 +99,7 @@ func (f *Fair) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	}
 	w := newHandoffWait(f.opts, token, f.tick, context.WithoutCancel(ctx), leave)
 	ttl := c.ttl(f.opts.TTL)
+	took := false // by our own try; otherwise it was handed to us
 	err := acquire(ctx, f.opts, c, w, func(ctx context.Context) (bool, error) {
 		lives := 3 * f.tick
 		if dl, ok := ctx.Deadline(); ok {
@@ -108,10 +110,16 @@ func (f *Fair) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 			return false, fmt.Errorf("lock: fair acquire %s: %w", key, err)
 		}
 		w.fence = n
-		return n > 0, nil
+		if took = n > 0; !took {
+			f.retries.Add(1)
+		}
+		return took, nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !took {
+		f.handoffs.Add(1)
 	}
 	l := &fairLock{f: f, keys: keys, token: token, fence: w.fence}
 	if c.Lease == 0 { // an explicit lease: no renewal

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,15 +41,24 @@ import (
 // What it costs: fairness between instances (a cohort runs up to Bound
 // sections while the other instances wait) and a line in every process.
 type Cohort struct {
-	fair  *Fair
-	bound int
-	share time.Duration // how long a cohort may keep the lock: half a lease
+	passes atomic.Uint64 // sections passed in memory
+	fair   *Fair
+	bound  int
+	share  time.Duration // how long a cohort may keep the lock: half a lease
 
 	mu    sync.Mutex
 	lines map[string]*cohortLine
 }
 
 var _ Locker = (*Cohort)(nil)
+
+// Counts are fair's between the instances, and the sections passed in
+// memory as handoffs too.
+func (c *Cohort) Counts() Counts {
+	n := c.fair.Counts()
+	n.Handoffs += c.passes.Load()
+	return n
+}
 
 // DefaultCohortBound is how many sections one global acquisition may run
 // by default.
@@ -130,6 +140,7 @@ func (c *Cohort) Obtain(ctx context.Context, key string, call Call) (Lock, error
 		return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, bound, key, wctx.Err())
 	}
 	if b.pass {
+		c.passes.Add(1)
 		return c.next(key, ln), nil
 	}
 	// Our turn to take it in Redis, with what is left of the bound.

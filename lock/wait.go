@@ -206,6 +206,7 @@ func Poll(r Rung, o Options) Locker {
 }
 
 type polling struct {
+	counts
 	r    Rung
 	opts Options
 	line localQueue // WaitQueue
@@ -255,6 +256,9 @@ func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 	err := acquire(ctx, p.opts, c, w, func(ctx context.Context) (bool, error) {
 		l, ok, err := p.r.Try(ctx, key, c)
 		held = l
+		if !ok && err == nil {
+			p.retries.Add(1)
+		}
 		return ok, err
 	})
 	if err != nil {

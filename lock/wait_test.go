@@ -169,3 +169,21 @@ func TestFairBoundAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCountsRetriesAndHandoffs: a polling lock counts the tries that found
+// the lock held; fair counts the locks its release handed over.
+func TestCountsRetriesAndHandoffs(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	n := notifier(t, rdb, lock.NotifierOptions{})
+	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Notifier: n}
+	lua := lock.NewLua(rdb, o)
+	contend(t, rdb, lua, lock.Call{Wait: lock.WaitFixed}, "n:lua", 10, 20)
+	if got := lua.(lock.Counter).Counts(); got.Retries == 0 || got.Handoffs != 0 {
+		t.Errorf("lua after 200 contended sections: %+v, want retries and no handoff", got)
+	}
+	fair := lock.NewFair(rdb, o)
+	contend(t, rdb, fair, lock.Call{}, "n:fair", 10, 20)
+	if got := fair.Counts(); got.Handoffs == 0 {
+		t.Errorf("fair after 200 contended sections: %+v, want handoffs", got)
+	}
+}
