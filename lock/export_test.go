@@ -1,8 +1,13 @@
 package lock
 
-import "context"
+import (
+	"context"
+	"fmt"
 
-// Hooks into rungs 9 and 12 for the black-box tests in package lock_test.
+	"github.com/redis/go-redis/v9"
+)
+
+// Hooks into rungs 9, 10 and 12 for the black-box tests in package lock_test.
 
 // WatchdogDone returns the channel closed when the watchdog of a Reentrant
 // acquisition has returned, or nil when it has none.
@@ -49,4 +54,17 @@ func RevokeEtcdLease(t interface{ Fatal(...any) }, l Lock) {
 	if _, err := el.e.cli.Revoke(context.Background(), el.s.Lease()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Swap runs the relay's script on one master: the chain id's token of
+// sequence seq replaces any earlier one of the chain.
+func Swap(ctx context.Context, rdb redis.Cmdable, key, id string, seq int) (bool, error) {
+	n, err := luaSwap.Run(ctx, rdb, []string{key}, id, seq, fmt.Sprintf("%s#%d", id, seq), 10000).Int64()
+	return n == 1, err
+}
+
+// ChainRelease runs the chain's release on one master, up to seq.
+func ChainRelease(ctx context.Context, rdb redis.Cmdable, key, id string, seq int) (bool, error) {
+	l := &redlockLock{key: key, chain: &relayChain{id: id, n: seq + 1}}
+	return l.releaser()(ctx, rdb)
 }

@@ -258,7 +258,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 	case WaitCohort:
 		l.cohort = &redlockLease{token: token, until: l.until, half: t1.Add((ttl - r.drift) / 2)}
 	case WaitRelay:
-		l.chain = &relayChain{n: 1, start: t1, ttl: ttl}
+		l.chain = &relayChain{id: token, n: 1, start: t1, ttl: ttl}
 	}
 	return l, nil
 }
@@ -287,7 +287,7 @@ func (r *Redlock) passedTo(head *turn, key string) *redlockLock {
 	}
 	l.head = head
 	if l.validity = l.until.Sub(r.opts.Clock()); l.validity <= 0 {
-		r.onAll(context.Background(), nil, nil, releaser(key, l.token))
+		r.onAll(context.Background(), nil, nil, l.releaser())
 		return nil
 	}
 	return l
@@ -465,13 +465,13 @@ func (l *redlockLock) Release(ctx context.Context) error {
 			l.r.handoffs.Add(1)
 			return nil
 		}
-		l.token = next.token // the waiter left meanwhile: give back its lock
+		l.token, l.chain = next.token, next.chain // the waiter left meanwhile: give back its lock
 	}
 	// Done once a majority has released: a master that has not answered
 	// (cut off, say) gets its release when it can, or the lease ends.
 	q := Quorum(len(l.r.nodes))
 	released := func(yes, _ int) bool { return yes >= q }
-	v, errs := l.r.onAll(ctx, nil, released, releaser(l.key, l.token))
+	v, errs := l.r.onAll(ctx, nil, released, l.releaser())
 	if v.yes() >= q {
 		return nil
 	}

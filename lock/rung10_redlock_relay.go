@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -15,33 +14,64 @@ import (
 // process's head, so one process's line cannot keep it from the others.
 const relayMax = 64
 
-// luaSwap is the relay: on one master, the lock passes from the token
-// that holds it to the next holder's, with a fresh lease, or nothing
-// happens. A SET on a held key announces no deletion, so the other
-// processes' heads sleep on.
+// A chain's tokens are its first (the SET NX's) and then "<first>#<n>"
+// for its n-th relay. Its scripts compare the sequence, not only the
+// token: the calls to one master may arrive out of order (a relay that
+// has won its majority does not wait for the last masters, and the next
+// relay goes out on another connection), so a late swap must not put an
+// older token back over a newer one, nor outlive the chain's release.
+
+// luaSwap is the relay: on one master, the lock passes from the chain's
+// token it holds (any earlier than the new one: a swap still on its way
+// there changes nothing once this one has landed) to the next holder's,
+// with a fresh lease; otherwise nothing happens. A SET on a held key
+// announces no deletion, so the other processes' heads sleep on.
 var luaSwap = redis.NewScript(`
--- KEYS[1] lock key; ARGV[1] the holder's token; ARGV[2] the next one's;
--- ARGV[3] the next one's lease in ms. 1 when swapped, else 0.
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-  redis.call("SET", KEYS[1], ARGV[2], "PX", ARGV[3])
-  return 1
+-- KEYS[1] lock key; ARGV[1] the chain's first token; ARGV[2] the new
+-- token's sequence; ARGV[3] the new token; ARGV[4] its lease in ms.
+-- 1 when swapped, else 0.
+local v = redis.call("GET", KEYS[1])
+if v then
+  local p = ARGV[1]
+  if v == p or (string.sub(v, 1, #p + 1) == p .. "#" and tonumber(string.sub(v, #p + 2)) < tonumber(ARGV[2])) then
+    redis.call("SET", KEYS[1], ARGV[3], "PX", ARGV[4])
+    return 1
+  end
 end
 return 0`)
 
-// luaReleaseEither deletes the lock if either token holds it: what a
-// relay that won no majority leaves behind is one or the other.
-var luaReleaseEither = redis.NewScript(`
+// luaChainRelease deletes the lock if it holds a token of the chain up to
+// the given sequence: the chain's last holder gives back whatever of its
+// chain a master still has.
+var luaChainRelease = redis.NewScript(`
 local v = redis.call("GET", KEYS[1])
-if v == ARGV[1] or v == ARGV[2] then
-  return redis.call("DEL", KEYS[1])
+if v then
+  local p = ARGV[1]
+  if v == p or (string.sub(v, 1, #p + 1) == p .. "#" and tonumber(string.sub(v, #p + 2)) <= tonumber(ARGV[2])) then
+    return redis.call("DEL", KEYS[1])
+  end
 end
 return 0`)
 
 // relayChain is where a relayed section stands in its chain.
 type relayChain struct {
-	n     int           // sections so far, this one included
+	id    string        // the chain's first token
+	n     int           // sections so far, this one included: its token is the (n-1)-th relay's
 	start time.Time     // when the chain's first section was granted
 	ttl   time.Duration // the lease each section gets
+}
+
+// releaser is how l's release asks each master: compare-and-delete of its
+// token, or of any token of its chain up to its own.
+func (l *redlockLock) releaser() func(context.Context, redis.Cmdable) (bool, error) {
+	if l.chain == nil {
+		return releaser(l.key, l.token)
+	}
+	id, seq := l.chain.id, l.chain.n-1
+	return func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
+		n, err := luaChainRelease.Run(ctx, rdb, []string{l.key}, id, seq).Int64()
+		return n == 1, err
+	}
 }
 
 // relayOn reports whether l's section, ending with another request in its
@@ -54,27 +84,25 @@ func (l *redlockLock) relayOn() bool {
 // relay swaps l's token for a fresh one on every master, as one Redlock
 // attempt: T1 before, T2 after, held when a majority swapped within
 // validity. It returns the next section's lock, not yet handed over; or,
-// when the swap won no majority in time, nil after deleting both tokens
-// wherever either is left, with ErrNotHeld unless a majority held one of
-// them (as Release reports a lock that was no longer ours).
+// when the swap won no majority in time, nil after deleting the chain's
+// tokens wherever one is left, with ErrNotHeld unless a majority held one
+// (as Release reports a lock that was no longer ours).
 func (r *Redlock) relay(ctx context.Context, l *redlockLock) (*redlockLock, error) {
-	token, ttl := uuid.NewString(), l.chain.ttl
+	seq, ttl := l.chain.n, l.chain.ttl
+	token := fmt.Sprintf("%s#%d", l.chain.id, seq)
 	q := Quorum(len(r.nodes))
 	t1 := r.opts.Clock()
 	won := func(yes, _ int) bool { return yes >= q && ttl-r.opts.Clock().Sub(t1)-r.drift > 0 }
 	v, _ := r.onAll(ctx, nil, won, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
-		n, err := luaSwap.Run(ctx, rdb, []string{l.key}, l.token, token, leaseMS(ttl)).Int64()
+		n, err := luaSwap.Run(ctx, rdb, []string{l.key}, l.chain.id, seq, token, leaseMS(ttl)).Int64()
 		return n == 1, err
 	})
 	if validity := ttl - r.opts.Clock().Sub(t1) - r.drift; v.yes() >= q && validity > 0 {
 		return &redlockLock{r: r, key: l.key, token: token, validity: validity,
-			until: t1.Add(ttl - r.drift), chain: &relayChain{n: l.chain.n + 1, start: l.chain.start, ttl: ttl}}, nil
+			until: t1.Add(ttl - r.drift), chain: &relayChain{id: l.chain.id, n: seq + 1, start: l.chain.start, ttl: ttl}}, nil
 	}
-	gone, errs := r.onAll(context.WithoutCancel(ctx), nil, func(yes, _ int) bool { return yes >= q },
-		func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
-			n, err := luaReleaseEither.Run(ctx, rdb, []string{l.key}, l.token, token).Int64()
-			return n == 1, err
-		})
+	next := &redlockLock{key: l.key, chain: &relayChain{id: l.chain.id, n: seq + 1}}
+	gone, errs := r.onAll(context.WithoutCancel(ctx), nil, func(yes, _ int) bool { return yes >= q }, next.releaser())
 	if v.yes() >= q || gone.yes() >= q { // a majority held one of our two tokens
 		return nil, nil
 	}
