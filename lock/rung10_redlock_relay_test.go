@@ -12,6 +12,29 @@ import (
 	"github.com/lockladder/lockladder/lock"
 )
 
+// incrementUnder is a test's critical section under l: a non-atomic increment
+// of n, the release, and a second release that must find nothing held.
+func incrementUnder(t *testing.T, counter *redis.Client, l lock.Lock) {
+	t.Helper()
+	ctx := context.Background()
+	v, _ := counter.Get(ctx, "n").Int64()
+	counter.Set(ctx, "n", v+1, 0)
+	if err := l.Release(ctx); err != nil {
+		t.Error(err)
+	}
+	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("a second Release: %v, want ErrNotHeld", err)
+	}
+}
+
+// checkCounter fails unless n counts want increments.
+func checkCounter(t *testing.T, counter *redis.Client, want int) {
+	t.Helper()
+	if got, _ := counter.Get(context.Background(), "n").Int64(); got != int64(want) {
+		t.Fatalf("counter %d after %d increments", got, want)
+	}
+}
+
 // recordingMasters wraps clients so that every token a SET NX offers is
 // noted: how many acquisitions asked the masters.
 func recordingMasters(clients []*redis.Client) (masters []redis.Cmdable, asked func() int) {
@@ -71,21 +94,12 @@ func TestRedlockRelaySwapsTheTokenOnTheMasters(t *testing.T) {
 				}
 				seen[mine] = true
 				mu.Unlock()
-				v, _ := counter.Get(ctx, "n").Int64()
-				counter.Set(ctx, "n", v+1, 0)
-				if err := l.Release(ctx); err != nil {
-					t.Error(err)
-				}
-				if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
-					t.Errorf("a second Release: %v, want ErrNotHeld", err)
-				}
+				incrementUnder(t, counter, l)
 			}
 		})
 	}
 	wg.Wait()
-	if got, _ := counter.Get(ctx, "n").Int64(); got != workers*each {
-		t.Fatalf("counter %d after %d increments", got, workers*each)
-	}
+	checkCounter(t, counter, workers*each)
 	if n := asked(); n < workers*each/64 || n > 20 {
 		t.Errorf("%d acquisitions asked the masters by SET NX for %d sections: want a handful, the rest relayed (at most 64 a chain)", n, workers*each)
 	}

@@ -571,21 +571,12 @@ func TestRedlockCohortPassesInMemory(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				v, _ := counter.Get(ctx, "n").Int64()
-				counter.Set(ctx, "n", v+1, 0)
-				if err := l.Release(ctx); err != nil {
-					t.Error(err)
-				}
-				if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
-					t.Errorf("a second Release: %v, want ErrNotHeld", err)
-				}
+				incrementUnder(t, counter, l)
 			}
 		})
 	}
 	wg.Wait()
-	if got, _ := counter.Get(ctx, "n").Int64(); got != workers*each {
-		t.Fatalf("counter %d after %d increments", got, workers*each)
-	}
+	checkCounter(t, counter, workers*each)
 	if n := asked(); n < 1 || n > 5 {
 		t.Errorf("%d acquisitions asked the masters for %d sections: want a handful (passed in memory)", n, workers*each)
 	}

@@ -35,8 +35,13 @@ const (
 	killLoadConcurrency = 100
 	// killLoadMaxLost is how many answers of 502/504 that kill may cost:
 	// the requests in flight on the victim, and the few the load
-	// balancer sends it before it marks it failed.
-	killLoadMaxLost = 50
+	// balancer sends it before it marks it failed. While the locks that
+	// poll waited the articles' way, a third of the 100 in flight were
+	// on each instance and 50 was the bound; in a line per instance (the
+	// default since), an instance whose head keeps losing gathers more of
+	// them (up to 90 of 502/504 in one run of eight, 3 to 22 in the
+	// others), so the bound is what can be in flight at all.
+	killLoadMaxLost = killLoadConcurrency
 )
 
 // kills is fault 1: the holder killed, for each safe lock, and then any
