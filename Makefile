@@ -63,10 +63,12 @@ bench-peers:
 ## test: vet, then every test (real servers when installed; required under CI=true). The
 ## end-to-end tests run last and alone: their faults are timed against the machine (a killed
 ## instance's 502s, a lease running out), and the other packages' tests beside them on two
-## cores made those figures miss their bounds.
+## cores made those figures miss their bounds. Their files (the page's screenshot) are kept under
+## $(OUT)/e2e/_artifacts.
 test: vet
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v /e2e$$)
-	$(GO) test -race -count=1 -timeout 30m ./e2e
+	mkdir -p $(OUT)/e2e
+	$(GO) test -race -count=1 -timeout 30m -artifacts -outputdir $(abspath $(OUT))/e2e ./e2e
 
 vet:
 	$(GO) vet ./...
