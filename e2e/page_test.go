@@ -5,7 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,7 +28,8 @@ func chromium() string {
 // a learner would: it races none and lua on /sale (the page's default
 // picks) through the load balancer, and checks that the page shows
 // OVERSOLD for none and SAFE for lua, from the verdicts the races read
-// back, and that the comparison chart was drawn. The screenshot is saved
+// back, and that the comparison chart was drawn; then lua alone with the
+// articles' wait (wait=fixed), still SAFE, listed beside them. The screenshot is saved
 // in the test's artifact directory (go test -artifacts keeps it).
 func TestPageRacesInABrowser(t *testing.T) {
 	bin := chromium()
@@ -77,7 +78,15 @@ func TestPageRacesInABrowser(t *testing.T) {
 		shoot()
 		t.Fatalf("waiting for the races to end: %v", err)
 	}
-	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#results tbody tr')].map(tr => tr.cells[0].innerText + ' ' + tr.cells[2].innerText)`))
+	// Then lua alone, waiting the articles' way (the wait picker).
+	step("pick lua alone", chromedp.Evaluate[chromedp.Void](`document.querySelector('input[value=none]').checked = false; delete document.body.dataset.races`))
+	step("pick wait=fixed", chromedp.SetValue("#wait", "fixed"))
+	step("press race again", chromedp.Click("#raceBtn"))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.races !== undefined`, chromedp.WithPollingTimeout(150*time.Second))); err != nil {
+		shoot()
+		t.Fatalf("waiting for the second race to end: %v", err)
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#results tbody tr')].map(tr => tr.cells[0].innerText + ' ' + tr.cells[2].innerText + ' ' + tr.querySelector('.badge').innerText)`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +102,9 @@ func TestPageRacesInABrowser(t *testing.T) {
 	}
 	shoot()
 	t.Logf("results table: %q; status: %q", rows, status)
-	if len(rows) != 2 {
-		t.Fatalf("the page lists %d races, want 2 (none and lua): %q; status %q", len(rows), rows, status)
-	}
-	want := map[string]string{"none": "OVERSOLD", "lua": "SAFE"}
-	for _, r := range rows {
-		name, verdict, _ := strings.Cut(r, " ")
-		if want[name] != verdict {
-			t.Errorf("the page shows %s %q, want %q", name, verdict, want[name])
-		}
+	want := []string{"none its own OVERSOLD", "lua its own SAFE", "lua fixed SAFE"}
+	if !slices.Equal(rows, want) {
+		t.Errorf("the page lists the races %q, want %q (status %q)", rows, want, status)
 	}
 	if drawn < 50 {
 		t.Errorf("the oversold chart has %d red pixels: none's bar was not drawn", drawn)
