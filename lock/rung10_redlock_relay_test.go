@@ -12,26 +12,38 @@ import (
 	"github.com/lockladder/lockladder/lock"
 )
 
-// incrementUnder is a test's critical section under l: a non-atomic increment
-// of n, the release, and a second release that must find nothing held.
-func incrementUnder(t *testing.T, counter *redis.Client, l lock.Lock) {
+// sections runs workers goroutines that each take l's key each times and,
+// inside (after check, when given), increment n non-atomically, release,
+// and find a second release refused; then n must count every section.
+func sections(t *testing.T, l lock.Locker, counter *redis.Client, key string, workers, each int, check func(lock.Lock)) {
 	t.Helper()
 	ctx := context.Background()
-	v, _ := counter.Get(ctx, "n").Int64()
-	counter.Set(ctx, "n", v+1, 0)
-	if err := l.Release(ctx); err != nil {
-		t.Error(err)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				held, err := l.Obtain(ctx, key, lock.Call{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if check != nil {
+					check(held)
+				}
+				v, _ := counter.Get(ctx, "n").Int64()
+				counter.Set(ctx, "n", v+1, 0)
+				if err := held.Release(ctx); err != nil {
+					t.Error(err)
+				}
+				if err := held.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+					t.Errorf("a second Release: %v, want ErrNotHeld", err)
+				}
+			}
+		})
 	}
-	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
-		t.Errorf("a second Release: %v, want ErrNotHeld", err)
-	}
-}
-
-// checkCounter fails unless n counts want increments.
-func checkCounter(t *testing.T, counter *redis.Client, want int) {
-	t.Helper()
-	if got, _ := counter.Get(context.Background(), "n").Int64(); got != int64(want) {
-		t.Fatalf("counter %d after %d increments", got, want)
+	wg.Wait()
+	if got, _ := counter.Get(ctx, "n").Int64(); got != int64(workers*each) {
+		t.Fatalf("counter %d after %d increments", got, workers*each)
 	}
 }
 
@@ -60,46 +72,32 @@ func TestRedlockRelaySwapsTheTokenOnTheMasters(t *testing.T) {
 	ctx := context.Background()
 	rl := lock.NewRedlock(masters, lock.Options{TTL: 10 * time.Second, Wait: 10 * time.Second, WaitMode: lock.WaitRelay}, lock.RedlockOptions{})
 	const key, workers, each = "lock:relay", 10, 20
-	counter := clients[0]
 	var (
 		mu   sync.Mutex
 		seen = map[string]bool{}
-		wg   sync.WaitGroup
 	)
-	for range workers {
-		wg.Go(func() {
-			for range each {
-				l, err := rl.Obtain(ctx, key, lock.Call{})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if v := l.(interface{ Validity() time.Duration }).Validity(); v <= 0 || v > 10*time.Second {
-					t.Errorf("a section's validity %s, want within its 10s lease", v)
-				}
-				// Our own token, on a majority, with a lease of its own.
-				holders := map[string]int{}
-				for _, c := range clients {
-					holders[c.Get(ctx, key).Val()]++
-				}
-				mine := ""
-				for tok, n := range holders {
-					if n >= lock.Quorum(len(clients)) {
-						mine = tok
-					}
-				}
-				mu.Lock()
-				if mine == "" || seen[mine] {
-					t.Errorf("a section found the masters holding %v: want a token of its own on a majority", holders)
-				}
-				seen[mine] = true
-				mu.Unlock()
-				incrementUnder(t, counter, l)
+	sections(t, rl, clients[0], key, workers, each, func(l lock.Lock) {
+		if v := l.(interface{ Validity() time.Duration }).Validity(); v <= 0 || v > 10*time.Second {
+			t.Errorf("a section's validity %s, want within its 10s lease", v)
+		}
+		// Our own token, on a majority, with a lease of its own.
+		holders := map[string]int{}
+		for _, c := range clients {
+			holders[c.Get(ctx, key).Val()]++
+		}
+		mine := ""
+		for tok, n := range holders {
+			if n >= lock.Quorum(len(clients)) {
+				mine = tok
 			}
-		})
-	}
-	wg.Wait()
-	checkCounter(t, counter, workers*each)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if mine == "" || seen[mine] {
+			t.Errorf("a section found the masters holding %v: want a token of its own on a majority", holders)
+		}
+		seen[mine] = true
+	})
 	if n := asked(); n < workers*each/64 || n > 20 {
 		t.Errorf("%d acquisitions asked the masters by SET NX for %d sections: want a handful, the rest relayed (at most 64 a chain)", n, workers*each)
 	}

@@ -546,37 +546,12 @@ func TestRedlockReleaseWithoutQuorum(t *testing.T) {
 // masters again. A second Release of a passed section changes nothing.
 func TestRedlockCohortPassesInMemory(t *testing.T) {
 	clients, _ := startMasters(t, 5)
-	var mu sync.Mutex
-	tokens := map[any]bool{}
-	masters := make([]redis.Cmdable, len(clients))
-	for i, c := range clients {
-		masters[i] = tokenRecorder{Client: c, mu: &mu, tokens: tokens}
-	}
-	asked := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(tokens)
-	}
+	masters, asked := recordingMasters(clients)
 	ctx := context.Background()
 	o := lock.Options{TTL: 10 * time.Second, Wait: 10 * time.Second, WaitMode: lock.WaitCohort}
 	rl := lock.NewRedlock(masters, o, lock.RedlockOptions{})
 	const key, workers, each = "lock:cohort", 10, 20
-	counter := clients[0]
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for range each {
-				l, err := rl.Obtain(ctx, key, lock.Call{})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				incrementUnder(t, counter, l)
-			}
-		})
-	}
-	wg.Wait()
-	checkCounter(t, counter, workers*each)
+	sections(t, rl, clients[0], key, workers, each, nil)
 	if n := asked(); n < 1 || n > 5 {
 		t.Errorf("%d acquisitions asked the masters for %d sections: want a handful (passed in memory)", n, workers*each)
 	}
