@@ -2,7 +2,9 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 )
 
 // localQueue lines up one process's requests for each key, first come
@@ -36,10 +38,10 @@ type turn struct {
 	once sync.Once
 }
 
-// enter joins key's line and returns once the request is at its head
-// (queued reports whether it had to wait behind another), or with ctx's
-// error, having left the line.
-func (q *localQueue) enter(ctx context.Context, key string) (t *turn, queued bool, err error) {
+// enter joins key's line and returns once the request is at its head, or
+// with ctx's error, having left the line. A free head is taken even when
+// ctx has already ended (a call that makes one attempt).
+func (q *localQueue) enter(ctx context.Context, key string) (*turn, error) {
 	q.mu.Lock()
 	if q.lines == nil {
 		q.lines = make(map[string]*line)
@@ -51,21 +53,56 @@ func (q *localQueue) enter(ctx context.Context, key string) (t *turn, queued boo
 	}
 	l.users++
 	q.mu.Unlock()
-	t = &turn{q: q, key: key, l: l}
+	t := &turn{q: q, key: key, l: l}
 
 	select {
 	case l.sem <- struct{}{}:
-		return t, false, nil
+		return t, nil
 	default:
 	}
 	select {
 	case l.sem <- struct{}{}:
-		return t, true, nil
+		return t, nil
 	case <-ctx.Done():
 		t.forget()
-		return nil, true, ctx.Err()
+		return nil, ctx.Err()
 	}
 }
+
+// wait joins key's line and returns once the request is at its head, for
+// a call whose ctx already carries its wait bound: with bound 0 (one
+// attempt) the line must be empty, or it is ErrBusy; a line not reached
+// in time is ErrNotObtained.
+func (q *localQueue) wait(ctx context.Context, key string, bound time.Duration) (*turn, error) {
+	if bound == 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		cancel()
+	}
+	t, err := q.enter(ctx, key)
+	switch {
+	case err == nil:
+		return t, nil
+	case bound == 0:
+		return nil, ErrBusy
+	}
+	return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, bound, key, err)
+}
+
+// headWaiter is how the head of a line waits between two tries: woken by
+// n when the lock's deletion is announced, or without n polling every
+// pause, jittered in [pause/2, 3*pause/2).
+func headWaiter(n *Notifier, key string, pause time.Duration) waiter {
+	if n != nil {
+		return n.watch(key)
+	}
+	return &sleeper{b: spread{fixed(pause)}}
+}
+
+// queuePause is how often the head of a line polls when nothing announces
+// the lock's release: one waiter per process, so a short pause wastes
+// little and leaves a freed lock idle for little.
+const queuePause = 2 * time.Millisecond
 
 // leave gives the head of the line to the next request. Only the first
 // call counts.

@@ -139,7 +139,7 @@ func NewRedlock(masters []redis.Cmdable, o Options, ro RedlockOptions) *Redlock 
 		r.nodeTimeout = o.TTL / 10
 	}
 	if r.pause <= 0 {
-		r.pause = 2 * time.Millisecond
+		r.pause = queuePause
 	}
 	for i, rdb := range masters {
 		name := fmt.Sprintf("node %d", i)
@@ -179,27 +179,14 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 	case WaitFixed, WaitBackoff, WaitNotify:
 		w = r.opts.waiter(c, key)
 	default:
-		lctx := ctx
-		if bound == 0 { // one attempt: the line must be empty
-			var cancel context.CancelFunc
-			lctx, cancel = context.WithCancel(ctx)
-			cancel()
-		}
 		var err error
-		if head, _, err = r.line.enter(lctx, key); err != nil {
-			if bound == 0 {
-				return nil, ErrBusy
-			}
-			return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, bound, key, err)
+		if head, err = r.line.wait(ctx, key, bound); err != nil {
+			return nil, err
 		}
 		if l := r.passedTo(head, key); l != nil {
 			return l, nil
 		}
-		if r.notifier != nil {
-			w = r.notifier.watch(key)
-		} else {
-			w = &sleeper{b: spread{fixed(r.pause)}}
-		}
+		w = headWaiter(r.notifier, key, r.pause)
 	}
 
 	var (

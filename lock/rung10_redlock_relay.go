@@ -12,7 +12,8 @@ import (
 // relayMax bounds a chain of relayed sections (WaitRelay): after it, or
 // half a lease after the chain began, the lock goes back to every
 // process's head, so one process's line cannot keep it from the others.
-const relayMax = 64
+// It is cohort's bound, for the same reason.
+const relayMax = DefaultCohortBound
 
 // A chain's tokens are its first (the SET NX's) and then "<first>#<n>"
 // for its n-th relay. Its scripts compare the sequence, not only the

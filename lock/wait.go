@@ -213,12 +213,10 @@ type polling struct {
 }
 
 func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
-	mode := p.opts.mode(c)
-	if mode == "" {
-		mode = WaitQueue
-	}
-	w := p.opts.waiterFor(mode, key)
-	if mode == WaitQueue {
+	var w waiter
+	if mode := p.opts.mode(c); mode != "" && mode != WaitQueue {
+		w = p.opts.waiterFor(mode, key)
+	} else {
 		// A named owner may hold the lock already (reentrant's re-entry):
 		// it must not queue behind the requests that wait for it.
 		if c.Owner != "" {
@@ -231,26 +229,19 @@ func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 			}
 		}
 		bound := p.opts.bound(c)
-		lctx, cancel := context.WithTimeout(ctx, bound)
-		defer cancel()
-		head, _, err := p.line.enter(lctx, key)
+		if bound > 0 { // it covers the line and the tries
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, bound)
+			defer cancel()
+		}
+		head, err := p.line.wait(ctx, key, bound)
 		if err != nil {
-			if bound == 0 {
-				return nil, ErrBusy
-			}
-			return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, bound, key, err)
+			return nil, err
 		}
 		// Once we hold the lock (or give up), the next request of this
 		// process takes our place at the head and waits for our release.
 		defer head.leave()
-		if bound > 0 { // the bound covers the line and the tries
-			ctx = lctx
-		}
-		if p.opts.Notifier != nil {
-			w = p.opts.Notifier.watch(key)
-		} else {
-			w = &sleeper{b: spread{fixed(queuePause)}}
-		}
+		w = headWaiter(p.opts.Notifier, key, queuePause)
 	}
 	var held Lock
 	err := acquire(ctx, p.opts, c, w, func(ctx context.Context) (bool, error) {
@@ -266,11 +257,6 @@ func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 	}
 	return held, nil
 }
-
-// queuePause is how often the head of a line polls (WaitQueue) when
-// nothing announces the lock's release, jittered in [d/2, 3d/2): one
-// waiter per process, so a short pause wastes little.
-const queuePause = 2 * time.Millisecond
 
 // acquire calls try until it reports success, the waiter says the lock was
 // handed over, the call's bound passes, or ctx ends; between two tries it
