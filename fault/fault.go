@@ -17,6 +17,9 @@ const (
 	BeforeExpire Point = "before-expire"
 	// BeforeDelete: between check-del's GET (the token matched) and its DEL.
 	BeforeDelete Point = "before-delete"
+	// Expired: a waiter has read an expired timestamp lease (rungs 7 and
+	// 8) and not yet taken it over (DEL and SETNX, or GETSET).
+	Expired Point = "expired"
 	// Business: inside the read-modify-write, between its read and its
 	// write, where a stale read does its harm.
 	Business Point = "business"

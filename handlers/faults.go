@@ -12,7 +12,7 @@ import (
 )
 
 // The faults a request may arm on an instance started with -faults
-// (docs/scenarios.md): work=, fault= and pause=. A request arms its own,
+// (docs/scenarios.md): work=, takeover=, fault= and pause=. A request arms its own,
 // and only its own: the plan travels in its context to the fault points of
 // package fault.
 
@@ -37,24 +37,28 @@ const maxFaultDuration = 10 * time.Second
 const ExitCode = 3
 
 // faultParams are the query parameters that arm faults.
-var faultParams = []string{"work", "fault", "pause"}
+var faultParams = []string{"work", "takeover", "fault", "pause"}
 
 // plan is what one request armed.
 type plan struct {
-	Work  time.Duration // the business sleeps this long between read and write
-	Kind  faultKind
-	Pause time.Duration // for check-pause and pause
+	Work     time.Duration // the business sleeps this long between read and write
+	Takeover time.Duration // a waiter that read an expired lease sleeps this long before taking it over
+	Kind     faultKind
+	Pause    time.Duration // for check-pause and pause
 }
 
 // armed reports whether the plan does anything.
-func (p plan) armed() bool { return p.Work > 0 || p.Kind != "" }
+func (p plan) armed() bool { return p.Work > 0 || p.Takeover > 0 || p.Kind != "" }
 
-// parsePlan reads work=, fault= and pause= from q. Absent parameters arm
+// parsePlan reads work=, takeover=, fault= and pause= from q. Absent parameters arm
 // nothing; anything malformed is an error naming the parameter.
 func parsePlan(q url.Values) (plan, error) {
 	var p plan
 	var err error
 	if p.Work, err = duration(q, "work"); err != nil {
+		return plan{}, err
+	}
+	if p.Takeover, err = duration(q, "takeover"); err != nil {
 		return plan{}, err
 	}
 	if p.Pause, err = duration(q, "pause"); err != nil {
@@ -122,6 +126,8 @@ func (p plan) injector(a FaultActions) fault.Injector {
 			a.Exit(ExitCode)
 		case at == fault.BeforeDelete && p.Kind == checkPause:
 			a.Sleep(p.Pause)
+		case at == fault.Expired && p.Takeover > 0:
+			a.Sleep(p.Takeover)
 		case at == fault.Business:
 			if p.Work > 0 {
 				a.Sleep(p.Work)

@@ -29,6 +29,10 @@ func TestParsePlan(t *testing.T) {
 		{"fault=crash-before-expire", plan{Kind: crashBeforeExpire}, ""},
 		{"fault=check-pause&pause=600ms", plan{Kind: checkPause, Pause: 600 * time.Millisecond}, ""},
 		{"fault=pause&pause=1s&work=5ms", plan{Kind: pause, Pause: time.Second, Work: 5 * time.Millisecond}, ""},
+		{"takeover=40ms", plan{Takeover: 40 * time.Millisecond}, ""},
+		{"takeover=40ms&fault=crash", plan{Takeover: 40 * time.Millisecond, Kind: crash}, ""},
+		{"takeover=0s", plan{}, "takeover: 0s is out of range"},
+		{"takeover=soon", plan{}, `takeover: "soon" is not a duration`},
 		{"work=", plan{}, "work: \"\" is not a duration"},
 		{"work=300", plan{}, "not a duration"},
 		{"work=abc", plan{}, "not a duration"},
@@ -64,7 +68,7 @@ func TestParsePlan(t *testing.T) {
 // nowhere else.
 func TestInjectorStrikesOnlyAtItsPoint(t *testing.T) {
 	type record struct{ exits, stops, sleeps []string }
-	points := []fault.Point{fault.Acquired, fault.BeforeExpire, fault.BeforeDelete, fault.Business}
+	points := []fault.Point{fault.Acquired, fault.BeforeExpire, fault.BeforeDelete, fault.Expired, fault.Business}
 	cases := []struct {
 		plan plan
 		want record
@@ -75,6 +79,7 @@ func TestInjectorStrikesOnlyAtItsPoint(t *testing.T) {
 		{plan{Kind: checkPause, Pause: time.Second}, record{sleeps: []string{"before-delete 1s"}}},
 		{plan{Kind: pause, Pause: time.Second}, record{stops: []string{"business 1s"}}},
 		{plan{Work: time.Millisecond}, record{sleeps: []string{"business 1ms"}}},
+		{plan{Takeover: 40 * time.Millisecond}, record{sleeps: []string{"expired 40ms"}}},
 	}
 	for _, tc := range cases {
 		var got record

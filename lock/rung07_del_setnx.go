@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/fault"
 )
 
 // DelSetNX is the first answer the articles give to rung 2's deadlock that
@@ -23,7 +25,8 @@ import (
 // expired lock is seen by two waiters, both DEL it and both SETNX. P2's
 // SETNX wins, then P3's DEL deletes P2's fresh lock and P3's SETNX wins
 // too: two holders, OVERSOLD. It takes a holder dying with many waiting
-// (the crash scenario). Rung 8 replaces the DEL and SETNX by one GETSET.
+// (the crash-wait scenario, which widens the window between the GET and
+// the DEL at fault.Expired). Rung 8 replaces the DEL and SETNX by one GETSET.
 type DelSetNX struct {
 	rdb   redis.Cmdable
 	ttl   time.Duration
@@ -59,6 +62,7 @@ func (l DelSetNX) Try(ctx context.Context, key string, c Call) (Lock, bool, erro
 	// Expired: delete it and take it. Another waiter that read the same
 	// expired value does the same, and may delete the lock we are about
 	// to take.
+	fault.Inject(ctx, fault.Expired)
 	if err := l.rdb.Del(ctx, key).Err(); err != nil {
 		return nil, false, wrap(err, "DEL", key)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/fault"
 )
 
 // GetSet is the SETNX/GETSET algorithm of the articles (docs/ladder.md,
@@ -74,6 +76,7 @@ func (l GetSet) Try(ctx context.Context, key string, c Call) (Lock, bool, error)
 		return nil, false, nil // not expired, by our clock
 	}
 
+	fault.Inject(ctx, fault.Expired)
 	// GETSET is deprecated since Redis 6.2 in favour of SET ... GET,
 	// which does the same; the articles use GETSET.
 	old, err := l.rdb.GetSet(ctx, key, expiry).Int64()

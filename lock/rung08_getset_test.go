@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -162,3 +165,50 @@ func TestGetSetReleaseAfterOwnExpiryLeavesKey(t *testing.T) {
 // TestNaiveRungsExactUnderContention: when nothing is slow and nobody
 // crashes, every one of these rungs excludes, so the non-atomic increment
 // loses no update. Their flaws need the faults above.
+
+// TestTakeoverPauseAtExpired is the window the crash-wait scenario widens
+// (takeover=): P3 has read the dead holder's expired timestamp and stops
+// at fault.Expired; P2 takes the lock over meanwhile. Rung 7's DEL then
+// deletes P2's fresh lock and P3 holds it too; rung 8's GETSET finds P2's
+// value, not the expired one P3 read, and P3 stays out.
+func TestTakeoverPauseAtExpired(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	o := lock.Options{TTL: 10 * time.Second}
+	for _, tc := range []struct {
+		name    string
+		locker  func(redis.Cmdable, lock.Options) lock.Locker
+		p3holds bool
+	}{
+		{"del-setnx", lock.NewDelSetNX, true},
+		{"getset", lock.NewGetSet, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			const key = "lock:k"
+			rdb.Set(ctx, key, time.Now().Add(-time.Second).UnixMilli(), 0) // a dead holder's expiry
+			t.Cleanup(func() { rdb.Del(ctx, key) })
+			// Two instances: one instance's waiters queue behind P3.
+			l, other := tc.locker(rdb, o), tc.locker(rdb, o)
+			var p2 lock.Lock
+			paused := fault.With(ctx, func(_ context.Context, p fault.Point) {
+				if p != fault.Expired || p2 != nil {
+					return
+				}
+				var err error
+				if p2, err = other.Obtain(ctx, key, lock.Call{Try: dur(0)}); err != nil {
+					t.Errorf("P2 during P3's pause: %v", err)
+				}
+			})
+			p3, err := l.Obtain(paused, key, lock.Call{Try: dur(0)})
+			if p2 == nil {
+				t.Fatal("P3 never stopped at fault.Expired with P2 taking the lock")
+			}
+			switch {
+			case tc.p3holds && err != nil:
+				t.Fatalf("P3: %v; want it to hold the lock too (its DEL freed P2's)", err)
+			case !tc.p3holds && !errors.Is(err, lock.ErrNotObtained):
+				t.Fatalf("P3: lock %v, err %v; want ErrNotObtained (P2 holds it)", p3, err)
+			}
+		})
+	}
+}

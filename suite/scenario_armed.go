@@ -87,15 +87,25 @@ func crash() Scenario {
 func crashWait() Scenario {
 	return Scenario{
 		Name:    "crash-wait",
-		About:   "lock TTL 200ms, wait 1s, every request work=3ms and waiting the articles' way (wait=fixed: each retries every 10ms, so many wait at once, not one per instance); four requests, at 15%, 40%, 65% and 90% of the stock, exit their instance right after acquiring while the others wait (fault=crash)",
+		About:   "lock TTL 200ms, wait 1s, every request work=3ms, waiting the articles' way (wait=fixed: each retries every 10ms, so many wait at once, not one per instance) and sleeping takeover=40ms between reading an expired lock and taking it over; four requests, at 15%, 40%, 65% and 90% of the stock, exit their instance right after acquiring while the others wait (fault=crash, waiting up to try=5s)",
 		AppArgs: faultArgs(),
-		// Two holders at once always overlap; with a business of a few
-		// ms they also both read the same stock, and one sale is lost
-		// (OVERSOLD, not only OVERLAP). The race needs many waiters
-		// reading the expired timestamp at once: in a line per instance
-		// (the default) only three do, and they seldom collide.
-		Every:      url.Values{"work": {"3ms"}, "wait": {"fixed"}},
-		Armed:      url.Values{"fault": {"crash"}},
+		// P2 and P3 of article 004 must both read the expired timestamp
+		// before either takes the lock over. Left to chance, that took
+		// two waiters within a round trip of each other: make test's
+		// e2e matrix judged del-setnx SAFE in one run of a few dozen.
+		// takeover= holds every waiter that saw the lock expired for
+		// 40ms before its DEL (GETSET for getset), as check-pause holds
+		// check-del's release: every waiter that polls in that time
+		// takes part in the race, and each DEL frees the lock the last
+		// one took. With a business of a few ms two holders also read
+		// the same stock, and a sale is lost (OVERSOLD, not only
+		// OVERLAP). GETSET lets only the first of them in whatever the
+		// pause.
+		Every: url.Values{"work": {"3ms"}, "wait": {"fixed"}, "takeover": {"40ms"}},
+		// The loop of fixed sleeps is not fair: with the 1s bound, two
+		// or three of the four armed requests waited it out (503) in
+		// some runs, and their crash never struck. They wait up to 5s.
+		Armed:      url.Values{"fault": {"crash"}, "try": {"5s"}},
 		ArmAt:      []float64{0.15, 0.4, 0.65, 0.9},
 		StallBound: stallBound,
 		Expect: map[string]string{
