@@ -35,10 +35,16 @@ import (
 // deleted by the server while it still believes it holds the lock; the
 // next waiter enters: two holders. Nothing fences the paused one (the
 // znode's zxid could serve as a token; this rung does not use it).
+//
+// A process's requests for one key wait in a line in memory (localQueue),
+// so that ZooKeeper holds one waiting znode per instance, not one per
+// request: each waiter lists the lock's children to find its predecessor,
+// and with 100 of them in line that list was most of ZooKeeper's work.
 type ZooKeeper struct {
 	conn *zk.Conn
 	root string
 	wait time.Duration
+	line localQueue
 }
 
 // ZooKeeperRoot is the znode the locks live under: /lockladder/locks/<key>.
@@ -51,8 +57,9 @@ func NewZooKeeper(conn *zk.Conn, o Options) *ZooKeeper {
 	return &ZooKeeper{conn: conn, root: ZooKeeperRoot, wait: o.withDefaults().Wait}
 }
 
-// Obtain creates our znode and waits, on a watch of the znode just before
-// ours, until ours is the lowest; when the wait ends first it deletes ours.
+// Obtain waits for the head of this process's line for key, then creates
+// our znode and waits, on a watch of the znode just before ours, until
+// ours is the lowest; when the wait ends first it deletes ours.
 func (z *ZooKeeper) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	bound := z.wait
 	if c.Try != nil {
@@ -63,6 +70,21 @@ func (z *ZooKeeper) Obtain(ctx context.Context, key string, c Call) (Lock, error
 		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
+	t, err := z.line.wait(ctx, key, bound)
+	if err != nil {
+		return nil, err
+	}
+	l, err := z.obtain(ctx, key, bound)
+	if err != nil {
+		t.leave()
+		return nil, err
+	}
+	l.turn = t
+	return l, nil
+}
+
+// obtain is Obtain at the head of the line, within ctx's bound.
+func (z *ZooKeeper) obtain(ctx context.Context, key string, bound time.Duration) (*zkLock, error) {
 	dir := path.Join(z.root, key)
 	// Our znode's name carries an id of our own (Curator's protected
 	// mode): a create whose answer we never get (the wait ended first,
@@ -193,6 +215,7 @@ func bounded(ctx context.Context, f func() error) error {
 type zkLock struct {
 	conn *zk.Conn
 	node string
+	turn *turn // this process's line: the next request goes once we release
 }
 
 // Release deletes our znode: the next waiter's watch fires. ErrNotHeld when
@@ -202,6 +225,7 @@ type zkLock struct {
 // until the znode is gone: left behind with the session alive, it would
 // hold the lock for nobody, for good.
 func (l *zkLock) Release(context.Context) error {
+	defer l.turn.leave()
 	err := l.conn.Delete(l.node, -1)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):

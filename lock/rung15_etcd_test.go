@@ -81,3 +81,53 @@ func TestEtcdLostLeaseFreesTheLock(t *testing.T) {
 	}
 	l.Release(ctx)
 }
+
+// TestEtcdWaiterBehindOneThatGivesUp: C waits behind B, who waits behind
+// the holder A; B gives up and deletes its key. C must go on waiting for
+// A, not take B's deletion for its turn, and get the lock once A releases.
+func TestEtcdWaiterBehindOneThatGivesUp(t *testing.T) {
+	cli := servertest.Etcd(t)
+	ctx := context.Background()
+	o := lock.Options{TTL: 2 * time.Second, Wait: 10 * time.Second}
+	a, err := lock.NewEtcd(cli, o).Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bErr := make(chan error, 1)
+	go func() {
+		_, err := lock.NewEtcd(cli, o).Obtain(ctx, "lock:k", lock.Call{Try: dur(300 * time.Millisecond)})
+		bErr <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // B is in line
+	type got struct {
+		l   lock.Lock
+		err error
+		at  time.Time
+	}
+	cGot := make(chan got, 1)
+	go func() {
+		l, err := lock.NewEtcd(cli, o).Obtain(ctx, "lock:k", lock.Call{})
+		cGot <- got{l, err, time.Now()}
+	}()
+	if err := <-bErr; !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("B: %v, want ErrNotObtained after its 300ms", err)
+	}
+	select {
+	case g := <-cGot:
+		t.Fatalf("C got the lock (%v) while A still held it: it took B's leaving for its turn", g.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	released := time.Now()
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := <-cGot
+	if g.err != nil {
+		t.Fatalf("C after A released: %v", g.err)
+	}
+	if g.l.(lock.Tokened).Token() <= a.(lock.Tokened).Token() {
+		t.Fatal("C's token is not above A's")
+	}
+	t.Logf("C held the lock %s after A's release", g.at.Sub(released).Round(time.Millisecond))
+	g.l.Release(ctx)
+}
