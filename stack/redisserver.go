@@ -24,6 +24,7 @@ type redisServer struct {
 	dir      string
 	rmDir    bool // dir is a temp dir of its own, removed by stop
 	version  string
+	extra    []string // more redis-server options (a cluster node's)
 
 	// next is the process start or restart started and ready has not
 	// yet found serving (start, ready, restart and stop are serialised
@@ -126,6 +127,7 @@ func (r *redisServer) spawn() error {
 		"--daemonize", "no", "--dir", r.dir, "--dbfilename", filepath.Base(r.dumpPath()),
 		"--pidfile", filepath.Join(r.dir, "redis-"+r.port+".pid"),
 	)
+	args = append(args, r.extra...)
 	p, err := startProc("redis-server", r.bin, args, nil, r.dir, r.logPath())
 	if err != nil {
 		return err

@@ -1,0 +1,226 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// clusterSlots is Redis Cluster's hash slot count.
+const clusterSlots = 16384
+
+// cluster is a Redis Cluster on loopback: n masters with one replica each,
+// 2n redis-servers in cluster mode on consecutive ports from the first
+// one upward (masters first, then their replicas in the same order), the
+// slots split evenly among the masters. ready returns once every node
+// reports cluster_state:ok and every replica follows its master. Only
+// real redis-server does cluster mode: miniredis does not.
+type cluster struct {
+	nodes   []*redisServer // masters, then replicas
+	confs   []string       // each node's cluster config file
+	masters int
+	lg      *logger
+}
+
+// clusterNodeTimeout is how long a master may be unreachable before its
+// replica is promoted: short, so that a failover under load is seconds.
+const clusterNodeTimeout = 2 * time.Second
+
+// newCluster describes a cluster of masters masters (and as many
+// replicas) on host, ports base, base+1, ..., each node's files in dir.
+func newCluster(bin, host string, base, masters int, dir string, lg *logger) (*cluster, error) {
+	if masters < 3 {
+		return nil, fmt.Errorf("stack: a Redis Cluster needs at least 3 masters, not %d", masters)
+	}
+	c := &cluster{masters: masters, lg: lg}
+	for i := range 2 * masters {
+		port := strconv.Itoa(base + i)
+		r, err := newRedisServer(bin, net.JoinHostPort(host, port), dir)
+		if err != nil {
+			return nil, err
+		}
+		conf := filepath.Join(dir, "nodes-"+port+".conf")
+		r.extra = []string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", conf,
+			"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout.Milliseconds())),
+			// A replica takes over whatever its data's age: the lab
+			// measures what a failover loses, it does not prevent it.
+			"--cluster-replica-validity-factor", "0",
+			"--cluster-require-full-coverage", "yes",
+		}
+		c.nodes, c.confs = append(c.nodes, r), append(c.confs, conf)
+	}
+	return c, nil
+}
+
+// Addrs is every node's address, masters first.
+func (c *cluster) Addrs() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		addrs[i] = n.addr()
+	}
+	return addrs
+}
+
+func (c *cluster) start(ctx context.Context) error {
+	return each(len(c.nodes), func(i int) error {
+		// A node's cluster config from an earlier run would make it
+		// rejoin that cluster: every start is a new one.
+		if err := os.Remove(c.confs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("stack: cluster: %w", err)
+		}
+		return c.nodes[i].start(ctx)
+	})
+}
+
+// ready waits for every node, then forms the cluster: each meets the
+// first, the masters take their slots, the replicas follow their masters,
+// and every node agrees the cluster is ok.
+func (c *cluster) ready(ctx context.Context) error {
+	if err := each(len(c.nodes), func(i int) error { return c.nodes[i].ready(ctx) }); err != nil {
+		return err
+	}
+	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
+	defer cancel()
+	clients := make([]*redis.Client, len(c.nodes))
+	for i, n := range c.nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1})
+		defer clients[i].Close()
+	}
+	first := c.nodes[0]
+	port, _ := strconv.Atoi(first.port)
+	for _, cl := range clients[1:] {
+		if err := cl.ClusterMeet(ctx, first.host, strconv.Itoa(port)).Err(); err != nil {
+			return fmt.Errorf("stack: cluster: CLUSTER MEET: %w", err)
+		}
+	}
+	for i := range c.masters {
+		lo, hi := i*clusterSlots/c.masters, (i+1)*clusterSlots/c.masters-1
+		if err := clients[i].Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
+			return fmt.Errorf("stack: cluster: CLUSTER ADDSLOTSRANGE %d %d on %s: %w", lo, hi, c.nodes[i].addr(), err)
+		}
+	}
+	ids := make([]string, c.masters)
+	for i := range c.masters {
+		id, err := clients[i].ClusterMyID(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("stack: cluster: CLUSTER MYID: %w", err)
+		}
+		ids[i] = id
+	}
+	// A replica can follow its master once it knows it (gossip).
+	for i := range c.masters {
+		replica := clients[c.masters+i]
+		if err := poll(ctx, func() error {
+			return replica.Do(ctx, "CLUSTER", "REPLICATE", ids[i]).Err()
+		}); err != nil {
+			return fmt.Errorf("stack: cluster: %s CLUSTER REPLICATE %s: %w", c.nodes[c.masters+i].addr(), c.nodes[i].addr(), err)
+		}
+	}
+	for i, cl := range clients {
+		if err := poll(ctx, func() error { return clusterOK(ctx, cl, len(c.nodes)) }); err != nil {
+			return fmt.Errorf("stack: cluster: %s: %w", c.nodes[i].addr(), err)
+		}
+	}
+	return nil
+}
+
+// clusterOK reports whether cl's node sees the whole cluster (nodes of
+// them, every slot served) as ok, and, if it is a replica, its master's
+// link as up.
+func clusterOK(ctx context.Context, cl *redis.Client, nodes int) error {
+	info, err := cl.ClusterInfo(ctx).Result()
+	if err != nil {
+		return err
+	}
+	for _, want := range []string{"cluster_state:ok", "cluster_known_nodes:" + strconv.Itoa(nodes), "cluster_slots_ok:" + strconv.Itoa(clusterSlots)} {
+		if !strings.Contains(info, want) {
+			return fmt.Errorf("not yet %s", want)
+		}
+	}
+	repl, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return err
+	}
+	if strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
+		return errors.New("replica not yet in sync with its master")
+	}
+	return nil
+}
+
+// poll calls f every 50ms until it succeeds or ctx ends, and returns its
+// last error with ctx's.
+func poll(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *cluster) stop() error {
+	return each(len(c.nodes), func(i int) error { return c.nodes[i].stop() })
+}
+
+func (c *cluster) summary() string {
+	return fmt.Sprintf("Redis Cluster of %d masters and %d replicas (%s) on %s", c.masters, len(c.nodes)-c.masters,
+		c.nodes[0].kind(), strings.Join(c.Addrs(), ","))
+}
+
+// Cluster is a running Redis Cluster (see cluster).
+type Cluster struct{ c *cluster }
+
+// clusterBusOffset: a cluster node also listens on its port + 10000, for
+// the other nodes.
+const clusterBusOffset = 10000
+
+// StartCluster starts a Redis Cluster of masters masters and as many
+// replicas on host, on ports base to base+2*masters-1 (and their cluster
+// bus ports, 10000 higher), with its files in dir, and returns once it is
+// ok. It needs redis-server on PATH: miniredis has no cluster mode.
+func StartCluster(ctx context.Context, host string, base, masters int, dir string) (*Cluster, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("stack: a Redis Cluster needs redis-server on PATH (the embedded miniredis has no cluster mode): %w", err)
+	}
+	if base < 1 || base+2*masters-1+clusterBusOffset > 65535 {
+		return nil, fmt.Errorf("stack: cluster ports %d to %d (and their bus ports, 10000 higher) are out of range", base, base+2*masters-1)
+	}
+	c, err := newCluster(bin, host, base, masters, dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := launch(ctx, c); err != nil {
+		return nil, err
+	}
+	return &Cluster{c}, nil
+}
+
+// Addrs is every node's address, masters first, then their replicas in
+// the same order.
+func (c *Cluster) Addrs() []string { return c.c.Addrs() }
+
+// Masters is how many masters it started with.
+func (c *Cluster) Masters() int { return c.c.masters }
+
+// Stop stops every node by its pid.
+func (c *Cluster) Stop() error { return c.c.stop() }
+
+// Summary says what runs where.
+func (c *Cluster) Summary() string { return c.c.summary() }
