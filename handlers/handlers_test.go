@@ -129,13 +129,13 @@ func TestSaleAndTestLockEveryRung(t *testing.T) {
 
 func TestResetClearsLocks(t *testing.T) {
 	e := newEnv(t)
-	e.mr.Set("lock:stock", "stale")
-	e.mr.Set("lock:num", "stale")
+	e.mr.Set(inventory.StockLock, "stale")
+	e.mr.Set(inventory.NumLock, "stale")
 	e.mr.Set("unrelated", "x")
 	if code, _, body := e.do(t, "POST", "/reset?stock=7"); code != 200 || body["stock"] != 7.0 {
 		t.Fatalf("reset: %d %v", code, body)
 	}
-	if e.mr.Exists("lock:stock") || e.mr.Exists("lock:num") || !e.mr.Exists("unrelated") {
+	if e.mr.Exists(inventory.StockLock) || e.mr.Exists(inventory.NumLock) || !e.mr.Exists("unrelated") {
 		t.Fatalf("keys after reset: %v", e.mr.Keys())
 	}
 }
@@ -143,13 +143,13 @@ func TestResetClearsLocks(t *testing.T) {
 func TestLockHeldElsewhereGives503(t *testing.T) {
 	e := newEnv(t)
 	e.do(t, "POST", "/reset?stock=5")
-	e.mr.Set("lock:stock", "another-holder")
-	e.mr.SetTTL("lock:stock", time.Minute)
+	e.mr.Set(inventory.StockLock, "another-holder")
+	e.mr.SetTTL(inventory.StockLock, time.Minute)
 	code, _, body := e.do(t, "POST", "/sale?lock=lua")
 	if code != 503 || !strings.Contains(body["error"].(string), "not obtained") || body["reason"] != "lock_timeout" {
 		t.Fatalf("got %d %v, want 503 lock not obtained, reason lock_timeout", code, body)
 	}
-	if got, _ := e.mr.Get("stock"); got != "5" {
+	if got, _ := e.mr.Get(inventory.KeyStock); got != "5" {
 		t.Fatalf("stock changed to %s by a refused sale", got)
 	}
 }
@@ -362,7 +362,7 @@ func TestReenter(t *testing.T) {
 			t.Fatalf("%s re-entered: %d %v, want 503", name, code, body)
 		}
 	}
-	if got, _ := e.mr.Get("stock"); got != "2" {
+	if got, _ := e.mr.Get(inventory.KeyStock); got != "2" {
 		t.Fatalf("stock %s after refused re-entries, want 2", got)
 	}
 	if code, _, _ := e.do(t, "POST", "/sale?lock=lua&reenter=maybe"); code != 400 {
@@ -383,7 +383,7 @@ func TestFencedRefusesStaleToken(t *testing.T) {
 	if code != 409 || !strings.Contains(body["error"].(string), "stale") || body["reason"] != "stale_token" {
 		t.Fatalf("got %d %v, want 409 stale token, reason stale_token", code, body)
 	}
-	if got, _ := e.mr.Get("stock"); got != "4" {
+	if got, _ := e.mr.Get(inventory.KeyStock); got != "4" {
 		t.Fatalf("stock %s, want 4: the stale write must not land", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/inventory"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -61,8 +62,8 @@ func TestMetrics(t *testing.T) {
 			t.Fatalf("sale: %d %v", code, body)
 		}
 	}
-	e.mr.Set("lock:stock", "another-holder")
-	e.mr.SetTTL("lock:stock", time.Minute)
+	e.mr.Set(inventory.StockLock, "another-holder")
+	e.mr.SetTTL(inventory.StockLock, time.Minute)
 	if code, _, body := e.do(t, "POST", "/sale?lock=lua&try=0"); code != 503 {
 		t.Fatalf("sale of a held lock with try=0: %d %v", code, body)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/handlers"
+	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
 
@@ -112,7 +113,7 @@ func TestRaceStreamsProgressAndVerdict(t *testing.T) {
 func TestRaceRefusesBadInputAndASecondRace(t *testing.T) {
 	e, srv, guard := raceEnv(t)
 	ctx := context.Background()
-	e.rdb.Set(ctx, "stock", 7, 0)
+	e.rdb.Set(ctx, inventory.KeyStock, 7, 0)
 	for _, q := range []string{
 		"lock=none&endpoint=testLock&n=0", "lock=none&endpoint=testLock&n=5001", "lock=none&endpoint=testLock&c=201",
 		"lock=none&endpoint=testLock&c=x", "lock=none&endpoint=buy", "lock=nope&endpoint=sale", "endpoint=sale",
@@ -123,7 +124,7 @@ func TestRaceRefusesBadInputAndASecondRace(t *testing.T) {
 			t.Errorf("/race?%s: %d %v, want a 400 that says why", q, code, evs)
 		}
 	}
-	if v, _ := e.rdb.Get(ctx, "stock").Result(); v != "7" {
+	if v, _ := e.rdb.Get(ctx, inventory.KeyStock).Result(); v != "7" {
 		t.Errorf("stock %q after refused races, want 7 (nothing reset)", v)
 	}
 

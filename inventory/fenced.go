@@ -13,7 +13,7 @@ import (
 )
 
 // The highest fencing token seen per resource. They live under LockPrefix,
-// beside the lock's own token counter (lock:stock:fence, see lock.Fenced),
+// beside the lock's own token counter (lock:{item}:stock:fence, see lock.Fenced),
 // so that Reset forgets both at once: a Reset that restarted the counter
 // but kept the highest token seen would make every later token stale.
 const (

@@ -1,6 +1,6 @@
 -- Read a value under a fencing token, registering the token as the highest
 -- seen for the resource, so that every older holder's later write fails.
--- KEYS[1] the highest token seen for the resource (e.g. lock:stock:fence:max)
+-- KEYS[1] the highest token seen for the resource (e.g. lock:{item}:stock:fence:max)
 -- KEYS[2] the key to read (stock, num)
 -- ARGV[1] the caller's fencing token
 -- Returns {1, value} (value "0" when the key is missing), or {0, highest}

@@ -59,7 +59,7 @@ func TestSellFencedRefusesStaleToken(t *testing.T) {
 	if !errors.Is(err, inventory.ErrStaleToken) {
 		t.Fatalf("token 5 after 6: %v, want ErrStaleToken", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "read of stock with token 5, highest seen 6") {
+	if msg := err.Error(); !strings.Contains(msg, "read of "+inventory.KeyStock+" with token 5, highest seen 6") {
 		t.Errorf("error %q does not name both tokens", msg)
 	}
 	if n, err := s.SellFenced(ctx, inventory.StockFence, 6); err != nil || n != 8 {
@@ -148,7 +148,7 @@ func TestSellFencedInterleaved(t *testing.T) {
 				close(goA)
 				ra = <-a
 			}
-			if !errors.Is(ra.err, inventory.ErrStaleToken) || !strings.Contains(ra.err.Error(), "write of stock") {
+			if !errors.Is(ra.err, inventory.ErrStaleToken) || !strings.Contains(ra.err.Error(), "write of "+inventory.KeyStock) {
 				t.Errorf("A's write (token 5, after B read with 6): %d, %v; want ErrStaleToken on the write", ra.n, ra.err)
 			}
 			if rb.err != nil || rb.n != 9 {

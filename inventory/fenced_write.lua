@@ -1,6 +1,6 @@
 -- Write a value under a fencing token, refusing a token lower than the
 -- highest seen for the resource.
--- KEYS[1] the highest token seen for the resource (e.g. lock:stock:fence:max)
+-- KEYS[1] the highest token seen for the resource (e.g. lock:{item}:stock:fence:max)
 -- KEYS[2] the key to write (stock, num)
 -- KEYS[3] optional: a counter to INCR in the same step (sold)
 -- ARGV[1] the caller's fencing token, ARGV[2] the new value

@@ -19,17 +19,25 @@ import (
 	"github.com/lockladder/lockladder/fault"
 )
 
-// Keys in Redis.
+// Keys in Redis. Every key of the item, its locks' too, carries the
+// item's name as a hash tag ({item}): on a Redis Cluster they all hash to
+// one slot, so that a script or a transaction that touches several of
+// them (a fenced write: the stock, the sold counter and the highest token
+// seen; fair's lock, queue and fence) runs on one node. Keys a lock
+// derives from its own (lock:{item}:stock:fence) keep the tag.
 const (
-	KeyStock = "stock" // articles left
-	KeySold  = "sold"  // INCRed once per successful sale, atomically
-	KeyNum   = "num"   // the /testLock counter
+	// ItemTag is the hash tag of the lab's item.
+	ItemTag = "{item}"
 
-	// LockPrefix starts every lock key; Reset deletes them all.
+	KeyStock = ItemTag + ":stock" // articles left
+	KeySold  = ItemTag + ":sold"  // INCRed once per successful sale, atomically
+	KeyNum   = ItemTag + ":num"   // the /testLock counter
+
+	// LockPrefix starts every lock key; Reset deletes the item's.
 	LockPrefix = "lock:"
 	// StockLock guards the stock, NumLock guards num.
-	StockLock = LockPrefix + "stock"
-	NumLock   = LockPrefix + "num"
+	StockLock = LockPrefix + ItemTag + ":stock"
+	NumLock   = LockPrefix + ItemTag + ":num"
 )
 
 // ErrSoldOut means there was no stock left to sell.
@@ -162,16 +170,28 @@ func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 	return Snapshot{Stock: out[0], Sold: out[1], Num: out[2]}, nil
 }
 
-// Reset sets the stock, zeroes sold and num, and deletes every lock key, so
+// Reset sets the stock, zeroes sold and num, and deletes the item's lock keys, so
 // that no lock from an earlier run survives into the next.
 func (s *Store) Reset(ctx context.Context, stock int64) error {
+	// Only the item's lock keys: they share its slot, so the whole reset
+	// is one transaction on one node, on a cluster too.
+	pattern := LockPrefix + ItemTag + "*"
+	var scan redis.Cmdable = s.rdb
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		// SCAN walks one node: the one that holds the item's slot.
+		m, err := cc.MasterForKey(ctx, KeyStock)
+		if err != nil {
+			return fmt.Errorf("inventory: the master of %s: %w", KeyStock, err)
+		}
+		scan = m
+	}
 	var locks []string
-	iter := s.rdb.Scan(ctx, 0, LockPrefix+"*", 1000).Iterator()
+	iter := scan.Scan(ctx, 0, pattern, 1000).Iterator()
 	for iter.Next(ctx) {
 		locks = append(locks, iter.Val())
 	}
 	if err := iter.Err(); err != nil {
-		return fmt.Errorf("inventory: SCAN %s*: %w", LockPrefix, err)
+		return fmt.Errorf("inventory: SCAN %s: %w", pattern, err)
 	}
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, KeyStock, stock, 0)

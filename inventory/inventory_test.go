@@ -58,14 +58,14 @@ func TestResetDeletesLockKeysOnly(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	s := inventory.New(rdb)
-	for _, k := range []string{inventory.StockLock, inventory.NumLock, "lock:other", "keep"} {
+	for _, k := range []string{inventory.StockLock, inventory.NumLock, inventory.LockPrefix + inventory.ItemTag + ":other", "keep"} {
 		rdb.Set(ctx, k, "x", 0)
 	}
 	rdb.Set(ctx, inventory.KeyNum, 42, 0)
 	if err := s.Reset(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
-	if n := rdb.Exists(ctx, inventory.StockLock, inventory.NumLock, "lock:other").Val(); n != 0 {
+	if n := rdb.Exists(ctx, inventory.StockLock, inventory.NumLock, inventory.LockPrefix+inventory.ItemTag+":other").Val(); n != 0 {
 		t.Fatalf("%d lock keys survived reset", n)
 	}
 	if rdb.Exists(ctx, "keep").Val() != 1 {

@@ -53,7 +53,7 @@ func EnableKeyspaceEvents(ctx context.Context, rdb redis.Cmdable) error {
 const handoffChannel = "lockladder:handoff"
 
 // keyspacePattern matches every key's keyspace channel in every database:
-// "__keyspace@0__:lock:stock".
+// "__keyspace@0__:lock:{item}:stock".
 const keyspacePattern = "__keyspace@*__:*"
 
 // Notifier is one pub/sub subscription per process, fanned out to the

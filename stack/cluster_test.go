@@ -2,7 +2,6 @@ package stack_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -30,7 +29,7 @@ func TestClusterStartsOkAndStops(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	base := freeRun(t, 6)
+	base := redistest.FreeRun(t, 6)
 	c, err := stack.StartCluster(ctx, "127.0.0.1", base, 3, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +69,13 @@ func TestClusterStartsOkAndStops(t *testing.T) {
 			t.Fatalf("GET %s: %d, %v", k, v, err)
 		}
 	}
+	// The client side's slot function, which the tests' SlotGuard uses,
+	// agrees with the server's.
+	for _, k := range []string{"k1", "{item}:stock", "lock:{item}:stock:queue:live", "a{}b", "{}", "x{y"} {
+		if got, want := redistest.Slot(k), int(cc.ClusterKeySlot(ctx, k).Val()); got != want {
+			t.Errorf("Slot(%q) = %d, CLUSTER KEYSLOT says %d", k, got, want)
+		}
+	}
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,37 +94,4 @@ func TestClusterNeedsThreeMasters(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "at least 3 masters") && !strings.Contains(err.Error(), "needs redis-server") {
 		t.Fatalf("2 masters: %v, want an error", err)
 	}
-}
-
-// freeRun finds n consecutive free ports whose cluster bus ports (10000
-// higher) are free too.
-func freeRun(t *testing.T, n int) int {
-	t.Helper()
-	for try := 0; try < 50; try++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if base+n+10000 > 65535 {
-			base = 20000 + base%20000
-		}
-		if allFree(base, n) && allFree(base+10000, n) {
-			return base
-		}
-	}
-	t.Fatal(errors.New("no run of free ports"))
-	return 0
-}
-
-func allFree(base, n int) bool {
-	for p := base; p < base+n; p++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			return false
-		}
-		ln.Close()
-	}
-	return true
 }

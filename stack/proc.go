@@ -105,7 +105,9 @@ func (p *proc) stop(grace time.Duration) error {
 		if i == 0 {
 			syscall.Kill(-pid, syscall.SIGKILL)
 		}
-		if i > 100 {
+		// 5s: a member killed under load (a Redis Cluster node's fork
+		// for a replica's sync) may take a while to be reaped.
+		if i > 500 {
 			return fmt.Errorf("stack: %s: process group %d survives SIGKILL", p.name, pid)
 		}
 		time.Sleep(10 * time.Millisecond)
