@@ -11,13 +11,15 @@ INSTANCES ?= 3
 LB_PORT   ?= 8080
 APP_PORT  ?= 8081
 REDIS_PORT ?= 6380
+# CLUSTER=3: a Redis Cluster of 3 masters and 3 replicas from REDIS_PORT up
+CLUSTER   ?=
 LOCKS     ?=
 WAIT      ?=
 OUT       ?= results
 
 GO      ?= go
 BIN     := bin
-STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES)
+STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES) $(if $(CLUSTER),-cluster $(CLUSTER))
 BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(WAIT),-wait $(WAIT))
 
 .PHONY: all build demo up down bench matrix chaos bench-peers test vet lint clean

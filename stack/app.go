@@ -86,9 +86,14 @@ func (s *Stack) startInstances(ctx context.Context) error {
 			masters[i] = p.Addr()
 		}
 	}
-	redisAddr := s.redis.Addr()
-	if s.redisProxy != nil {
-		redisAddr = s.redisProxy.Addr()
+	var redisFlag []string
+	switch {
+	case s.cluster != nil:
+		redisFlag = []string{"-redis-cluster", strings.Join(s.cluster.Addrs(), ",")}
+	case s.redisProxy != nil:
+		redisFlag = []string{"-redis", s.redisProxy.Addr()}
+	default:
+		redisFlag = []string{"-redis", s.redis.Addr()}
 	}
 	var mastersFlag []string
 	if len(masters) > 0 {
@@ -107,7 +112,8 @@ func (s *Stack) startInstances(ctx context.Context) error {
 			env:     env,
 		}
 		// Ours first: a flag repeated in AppArgs or InstanceArgs wins.
-		in.args = append([]string{"-addr", in.addr, "-name", name, "-redis", redisAddr, "-lb", "http://" + s.cfg.LBAddr}, mastersFlag...)
+		in.args = append([]string{"-addr", in.addr, "-name", name, "-lb", "http://" + s.cfg.LBAddr}, redisFlag...)
+		in.args = append(in.args, mastersFlag...)
 		in.args = append(in.args, s.backendFlags()...)
 		in.args = append(in.args, s.cfg.AppArgs...)
 		in.args = append(in.args, s.cfg.InstanceArgs[i]...)

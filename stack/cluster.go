@@ -224,3 +224,60 @@ func (c *Cluster) Stop() error { return c.c.stop() }
 
 // Summary says what runs where.
 func (c *Cluster) Summary() string { return c.c.summary() }
+
+// startCluster starts Config.Cluster's cluster from RedisAddr's port
+// upward, or from a free run of ports when that is 0.
+func (s *Stack) startCluster(ctx context.Context) (*cluster, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("stack: a Redis Cluster needs redis-server on PATH (the embedded miniredis has no cluster mode): %w", err)
+	}
+	host, port, _ := net.SplitHostPort(s.cfg.RedisAddr)
+	base, _ := strconv.Atoi(port)
+	if base == 0 {
+		if base, err = FreePortRun(host, 2*s.cfg.Cluster); err != nil {
+			return nil, err
+		}
+	}
+	c, err := newCluster(bin, host, base, s.cfg.Cluster, s.dir, s.lg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.up(ctx, c); err != nil {
+		return nil, err
+	}
+	s.lg.printf("%s", c.summary())
+	return c, nil
+}
+
+// FreePortRun finds n consecutive free ports on host whose cluster bus
+// ports (10000 higher) are free too, and returns the first. Free only
+// until someone binds them.
+func FreePortRun(host string, n int) (int, error) {
+	for range 50 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return 0, fmt.Errorf("stack: free port on %s: %w", host, err)
+		}
+		base := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if base+n+clusterBusOffset > 65535 {
+			base = 20000 + base%20000
+		}
+		if allFree(host, base, n) && allFree(host, base+clusterBusOffset, n) {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("stack: no run of %d free ports on %s", n, host)
+}
+
+func allFree(host string, base, n int) bool {
+	for p := base; p < base+n; p++ {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err != nil {
+			return false
+		}
+		ln.Close()
+	}
+	return true
+}

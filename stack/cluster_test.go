@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -93,5 +94,60 @@ func TestClusterNeedsThreeMasters(t *testing.T) {
 	_, err := stack.StartCluster(context.Background(), "127.0.0.1", 7000, 2, t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "at least 3 masters") && !strings.Contains(err.Error(), "needs redis-server") {
 		t.Fatalf("2 masters: %v, want an error", err)
+	}
+}
+
+// TestStackOnACluster: Config.Cluster runs the stack on a Redis Cluster:
+// the instances sell through it, Pids lists its six nodes, StopRedis says
+// it has no one Redis to stop, and after Stop none of them runs.
+func TestStackOnACluster(t *testing.T) {
+	s, _ := startStack(t, stack.Real, func(c *stack.Config) {
+		c.Cluster, c.Masters, c.Instances = 3, -1, 2
+		c.ZooKeeper, c.MariaDB, c.Etcd = stack.Off, stack.Off, stack.Off
+	})
+	if n := len(s.ClusterAddrs()); n != 6 {
+		t.Fatalf("%d cluster nodes, want 6", n)
+	}
+	if s.RedisAddr() != s.ClusterAddrs()[0] {
+		t.Errorf("RedisAddr %s, want the first node %s", s.RedisAddr(), s.ClusterAddrs()[0])
+	}
+	if code, _, body := get(t, http.MethodPost, s.URL()+"/reset?stock=5"); code != 200 {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	for range 7 {
+		get(t, http.MethodPost, s.URL()+"/sale?lock=fenced")
+	}
+	if st := readStock(t, s.URL()); st.Stock != 0 || st.Sold != 5 {
+		t.Fatalf("after 7 sales of 5: %+v", st)
+	}
+	if err := s.StopRedis(context.Background()); err == nil || !strings.Contains(err.Error(), "Cluster") {
+		t.Errorf("StopRedis on a cluster: %v, want an error saying why", err)
+	}
+	pids := s.Pids()
+	if len(pids) != 6+2+1 {
+		t.Errorf("pids %v: want 6 nodes, 2 instances and nginx", pids)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	dead(t, pids)
+}
+
+// TestClusterConfigRefused: too few masters, the embedded Redis or a
+// proxy in front of one Redis are clear errors, before anything starts.
+func TestClusterConfigRefused(t *testing.T) {
+	for _, tc := range []struct {
+		edit func(*stack.Config)
+		want string
+	}{
+		{func(c *stack.Config) { c.Cluster = 2 }, "at least 3 masters"},
+		{func(c *stack.Config) { c.Cluster, c.Redis = 3, stack.Embedded }, "needs redis-server"},
+		{func(c *stack.Config) { c.Cluster, c.RedisProxy = 3, true }, "not a cluster"},
+	} {
+		cfg := stack.Config{LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0", AppBinary: "/nonexistent"}
+		tc.edit(&cfg)
+		if _, err := stack.Start(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error containing %q", cfg, err, tc.want)
+		}
 	}
 }

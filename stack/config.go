@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -74,6 +75,15 @@ type Config struct {
 	// -masters a,b,... and in REDLOCK_MASTERS. 0 means DefaultMasters; a
 	// negative number, none.
 	Masters int
+
+	// Cluster, when > 0, runs a Redis Cluster of that many masters (3 or
+	// more) with one replica each in place of the one Redis: redis-server
+	// in cluster mode on consecutive ports from RedisAddr's upward (a
+	// free run of ports when it is 0), and the instances get its nodes as
+	// -redis-cluster. Needs redis-server (miniredis has no cluster mode).
+	// StopRedis, StartRedis and RedisProxy are the one Redis's: not on a
+	// cluster.
+	Cluster int
 
 	// MastersAOF starts the Redlock masters with an append-only file
 	// fsynced before every answer (appendonly yes, appendfsync always),
@@ -168,6 +178,12 @@ func (c Config) InstanceURLs() []string {
 // checkPortsFree fails if a fixed port of the stack is already in use.
 func checkPortsFree(c Config) error {
 	addrs := []string{c.RedisAddr, c.LBAddr}
+	if host, port, _ := net.SplitHostPort(c.RedisAddr); c.Cluster > 0 && port != "0" {
+		base, _ := strconv.Atoi(port)
+		for i := range 2 * c.Cluster {
+			addrs = append(addrs, net.JoinHostPort(host, strconv.Itoa(base+i)), net.JoinHostPort(host, strconv.Itoa(base+i+clusterBusOffset)))
+		}
+	}
 	for _, p := range c.appPorts() {
 		addrs = append(addrs, net.JoinHostPort("127.0.0.1", p))
 	}
@@ -208,6 +224,16 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Redis == "" {
 		c.Redis = Auto
+	}
+	if c.Cluster != 0 {
+		switch {
+		case c.Cluster < 3:
+			return fmt.Errorf("stack: Cluster %d: a Redis Cluster needs at least 3 masters", c.Cluster)
+		case c.Redis == Embedded:
+			return errors.New("stack: a Redis Cluster needs redis-server: the embedded miniredis has no cluster mode")
+		case c.RedisProxy:
+			return errors.New("stack: RedisProxy stands in front of one Redis, not a cluster")
+		}
 	}
 	if c.LB == "" {
 		c.LB = Auto

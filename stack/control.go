@@ -98,6 +98,9 @@ func (s *Stack) StopRedis(ctx context.Context) error {
 	if s.life.Err() != nil {
 		return errors.New("stack: StopRedis: the stack is stopped")
 	}
+	if s.redis == nil {
+		return errors.New("stack: StopRedis: the stack runs a Redis Cluster, not one Redis")
+	}
 	ctx, cancel := s.opCtx(ctx, 15*time.Second)
 	defer cancel()
 	if s.redis.isDown() {
@@ -123,6 +126,9 @@ func (s *Stack) StopRedis(ctx context.Context) error {
 func (s *Stack) StartRedis(ctx context.Context) error {
 	if s.life.Err() != nil {
 		return errors.New("stack: StartRedis: the stack is stopped")
+	}
+	if s.redis == nil {
+		return errors.New("stack: StartRedis: the stack runs a Redis Cluster, not one Redis")
 	}
 	ctx, cancel := s.opCtx(ctx, 15*time.Second)
 	defer cancel()

@@ -48,12 +48,12 @@ type master struct {
 	r    *Redis
 }
 
-// newMasters describes n masters (none when n <= 0) for a stack whose
-// main Redis, on redisAddr, is main.
-func newMasters(n int, main *Redis, redisAddr string, requireReal, aof bool, dir string, lg *logger) *masters {
+// newMasters describes n masters (none when n <= 0) on redisAddr's host,
+// run as the main Redis is: embedded or not, of kind.
+func newMasters(n int, embedded bool, kind, redisAddr string, requireReal, aof bool, dir string, lg *logger) *masters {
 	host, _, _ := net.SplitHostPort(redisAddr)
-	m := &masters{host: host, mode: Real, kind: main.kind(), requireReal: requireReal, aof: aof, dir: dir, lg: lg}
-	if main.Embedded() {
+	m := &masters{host: host, mode: Real, kind: kind, requireReal: requireReal, aof: aof, dir: dir, lg: lg}
+	if embedded {
 		m.mode = Embedded
 	}
 	for range max(n, 0) {

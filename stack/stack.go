@@ -123,7 +123,8 @@ type Stack struct {
 	// servers are those launched, in order: Stop stops them in reverse.
 	servers []server
 
-	redis         *Redis
+	redis         *Redis   // nil on a cluster
+	cluster       *cluster // Config.Cluster
 	masters       *masters
 	backends      []backend       // ZooKeeper, MariaDB, etcd: those started
 	data          *dataRoot       // where they keep their data; nil without them
@@ -196,15 +197,24 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	// fault proxies in front of them, the instances that dial those, the
 	// load balancer in front of the instances. (newRedis says so when
 	// Auto falls back to miniredis.)
-	if s.redis, err = newRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.lg); err != nil {
-		return nil, err
+	embedded, kind := false, ""
+	if cfg.Cluster > 0 {
+		if s.cluster, err = s.startCluster(ctx); err != nil {
+			return nil, err
+		}
+		kind = s.cluster.nodes[0].kind()
+	} else {
+		if s.redis, err = newRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.lg); err != nil {
+			return nil, err
+		}
+		if err := s.up(ctx, s.redis); err != nil {
+			return nil, err
+		}
+		s.lg.printf("%s", s.redis.summary())
+		embedded, kind = s.redis.Embedded(), s.redis.kind()
 	}
-	if err := s.up(ctx, s.redis); err != nil {
-		return nil, err
-	}
-	s.lg.printf("%s", s.redis.summary())
 
-	s.masters = newMasters(cfg.Masters, s.redis, cfg.RedisAddr, cfg.RequireReal, cfg.MastersAOF, s.dir, s.lg)
+	s.masters = newMasters(cfg.Masters, embedded, kind, cfg.RedisAddr, cfg.RequireReal, cfg.MastersAOF, s.dir, s.lg)
 	if err := s.up(ctx, s.masters); err != nil {
 		return nil, err
 	}
@@ -315,8 +325,23 @@ func (s *Stack) instanceAddrs() []string {
 	return addrs
 }
 
-// RedisAddr is the host:port of the stack's Redis.
-func (s *Stack) RedisAddr() string { return s.redis.Addr() }
+// RedisAddr is the host:port of the stack's Redis; on a cluster, its
+// first node's.
+func (s *Stack) RedisAddr() string {
+	if s.cluster != nil {
+		return s.cluster.nodes[0].addr()
+	}
+	return s.redis.Addr()
+}
+
+// ClusterAddrs is every node of the stack's Redis Cluster, masters first
+// (nil without one).
+func (s *Stack) ClusterAddrs() []string {
+	if s.cluster == nil {
+		return nil
+	}
+	return s.cluster.Addrs()
+}
 
 // Dir is the run dir (logs, derived nginx.conf, pid files).
 func (s *Stack) Dir() string { return s.dir }
@@ -351,6 +376,13 @@ func (s *Stack) Pids() []int {
 			pids = append(pids, pid)
 		}
 	}
+	if s.cluster != nil {
+		for _, n := range s.cluster.nodes {
+			if pid := n.pid(); pid != 0 {
+				pids = append(pids, pid)
+			}
+		}
+	}
 	if s.masters != nil {
 		pids = append(pids, s.masters.pids()...)
 	}
@@ -376,7 +408,12 @@ func (s *Stack) Pids() []int {
 // the Redlock masters (one line for all), nginx or the built-in proxy, each
 // app instance, with versions and pids.
 func (s *Stack) Summary() []string {
-	lines := []string{s.redis.summary()}
+	var lines []string
+	if s.cluster != nil {
+		lines = append(lines, s.cluster.summary())
+	} else {
+		lines = append(lines, s.redis.summary())
+	}
 	if l := s.masters.summary(); l != "" {
 		lines = append(lines, l)
 	}

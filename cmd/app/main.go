@@ -36,6 +36,7 @@ func run() error {
 		addr         = flag.String("addr", env("APP_ADDR", "127.0.0.1:8081"), "listen address [APP_ADDR]")
 		name         = flag.String("name", env("INSTANCE_NAME", ""), "instance name sent in X-Instance (default: the listen address) [INSTANCE_NAME]")
 		redisAddr    = flag.String("redis", env("REDIS_ADDR", "127.0.0.1:6380"), "Redis address [REDIS_ADDR]")
+		clusterAddrs = flag.String("redis-cluster", env("REDIS_CLUSTER", ""), "comma-separated nodes of a Redis Cluster to use instead of -redis (the stack's -cluster) [REDIS_CLUSTER]")
 		lockTTL      = flag.Duration("lock-ttl", 2*time.Second, "lease of the Redis locks")
 		lockWait     = flag.Duration("lock-wait", 5*time.Second, "how long a request waits for a lock before a 503")
 		retry        = flag.Duration("retry", 10*time.Millisecond, "sleep between attempts to take a busy lock (-wait fixed)")
@@ -91,8 +92,50 @@ func run() error {
 			MaxRetries: maxRetries,
 		})
 	}
-	rdb := newClient(*redisAddr, *redisRetries)
-	defer rdb.Close()
+	// The main Redis: one server, or a Redis Cluster. Every key the lab
+	// touches together carries the item's hash tag (package inventory),
+	// so on a cluster each script and transaction runs on one node.
+	var (
+		rdb      redis.UniversalClient
+		itemNode lock.Subscriber // the node that serves the item: announcements come from it
+		where    = *redisAddr
+	)
+	if *clusterAddrs != "" {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:         strings.Split(*clusterAddrs, ","),
+			DialTimeout:   *redisTimeout,
+			ReadTimeout:   *redisTimeout,
+			WriteTimeout:  *redisTimeout,
+			PoolSize:      *pool,
+			DialerRetries: 1,
+			MaxRetries:    *redisRetries,
+		})
+		defer cc.Close()
+		rdb, where = cc, "cluster "+*clusterAddrs
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		m, err := cc.MasterForKey(ctx, inventory.KeyStock)
+		if err == nil {
+			err = cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+				return lock.EnableKeyspaceEvents(ctx, node)
+			})
+			if err != nil {
+				log.Warn("keyspace events off: notify waiters fall back to their tick", "server", where, "err", err)
+			}
+		}
+		cancel()
+		itemNode = m
+		if m == nil {
+			// Not reachable yet: requests fail with a 503 until it is,
+			// and waiters poll on their tick.
+			log.Warn("the item's master is not known: notify waiters fall back to their tick", "server", where, "err", err)
+			itemNode = cc
+		}
+	} else {
+		c := newClient(*redisAddr, *redisRetries)
+		defer c.Close()
+		announce(log, c, "redis "+*redisAddr)
+		rdb, itemNode = c, c
+	}
 
 	var (
 		masterClients []redis.Cmdable
@@ -116,9 +159,10 @@ func run() error {
 	}
 	// One subscription per process hears Redis announce the lock keys'
 	// deletions, and fair's handoffs: notify waiters (wait=notify) and
-	// fair's queue wake on it.
-	announce(log, rdb, "redis "+*redisAddr)
-	notifier := lock.NewNotifier(rdb, lock.NotifierOptions{})
+	// fair's queue wake on it. On a cluster, keyspace events stay on the
+	// node where they happen: it listens to the item's master (after a
+	// failover, the waiters fall back to their tick).
+	notifier := lock.NewNotifier(itemNode, lock.NotifierOptions{})
 	defer notifier.Close()
 	notifier.Ready() // subscribe now rather than at the first waiter
 	opts := lock.Options{TTL: *lockTTL, Wait: *lockWait, WaitMode: waitMode, Retry: lock.FixedSleep(*retry), Notifier: notifier}
@@ -164,7 +208,7 @@ func run() error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("serving", "addr", *addr, "redis", *redisAddr, "masters", len(masterClients),
+	log.Info("serving", "addr", *addr, "redis", where, "masters", len(masterClients),
 		"redis_retries", *redisRetries, "lock_ttl", *lockTTL, "lock_wait", *lockWait, "wait", waitMode, "faults", *faults, "clock_skew", *clockSkew)
 
 	select {

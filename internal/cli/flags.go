@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -33,6 +34,7 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		redisPort = fs.Int("redis-port", 6380, "Redis port on 127.0.0.1 (0: a free port)")
 		redisMode = fs.String("redis", "auto", "Redis: auto (redis-server if on PATH, else embedded), real or embedded (miniredis in this process)")
 		lbMode    = fs.String("lb", "auto", "load balancer: auto (nginx if on PATH, else builtin), nginx or builtin (Go reverse proxy in this process)")
+		cluster   = fs.Int("cluster", 0, "run a Redis Cluster of this many masters (3 or more), each with a replica, in place of one Redis, on the ports from -redis-port upward (needs redis-server; 0: one Redis)")
 		masters   = fs.Int("masters", stack.DefaultMasters, "Redlock masters for the redlock rung: independent Redis servers on free ports, real or embedded as -redis (0: none)")
 		zkMode    = fs.String("zookeeper", "auto", "ZooKeeper for the zookeeper rung: auto (if installed, else the rung answers 503), real or off")
 		dbMode    = fs.String("mariadb", "auto", "MariaDB for the db-for-update and db-optimistic rungs: auto (if installed, else they answer 503), real or off")
@@ -60,6 +62,13 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		default:
 			o.Config.Masters = *masters
 		}
+		switch {
+		case *cluster < 0 || *cluster == 1 || *cluster == 2:
+			return o, fmt.Errorf("-cluster %d: want 0 (one Redis) or 3 masters or more", *cluster)
+		case *cluster > 0 && *redisMode == "embedded":
+			return o, errors.New("-cluster needs redis-server: the embedded miniredis (-redis embedded) has no cluster mode")
+		}
+		o.Config.Cluster = *cluster
 		switch *redisMode {
 		case "auto", "real", "embedded":
 			o.Config.Redis = stack.Mode(*redisMode)

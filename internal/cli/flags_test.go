@@ -76,3 +76,15 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestClusterFlag(t *testing.T) {
+	so, _, err := parse(t, "-cluster", "3")
+	if err != nil || so.Config.Cluster != 3 {
+		t.Fatalf("-cluster 3: %+v, %v", so.Config.Cluster, err)
+	}
+	for _, args := range [][]string{{"-cluster", "2"}, {"-cluster", "-1"}, {"-cluster", "3", "-redis", "embedded"}} {
+		if _, _, err := parse(t, args...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}

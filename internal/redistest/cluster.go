@@ -2,9 +2,7 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -51,33 +49,11 @@ func StartCluster(t testing.TB) []string {
 // (10000 higher) are free too, and returns the first.
 func FreeRun(t testing.TB, n int) int {
 	t.Helper()
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if base+n+10000 > 65535 {
-			base = 20000 + base%20000
-		}
-		if allFree(base, n) && allFree(base+10000, n) {
-			return base
-		}
+	base, err := stack.FreePortRun("127.0.0.1", n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal(errors.New("no run of free ports"))
-	return 0
-}
-
-func allFree(base, n int) bool {
-	for p := base; p < base+n; p++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			return false
-		}
-		ln.Close()
-	}
-	return true
+	return base
 }
 
 // SlotGuard is a go-redis hook that checks, on the client side, that no
