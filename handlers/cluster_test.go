@@ -32,11 +32,9 @@ func TestEveryRungOnACluster(t *testing.T) {
 	cc.AddHook(guard)
 	t.Cleanup(func() { cc.Close() })
 	ctx := context.Background()
-	master, err := cc.MasterForKey(ctx, inventory.KeyStock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := lock.NewNotifier(master, lock.NotifierOptions{})
+	// As the app does: the announcements come over the cluster client,
+	// from the item's master (the channel carries the item's tag).
+	n := lock.NewNotifier(cc, lock.NotifierOptions{Channel: "lockladder:handoff:" + inventory.ItemTag})
 	t.Cleanup(func() { n.Close() })
 	ladder := lock.NewLadder(lock.Backends{Redis: cc}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
 		Retry: lock.FixedSleep(2 * time.Millisecond), Notifier: n}, lock.RedlockOptions{})
@@ -96,6 +94,11 @@ func TestEveryRungOnACluster(t *testing.T) {
 		t.Errorf("%d commands named keys of two slots, e.g. %s", len(crossed), crossed[0])
 	}
 	slots := guard.Slots()
+	select {
+	case <-n.Ready():
+	case <-time.After(5 * time.Second):
+		t.Error("the notifier never subscribed on the cluster")
+	}
 	if item := redistest.Slot(inventory.KeyStock); len(slots) != 1 || slots[item] == 0 {
 		t.Errorf("commands per slot %v, want all in the item's slot %d", slots, item)
 	}

@@ -49,7 +49,7 @@ func EnableKeyspaceEvents(ctx context.Context, rdb redis.Cmdable) error {
 }
 
 // handoffChannel is where fair's release announces whom it handed the lock
-// to: "<waiter token>|<fencing token>".
+// (NotifierOptions.Channel changes it)// to: "<waiter token>|<fencing token>".
 const handoffChannel = "lockladder:handoff"
 
 // keyspacePattern matches every key's keyspace channel in every database:
@@ -71,6 +71,7 @@ const keyspacePattern = "__keyspace@*__:*"
 type Notifier struct {
 	sub      Subscriber
 	fallback time.Duration
+	channel  string // fair's handoffs
 
 	startOnce sync.Once
 	ps        *redis.PubSub
@@ -89,6 +90,15 @@ type NotifierOptions struct {
 	// Fallback is how often a notify waiter tries again with no
 	// announcement (each pause drawn in [d/2, 3d/2)). Default 100ms.
 	Fallback time.Duration
+	// Channel is the pub/sub channel fair's handoffs are announced on;
+	// default "lockladder:handoff". On a Redis Cluster, give it the hash
+	// tag of the lock keys (lockladder:handoff:{item}) and subscribe
+	// through the cluster client: its connection then goes to the node
+	// of the channel's slot, which is the node whose keyspace events
+	// announce the lock keys' deletions, and follows that slot to its
+	// new master after a failover. (A handoff's PUBLISH reaches every
+	// node.)
+	Channel string
 }
 
 // NewNotifier returns a Notifier over sub. It subscribes on first use;
@@ -97,9 +107,13 @@ func NewNotifier(sub Subscriber, o NotifierOptions) *Notifier {
 	if o.Fallback <= 0 {
 		o.Fallback = 100 * time.Millisecond
 	}
+	if o.Channel == "" {
+		o.Channel = handoffChannel
+	}
 	return &Notifier{
 		sub:      sub,
 		fallback: o.Fallback,
+		channel:  o.Channel,
 		ready:    make(chan struct{}),
 		stopped:  make(chan struct{}),
 		byKey:    make(map[string][]*notifyWaiter),
@@ -141,7 +155,7 @@ func (n *Notifier) start() {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		n.stop = cancel
-		n.ps = n.sub.Subscribe(ctx, handoffChannel)
+		n.ps = n.sub.Subscribe(ctx, n.channel)
 		go n.run(ctx)
 	})
 }
@@ -172,7 +186,7 @@ func (n *Notifier) run(ctx context.Context) {
 				close(n.ready)
 			}
 		case *redis.Message:
-			if m.Channel == handoffChannel {
+			if m.Channel == n.channel {
 				n.handedOff(m.Payload)
 			} else if key, ok := deleted(m.Channel, m.Payload); ok {
 				n.released(key)

@@ -77,6 +77,14 @@ func NewFair(rdb redis.Cmdable, o Options) *Fair {
 	return &Fair{rdb: rdb, opts: o, tick: min(max(o.TTL/4, 5*time.Millisecond), 250*time.Millisecond)}
 }
 
+// channel is where handoffs are announced: the Notifier's, which listens.
+func (f *Fair) channel() string {
+	if f.opts.Notifier != nil {
+		return f.opts.Notifier.channel
+	}
+	return handoffChannel
+}
+
 // QueueKey is the list of key's waiters, oldest first; QueueKey(key)+":live"
 // holds their deadlines.
 func QueueKey(key string) string { return key + ":queue" }
@@ -95,7 +103,7 @@ func (f *Fair) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	// A waiter that gives up leaves the queue, and passes the lock on if
 	// it was handed to it meanwhile: a waiter never wedges the queue.
 	leave := func(ctx context.Context) {
-		_ = luaFairRelease.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), handoffChannel, "1").Err()
+		_ = luaFairRelease.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), f.channel(), "1").Err()
 	}
 	w := newHandoffWait(f.opts, token, f.tick, context.WithoutCancel(ctx), leave)
 	ttl := c.ttl(f.opts.TTL)
@@ -105,7 +113,7 @@ func (f *Fair) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 		if dl, ok := ctx.Deadline(); ok {
 			lives = min(lives, time.Until(dl)+f.tick)
 		}
-		n, err := luaFairAcquire.Run(ctx, f.rdb, keys, token, leaseMS(ttl), leaseMS(lives), handoffChannel).Int64()
+		n, err := luaFairAcquire.Run(ctx, f.rdb, keys, token, leaseMS(ttl), leaseMS(lives), f.channel()).Int64()
 		if err != nil {
 			return false, fmt.Errorf("lock: fair acquire %s: %w", key, err)
 		}
@@ -157,7 +165,7 @@ func (l *fairLock) Release(ctx context.Context) error {
 		l.wd.halt() // no renewal may race the release
 		defer l.wd.wait()
 		var n int64
-		n, err = luaFairRelease.Run(ctx, l.f.rdb, l.keys, l.token, leaseMS(l.f.opts.TTL), handoffChannel, "0").Int64()
+		n, err = luaFairRelease.Run(ctx, l.f.rdb, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.channel(), "0").Int64()
 		err = releaseResult(l.keys[0], n, err)
 	})
 	return err
@@ -170,7 +178,7 @@ func (l *fairLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() erro
 	l.once.Do(func() {
 		first = true
 		l.wd.halt()
-		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), handoffChannel, "0")
+		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.channel(), "0")
 	})
 	return func() error {
 		if !first {

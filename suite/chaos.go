@@ -33,13 +33,16 @@ import (
 //                  (fault_partition.go).
 //  7. repeats:     faults 1, 2, 3 and 6 again and again at random moments
 //                  (fault_repeats.go).
+//  8. cluster:     on a Redis Cluster, the master of the item's slot
+//                  SIGKILLed under load; its replica takes over
+//                  (fault_cluster.go).
 //
 // chaos_run.go runs a fault and tries again a run that measured nothing;
 // chaos_report.go writes the table and the reports.
 
 // ChaosConfig describes a fault suite run. Zero values take the defaults.
 type ChaosConfig struct {
-	// Faults to run, by number (1..7); default all.
+	// Faults to run, by number (1..8); default all.
 	Faults []int
 	// Locks are the safe rungs loaded under faults 1, 2, 3 and 7; default
 	// lua, fenced, fair and cohort. Faults 4 and 6 use the lock they are about
@@ -155,11 +158,11 @@ type chaos struct {
 
 func newChaos(cfg ChaosConfig) (*chaos, error) {
 	if len(cfg.Faults) == 0 {
-		cfg.Faults = []int{1, 2, 3, 4, 5, 6, 7}
+		cfg.Faults = []int{1, 2, 3, 4, 5, 6, 7, 8}
 	}
 	for _, f := range cfg.Faults {
-		if f < 1 || f > 7 {
-			return nil, fmt.Errorf("bench: chaos: no fault %d (there are 1 to 7)", f)
+		if f < 1 || f > 8 {
+			return nil, fmt.Errorf("bench: chaos: no fault %d (there are 1 to 8)", f)
 		}
 	}
 	if len(cfg.Locks) == 0 {
@@ -211,6 +214,8 @@ func (c *chaos) fault(ctx context.Context, f int) ([]ChaosRow, error) {
 		return c.failover(ctx)
 	case 6:
 		return c.partitions(ctx)
+	case 8:
+		return c.clusterFailover(ctx)
 	default:
 		return c.repeats(ctx)
 	}

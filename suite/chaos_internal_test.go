@@ -107,7 +107,7 @@ func TestChaosTables(t *testing.T) {
 }
 
 func TestRunChaosRefusesUnknownFaults(t *testing.T) {
-	if _, err := RunChaos(context.Background(), ChaosConfig{Faults: []int{8}}); err == nil || !strings.Contains(err.Error(), "no fault 8") {
+	if _, err := RunChaos(context.Background(), ChaosConfig{Faults: []int{9}}); err == nil || !strings.Contains(err.Error(), "no fault 9") {
 		t.Fatalf("err = %v", err)
 	}
 	if _, err := RunChaos(context.Background(), ChaosConfig{Repeats: -1}); err == nil {

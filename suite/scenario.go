@@ -33,6 +33,9 @@ type Scenario struct {
 	// scenario SIGKILLs masters, which needs redis-server: where the
 	// stack would run miniredis, its pairs are skipped, saying so.
 	MastersAOF, CrashesMasters bool
+	// Cluster runs the stack on a Redis Cluster of that many masters
+	// (stack.Config's): it needs redis-server.
+	Cluster int
 
 	// The load. Armed hits and hooks are placed by fractions of the run's
 	// window, min(requests, stock): the hits sure to find stock left, since
@@ -139,6 +142,7 @@ func (s Scenario) stackConfig(cfg MatrixConfig) stack.Config {
 		}
 	}
 	c.RedisProxy, c.MasterProxies, c.MastersAOF = s.RedisProxy, s.MasterProxies, s.MastersAOF
+	c.Cluster = s.Cluster
 	c.ZooKeeper, c.MariaDB, c.Etcd = s.backends(cfg.Locks, cfg.Stack)
 	c.RequireReal = cfg.RequireReal || cfg.Stack.RequireReal
 	if cfg.Stack.Dir != "" {

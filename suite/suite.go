@@ -6,7 +6,7 @@
 //     scenario of docs/scenarios.md that shows a rung's flaw, and a grid of
 //     the verdicts against the ladder's (WriteGrid);
 //   - the fault suite (RunChaos, CompareChaos): what the safe locks do when
-//     parts of the stack fail under load, faults 1 to 7, a file each.
+//     parts of the stack fail under load, faults 1 to 8, a file each.
 //
 // A scenario is data (Scenario): the stack's flags, the requests it arms,
 // the hooks it fires on the stack, and the ladder's verdict per lock. Each

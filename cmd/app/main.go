@@ -96,9 +96,9 @@ func run() error {
 	// touches together carries the item's hash tag (package inventory),
 	// so on a cluster each script and transaction runs on one node.
 	var (
-		rdb      redis.UniversalClient
-		itemNode lock.Subscriber // the node that serves the item: announcements come from it
-		where    = *redisAddr
+		rdb       redis.UniversalClient
+		notifyOpt lock.NotifierOptions
+		where     = *redisAddr
 	)
 	if *clusterAddrs != "" {
 		cc := redis.NewClusterClient(&redis.ClusterOptions{
@@ -111,30 +111,24 @@ func run() error {
 			MaxRetries:    *redisRetries,
 		})
 		defer cc.Close()
+		cc.AddHook(reloadOnConnError{cc})
 		rdb, where = cc, "cluster "+*clusterAddrs
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		m, err := cc.MasterForKey(ctx, inventory.KeyStock)
-		if err == nil {
-			err = cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
-				return lock.EnableKeyspaceEvents(ctx, node)
-			})
-			if err != nil {
-				log.Warn("keyspace events off: notify waiters fall back to their tick", "server", where, "err", err)
-			}
-		}
+		err := cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+			return lock.EnableKeyspaceEvents(ctx, node)
+		})
 		cancel()
-		itemNode = m
-		if m == nil {
-			// Not reachable yet: requests fail with a 503 until it is,
-			// and waiters poll on their tick.
-			log.Warn("the item's master is not known: notify waiters fall back to their tick", "server", where, "err", err)
-			itemNode = cc
+		if err != nil {
+			log.Warn("keyspace events off: notify waiters fall back to their tick", "server", where, "err", err)
 		}
+		// The announcements subscription goes to the item's master, and
+		// follows its slot after a failover (NotifierOptions.Channel).
+		notifyOpt.Channel = "lockladder:handoff:" + inventory.ItemTag
 	} else {
 		c := newClient(*redisAddr, *redisRetries)
 		defer c.Close()
 		announce(log, c, "redis "+*redisAddr)
-		rdb, itemNode = c, c
+		rdb = c
 	}
 
 	var (
@@ -159,10 +153,8 @@ func run() error {
 	}
 	// One subscription per process hears Redis announce the lock keys'
 	// deletions, and fair's handoffs: notify waiters (wait=notify) and
-	// fair's queue wake on it. On a cluster, keyspace events stay on the
-	// node where they happen: it listens to the item's master (after a
-	// failover, the waiters fall back to their tick).
-	notifier := lock.NewNotifier(itemNode, lock.NotifierOptions{})
+	// fair's queue wake on it.
+	notifier := lock.NewNotifier(rdb, notifyOpt)
 	defer notifier.Close()
 	notifier.Ready() // subscribe now rather than at the first waiter
 	opts := lock.Options{TTL: *lockTTL, Wait: *lockWait, WaitMode: waitMode, Retry: lock.FixedSleep(*retry), Notifier: notifier}

@@ -14,8 +14,9 @@
 // own on free loopback ports (never the ports of a running `make up`),
 // each lock the ladder gives a verdict for there, then prints the grid of
 // verdicts against the ladder's and writes results/matrix-*.{json,md}.
-// chaos runs faults 1 to 7 (kill, drain, Redis stop, retry trap, failover,
-// partition, random repeats), each on a fresh stack on free ports, and
+// chaos runs faults 1 to 8 (kill, drain, Redis stop, retry trap, failover,
+// partition, random repeats, a Redis Cluster failover), each on a fresh
+// stack on free ports, and
 // writes results/chaos-*.{json,md}.
 //
 // The stack's and the benchmark's flags (package internal/cli) are the

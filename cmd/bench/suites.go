@@ -60,7 +60,7 @@ func runChaos(ctx context.Context, args []string) error {
 	fs := newFlags("chaos", "The fault suite: kill, drain, Redis stop, retry trap, failover, partition, random repeats,\n"+
 		"each fault on a fresh stack on free ports; a table of figures and results/chaos-*.{json,md}.")
 	verbose := fs.Bool("v", false, "show each stack's log (starts, crashes, restarts, masters)")
-	faults := fs.String("faults", "", "comma-separated fault numbers, 1 to 7 (default all)")
+	faults := fs.String("faults", "", "comma-separated fault numbers, 1 to 8 (default all)")
 	repeats := fs.Int("repeats", suite.DefaultRepeats, "runs of each schedule in fault 7")
 	trials := fs.Int("trials", suite.DefaultTrials, "failover trials per lock in fault 5")
 	seed := fs.Uint64("seed", 0, "seed of fault 7's random timing (default: from the clock, printed)")
@@ -80,7 +80,7 @@ func runChaos(ctx context.Context, args []string) error {
 	for _, f := range cli.Split(*faults) {
 		n, err := strconv.Atoi(f)
 		if err != nil {
-			return fmt.Errorf("-faults: %q is not a fault number (1 to 7)", f)
+			return fmt.Errorf("-faults: %q is not a fault number (1 to 8)", f)
 		}
 		cfg.Faults = append(cfg.Faults, n)
 	}

@@ -1,0 +1,159 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A failover of the Redis Cluster under load: the master that serves a
+// key's slot is SIGKILLed, and its replica, which had whatever the
+// asynchronous replication had sent it, takes over once the other masters
+// agree the master is gone (cluster-node-timeout).
+
+// ClusterFailover is what one failover took.
+type ClusterFailover struct {
+	Killed   string        // the master SIGKILLed
+	Promoted string        // the replica that serves the slot now
+	Took     time.Duration // from the SIGKILL to the slot served again, every live node ok
+}
+
+// KillClusterMaster SIGKILLs the master that serves key's slot (no
+// shutdown, nothing saved) and returns its address. The node stays down
+// until the stack stops.
+func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time.Time, error) {
+	if s.cluster == nil {
+		return "", time.Time{}, errors.New("stack: KillClusterMaster: the stack runs one Redis, not a cluster")
+	}
+	addr, err := s.cluster.masterOf(ctx, key, "")
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	// Its replica must be online, in sync up to the replication's own
+	// lag: a replica still loading a full resync (after a failover the
+	// load itself caused: node timeouts under a loaded CPU) would lose
+	// everything, which is not what this measures.
+	for i, n := range s.cluster.nodes {
+		if n.addr() == addr && i >= s.cluster.masters {
+			s.lg.printf("cluster: %s, started as a replica, serves %s's slot: the cluster failed over before the kill", addr, key)
+		}
+	}
+	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	pctx, cancel := withDefaultTimeout(ctx, 10*time.Second)
+	err = poll(pctx, func() error {
+		info, err := cl.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "role:master") || !strings.Contains(info, "state=online") {
+			return fmt.Errorf("%s has no replica online", addr)
+		}
+		return nil
+	})
+	cl.Close()
+	cancel()
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("stack: cluster: before the kill: %w", err)
+	}
+	for _, n := range s.cluster.nodes {
+		if n.addr() != addr {
+			continue
+		}
+		p := n.current()
+		if p == nil || n.down() {
+			return "", time.Time{}, fmt.Errorf("stack: cluster node %s is not running", addr)
+		}
+		at := time.Now()
+		if err := syscall.Kill(p.pid(), syscall.SIGKILL); err != nil {
+			return "", time.Time{}, fmt.Errorf("stack: cluster node %s: SIGKILL pid %d: %w", addr, p.pid(), err)
+		}
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			return "", time.Time{}, fmt.Errorf("stack: cluster node %s: pid %d survives SIGKILL", addr, p.pid())
+		}
+		n.mu.Lock()
+		n.isDown = true
+		n.mu.Unlock()
+		s.lg.printf("cluster: SIGKILLed the master %s (pid %d) of %s's slot", addr, p.pid(), key)
+		return addr, at, nil
+	}
+	return "", time.Time{}, fmt.Errorf("stack: cluster: %s, the master of %s, is not one of the stack's nodes", addr, key)
+}
+
+// WaitClusterFailover waits until a node other than killed serves key's
+// slot as master and every live node says cluster_state:ok, and returns
+// what the failover took, counted from since (the kill).
+func (s *Stack) WaitClusterFailover(ctx context.Context, key, killed string, since time.Time) (ClusterFailover, error) {
+	if s.cluster == nil {
+		return ClusterFailover{}, errors.New("stack: WaitClusterFailover: the stack runs one Redis, not a cluster")
+	}
+	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
+	defer cancel()
+	f := ClusterFailover{Killed: killed}
+	err := poll(ctx, func() error {
+		addr, err := s.cluster.masterOf(ctx, key, killed)
+		if err != nil {
+			return err
+		}
+		if addr == killed {
+			return fmt.Errorf("%s still serves the slot", killed)
+		}
+		for _, n := range s.cluster.nodes {
+			if n.down() {
+				continue
+			}
+			cl := redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1})
+			info, err := cl.ClusterInfo(ctx).Result()
+			cl.Close()
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(info, "cluster_state:ok") {
+				return fmt.Errorf("%s: not yet ok", n.addr())
+			}
+		}
+		f.Promoted = addr
+		return nil
+	})
+	if err != nil {
+		return f, fmt.Errorf("stack: cluster failover of %s: %w", killed, err)
+	}
+	f.Took = time.Since(since)
+	s.lg.printf("cluster: %s serves %s's slot %s after the SIGKILL", f.Promoted, key, f.Took.Round(time.Millisecond))
+	return f, nil
+}
+
+// masterOf asks a live node other than skip which node serves key's slot
+// as master.
+func (c *cluster) masterOf(ctx context.Context, key, skip string) (string, error) {
+	var last error
+	for _, n := range c.nodes {
+		if n.down() || n.addr() == skip {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second})
+		slot, err := cl.ClusterKeySlot(ctx, key).Result()
+		var slots []redis.ClusterSlot
+		if err == nil {
+			slots, err = cl.ClusterSlots(ctx).Result()
+		}
+		cl.Close()
+		if err != nil {
+			last = err
+			continue
+		}
+		for _, s := range slots {
+			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
+				return s.Nodes[0].Addr, nil
+			}
+		}
+		return "", fmt.Errorf("slot %d of %s is not served", slot, key)
+	}
+	return "", fmt.Errorf("stack: cluster: no live node answers: %v", last)
+}
