@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -233,37 +234,40 @@ func (s *Stack) startCluster(ctx context.Context) (*cluster, error) {
 		return nil, fmt.Errorf("stack: a Redis Cluster needs redis-server on PATH (the embedded miniredis has no cluster mode): %w", err)
 	}
 	host, port, _ := net.SplitHostPort(s.cfg.RedisAddr)
-	base, _ := strconv.Atoi(port)
-	if base == 0 {
-		if base, err = FreePortRun(host, 2*s.cfg.Cluster); err != nil {
+	fixed, _ := strconv.Atoi(port)
+	for attempt := 1; ; attempt++ {
+		base := fixed
+		if base == 0 {
+			if base, err = FreePortRun(host, 2*s.cfg.Cluster); err != nil {
+				return nil, err
+			}
+		}
+		c, err := newCluster(bin, host, base, s.cfg.Cluster, s.dir, s.lg)
+		if err != nil {
+			return nil, err
+		}
+		err = launch(ctx, c)
+		if err == nil {
+			s.servers = append(s.servers, c)
+			s.lg.printf("%s", c.summary())
+			return c, nil
+		}
+		// Ports picked free may be taken before a node binds them (a test
+		// package starting its servers at the same moment): another run.
+		if fixed != 0 || attempt == 3 || !strings.Contains(err.Error(), "already in use") && !errors.Is(err, errPortTaken) {
 			return nil, err
 		}
 	}
-	c, err := newCluster(bin, host, base, s.cfg.Cluster, s.dir, s.lg)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.up(ctx, c); err != nil {
-		return nil, err
-	}
-	s.lg.printf("%s", c.summary())
-	return c, nil
 }
 
 // FreePortRun finds n consecutive free ports on host whose cluster bus
-// ports (10000 higher) are free too, and returns the first. Free only
-// until someone binds them.
+// ports (10000 higher) are free too, and returns the first. It looks
+// below the kernel's usual ephemeral range (32768 up), where outgoing
+// connections do not take ports from under it; still, the ports are free
+// only until someone binds them.
 func FreePortRun(host string, n int) (int, error) {
-	for range 50 {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return 0, fmt.Errorf("stack: free port on %s: %w", host, err)
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if base+n+clusterBusOffset > 65535 {
-			base = 20000 + base%20000
-		}
+	for range 100 {
+		base := 10000 + rand.IntN(22000-10000-n)
 		if allFree(host, base, n) && allFree(host, base+clusterBusOffset, n) {
 			return base, nil
 		}
