@@ -192,20 +192,25 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 	var (
 		validity time.Duration
 		t1       time.Time
-		last     error // why the last attempt failed
+		last     error   // why the last attempt failed
+		ends     settled // the winning attempt's SETs, some maybe still on their way
 	)
 	err := acquire(ctx, r.opts, c, w, func(ctx context.Context) (bool, error) {
 		t1 = r.opts.Clock()
 		// Once a majority said yes with validity left, the attempt has
 		// won: a master that has not answered (cut off, say) is not
 		// waited for; if it sets our token after all, the release, which
-		// asks every master, removes it, or its lease does. A losing
+		// asks every master once its SET has ended, removes it. A losing
 		// attempt waits for every answer: its give-back must not
 		// overtake a SET still on its way.
 		won := func(yes, _ int) bool {
 			return yes >= Quorum(len(r.nodes)) && ttl-r.opts.Clock().Sub(t1)-r.drift > 0
 		}
-		votes, errs := r.onAll(ctx, nil, won, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
+		var (
+			votes votes
+			errs  []error
+		)
+		votes, errs, ends = r.round(ctx, nil, nil, won, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
 			return rdb.SetNX(ctx, key, token, ttl).Result()
 		})
 		t2 := r.opts.Clock()
@@ -240,10 +245,10 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 		return nil, err
 	}
 	// Valid until t1 + the TTL - drift: validity counts from t1 too.
-	l := &redlockLock{r: r, key: key, token: token, validity: validity, until: t1.Add(ttl - r.drift), head: head}
+	l := &redlockLock{r: r, key: key, token: token, validity: validity, until: t1.Add(ttl - r.drift), head: head, ends: ends}
 	switch mode {
 	case WaitCohort:
-		l.cohort = &redlockLease{token: token, until: l.until, half: t1.Add((ttl - r.drift) / 2)}
+		l.cohort = &redlockLease{token: token, until: l.until, half: t1.Add((ttl - r.drift) / 2), ends: ends}
 	case WaitRelay:
 		l.chain = &relayChain{id: token, n: 1, start: t1, ttl: ttl}
 	}
@@ -256,6 +261,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 type redlockLease struct {
 	token       string
 	until, half time.Time
+	ends        settled // the SETs that granted it
 }
 
 // passedTo returns the lock the head before head passed on (WaitCohort)
@@ -268,144 +274,16 @@ func (r *Redlock) passedTo(head *turn, key string) *redlockLock {
 	case nil:
 		return nil
 	case *redlockLease:
-		l = &redlockLock{r: r, key: key, token: v.token, until: v.until, cohort: v}
+		l = &redlockLock{r: r, key: key, token: v.token, until: v.until, cohort: v, ends: v.ends}
 	case *redlockLock:
 		l = v
 	}
 	l.head = head
 	if l.validity = l.until.Sub(r.opts.Clock()); l.validity <= 0 {
-		r.onAll(context.Background(), nil, nil, l.releaser())
+		r.round(context.Background(), nil, l.ends, nil, l.releaser())
 		return nil
 	}
 	return l
-}
-
-// vote is one master's answer to an attempt.
-type vote int8
-
-const (
-	voteNo      vote = iota // it said no: someone else holds the key there
-	voteYes                 // it set our token
-	voteUnknown             // it failed or did not answer: it may have set it
-)
-
-type votes []vote
-
-func (v votes) yes() int {
-	n := 0
-	for _, x := range v {
-		if x == voteYes {
-			n++
-		}
-	}
-	return n
-}
-
-// maybeOurs marks the masters that may hold our token; nil when none does.
-func (v votes) maybeOurs() []bool {
-	var mask []bool
-	for i, x := range v {
-		if x != voteNo {
-			if mask == nil {
-				mask = make([]bool, len(v))
-			}
-			mask[i] = true
-		}
-	}
-	return mask
-}
-
-// onAll runs op on every master (or, with a mask, on those it marks) at
-// once, each bounded by the node timeout (and not by ctx: an attempt runs
-// to its end, so the wait bound may be overrun by up to a node timeout),
-// and waits no longer than that for their answers, nor, with done, once
-// done says that the answers so far (yes votes, masters yet to answer)
-// decide the outcome. It returns
-// each master's vote (voteNo for a master it did not ask; voteUnknown for
-// one that failed or has not answered), and one error per master that
-// failed or did not answer, naming the master, in node order.
-func (r *Redlock) onAll(ctx context.Context, mask []bool, done func(yes, pending int) bool, op func(context.Context, redis.Cmdable) (bool, error)) (votes, []error) {
-	type answer struct {
-		node int
-		ok   bool
-		err  error
-	}
-	answers := make(chan answer, len(r.nodes)) // late answers never block
-	asked := 0
-	for i, nd := range r.nodes {
-		if mask != nil && !mask[i] {
-			continue
-		}
-		asked++
-		r.workers.run(func() {
-			// Not cut short when ctx ends (the wait bound): a SET
-			// abandoned on its way could land after the give-back
-			// meant to remove it. The node timeout bounds it.
-			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.nodeTimeout)
-			defer cancel()
-			ok, err := op(nctx, nd.rdb)
-			answers <- answer{node: i, ok: ok, err: err}
-		})
-	}
-
-	timer := time.NewTimer(r.nodeTimeout)
-	defer timer.Stop()
-	errs := make([]error, len(r.nodes))
-	answered := make([]bool, len(r.nodes))
-	v := make(votes, len(r.nodes))
-	yes, timedOut := 0, false
-collect:
-	for pending := asked; pending > 0; {
-		select {
-		case a := <-answers:
-			answered[a.node] = true
-			pending--
-			switch {
-			case a.err != nil:
-				errs[a.node] = a.err
-				v[a.node] = voteUnknown
-			case a.ok:
-				v[a.node] = voteYes
-				yes++
-			}
-			if done != nil && done(yes, pending) {
-				break collect
-			}
-		case <-timer.C:
-			timedOut = true
-			break collect
-		}
-	}
-
-	var out []error
-	for i, nd := range r.nodes {
-		if mask != nil && !mask[i] {
-			continue
-		}
-		err := errs[i]
-		if !answered[i] {
-			v[i] = voteUnknown
-			switch {
-			case !timedOut:
-				err = errors.New("no answer yet when the others had decided")
-			default:
-				err = fmt.Errorf("no answer within %s: %w", r.nodeTimeout, context.DeadlineExceeded)
-			}
-		}
-		if err != nil {
-			out = append(out, fmt.Errorf("redlock: %s: %w", nd.name, err))
-		}
-	}
-	return v, out
-}
-
-// releaser is rung 6's compare-and-delete release, reporting true when
-// this master still held our token and deleted it.
-func releaser(key, token string) func(context.Context, redis.Cmdable) (bool, error) {
-	return func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
-		n, err := luaRelease.Run(ctx, rdb, []string{key}, token).Int64()
-		return n == 1, err
-	}
 }
 
 type redlockLock struct {
@@ -418,6 +296,7 @@ type redlockLock struct {
 	cohort   *redlockLease // WaitCohort: may be passed on
 	chain    *relayChain   // WaitRelay: may be relayed
 	released atomic.Bool   // a second Release must not touch a lock passed on
+	ends     settled       // the round that set our token: a release on a master waits for it
 }
 
 // Validity is how long the lock was still safe to rely on when Obtain
@@ -452,13 +331,13 @@ func (l *redlockLock) Release(ctx context.Context) error {
 			l.r.handoffs.Add(1)
 			return nil
 		}
-		l.token, l.chain = next.token, next.chain // the waiter left meanwhile: give back its lock
+		l.token, l.chain, l.ends = next.token, next.chain, next.ends // the waiter left meanwhile: give back its lock
 	}
 	// Done once a majority has released: a master that has not answered
 	// (cut off, say) gets its release when it can, or the lease ends.
 	q := Quorum(len(l.r.nodes))
 	released := func(yes, _ int) bool { return yes >= q }
-	v, errs := l.r.onAll(ctx, nil, released, l.releaser())
+	v, errs, _ := l.r.round(ctx, nil, l.ends, released, l.releaser())
 	if v.yes() >= q {
 		return nil
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -15,9 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
-	"github.com/lockladder/lockladder/stack"
 )
 
 // tokenRecorder notes every token that tried to SET the lock on a master.
@@ -159,126 +156,6 @@ func TestRedlockAnnouncementsWakeTheHead(t *testing.T) {
 		t.Fatalf("the head took the lock %s after the release: it slept to its next poll", took)
 	}
 }
-
-func startMasters(t testing.TB, n int) ([]*redis.Client, []*stack.Redis) {
-	t.Helper()
-	servers := make([]*stack.Redis, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			servers[i], errs[i] = stack.StartRedis(ctx, "127.0.0.1:0", stack.Auto, redistest.CI(), nil)
-		})
-	}
-	wg.Wait()
-	clients := make([]*redis.Client, n)
-	for i, srv := range servers {
-		if errs[i] != nil {
-			t.Fatalf("start master %d: %v", i, errs[i])
-		}
-		t.Cleanup(func() {
-			if err := srv.Stop(); err != nil {
-				t.Errorf("stop master %d: %v", i, err)
-			}
-		})
-		clients[i] = masterClient(t, srv.Addr())
-	}
-	if servers[0].Embedded() {
-		t.Logf("redis-server not on PATH: masters are embedded miniredis")
-	}
-	return clients, servers
-}
-
-// masterClient never retries and dials once: a dead master fails at once.
-func masterClient(t testing.TB, addr string) *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, PoolSize: 64})
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
-// cmdables lists clients as the masters NewRedlock takes.
-func cmdables[C redis.Cmdable](cs []C) []redis.Cmdable {
-	out := make([]redis.Cmdable, len(cs))
-	for i, c := range cs {
-		out[i] = c
-	}
-	return out
-}
-
-// deadAddr is a loopback address nobody listens on.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-// blackHole is a loopback address that accepts connections and never
-// answers: a hung master.
-func blackHole(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
-// keysOn counts the masters that hold key.
-func keysOn(t *testing.T, masters []*redis.Client, key string) int {
-	t.Helper()
-	n := 0
-	for _, m := range masters {
-		n += int(m.Exists(context.Background(), key).Val())
-	}
-	return n
-}
-
-// keysOnSoon is keysOn once the releases a Release did not wait for (it
-// returns when a majority has released) have landed: within a second.
-func keysOnSoon(t *testing.T, masters []*redis.Client, key string) int {
-	t.Helper()
-	deadline := time.Now().Add(time.Second)
-	for {
-		n := keysOn(t, masters, key)
-		if n == 0 || time.Now().After(deadline) {
-			return n
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// redlockOpts: a TTL long enough that its default node timeout (TTL/10)
-// absorbs a loaded machine, so that only tests about timeouts see them.
-var redlockOpts = lock.Options{TTL: 5 * time.Second, Wait: 100 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}
-
 func TestQuorum(t *testing.T) {
 	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 4} {
 		if got := lock.Quorum(n); got != want {
@@ -429,7 +306,10 @@ func TestRedlockQuorumOverEverySubset(t *testing.T) {
 				}
 				o := redlockOpts
 				o.Wait = 30 * time.Millisecond
-				l, err := lock.NewRedlock(masters, o, lock.RedlockOptions{}).Obtain(ctx, key, lock.Call{})
+				// A node timeout under releaseGrace: a live master's
+				// late release still lands before the test looks.
+				ro := lock.RedlockOptions{NodeTimeout: releaseGrace / 2}
+				l, err := lock.NewRedlock(masters, o, ro).Obtain(ctx, key, lock.Call{})
 				if want := n-failed >= lock.Quorum(n); (err == nil) != want {
 					t.Fatalf("%d of %d masters up: Obtain = %v, want success %t", n-failed, n, err, want)
 				}
@@ -453,6 +333,45 @@ func TestRedlockQuorumOverEverySubset(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// slowSet is a master whose SETs arrive late: the decision is made
+// without it, and its SET lands after the lock was had.
+type slowSet struct {
+	*redis.Client
+	delay time.Duration
+}
+
+func (r slowSet) SetNX(ctx context.Context, key string, value any, ttl time.Duration) *redis.BoolCmd {
+	time.Sleep(r.delay)
+	return r.Client.SetNX(ctx, key, value, ttl)
+}
+
+// TestRedlockReleaseWaitsForALateSet: a master still setting our token
+// when the others had decided gets its release after that SET, not
+// before it (where it would find nothing and the SET would then hold the
+// key there until the lease ends). CI found it as a key left on one of
+// four live masters after a release.
+func TestRedlockReleaseWaitsForALateSet(t *testing.T) {
+	clients, _ := startMasters(t, 5)
+	masters := cmdables(clients)
+	masters[4] = slowSet{clients[4], 300 * time.Millisecond}
+	rl := lock.NewRedlock(masters, redlockOpts, lock.RedlockOptions{NodeTimeout: releaseGrace / 2})
+	ctx := context.Background()
+	l, err := rl.Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clients[4].Exists(ctx, "lock:k").Val() != 0 {
+		t.Fatal("the slow master's SET landed before Obtain returned: the test shows nothing")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	time.Sleep(400 * time.Millisecond) // the SET has landed
+	if n := keysOnSoon(t, clients, "lock:k"); n != 0 {
+		t.Fatalf("lock left on %d masters after release", n)
 	}
 }
 

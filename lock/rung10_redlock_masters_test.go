@@ -1,0 +1,145 @@
+package lock_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/stack"
+	"github.com/redis/go-redis/v9"
+)
+
+// Masters for the Redlock tests: real redis-servers, dead and hung
+// addresses, and how many of them hold a key.
+
+// startMasters starts n independent masters (redis-server, or the
+// embedded stand-in where it is missing outside CI), stopped at cleanup.
+func startMasters(t testing.TB, n int) ([]*redis.Client, []*stack.Redis) {
+	t.Helper()
+	servers := make([]*stack.Redis, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			servers[i], errs[i] = stack.StartRedis(ctx, "127.0.0.1:0", stack.Auto, redistest.CI(), nil)
+		})
+	}
+	wg.Wait()
+	clients := make([]*redis.Client, n)
+	for i, srv := range servers {
+		if errs[i] != nil {
+			t.Fatalf("start master %d: %v", i, errs[i])
+		}
+		t.Cleanup(func() {
+			if err := srv.Stop(); err != nil {
+				t.Errorf("stop master %d: %v", i, err)
+			}
+		})
+		clients[i] = masterClient(t, srv.Addr())
+	}
+	if servers[0].Embedded() {
+		t.Logf("redis-server not on PATH: masters are embedded miniredis")
+	}
+	return clients, servers
+}
+
+// masterClient never retries and dials once: a dead master fails at once.
+func masterClient(t testing.TB, addr string) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, PoolSize: 64})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// cmdables lists clients as the masters NewRedlock takes.
+func cmdables[C redis.Cmdable](cs []C) []redis.Cmdable {
+	out := make([]redis.Cmdable, len(cs))
+	for i, c := range cs {
+		out[i] = c
+	}
+	return out
+}
+
+// deadAddr is a loopback address nobody listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// blackHole is a loopback address that accepts connections and never
+// answers: a hung master.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// keysOn counts the masters that hold key.
+func keysOn(t *testing.T, masters []*redis.Client, key string) int {
+	t.Helper()
+	n := 0
+	for _, m := range masters {
+		n += int(m.Exists(context.Background(), key).Val())
+	}
+	return n
+}
+
+// keysOnSoon is keysOn once the releases a Release did not wait for (it
+// returns when a majority has released) have landed: within a second.
+func keysOnSoon(t *testing.T, masters []*redis.Client, key string) int {
+	t.Helper()
+	deadline := time.Now().Add(releaseGrace)
+	for {
+		n := keysOn(t, masters, key)
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// releaseGrace is how long a test waits for a release still on its way
+// to the masters that did not make the quorum: longer than the node
+// timeout it runs under (redlockOpts: TTL/10), so that only a release
+// that never comes fails the test, not a loaded machine (CI saw a fourth
+// live master answer after the first second).
+const releaseGrace = 3 * time.Second
+
+// redlockOpts: a TTL long enough that its default node timeout (TTL/10)
+// absorbs a loaded machine, so that only tests about timeouts see them.
+var redlockOpts = lock.Options{TTL: 5 * time.Second, Wait: 100 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}
