@@ -15,12 +15,14 @@ REDIS_PORT ?= 6380
 CLUSTER   ?=
 LOCKS     ?=
 WAIT      ?=
+# SKUS=K: spread each run over K items, each judged on its own
+SKUS      ?=
 OUT       ?= results
 
 GO      ?= go
 BIN     := bin
 STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES) $(if $(CLUSTER),-cluster $(CLUSTER))
-BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(WAIT),-wait $(WAIT))
+BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(WAIT),-wait $(WAIT)) $(if $(SKUS),-skus $(SKUS))
 
 .PHONY: all build demo up down bench matrix chaos bench-peers test vet lint clean
 

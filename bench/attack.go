@@ -92,7 +92,7 @@ func (h *harness) attack(ctx context.Context, row *Row, p *Progress, ld *load) (
 func (h *harness) newAttack(ctx context.Context, row *Row, ld *load) *attack {
 	n, c := h.cfg.Requests, h.cfg.Concurrency
 	d := newDialer(h.cfg.Timeout, h.cfg.AllowRemote)
-	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, row.Wait, ld)
+	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, row.Wait, h.skus(), ld)
 	row.Instances = map[string]int{}
 	return &attack{
 		row:        row,
@@ -176,7 +176,7 @@ func (a *attack) record(r *vegeta.Result) {
 	a.m.Add(r)
 	inst := r.Headers.Get("X-Instance")
 	call := r.Timestamp.Sub(a.tg.start)
-	a.ops = append(a.ops, history.Op{Call: int64(call), Return: int64(call + r.Latency), Instance: inst, Code: int(r.Code)})
+	a.ops = append(a.ops, history.Op{Call: int64(call), Return: int64(call + r.Latency), Instance: inst, Item: a.tg.item[r.URL], Code: int(r.Code)})
 	a.bodies = append(a.bodies, r.Body)
 	if r.Code == http.StatusOK {
 		if inst == "" {

@@ -13,11 +13,29 @@ import (
 	"github.com/lockladder/lockladder/contract"
 )
 
-// checkHistory judges the run's operations with the history checker and
-// counts the overlapping critical sections the instances report since the
-// run began, into row (read by Judge). The HTML view of an illegal history
-// goes to Config.HistoryDir.
-func (h *harness) checkHistory(ctx context.Context, row *Row, ops []history.Op, since time.Time) error {
+// judgeOne reads the lab's item back after a run, checks the history and
+// the sections, and judges row.
+func (h *harness) judgeOne(ctx context.Context, row *Row, ops []history.Op, since time.Time) error {
+	c, err := h.stock(ctx, row.Lock, "")
+	if err != nil {
+		return err
+	}
+	row.Remaining, row.Sold, row.Num = *c.Stock, *c.Sold, *c.Num
+	if err := h.checkHistory(row, ops); err != nil {
+		return err
+	}
+	if err := h.checkSections(ctx, row, since); err != nil {
+		return err
+	}
+	Judge(row)
+	return nil
+}
+
+// checkHistory judges the operations of one item (those of a run on the
+// lab's item, or of one of its items) with the history checker, into row
+// (read by Judge). The HTML view of an illegal history goes to
+// Config.HistoryDir.
+func (h *harness) checkHistory(row *Row, ops []history.Op) error {
 	history.AssignClients(ops)
 	kind, initial := history.Sale, row.Initial
 	if row.Endpoint == EndpointTestLock {
@@ -49,7 +67,12 @@ func (h *harness) checkHistory(ctx context.Context, row *Row, ops []history.Op, 
 		}
 		row.Visualization = path
 	}
+	return nil
+}
 
+// checkSections counts the overlapping critical sections (of one key) the
+// instances report since the run began, into row.
+func (h *harness) checkSections(ctx context.Context, row *Row, since time.Time) error {
 	row.Sections, row.Overlaps = -1, 0
 	if len(h.cfg.Instances) == 0 {
 		return nil

@@ -21,6 +21,9 @@ const (
 	DefaultTimeout     = 30 * time.Second
 )
 
+// MaxSKUs is the most items a run spreads over: the app's /reset bound.
+const MaxSKUs = 1000
+
 // defaultCheckTimeout is Config.CheckTimeout's default.
 const defaultCheckTimeout = 10 * time.Second
 
@@ -52,7 +55,12 @@ type Config struct {
 	// Concurrency is the number of closed-loop workers (ab -c); default 100.
 	Concurrency int
 	// Stock is set by POST /reset?stock=N before each run; default 1000.
+	// With SKUs, each item gets that stock.
 	Stock int
+	// SKUs spreads each run over items "1" to "K" (sku=, hit i to item
+	// i mod K), reset with /reset?stock=N&skus=K and judged item by item;
+	// 0, the default, runs on the lab's one item. At most MaxSKUs.
+	SKUs int
 	// Timeout bounds each request; default 30s.
 	Timeout time.Duration
 	// Wait is how every request waits for a busy lock, sent as wait=:
@@ -112,6 +120,12 @@ func (c Config) Normalize() (Config, error) {
 		case *f.v == 0:
 			*f.v = f.def
 		}
+	}
+	switch {
+	case c.SKUs < 0 || c.SKUs > MaxSKUs:
+		return c, fmt.Errorf("bench: SKUs must be in [0, %d], got %d", MaxSKUs, c.SKUs)
+	case c.SKUs > c.Requests:
+		return c, fmt.Errorf("bench: SKUs (%d) must not exceed Requests (%d): an item without requests judges nothing", c.SKUs, c.Requests)
 	}
 	switch {
 	case c.Timeout < 0:

@@ -22,8 +22,13 @@ import (
 //   - "atomic": the same operation under a mutex, which is safe;
 //   - "flaky": safe, but every 4th request answers 503 untouched;
 //   - "drop": safe, but every 5th request's connection is cut unanswered;
-//   - "slow": never answers until the client goes away.
+//   - "slow": never answers until the client goes away;
+//   - "cross": safe but for two requests, the first for item 1, which
+//     answers 200 and sells nothing (an oversell), and the first for
+//     item 2, which sells and answers 503 (a lost answer): their totals
+//     balance, each item's books do not.
 //
+// sku= picks an item; /reset?skus=K sets items "1" to K.
 // Any other lock is a 400, as the app does.
 type fakeApp struct {
 	strategies []string // what GET /strategies lists
@@ -36,6 +41,8 @@ type fakeApp struct {
 	failList    int           // when set, GET /strategies answers this status
 
 	inv     fakeStock
+	items   map[string]*fakeStock // by sku, after /reset?skus=K
+	crossed map[string]bool       // the items "cross" has broken
 	mu      sync.Mutex
 	methods map[string]int // methods of load requests since reset
 
@@ -102,6 +109,13 @@ func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.inv.reset(n)
 		f.mu.Lock()
 		f.methods = map[string]int{}
+		f.crossed = map[string]bool{}
+		if k, err := strconv.Atoi(r.URL.Query().Get("skus")); err == nil {
+			f.items = map[string]*fakeStock{}
+			for i := 1; i <= k; i++ {
+				f.items[strconv.Itoa(i)] = &fakeStock{stock: n}
+			}
+		}
 		f.mu.Unlock()
 		f.hits.Store(0)
 		f.maxInflight.Store(0)
@@ -112,7 +126,7 @@ func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, f.failStock, map[string]string{"error": "boom"})
 			return
 		}
-		writeJSON(w, http.StatusOK, f.inv.counters())
+		writeJSON(w, http.StatusOK, f.stockOf(r).counters())
 	case "/sale", "/testLock":
 		if why := f.unavailable[r.URL.Query().Get("lock")]; why != "" {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": why, "reason": "server_missing"})
@@ -138,10 +152,10 @@ func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
 	f.methods[r.Method]++
 	f.mu.Unlock()
 
-	lock := r.URL.Query().Get("lock")
-	op := f.inv.incr
+	lock, inv := r.URL.Query().Get("lock"), f.stockOf(r)
+	op := inv.incr
 	if r.URL.Path == "/sale" {
-		op = f.inv.sell
+		op = inv.sell
 	}
 	switch lock {
 	case "none":
@@ -167,9 +181,38 @@ func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
 		op(w, 0)
 	case "slow":
 		<-r.Context().Done()
+	case "cross":
+		sku := r.URL.Query().Get("sku")
+		f.mu.Lock()
+		first := !f.crossed[sku]
+		f.crossed[sku] = true
+		f.mu.Unlock()
+		switch {
+		case first && sku == "1":
+			writeJSON(w, http.StatusOK, map[string]any{"sold": true, "remaining": inv.counters()["stock"], "num": inv.counters()["num"]})
+		case first && sku == "2":
+			op(httptest.NewRecorder(), 0)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "redis went away", "reason": "unavailable"})
+		default:
+			op(w, 0)
+		}
 	default:
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unknown lock", "locks": f.strategies})
 	}
+}
+
+// stockOf is the item r names with sku= (the lab's item without it).
+func (f *fakeApp) stockOf(r *http.Request) *fakeStock {
+	sku := r.URL.Query().Get("sku")
+	if sku == "" {
+		return &f.inv
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := f.items[sku]; s != nil {
+		return s
+	}
+	return &fakeStock{}
 }
 
 // loadMethods returns the methods of the load requests since the last reset.

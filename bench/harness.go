@@ -51,6 +51,9 @@ type counters struct {
 	Stock *int64 `json:"stock"`
 	Sold  *int64 `json:"sold"`
 	Num   *int64 `json:"num"`
+	// Master is the Redis Cluster master that holds the item ("" on one
+	// Redis).
+	Master string `json:"master"`
 }
 
 func (c counters) complete() bool { return c.Stock != nil && c.Sold != nil && c.Num != nil }
@@ -158,6 +161,9 @@ func (h *harness) waitFor(lock string) string {
 func (h *harness) reset(ctx context.Context) (int64, error) {
 	var c counters
 	path := "/reset?stock=" + strconv.Itoa(h.cfg.Stock)
+	if h.cfg.SKUs > 0 {
+		path += "&skus=" + strconv.Itoa(h.cfg.SKUs)
+	}
 	if err := h.call(ctx, http.MethodPost, path, &c); err != nil {
 		return 0, err
 	}
@@ -171,11 +177,16 @@ func (h *harness) reset(ctx context.Context) (int64, error) {
 	return *c.Stock, nil
 }
 
-// stock reads the counters back from where lock keeps them (GET
-// /stock?lock=NAME: Redis for most rungs, the database for db-optimistic).
-func (h *harness) stock(ctx context.Context, lock string) (counters, error) {
+// stock reads item sku's counters ("" for the lab's item) back from
+// where lock keeps them (GET /stock?lock=NAME: Redis for most rungs, the
+// database for db-optimistic).
+func (h *harness) stock(ctx context.Context, lock, sku string) (counters, error) {
 	var c counters
-	if err := h.call(ctx, http.MethodGet, "/stock?lock="+url.QueryEscape(lock), &c); err != nil {
+	q := url.Values{"lock": {lock}}
+	if sku != "" {
+		q.Set("sku", sku)
+	}
+	if err := h.call(ctx, http.MethodGet, "/stock?"+q.Encode(), &c); err != nil {
 		return c, err
 	}
 	if !c.complete() {
@@ -217,18 +228,16 @@ func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *Progress
 		p.fail(err)
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
 	}
-	c, err := h.stock(ctx, lock)
+	row.Ops, row.Began = ops, since
+	if h.cfg.SKUs > 0 {
+		err = h.judgeItems(ctx, &row, ops, since)
+	} else {
+		err = h.judgeOne(ctx, &row, ops, since)
+	}
 	if err != nil {
 		p.fail(err)
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
 	}
-	row.Remaining, row.Sold, row.Num = *c.Stock, *c.Sold, *c.Num
-	row.Ops, row.Began = ops, since
-	if err := h.checkHistory(ctx, &row, ops, since); err != nil {
-		p.fail(err)
-		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
-	}
-	Judge(&row)
 
 	// A 4xx other than 409 (out of stock) means the harness asked wrongly
 	// (unknown lock, wrong method): the row would judge nothing.

@@ -143,9 +143,13 @@ func hitsAt(fractions []float64, n, stock int) []uint64 {
 // index 0..n-1 is handed out exactly once and the armed ones are exactly
 // those planned, whatever the interleaving.
 type loadTargeter struct {
-	plain, armed vegeta.Target
+	// plain and armed hold one target per item (one, without sku=, for
+	// the lab's item): hit i goes to item i mod len(plain).
+	plain, armed []vegeta.Target
 	armAt        map[uint64]bool
 	hooks        map[uint64][]runHook
+	item         map[string]string // each target's item, by URL
+	armedURL     map[string]bool
 
 	next  atomic.Uint64
 	start time.Time
@@ -157,28 +161,44 @@ type loadTargeter struct {
 	hookErrs []error
 }
 
-// newLoadTargeter builds the targets of lock on endpoint at base; wait, if
-// set, goes on every request (an armed request may override it).
-func newLoadTargeter(ctx context.Context, base, endpoint, lock, wait string, ld *load) *loadTargeter {
-	target := func(extra ...url.Values) vegeta.Target {
-		q := url.Values{"lock": {lock}}
-		if wait != "" {
-			q.Set("wait", wait)
-		}
-		for _, e := range extra {
-			for k, vs := range e {
-				q[k] = append([]string(nil), vs...)
-			}
-		}
-		return vegeta.Target{Method: loadMethod, URL: base + "/" + endpoint + "?" + q.Encode()}
+// newLoadTargeter builds the targets of lock on endpoint at base, one per
+// item of skus (nil: the lab's item); wait, if set, goes on every request
+// (an armed request may override it).
+func newLoadTargeter(ctx context.Context, base, endpoint, lock, wait string, skus []string, ld *load) *loadTargeter {
+	t := &loadTargeter{ctx: ctx, start: time.Now(), item: map[string]string{}, armedURL: map[string]bool{}}
+	if len(skus) == 0 {
+		skus = []string{""}
 	}
-	t := &loadTargeter{ctx: ctx, start: time.Now()}
+	for _, sku := range skus {
+		target := func(extra ...url.Values) vegeta.Target {
+			q := url.Values{"lock": {lock}}
+			if wait != "" {
+				q.Set("wait", wait)
+			}
+			if sku != "" {
+				q.Set("sku", sku)
+			}
+			for _, e := range extra {
+				for k, vs := range e {
+					q[k] = append([]string(nil), vs...)
+				}
+			}
+			tgt := vegeta.Target{Method: loadMethod, URL: base + "/" + endpoint + "?" + q.Encode()}
+			t.item[tgt.URL] = sku
+			return tgt
+		}
+		if ld == nil {
+			t.plain = append(t.plain, target())
+			continue
+		}
+		t.plain = append(t.plain, target(ld.every))
+		armed := target(ld.every, ld.armed)
+		t.armed = append(t.armed, armed)
+		t.armedURL[armed.URL] = true
+	}
 	if ld == nil {
-		t.plain = target()
 		return t
 	}
-	t.plain = target(ld.every)
-	t.armed = target(ld.every, ld.armed)
 	t.armAt = make(map[uint64]bool, len(ld.armAt))
 	for _, i := range ld.armAt {
 		t.armAt[i] = true
@@ -192,17 +212,18 @@ func newLoadTargeter(ctx context.Context, base, endpoint, lock, wait string, ld 
 
 // isArmed reports whether a request to url carried the armed parameters.
 func (t *loadTargeter) isArmed(url string) bool {
-	return len(t.armAt) > 0 && url == t.armed.URL
+	return len(t.armAt) > 0 && t.armedURL[url]
 }
 
 // target is the vegeta.Targeter.
 func (t *loadTargeter) target(tgt *vegeta.Target) error {
 	i := t.next.Add(1) - 1
+	item := i % uint64(len(t.plain))
 	if t.armAt[i] {
-		*tgt = t.armed
+		*tgt = t.armed[item]
 		t.faulted()
 	} else {
-		*tgt = t.plain
+		*tgt = t.plain[item]
 	}
 	for _, h := range t.hooks[i] {
 		t.fire(h)

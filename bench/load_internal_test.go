@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,7 +53,7 @@ func testLoad() *load {
 }
 
 func TestTargeterArmsByHitIndex(t *testing.T) {
-	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "setnx", "", testLoad())
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "setnx", "", nil, testLoad())
 	for i := range 10 {
 		var tgt vegeta.Target
 		if err := tg.target(&tgt); err != nil {
@@ -73,11 +74,11 @@ func TestTargeterArmsByHitIndex(t *testing.T) {
 			t.Errorf("hit %d: first fault recorded = %v, want %v", i, ok, i >= 3)
 		}
 	}
-	if tg.armed.URL != "http://127.0.0.1:1/sale?fault=crash&lock=setnx&work=5ms" {
-		t.Errorf("armed URL %s", tg.armed.URL)
+	if tg.armed[0].URL != "http://127.0.0.1:1/sale?fault=crash&lock=setnx&work=5ms" {
+		t.Errorf("armed URL %s", tg.armed[0].URL)
 	}
 
-	plain := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "testLock", "a b", "", nil)
+	plain := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "testLock", "a b", "", nil, nil)
 	var tgt vegeta.Target
 	plain.target(&tgt)
 	if tgt.URL != "http://127.0.0.1:1/testLock?lock=a+b" {
@@ -87,15 +88,29 @@ func TestTargeterArmsByHitIndex(t *testing.T) {
 		t.Error("a plain run recorded a fault")
 	}
 
+	// Items: hit i goes to item i mod K, the armed hits too.
+	items := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "", []string{"1", "2", "3"}, testLoad())
+	for i := range 8 {
+		var tgt vegeta.Target
+		items.target(&tgt)
+		u, _ := url.Parse(tgt.URL)
+		if want := strconv.Itoa(i%3 + 1); u.Query().Get("sku") != want || items.item[tgt.URL] != want {
+			t.Errorf("hit %d: %s (item %q), want sku=%s", i, tgt.URL, items.item[tgt.URL], want)
+		}
+		if armed := u.Query().Get("fault") == "crash"; armed != (i == 3 || i == 7) || items.isArmed(tgt.URL) != armed {
+			t.Errorf("hit %d: armed %v, isArmed %v: %s", i, armed, items.isArmed(tgt.URL), tgt.URL)
+		}
+	}
+
 	// wait= goes on every request; an armed request's own wait= wins.
 	ld := testLoad()
 	ld.armed = url.Values{"fault": {"check-pause"}, "pause": {"600ms"}, "wait": {"notify"}}
-	waiting := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "backoff", ld)
-	if want := "http://127.0.0.1:1/sale?lock=lua&wait=backoff&work=5ms"; waiting.plain.URL != want {
-		t.Errorf("plain URL with wait %s, want %s", waiting.plain.URL, want)
+	waiting := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "backoff", nil, ld)
+	if want := "http://127.0.0.1:1/sale?lock=lua&wait=backoff&work=5ms"; waiting.plain[0].URL != want {
+		t.Errorf("plain URL with wait %s, want %s", waiting.plain[0].URL, want)
 	}
-	if want := "http://127.0.0.1:1/sale?fault=check-pause&lock=lua&pause=600ms&wait=notify&work=5ms"; waiting.armed.URL != want {
-		t.Errorf("armed URL with wait %s, want %s", waiting.armed.URL, want)
+	if want := "http://127.0.0.1:1/sale?fault=check-pause&lock=lua&pause=600ms&wait=notify&work=5ms"; waiting.armed[0].URL != want {
+		t.Errorf("armed URL with wait %s, want %s", waiting.armed[0].URL, want)
 	}
 }
 
@@ -110,7 +125,7 @@ func TestTargeterConcurrent(t *testing.T) {
 		fired.Add(1)
 		return nil
 	}}}
-	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "", ld)
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "", nil, ld)
 
 	var armed, plain atomic.Int64
 	var next atomic.Int64
@@ -148,7 +163,7 @@ func TestHookFiresAtItsHit(t *testing.T) {
 		fired <- struct{}{}
 		return nil
 	}}}}
-	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "redlock", "", ld)
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "redlock", "", nil, ld)
 	var tgt vegeta.Target
 	for i := range 4 {
 		tg.target(&tgt)

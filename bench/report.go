@@ -22,6 +22,7 @@ type Meta struct {
 	Requests    int       `json:"requests"`
 	Concurrency int       `json:"concurrency"`
 	Stock       int       `json:"stock"`
+	SKUs        int       `json:"skus,omitempty"`  // items each run spread over (0: the lab's one)
 	Host        string    `json:"host"`            // e.g. "2 cores, linux/amd64"
 	Notes       []string  `json:"notes,omitempty"` // free text, one item each
 }
@@ -39,6 +40,7 @@ func NewMeta(cfg Config, started time.Time) Meta {
 		Requests:    cfg.Requests,
 		Concurrency: cfg.Concurrency,
 		Stock:       cfg.Stock,
+		SKUs:        cfg.SKUs,
 		Host:        HostInfo(),
 	}
 }
@@ -91,15 +93,47 @@ func scenarioRows(rows []Row) bool {
 	return false
 }
 
+// itemRows reports whether some of rows were spread over items: then the
+// tables gain the items and the sales per cluster master.
+func itemRows(rows []Row) bool {
+	for _, r := range rows {
+		if len(r.Items) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// itemColumns: how many items a run spread over, and its 200s per Redis
+// Cluster master, in address order ("-" on one Redis).
+var itemColumns = []column{
+	{"items", true, func(r Row) string { return strconv.Itoa(max(len(r.Items), 1)) }},
+	{"ok per master", false, func(r Row) string {
+		if len(r.Masters) == 0 {
+			return "-"
+		}
+		var cells []string
+		for _, m := range slices.Sorted(maps.Keys(r.Masters)) {
+			cells = append(cells, strconv.Itoa(r.Masters[m]))
+		}
+		return strings.Join(cells, "/")
+	}},
+}
+
 // columnsFor returns the columns for rows: the plain ones, or for scenario
 // runs the scenario first and the stall and expected verdict before the
-// verdict, which stays last.
+// verdict, which stays last; runs spread over items add the items and
+// the sales per master after the endpoint.
 func columnsFor(rows []Row) []column {
+	plain := columns
+	if itemRows(rows) {
+		plain = slices.Concat(columns[:2], itemColumns, columns[2:])
+	}
 	if !scenarioRows(rows) {
-		return columns
+		return plain
 	}
 	cols := []column{{"scenario", false, func(r Row) string { return r.Scenario }}}
-	cols = append(cols, columns[:len(columns)-1]...)
+	cols = append(cols, plain[:len(plain)-1]...)
 	cols = append(cols,
 		column{"armed", false, func(r Row) string { return report.Counts(r.Armed) }},
 		column{"stall ms", true, func(r Row) string {
@@ -110,7 +144,7 @@ func columnsFor(rows []Row) []column {
 			return s
 		}},
 		column{"expected", false, func(r Row) string { return r.Expected }},
-		columns[len(columns)-1],
+		plain[len(plain)-1],
 	)
 	return cols
 }
@@ -235,6 +269,11 @@ const legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, re
 	"UNSERVED = no request got through the lock (no 200, no sold out): the run shows nothing about it; " +
 	"NOT RUN = the app cannot serve the lock here (its server is missing)."
 
+// itemLegend adds what runs spread over items show.
+const itemLegend = " items = how many items the run spread its requests over (sku=1..K, round robin), each judged on its own: " +
+	"the counters are their totals, and the verdict is SAFE only when every item's is; " +
+	"ok per master = the 200s per Redis Cluster master holding the items, in address order (- on one Redis)."
+
 // scenarioLegend adds what scenario runs show to legend.
 const scenarioLegend = legend + " stall ms = the longest time with no answer from inside the lock " +
 	"(a 200, or on /sale a 409 sold out) after the first fault of the run, or over the whole run when it has none; " +
@@ -248,10 +287,14 @@ const scenarioLegend = legend + " stall ms = the longest time with no answer fro
 // runs show when rows come from them. WriteMarkdown prints it under the
 // table; Compare and package suite under theirs.
 func LegendFor(rows []Row) string {
+	l := legend
 	if scenarioRows(rows) {
-		return scenarioLegend
+		l = scenarioLegend
 	}
-	return legend
+	if itemRows(rows) {
+		l += itemLegend
+	}
+	return l
 }
 
 // WriteMarkdown writes rows as a Markdown table, numbers right-aligned and
@@ -333,6 +376,10 @@ func (meta Meta) WriteList(w io.Writer) {
 	}
 	fmt.Fprintf(w, "- load: %d requests per run, %d concurrent (closed loop), stock reset to %d before each run\n",
 		meta.Requests, meta.Concurrency, meta.Stock)
+	if meta.SKUs > 0 {
+		fmt.Fprintf(w, "- items: each run spread over %d items (sku=1..%d, round robin), each with that stock, each judged on its own\n",
+			meta.SKUs, meta.SKUs)
+	}
 	if meta.Host != "" {
 		fmt.Fprintf(w, "- host: %s\n", meta.Host)
 	}

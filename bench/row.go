@@ -37,6 +37,13 @@ type Row struct {
 	Sold      int64 `json:"sold"`
 	Num       int64 `json:"num"`
 
+	// Items are the run's items, each judged on its own, when it was
+	// spread over several (Config.SKUs); the counters above are then
+	// their totals. Masters counts the 200s per Redis Cluster master of
+	// the items (none on one Redis).
+	Items   []ItemRow      `json:"items,omitempty"`
+	Masters map[string]int `json:"masters,omitempty"`
+
 	// Oversold and LostUpdates are computed by Judge.
 	Oversold    int64 `json:"oversold"`
 	LostUpdates int64 `json:"lost_updates"`

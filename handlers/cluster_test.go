@@ -103,3 +103,43 @@ func TestEveryRungOnACluster(t *testing.T) {
 		t.Errorf("commands per slot %v, want all in the item's slot %d", slots, item)
 	}
 }
+
+// TestItemsSpreadOverTheClusterMasters: items 1 to 9 hash to slots on
+// every master of a 3-master cluster; /stock names each item's master,
+// the sales of each item stay on its slot, and each item is exact.
+func TestItemsSpreadOverTheClusterMasters(t *testing.T) {
+	addrs := redistest.StartCluster(t)
+	guard := &redistest.SlotGuard{}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs[:1], MaxRetries: -1})
+	cc.AddHook(guard)
+	t.Cleanup(func() { cc.Close() })
+	ladder := lock.NewLadder(lock.Backends{Redis: cc}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
+		Retry: lock.FixedSleep(2 * time.Millisecond)}, lock.RedlockOptions{})
+	gin.SetMode(gin.TestMode)
+	e := &env{router: handlers.New(handlers.Config{Instance: "c-1", Inventory: inventory.New(cc), Ladder: ladder, MaxStock: 1000})}
+	mustDo(t, e, "POST", "/reset?stock=3&skus=9", 200)
+	masters := map[string]int{}
+	for _, sku := range inventory.SKUs(9) {
+		for range 2 {
+			mustDo(t, e, "POST", "/sale?lock=lua&sku="+sku, 200)
+		}
+		_, _, body := mustDo(t, e, "GET", "/stock?sku="+sku, 200)
+		if body["stock"] != 1.0 || body["sold"] != 2.0 {
+			t.Errorf("item %s: %v, want 1 left and 2 sold", sku, body)
+		}
+		m, _ := body["master"].(string)
+		if m == "" {
+			t.Fatalf("item %s: /stock names no master: %v", sku, body)
+		}
+		masters[m]++
+	}
+	if len(masters) != 3 {
+		t.Errorf("items per master %v: want all 3 masters to hold some", masters)
+	}
+	if crossed := guard.Crossed(); len(crossed) > 0 {
+		t.Errorf("%d commands named keys of two slots, e.g. %s", len(crossed), crossed[0])
+	}
+	if slots := guard.Slots(); len(slots) != 9 {
+		t.Errorf("commands in %d slots, want one slot per item (9): %v", len(slots), slots)
+	}
+}

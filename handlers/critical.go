@@ -30,8 +30,9 @@ type resource struct {
 	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error) // op, checked against a fencing token
 }
 
-func (h *handler) stockResource() resource {
-	inv, r := h.cfg.Inventory, resource{lockKey: inventory.StockLock, fenceKey: inventory.StockFence}
+func (h *handler) stockResource(sku string) resource {
+	inv := h.cfg.Inventory.Item(sku)
+	r := resource{lockKey: inv.Keys().StockLock, fenceKey: inv.Keys().StockFence}
 	r.op, r.atomic, r.fenced = inv.Sell, inv.SellAtomic, inv.SellFenced
 	if h.cfg.Optimistic != nil {
 		r.optimist = h.cfg.Optimistic.SellOptimistic
@@ -39,8 +40,9 @@ func (h *handler) stockResource() resource {
 	return r
 }
 
-func (h *handler) numResource() resource {
-	inv, r := h.cfg.Inventory, resource{lockKey: inventory.NumLock, fenceKey: inventory.NumFence}
+func (h *handler) numResource(sku string) resource {
+	inv := h.cfg.Inventory.Item(sku)
+	r := resource{lockKey: inv.Keys().NumLock, fenceKey: inv.Keys().NumFence}
 	r.op, r.atomic, r.fenced = inv.Incr, inv.IncrAtomic, inv.IncrFenced
 	if h.cfg.Optimistic != nil {
 		r.optimist = h.cfg.Optimistic.IncrOptimistic
@@ -54,7 +56,7 @@ func (h *handler) sale(c *gin.Context) {
 	if !ok {
 		return
 	}
-	remaining, err := h.critical(c, req, h.stockResource())
+	remaining, err := h.critical(c, req, h.stockResource(req.sku))
 	switch {
 	case errors.Is(err, inventory.ErrSoldOut):
 		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "remaining": 0,
@@ -75,7 +77,7 @@ func (h *handler) testLock(c *gin.Context) {
 	if !ok {
 		return
 	}
-	num, err := h.critical(c, req, h.numResource())
+	num, err := h.critical(c, req, h.numResource(req.sku))
 	switch {
 	case errors.Is(err, inventory.ErrStaleToken):
 		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "error": err.Error(),
@@ -95,6 +97,7 @@ type lockRequest struct {
 	wait    lock.WaitMode  // "" for the instance's default
 	try     *time.Duration // nil for the instance's wait bound
 	lease   time.Duration  // 0 for the instance's lease and watchdog
+	sku     string         // "" for the lab's item
 	plan    plan
 }
 
@@ -105,14 +108,14 @@ const (
 	maxLease = 60 * time.Second
 )
 
-// lockRequest parses ?lock=NAME, reenter=, wait=, try=, lease= and, on an
+// lockRequest parses ?lock=NAME, sku=, reenter=, wait=, try=, lease= and, on an
 // instance with faults enabled, the fault parameters.
 func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 	q, parsed := h.parseQuery(c)
 	if !parsed {
 		return lockRequest{}, false
 	}
-	allowed := []string{"lock", "reenter", "wait", "try", "lease"}
+	allowed := []string{"lock", "sku", "reenter", "wait", "try", "lease"}
 	if h.cfg.Faults != nil {
 		allowed = append(allowed, faultParams...)
 	} else {
@@ -130,6 +133,9 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 	var ok bool
 	var req lockRequest
 	if req.rung, req.locker, ok = h.rung(c, q); !ok {
+		return lockRequest{}, false
+	}
+	if req.sku, ok = h.sku(c, q, &req.rung); !ok {
 		return lockRequest{}, false
 	}
 	if v, has := q["reenter"]; has {

@@ -19,16 +19,10 @@ import (
 	"github.com/lockladder/lockladder/lock"
 )
 
-// Inventory is the state the handlers read and change.
+// Inventory is the state the handlers read and change: one store per
+// item (sku "" for the lab's item) in one Redis.
 type Inventory interface {
-	Sell(ctx context.Context, then ...inventory.Then) (int64, error)
-	SellAtomic(ctx context.Context) (int64, error)
-	Incr(ctx context.Context, then ...inventory.Then) (int64, error)
-	IncrAtomic(ctx context.Context) (int64, error)
-	SellFenced(ctx context.Context, fenceKey string, token int64, then ...inventory.Then) (int64, error)
-	IncrFenced(ctx context.Context, fenceKey string, token int64, then ...inventory.Then) (int64, error)
-	Snapshot(ctx context.Context) (inventory.Snapshot, error)
-	Reset(ctx context.Context, stock int64) error
+	Item(sku string) *inventory.Store
 	Ping(ctx context.Context) error
 }
 
@@ -63,6 +57,8 @@ type Config struct {
 	OpTimeout time.Duration
 	// MaxStock is the largest stock /reset accepts. Default 1,000,000.
 	MaxStock int64
+	// MaxSKUs is the most items /reset?skus=K sets. Default 1,000.
+	MaxSKUs int
 	// Sections records the critical sections this instance held, for
 	// GET /sections. Default: the latest 65,536.
 	Sections *contract.Recorder
@@ -86,6 +82,9 @@ func New(cfg Config) *gin.Engine {
 	}
 	if cfg.MaxStock <= 0 {
 		cfg.MaxStock = 1_000_000
+	}
+	if cfg.MaxSKUs <= 0 {
+		cfg.MaxSKUs = 1000
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -145,24 +144,32 @@ func (h *handler) recover(c *gin.Context) {
 	c.Next()
 }
 
-// stock reads the stock, sold and num of ?lock=NAME's store (Redis's
-// without lock=).
+// stock reads the stock, sold and num of item ?sku=ID (the lab's item
+// without it) in ?lock=NAME's store (Redis's without lock=).
 func (h *handler) stock(c *gin.Context) {
-	q, ok := h.query(c, "lock")
+	q, ok := h.query(c, "lock", "sku")
+	if !ok {
+		return
+	}
+	var rung *lock.Info
+	if q.Has("lock") {
+		r, _, ok := h.rung(c, q)
+		if !ok {
+			return
+		}
+		rung = &r
+	}
+	sku, ok := h.sku(c, q, rung)
 	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
-	snapshot := h.cfg.Inventory.Snapshot
-	if q.Has("lock") {
-		rung, _, ok := h.rung(c, q)
-		if !ok {
-			return
-		}
+	snapshot := h.cfg.Inventory.Item(sku).Snapshot
+	if rung != nil {
 		if rung.Store == lock.StoreMariaDB {
 			if h.cfg.Optimistic == nil {
-				h.serverMissing(c, rung, rung.Unavailable)
+				h.serverMissing(c, *rung, rung.Unavailable)
 				return
 			}
 			snapshot = h.cfg.Optimistic.Snapshot
@@ -176,10 +183,11 @@ func (h *handler) stock(c *gin.Context) {
 	c.JSON(http.StatusOK, s)
 }
 
-// reset sets the stock and zeroes sold and num in every store: Redis's,
-// and the database's when the instance has one.
+// reset sets the stock and zeroes sold and num: of the lab's item in
+// every store (Redis's, and the database's when the instance has one); or
+// of item ?sku=ID; or of items "1" to "K" with ?skus=K.
 func (h *handler) reset(c *gin.Context) {
-	q, ok := h.query(c, "stock")
+	q, ok := h.query(c, "stock", "sku", "skus")
 	if !ok {
 		return
 	}
@@ -188,17 +196,43 @@ func (h *handler) reset(c *gin.Context) {
 		h.badRequest(c, "stock: "+err.Error())
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
-	defer cancel()
-	if err := h.cfg.Inventory.Reset(ctx, stock); err != nil {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error(), "reason": contract.ReasonUnavailable})
+	sku, ok := h.sku(c, q, nil)
+	if !ok {
 		return
 	}
-	if h.cfg.Optimistic != nil {
+	skus := []string{sku}
+	if q.Has("skus") {
+		if q.Has("sku") {
+			h.badRequest(c, "give sku= (one item) or skus= (items 1 to K), not both")
+			return
+		}
+		k, err := parseCount(q.Get("skus"), int64(h.cfg.MaxSKUs))
+		if err == nil && k == 0 {
+			err = fmt.Errorf("0 is out of range [1, %d]", h.cfg.MaxSKUs)
+		}
+		if err != nil {
+			h.badRequest(c, "skus: "+err.Error())
+			return
+		}
+		skus = inventory.SKUs(int(k))
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
+	defer cancel()
+	for _, sku := range skus {
+		if err := h.cfg.Inventory.Item(sku).Reset(ctx, stock); err != nil {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error(), "reason": contract.ReasonUnavailable})
+			return
+		}
+	}
+	if h.cfg.Optimistic != nil && skus[0] == "" {
 		if err := h.cfg.Optimistic.Reset(ctx, stock); err != nil {
 			c.JSON(http.StatusServiceUnavailable, gin.H{"error": "mariadb: " + err.Error(), "reason": contract.ReasonUnavailable})
 			return
 		}
+	}
+	if q.Has("skus") {
+		c.JSON(http.StatusOK, gin.H{"stock": stock, "sold": 0, "num": 0, "skus": len(skus)})
+		return
 	}
 	c.JSON(http.StatusOK, inventory.Snapshot{Stock: stock})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
 
@@ -67,6 +68,24 @@ func (h *handler) rung(c *gin.Context, q url.Values) (lock.Info, lock.Locker, bo
 		return lock.Info{}, nil, false
 	}
 	return rung, locker, true
+}
+
+// sku parses ?sku=ID ("" without it) for rung (nil: no rung named):
+// db-optimistic's table keeps the lab's one item.
+func (h *handler) sku(c *gin.Context, q url.Values, rung *lock.Info) (string, bool) {
+	if !q.Has("sku") {
+		return "", true
+	}
+	sku := q.Get("sku")
+	if err := inventory.ParseSKU(sku); err != nil {
+		h.badRequest(c, "sku: "+err.Error())
+		return "", false
+	}
+	if rung != nil && rung.Store == lock.StoreMariaDB {
+		h.badRequest(c, fmt.Sprintf("sku= does not apply to lock %q: its table in MariaDB keeps the lab's one item", rung.Name))
+		return "", false
+	}
+	return sku, true
 }
 
 func (h *handler) badRequest(c *gin.Context, msg string) {

@@ -17,8 +17,10 @@ import (
 // so that Reset forgets both at once: a Reset that restarted the counter
 // but kept the highest token seen would make every later token stale.
 const (
-	StockFence = StockLock + ":fence:max"
-	NumFence   = NumLock + ":fence:max"
+	StockFence = StockLock + fenceSuffix
+	NumFence   = NumLock + fenceSuffix
+
+	fenceSuffix = ":fence:max"
 )
 
 // ErrStaleToken means a fencing token lower than the highest already seen
@@ -55,7 +57,7 @@ var (
 // The write script also INCRs sold, so sold counts accepted sales only. It
 // is not idempotent: the client should not retry it after a timeout.
 func (s *Store) SellFenced(ctx context.Context, fenceKey string, token int64, then ...Then) (int64, error) {
-	n, err := s.readFenced(ctx, fenceKey, KeyStock, token)
+	n, err := s.readFenced(ctx, fenceKey, s.it.Stock, token)
 	if err != nil {
 		return 0, err
 	}
@@ -63,7 +65,7 @@ func (s *Store) SellFenced(ctx context.Context, fenceKey string, token int64, th
 		return 0, ErrSoldOut
 	}
 	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
-	if err := s.writeFenced(ctx, fenceKey, token, KeyStock, n-1, KeySold, then); err != nil {
+	if err := s.writeFenced(ctx, fenceKey, token, s.it.Stock, n-1, s.it.Sold, then); err != nil {
 		return 0, err
 	}
 	return n - 1, nil
@@ -73,12 +75,12 @@ func (s *Store) SellFenced(ctx context.Context, fenceKey string, token int64, th
 // steps checked against the fencing token as in SellFenced (fenceKey:
 // NumFence). It returns the new num, or ErrStaleToken.
 func (s *Store) IncrFenced(ctx context.Context, fenceKey string, token int64, then ...Then) (int64, error) {
-	n, err := s.readFenced(ctx, fenceKey, KeyNum, token)
+	n, err := s.readFenced(ctx, fenceKey, s.it.Num, token)
 	if err != nil {
 		return 0, err
 	}
 	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
-	if err := s.writeFenced(ctx, fenceKey, token, KeyNum, n+1, "", then); err != nil {
+	if err := s.writeFenced(ctx, fenceKey, token, s.it.Num, n+1, "", then); err != nil {
 		return 0, err
 	}
 	return n + 1, nil

@@ -40,6 +40,63 @@ const (
 	NumLock   = LockPrefix + ItemTag + ":num"
 )
 
+// Item is one item's keys. The lab's item (sku "") has the keys above;
+// another item, sku=ID, has the same keys under its own hash tag,
+// {item:ID}, so that each item's keys share a slot and different items
+// spread over a cluster's masters.
+type Item struct {
+	SKU        string // "" for the lab's item
+	Tag        string // {item} or {item:ID}
+	Stock      string
+	Sold       string
+	Num        string
+	StockLock  string
+	NumLock    string
+	StockFence string // the highest fencing token seen on the stock (see SellFenced)
+	NumFence   string
+}
+
+// MaxSKULen bounds an item's ID.
+const MaxSKULen = 40
+
+// ItemOf returns the keys of item sku ("" for the lab's item). It does
+// not check sku: ParseSKU does.
+func ItemOf(sku string) Item {
+	tag := ItemTag
+	if sku != "" {
+		tag = "{item:" + sku + "}"
+	}
+	stockLock, numLock := LockPrefix+tag+":stock", LockPrefix+tag+":num"
+	return Item{SKU: sku, Tag: tag, Stock: tag + ":stock", Sold: tag + ":sold", Num: tag + ":num",
+		StockLock: stockLock, NumLock: numLock, StockFence: stockLock + fenceSuffix, NumFence: numLock + fenceSuffix}
+}
+
+// ParseSKU checks an item's ID: 1 to MaxSKULen letters, digits, '-' or '_'
+// (no braces: the ID goes into a hash tag).
+func ParseSKU(sku string) error {
+	if sku == "" || len(sku) > MaxSKULen {
+		return fmt.Errorf("an item's ID has 1 to %d characters, got %d", MaxSKULen, len(sku))
+	}
+	for _, r := range sku {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9', r == '-', r == '_':
+		default:
+			return fmt.Errorf("an item's ID has only letters, digits, '-' and '_', got %q", sku)
+		}
+	}
+	return nil
+}
+
+// SKUs names the K items that /reset?skus=K sets and bench -skus K
+// sells: "1" to "K".
+func SKUs(k int) []string {
+	out := make([]string, k)
+	for i := range out {
+		out[i] = strconv.Itoa(i + 1)
+	}
+	return out
+}
+
 // ErrSoldOut means there was no stock left to sell.
 var ErrSoldOut = errors.New("inventory: sold out")
 
@@ -48,19 +105,30 @@ var sellAtomicSrc string
 
 var sellAtomic = redis.NewScript(sellAtomicSrc)
 
-// Store is the inventory in one Redis.
+// Store is one item's inventory in Redis.
 type Store struct {
 	rdb redis.Cmdable
+	it  Item
 }
 
-// New returns a Store over rdb.
-func New(rdb redis.Cmdable) *Store { return &Store{rdb: rdb} }
+// New returns the Store of the lab's item over rdb.
+func New(rdb redis.Cmdable) *Store { return &Store{rdb: rdb, it: ItemOf("")} }
+
+// Item returns the Store of item sku over the same Redis ("" for the
+// lab's item).
+func (s *Store) Item(sku string) *Store { return &Store{rdb: s.rdb, it: ItemOf(sku)} }
+
+// Keys are the store's item's keys.
+func (s *Store) Keys() Item { return s.it }
 
 // Snapshot is the state read back after a run.
 type Snapshot struct {
 	Stock int64 `json:"stock"`
 	Sold  int64 `json:"sold"`
 	Num   int64 `json:"num"`
+	// Master is the address of the Redis Cluster master that holds the
+	// item's slot; empty on one Redis.
+	Master string `json:"master,omitempty"`
 }
 
 // Then queues commands to run right behind an operation's last write, in
@@ -79,7 +147,7 @@ type Then func(p redis.Pipeliner)
 // them: the read-modify-write keeps its gap between GET and SET, which is
 // the lesson, and pays one round trip for its writes instead of two.
 func (s *Store) Sell(ctx context.Context, then ...Then) (int64, error) {
-	n, err := s.get(ctx, KeyStock)
+	n, err := s.get(ctx, s.it.Stock)
 	if err != nil {
 		return 0, err
 	}
@@ -90,18 +158,18 @@ func (s *Store) Sell(ctx context.Context, then ...Then) (int64, error) {
 	var set *redis.StatusCmd
 	var incr *redis.IntCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		set = p.Set(ctx, KeyStock, n-1, 0)
-		incr = p.Incr(ctx, KeySold)
+		set = p.Set(ctx, s.it.Stock, n-1, 0)
+		incr = p.Incr(ctx, s.it.Sold)
 		for _, f := range then {
 			f(p)
 		}
 		return nil
 	})
 	if err := set.Err(); err != nil {
-		return 0, fmt.Errorf("inventory: SET %s: %w", KeyStock, err)
+		return 0, fmt.Errorf("inventory: SET %s: %w", s.it.Stock, err)
 	}
 	if err := incr.Err(); err != nil {
-		return 0, fmt.Errorf("inventory: INCR %s: %w", KeySold, err)
+		return 0, fmt.Errorf("inventory: INCR %s: %w", s.it.Sold, err)
 	}
 	return n - 1, nil
 }
@@ -109,21 +177,21 @@ func (s *Store) Sell(ctx context.Context, then ...Then) (int64, error) {
 // Incr adds one to num the non-atomic way: GET num, SET num+1 (with any
 // Thens behind the SET).
 func (s *Store) Incr(ctx context.Context, then ...Then) (int64, error) {
-	n, err := s.get(ctx, KeyNum)
+	n, err := s.get(ctx, s.it.Num)
 	if err != nil {
 		return 0, err
 	}
 	fault.Inject(ctx, fault.Business)
 	var set *redis.StatusCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		set = p.Set(ctx, KeyNum, n+1, 0)
+		set = p.Set(ctx, s.it.Num, n+1, 0)
 		for _, f := range then {
 			f(p)
 		}
 		return nil
 	})
 	if err := set.Err(); err != nil {
-		return 0, fmt.Errorf("inventory: SET %s: %w", KeyNum, err)
+		return 0, fmt.Errorf("inventory: SET %s: %w", s.it.Num, err)
 	}
 	return n + 1, nil
 }
@@ -132,7 +200,7 @@ func (s *Store) Incr(ctx context.Context, then ...Then) (int64, error) {
 // count cannot interleave with anyone. It returns the stock left, or
 // ErrSoldOut.
 func (s *Store) SellAtomic(ctx context.Context) (int64, error) {
-	n, err := sellAtomic.Run(ctx, s.rdb, []string{KeyStock, KeySold}).Int64()
+	n, err := sellAtomic.Run(ctx, s.rdb, []string{s.it.Stock, s.it.Sold}).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("inventory: sell script: %w", err)
 	}
@@ -144,16 +212,16 @@ func (s *Store) SellAtomic(ctx context.Context) (int64, error) {
 
 // IncrAtomic adds one to num with INCR, which Redis runs atomically.
 func (s *Store) IncrAtomic(ctx context.Context) (int64, error) {
-	n, err := s.rdb.Incr(ctx, KeyNum).Result()
+	n, err := s.rdb.Incr(ctx, s.it.Num).Result()
 	if err != nil {
-		return 0, fmt.Errorf("inventory: INCR %s: %w", KeyNum, err)
+		return 0, fmt.Errorf("inventory: INCR %s: %w", s.it.Num, err)
 	}
 	return n, nil
 }
 
 // Snapshot reads stock, sold and num in one MGET.
 func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
-	vals, err := s.rdb.MGet(ctx, KeyStock, KeySold, KeyNum).Result()
+	vals, err := s.rdb.MGet(ctx, s.it.Stock, s.it.Sold, s.it.Num).Result()
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("inventory: MGET: %w", err)
 	}
@@ -167,21 +235,29 @@ func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 			return Snapshot{}, fmt.Errorf("inventory: key %d holds %q, not an integer", i, str)
 		}
 	}
-	return Snapshot{Stock: out[0], Sold: out[1], Num: out[2]}, nil
+	snap := Snapshot{Stock: out[0], Sold: out[1], Num: out[2]}
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, s.it.Stock)
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("inventory: the master of %s: %w", s.it.Stock, err)
+		}
+		snap.Master = m.Options().Addr
+	}
+	return snap, nil
 }
 
-// Reset sets the stock, zeroes sold and num, and deletes the item's lock keys, so
-// that no lock from an earlier run survives into the next.
+// Reset sets the item's stock, zeroes its sold and num, and deletes its
+// lock keys, so that no lock from an earlier run survives into the next.
 func (s *Store) Reset(ctx context.Context, stock int64) error {
 	// Only the item's lock keys: they share its slot, so the whole reset
 	// is one transaction on one node, on a cluster too.
-	pattern := LockPrefix + ItemTag + "*"
+	pattern := LockPrefix + s.it.Tag + "*"
 	var scan redis.Cmdable = s.rdb
 	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
 		// SCAN walks one node: the one that holds the item's slot.
-		m, err := cc.MasterForKey(ctx, KeyStock)
+		m, err := cc.MasterForKey(ctx, s.it.Stock)
 		if err != nil {
-			return fmt.Errorf("inventory: the master of %s: %w", KeyStock, err)
+			return fmt.Errorf("inventory: the master of %s: %w", s.it.Stock, err)
 		}
 		scan = m
 	}
@@ -194,9 +270,9 @@ func (s *Store) Reset(ctx context.Context, stock int64) error {
 		return fmt.Errorf("inventory: SCAN %s: %w", pattern, err)
 	}
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, KeyStock, stock, 0)
-		p.Set(ctx, KeySold, 0, 0)
-		p.Set(ctx, KeyNum, 0, 0)
+		p.Set(ctx, s.it.Stock, stock, 0)
+		p.Set(ctx, s.it.Sold, 0, 0)
+		p.Set(ctx, s.it.Num, 0, 0)
 		if len(locks) > 0 {
 			p.Del(ctx, locks...)
 		}

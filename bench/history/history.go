@@ -55,9 +55,12 @@ type Op struct {
 	Call   int64 `json:"call"`
 	Return int64 `json:"return"`
 	// Instance is the X-Instance that answered ("" when none did).
-	Instance string  `json:"instance,omitempty"`
-	Code     int     `json:"code"`
-	Outcome  Outcome `json:"outcome"`
+	Instance string `json:"instance,omitempty"`
+	// Item is the item the request was for (its sku=; "" for the lab's
+	// item). Check takes the operations of one item.
+	Item    string  `json:"item,omitempty"`
+	Code    int     `json:"code"`
+	Outcome Outcome `json:"outcome"`
 	// Value is the stock left after an applied sale, or num after an
 	// applied increment.
 	Value int64 `json:"value,omitempty"`

@@ -131,6 +131,7 @@ func benchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 	fs.IntVar(&o.Config.Requests, "n", bench.DefaultRequests, "requests per run (ab -n)")
 	fs.IntVar(&o.Config.Concurrency, "c", bench.DefaultConcurrency, "concurrent closed-loop workers (ab -c)")
 	fs.IntVar(&o.Config.Stock, "stock", bench.DefaultStock, "stock set before each run")
+	fs.IntVar(&o.Config.SKUs, "skus", 0, "spread each run over items 1..K (sku=), each with -stock and judged on its own (default 0: the lab's one item)")
 	fs.DurationVar(&o.Config.Timeout, "timeout", bench.DefaultTimeout, "timeout of each request")
 	fs.StringVar(&o.Config.Wait, "wait", "", "how requests wait for a busy lock, sent to every lock that takes it: queue, fixed (the articles' sleep), backoff, notify, relay or cohort (redlock) (default: each lock's own, or the app's -wait)")
 	fs.StringVar(&o.Out, "out", repoPath("results"), "folder for the JSON and Markdown reports")
@@ -140,6 +141,9 @@ func benchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 		if o.Config.Requests < 1 || o.Config.Concurrency < 1 || o.Config.Stock < 1 {
 			return o, fmt.Errorf("-n, -c and -stock must be at least 1 (got %d, %d, %d)",
 				o.Config.Requests, o.Config.Concurrency, o.Config.Stock)
+		}
+		if o.Config.SKUs < 0 || o.Config.SKUs > bench.MaxSKUs || o.Config.SKUs > o.Config.Requests {
+			return o, fmt.Errorf("-skus must be in [0, %d] and at most -n (got %d with -n %d)", bench.MaxSKUs, o.Config.SKUs, o.Config.Requests)
 		}
 		if o.Config.Wait != "" {
 			if _, err := lock.ParseWaitMode(o.Config.Wait); err != nil {

@@ -70,6 +70,9 @@ func TestBadFlags(t *testing.T) {
 		{"-stock", "0"},
 		{"-n", "many"},
 		{"-wait", "spin"},
+		{"-skus", "-1"},
+		{"-skus", "1001"},
+		{"-n", "10", "-skus", "11"},
 	} {
 		if _, _, err := parse(t, args...); err == nil {
 			t.Errorf("%v: no error", args)
