@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -71,12 +72,14 @@ const keyspacePattern = "__keyspace@*__:*"
 type Notifier struct {
 	sub      Subscriber
 	fallback time.Duration
-	channel  string // fair's handoffs
+	channel  string   // fair's handoffs
+	anchors  []string // NotifierOptions.Anchors
 
 	startOnce sync.Once
-	ps        *redis.PubSub
-	ready     chan struct{} // closed once the subscription is confirmed
-	stopped   chan struct{} // closed when the dispatch goroutine returned
+	subs      []*redis.PubSub // the channel's, then one per anchor
+	ready     chan struct{}   // closed once every subscription is confirmed
+	pending   int             // subscriptions not confirmed yet (under mu)
+	stopped   chan struct{}   // closed when the dispatch goroutines returned
 	stop      context.CancelFunc
 
 	mu      sync.Mutex
@@ -99,6 +102,14 @@ type NotifierOptions struct {
 	// new master after a failover. (A handoff's PUBLISH reaches every
 	// node.)
 	Channel string
+	// Anchors are more channels to subscribe to, each on a connection of
+	// its own, that nobody publishes on: on a Redis Cluster, whose
+	// keyspace events are each node's own, one channel whose hash tag is
+	// in the slots of each master but the Channel's (AnchorTag finds
+	// them), so that the deletions of lock keys on every master, the keys
+	// of every item, reach the waiters, and each subscription follows its
+	// slots to a new master after a failover.
+	Anchors []string
 }
 
 // NewNotifier returns a Notifier over sub. It subscribes on first use;
@@ -114,6 +125,7 @@ func NewNotifier(sub Subscriber, o NotifierOptions) *Notifier {
 		sub:      sub,
 		fallback: o.Fallback,
 		channel:  o.Channel,
+		anchors:  o.Anchors,
 		ready:    make(chan struct{}),
 		stopped:  make(chan struct{}),
 		byKey:    make(map[string][]*notifyWaiter),
@@ -129,9 +141,11 @@ func (n *Notifier) Close() error {
 	n.mu.Unlock()
 	var err error
 	n.startOnce.Do(func() { close(n.stopped) }) // never started
-	if n.ps != nil {
+	if n.subs != nil {
 		n.stop()
-		err = n.ps.Close()
+		for _, ps := range n.subs {
+			err = errors.Join(err, ps.Close())
+		}
 		<-n.stopped
 	}
 	return err
@@ -155,24 +169,44 @@ func (n *Notifier) start() {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		n.stop = cancel
-		n.ps = n.sub.Subscribe(ctx, n.channel)
-		go n.run(ctx)
+		var wg sync.WaitGroup
+		n.pending = 1 + len(n.anchors)
+		// Each anchor's connection hears the handoffs too: a handoff is
+		// published on the item's master, and heard there at once, not
+		// after a trip over the cluster bus to the channel's own node
+		// (which Nagle's algorithm on the bus's links can hold for 40ms:
+		// fair on a cluster ran at a third of its speed for the items
+		// away from the channel's node). The bus's copy comes later and
+		// finds its waiter gone.
+		for i, ch := range append([]string{n.channel}, n.anchors...) {
+			channels := []string{ch}
+			if i > 0 {
+				channels = append(channels, n.channel)
+			}
+			ps := n.sub.Subscribe(ctx, channels...)
+			n.subs = append(n.subs, ps)
+			wg.Go(func() { n.run(ctx, ps, len(channels)+1) })
+		}
+		go func() {
+			wg.Wait()
+			close(n.stopped)
+		}()
 	})
 }
 
-// run subscribes to the keyspace pattern too, waits for both
-// confirmations, then dispatches every message. It reads the connection
+// run subscribes ps to the keyspace pattern too, waits for its want
+// confirmations (the channels and the pattern), then dispatches every
+// message. It reads the connection
 // itself rather than through go-redis's Channel, which would add a
 // goroutine hop to every wake-up; after an error the next read reconnects
 // and resubscribes.
-func (n *Notifier) run(ctx context.Context) {
-	defer close(n.stopped)
-	if err := n.ps.PSubscribe(ctx, keyspacePattern); err != nil && ctx.Err() != nil {
+func (n *Notifier) run(ctx context.Context, ps *redis.PubSub, want int) {
+	if err := ps.PSubscribe(ctx, keyspacePattern); err != nil && ctx.Err() != nil {
 		return
 	}
 	confirmed := 0
 	for {
-		msg, err := n.ps.Receive(ctx)
+		msg, err := ps.Receive(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -182,8 +216,12 @@ func (n *Notifier) run(ctx context.Context) {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if confirmed++; confirmed == 2 {
-				close(n.ready)
+			if confirmed++; confirmed == want {
+				n.mu.Lock()
+				if n.pending--; n.pending == 0 {
+					close(n.ready)
+				}
+				n.mu.Unlock()
 			}
 		case *redis.Message:
 			if m.Channel == n.channel {

@@ -123,7 +123,14 @@ func run() error {
 		}
 		// The announcements subscription goes to the item's master, and
 		// follows its slot after a failover (NotifierOptions.Channel).
-		notifyOpt.Channel = "lockladder:handoff:" + inventory.ItemTag
+		// The other items' lock keys live on the other masters, whose
+		// keyspace events are theirs alone: one subscription each.
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		notifyOpt, err = lock.ClusterNotifierOptions(ctx, cc, inventory.ItemTag)
+		cancel()
+		if err != nil {
+			log.Warn("keyspace events of the other masters off: their items' notify waiters fall back to their tick", "server", where, "err", err)
+		}
 	} else {
 		c := newClient(*redisAddr, *redisRetries)
 		defer c.Close()

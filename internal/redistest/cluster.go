@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/internal/hashslot"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -172,25 +173,5 @@ func cmdKeys(cmd redis.Cmder) []string {
 	return []string{str(args[1])}
 }
 
-// Slot is the Redis Cluster hash slot of key: CRC16 (XMODEM) of its hash
-// tag, the part between the first { and the next }, if not empty, or of
-// the whole key, modulo 16384.
-func Slot(key string) int {
-	if s := strings.IndexByte(key, '{'); s >= 0 {
-		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
-			key = key[s+1 : s+1+e]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
-}
+// Slot is the Redis Cluster hash slot of key.
+func Slot(key string) int { return hashslot.Of(key) }

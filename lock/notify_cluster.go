@@ -1,0 +1,45 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/internal/hashslot"
+)
+
+// ClusterNotifierOptions are the NotifierOptions for a Notifier over a
+// Redis Cluster client: the handoff channel carries tag, the hash tag of
+// the lab's item (its subscription lives on the item's master and follows
+// it), and one anchor channel lands on each other master. A cluster's
+// keyspace events are each node's own: without a subscription on every
+// master, the waiters of the items whose keys live elsewhere would hear
+// no release and wait for their tick. The masters are those of the slot
+// map now; a master added later is not heard.
+func ClusterNotifierOptions(ctx context.Context, cc *redis.ClusterClient, tag string) (NotifierOptions, error) {
+	o := NotifierOptions{Channel: handoffChannel + ":" + tag}
+	slots, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		return o, fmt.Errorf("lock: CLUSTER SLOTS: %w", err)
+	}
+	own := hashslot.Of(o.Channel)
+	seen := map[string]bool{} // masters by node ID
+	for _, s := range slots {
+		if len(s.Nodes) > 0 && own >= s.Start && own <= s.End {
+			seen[s.Nodes[0].ID] = true
+		}
+	}
+	for _, s := range slots {
+		if len(s.Nodes) == 0 || seen[s.Nodes[0].ID] {
+			continue
+		}
+		seen[s.Nodes[0].ID] = true
+		anchor, ok := hashslot.TagIn("anchor", s.Start, s.End)
+		if !ok {
+			return o, fmt.Errorf("lock: no hash tag in slots %d-%d", s.Start, s.End)
+		}
+		o.Anchors = append(o.Anchors, "lockladder:keyspace:"+anchor)
+	}
+	return o, nil
+}
