@@ -23,7 +23,7 @@ func TestChaos(t *testing.T) {
 	ss := &stacks{t: t}
 	start := time.Now()
 	rows, err := suite.RunChaos(ctx, suite.ChaosConfig{
-		Faults:   []int{1, 2, 3, 4, 6, 7},
+		Faults:   []int{1, 2, 3, 4, 6, 7, 8},
 		Locks:    []string{"lua"},
 		Requests: 300, Concurrency: 20, Stock: 100,
 		Repeats:     2,
@@ -43,9 +43,9 @@ func TestChaos(t *testing.T) {
 
 	// kill, kill under load, drain, redis-stop (lua); retry trap x2;
 	// partition x3; repeats: kill, drain, redis-stop (lua) and partition
-	// (redlock).
-	if len(rows) != 2+1+1+2+3+4 {
-		t.Fatalf("%d rows, want 13", len(rows))
+	// (redlock); the cluster failover (lua).
+	if len(rows) != 2+1+1+2+3+4+1 {
+		t.Fatalf("%d rows, want 14", len(rows))
 	}
 	for _, r := range rows {
 		if !r.Pass {

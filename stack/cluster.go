@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockladder/lockladder/internal/hashslot"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -58,6 +59,9 @@ func newCluster(bin, host string, base, masters int, dir string, lg *logger) (*c
 			// measures what a failover loses, it does not prevent it.
 			"--cluster-replica-validity-factor", "0",
 			"--cluster-require-full-coverage", "yes",
+			// A replica's first sync starts at once, not after the
+			// default 5s wait for more replicas to share it.
+			"--repl-diskless-sync-delay", "0",
 		}
 		c.nodes, c.confs = append(c.nodes, r), append(c.confs, conf)
 	}
@@ -130,6 +134,19 @@ func (c *cluster) ready(ctx context.Context) error {
 	}
 	for i, cl := range clients {
 		if err := poll(ctx, func() error { return clusterOK(ctx, cl, len(c.nodes)) }); err != nil {
+			return fmt.Errorf("stack: cluster: %s: %w", c.nodes[i].addr(), err)
+		}
+	}
+	// Each master streams its writes to its replica before the apps
+	// write anything: one write in its slots, which its replica then
+	// acknowledges.
+	for i, cl := range clients[:c.masters] {
+		lo, hi := i*clusterSlots/c.masters, (i+1)*clusterSlots/c.masters-1
+		tag, _ := hashslot.TagIn("stack", lo, hi)
+		if err := cl.Set(ctx, tag+":ready", 1, 0).Err(); err != nil {
+			return fmt.Errorf("stack: cluster: %s: SET %s:ready: %w", c.nodes[i].addr(), tag, err)
+		}
+		if err := poll(ctx, func() error { return streaming(ctx, cl) }); err != nil {
 			return fmt.Errorf("stack: cluster: %s: %w", c.nodes[i].addr(), err)
 		}
 	}

@@ -60,7 +60,7 @@ func runChaos(ctx context.Context, args []string) error {
 	fs := newFlags("chaos", "The fault suite: kill, drain, Redis stop, retry trap, failover, partition, random repeats,\n"+
 		"each fault on a fresh stack on free ports; a table of figures and results/chaos-*.{json,md}.")
 	verbose := fs.Bool("v", false, "show each stack's log (starts, crashes, restarts, masters)")
-	faults := fs.String("faults", "", "comma-separated fault numbers, 1 to 8 (default 1 to 7; 8, the Redis Cluster failover, only when named)")
+	faults := fs.String("faults", "", "comma-separated fault numbers, 1 to 8 (default all)")
 	repeats := fs.Int("repeats", suite.DefaultRepeats, "runs of each schedule in fault 7")
 	trials := fs.Int("trials", suite.DefaultTrials, "failover trials per lock in fault 5")
 	seed := fs.Uint64("seed", 0, "seed of fault 7's random timing (default: from the clock, printed)")
