@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
 
@@ -22,7 +23,7 @@ const (
 )
 
 // MaxSKUs is the most items a run spreads over: the app's /reset bound.
-const MaxSKUs = 1000
+const MaxSKUs = inventory.MaxSKUs
 
 // defaultCheckTimeout is Config.CheckTimeout's default.
 const defaultCheckTimeout = 10 * time.Second

@@ -3,10 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/lockladder/lockladder/bench/history"
+	"github.com/lockladder/lockladder/inventory"
 )
 
 // ItemRow is one item's part of a run spread over items (Config.SKUs),
@@ -35,11 +35,7 @@ func (h *harness) skus() []string {
 	if h.cfg.SKUs == 0 {
 		return nil
 	}
-	out := make([]string, h.cfg.SKUs)
-	for i := range out {
-		out[i] = strconv.Itoa(i + 1) // as the app's /reset?skus=K names them
-	}
-	return out
+	return inventory.SKUs(h.cfg.SKUs) // as the app's /reset?skus=K names them
 }
 
 // judgeItems judges a run spread over items, item by item: each item's
@@ -70,13 +66,10 @@ func (h *harness) judgeItems(ctx context.Context, row *Row, ops []history.Op, si
 			Initial: perItem, Remaining: *c.Stock, Sold: *c.Sold, Num: *c.Num, Codes: map[string]int{}}
 		for _, op := range byItem[sku] {
 			sub.Requests++
-			switch op.Code {
-			case 200:
+			if op.Code == 200 {
 				sub.OK++
-			case 0:
-				sub.Codes["error"]++
-			default:
-				sub.Codes[strconv.Itoa(op.Code)]++
+			} else {
+				sub.Codes[codeKey(uint16(op.Code))]++
 			}
 		}
 		if err := h.checkHistory(&sub, byItem[sku]); err != nil {

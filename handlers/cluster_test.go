@@ -34,7 +34,11 @@ func TestEveryRungOnACluster(t *testing.T) {
 	ctx := context.Background()
 	// As the app does: the announcements come over the cluster client,
 	// from the item's master (the channel carries the item's tag).
-	n := lock.NewNotifier(cc, lock.NotifierOptions{Channel: "lockladder:handoff:" + inventory.ItemTag})
+	no, err := lock.ClusterNotifierOptions(ctx, cc, inventory.ItemTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := lock.NewNotifier(cc, no)
 	t.Cleanup(func() { n.Close() })
 	ladder := lock.NewLadder(lock.Backends{Redis: cc}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
 		Retry: lock.FixedSleep(2 * time.Millisecond), Notifier: n}, lock.RedlockOptions{})

@@ -32,7 +32,8 @@ type resource struct {
 
 func (h *handler) stockResource(sku string) resource {
 	inv := h.cfg.Inventory.Item(sku)
-	r := resource{lockKey: inv.Keys().StockLock, fenceKey: inv.Keys().StockFence}
+	k := inv.Keys()
+	r := resource{lockKey: k.StockLock, fenceKey: k.StockFence}
 	r.op, r.atomic, r.fenced = inv.Sell, inv.SellAtomic, inv.SellFenced
 	if h.cfg.Optimistic != nil {
 		r.optimist = h.cfg.Optimistic.SellOptimistic
@@ -42,7 +43,8 @@ func (h *handler) stockResource(sku string) resource {
 
 func (h *handler) numResource(sku string) resource {
 	inv := h.cfg.Inventory.Item(sku)
-	r := resource{lockKey: inv.Keys().NumLock, fenceKey: inv.Keys().NumFence}
+	k := inv.Keys()
+	r := resource{lockKey: k.NumLock, fenceKey: k.NumFence}
 	r.op, r.atomic, r.fenced = inv.Incr, inv.IncrAtomic, inv.IncrFenced
 	if h.cfg.Optimistic != nil {
 		r.optimist = h.cfg.Optimistic.IncrOptimistic

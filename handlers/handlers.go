@@ -57,7 +57,8 @@ type Config struct {
 	OpTimeout time.Duration
 	// MaxStock is the largest stock /reset accepts. Default 1,000,000.
 	MaxStock int64
-	// MaxSKUs is the most items /reset?skus=K sets. Default 1,000.
+	// MaxSKUs is the most items /reset?skus=K sets. Default
+	// inventory.MaxSKUs.
 	MaxSKUs int
 	// Sections records the critical sections this instance held, for
 	// GET /sections. Default: the latest 65,536.
@@ -84,7 +85,7 @@ func New(cfg Config) *gin.Engine {
 		cfg.MaxStock = 1_000_000
 	}
 	if cfg.MaxSKUs <= 0 {
-		cfg.MaxSKUs = 1000
+		cfg.MaxSKUs = inventory.MaxSKUs
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)

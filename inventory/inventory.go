@@ -56,8 +56,12 @@ type Item struct {
 	NumFence   string
 }
 
-// MaxSKULen bounds an item's ID.
-const MaxSKULen = 40
+// MaxSKULen bounds an item's ID; MaxSKUs, the items /reset?skus=K sets
+// and bench -skus K spreads over.
+const (
+	MaxSKULen = 40
+	MaxSKUs   = 1000
+)
 
 // ItemOf returns the keys of item sku ("" for the lab's item). It does
 // not check sku: ParseSKU does.
@@ -111,12 +115,25 @@ type Store struct {
 	it  Item
 }
 
+// labItem is the lab's item's keys, built once: every request without
+// sku= uses them.
+var labItem = ItemOf("")
+
 // New returns the Store of the lab's item over rdb.
-func New(rdb redis.Cmdable) *Store { return &Store{rdb: rdb, it: ItemOf("")} }
+func New(rdb redis.Cmdable) *Store { return &Store{rdb: rdb, it: labItem} }
 
 // Item returns the Store of item sku over the same Redis ("" for the
-// lab's item).
-func (s *Store) Item(sku string) *Store { return &Store{rdb: s.rdb, it: ItemOf(sku)} }
+// lab's item). The store's own item is s itself: a request without sku=
+// allocates nothing here.
+func (s *Store) Item(sku string) *Store {
+	if sku == s.it.SKU {
+		return s
+	}
+	if sku == "" {
+		return &Store{rdb: s.rdb, it: labItem}
+	}
+	return &Store{rdb: s.rdb, it: ItemOf(sku)}
+}
 
 // Keys are the store's item's keys.
 func (s *Store) Keys() Item { return s.it }

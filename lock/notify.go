@@ -105,8 +105,8 @@ type NotifierOptions struct {
 	// Anchors are more channels to subscribe to, each on a connection of
 	// its own, that nobody publishes on: on a Redis Cluster, whose
 	// keyspace events are each node's own, one channel whose hash tag is
-	// in the slots of each master but the Channel's (AnchorTag finds
-	// them), so that the deletions of lock keys on every master, the keys
+	// in the slots of each master but the Channel's (ClusterNotifierOptions
+	// finds them), so that the deletions of lock keys on every master, the keys
 	// of every item, reach the waiters, and each subscription follows its
 	// slots to a new master after a failover.
 	Anchors []string

@@ -210,7 +210,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 			votes votes
 			errs  []error
 		)
-		votes, errs, ends = r.round(ctx, nil, nil, won, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
+		votes, errs, ends = r.round(ctx, nil, nil, true, won, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
 			return rdb.SetNX(ctx, key, token, ttl).Result()
 		})
 		t2 := r.opts.Clock()
@@ -280,7 +280,7 @@ func (r *Redlock) passedTo(head *turn, key string) *redlockLock {
 	}
 	l.head = head
 	if l.validity = l.until.Sub(r.opts.Clock()); l.validity <= 0 {
-		r.round(context.Background(), nil, l.ends, nil, l.releaser())
+		r.round(context.Background(), nil, l.ends, false, nil, l.releaser())
 		return nil
 	}
 	return l
@@ -337,7 +337,7 @@ func (l *redlockLock) Release(ctx context.Context) error {
 	// (cut off, say) gets its release when it can, or the lease ends.
 	q := Quorum(len(l.r.nodes))
 	released := func(yes, _ int) bool { return yes >= q }
-	v, errs, _ := l.r.round(ctx, nil, l.ends, released, l.releaser())
+	v, errs, _ := l.r.round(ctx, nil, l.ends, false, released, l.releaser())
 	if v.yes() >= q {
 		return nil
 	}

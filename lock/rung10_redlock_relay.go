@@ -94,7 +94,7 @@ func (r *Redlock) relay(ctx context.Context, l *redlockLock) (*redlockLock, erro
 	q := Quorum(len(r.nodes))
 	t1 := r.opts.Clock()
 	won := func(yes, _ int) bool { return yes >= q && ttl-r.opts.Clock().Sub(t1)-r.drift > 0 }
-	v, _, ends := r.round(ctx, nil, l.ends, won, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
+	v, _, ends := r.round(ctx, nil, l.ends, true, won, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
 		n, err := luaSwap.Run(ctx, rdb, []string{l.key}, l.chain.id, seq, token, leaseMS(ttl)).Int64()
 		return n == 1, err
 	})
@@ -103,7 +103,7 @@ func (r *Redlock) relay(ctx context.Context, l *redlockLock) (*redlockLock, erro
 			until: t1.Add(ttl - r.drift), chain: &relayChain{id: l.chain.id, n: seq + 1, start: l.chain.start, ttl: ttl}, ends: ends}, nil
 	}
 	next := &redlockLock{key: l.key, chain: &relayChain{id: l.chain.id, n: seq + 1}}
-	gone, errs, _ := r.round(context.WithoutCancel(ctx), nil, ends, func(yes, _ int) bool { return yes >= q }, next.releaser())
+	gone, errs, _ := r.round(context.WithoutCancel(ctx), nil, ends, false, func(yes, _ int) bool { return yes >= q }, next.releaser())
 	if v.yes() >= q || gone.yes() >= q { // a majority held one of our two tokens
 		return nil, nil
 	}

@@ -57,7 +57,7 @@ func (v votes) maybeOurs() []bool {
 // one that failed or has not answered), and one error per master that
 // failed or did not answer, naming the master, in node order.
 func (r *Redlock) onAll(ctx context.Context, mask []bool, done func(yes, pending int) bool, op func(context.Context, redis.Cmdable) (bool, error)) (votes, []error) {
-	v, errs, _ := r.round(ctx, mask, nil, done, op)
+	v, errs, _ := r.round(ctx, mask, nil, false, done, op)
 	return v, errs
 }
 
@@ -66,29 +66,39 @@ func (r *Redlock) onAll(ctx context.Context, mask []bool, done func(yes, pending
 type settled []chan struct{}
 
 // round is onAll for a lock's successive rounds: on each master, op
-// starts only once after says the previous round's op there has ended,
-// and round returns when its own ops end. A release never overtakes, on a
-// master that had not answered when the others decided, the SET it is
-// meant to remove (it would find nothing, and the SET would then leave
-// the key behind until its lease ends).
-func (r *Redlock) round(ctx context.Context, mask []bool, after settled, done func(yes, pending int) bool, op func(context.Context, redis.Cmdable) (bool, error)) (votes, []error, settled) {
+// starts only once after says the previous round's op there has ended;
+// with track, round also returns when each of its own ops ends (nil when
+// all had answered by the time it returned: nothing to wait for). So a
+// release never overtakes, on a master that had not answered when the
+// others decided, the SET it is meant to remove (it would find nothing,
+// and the SET would then hold the key there until its lease ends). Only
+// the rounds that set a token track: a release leaves nothing behind.
+func (r *Redlock) round(ctx context.Context, mask []bool, after settled, track bool, done func(yes, pending int) bool, op func(context.Context, redis.Cmdable) (bool, error)) (votes, []error, settled) {
 	type answer struct {
 		node int
 		ok   bool
 		err  error
 	}
 	answers := make(chan answer, len(r.nodes)) // late answers never block
-	ends := make(settled, len(r.nodes))
+	var ends settled
+	if track {
+		ends = make(settled, len(r.nodes))
+	}
 	asked := 0
 	for i, nd := range r.nodes {
 		if mask != nil && !mask[i] {
 			continue
 		}
 		asked++
-		end := make(chan struct{})
-		ends[i] = end
+		var end chan struct{}
+		if track {
+			end = make(chan struct{})
+			ends[i] = end
+		}
 		r.workers.run(func() {
-			defer close(end)
+			if end != nil {
+				defer close(end)
+			}
 			if after != nil && after[i] != nil {
 				<-after[i] // bounded by that op's node timeout
 			}
@@ -107,9 +117,9 @@ func (r *Redlock) round(ctx context.Context, mask []bool, after settled, done fu
 	errs := make([]error, len(r.nodes))
 	answered := make([]bool, len(r.nodes))
 	v := make(votes, len(r.nodes))
-	yes, timedOut := 0, false
+	yes, timedOut, pending := 0, false, asked
 collect:
-	for pending := asked; pending > 0; {
+	for pending > 0 {
 		select {
 		case a := <-answers:
 			answered[a.node] = true
@@ -149,6 +159,9 @@ collect:
 		if err != nil {
 			out = append(out, fmt.Errorf("redlock: %s: %w", nd.name, err))
 		}
+	}
+	if pending == 0 {
+		ends = nil // every op has ended
 	}
 	return v, out, ends
 }

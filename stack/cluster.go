@@ -17,9 +17,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// clusterSlots is Redis Cluster's hash slot count.
-const clusterSlots = 16384
-
 // cluster is a Redis Cluster on loopback: n masters with one replica each,
 // 2n redis-servers in cluster mode on consecutive ports from the first
 // one upward (masters first, then their replicas in the same order), the
@@ -68,6 +65,11 @@ func newCluster(bin, host string, base, masters int, dir string, lg *logger) (*c
 	return c, nil
 }
 
+// slots is the range of hash slots master i serves: an even split.
+func (c *cluster) slots(i int) (lo, hi int) {
+	return i * hashslot.Slots / c.masters, (i+1)*hashslot.Slots/c.masters - 1
+}
+
 // Addrs is every node's address, masters first.
 func (c *cluster) Addrs() []string {
 	addrs := make([]string, len(c.nodes))
@@ -110,7 +112,7 @@ func (c *cluster) ready(ctx context.Context) error {
 		}
 	}
 	for i := range c.masters {
-		lo, hi := i*clusterSlots/c.masters, (i+1)*clusterSlots/c.masters-1
+		lo, hi := c.slots(i)
 		if err := clients[i].Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
 			return fmt.Errorf("stack: cluster: CLUSTER ADDSLOTSRANGE %d %d on %s: %w", lo, hi, c.nodes[i].addr(), err)
 		}
@@ -141,7 +143,7 @@ func (c *cluster) ready(ctx context.Context) error {
 	// write anything: one write in its slots, which its replica then
 	// acknowledges.
 	for i, cl := range clients[:c.masters] {
-		lo, hi := i*clusterSlots/c.masters, (i+1)*clusterSlots/c.masters-1
+		lo, hi := c.slots(i)
 		tag, _ := hashslot.TagIn("stack", lo, hi)
 		if err := cl.Set(ctx, tag+":ready", 1, 0).Err(); err != nil {
 			return fmt.Errorf("stack: cluster: %s: SET %s:ready: %w", c.nodes[i].addr(), tag, err)
@@ -161,7 +163,7 @@ func clusterOK(ctx context.Context, cl *redis.Client, nodes int) error {
 	if err != nil {
 		return err
 	}
-	for _, want := range []string{"cluster_state:ok", "cluster_known_nodes:" + strconv.Itoa(nodes), "cluster_slots_ok:" + strconv.Itoa(clusterSlots)} {
+	for _, want := range []string{"cluster_state:ok", "cluster_known_nodes:" + strconv.Itoa(nodes), "cluster_slots_ok:" + strconv.Itoa(hashslot.Slots)} {
 		if !strings.Contains(info, want) {
 			return fmt.Errorf("not yet %s", want)
 		}

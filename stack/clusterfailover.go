@@ -162,7 +162,7 @@ func streaming(ctx context.Context, cl *redis.Client) error {
 	if err != nil {
 		return err
 	}
-	_, acked, err := replicationOffsets(info)
+	acked, err := ackedOffset(info)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cl.Options().Addr, err)
 	}
@@ -172,19 +172,16 @@ func streaming(ctx context.Context, cl *redis.Client) error {
 	return nil
 }
 
-// replicationOffsets reads a master's INFO replication: its own offset
-// (master_repl_offset) and the offset its online replica has
-// acknowledged; an error when it is no master or has no replica online.
-func replicationOffsets(info string) (master, acked int64, err error) {
+// ackedOffset reads a master's INFO replication: the offset its online
+// replica has acknowledged; an error when it is no master or has no
+// replica online.
+func ackedOffset(info string) (int64, error) {
 	if !strings.Contains(info, "role:master") {
-		return 0, 0, errors.New("not a master")
+		return 0, errors.New("not a master")
 	}
-	master, acked = -1, -1
+	acked := int64(-1)
 	for _, line := range strings.Split(info, "\n") {
 		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "master_repl_offset:"); ok {
-			master, _ = strconv.ParseInt(v, 10, 64)
-		}
 		if !strings.HasPrefix(line, "slave") || !strings.Contains(line, "state=online") {
 			continue
 		}
@@ -195,11 +192,8 @@ func replicationOffsets(info string) (master, acked int64, err error) {
 			}
 		}
 	}
-	switch {
-	case master < 0:
-		return 0, 0, errors.New("no master_repl_offset")
-	case acked < 0:
-		return 0, 0, errors.New("no replica online")
+	if acked < 0 {
+		return 0, errors.New("no replica online")
 	}
-	return master, acked, nil
+	return acked, nil
 }
