@@ -28,26 +28,30 @@ import (
 // key and the next waiter enters, as with every lease; here the paused
 // holder's late write is refused, so the data stays right.
 //
-// Two things differ from concurrency.Mutex, both for speed, neither for
+// Three things differ from concurrency.Mutex, all for speed, none for
 // safety (etcdMutex): a process's requests for one key wait in a line in
 // memory (localQueue), so that etcd holds one waiting key per instance,
-// not one per request; and a waiter's watch starts at the present, then
-// reads whether its predecessor is already gone. concurrency.Mutex
-// watches from the revision of its last read, which etcd serves from its
-// group of unsynced watchers, caught up every 100ms: with 100 requests
-// each in etcd (one key each, every read a sort of them all) it did 206
-// to 258 requests a second through nginx, etcd's CPU most of the cost.
+// not one per request; a process keeps one watch per lock open and every
+// waiter listens to it (etcdWatches), instead of a watch per waiter that
+// etcd may start behind the store and catch up only every 100 ms; and
+// the transaction that queues a waiter's key also lists the keys before
+// it, so no read comes between a release and the next holder.
+// concurrency.Mutex watches from the revision of its last read, always
+// among those lagging watchers: with 100 requests each in etcd (one key
+// each, every read a sort of them all) it did 206 to 258 requests a
+// second through nginx, etcd's CPU most of the cost.
 //
 // A key belongs to one session (it is named after the session's lease):
 // two requests on one session would both believe they hold it. So each
 // acquisition borrows a session of its own from a pool, and gives it back
 // on release.
 type Etcd struct {
-	cli  *clientv3.Client
-	ttl  int // seconds
-	wait time.Duration
-	pool sessionPool
-	line localQueue
+	cli     *clientv3.Client
+	ttl     int // seconds
+	wait    time.Duration
+	pool    sessionPool
+	line    localQueue
+	watches etcdWatches
 }
 
 // EtcdPrefix is the key prefix the locks live under: /lockladder/locks/<key>/.
@@ -58,7 +62,7 @@ const EtcdPrefix = "/lockladder/locks/"
 // Options.Wait bounds a wait; wait modes do not apply (a waiter watches).
 func NewEtcd(cli *clientv3.Client, o Options) *Etcd {
 	o = o.withDefaults()
-	return &Etcd{cli: cli, ttl: int(math.Ceil(o.TTL.Seconds())), wait: o.Wait}
+	return &Etcd{cli: cli, ttl: int(math.Ceil(o.TTL.Seconds())), wait: o.Wait, watches: etcdWatches{cli: cli}}
 }
 
 // Obtain waits for the head of this process's line for key, borrows a
@@ -85,7 +89,7 @@ func (e *Etcd) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	if bound == 0 {
 		err = m.tryLock(ctx)
 	} else {
-		err = m.lock(wctx)
+		err = m.lock(wctx, &e.watches)
 	}
 	if err != nil {
 		e.pool.put(s)

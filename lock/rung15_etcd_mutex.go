@@ -5,16 +5,16 @@ import (
 	"errors"
 	"fmt"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcdMutex is concurrency.Mutex's recipe on the same keys (the lock's
 // prefix, then the session's lease in hex), for one acquisition: the
 // oldest key under the prefix holds the lock. It waits differently (see
-// Etcd): it watches the prefix from before it queues, and the transaction
-// that puts its key also lists the older ones; it holds the lock once the
-// watch has seen each of them deleted, with no read between a holder's
+// Etcd): it listens to the prefix's deletions from before it queues, on
+// the watch its process keeps open (etcdWatches), and the transaction
+// that puts its key also lists the older ones; it holds the lock once it
+// has heard each of them deleted, with no read between a holder's
 // release and the next holder.
 type etcdMutex struct {
 	cli   *clientv3.Client
@@ -73,37 +73,35 @@ func (m *etcdMutex) tryLock(ctx context.Context) error {
 
 // lock queues our key and waits until every older key is deleted; if the
 // wait fails, our key is taken out of the line.
-func (m *etcdMutex) lock(ctx context.Context) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	// The watch is in place before we queue: no deletion after our
-	// transaction can be missed.
-	wch := m.cli.Watch(wctx, m.pfx, clientv3.WithPrefix(), clientv3.WithCreatedNotify())
-	if wr, ok := <-wch; !ok || wr.Err() != nil {
-		return watchEnded(ctx, wr)
+func (m *etcdMutex) lock(ctx context.Context, ws *etcdWatches) error {
+	// Subscribed before we queue: no deletion after our transaction can
+	// be missed.
+	sub, err := ws.subscribe(clientv3.WithRequireLeader(ctx), m.pfx)
+	if err != nil {
+		return err
 	}
+	defer sub.cancel()
 	older, at, err := m.enqueue(ctx)
 	if err != nil {
 		return err
 	}
-	if err := m.waitOlder(ctx, wch, older, at); err != nil {
+	if err := m.waitOlder(ctx, sub, older, at); err != nil {
 		m.cli.Delete(context.WithoutCancel(ctx), m.key)
 		return err
 	}
 	return nil
 }
 
-// waitOlder waits until the watch has seen every key in older deleted
-// after revision at; ours deleted meanwhile is errKeyLost.
-func (m *etcdMutex) waitOlder(ctx context.Context, wch clientv3.WatchChan, older map[string]bool, at int64) error {
-	var wr clientv3.WatchResponse
+// waitOlder waits until every key in older is seen deleted after
+// revision at; ours deleted meanwhile is errKeyLost.
+func (m *etcdMutex) waitOlder(ctx context.Context, sub *watchSub, older map[string]bool, at int64) error {
 	for len(older) > 0 {
-		var ok bool
-		if wr, ok = <-wch; !ok {
-			return watchEnded(ctx, wr)
+		evs, err := sub.next(ctx)
+		if err != nil {
+			return err
 		}
-		for _, ev := range wr.Events {
-			if ev.Type != mvccpb.DELETE || ev.Kv.ModRevision <= at {
+		for _, ev := range evs {
+			if !isDeleteAfter(ev, at) {
 				continue
 			}
 			k := string(ev.Kv.Key)
@@ -114,18 +112,6 @@ func (m *etcdMutex) waitOlder(ctx context.Context, wch clientv3.WatchChan, older
 		}
 	}
 	return nil
-}
-
-// watchEnded says why a watch channel closed: the call's end, or a watch
-// etcd cancelled.
-func watchEnded(ctx context.Context, wr clientv3.WatchResponse) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := wr.Err(); err != nil {
-		return err
-	}
-	return errors.New("etcd: the watch ended before the older keys were deleted")
 }
 
 // unlock deletes our key if it is still ours; ErrNotHeld if it went with
