@@ -215,7 +215,7 @@ func TestEtcdWatchesHearDeletesAndEnd(t *testing.T) {
 // turns at one etcd lock with an empty section; handoffs/s is how fast
 // the lock passes from a release to the next holder, and slow/op the
 // share of handoffs that took over 5 ms (a waiter hearing its release
-// late). On the 2-core VM, 2026-11-25 at 10:50 UTC (etcd 3.4.23 on
+// late). On the 2-core VM, 2026-11-25 at 10:27 UTC (etcd 3.4.23 on
 // tmpfs, -benchtime 3000x -count 2): a watch per waiter did 367 and 463
 // handoffs a second, 1.9% and 2.4% of them slow; the watch kept open per
 // lock 1128 to 1322, 0 to 0.13% slow.
