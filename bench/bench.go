@@ -65,13 +65,15 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 			p.Fit(lock, ep)
 		}
 	}
-	served := 0
+	var keys []string
 	for _, lock := range locks {
 		if h.unavailable[lock] == "" {
-			served++
+			for _, ep := range cfg.Endpoints {
+				keys = append(keys, lock+"/"+ep)
+			}
 		}
 	}
-	p.plan(served * len(cfg.Endpoints))
+	p.plan(keys, tookBefore(cfg.Previous))
 	rows := make([]Row, 0, len(locks)*len(cfg.Endpoints))
 	for _, lock := range locks {
 		if why := h.unavailable[lock]; why != "" {

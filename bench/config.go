@@ -75,6 +75,12 @@ type Config struct {
 	// Progress receives progress (nil = none): a live line rewritten with \r
 	// when it is a terminal, otherwise one line per finished run.
 	Progress io.Writer
+	// Previous are the rows of an earlier run of the same requests and
+	// concurrency (Compare reads its folder's latest.json when this is
+	// nil): the progress line expects each run to take what it took then,
+	// scaled by how the runs done so far compare, so that "~1m10s left"
+	// counts the slow locks still to come.
+	Previous []Row
 	// OnProgress, when set, is called with the run's figures so far about
 	// five times a second while a run's requests are answered (GET /race
 	// streams them to the page).

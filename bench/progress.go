@@ -30,6 +30,17 @@ type Progress struct {
 	// began and when its last run ended, for "[5/26] ... ~1m10s left".
 	runs, run, finished int
 	began, lastDone     time.Time
+	// How long an earlier run of the same series loaded each lock, per
+	// "lock/endpoint" (keys in the series' order), and, over the runs
+	// finished that it knows, how long their load took now and then: a run
+	// still to come is expected to load for its earlier time, scaled by
+	// that ratio, plus the time a run spends around its load (reset,
+	// read-back, checks: between, over every run finished).
+	keys              []string
+	prev              map[string]time.Duration
+	runBegan          time.Time
+	tookNow, tookPrev time.Duration
+	between           time.Duration
 }
 
 // NewProgress reports to w; a nil w reports nothing.
@@ -62,15 +73,38 @@ func (p *Progress) Fit(lock, endpoint string) {
 	}
 }
 
-// plan announces a series of runs: each start is the next of them, and
-// the lines say which and how long the series has left.
-func (p *Progress) plan(runs int) {
+// plan announces a series of runs, named "lock/endpoint" in order: each
+// start is the next of them, and the lines say which and how long the
+// series has left, going by prev (what each took in an earlier run; nil:
+// by the average of the runs done).
+func (p *Progress) plan(keys []string, prev map[string]time.Duration) {
 	if p == nil {
 		return
 	}
-	p.runs, p.run, p.finished = runs, 0, 0
+	p.runs, p.run, p.finished = len(keys), 0, 0
+	p.keys, p.prev = keys, prev
+	p.tookNow, p.tookPrev, p.between = 0, 0, 0
 	p.began = time.Now()
 	p.lastDone = p.began
+}
+
+// expected is what run i (0-based) of the series should take, going by the
+// earlier run scaled by how the finished runs compare with it.
+func (p *Progress) expected(i int) (time.Duration, bool) {
+	if i >= len(p.keys) {
+		return 0, false
+	}
+	d, ok := p.prev[p.keys[i]]
+	if !ok {
+		return 0, false
+	}
+	if p.tookPrev > 0 {
+		d = time.Duration(float64(d) * float64(p.tookNow) / float64(p.tookPrev))
+	}
+	if p.finished > 0 {
+		d += p.between / time.Duration(p.finished)
+	}
+	return d, true
 }
 
 func (p *Progress) start(lock, endpoint string, total int) {
@@ -81,6 +115,7 @@ func (p *Progress) start(lock, endpoint string, total int) {
 	if p.runs > 0 {
 		p.run++
 	}
+	p.runBegan = time.Now()
 	p.Fit(p.scoped(lock), endpoint)
 	if p.live {
 		p.update(0, 0, 0)
@@ -108,6 +143,8 @@ func (p *Progress) update(done, ok int, elapsed time.Duration) {
 		runLeft := time.Duration(0)
 		if rate > 0 {
 			runLeft = time.Duration(float64(p.total-done) / rate * float64(time.Second))
+		} else if d, ok := p.expected(p.run - 1); ok {
+			runLeft = max(0, d-elapsed)
 		}
 		line += "  " + p.eta(elapsed, runLeft)
 	}
@@ -123,18 +160,26 @@ func (p *Progress) counter() string {
 }
 
 // eta says how long the series has run and about how long it has left:
-// what the current run has left (runLeft), plus the runs not begun at the
-// average length of those finished (or of this one, before any is).
+// what the current run has left (runLeft), plus each run not begun at what
+// it took in an earlier run, scaled (expected), or else at the average
+// length of the runs finished (or of this one, before any is).
 func (p *Progress) eta(inRun, runLeft time.Duration) string {
 	in := time.Since(p.began).Round(time.Second)
 	per := inRun + runLeft
-	if p.finished == 0 && per == 0 {
+	if p.finished == 0 && per == 0 && len(p.prev) == 0 {
 		return fmt.Sprintf("%s in", in) // nothing to go by yet
 	}
 	if p.finished > 0 {
 		per = p.lastDone.Sub(p.began) / time.Duration(p.finished)
 	}
-	left := runLeft + per*time.Duration(max(0, p.runs-p.run))
+	left := runLeft
+	for i := p.run; i < p.runs; i++ {
+		if d, ok := p.expected(i); ok {
+			left += d
+		} else {
+			left += per
+		}
+	}
 	return fmt.Sprintf("%s in, ~%s left", in, left.Round(time.Second))
 }
 
@@ -172,6 +217,12 @@ func (p *Progress) finish(r Row) {
 	}
 	p.lastDone = time.Now()
 	p.finished++
+	load := time.Duration(r.DurationMs * float64(time.Millisecond))
+	p.between += max(0, p.lastDone.Sub(p.runBegan)-load)
+	if d, ok := p.prev[p.lock+"/"+p.endpoint]; ok && load > 0 {
+		p.tookNow += load
+		p.tookPrev += d
+	}
 	tail := ""
 	if p.runs > 0 && p.run < p.runs {
 		tail = "  (" + p.eta(0, 0) + ")"

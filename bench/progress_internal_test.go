@@ -2,9 +2,12 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -123,7 +126,7 @@ func TestProgressLiveRun(t *testing.T) {
 func TestProgressSeries(t *testing.T) {
 	var b bytes.Buffer
 	p := &Progress{w: &b, live: true}
-	p.plan(3)
+	p.plan([]string{"lua/sale", "lua/testLock", "fair/sale"}, nil)
 	p.began = time.Now().Add(-10 * time.Second) // as if the series had run 10s
 	p.lastDone = p.began
 	p.start("lua", "sale", 100)
@@ -145,5 +148,59 @@ func TestProgressSeries(t *testing.T) {
 	p.update(0, 0, 0) // nothing known of this run: a run's average per run
 	if out := b.String(); !strings.Contains(out, "[2/3] lua/testLock") || !strings.Contains(out, "~4s left") {
 		t.Errorf("second run's live line: %q", out)
+	}
+}
+
+// TestProgressExpectsEarlierRuns: with an earlier run's times, the time
+// left counts each run to come at what it took then, scaled by how the
+// runs done now compare: a slow lock late in the series is foreseen.
+func TestProgressExpectsEarlierRuns(t *testing.T) {
+	var b bytes.Buffer
+	p := &Progress{w: &b, live: true}
+	p.plan([]string{"none/sale", "lua/sale", "etcd/sale"}, map[string]time.Duration{
+		"none/sale": time.Second, "lua/sale": 2 * time.Second, "etcd/sale": 10 * time.Second,
+	})
+	p.began = time.Now()
+	p.start("none", "sale", 100)
+	p.update(0, 0, 0) // nothing answered yet: the earlier times, unscaled
+	if out := b.String(); !strings.Contains(out, "~13s left") {
+		t.Errorf("before any answer: %q, want 1+2+10s left", out)
+	}
+	// This run loaded for 2s, twice as long as then, and spent 1s more
+	// around its load (reset, read-back, checks).
+	p.runBegan = time.Now().Add(-3 * time.Second)
+	p.finish(Row{Lock: "none", Endpoint: "sale", Requests: 100, OK: 100, DurationMs: 2000, Verdict: VerdictOversold})
+	if out := b.String(); !strings.Contains(out, "~26s left") {
+		t.Errorf("after a run twice as slow: %q, want (2+10)*2 + 2*1 = 26s left", out)
+	}
+}
+
+// TestPreviousRowsOfTheSameSize: Compare's progress goes by the folder's
+// latest report only when it ran the same requests, concurrency and items.
+func TestPreviousRowsOfTheSameSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "latest.json")
+	rows := []Row{{Lock: "lua", Endpoint: "sale", DurationMs: 1500}, {Scenario: "slow", Lock: "lua", Endpoint: "sale", DurationMs: 9000}}
+	write := func(m Meta) {
+		t.Helper()
+		b, err := json.Marshal(map[string]any{"meta": m, "rows": rows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := Config{URL: "http://127.0.0.1:8080"}
+	write(Meta{Requests: DefaultRequests, Concurrency: DefaultConcurrency})
+	got := tookBefore(previousRows(path, cfg))
+	if len(got) != 1 || got["lua/sale"] != 1500*time.Millisecond {
+		t.Errorf("same size: %v, want lua/sale 1.5s (a scenario's run is not a plain one)", got)
+	}
+	write(Meta{Requests: 200, Concurrency: DefaultConcurrency})
+	if got := previousRows(path, cfg); got != nil {
+		t.Errorf("another size: %v, want none", got)
+	}
+	if got := previousRows(filepath.Join(t.TempDir(), "none.json"), cfg); got != nil {
+		t.Errorf("no report: %v", got)
 	}
 }
