@@ -81,9 +81,13 @@ func (ws *etcdWatches) subscribe(ctx context.Context, pfx string) (*watchSub, er
 		s.cancel()
 		return nil, ctx.Err()
 	}
-	if pw.err != nil {
+	// A watch that ended after it was created sets err later, under mu.
+	ws.mu.Lock()
+	err := pw.err
+	ws.mu.Unlock()
+	if err != nil {
 		s.cancel()
-		return nil, pw.err
+		return nil, err
 	}
 	return s, nil
 }
