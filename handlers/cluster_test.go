@@ -50,7 +50,7 @@ func TestEveryRungOnACluster(t *testing.T) {
 		return w.Code
 	}
 	const stock, requests, workers = 20, 30, 10
-	for _, name := range []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "fenced", "fair", "cohort", "atomic"} {
+	for _, name := range []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "fenced", "fair", "cohort", "cohort-carry", "atomic"} {
 		t.Run(name, func(t *testing.T) {
 			if code := do("POST", "/reset?stock=20"); code != 200 {
 				t.Fatalf("reset: %d", code)

@@ -28,13 +28,14 @@ type resource struct {
 	atomic   func(context.Context) (int64, error)                                   // the one-script ceiling
 	optimist func(context.Context, lock.WaitMode) (int64, error)                    // db-optimistic's compare-and-set, nil without a database
 	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error) // op, checked against a fencing token
+	carried  func(context.Context, string, int64, inventory.Carry) (int64, error)   // fenced, from a value the lock carries
 }
 
 func (h *handler) stockResource(sku string) resource {
 	inv := h.cfg.Inventory.Item(sku)
 	k := inv.Keys()
 	r := resource{lockKey: k.StockLock, fenceKey: k.StockFence}
-	r.op, r.atomic, r.fenced = inv.Sell, inv.SellAtomic, inv.SellFenced
+	r.op, r.atomic, r.fenced, r.carried = inv.Sell, inv.SellAtomic, inv.SellFenced, inv.SellCarried
 	if h.cfg.Optimistic != nil {
 		r.optimist = h.cfg.Optimistic.SellOptimistic
 	}
@@ -45,7 +46,7 @@ func (h *handler) numResource(sku string) resource {
 	inv := h.cfg.Inventory.Item(sku)
 	k := inv.Keys()
 	r := resource{lockKey: k.NumLock, fenceKey: k.NumFence}
-	r.op, r.atomic, r.fenced = inv.Incr, inv.IncrAtomic, inv.IncrFenced
+	r.op, r.atomic, r.fenced, r.carried = inv.Incr, inv.IncrAtomic, inv.IncrFenced, inv.IncrCarried
 	if h.cfg.Optimistic != nil {
 		r.optimist = h.cfg.Optimistic.IncrOptimistic
 	}
@@ -274,7 +275,11 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	}
 	if t, ok := held.(lock.Tokened); ok {
 		sec.Token = t.Token()
-		n, err = res.fenced(bctx, res.fenceKey, t.Token(), then...)
+		if cr, ok := held.(lock.Carrier); ok {
+			n, err = res.carried(bctx, res.fenceKey, t.Token(), cr)
+		} else {
+			n, err = res.fenced(bctx, res.fenceKey, t.Token(), then...)
+		}
 	} else {
 		n, err = res.op(bctx, then...)
 	}

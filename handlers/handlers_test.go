@@ -16,7 +16,7 @@ import (
 
 func TestSaleAndTestLockEveryRung(t *testing.T) {
 	// redlock needs masters: see its own test below.
-	for _, name := range []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "fenced", "fair", "cohort", "atomic"} {
+	for _, name := range []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "fenced", "fair", "cohort", "cohort-carry", "atomic"} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			if code, _, _ := e.do(t, "POST", "/reset?stock=2"); code != 200 {

@@ -10,7 +10,7 @@ import (
 // item ID, and the lab's item and the others stay as they were; /stock
 // and /reset take sku= too, and /reset?skus=K sets items 1 to K.
 func TestSkuSellsThatItemOnly(t *testing.T) {
-	for _, name := range []string{"none", "setnx-px", "lua", "getset", "reentrant", "fenced", "fair", "cohort", "atomic"} {
+	for _, name := range []string{"none", "setnx-px", "lua", "getset", "reentrant", "fenced", "fair", "cohort", "cohort-carry", "atomic"} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			mustDo(t, e, "POST", "/reset?stock=5", 200)

@@ -14,7 +14,7 @@ import (
 
 func TestLadder(t *testing.T) {
 	l := lock.NewLadder(lock.Backends{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, lock.Options{}, lock.RedlockOptions{})
-	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "cohort",
+	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "cohort", "cohort-carry",
 		"zookeeper", "etcd", "db-for-update", "db-optimistic", "atomic"}
 	got := l.Names()
 	if len(got) != len(want) {

@@ -81,12 +81,13 @@ func NewCohort(rdb redis.Cmdable, o Options, bound int) *Cohort {
 
 // cohortLine is one key's line in this process.
 type cohortLine struct {
-	busy    bool         // a request of ours holds the lock, or is taking it
-	waiters []chan baton // oldest first; each gets one baton
-	held    *fairLock    // the lock in Redis while the cohort has it
-	seq     int64        // sections run under held
-	since   time.Time    // when held was obtained
-	lease   bool         // held has an explicit lease: no renewal, so no passing
+	busy    bool             // a request of ours holds the lock, or is taking it
+	waiters []chan baton     // oldest first; each gets one baton
+	held    *fairLock        // the lock in Redis while the cohort has it
+	seq     int64            // sections run under held
+	since   time.Time        // when held was obtained
+	lease   bool             // held has an explicit lease: no renewal, so no passing
+	carry   map[string]int64 // values written under held (CohortCarry): they go with it
 }
 
 // baton is what a waiter gets: the lock itself (pass), or its turn to
@@ -161,7 +162,7 @@ func (c *Cohort) takeGlobal(ctx context.Context, key string, ln *cohortLine, cal
 	}
 	fl := l.(*fairLock)
 	c.mu.Lock()
-	ln.held, ln.seq, ln.since, ln.lease = fl, 0, time.Now(), call.Lease > 0
+	ln.held, ln.seq, ln.since, ln.lease, ln.carry = fl, 0, time.Now(), call.Lease > 0, nil
 	c.mu.Unlock()
 	return c.next(key, ln), nil
 }
@@ -218,7 +219,7 @@ func (l *cohortLock) passTo() (to chan baton, held *fairLock) {
 		ln.waiters = ln.waiters[1:]
 		return to, nil
 	}
-	held, ln.held = ln.held, nil
+	held, ln.held, ln.carry = ln.held, nil, nil
 	return nil, held
 }
 

@@ -57,6 +57,7 @@ func (r report) markdown() string {
 	}
 	versus("fair", "redsync", 3, 10)
 	versus("cohort", "redsync", 5, 20)
+	versus("cohort-carry", "redsync", 5, 20)
 	versus("redlock", "redsync-5", 2, 4)
 	versus("redlock-cohort", "redsync-5", 2, 4)
 	fmt.Fprintln(&b)

@@ -45,7 +45,7 @@ type ChaosConfig struct {
 	// Faults to run, by number (1..8); default all.
 	Faults []int
 	// Locks are the safe rungs loaded under faults 1, 2, 3 and 7; default
-	// lua, fenced, fair and cohort. Faults 4 and 6 use the lock they are about
+	// lua, fenced, fair, cohort and cohort-carry. Faults 4 and 6 use the lock they are about
 	// (atomic and redlock).
 	Locks []string
 	// Requests, Concurrency and Stock of each run; default 1000, 40, 300.
@@ -166,7 +166,7 @@ func newChaos(cfg ChaosConfig) (*chaos, error) {
 		}
 	}
 	if len(cfg.Locks) == 0 {
-		cfg.Locks = []string{"lua", "fenced", "fair", "cohort"}
+		cfg.Locks = []string{"lua", "fenced", "fair", "cohort", "cohort-carry"}
 	}
 	for _, d := range []struct {
 		v   *int

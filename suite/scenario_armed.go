@@ -25,7 +25,7 @@ func slow() Scenario {
 		StallBound: stallBound,
 		Expect: map[string]string{
 			"setnx-px": oversold, "lua": oversold, "getset": oversold,
-			"reentrant": safe, "fenced": safe, "fair": safe, "cohort": safe, "atomic": safe,
+			"reentrant": safe, "fenced": safe, "fair": safe, "cohort": safe, "cohort-carry": safe, "atomic": safe,
 			// Their leases are kept alive by the client (ZooKeeper's
 			// pings, etcd's keepalives) or are a transaction: a slow
 			// business only slows them.
@@ -57,7 +57,7 @@ func crash() Scenario {
 			"setnx": deadlock, "setnx-px": safe, "lua": safe, "reentrant": safe,
 			// The dead instance's cohort goes with it; its lease
 			// lapses as fair's does.
-			"cohort": safe,
+			"cohort": safe, "cohort-carry": safe,
 			// The dead holder's expiry timestamp lapses while many
 			// wait: GETSET lets only one of them in.
 			"getset": safe,
@@ -199,7 +199,7 @@ func pause() Scenario {
 		Armed:      url.Values{"fault": {"pause"}, "pause": {"800ms"}},
 		ArmAt:      few,
 		StallBound: stallBound,
-		Expect:     map[string]string{"reentrant": oversold, "redlock": oversold, "fenced": safe, "fair": safe, "cohort": safe},
+		Expect:     map[string]string{"reentrant": oversold, "redlock": oversold, "fenced": safe, "fair": safe, "cohort": safe, "cohort-carry": safe},
 		Skip: map[string]string{
 			"none":   unsafe,
 			"local":  unsafe,

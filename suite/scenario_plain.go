@@ -13,7 +13,7 @@ func normal() Scenario {
 		Expect: map[string]string{
 			"none": oversold, "local": oversold,
 			"setnx": safe, "setnx-expire": safe, "setnx-px": safe, "check-del": safe,
-			"lua": safe, "del-setnx": safe, "getset": safe, "reentrant": safe, "redlock": safe, "fenced": safe, "fair": safe, "cohort": safe,
+			"lua": safe, "del-setnx": safe, "getset": safe, "reentrant": safe, "redlock": safe, "fenced": safe, "fair": safe, "cohort": safe, "cohort-carry": safe,
 			"zookeeper": safe, "etcd": safe, "db-for-update": safe, "db-optimistic": safe,
 			"atomic": safe,
 		},

@@ -11,7 +11,7 @@ import (
 func LadderLocks() []string {
 	return []string{
 		"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del",
-		"lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "cohort",
+		"lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "cohort", "cohort-carry",
 		"zookeeper", "etcd", "db-for-update", "db-optimistic", "atomic",
 	}
 }
