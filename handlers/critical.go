@@ -24,11 +24,11 @@ import (
 type resource struct {
 	lockKey  string
 	fenceKey string
-	op       func(context.Context, ...inventory.Then) (int64, error)                // the non-atomic read-modify-write
-	atomic   func(context.Context) (int64, error)                                   // the one-script ceiling
-	optimist func(context.Context, lock.WaitMode) (int64, error)                    // db-optimistic's compare-and-set, nil without a database
-	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error) // op, checked against a fencing token
-	carried  func(context.Context, string, int64, inventory.Carry) (int64, error)   // fenced, from a value the lock carries
+	op       func(context.Context, ...inventory.Then) (int64, error)                            // the non-atomic read-modify-write
+	atomic   func(context.Context) (int64, error)                                               // the one-script ceiling
+	optimist func(context.Context, lock.WaitMode) (int64, error)                                // db-optimistic's compare-and-set, nil without a database
+	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error)             // op, checked against a fencing token
+	carried  func(context.Context, string, int64, inventory.Carry) (int64, func() error, error) // fenced, from a value the lock carries
 }
 
 func (h *handler) stockResource(sku string) resource {
@@ -255,9 +255,14 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 			release = pr.ReleaseIn(bctx, p)
 		})
 	}
-	var wrote bool
+	var (
+		wrote    bool
+		released bool // early, by a lock that commits the write after the pass
+	)
 	defer func() {
-		h.released(req.rung, res.lockKey, release())
+		if !released {
+			h.released(req.rung, res.lockKey, release())
+		}
 		h.m.held(req.rung.Name, time.Duration(sec.Released-sec.Acquired))
 		sec.Wrote = wrote
 		over(sec)
@@ -276,7 +281,15 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	if t, ok := held.(lock.Tokened); ok {
 		sec.Token = t.Token()
 		if cr, ok := held.(lock.Carrier); ok {
-			n, err = res.carried(bctx, res.fenceKey, t.Token(), cr)
+			var landed func() error
+			n, landed, err = res.carried(bctx, res.fenceKey, t.Token(), cr)
+			if err == nil && landed != nil {
+				// The write is queued behind the ones before it: pass
+				// the lock on now, then learn whether the write landed.
+				released = true
+				h.released(req.rung, res.lockKey, release())
+				err = landed()
+			}
 		} else {
 			n, err = res.fenced(bctx, res.fenceKey, t.Token(), then...)
 		}

@@ -29,7 +29,7 @@ func TestCarriedReadsOnceThenCarries(t *testing.T) {
 	}
 	c := carry{}
 	for i, want := range []int64{2, 1, 0} {
-		got, err := s.SellCarried(ctx, inventory.StockFence, int64(10+i), c)
+		got, _, err := s.SellCarried(ctx, inventory.StockFence, int64(10+i), c)
 		if err != nil || got != want {
 			t.Fatalf("sale %d: %d, %v; want %d", i+1, got, err, want)
 		}
@@ -37,7 +37,7 @@ func TestCarriedReadsOnceThenCarries(t *testing.T) {
 			t.Fatalf("sale %d carried %d, want %d", i+1, c[inventory.KeyStock], want)
 		}
 	}
-	if _, err := s.SellCarried(ctx, inventory.StockFence, 13, c); !errors.Is(err, inventory.ErrSoldOut) {
+	if _, _, err := s.SellCarried(ctx, inventory.StockFence, 13, c); !errors.Is(err, inventory.ErrSoldOut) {
 		t.Fatalf("a sale from a carried 0: %v, want ErrSoldOut", err)
 	}
 	snap, err := s.Snapshot(ctx)
@@ -50,7 +50,7 @@ func TestCarriedReadsOnceThenCarries(t *testing.T) {
 
 	n := carry{}
 	for want := int64(1); want <= 3; want++ {
-		if got, err := s.IncrCarried(ctx, inventory.NumFence, 20+want, n); err != nil || got != want {
+		if got, _, err := s.IncrCarried(ctx, inventory.NumFence, 20+want, n); err != nil || got != want {
 			t.Fatalf("increment %d: %d, %v", want, got, err)
 		}
 	}
@@ -71,7 +71,7 @@ func TestCarriedValueMovedIsReadAgain(t *testing.T) {
 	}
 	c := carry{inventory.KeyNum: 5, inventory.KeyStock: 10}
 	rdb.Set(ctx, inventory.KeyNum, 41, 0) // someone outside the lock
-	got, err := s.IncrCarried(ctx, inventory.NumFence, 1, c)
+	got, _, err := s.IncrCarried(ctx, inventory.NumFence, 1, c)
 	if err != nil || got != 42 {
 		t.Fatalf("increment over a moved num: %d, %v; want 42 (41 read again, plus one)", got, err)
 	}
@@ -80,7 +80,7 @@ func TestCarriedValueMovedIsReadAgain(t *testing.T) {
 	}
 
 	rdb.Set(ctx, inventory.KeyStock, 7, 0)
-	if got, err := s.SellCarried(ctx, inventory.StockFence, 2, c); err != nil || got != 6 {
+	if got, _, err := s.SellCarried(ctx, inventory.StockFence, 2, c); err != nil || got != 6 {
 		t.Fatalf("sale over a moved stock: %d, %v; want 6", got, err)
 	}
 	if sold, _ := rdb.Get(ctx, inventory.KeySold).Int64(); sold != 1 {
@@ -101,7 +101,7 @@ func TestCarriedStaleTokenWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []carry{{inventory.KeyNum: 1}, {}} {
-		if _, err := s.IncrCarried(ctx, inventory.NumFence, 8, c); !errors.Is(err, inventory.ErrStaleToken) {
+		if _, _, err := s.IncrCarried(ctx, inventory.NumFence, 8, c); !errors.Is(err, inventory.ErrStaleToken) {
 			t.Fatalf("token 8 after 9 (carried %v): %v, want ErrStaleToken", c, err)
 		}
 		if v, _ := rdb.Get(ctx, inventory.KeyNum).Int64(); v != 1 {
@@ -129,7 +129,7 @@ func TestCarriedGivesUpOnAValueThatKeepsMoving(t *testing.T) {
 			rdb.Incr(ctx, inventory.KeyNum)
 		}
 	})
-	_, err := s.IncrCarried(moving, inventory.NumFence, 1, carry{inventory.KeyNum: 0})
+	_, _, err := s.IncrCarried(moving, inventory.NumFence, 1, carry{inventory.KeyNum: 0})
 	if !errors.Is(err, inventory.ErrContended) {
 		t.Fatalf("%v, want ErrContended", err)
 	}

@@ -29,8 +29,9 @@
 //	                        live waiter on release: no herd, no luck
 //	rung13_cohort.go        fair's lock passed in memory to the process's next
 //	                        request before it goes back: fewer round trips
-//	rung13_cohort_carry.go  cohort's lock carrying the value last written:
-//	                        a passed section only writes (compare-and-set)
+//	rung13_cohort_carry.go  cohort's lock carrying the value last written,
+//	                        passed on before the write lands: writes in order,
+//	                        each a compare-and-set, committed in groups
 //
 // The waiting: wait.go (the polling loop and its pauses), notify.go (the
 // lock's deletions announced by Redis itself, and fair's handoffs),

@@ -45,6 +45,9 @@ type Cohort struct {
 	fair   *Fair
 	bound  int
 	share  time.Duration // how long a cohort may keep the lock: half a lease
+	// beforeRelease, when set, runs before the line's lock goes back to
+	// Redis (CohortCarry: until the writes queued under it have landed).
+	beforeRelease func(*cohortLine)
 
 	mu    sync.Mutex
 	lines map[string]*cohortLine
@@ -88,6 +91,7 @@ type cohortLine struct {
 	since   time.Time        // when held was obtained
 	lease   bool             // held has an explicit lease: no renewal, so no passing
 	carry   map[string]int64 // values written under held (CohortCarry): they go with it
+	group   writeGroup       // writes queued under the line's lock (CohortCarry)
 }
 
 // baton is what a waiter gets: the lock itself (pass), or its turn to
@@ -163,6 +167,7 @@ func (c *Cohort) takeGlobal(ctx context.Context, key string, ln *cohortLine, cal
 	fl := l.(*fairLock)
 	c.mu.Lock()
 	ln.held, ln.seq, ln.since, ln.lease, ln.carry = fl, 0, time.Now(), call.Lease > 0, nil
+	ln.group.last, ln.group.spoiled = nil, false // the last cohort's writes have landed: see beforeRelease
 	c.mu.Unlock()
 	return c.next(key, ln), nil
 }
@@ -214,7 +219,7 @@ func (l *cohortLock) passTo() (to chan baton, held *fairLock) {
 	c, ln := l.c, l.ln
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(ln.waiters) > 0 && !ln.lease && !ln.held.lost.Load() && ln.seq < int64(c.bound) && time.Since(ln.since) < c.share {
+	if len(ln.waiters) > 0 && !ln.lease && !ln.held.lost.Load() && !ln.group.spoiled && ln.seq < int64(c.bound) && time.Since(ln.since) < c.share {
 		to = ln.waiters[0]
 		ln.waiters = ln.waiters[1:]
 		return to, nil
@@ -234,6 +239,9 @@ func (l *cohortLock) Release(ctx context.Context) error {
 			to <- baton{pass: true}
 			err = nil
 			return
+		}
+		if l.c.beforeRelease != nil {
+			l.c.beforeRelease(l.ln)
 		}
 		err = held.Release(ctx)
 		l.c.handOn(l.ln)

@@ -2,9 +2,12 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
@@ -76,8 +79,10 @@ func TestCohortCarryCarriesWithinACohortOnly(t *testing.T) {
 }
 
 // Two processes, each with its line and its carried values, sell and
-// count through the inventory's carried operations: nothing lost, nothing
-// sold twice, although most sections never read.
+// count through the inventory's carried operations, each section
+// releasing before its write has landed: nothing lost, nothing sold
+// twice, every sale answered was made, although most sections never read
+// and never waited for their write.
 func TestCohortCarryExactAcrossProcesses(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	n := notifier(t, rdb, lock.NotifierOptions{})
@@ -101,12 +106,12 @@ func TestCohortCarryExactAcrossProcesses(t *testing.T) {
 				for range each {
 					for _, op := range []struct {
 						lockKey, fence string
-						run            func(int64, inventory.Carry) (int64, error)
+						run            func(int64, inventory.Carry) (int64, func() error, error)
 					}{
-						{inventory.NumLock, inventory.NumFence, func(tok int64, c inventory.Carry) (int64, error) {
+						{inventory.NumLock, inventory.NumFence, func(tok int64, c inventory.Carry) (int64, func() error, error) {
 							return s.IncrCarried(ctx, inventory.NumFence, tok, c)
 						}},
-						{inventory.StockLock, inventory.StockFence, func(tok int64, c inventory.Carry) (int64, error) {
+						{inventory.StockLock, inventory.StockFence, func(tok int64, c inventory.Carry) (int64, func() error, error) {
 							return s.SellCarried(ctx, inventory.StockFence, tok, c)
 						}},
 					} {
@@ -115,7 +120,13 @@ func TestCohortCarryExactAcrossProcesses(t *testing.T) {
 							t.Error(err)
 							return
 						}
-						_, err = op.run(tokenOf(t, l), carrier(t, l))
+						_, landed, err := op.run(tokenOf(t, l), carrier(t, l))
+						if rerr := l.Release(ctx); rerr != nil {
+							t.Error(rerr)
+						}
+						if err == nil && landed != nil {
+							err = landed()
+						}
 						mu.Lock()
 						switch {
 						case err == nil && op.lockKey == inventory.StockLock:
@@ -125,9 +136,6 @@ func TestCohortCarryExactAcrossProcesses(t *testing.T) {
 							t.Errorf("%s: %v", op.lockKey, err)
 						}
 						mu.Unlock()
-						if err := l.Release(ctx); err != nil {
-							t.Error(err)
-						}
 					}
 				}
 			})
@@ -147,5 +155,130 @@ func TestCohortCarryExactAcrossProcesses(t *testing.T) {
 	}
 	if g, _ := rdb.Get(ctx, lock.FenceKey(inventory.NumLock)).Int64(); g <= 0 || g >= want {
 		t.Errorf("%d global acquisitions for %d increments: want some, and fewer", g, want)
+	}
+}
+
+// setIn is a Commit's write: SET key v, after pausing the pipeline for
+// pause (a BLPOP on an empty list), reporting the SET's error.
+func setIn(key string, v int64, pause time.Duration) func(redis.Pipeliner) func() error {
+	return func(p redis.Pipeliner) func() error {
+		ctx := context.Background()
+		if pause > 0 {
+			p.Do(ctx, "BLPOP", "carry:nothing", pause.Seconds())
+		}
+		set := p.Set(ctx, key, v, 0)
+		return set.Err
+	}
+}
+
+// A section commits its write and passes the lock on before the write
+// lands; the writes land in the order they were queued; and the lock goes
+// back to Redis only once the cohort's writes have landed, so the next
+// holder from another process reads them.
+func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	a, b := lock.NewCohortCarry(rdb, o, 0), lock.NewCohortCarry(rdb, o, 0)
+	ctx := context.Background()
+	const key = "lock:commit"
+	first, err := a.Obtain(ctx, key, lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := obtainAsync(ctx, a, key)
+	time.Sleep(20 * time.Millisecond)
+	start := time.Now()
+	slow := carrier(t, first).Commit(rdb, setIn("carry:x", 1, 300*time.Millisecond))
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-second
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Fatalf("the next section had the lock after %s: the pass waited for the write", d)
+	}
+	if rdb.Exists(ctx, "carry:x").Val() != 0 {
+		t.Fatal("the first write landed before the pass: the test shows nothing")
+	}
+	fast := carrier(t, got.l).Commit(rdb, setIn("carry:x", 2, 0))
+	other := obtainAsync(ctx, b, key) // another process waits in Redis
+	queued(t, rdb, key, 1)
+	if err := got.l.Release(ctx); err != nil { // back to Redis: after the writes
+		t.Fatal(err)
+	}
+	if err := slow(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fast(); err != nil {
+		t.Fatal(err)
+	}
+	o2 := <-other
+	if o2.err != nil {
+		t.Fatal(o2.err)
+	}
+	defer o2.l.Release(ctx)
+	if v, _ := rdb.Get(ctx, "carry:x").Int64(); v != 2 {
+		t.Errorf("carry:x = %d when the other process got the lock, want 2: the writes landed out of order, or after the release", v)
+	}
+}
+
+// A write that does not land spoils the cohort: the sections behind it
+// are carried nothing, Settle says so, and the lock is not passed on in
+// memory any more (the next section takes it in Redis and reads).
+func TestCohortCarryFailedWriteEndsTheCohort(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	c := lock.NewCohortCarry(rdb, o, 0)
+	ctx := context.Background()
+	const key, data = "lock:spoil", "n:spoil"
+	first, err := c.Obtain(ctx, key, lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	carrier(t, first).Carry(data, 1)
+	rdb.Set(ctx, "carry:not-a-number", "x", 0)
+	failing := carrier(t, first).Commit(rdb, func(p redis.Pipeliner) func() error {
+		p.Do(ctx, "BLPOP", "carry:nothing", 0.2) // lands after the pass
+		cmd := p.Incr(ctx, "carry:not-a-number") // fails: the key holds a string
+		return cmd.Err
+	})
+	second, third := obtainAsync(ctx, c, key), (<-chan obtained)(nil)
+	time.Sleep(20 * time.Millisecond)
+	third = obtainAsync(ctx, c, key)
+	time.Sleep(20 * time.Millisecond)
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-second // passed in memory, before the write fails
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if g := tokenOf(t, got.l) >> 20; g != 1 {
+		t.Fatalf("the second section has global token %d, want 1 (passed in memory)", g)
+	}
+	if err := failing(); err == nil {
+		t.Fatal("the failing write landed")
+	}
+	if err := carrier(t, got.l).Settle(); !errors.Is(err, lock.ErrSpoiled) {
+		t.Errorf("Settle after a failed write: %v, want ErrSpoiled", err)
+	}
+	if v, ok := carrier(t, got.l).Carried(data); ok {
+		t.Errorf("carried %d after a write failed", v)
+	}
+	if err := got.l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	last := <-third
+	if last.err != nil {
+		t.Fatal(last.err)
+	}
+	defer last.l.Release(ctx)
+	if g := tokenOf(t, last.l) >> 20; g != 2 {
+		t.Errorf("the section after a spoiled cohort has global token %d, want 2 (taken in Redis, not passed)", g)
+	}
+	if err := carrier(t, last.l).Settle(); err != nil {
+		t.Errorf("Settle in a fresh cohort: %v", err)
 	}
 }

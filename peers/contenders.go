@@ -42,29 +42,36 @@ func critical(ctx context.Context, rdb *redis.Client, key string, then func(redi
 	return set.Err()
 }
 
-// carriedCritical is critical for a lock that carries the counter
-// (lock.Carrier): GET it only when the lock does not carry it, and SET it
-// with a compare-and-set, as the lab's inventory does, which a value
-// moved behind the lock's back sends back to a GET.
-func carriedCritical(ctx context.Context, rdb *redis.Client, key string, c lock.Carrier) error {
+// carriedCritical is critical for a lock that carries the counter and
+// commits the writes (lock.Carrier): GET it only when the lock does not
+// carry it, queue the SET as a compare-and-set behind the writes before
+// it, release (the lock passes on before the write lands), then wait for
+// the write. It returns whether the write landed.
+func carriedCritical(ctx context.Context, rdb *redis.Client, key string, held lock.Lock, c lock.Carrier) error {
 	n, have := c.Carried(key)
-	for {
-		if !have {
-			var err error
-			if n, err = rdb.Get(ctx, key).Int64(); err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
-		}
-		set, err := casIncr.Run(ctx, rdb, []string{key}, n, n+1).Int64()
-		if err != nil {
+	if !have {
+		var err error
+		if n, err = rdb.Get(ctx, key).Int64(); err != nil && !errors.Is(err, redis.Nil) {
+			held.Release(ctx)
 			return err
 		}
-		if set == 1 {
-			c.Carry(key, n+1)
-			return nil
-		}
-		have = false
 	}
+	landed := c.Commit(rdb, func(p redis.Pipeliner) func() error {
+		cmd := casIncr.Eval(ctx, p, []string{key}, n, n+1)
+		return func() error {
+			set, err := cmd.Int64()
+			if err == nil && set != 1 {
+				err = fmt.Errorf("%s moved under the lock", key)
+			}
+			return err
+		}
+	})
+	c.Carry(key, n+1)
+	rerr := held.Release(ctx)
+	if err := landed(); err != nil {
+		return err
+	}
+	return rerr
 }
 
 // casIncr sets a counter from the value the caller computed from.
@@ -99,11 +106,7 @@ func contenders(cfg config) []contender {
 					return false, err
 				}
 				if c, ok := held.(lock.Carrier); ok {
-					err = carriedCritical(ctx, rdb, key, c)
-					if rerr := held.Release(ctx); err == nil {
-						err = rerr
-					}
-					return true, err
+					return true, carriedCritical(ctx, rdb, key, held, c)
 				}
 				pr, ok := held.(lock.PipelineReleaser)
 				if !cfg.pipeline || !ok {
@@ -190,7 +193,7 @@ func contenders(cfg config) []contender {
 			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewCohort(rdb, opts(n, ""), 0)
 			}),
-		labLock("cohort-carry", "cohort's lock carrying the counter it last wrote: a section passed in memory does no GET, and SETs with a compare-and-set (a Lua script); the release is not pipelined",
+		labLock("cohort-carry", "cohort's lock carrying the counter it last computed: a section passed in memory does no GET, queues its SET as a compare-and-set (a Lua script) behind the writes before it and passes the lock on before the write lands; the writes go in order, in groups (one pipeline per group)",
 			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewCohortCarry(rdb, opts(n, ""), 0)
 			}),
