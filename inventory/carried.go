@@ -14,8 +14,8 @@ import (
 
 // Carry is a lock that carries values from one holder to the next
 // (lock.CohortCarry's sections): Carried is a key's value as the last
-// holder under the same lease computed it, or false; Carry records the
-// value this holder wrote.
+// holder under the same lease left it, or false; Carry records the value
+// this holder read or wrote.
 type Carry interface {
 	Carried(key string) (int64, bool)
 	Carry(key string, v int64)
@@ -90,6 +90,7 @@ func (s *Store) carried(ctx context.Context, fenceKey string, token int64, c Car
 			if n, err = s.readFenced(ctx, fenceKey, key, token); err != nil {
 				return 0, nil, err
 			}
+			c.Carry(key, n) // a section that writes nothing (sold out) still passes on what it read
 		}
 		v, err := f(n)
 		if err != nil && have && group && try < carriedTries && cm.Settle() != nil {

@@ -47,6 +47,15 @@ func TestCarriedReadsOnceThenCarries(t *testing.T) {
 	if got := rdb.Get(ctx, inventory.StockFence).Val(); got != "12" {
 		t.Errorf("highest token seen %q, want 12 (the last write's)", got)
 	}
+	// A section that reads and finds nothing to sell still carries what
+	// it read: the next one need not read.
+	fresh := carry{}
+	if _, _, err := s.SellCarried(ctx, inventory.StockFence, 14, fresh); !errors.Is(err, inventory.ErrSoldOut) {
+		t.Fatalf("a sale that reads a 0: %v, want ErrSoldOut", err)
+	}
+	if v, ok := fresh[inventory.KeyStock]; !ok || v != 0 {
+		t.Errorf("after a sold-out read the lock carries %d, %v; want 0, true", v, ok)
+	}
 
 	n := carry{}
 	for want := int64(1); want <= 3; want++ {

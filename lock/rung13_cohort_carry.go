@@ -77,8 +77,9 @@ type Carrier interface {
 	// Carried is key's value as the last section under this lock's lease
 	// computed it, or false when the section must read it.
 	Carried(key string) (int64, bool)
-	// Carry records v as key's value, computed by this section and
-	// queued with Commit. It must come before Release.
+	// Carry records v as key's value as this section leaves it: read
+	// from Redis, or computed and queued with Commit. It must come before
+	// Release.
 	Carry(key string, v int64)
 	// Commit queues a write behind every write queued before it under the
 	// lock, and returns at once: the section may release before it lands.
