@@ -15,9 +15,9 @@ import (
 // round trips per section, in series: the lock cannot go faster than
 // them.
 //
-// Here the lock remembers what each section wrote (Carry) and hands it to
-// the next section of its cohort (Carried), which computes from it
-// without a read. And a section does not wait for its write: it queues
+// Here the lock remembers the value each section left (Carry: what it
+// read, or wrote) and hands it to the next section of its cohort
+// (Carried), which computes from it without a read. And a section does not wait for its write: it queues
 // the write behind every write queued before it under the lock (Commit)
 // and passes the lock on at once, then waits for its own write's answer
 // before it answers. The line's writes go to Redis in the order they were
