@@ -24,11 +24,11 @@ import (
 type resource struct {
 	lockKey  string
 	fenceKey string
-	op       func(context.Context, ...inventory.Then) (int64, error)                            // the non-atomic read-modify-write
-	atomic   func(context.Context) (int64, error)                                               // the one-script ceiling
-	optimist func(context.Context, lock.WaitMode) (int64, error)                                // db-optimistic's compare-and-set, nil without a database
-	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error)             // op, checked against a fencing token
-	carried  func(context.Context, string, int64, inventory.Carry) (int64, func() error, error) // fenced, from a value the lock carries
+	op       func(context.Context, ...inventory.Then) (int64, error)                              // the non-atomic read-modify-write
+	atomic   func(context.Context) (int64, error)                                                 // the one-script ceiling
+	optimist func(context.Context, lock.WaitMode) (int64, error)                                  // db-optimistic's compare-and-set, nil without a database
+	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error)               // op, checked against a fencing token
+	carried  func(context.Context, string, int64, inventory.Carrier) (int64, func() error, error) // fenced, from a value the lock carries, the write queued
 }
 
 func (h *handler) stockResource(sku string) resource {
@@ -283,7 +283,7 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 		if cr, ok := held.(lock.Carrier); ok {
 			var landed func() error
 			n, landed, err = res.carried(bctx, res.fenceKey, t.Token(), cr)
-			if err == nil && landed != nil {
+			if err == nil {
 				// The write is queued behind the ones before it: pass
 				// the lock on now, then learn whether the write landed.
 				released = true

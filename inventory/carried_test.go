@@ -5,17 +5,69 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lockladder/lockladder/fault"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 )
 
-// carry is a lock's carried values, as lock.CohortCarry's sections keep
-// them.
-type carry map[string]int64
+// carry is a lock's carried values and queue of writes as
+// lock.CohortCarry's sections keep them, run at once: each Commit sends
+// its write in a pipeline of its own before it returns, and a write that
+// fails drops what was carried, as a spoiled cohort does.
+type carry struct {
+	vals   map[string]int64
+	failed bool
+}
 
-func (c carry) Carried(key string) (int64, bool) { v, ok := c[key]; return v, ok }
-func (c carry) Carry(key string, v int64)        { c[key] = v }
+func carrying(kv map[string]int64) *carry { return &carry{vals: kv} }
+
+func (c *carry) Carried(key string) (int64, bool) { v, ok := c.vals[key]; return v, ok }
+
+func (c *carry) Carry(key string, v int64) {
+	if c.failed { // a spoiled cohort carries nothing more
+		return
+	}
+	if c.vals == nil {
+		c.vals = map[string]int64{}
+	}
+	c.vals[key] = v
+}
+
+func (c *carry) Commit(rdb redis.Cmdable, q func(redis.Pipeliner) func() error) func() error {
+	var check func() error
+	_, _ = rdb.Pipelined(context.Background(), func(p redis.Pipeliner) error { check = q(p); return nil })
+	err := check()
+	if err != nil {
+		c.failed, c.vals = true, nil
+	}
+	return func() error { return err }
+}
+
+func (c *carry) Settle() error {
+	if c.failed {
+		return errors.New("a write did not land")
+	}
+	return nil
+}
+
+// sell and incr run a carried operation to its end: the write landed, or
+// why not.
+func sell(s *inventory.Store, token int64, c inventory.Carrier) (int64, error) {
+	n, landed, err := s.SellCarried(context.Background(), inventory.StockFence, token, c)
+	if err != nil {
+		return n, err
+	}
+	return n, landed()
+}
+
+func incr(s *inventory.Store, token int64, c inventory.Carrier) (int64, error) {
+	n, landed, err := s.IncrCarried(context.Background(), inventory.NumFence, token, c)
+	if err != nil {
+		return n, err
+	}
+	return n, landed()
+}
 
 // Nothing carried: the operation reads (with its token) and carries what
 // it wrote; carried: it computes from the carried value, which the write
@@ -27,17 +79,17 @@ func TestCarriedReadsOnceThenCarries(t *testing.T) {
 	if err := s.Reset(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	c := carry{}
+	c := carrying(nil)
 	for i, want := range []int64{2, 1, 0} {
-		got, _, err := s.SellCarried(ctx, inventory.StockFence, int64(10+i), c)
+		got, err := sell(s, int64(10+i), c)
 		if err != nil || got != want {
 			t.Fatalf("sale %d: %d, %v; want %d", i+1, got, err, want)
 		}
-		if c[inventory.KeyStock] != want {
-			t.Fatalf("sale %d carried %d, want %d", i+1, c[inventory.KeyStock], want)
+		if c.vals[inventory.KeyStock] != want {
+			t.Fatalf("sale %d carried %d, want %d", i+1, c.vals[inventory.KeyStock], want)
 		}
 	}
-	if _, _, err := s.SellCarried(ctx, inventory.StockFence, 13, c); !errors.Is(err, inventory.ErrSoldOut) {
+	if _, err := sell(s, 13, c); !errors.Is(err, inventory.ErrSoldOut) {
 		t.Fatalf("a sale from a carried 0: %v, want ErrSoldOut", err)
 	}
 	snap, err := s.Snapshot(ctx)
@@ -49,17 +101,17 @@ func TestCarriedReadsOnceThenCarries(t *testing.T) {
 	}
 	// A section that reads and finds nothing to sell still carries what
 	// it read: the next one need not read.
-	fresh := carry{}
-	if _, _, err := s.SellCarried(ctx, inventory.StockFence, 14, fresh); !errors.Is(err, inventory.ErrSoldOut) {
+	fresh := carrying(nil)
+	if _, err := sell(s, 14, fresh); !errors.Is(err, inventory.ErrSoldOut) {
 		t.Fatalf("a sale that reads a 0: %v, want ErrSoldOut", err)
 	}
-	if v, ok := fresh[inventory.KeyStock]; !ok || v != 0 {
+	if v, ok := fresh.vals[inventory.KeyStock]; !ok || v != 0 {
 		t.Errorf("after a sold-out read the lock carries %d, %v; want 0, true", v, ok)
 	}
 
-	n := carry{}
+	n := carrying(nil)
 	for want := int64(1); want <= 3; want++ {
-		if got, _, err := s.IncrCarried(ctx, inventory.NumFence, 20+want, n); err != nil || got != want {
+		if got, err := incr(s, 20+want, n); err != nil || got != want {
 			t.Fatalf("increment %d: %d, %v", want, got, err)
 		}
 	}
@@ -69,28 +121,39 @@ func TestCarriedReadsOnceThenCarries(t *testing.T) {
 }
 
 // A carried value that is no longer the one in Redis (written outside the
-// lock) is caught by the write's compare-and-set: the operation reads the
-// value again and applies to it, so the outside write is not lost.
-func TestCarriedValueMovedIsReadAgain(t *testing.T) {
+// lock) is caught by the write's compare-and-set: the write is refused
+// (ErrContended), the outside write stays, and what was carried is
+// dropped, so the next section reads and applies to it.
+func TestCarriedValueMovedIsRefusedThenReadAgain(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	s := inventory.New(rdb)
 	if err := s.Reset(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
-	c := carry{inventory.KeyNum: 5, inventory.KeyStock: 10}
+	c := carrying(map[string]int64{inventory.KeyNum: 5})
 	rdb.Set(ctx, inventory.KeyNum, 41, 0) // someone outside the lock
-	got, _, err := s.IncrCarried(ctx, inventory.NumFence, 1, c)
-	if err != nil || got != 42 {
-		t.Fatalf("increment over a moved num: %d, %v; want 42 (41 read again, plus one)", got, err)
+	if _, err := incr(s, 1, c); !errors.Is(err, inventory.ErrContended) {
+		t.Fatalf("increment over a moved num: %v, want ErrContended", err)
 	}
-	if v, _ := rdb.Get(ctx, inventory.KeyNum).Int64(); v != 42 || c[inventory.KeyNum] != 42 {
-		t.Errorf("num %d, carried %d; want 42 and 42", v, c[inventory.KeyNum])
+	if v, _ := rdb.Get(ctx, inventory.KeyNum).Int64(); v != 41 {
+		t.Fatalf("num %d, want 41: the refused write went through", v)
+	}
+	next := carrying(nil) // the lock carries nothing after a failed write
+	if got, err := incr(s, 2, next); err != nil || got != 42 {
+		t.Fatalf("the next increment: %d, %v; want 42 (41 read, plus one)", got, err)
+	}
+	if v, _ := rdb.Get(ctx, inventory.KeyNum).Int64(); v != 42 || next.vals[inventory.KeyNum] != 42 {
+		t.Errorf("num %d, carried %d; want 42 and 42", v, next.vals[inventory.KeyNum])
 	}
 
+	sc := carrying(map[string]int64{inventory.KeyStock: 10})
 	rdb.Set(ctx, inventory.KeyStock, 7, 0)
-	if got, _, err := s.SellCarried(ctx, inventory.StockFence, 2, c); err != nil || got != 6 {
-		t.Fatalf("sale over a moved stock: %d, %v; want 6", got, err)
+	if _, err := sell(s, 3, sc); !errors.Is(err, inventory.ErrContended) {
+		t.Fatalf("sale over a moved stock: %v, want ErrContended", err)
+	}
+	if got, err := sell(s, 4, sc); err != nil || got != 6 {
+		t.Fatalf("the next sale: %d, %v; want 6", got, err)
 	}
 	if sold, _ := rdb.Get(ctx, inventory.KeySold).Int64(); sold != 1 {
 		t.Errorf("sold %d, want 1: the refused write counted nothing", sold)
@@ -109,40 +172,31 @@ func TestCarriedStaleTokenWritesNothing(t *testing.T) {
 	if _, err := s.IncrFenced(ctx, inventory.NumFence, 9); err != nil { // a newer holder was here
 		t.Fatal(err)
 	}
-	for _, c := range []carry{{inventory.KeyNum: 1}, {}} {
-		if _, _, err := s.IncrCarried(ctx, inventory.NumFence, 8, c); !errors.Is(err, inventory.ErrStaleToken) {
-			t.Fatalf("token 8 after 9 (carried %v): %v, want ErrStaleToken", c, err)
+	for _, c := range []*carry{carrying(map[string]int64{inventory.KeyNum: 1}), carrying(nil)} {
+		if _, err := incr(s, 8, c); !errors.Is(err, inventory.ErrStaleToken) {
+			t.Fatalf("token 8 after 9 (carried %v): %v, want ErrStaleToken", c.vals, err)
 		}
 		if v, _ := rdb.Get(ctx, inventory.KeyNum).Int64(); v != 1 {
 			t.Fatalf("num %d, want 1: the stale write went through", v)
 		}
-		if v, ok := c[inventory.KeyNum]; ok && v != 1 {
+		if v, ok := c.vals[inventory.KeyNum]; ok && v != 1 {
 			t.Fatalf("the refused section carried %d", v)
 		}
 	}
 }
 
-// A value that keeps moving under the lock ends in ErrContended, not in a
-// loop: only writers outside the lock can do that.
-func TestCarriedGivesUpOnAValueThatKeepsMoving(t *testing.T) {
+// A sold out from a carried zero counts only once the writes before it
+// have landed: when one did not, the stock is read, and sold.
+func TestCarriedSoldOutWaitsForTheWritesBefore(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	s := inventory.New(rdb)
-	if err := s.Reset(ctx, 10); err != nil {
+	if err := s.Reset(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
-	moves := 0
-	moving := fault.With(ctx, func(_ context.Context, p fault.Point) {
-		if p == fault.Business { // between each try's read and its write
-			moves++
-			rdb.Incr(ctx, inventory.KeyNum)
-		}
-	})
-	_, _, err := s.IncrCarried(moving, inventory.NumFence, 1, carry{inventory.KeyNum: 0})
-	if !errors.Is(err, inventory.ErrContended) {
-		t.Fatalf("%v, want ErrContended", err)
-	}
-	if v, _ := rdb.Get(ctx, inventory.KeyNum).Int64(); moves < 2 || v != int64(moves) {
-		t.Errorf("num %d after %d outside increments: want as many (the operation wrote nothing), and more than one try", v, moves)
+	c := carrying(map[string]int64{inventory.KeyStock: 0})
+	c.failed = true // the write that left the carried 0 did not land
+	if got, err := sell(s, 1, c); err != nil || got != 4 {
+		t.Fatalf("a sale after a carried 0 that never landed: %d, %v; want 4 (5 read, one sold)", got, err)
 	}
 }

@@ -90,7 +90,7 @@ type cohortLine struct {
 	seq     int64            // sections run under held
 	since   time.Time        // when held was obtained
 	lease   bool             // held has an explicit lease: no renewal, so no passing
-	carry   map[string]int64 // values written under held (CohortCarry): they go with it
+	carry   map[string]int64 // values left under held (CohortCarry): reset with held
 	group   writeGroup       // writes queued under the line's lock (CohortCarry)
 }
 
@@ -224,7 +224,7 @@ func (l *cohortLock) passTo() (to chan baton, held *fairLock) {
 		ln.waiters = ln.waiters[1:]
 		return to, nil
 	}
-	held, ln.held, ln.carry = ln.held, nil, nil
+	held, ln.held = ln.held, nil
 	return nil, held
 }
 

@@ -258,8 +258,7 @@ func (cc *CohortCarry) send(ln *cohortLine, ws []*pendingWrite) {
 	}
 	if failed {
 		cc.c.mu.Lock()
-		ln.group.spoiled = true
-		ln.carry = nil
+		ln.group.spoiled = true // Carried, Carry and the pass all check it
 		cc.c.mu.Unlock()
 	}
 	for _, w := range ws {

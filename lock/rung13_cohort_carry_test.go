@@ -106,12 +106,12 @@ func TestCohortCarryExactAcrossProcesses(t *testing.T) {
 				for range each {
 					for _, op := range []struct {
 						lockKey, fence string
-						run            func(int64, inventory.Carry) (int64, func() error, error)
+						run            func(int64, inventory.Carrier) (int64, func() error, error)
 					}{
-						{inventory.NumLock, inventory.NumFence, func(tok int64, c inventory.Carry) (int64, func() error, error) {
+						{inventory.NumLock, inventory.NumFence, func(tok int64, c inventory.Carrier) (int64, func() error, error) {
 							return s.IncrCarried(ctx, inventory.NumFence, tok, c)
 						}},
-						{inventory.StockLock, inventory.StockFence, func(tok int64, c inventory.Carry) (int64, func() error, error) {
+						{inventory.StockLock, inventory.StockFence, func(tok int64, c inventory.Carrier) (int64, func() error, error) {
 							return s.SellCarried(ctx, inventory.StockFence, tok, c)
 						}},
 					} {
