@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,6 +131,14 @@ func TestMasters(t *testing.T) {
 				}
 				if v, _ := envValue(procStrings(t, pid, "environ"), stack.MastersEnv); v != joined {
 					t.Errorf("instance %d (pid %d): %s=%q, want %q", i, pid, stack.MastersEnv, v, joined)
+				}
+				// The cores shared among the instances, unless we chose.
+				want, set := os.LookupEnv("GOMAXPROCS")
+				if !set {
+					want = strconv.Itoa(max(1, runtime.NumCPU()/len(s.InstancePids())))
+				}
+				if v, _ := envValue(procStrings(t, pid, "environ"), "GOMAXPROCS"); v != want {
+					t.Errorf("instance %d (pid %d): GOMAXPROCS=%q, want %q", i, pid, v, want)
 				}
 			}
 
