@@ -28,6 +28,7 @@ type resource struct {
 	atomic   func(context.Context) (int64, error)                                                 // the one-script ceiling
 	optimist func(context.Context, lock.WaitMode) (int64, error)                                  // db-optimistic's compare-and-set, nil without a database
 	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error)               // op, checked against a fencing token
+	piped    func(context.Context, string, int64, inventory.Pipe) (int64, func() error, error)    // fenced, down the lock's pipe, the write queued
 	carried  func(context.Context, string, int64, inventory.Carrier) (int64, func() error, error) // fenced, from a value the lock carries, the write queued
 }
 
@@ -35,7 +36,7 @@ func (h *handler) stockResource(sku string) resource {
 	inv := h.cfg.Inventory.Item(sku)
 	k := inv.Keys()
 	r := resource{lockKey: k.StockLock, fenceKey: k.StockFence}
-	r.op, r.atomic, r.fenced, r.carried = inv.Sell, inv.SellAtomic, inv.SellFenced, inv.SellCarried
+	r.op, r.atomic, r.fenced, r.piped, r.carried = inv.Sell, inv.SellAtomic, inv.SellFenced, inv.SellPiped, inv.SellCarried
 	if h.cfg.Optimistic != nil {
 		r.optimist = h.cfg.Optimistic.SellOptimistic
 	}
@@ -46,7 +47,7 @@ func (h *handler) numResource(sku string) resource {
 	inv := h.cfg.Inventory.Item(sku)
 	k := inv.Keys()
 	r := resource{lockKey: k.NumLock, fenceKey: k.NumFence}
-	r.op, r.atomic, r.fenced, r.carried = inv.Incr, inv.IncrAtomic, inv.IncrFenced, inv.IncrCarried
+	r.op, r.atomic, r.fenced, r.piped, r.carried = inv.Incr, inv.IncrAtomic, inv.IncrFenced, inv.IncrPiped, inv.IncrCarried
 	if h.cfg.Optimistic != nil {
 		r.optimist = h.cfg.Optimistic.IncrOptimistic
 	}
@@ -280,18 +281,21 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	}
 	if t, ok := held.(lock.Tokened); ok {
 		sec.Token = t.Token()
-		if cr, ok := held.(lock.Carrier); ok {
-			var landed func() error
-			n, landed, err = res.carried(bctx, res.fenceKey, t.Token(), cr)
-			if err == nil {
-				// The write is queued behind the ones before it: pass
-				// the lock on now, then learn whether the write landed.
-				released = true
-				h.released(req.rung, res.lockKey, release())
-				err = landed()
-			}
-		} else {
+		var landed func() error
+		switch l := held.(type) {
+		case lock.Carrier:
+			n, landed, err = res.carried(bctx, res.fenceKey, t.Token(), l)
+		case lock.Piped:
+			n, landed, err = res.piped(bctx, res.fenceKey, t.Token(), l)
+		default:
 			n, err = res.fenced(bctx, res.fenceKey, t.Token(), then...)
+		}
+		if landed != nil {
+			// The write is queued behind the ones before it: pass the
+			// lock on now, then learn whether the write landed.
+			released = true
+			h.released(req.rung, res.lockKey, release())
+			err = landed()
 		}
 	} else {
 		n, err = res.op(bctx, then...)

@@ -41,18 +41,13 @@ var (
 // the stock left, or ErrSoldOut, which from a carried zero counts only
 // once the writes before it have landed (else the stock is read).
 func (s *Store) SellCarried(ctx context.Context, fenceKey string, token int64, c Carrier) (left int64, landed func() error, err error) {
-	return s.carried(ctx, fenceKey, token, c, s.it.Stock, s.it.Sold, func(n int64) (int64, error) {
-		if n <= 0 {
-			return 0, ErrSoldOut
-		}
-		return n - 1, nil
-	})
+	return s.carried(ctx, fenceKey, token, c, s.it.Stock, s.it.Sold, sellOne)
 }
 
 // IncrCarried is IncrFenced under a Carrier, as SellCarried: it returns
 // the new num, and landed.
 func (s *Store) IncrCarried(ctx context.Context, fenceKey string, token int64, c Carrier) (num int64, landed func() error, err error) {
-	return s.carried(ctx, fenceKey, token, c, s.it.Num, "", func(n int64) (int64, error) { return n + 1, nil })
+	return s.carried(ctx, fenceKey, token, c, s.it.Num, "", addOne)
 }
 
 // carried runs the business f on key's carried value, or on a fenced read

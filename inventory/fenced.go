@@ -88,7 +88,12 @@ func (s *Store) IncrFenced(ctx context.Context, fenceKey string, token int64, th
 
 // readFenced reads key with token, recording it as the highest seen.
 func (s *Store) readFenced(ctx context.Context, fenceKey, key string, token int64) (int64, error) {
-	res, err := fencedRead.Run(ctx, s.rdb, []string{fenceKey, key}, token).Slice()
+	return readOutcome(fencedRead.Run(ctx, s.rdb, []string{fenceKey, key}, token), key, token)
+}
+
+// readOutcome reads fenced_read.lua's answer to a read of key.
+func readOutcome(cmd *redis.Cmd, key string, token int64) (int64, error) {
+	res, err := cmd.Slice()
 	if err != nil {
 		return 0, fmt.Errorf("inventory: fenced read of %s: %w", key, err)
 	}
@@ -123,6 +128,11 @@ func (s *Store) writeFenced(ctx context.Context, fenceKey string, token int64, k
 			return nil
 		})
 	}
+	return writeOutcome(cmd, key, token)
+}
+
+// writeOutcome reads fenced_write.lua's answer to a write of key.
+func writeOutcome(cmd *redis.Cmd, key string, token int64) error {
 	res, err := cmd.Slice()
 	if err != nil {
 		return fmt.Errorf("inventory: fenced write of %s: %w", key, err)

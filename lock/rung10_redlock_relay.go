@@ -13,7 +13,7 @@ import (
 // half a lease after the chain began, the lock goes back to every
 // process's head, so one process's line cannot keep it from the others.
 // It is cohort's bound, for the same reason.
-const relayMax = DefaultCohortBound
+const relayMax = 64
 
 // A chain's tokens are its first (the SET NX's) and then "<first>#<n>"
 // for its n-th relay. Its scripts compare the sequence, not only the

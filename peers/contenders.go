@@ -74,6 +74,35 @@ func carriedCritical(ctx context.Context, rdb *redis.Client, key string, held lo
 	return rerr
 }
 
+// pipedCritical is critical for a lock whose sections send their
+// commands down one pipe (lock.Piped): the GET goes at once (with the
+// write queued before it), the SET is queued, the lock released (passed
+// on before the SET lands), then the SET waited for.
+func pipedCritical(ctx context.Context, rdb *redis.Client, key string, held lock.Lock, p lock.Piped) error {
+	var n int64
+	err := p.Send(rdb, func(pl redis.Pipeliner) func() error {
+		get := pl.Get(ctx, key)
+		return func() (err error) {
+			if n, err = get.Int64(); errors.Is(err, redis.Nil) {
+				err = nil
+			}
+			return err
+		}
+	}, false)()
+	if err != nil {
+		held.Release(ctx)
+		return err
+	}
+	landed := p.Send(rdb, func(pl redis.Pipeliner) func() error {
+		return pl.Set(ctx, key, n+1, 0).Err
+	}, true)
+	rerr := held.Release(ctx)
+	if err := landed(); err != nil {
+		return err
+	}
+	return rerr
+}
+
 // casIncr sets a counter from the value the caller computed from.
 var casIncr = redis.NewScript(`
 -- KEYS[1] counter; ARGV[1] the value expected (missing is "0"), ARGV[2] the new one.
@@ -107,6 +136,9 @@ func contenders(cfg config) []contender {
 				}
 				if c, ok := held.(lock.Carrier); ok {
 					return true, carriedCritical(ctx, rdb, key, held, c)
+				}
+				if p, ok := held.(lock.Piped); ok {
+					return true, pipedCritical(ctx, rdb, key, held, p)
 				}
 				pr, ok := held.(lock.PipelineReleaser)
 				if !cfg.pipeline || !ok {
@@ -189,7 +221,7 @@ func contenders(cfg config) []contender {
 			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewFair(rdb, opts(n, ""))
 			}),
-		labLock("cohort", "fair's lock passed in memory to the process's next waiter, up to 64 sections or half a lease, then back through Redis; a fencing token per section"+pipe,
+		labLock("cohort", "fair's lock passed in memory to the process's next waiter, up to 16 sections or half a lease, then back through Redis; a fencing token per section; a section's SET goes in one pipeline with the next section's GET, the release behind the cohort's last SET",
 			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewCohort(rdb, opts(n, ""), 0)
 			}),

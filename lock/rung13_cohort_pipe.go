@@ -1,0 +1,157 @@
+package lock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A cohort's sections follow each other in one process, so they can
+// share round trips: each line has a pipe, and the sections send their
+// commands down it (Piped). Redis runs a pipeline's commands in the order
+// they were queued, so what one section queued before it let go of the
+// lock is run before anything the next section queues: a section's write
+// can go out in the same round trip as the next section's read, and the
+// read still sees it.
+//
+// The pipe holds the queued commands until someone needs an answer: a
+// read waits for its value, so it sends the batch at once, with whatever
+// was queued before it; a write queued just before the pass waits for the
+// next section's read (Send with later), and the release that gives the
+// lock back to Redis goes behind the cohort's last write. One goroutine
+// at a time sends, one pipeline per batch, in order.
+
+// Piped is a held lock whose sections send their commands to Redis down
+// one ordered pipe (Cohort's).
+type Piped interface {
+	// Send queues q behind every command queued under the lock before it:
+	// q adds its commands to a pipeline on rdb and returns how to read
+	// their outcome; wait blocks until that outcome is known. A command
+	// that is waited for goes out at once. later says it need not: a
+	// write after which the section lets go of the lock goes out with the
+	// next section's first command, or with the release to Redis (or,
+	// when neither comes within parkFor, on its own).
+	Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) (wait func() error)
+}
+
+// parkFor is how long a write queued with later waits for a command to
+// share its round trip with before it goes out alone.
+const parkFor = 2 * time.Millisecond
+
+// linePipe is a line's commands to Redis, in the order its sections
+// queued them. The Cohort's mu guards it.
+type linePipe struct {
+	queued   []*pipeCmd
+	flushing bool     // a goroutine is sending them
+	last     *pipeCmd // the last queued in this cohort, nil before any
+	spoiled  bool     // one failed: the cohort passes (and carries) no more
+}
+
+type pipeCmd struct {
+	rdb   redis.Cmdable
+	queue func(redis.Pipeliner) func() error
+	done  chan struct{} // closed once err is set
+	err   error
+}
+
+// How a queued command gets sent.
+type sendBy int
+
+const (
+	sendLater  sendBy = iota // with the next command sent, or alone after parkFor
+	sendNow                  // by the caller, unless a send is under way (it takes it along)
+	sendBehind               // by a goroutine of its own, unless a send is under way
+)
+
+// enqueue queues q on rdb behind ln's commands, sent as by says.
+func (c *Cohort) enqueue(ln *cohortLine, rdb redis.Cmdable, q func(redis.Pipeliner) func() error, by sendBy) *pipeCmd {
+	cmd := &pipeCmd{rdb: rdb, queue: q, done: make(chan struct{})}
+	c.mu.Lock()
+	ln.pipe.queued = append(ln.pipe.queued, cmd)
+	ln.pipe.last = cmd
+	start := by != sendLater && !ln.pipe.flushing
+	ln.pipe.flushing = ln.pipe.flushing || start
+	c.mu.Unlock()
+	switch {
+	case start && by == sendNow:
+		c.flush(ln)
+	case start:
+		go c.flush(ln)
+	}
+	return cmd
+}
+
+// await waits for cmd's outcome; a command left waiting for company past
+// parkFor is sent by the caller.
+func (c *Cohort) await(ln *cohortLine, cmd *pipeCmd) error {
+	t := time.NewTimer(parkFor)
+	defer t.Stop()
+	select {
+	case <-cmd.done:
+		return cmd.err
+	case <-t.C:
+	}
+	c.mu.Lock()
+	start := !ln.pipe.flushing
+	ln.pipe.flushing = true
+	c.mu.Unlock()
+	if start {
+		c.flush(ln)
+	}
+	<-cmd.done
+	return cmd.err
+}
+
+// flush sends ln's queued commands, one pipeline per batch, in order,
+// until none is left. One runs per line at a time: its caller set
+// flushing.
+func (c *Cohort) flush(ln *cohortLine) {
+	for {
+		c.mu.Lock()
+		batch := ln.pipe.queued
+		ln.pipe.queued = nil
+		if len(batch) == 0 {
+			ln.pipe.flushing = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		for len(batch) > 0 { // a pipeline per client, in order
+			n := 1
+			for n < len(batch) && batch[n].rdb == batch[0].rdb {
+				n++
+			}
+			c.send(ln, batch[:n])
+			batch = batch[n:]
+		}
+	}
+}
+
+// send runs cmds in one pipeline and tells each its outcome. One that
+// failed spoils the cohort.
+func (c *Cohort) send(ln *cohortLine, cmds []*pipeCmd) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.fair.opts.TTL)
+	defer cancel()
+	checks := make([]func() error, len(cmds))
+	// Each command's error is read by its own check.
+	_, _ = cmds[0].rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, cmd := range cmds {
+			checks[i] = cmd.queue(p)
+		}
+		return nil
+	})
+	failed := false
+	for i, cmd := range cmds {
+		cmd.err = checks[i]()
+		failed = failed || cmd.err != nil
+	}
+	if failed {
+		c.mu.Lock()
+		ln.pipe.spoiled = true // the pass (and CohortCarry's Carried and Carry) check it
+		c.mu.Unlock()
+	}
+	for _, cmd := range cmds {
+		close(cmd.done)
+	}
+}

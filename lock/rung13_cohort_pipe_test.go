@@ -1,0 +1,229 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// piped is a held Cohort section's pipe.
+func piped(t *testing.T, l lock.Lock) lock.Piped {
+	t.Helper()
+	p, ok := l.(lock.Piped)
+	if !ok {
+		t.Fatalf("%T is not Piped", l)
+	}
+	return p
+}
+
+// getVia reads key down p: the GET goes out at once.
+func getVia(p lock.Piped, rdb redis.Cmdable, key string) (int64, error) {
+	var n int64
+	err := p.Send(rdb, func(pl redis.Pipeliner) func() error {
+		get := pl.Get(context.Background(), key)
+		return func() (err error) {
+			if n, err = get.Int64(); errors.Is(err, redis.Nil) {
+				err = nil
+			}
+			return err
+		}
+	}, false)()
+	return n, err
+}
+
+// setLater queues SET key v down p, to go out with the next command.
+func setLater(p lock.Piped, rdb redis.Cmdable, key string, v int64) func() error {
+	return p.Send(rdb, func(pl redis.Pipeliner) func() error {
+		return pl.Set(context.Background(), key, v, 0).Err
+	}, true)
+}
+
+// A section queues its write and passes the lock on: the write has not
+// gone out; it goes in one round trip with the next section's read, which
+// sees it; the last section's write goes in one round trip with the
+// release to Redis, after which another process reads it.
+func TestCohortWriteRidesWithTheNextRead(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	other := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr}) // uncounted
+	t.Cleanup(func() { other.Close() })
+	rt := &roundTrips{}
+	rdb.AddHook(rt)
+	c, _ := cohortOn(t, rdb, 0)
+	ctx := context.Background()
+	const key, data = "lock:pipe", "n:pipe"
+
+	first, err := c.Obtain(ctx, key, lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := obtainAsync(ctx, c, key)
+	time.Sleep(20 * time.Millisecond) // waiting in the line
+	if n, err := getVia(piped(t, first), rdb, data); err != nil || n != 0 {
+		t.Fatalf("first read %d, %v; want 0", n, err)
+	}
+	landed := setLater(piped(t, first), rdb, data, 1)
+	before := rt.n.Load()
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-second
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if d := rt.n.Load() - before; d != 0 {
+		t.Fatalf("%d round trips to pass the lock, want 0", d)
+	}
+	if other.Exists(ctx, data).Val() != 0 {
+		t.Fatal("the write went out before the next section's read: they cannot share a round trip")
+	}
+	before = rt.n.Load()
+	n, err := getVia(piped(t, got.l), rdb, data)
+	if err != nil || n != 1 {
+		t.Fatalf("the next section read %d, %v; want 1, the write queued before it", n, err)
+	}
+	if d := rt.n.Load() - before; d != 1 {
+		t.Errorf("the write and the next read took %d round trips, want 1", d)
+	}
+	if err := landed(); err != nil {
+		t.Fatalf("the first write: %v", err)
+	}
+
+	landed = setLater(piped(t, got.l), rdb, data, 2)
+	before = rt.n.Load()
+	if err := got.l.Release(ctx); err != nil { // nobody waits: back to Redis
+		t.Fatal(err)
+	}
+	if d := rt.n.Load() - before; d != 1 {
+		t.Errorf("the last write and the release took %d round trips, want 1", d)
+	}
+	if err := landed(); err != nil {
+		t.Fatalf("the last write: %v", err)
+	}
+	if v, _ := other.Get(ctx, data).Int64(); v != 2 {
+		t.Fatalf("after the release another client reads %d, want 2", v)
+	}
+	if other.Exists(ctx, key).Val() != 0 {
+		t.Fatal("the lock is still held in Redis after the release")
+	}
+}
+
+// A write queued to go out with the next section's command goes out on
+// its own when the next section sends nothing: its request is not held
+// up by the one after it.
+func TestCohortParkedWriteGoesAlone(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	c, _ := cohortOn(t, rdb, 0)
+	ctx := context.Background()
+	const key, data = "lock:park", "n:park"
+	first, err := c.Obtain(ctx, key, lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := obtainAsync(ctx, c, key)
+	time.Sleep(20 * time.Millisecond)
+	landed := setLater(piped(t, first), rdb, data, 7)
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := <-second
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	defer got.l.Release(ctx)
+	start := time.Now()
+	if err := landed(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the write waited %s for a next command that never came", d)
+	}
+	if v, _ := rdb.Get(ctx, data).Int64(); v != 7 {
+		t.Fatalf("%s = %d after the write landed, want 7", data, v)
+	}
+}
+
+// Two processes sell and count through the inventory's piped operations,
+// each section passing the lock on before its write has landed: nothing
+// lost, nothing sold twice, every sale answered was made, and most
+// sections were passed in memory.
+func TestCohortPipedExactAcrossProcesses(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	n := notifier(t, rdb, lock.NotifierOptions{})
+	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Notifier: n}
+	procs := []*lock.Cohort{lock.NewCohort(rdb, o, 8), lock.NewCohort(rdb, o, 8)}
+	ctx := context.Background()
+	s := inventory.New(rdb)
+	const stock, workers, each = 150, 10, 10
+	if err := s.Reset(ctx, stock); err != nil {
+		t.Fatal(err)
+	}
+	ops := []struct {
+		lockKey string
+		run     func(int64, inventory.Pipe) (int64, func() error, error)
+	}{
+		{inventory.NumLock, func(tok int64, p inventory.Pipe) (int64, func() error, error) {
+			return s.IncrPiped(ctx, inventory.NumFence, tok, p)
+		}},
+		{inventory.StockLock, func(tok int64, p inventory.Pipe) (int64, func() error, error) {
+			return s.SellPiped(ctx, inventory.StockFence, tok, p)
+		}},
+	}
+	var (
+		mu   sync.Mutex
+		sold int64
+		wg   sync.WaitGroup
+	)
+	for p := range procs {
+		for range workers {
+			wg.Go(func() {
+				for range each {
+					for _, op := range ops {
+						l, err := procs[p].Obtain(ctx, op.lockKey, lock.Call{})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						_, landed, err := op.run(tokenOf(t, l), piped(t, l))
+						if rerr := l.Release(ctx); rerr != nil {
+							t.Error(rerr)
+						}
+						if err == nil {
+							err = landed()
+						}
+						mu.Lock()
+						switch {
+						case err == nil && op.lockKey == inventory.StockLock:
+							sold++
+						case err != nil && !errors.Is(err, inventory.ErrSoldOut):
+							t.Errorf("%s: %v", op.lockKey, err)
+						}
+						mu.Unlock()
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(len(procs) * workers * each)
+	if snap.Num != want {
+		t.Errorf("num %d after %d increments: %d lost", snap.Num, want, want-snap.Num)
+	}
+	if sold != stock || snap.Stock != 0 || snap.Sold != stock {
+		t.Errorf("%d sales answered, stock left %d, sold counter %d; want %d, 0, %d", sold, snap.Stock, snap.Sold, stock, stock)
+	}
+	if g, _ := rdb.Get(ctx, lock.FenceKey(inventory.NumLock)).Int64(); g <= 0 || g >= want {
+		t.Errorf("%d global acquisitions for %d increments: want some, and fewer", g, want)
+	}
+}
