@@ -41,13 +41,27 @@ type delLock struct {
 	key string
 }
 
+var _ PipelineReleaser = (*delLock)(nil)
+
 // Release deletes the key. It reports ErrNotHeld only when the key was
 // already gone; a key that has passed to another holder is deleted all the
 // same, and that is rung 4's flaw.
 func (l *delLock) Release(ctx context.Context) error {
-	n, err := l.rdb.Del(ctx, l.key).Result()
+	return delReleased(l.rdb.Del(ctx, l.key))
+}
+
+// ReleaseIn queues the same DEL in p, behind the business's last write:
+// one round trip for both, the same commands in the same order.
+func (l *delLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	cmd := p.Del(ctx, l.key)
+	return func() error { return delReleased(cmd) }
+}
+
+// delReleased reads a release's DEL: ErrNotHeld when the key was gone.
+func delReleased(cmd *redis.IntCmd) error {
+	n, err := cmd.Result()
 	if err != nil {
-		return fmt.Errorf("lock: DEL %s: %w", l.key, err)
+		return fmt.Errorf("lock: DEL %s: %w", cmd.Args()[1], err)
 	}
 	if n == 0 {
 		return ErrNotHeld

@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -89,12 +88,17 @@ func (l *expiryLock) Release(ctx context.Context) error {
 	if l.clock().UnixMilli() >= l.expiry {
 		return ErrNotHeld
 	}
-	n, err := l.rdb.Del(ctx, l.key).Result()
-	if err != nil {
-		return fmt.Errorf("lock: DEL %s: %w", l.key, err)
+	return delReleased(l.rdb.Del(ctx, l.key))
+}
+
+var _ PipelineReleaser = (*expiryLock)(nil)
+
+// ReleaseIn asks the clock as Release does, now, and queues the DEL in p,
+// behind the business's last write.
+func (l *expiryLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	if l.clock().UnixMilli() >= l.expiry {
+		return func() error { return ErrNotHeld }
 	}
-	if n == 0 {
-		return ErrNotHeld
-	}
-	return nil
+	cmd := p.Del(ctx, l.key)
+	return func() error { return delReleased(cmd) }
 }

@@ -155,6 +155,34 @@ func (l *reentrantLock) Release(ctx context.Context) error {
 		l.released.Store(false) // nothing changed: the caller may try again
 		return fmt.Errorf("lock: reentrant release %s: %w", l.h.key, err)
 	}
+	return l.left(n)
+}
+
+var _ PipelineReleaser = (*reentrantLock)(nil)
+
+// ReleaseIn is Release with its script queued in p, behind the business's
+// last write (EVAL: a NOSCRIPT in a pipeline would skip it).
+func (l *reentrantLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	if !l.released.CompareAndSwap(false, true) {
+		return func() error { return fmt.Errorf("%w: %s: this acquisition was already released", ErrNotHeld, l.h.key) }
+	}
+	if l.wd != nil && !l.r.current(l.h, l.wd) {
+		l.wd.stop()
+		return func() error { return fmt.Errorf("%w: %s: the lease of this acquisition lapsed", ErrNotHeld, l.h.key) }
+	}
+	cmd := luaReentrantRelease.Eval(ctx, p, []string{l.h.key}, l.h.owner, leaseMS(l.ttl))
+	return func() error {
+		n, err := cmd.Int64()
+		if err != nil {
+			return fmt.Errorf("lock: reentrant release %s: %w", l.h.key, err)
+		}
+		return l.left(n)
+	}
+}
+
+// left ends a release whose script left the owner's count at n: still
+// held, released (the watchdog stopped), or not ours any more.
+func (l *reentrantLock) left(n int64) error {
 	if n > 0 {
 		return nil // still held by an outer acquisition
 	}
