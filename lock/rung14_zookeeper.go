@@ -36,6 +36,11 @@ import (
 // next waiter enters: two holders. Nothing fences the paused one (the
 // znode's zxid could serve as a token; this rung does not use it).
 //
+// One round trip less per handoff than Curator: a waiter whose
+// predecessor was the lowest znode takes the lock on that znode's
+// deletion without listing the children again, since no sequence number
+// below its own can appear any more.
+//
 // A process's requests for one key wait in a line in memory (localQueue),
 // so that ZooKeeper holds one waiting znode per instance, not one per
 // request: each waiter lists the lock's children to find its predecessor,
@@ -117,10 +122,13 @@ func (z *ZooKeeper) obtain(ctx context.Context, key string, bound time.Duration)
 	}
 	held := &zkLock{conn: z.conn, node: node}
 	for {
-		var pred string
+		var (
+			pred   string
+			lowest bool
+		)
 		err := bounded(ctx, func() error {
 			var err error
-			pred, err = z.predecessor(dir, path.Base(node))
+			pred, lowest, err = z.predecessor(dir, path.Base(node))
 			return err
 		})
 		switch {
@@ -145,7 +153,13 @@ func (z *ZooKeeper) obtain(ctx context.Context, key string, bound time.Duration)
 			continue // gone between the two calls: look again
 		}
 		select {
-		case <-watch: // the predecessor changed (deleted): look again
+		case ev := <-watch:
+			// A predecessor that was the lowest, deleted: ours is the
+			// lowest now (no lower sequence number can appear), without
+			// listing the children again. Otherwise look again.
+			if lowest && ev.Type == zk.EventNodeDeleted {
+				return held, nil
+			}
 		case <-ctx.Done():
 			held.giveUp()
 			return nil, fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, ctx.Err())
@@ -178,21 +192,21 @@ func (z *ZooKeeper) createIn(dir, id string) (string, error) {
 }
 
 // predecessor returns the znode just before ours in dir, "" when ours is
-// the lowest.
-func (z *ZooKeeper) predecessor(dir, ours string) (string, error) {
+// the lowest, and whether the predecessor is the lowest.
+func (z *ZooKeeper) predecessor(dir, ours string) (pred string, lowest bool, err error) {
 	children, _, err := z.conn.Children(dir)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	slices.SortFunc(children, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
 	i := slices.Index(children, ours)
 	if i < 0 {
-		return "", fmt.Errorf("our znode %s is gone (the session expired)", ours)
+		return "", false, fmt.Errorf("our znode %s is gone (the session expired)", ours)
 	}
 	if i == 0 {
-		return "", nil
+		return "", false, nil
 	}
-	return children[i-1], nil
+	return children[i-1], i == 1, nil
 }
 
 // seq is a sequential znode's sequence number, zero-padded by ZooKeeper so

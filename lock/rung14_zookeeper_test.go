@@ -76,3 +76,53 @@ type either [2]lock.Locker
 func (e either) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
 	return e[time.Now().UnixNano()%2].Obtain(ctx, key, c)
 }
+
+// TestZooKeeperWaiterBehindAGivenUpOneWaits: a waiter takes the lock on
+// its predecessor's deletion without listing the znodes again only when
+// the predecessor was the lowest. Here the predecessor is a waiter that
+// gives up, not the holder: the one behind it must go on waiting for the
+// holder, then get the lock on the holder's release.
+func TestZooKeeperWaiterBehindAGivenUpOneWaits(t *testing.T) {
+	a, addr := servertest.ZooKeeper(t, 2*time.Second)
+	b := servertest.ZooKeeperSession(t, addr, 2*time.Second)
+	c := servertest.ZooKeeperSession(t, addr, 2*time.Second)
+	ctx := context.Background()
+	o := lock.Options{Wait: 10 * time.Second}
+	held, err := lock.NewZooKeeper(a, o).Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := lock.NewZooKeeper(b, o).Obtain(ctx, "lock:k", lock.Call{Try: dur(300 * time.Millisecond)})
+		gaveUp <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // b's znode is in line before c's
+	got := make(chan error, 1)
+	go func() {
+		l, err := lock.NewZooKeeper(c, o).Obtain(ctx, "lock:k", lock.Call{})
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	if err := <-gaveUp; !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("the middle waiter: %v, want ErrNotObtained", err)
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("the last waiter got the lock while the first still held it (%v)", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the last waiter never got the lock after the release")
+	}
+}
