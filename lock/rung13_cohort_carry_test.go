@@ -3,7 +3,6 @@ package lock_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,78 +83,13 @@ func TestCohortCarryCarriesWithinACohortOnly(t *testing.T) {
 // twice, every sale answered was made, although most sections never read
 // and never waited for their write.
 func TestCohortCarryExactAcrossProcesses(t *testing.T) {
-	rdb, _ := redistest.Start(t)
-	n := notifier(t, rdb, lock.NotifierOptions{})
-	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Notifier: n}
-	procs := []*lock.CohortCarry{lock.NewCohortCarry(rdb, o, 8), lock.NewCohortCarry(rdb, o, 8)}
-	ctx := context.Background()
-	s := inventory.New(rdb)
-	const stock, workers, each = 150, 10, 10
-	if err := s.Reset(ctx, stock); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		sold  int64
-		wg    sync.WaitGroup
-		stale int
-	)
-	for p := range procs {
-		for range workers {
-			wg.Go(func() {
-				for range each {
-					for _, op := range []struct {
-						lockKey, fence string
-						run            func(int64, inventory.Carrier) (int64, func() error, error)
-					}{
-						{inventory.NumLock, inventory.NumFence, func(tok int64, c inventory.Carrier) (int64, func() error, error) {
-							return s.IncrCarried(ctx, inventory.NumFence, tok, c)
-						}},
-						{inventory.StockLock, inventory.StockFence, func(tok int64, c inventory.Carrier) (int64, func() error, error) {
-							return s.SellCarried(ctx, inventory.StockFence, tok, c)
-						}},
-					} {
-						l, err := procs[p].Obtain(ctx, op.lockKey, lock.Call{})
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						_, landed, err := op.run(tokenOf(t, l), carrier(t, l))
-						if rerr := l.Release(ctx); rerr != nil {
-							t.Error(rerr)
-						}
-						if err == nil && landed != nil {
-							err = landed()
-						}
-						mu.Lock()
-						switch {
-						case err == nil && op.lockKey == inventory.StockLock:
-							sold++
-						case err != nil && err != inventory.ErrSoldOut:
-							stale++
-							t.Errorf("%s: %v", op.lockKey, err)
-						}
-						mu.Unlock()
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
-	snap, err := s.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := int64(len(procs) * workers * each)
-	if snap.Num != want {
-		t.Errorf("num %d after %d increments: %d lost", snap.Num, want, want-snap.Num)
-	}
-	if sold != stock || snap.Stock != 0 || snap.Sold != stock {
-		t.Errorf("%d sales answered, stock left %d, sold counter %d; want %d, 0, %d", sold, snap.Stock, snap.Sold, stock, stock)
-	}
-	if g, _ := rdb.Get(ctx, lock.FenceKey(inventory.NumLock)).Int64(); g <= 0 || g >= want {
-		t.Errorf("%d global acquisitions for %d increments: want some, and fewer", g, want)
-	}
+	sellAndCountAcross(t, func(rdb *redis.Client, o lock.Options) lock.Locker { return lock.NewCohortCarry(rdb, o, 8) },
+		func(s *inventory.Store, sell bool, tok int64, l lock.Lock) (int64, func() error, error) {
+			if sell {
+				return s.SellCarried(context.Background(), inventory.StockFence, tok, carrier(t, l))
+			}
+			return s.IncrCarried(context.Background(), inventory.NumFence, tok, carrier(t, l))
+		})
 }
 
 // setIn is a Commit's write: SET key v, after pausing the pipeline for

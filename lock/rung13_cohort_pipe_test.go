@@ -155,26 +155,33 @@ func TestCohortParkedWriteGoesAlone(t *testing.T) {
 // lost, nothing sold twice, every sale answered was made, and most
 // sections were passed in memory.
 func TestCohortPipedExactAcrossProcesses(t *testing.T) {
+	sellAndCountAcross(t, func(rdb *redis.Client, o lock.Options) lock.Locker { return lock.NewCohort(rdb, o, 8) },
+		func(s *inventory.Store, sell bool, tok int64, l lock.Lock) (int64, func() error, error) {
+			if sell {
+				return s.SellPiped(context.Background(), inventory.StockFence, tok, piped(t, l))
+			}
+			return s.IncrPiped(context.Background(), inventory.NumFence, tok, piped(t, l))
+		})
+}
+
+// sellAndCountAcross runs two processes (two lockers from newLocker on one
+// Redis), ten workers each, every worker ten times counting one (num) and
+// selling one (stock 150) through run, which returns the value and how to
+// wait for a write the lock queued; the section releases before it waits.
+// Nothing may be lost, nothing sold twice, every sale answered must have
+// been made, and some sections must have been passed in memory.
+func sellAndCountAcross(t *testing.T, newLocker func(*redis.Client, lock.Options) lock.Locker,
+	run func(s *inventory.Store, sell bool, token int64, l lock.Lock) (int64, func() error, error)) {
+	t.Helper()
 	rdb, _ := redistest.Start(t)
 	n := notifier(t, rdb, lock.NotifierOptions{})
 	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Notifier: n}
-	procs := []*lock.Cohort{lock.NewCohort(rdb, o, 8), lock.NewCohort(rdb, o, 8)}
+	procs := []lock.Locker{newLocker(rdb, o), newLocker(rdb, o)}
 	ctx := context.Background()
 	s := inventory.New(rdb)
 	const stock, workers, each = 150, 10, 10
 	if err := s.Reset(ctx, stock); err != nil {
 		t.Fatal(err)
-	}
-	ops := []struct {
-		lockKey string
-		run     func(int64, inventory.Pipe) (int64, func() error, error)
-	}{
-		{inventory.NumLock, func(tok int64, p inventory.Pipe) (int64, func() error, error) {
-			return s.IncrPiped(ctx, inventory.NumFence, tok, p)
-		}},
-		{inventory.StockLock, func(tok int64, p inventory.Pipe) (int64, func() error, error) {
-			return s.SellPiped(ctx, inventory.StockFence, tok, p)
-		}},
 	}
 	var (
 		mu   sync.Mutex
@@ -185,13 +192,17 @@ func TestCohortPipedExactAcrossProcesses(t *testing.T) {
 		for range workers {
 			wg.Go(func() {
 				for range each {
-					for _, op := range ops {
-						l, err := procs[p].Obtain(ctx, op.lockKey, lock.Call{})
+					for _, sell := range []bool{false, true} {
+						key := inventory.NumLock
+						if sell {
+							key = inventory.StockLock
+						}
+						l, err := procs[p].Obtain(ctx, key, lock.Call{})
 						if err != nil {
 							t.Error(err)
 							return
 						}
-						_, landed, err := op.run(tokenOf(t, l), piped(t, l))
+						_, landed, err := run(s, sell, tokenOf(t, l), l)
 						if rerr := l.Release(ctx); rerr != nil {
 							t.Error(rerr)
 						}
@@ -200,10 +211,10 @@ func TestCohortPipedExactAcrossProcesses(t *testing.T) {
 						}
 						mu.Lock()
 						switch {
-						case err == nil && op.lockKey == inventory.StockLock:
+						case err == nil && sell:
 							sold++
 						case err != nil && !errors.Is(err, inventory.ErrSoldOut):
-							t.Errorf("%s: %v", op.lockKey, err)
+							t.Errorf("%s: %v", key, err)
 						}
 						mu.Unlock()
 					}
