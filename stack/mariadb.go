@@ -3,6 +3,7 @@ package stack
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -22,6 +23,7 @@ type mariadb struct {
 	dir             string // socket, pid file, log
 	data            string // the database (dataRoot)
 	version         string
+	picked          bool // start chose the port: ready may choose another
 	lg              *logger
 	proc            *proc
 }
@@ -58,7 +60,8 @@ func (m *mariadb) dsn() string {
 // again after a stop, it keeps the port and the data.
 func (m *mariadb) start(ctx context.Context) error {
 	data := m.data
-	if m.port == "" {
+	m.picked = m.port == ""
+	if m.picked {
 		port, err := freePort(m.host)
 		if err != nil {
 			return err
@@ -90,9 +93,26 @@ func (m *mariadb) start(ctx context.Context) error {
 	return err
 }
 
-// ready waits until the server greets a connection (its handshake carries
-// its version).
+// ready waits until the server serves. As with ZooKeeper, a server that
+// exits while it starts on a port start chose (taken meanwhile) is
+// started again on another, up to 3 times.
 func (m *mariadb) ready(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := m.serving(ctx)
+		if !errors.Is(err, errExitedStarting) || !m.picked || attempt == 3 {
+			return err
+		}
+		m.lg.printf("mariadb: exited while starting on %s (its port taken?); starting it again on another", m.addr())
+		m.port = ""
+		if err := m.start(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// serving waits until the server greets a connection (its handshake
+// carries its version).
+func (m *mariadb) serving(ctx context.Context) error {
 	for {
 		if v, err := mysqlGreeting(ctx, m.addr()); err == nil {
 			m.version = v
@@ -100,7 +120,7 @@ func (m *mariadb) ready(ctx context.Context) error {
 		}
 		select {
 		case <-m.proc.done:
-			return fmt.Errorf("stack: mariadb exited: %v\n%s", m.proc.exitErr(), logTail(m.proc.logPath, 2048))
+			return fmt.Errorf("stack: mariadb %w: %v\n%s", errExitedStarting, m.proc.exitErr(), logTail(m.proc.logPath, 2048))
 		case <-ctx.Done():
 			return fmt.Errorf("stack: mariadb on %s not serving: %w", m.addr(), ctx.Err())
 		case <-time.After(50 * time.Millisecond):

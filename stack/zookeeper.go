@@ -28,6 +28,7 @@ type zookeeper struct {
 	dir       string // config and log
 	data      string // snapshots and transaction log (dataRoot)
 	version   string
+	picked    bool // start chose the port: ready may choose another
 	lg        *logger
 	proc      *proc
 }
@@ -57,7 +58,8 @@ func (z *zookeeper) addr() string { return net.JoinHostPort(z.host, z.port) }
 // start starts the server; started again after a stop, on the same port
 // with the same data (its sessions come back with it).
 func (z *zookeeper) start(context.Context) error {
-	if z.port == "" {
+	z.picked = z.port == ""
+	if z.picked {
 		port, err := freePort(z.host)
 		if err != nil {
 			return err
@@ -97,10 +99,31 @@ func (z *zookeeper) start(context.Context) error {
 	return err
 }
 
-// ready waits until the server serves requests ("srvr" says its mode:
+// ready waits until the server serves requests, and reads its version.
+// A free port is free only until someone binds it, and the JVM takes a
+// second to: a server that exits while it starts on a port start chose
+// is started again on another, up to 3 times.
+func (z *zookeeper) ready(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := z.serving(ctx)
+		if !errors.Is(err, errExitedStarting) || !z.picked || attempt == 3 {
+			return err
+		}
+		z.lg.printf("zookeeper: exited while starting on %s (its port taken?); starting it again on another", z.addr())
+		z.port = ""
+		if err := z.start(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// errExitedStarting: the server exited before it served.
+var errExitedStarting = errors.New("exited while starting")
+
+// serving waits until the server serves requests ("srvr" says its mode:
 // "ruok" answers "imok" before sessions can be had), and reads its
 // version there.
-func (z *zookeeper) ready(ctx context.Context) error {
+func (z *zookeeper) serving(ctx context.Context) error {
 	var srvr string
 	for {
 		if ans, err := fourLetters(ctx, z.addr(), "srvr"); err == nil && strings.Contains(ans, "Mode:") {
@@ -109,7 +132,7 @@ func (z *zookeeper) ready(ctx context.Context) error {
 		}
 		select {
 		case <-z.proc.done:
-			return fmt.Errorf("stack: zookeeper exited: %v\n%s", z.proc.exitErr(), logTail(z.proc.logPath, 2048))
+			return fmt.Errorf("stack: zookeeper %w: %v\n%s", errExitedStarting, z.proc.exitErr(), logTail(z.proc.logPath, 2048))
 		case <-ctx.Done():
 			return fmt.Errorf("stack: zookeeper on %s not serving: %w", z.addr(), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
