@@ -17,6 +17,10 @@ import (
 // manifest names the libraries it needs); ZOOKEEPER_JAR overrides it.
 const zookeeperJar = "/usr/share/java/zookeeper.jar"
 
+// slf4jSimple is SLF4J's simple binding, as Debian installs it with
+// ZooKeeper.
+const slf4jSimple = "/usr/share/java/slf4j-simple.jar"
+
 // zookeeper is a standalone ZooKeeper server, the zookeeper rung's back
 // end: the JVM running org.apache.zookeeper.server.ZooKeeperServerMain on
 // a loopback port, its log in the run dir, its data where Config.Data says. Sessions may time out
@@ -90,10 +94,18 @@ func (z *zookeeper) start(context.Context) error {
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		return fmt.Errorf("stack: zookeeper: %w", err)
 	}
+	// Debian's ZooKeeper logs through SLF4J with no binding: nothing at
+	// all, even when it cannot bind its port. The simple binding its
+	// package brings along (libslf4j-java) writes warnings and errors to
+	// its log, so that a server that fails says why.
+	cp := z.jar
+	if _, err := os.Stat(slf4jSimple); err == nil {
+		cp += string(os.PathListSeparator) + slf4jSimple
+	}
 	args := []string{
 		"-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dzookeeper.log.dir=" + z.dir,
-		"-cp", z.jar, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg,
+		"-Dzookeeper.log.dir=" + z.dir, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg,
 	}
 	z.proc, err = startProc("zookeeper", z.java, args, nil, z.dir, filepath.Join(z.dir, "zookeeper.log"))
 	return err
