@@ -191,12 +191,12 @@ func TestBackendData(t *testing.T) {
 
 // A back end that exits while it starts on the port the stack chose (a
 // free port is free only until someone binds it, and a JVM takes a second
-// to) is started again on another: here java and mariadbd exit once each,
-// as a server that lost its port does, then start for real.
+// to) is started again on another: here java, mariadbd and etcd exit once
+// each, as a server that lost its port does, then start for real.
 func TestBackendExitsWhileStarting(t *testing.T) {
 	needApp(t)
 	wrappers := t.TempDir()
-	for _, b := range []string{"java", "mariadbd"} {
+	for _, b := range []string{"java", "mariadbd", "etcd"} {
 		real, err := exec.LookPath(b)
 		if err != nil && b == "mariadbd" {
 			real, err = "/usr/sbin/mariadbd", nil
@@ -221,19 +221,19 @@ func TestBackendExitsWhileStarting(t *testing.T) {
 	s, err := stack.Start(context.Background(), stack.Config{
 		LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0",
 		Redis: stack.Embedded, LB: stack.Embedded, Instances: 1, Masters: -1,
-		ZooKeeper: stack.Auto, MariaDB: stack.Auto, Etcd: stack.Embedded,
+		ZooKeeper: stack.Auto, MariaDB: stack.Auto, Etcd: stack.Auto,
 		RequireReal: true, AppBinary: appBin, Log: io.MultiWriter(log, testLog{t}),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Stop() })
-	for _, b := range []string{"zookeeper", "mariadb"} {
+	for _, b := range []string{"zookeeper", "mariadb", "etcd"} {
 		if !strings.Contains(log.String(), b+": exited while starting on ") {
 			t.Errorf("no line says %s was started again on another port:\n%s", b, log.String())
 		}
 	}
-	for _, l := range []string{"zookeeper", "db-for-update"} {
+	for _, l := range []string{"zookeeper", "db-for-update", "etcd"} {
 		if code, _, body := get(t, http.MethodPost, s.URL()+"/testLock?lock="+l); code != 200 {
 			t.Errorf("%s after the restart: %d %s", l, code, body)
 		}

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -27,6 +28,7 @@ type etcd struct {
 	dir     string // log
 	data    string // the member's data dir (dataRoot)
 	version string
+	picked  bool // start chose the ports: it and ready may choose others
 	lg      *logger
 
 	proc     *proc       // the binary
@@ -42,13 +44,11 @@ func newEtcd(bin, host, dir, data string, lg *logger) *etcd {
 // stop, it keeps its ports and its data (its leases come back with it).
 func (e *etcd) start(context.Context) error {
 	data := e.data
-	if e.client == "" {
-		ports, err := freePorts(e.host, 2)
-		if err != nil {
+	e.picked = e.client == ""
+	if e.picked {
+		if err := e.pickPorts(); err != nil {
 			return err
 		}
-		e.client = "http://" + net.JoinHostPort(e.host, ports[0])
-		e.peer = "http://" + net.JoinHostPort(e.host, ports[1])
 		os.RemoveAll(data)
 		if err := os.MkdirAll(e.dir, 0o755); err != nil {
 			return fmt.Errorf("stack: etcd: %w", err)
@@ -56,7 +56,19 @@ func (e *etcd) start(context.Context) error {
 	}
 	var err error
 	if e.bin == "" {
-		return e.startEmbedded(data)
+		// It binds its ports here: one taken since they were chosen
+		// fails this start, and another pair is tried, up to 3 times.
+		for attempt := 1; ; attempt++ {
+			err := e.startEmbedded(data)
+			if err == nil || !e.picked || attempt == 3 {
+				return err
+			}
+			e.lg.printf("etcd: could not start on %s (%v); starting it again on other ports", e.client, err)
+			os.RemoveAll(data)
+			if err := e.pickPorts(); err != nil {
+				return err
+			}
+		}
 	}
 	args := []string{
 		"--name", "lab", "--data-dir", data,
@@ -66,6 +78,17 @@ func (e *etcd) start(context.Context) error {
 	}
 	e.proc, err = startProc("etcd", e.bin, args, nil, e.dir, filepath.Join(e.dir, "etcd.log"))
 	return err
+}
+
+// pickPorts chooses free client and peer ports.
+func (e *etcd) pickPorts() error {
+	ports, err := freePorts(e.host, 2)
+	if err != nil {
+		return err
+	}
+	e.client = "http://" + net.JoinHostPort(e.host, ports[0])
+	e.peer = "http://" + net.JoinHostPort(e.host, ports[1])
+	return nil
 }
 
 func (e *etcd) startEmbedded(data string) error {
@@ -87,9 +110,26 @@ func (e *etcd) startEmbedded(data string) error {
 	return nil
 }
 
-// ready waits until the member says it is healthy (GET /health), and asks
-// it its version.
+// ready waits until the member serves. As with ZooKeeper, a binary that
+// exits while it starts on ports start chose (taken meanwhile) is started
+// again on others, up to 3 times.
 func (e *etcd) ready(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := e.serving(ctx)
+		if !errors.Is(err, errExitedStarting) || !e.picked || attempt == 3 {
+			return err
+		}
+		e.lg.printf("etcd: exited while starting on %s (its ports taken?); starting it again on others", e.client)
+		e.client = ""
+		if err := e.start(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// serving waits until the member says it is healthy (GET /health), and
+// asks it its version.
+func (e *etcd) serving(ctx context.Context) error {
 	var exited <-chan struct{}
 	if e.proc != nil {
 		exited = e.proc.done
@@ -112,7 +152,7 @@ func (e *etcd) ready(ctx context.Context) error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("stack: etcd exited: %v\n%s", e.proc.exitErr(), logTail(e.proc.logPath, 2048))
+			return fmt.Errorf("stack: etcd %w: %v\n%s", errExitedStarting, e.proc.exitErr(), logTail(e.proc.logPath, 2048))
 		case <-ctx.Done():
 			return fmt.Errorf("stack: etcd on %s not serving: %w", e.client, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
