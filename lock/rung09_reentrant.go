@@ -140,15 +140,8 @@ type reentrantLock struct {
 // to 0 deletes the key and stops the watchdog. Releasing the same
 // acquisition twice is ErrNotHeld and leaves the count alone.
 func (l *reentrantLock) Release(ctx context.Context) error {
-	if !l.released.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: %s: this acquisition was already released", ErrNotHeld, l.h.key)
-	}
-	if l.wd != nil && !l.r.current(l.h, l.wd) {
-		// Our lease lapsed (its watchdog found it gone, or the owner has
-		// taken the lock afresh since): the count in Redis, if any, is
-		// a later acquisition's, not ours to decrement.
-		l.wd.stop()
-		return fmt.Errorf("%w: %s: the lease of this acquisition lapsed", ErrNotHeld, l.h.key)
+	if err := l.leaving(); err != nil {
+		return err
 	}
 	n, err := luaReentrantRelease.Run(ctx, l.r.rdb, []string{l.h.key}, l.h.owner, leaseMS(l.ttl)).Int64()
 	if err != nil {
@@ -163,12 +156,8 @@ var _ PipelineReleaser = (*reentrantLock)(nil)
 // ReleaseIn is Release with its script queued in p, behind the business's
 // last write (EVAL: a NOSCRIPT in a pipeline would skip it).
 func (l *reentrantLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
-	if !l.released.CompareAndSwap(false, true) {
-		return func() error { return fmt.Errorf("%w: %s: this acquisition was already released", ErrNotHeld, l.h.key) }
-	}
-	if l.wd != nil && !l.r.current(l.h, l.wd) {
-		l.wd.stop()
-		return func() error { return fmt.Errorf("%w: %s: the lease of this acquisition lapsed", ErrNotHeld, l.h.key) }
+	if err := l.leaving(); err != nil {
+		return func() error { return err }
 	}
 	cmd := luaReentrantRelease.Eval(ctx, p, []string{l.h.key}, l.h.owner, leaseMS(l.ttl))
 	return func() error {
@@ -178,6 +167,22 @@ func (l *reentrantLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func()
 		}
 		return l.left(n)
 	}
+}
+
+// leaving marks this acquisition released, or says why it cannot be:
+// released already, or its lease lapsed.
+func (l *reentrantLock) leaving() error {
+	if !l.released.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: %s: this acquisition was already released", ErrNotHeld, l.h.key)
+	}
+	if l.wd != nil && !l.r.current(l.h, l.wd) {
+		// Our lease lapsed (its watchdog found it gone, or the owner has
+		// taken the lock afresh since): the count in Redis, if any, is
+		// a later acquisition's, not ours to decrement.
+		l.wd.stop()
+		return fmt.Errorf("%w: %s: the lease of this acquisition lapsed", ErrNotHeld, l.h.key)
+	}
+	return nil
 }
 
 // left ends a release whose script left the owner's count at n: still

@@ -247,8 +247,7 @@ func (l *cohortLock) passTo() (to chan baton, held *fairLock) {
 // Send queues q down the line's pipe (Piped).
 func (l *cohortLock) Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) func() error {
 	if !later {
-		cmd := l.c.enqueue(l.ln, rdb, q, sendNow)
-		return func() error { <-cmd.done; return cmd.err }
+		return l.c.enqueue(l.ln, rdb, q, sendNow).wait
 	}
 	cmd := l.c.enqueue(l.ln, rdb, q, sendLater)
 	return func() error { return l.c.await(l.ln, cmd) }
@@ -267,11 +266,9 @@ func (l *cohortLock) Release(ctx context.Context) error {
 			err = nil
 			return
 		}
-		release := l.c.enqueue(l.ln, held.f.rdb, func(p redis.Pipeliner) func() error {
+		err = l.c.enqueue(l.ln, held.f.rdb, func(p redis.Pipeliner) func() error {
 			return held.ReleaseIn(ctx, p)
-		}, sendNow)
-		<-release.done
-		err = release.err
+		}, sendNow).wait()
 		l.c.handOn(l.ln)
 	})
 	return err

@@ -162,8 +162,7 @@ func (cl *carriedLock) Commit(rdb redis.Cmdable, q func(redis.Pipeliner) func() 
 	if released {
 		return func() error { return ErrNotHeld }
 	}
-	cmd := cl.l.c.enqueue(cl.l.ln, rdb, q, sendBehind)
-	return func() error { <-cmd.done; return cmd.err }
+	return cl.l.c.enqueue(cl.l.ln, rdb, q, sendBehind).wait
 }
 
 func (cl *carriedLock) Settle() error {

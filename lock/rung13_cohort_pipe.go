@@ -55,6 +55,12 @@ type pipeCmd struct {
 	err   error
 }
 
+// wait blocks until cmd's outcome is known.
+func (cmd *pipeCmd) wait() error {
+	<-cmd.done
+	return cmd.err
+}
+
 // How a queued command gets sent.
 type sendBy int
 
@@ -99,8 +105,7 @@ func (c *Cohort) await(ln *cohortLine, cmd *pipeCmd) error {
 	if start {
 		c.flush(ln)
 	}
-	<-cmd.done
-	return cmd.err
+	return cmd.wait()
 }
 
 // flush sends ln's queued commands, one pipeline per batch, in order,
