@@ -3,7 +3,6 @@ package stack
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -110,21 +109,14 @@ func (e *etcd) startEmbedded(data string) error {
 	return nil
 }
 
-// ready waits until the member serves. As with ZooKeeper, a binary that
-// exits while it starts on ports start chose (taken meanwhile) is started
-// again on others, up to 3 times.
+// ready waits until the member serves (readyOnFreePort: the binary is
+// started again on other ports if it exits while starting on the ones
+// start chose; the embedded one retries in start, where it binds).
 func (e *etcd) ready(ctx context.Context) error {
-	for attempt := 1; ; attempt++ {
-		err := e.serving(ctx)
-		if !errors.Is(err, errExitedStarting) || !e.picked || attempt == 3 {
-			return err
-		}
-		e.lg.printf("etcd: exited while starting on %s (its ports taken?); starting it again on others", e.client)
+	return readyOnFreePort(ctx, e.lg, "etcd", &e.picked, func() string { return e.client }, e.serving, func(ctx context.Context) error {
 		e.client = ""
-		if err := e.start(ctx); err != nil {
-			return err
-		}
-	}
+		return e.start(ctx)
+	})
 }
 
 // serving waits until the member says it is healthy (GET /health), and

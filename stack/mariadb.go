@@ -3,7 +3,6 @@ package stack
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -93,21 +92,13 @@ func (m *mariadb) start(ctx context.Context) error {
 	return err
 }
 
-// ready waits until the server serves. As with ZooKeeper, a server that
-// exits while it starts on a port start chose (taken meanwhile) is
-// started again on another, up to 3 times.
+// ready waits until the server serves (readyOnFreePort: started again on
+// another port if it exits while starting on the one start chose).
 func (m *mariadb) ready(ctx context.Context) error {
-	for attempt := 1; ; attempt++ {
-		err := m.serving(ctx)
-		if !errors.Is(err, errExitedStarting) || !m.picked || attempt == 3 {
-			return err
-		}
-		m.lg.printf("mariadb: exited while starting on %s (its port taken?); starting it again on another", m.addr())
+	return readyOnFreePort(ctx, m.lg, "mariadb", &m.picked, m.addr, m.serving, func(ctx context.Context) error {
 		m.port = ""
-		if err := m.start(ctx); err != nil {
-			return err
-		}
-	}
+		return m.start(ctx)
+	})
 }
 
 // serving waits until the server greets a connection (its handshake

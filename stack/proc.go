@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -194,4 +195,26 @@ func binaryVersion(bin, re string, args ...string) string {
 		return string(m[1])
 	}
 	return "(unknown version)"
+}
+
+// errExitedStarting: the server exited before it served.
+var errExitedStarting = errors.New("exited while starting")
+
+// readyOnFreePort waits for a server that start put on a free port it
+// chose. A free port is free only until someone binds it, and a JVM
+// takes a second to: when serving says the server exited while starting
+// (errExitedStarting) and *picked says start chose its port, elsewhere
+// runs the server again on another, up to 3 times in all.
+func readyOnFreePort(ctx context.Context, lg *logger, name string, picked *bool, addr func() string,
+	serving, elsewhere func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		err := serving(ctx)
+		if !errors.Is(err, errExitedStarting) || !*picked || attempt == 3 {
+			return err
+		}
+		lg.printf("%s: exited while starting on %s (its port taken?); starting it again on another", name, addr())
+		if err := elsewhere(ctx); err != nil {
+			return err
+		}
+	}
 }

@@ -111,26 +111,14 @@ func (z *zookeeper) start(context.Context) error {
 	return err
 }
 
-// ready waits until the server serves requests, and reads its version.
-// A free port is free only until someone binds it, and the JVM takes a
-// second to: a server that exits while it starts on a port start chose
-// is started again on another, up to 3 times.
+// ready waits until the server serves (readyOnFreePort: started again on
+// another port if it exits while starting on the one start chose).
 func (z *zookeeper) ready(ctx context.Context) error {
-	for attempt := 1; ; attempt++ {
-		err := z.serving(ctx)
-		if !errors.Is(err, errExitedStarting) || !z.picked || attempt == 3 {
-			return err
-		}
-		z.lg.printf("zookeeper: exited while starting on %s (its port taken?); starting it again on another", z.addr())
+	return readyOnFreePort(ctx, z.lg, "zookeeper", &z.picked, z.addr, z.serving, func(ctx context.Context) error {
 		z.port = ""
-		if err := z.start(ctx); err != nil {
-			return err
-		}
-	}
+		return z.start(ctx)
+	})
 }
-
-// errExitedStarting: the server exited before it served.
-var errExitedStarting = errors.New("exited while starting")
 
 // serving waits until the server serves requests ("srvr" says its mode:
 // "ruok" answers "imok" before sessions can be had), and reads its
