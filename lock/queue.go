@@ -105,14 +105,19 @@ func headWaiter(n *Notifier, key string, pause time.Duration) waiter {
 const queuePause = 2 * time.Millisecond
 
 // leave gives the head of the line to the next request. Only the first
-// call counts.
+// call counts. The request stops counting as a user of the line before
+// the next one has the head (both under q.mu: the receive never blocks,
+// the head holds the slot), so the next one, alone, never believes
+// another waits behind it (pass would pass to nobody).
 func (t *turn) leave() {
 	if t == nil {
 		return
 	}
 	t.once.Do(func() {
+		t.q.mu.Lock()
+		defer t.q.mu.Unlock()
+		t.drop()
 		<-t.l.sem
-		t.forget()
 	})
 }
 
@@ -154,9 +159,16 @@ func (t *turn) take() any {
 	return v
 }
 
+// forget takes a request that never reached the head out of the line.
 func (t *turn) forget() {
 	t.q.mu.Lock()
 	defer t.q.mu.Unlock()
+	t.drop()
+}
+
+// drop counts one user less in the line, and forgets an empty line. The
+// caller holds q.mu.
+func (t *turn) drop() {
 	if t.l.users--; t.l.users == 0 {
 		delete(t.q.lines, t.key)
 	}
