@@ -308,6 +308,25 @@ func (s *Stack) makeDir() error {
 // URL is the load balancer's base URL, e.g. "http://127.0.0.1:8080".
 func (s *Stack) URL() string { return "http://" + s.lb.addr() }
 
+// InProcess reports whether this process serves part of the stack
+// itself: the embedded Redis, the built-in proxy, an embedded etcd or a
+// fault proxy. Whatever else it does (sending the load) then shares its
+// threads with them.
+func (s *Stack) InProcess() bool {
+	if s.redis != nil && s.redis.Embedded() {
+		return true
+	}
+	if _, ok := s.lb.(*proxyServer); ok {
+		return true
+	}
+	for _, b := range s.backends {
+		if b.pid() == 0 {
+			return true
+		}
+	}
+	return s.redisProxy != nil || len(s.masterProxies) > 0
+}
+
 // InstanceURLs are the direct base URLs of the app instances.
 func (s *Stack) InstanceURLs() []string {
 	urls := make([]string, len(s.instances))

@@ -128,10 +128,11 @@ func TestStack(t *testing.T) {
 		redis, lb   stack.Mode
 		wantSummary []string
 		wantPids    int
+		inProcess   bool // this process serves part of the stack
 	}{
 		// Redis, 5 masters, nginx, 3 instances; embedded: the instances only.
-		{"real", stack.Real, stack.Real, []string{"redis: redis-server", "masters: 5 x redis-server", "lb: nginx"}, 10},
-		{"embedded", stack.Embedded, stack.Embedded, []string{"redis: embedded miniredis", "masters: 5 x embedded miniredis", "built-in Go reverse proxy"}, 3},
+		{"real", stack.Real, stack.Real, []string{"redis: redis-server", "masters: 5 x redis-server", "lb: nginx"}, 10, false},
+		{"embedded", stack.Embedded, stack.Embedded, []string{"redis: embedded miniredis", "masters: 5 x embedded miniredis", "built-in Go reverse proxy"}, 3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			needApp(t)
@@ -164,6 +165,9 @@ func TestStack(t *testing.T) {
 			}
 			if got := len(s.Pids()); got != tc.wantPids {
 				t.Errorf("len(Pids()) = %d, want %d: %v", got, tc.wantPids, s.Pids())
+			}
+			if got := s.InProcess(); got != tc.inProcess {
+				t.Errorf("InProcess() = %v, want %v", got, tc.inProcess)
 			}
 			if got := len(s.InstanceURLs()); got != stack.DefaultInstances {
 				t.Errorf("%d instance URLs, want %d", got, stack.DefaultInstances)

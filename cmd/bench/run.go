@@ -30,7 +30,10 @@ func runBench(ctx context.Context, args []string) error {
 	cfg := bo.Config
 	cfg.AllowRemote = *allowRemote
 	cfg.URL = *url
-	var notes []string
+	var (
+		notes     []string
+		inProcess bool // the stack started here serves part of itself from this process
+	)
 	if cfg.URL == "" {
 		cfg.URL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(so.LBPort))
 		if healthy(ctx, cfg.URL, false) != nil {
@@ -48,12 +51,16 @@ func runBench(ctx context.Context, args []string) error {
 			cfg.URL = s.URL()
 			cfg.Instances = s.InstanceURLs()
 			notes = s.Summary()
+			inProcess = s.InProcess()
 		} else {
 			// make up's stack: its instances are where these flags put them.
 			cfg.Instances = so.Config.InstanceURLs()
 		}
 	} else if err := healthy(ctx, cfg.URL, cfg.AllowRemote); err != nil {
 		return fmt.Errorf("nothing healthy answers at %s/healthz: %w", cfg.URL, err)
+	}
+	if l := cli.LoadProcs(inProcess); l != "" {
+		fmt.Println(l)
 	}
 	fmt.Printf("benchmark: %d requests at %d concurrent per run, stock %d, through %s\n",
 		cfg.Requests, cfg.Concurrency, cfg.Stock, cfg.URL)

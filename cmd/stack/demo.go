@@ -24,6 +24,9 @@ func demo(ctx context.Context, args []string) error {
 		cfg := bo.Config
 		cfg.URL = s.URL()
 		cfg.Instances = s.InstanceURLs()
+		if l := cli.LoadProcs(s.InProcess()); l != "" {
+			fmt.Println(l)
+		}
 		fmt.Printf("\nbenchmark: %d requests at %d concurrent per run, stock %d, through %s\n",
 			cfg.Requests, cfg.Concurrency, cfg.Stock, s.URL())
 		if _, err := bench.Compare(ctx, cfg, bo.Out, s.Summary(), os.Stdout); err != nil {

@@ -1,0 +1,28 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+)
+
+// LoadProcs gives the process that sends the load one scheduler thread
+// (GOMAXPROCS=1) when it serves no part of the stack itself (inProcess:
+// an embedded Redis, the built-in proxy, an embedded etcd, a fault
+// proxy) and the caller did not set GOMAXPROCS. It returns the line that
+// says so, or "".
+//
+// The load shares the machine's cores with what it measures. With a
+// thread per core, vegeta's 100 workers hand goroutines between threads
+// that wake each other (futexes, sysmon) on every request: on a 2-core
+// machine it took a third more CPU, taken from nginx, the apps and Redis,
+// and the locks that poll ran an eighth slower (2026-11-25: 4.4 s of CPU
+// against 6.5 s for the same four runs, 1372 req/s against 1209, three
+// runs each, alternating).
+func LoadProcs(inProcess bool) string {
+	if _, set := os.LookupEnv("GOMAXPROCS"); set || inProcess || runtime.NumCPU() < 2 {
+		return ""
+	}
+	runtime.GOMAXPROCS(1)
+	return fmt.Sprintf("load: GOMAXPROCS=1 in this process, %d cores left to the stack's servers (set GOMAXPROCS to choose)", runtime.NumCPU())
+}
