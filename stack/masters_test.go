@@ -140,6 +140,11 @@ func TestMasters(t *testing.T) {
 				if v, _ := envValue(procStrings(t, pid, "environ"), "GOMAXPROCS"); v != want {
 					t.Errorf("instance %d (pid %d): GOMAXPROCS=%q, want %q", i, pid, v, want)
 				}
+				// The runtime's monitor kept awake, unless we chose.
+				if v, _ := envValue(procStrings(t, pid, "environ"), "GODEBUG"); !strings.Contains(v, "schedtrace=") ||
+					!strings.Contains(os.Getenv("GODEBUG"), "schedtrace=") && !strings.Contains(v, stack.AwakeMonitor) {
+					t.Errorf("instance %d (pid %d): GODEBUG=%q, want %s (or the caller's schedtrace)", i, pid, v, stack.AwakeMonitor)
+				}
 			}
 
 			// Master 1 down: refused there, the others answer; a client

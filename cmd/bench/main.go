@@ -33,9 +33,12 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/lockladder/lockladder/internal/cli"
 )
 
 func main() {
+	cli.KeepMonitorAwake()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := dispatch(ctx, os.Args[1:])
 	stop()

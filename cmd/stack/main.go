@@ -28,6 +28,7 @@ import (
 )
 
 func main() {
+	cli.KeepMonitorAwake()
 	if len(os.Args) < 2 {
 		usage(os.Stderr)
 		os.Exit(2)

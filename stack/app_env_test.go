@@ -1,0 +1,28 @@
+package stack
+
+import (
+	"slices"
+	"testing"
+)
+
+// Every instance runs with the monitor awake; a caller's GODEBUG keeps
+// its settings, and one that names schedtrace is left as it is.
+func TestInstanceEnvGODEBUG(t *testing.T) {
+	for _, tc := range []struct{ caller, want string }{
+		{"", AwakeMonitor},
+		{"http2debug=1", "http2debug=1," + AwakeMonitor},
+		{"schedtrace=0", "schedtrace=0"},
+	} {
+		t.Setenv("GODEBUG", tc.caller)
+		env, _ := instanceEnv(nil, 3)
+		var got []string
+		for _, kv := range env {
+			if len(kv) > 8 && kv[:8] == "GODEBUG=" {
+				got = append(got, kv[8:])
+			}
+		}
+		if !slices.Equal(got, []string{tc.want}) {
+			t.Errorf("caller's GODEBUG %q: instances get %q, want [%q]", tc.caller, got, tc.want)
+		}
+	}
+}
