@@ -132,8 +132,8 @@ func (s *Stack) startInstances(ctx context.Context) error {
 	if procs != "" {
 		s.lg.printf("apps: GOMAXPROCS=%s each, %d cores shared by %d instances (set GOMAXPROCS to choose)", procs, runtime.NumCPU(), len(ports))
 	}
-	if _, added := WithAwakeMonitor(os.Getenv("GODEBUG")); added {
-		s.lg.printf("apps: GODEBUG=%s: the Go runtime's monitor thread stays awake instead of being woken on every request (set GODEBUG=schedtrace=0 to choose)", AwakeMonitor)
+	if debug, _ := WithAwakeMonitor(os.Getenv("GODEBUG")); strings.Contains(debug, AwakeMonitor) {
+		s.lg.printf("apps: GODEBUG=%s: the Go runtime's monitor thread stays awake instead of being woken after every idle moment (set GODEBUG=schedtrace=0 to choose)", AwakeMonitor)
 	}
 	return nil
 }

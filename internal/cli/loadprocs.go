@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
+
+	"github.com/lockladder/lockladder/stack"
 )
 
 // LoadProcs gives the process that sends the load one scheduler thread
@@ -24,5 +27,9 @@ func LoadProcs(inProcess bool) string {
 		return ""
 	}
 	runtime.GOMAXPROCS(1)
-	return fmt.Sprintf("load: GOMAXPROCS=1 in this process, %d cores left to the stack's servers (set GOMAXPROCS to choose)", runtime.NumCPU())
+	l := fmt.Sprintf("load: GOMAXPROCS=1 in this process, %d cores left to the stack's servers (set GOMAXPROCS to choose)", runtime.NumCPU())
+	if strings.Contains(os.Getenv("GODEBUG"), stack.AwakeMonitor) {
+		l += "; GODEBUG=" + stack.AwakeMonitor + ", its monitor thread awake"
+	}
+	return l
 }
