@@ -14,7 +14,7 @@ import (
 )
 
 // TestMain lets the test binary play a command that calls
-// KeepMonitorAwake: it prints the GODEBUG it ends up with and the pid.
+// KeepMonitorAwake: it prints the GODEBUG it ends up running with.
 func TestMain(m *testing.M) {
 	if os.Getenv("CLI_TEST_MONITOR") == "1" {
 		cli.KeepMonitorAwake()
