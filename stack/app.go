@@ -101,7 +101,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 	if len(masters) > 0 {
 		mastersFlag = []string{"-masters", strings.Join(masters, ",")}
 	}
-	env, procs := instanceEnv(masters, len(ports))
+	env, procs, debug := instanceEnv(masters, len(ports))
 	var all group
 	for i, port := range ports {
 		name := fmt.Sprintf("app%d", i+1)
@@ -132,7 +132,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 	if procs != "" {
 		s.lg.printf("apps: GOMAXPROCS=%s each, %d cores shared by %d instances (set GOMAXPROCS to choose)", procs, runtime.NumCPU(), len(ports))
 	}
-	if debug, _ := WithAwakeMonitor(os.Getenv("GODEBUG")); strings.Contains(debug, AwakeMonitor) {
+	if strings.Contains(debug, AwakeMonitor) {
 		s.lg.printf("apps: GODEBUG=%s: the Go runtime's monitor thread stays awake instead of being woken after every idle moment (set GODEBUG=schedtrace=0 to choose)", AwakeMonitor)
 	}
 	return nil
@@ -142,8 +142,9 @@ func (s *Stack) startInstances(ctx context.Context) error {
 // MastersEnv set to the masters (or removed when there are none, so that
 // a value from the caller's shell never leaks in), and, unless the caller
 // set GOMAXPROCS, the machine's cores shared among the n instances (at
-// least one each), which it returns too ("" when the caller's stands).
-// GODEBUG gets AwakeMonitor, unless the caller's already names schedtrace.
+// least one each), which it returns too ("" when the caller's stands);
+// and GODEBUG with AwakeMonitor added, unless the caller's already names
+// schedtrace, which it returns too.
 //
 // Go gives each process as many scheduler threads as the machine has
 // cores. Three instances of two threads each on two cores, beside Redis,
@@ -152,8 +153,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 // hop. One thread per instance on a 2-core machine used a fifth less CPU
 // in the apps and ran 16 of the demo's runs a tenth faster (82 s against
 // 92 s, the mean of four runs each, 2026-11-25).
-func instanceEnv(masters []string, n int) (env []string, procs string) {
-	debug := ""
+func instanceEnv(masters []string, n int) (env []string, procs, debug string) {
 	for _, kv := range os.Environ() {
 		switch {
 		case strings.HasPrefix(kv, MastersEnv+"="):
@@ -171,7 +171,7 @@ func instanceEnv(masters []string, n int) (env []string, procs string) {
 		env = append(env, "GOMAXPROCS="+procs)
 	}
 	debug, _ = WithAwakeMonitor(debug)
-	return append(env, "GODEBUG="+debug), procs
+	return append(env, "GODEBUG="+debug), procs, debug
 }
 
 // AwakeMonitor is the GODEBUG setting the instances and the process that

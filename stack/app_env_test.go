@@ -2,6 +2,7 @@ package stack
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -14,11 +15,11 @@ func TestInstanceEnvGODEBUG(t *testing.T) {
 		{"schedtrace=0", "schedtrace=0"},
 	} {
 		t.Setenv("GODEBUG", tc.caller)
-		env, _ := instanceEnv(nil, 3)
+		env, _, _ := instanceEnv(nil, 3)
 		var got []string
 		for _, kv := range env {
-			if len(kv) > 8 && kv[:8] == "GODEBUG=" {
-				got = append(got, kv[8:])
+			if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+				got = append(got, v)
 			}
 		}
 		if !slices.Equal(got, []string{tc.want}) {

@@ -141,9 +141,9 @@ func TestMasters(t *testing.T) {
 					t.Errorf("instance %d (pid %d): GOMAXPROCS=%q, want %q", i, pid, v, want)
 				}
 				// The runtime's monitor kept awake, unless we chose.
-				if v, _ := envValue(procStrings(t, pid, "environ"), "GODEBUG"); !strings.Contains(v, "schedtrace=") ||
-					!strings.Contains(os.Getenv("GODEBUG"), "schedtrace=") && !strings.Contains(v, stack.AwakeMonitor) {
-					t.Errorf("instance %d (pid %d): GODEBUG=%q, want %s (or the caller's schedtrace)", i, pid, v, stack.AwakeMonitor)
+				wantDebug, _ := stack.WithAwakeMonitor(os.Getenv("GODEBUG"))
+				if v, _ := envValue(procStrings(t, pid, "environ"), "GODEBUG"); v != wantDebug {
+					t.Errorf("instance %d (pid %d): GODEBUG=%q, want %q", i, pid, v, wantDebug)
 				}
 			}
 
