@@ -145,6 +145,9 @@ func benchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 		if o.Config.SKUs < 0 || o.Config.SKUs > bench.MaxSKUs || o.Config.SKUs > o.Config.Requests {
 			return o, fmt.Errorf("-skus must be in [0, %d] and at most -n (got %d with -n %d)", bench.MaxSKUs, o.Config.SKUs, o.Config.Requests)
 		}
+		if strings.TrimSpace(o.Out) == "" {
+			return o, fmt.Errorf("-out must name a folder for the reports (default %s)", repoPath("results"))
+		}
 		if o.Config.Wait != "" {
 			if _, err := lock.ParseWaitMode(o.Config.Wait); err != nil {
 				return o, fmt.Errorf("-wait: %w", err) // before any stack starts

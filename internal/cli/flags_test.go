@@ -73,6 +73,8 @@ func TestBadFlags(t *testing.T) {
 		{"-skus", "-1"},
 		{"-skus", "1001"},
 		{"-n", "10", "-skus", "11"},
+		{"-out", ""},
+		{"-out", " "},
 	} {
 		if _, _, err := parse(t, args...); err == nil {
 			t.Errorf("%v: no error", args)
