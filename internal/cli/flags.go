@@ -134,7 +134,8 @@ func benchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 	fs.IntVar(&o.Config.SKUs, "skus", 0, "spread each run over items 1..K (sku=), each with -stock and judged on its own (default 0: the lab's one item)")
 	fs.DurationVar(&o.Config.Timeout, "timeout", bench.DefaultTimeout, "timeout of each request")
 	fs.StringVar(&o.Config.Wait, "wait", "", "how requests wait for a busy lock, sent to every lock that takes it: queue, fixed (the articles' sleep), backoff, notify, relay or cohort (redlock) (default: each lock's own, or the app's -wait)")
-	fs.StringVar(&o.Out, "out", repoPath("results"), "folder for the JSON and Markdown reports")
+	defaultOut := repoPath("results")
+	fs.StringVar(&o.Out, "out", defaultOut, "folder for the JSON and Markdown reports")
 	return func() (BenchOptions, error) {
 		o.Config.Locks = Split(*locks)
 		o.Config.Endpoints = Split(*endpoints)
@@ -146,7 +147,7 @@ func benchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 			return o, fmt.Errorf("-skus must be in [0, %d] and at most -n (got %d with -n %d)", bench.MaxSKUs, o.Config.SKUs, o.Config.Requests)
 		}
 		if strings.TrimSpace(o.Out) == "" {
-			return o, fmt.Errorf("-out must name a folder for the reports (default %s)", repoPath("results"))
+			return o, fmt.Errorf("-out must name a folder for the reports (default %s)", defaultOut)
 		}
 		if o.Config.Wait != "" {
 			if _, err := lock.ParseWaitMode(o.Config.Wait); err != nil {
