@@ -474,10 +474,10 @@ func TestRedlockCohortPassesInMemory(t *testing.T) {
 	if n := asked(); n < 1 || n > 5 {
 		t.Errorf("%d acquisitions asked the masters for %d sections: want a handful (passed in memory)", n, workers*each)
 	}
-	for i, c := range clients {
-		if c.Exists(ctx, key).Val() != 0 {
-			t.Errorf("master %d still holds the lock after the last section", i)
-		}
+	// Release returns once a majority has released: the others' releases
+	// may still be on their way.
+	if n := keysOnSoon(t, clients, key); n != 0 {
+		t.Errorf("%d masters still hold the lock %s after the last section", n, releaseGrace)
 	}
 
 	// Past half its validity, a lock is not passed on.
