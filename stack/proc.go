@@ -168,6 +168,17 @@ func freePort(host string) (string, error) {
 	return ports[0], nil
 }
 
+// reservePort finds a free TCP port on host and keeps it bound until
+// release is called: ports picked meanwhile (freePorts) cannot be it.
+func reservePort(host string) (port string, release func(), err error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", nil, fmt.Errorf("stack: free port on %s: %w", host, err)
+	}
+	_, port, _ = net.SplitHostPort(ln.Addr().String())
+	return port, func() { ln.Close() }, nil
+}
+
 // freePorts reserves n distinct free TCP ports on host at once and
 // releases them for child processes to bind. Ports for several children
 // started together must come from one call: a port released by one

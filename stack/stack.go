@@ -239,17 +239,23 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, err
 	}
 	// The instances are told the load balancer's URL (GET /race sends
-	// its requests through it), so a free port for it is picked first.
+	// its requests through it), so a free port for it is picked first,
+	// and held until the instances have theirs: released at once, it
+	// could be handed to one of them.
 	s.appPorts = cfg.appPorts()
+	unhold := func() {}
 	if host, port, _ := net.SplitHostPort(cfg.LBAddr); port == "0" {
-		p, err := freePort(host)
+		p, release, err := reservePort(host)
 		if err != nil {
 			return nil, err
 		}
+		unhold = release
 		cfg.LBAddr = net.JoinHostPort(host, p)
 		s.cfg.LBAddr = cfg.LBAddr
 	}
-	if err := s.startInstances(ctx); err != nil {
+	err = s.startInstances(ctx)
+	unhold()
+	if err != nil {
 		return nil, err
 	}
 

@@ -1,0 +1,36 @@
+package stack
+
+import (
+	"net"
+	"testing"
+)
+
+// A reserved port stays bound until it is released, so ports picked in
+// the meantime are others; released, it can be bound.
+func TestReservePort(t *testing.T) {
+	port, release, err := reservePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", port)
+	if ln, err := net.Listen("tcp", addr); err == nil {
+		ln.Close()
+		release()
+		t.Fatalf("%s could be bound while reserved", addr)
+	}
+	others, err := freePorts("127.0.0.1", 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range others {
+		if p == port {
+			t.Fatalf("freePorts handed out the reserved port %s", port)
+		}
+	}
+	release()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("%s after release: %v", addr, err)
+	}
+	ln.Close()
+}
