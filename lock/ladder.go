@@ -150,7 +150,7 @@ func NewLadder(b Backends, o Options, ro RedlockOptions) *Ladder {
 			Summary: "fenced lease plus a FIFO queue in Redis: the release hands the lock to the next live waiter and wakes exactly it; watchdog",
 			Flaw:    "none under these scenarios; the lock is still one Redis key, and every sale still pays the lock's round trips"}, NewFair(rdb, o)},
 		{Info{Name: "cohort", Try: true, Lease: true,
-			Summary: "fair's lock, passed in memory to the next request of the same process (up to 16 sections or half a lease) before it goes back to Redis; a section's write goes to Redis with the next section's read; a fencing token per section",
+			Summary: "fair's lock, passed in memory to the next request of the same process (up to 16 sections or half a lease while another instance waits, on while none does) before it goes back to Redis; a section's write goes to Redis with the next section's read; a fencing token per section",
 			Flaw:    "none under these scenarios; less fair between instances: one waits up to a cohort of another"}, NewCohort(rdb, o, 0)},
 		{Info{Name: "cohort-carry", Try: true, Lease: true,
 			Summary: "cohort's lock carrying the value the last section computed: a section passed in memory reads nothing, queues its write (a fenced compare-and-set) behind the ones before it and passes the lock on before the write lands; the writes go to Redis in order, in groups",

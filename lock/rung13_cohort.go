@@ -27,7 +27,13 @@ import (
 // sections, or once the lock has been held for half a lease, or when
 // nobody here waits, does the process release it in Redis, where fair
 // hands it to the oldest waiting instance: no instance waits longer than
-// one cohort of another.
+// one cohort of another. The bound is for them: a cohort that no other
+// instance waits for goes on past it (the paper's "alone?" check). From
+// the bound's last section on, each pipeline of the line also asks Redis
+// how many wait in fair's queue; while none does, the lock is passed on,
+// and the first answer that names a waiter ends the cohort with the
+// section after it. Giving the lock back to nobody would cost two round
+// trips for nothing: the release, and taking it again.
 //
 // And the sections of a cohort share round trips. Each still reads,
 // computes and writes, as on every rung, but sends its commands down its
@@ -83,8 +89,12 @@ func (c *Cohort) Counts() Counts {
 // than at 64 (2026-11-25).
 const DefaultCohortBound = 16
 
-// cohortSeqBits is the room a cohort's section numbers take in a token.
-const cohortSeqBits = 20
+// cohortSeqBits is the room a cohort's section numbers take in a token;
+// a cohort ends at cohortSeqMax sections, alone or not.
+const (
+	cohortSeqBits = 20
+	cohortSeqMax  = 1<<cohortSeqBits - 1
+)
 
 // NewCohort returns the cohort lock over fair's lock on rdb: bound
 // sections at most per global acquisition (0: DefaultCohortBound).
@@ -93,17 +103,19 @@ func NewCohort(rdb redis.Cmdable, o Options, bound int) *Cohort {
 	if bound <= 0 {
 		bound = DefaultCohortBound
 	}
-	bound = min(bound, 1<<cohortSeqBits-1)
+	bound = min(bound, cohortSeqMax)
 	f := NewFair(rdb, o)
 	return &Cohort{fair: f, bound: bound, share: f.opts.TTL / 2, lines: map[string]*cohortLine{}}
 }
 
 // cohortLine is one key's line in this process.
 type cohortLine struct {
+	key     string
 	busy    bool             // a request of ours holds the lock, or is taking it
 	waiters []chan baton     // oldest first; each gets one baton
 	held    *fairLock        // the lock in Redis while the cohort has it
 	seq     int64            // sections run under held
+	others  int64            // instances waiting in Redis, as a pipeline sent past the bound read it; -1: not known
 	since   time.Time        // when held was obtained
 	lease   bool             // held has an explicit lease: no renewal, so no passing
 	carry   map[string]int64 // values left under held (CohortCarry): reset with held
@@ -122,7 +134,7 @@ func (c *Cohort) Obtain(ctx context.Context, key string, call Call) (Lock, error
 	c.mu.Lock()
 	ln := c.lines[key]
 	if ln == nil {
-		ln = &cohortLine{}
+		ln = &cohortLine{key: key, others: -1}
 		c.lines[key] = ln
 	}
 	if !ln.busy {
@@ -182,7 +194,7 @@ func (c *Cohort) takeGlobal(ctx context.Context, key string, ln *cohortLine, cal
 	}
 	fl := l.(*fairLock)
 	c.mu.Lock()
-	ln.held, ln.seq, ln.since, ln.lease, ln.carry = fl, 0, time.Now(), call.Lease > 0, nil
+	ln.held, ln.seq, ln.since, ln.lease, ln.carry, ln.others = fl, 0, time.Now(), call.Lease > 0, nil, -1
 	ln.pipe.last, ln.pipe.spoiled = nil, false // the last cohort's commands ran before its release
 	c.mu.Unlock()
 	return c.next(key, ln), nil
@@ -230,12 +242,21 @@ func (l *cohortLock) Token() int64 { return l.token }
 
 // passTo decides how this section ends: the oldest waiter of the line,
 // to pass the lock to, or nil when the lock goes back to Redis (then held
-// is what to release, and the line keeps its waiters for handOn).
+// is what to release, and the line keeps its waiters for handOn). Past
+// the bound it passes only on an answer that nobody waits in Redis, and
+// uses that answer up: the next pass past the bound needs a pipeline
+// sent after this one.
 func (l *cohortLock) passTo() (to chan baton, held *fairLock) {
 	c, ln := l.c, l.ln
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(ln.waiters) > 0 && !ln.lease && !ln.held.lost.Load() && !ln.pipe.spoiled && ln.seq < int64(c.bound) && time.Since(ln.since) < c.share {
+	pass := len(ln.waiters) > 0 && !ln.lease && !ln.held.lost.Load() && !ln.pipe.spoiled
+	within := ln.seq < int64(c.bound) && time.Since(ln.since) < c.share
+	alone := ln.others == 0 && ln.seq < cohortSeqMax
+	if pass && (within || alone) {
+		if !within {
+			ln.others = -1
+		}
 		to = ln.waiters[0]
 		ln.waiters = ln.waiters[1:]
 		return to, nil

@@ -134,15 +134,23 @@ func (c *Cohort) flush(ln *cohortLine) {
 }
 
 // send runs cmds in one pipeline and tells each its outcome. One that
-// failed spoils the cohort.
+// failed spoils the cohort. A cohort at or past its bound also asks, at
+// the end of the pipeline, how many instances wait in fair's queue.
 func (c *Cohort) send(ln *cohortLine, cmds []*pipeCmd) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.fair.opts.TTL)
 	defer cancel()
+	c.mu.Lock()
+	ask := ln.held != nil && ln.seq >= int64(c.bound) && cmds[0].rdb == c.fair.rdb
+	c.mu.Unlock()
 	checks := make([]func() error, len(cmds))
+	var others *redis.IntCmd
 	// Each command's error is read by its own check.
 	_, _ = cmds[0].rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, cmd := range cmds {
 			checks[i] = cmd.queue(p)
+		}
+		if ask {
+			others = p.LLen(ctx, QueueKey(ln.key))
 		}
 		return nil
 	})
@@ -151,9 +159,17 @@ func (c *Cohort) send(ln *cohortLine, cmds []*pipeCmd) {
 		cmd.err = checks[i]()
 		failed = failed || cmd.err != nil
 	}
-	if failed {
+	if failed || ask {
 		c.mu.Lock()
-		ln.pipe.spoiled = true // the pass (and CohortCarry's Carried and Carry) check it
+		if failed {
+			ln.pipe.spoiled = true // the pass (and CohortCarry's Carried and Carry) check it
+		}
+		if ask {
+			ln.others = -1
+			if n, err := others.Result(); err == nil {
+				ln.others = n
+			}
+		}
 		c.mu.Unlock()
 	}
 	for _, cmd := range cmds {

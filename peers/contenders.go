@@ -221,7 +221,7 @@ func contenders(cfg config) []contender {
 			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewFair(rdb, opts(n, ""))
 			}),
-		labLock("cohort", "fair's lock passed in memory to the process's next waiter, up to 16 sections or half a lease, then back through Redis; a fencing token per section; a section's SET goes in one pipeline with the next section's GET, the release behind the cohort's last SET",
+		labLock("cohort", "fair's lock passed in memory to the process's next waiter, up to 16 sections or half a lease while another process waits in Redis (on past it while none does), then back through Redis; a fencing token per section; a section's SET goes in one pipeline with the next section's GET, the release behind the cohort's last SET",
 			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewCohort(rdb, opts(n, ""), 0)
 			}),
