@@ -127,6 +127,8 @@ func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, f.stockOf(r).counters())
+	case "/healthz":
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case "/sale", "/testLock":
 		if why := f.unavailable[r.URL.Query().Get("lock")]; why != "" {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": why, "reason": "server_missing"})

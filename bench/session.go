@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"slices"
+	"time"
 )
 
 // Session runs one shaped run after another against a running stack, each
@@ -13,7 +14,13 @@ type Session struct {
 	top     Topology
 	p       *Progress
 	offered []string
+	calm    time.Time // the load balancer skips no instance after this (see Run)
 }
+
+// lbFailTimeout is how long the load balancer skips an instance whose
+// connection failed: nginx.conf's fail_timeout, the built-in proxy's
+// failTimeout.
+const lbFailTimeout = time.Second
 
 // Open readies runs of cfg against top: cfg.URL is where the load goes
 // (top's load balancer, or one of its instances), cfg.Instances are asked
@@ -48,12 +55,27 @@ func (s *Session) Unavailable(lock string) string { return s.h.unavailable[lock]
 // Run resets the stock, loads /{endpoint}?lock={lock} shaped by sh, reads
 // the counters back and judges the run, as RunOne does; the stack must be
 // whole before the reset and before the read-back.
+//
+// After a run whose requests failed at the load balancer (an instance
+// down: 502, 504, no answer), the next waits until lbFailTimeout has
+// passed: each nginx worker skips, on its own, the instances it failed to
+// reach, and settle sees the instances through whichever worker answers
+// it, while the next run's connections may land on another, one that
+// still skips all three and answers every request 502 at once (a crash
+// run in CI: 1200 requests, none served, no instance down).
 func (s *Session) Run(ctx context.Context, lock, endpoint string, sh Shape) (Row, error) {
+	if !sleepCtx(ctx, time.Until(s.calm)) {
+		return Row{}, ctx.Err()
+	}
 	ld := sh.load(s.h.cfg.Requests, s.h.cfg.Stock)
 	ld.settle = func(ctx context.Context) error { return settle(ctx, s.h, s.top) }
 	s.p.setScope(sh.Scenario)
 	defer s.p.setScope("")
-	return s.h.runOne(ctx, lock, endpoint, s.p, ld)
+	row, err := s.h.runOne(ctx, lock, endpoint, s.p, ld)
+	if row.Codes["502"]+row.Codes["504"]+row.Codes["error"] > 0 {
+		s.calm = time.Now().Add(lbFailTimeout + 100*time.Millisecond)
+	}
+	return row, err
 }
 
 // Close closes the session's connections.
