@@ -47,3 +47,38 @@ func TestDBForUpdateExcludesAndQueues(t *testing.T) {
 	}
 	again.Release(ctx)
 }
+
+// A wait given up on the client side ends on the server too: no
+// transaction is left waiting for the row in InnoDB, to be handed it when
+// the holder commits (and to keep it until the server sees its client
+// gone).
+func TestDBForUpdateGiveUpLeavesNoWaitOnTheServer(t *testing.T) {
+	db := servertest.MariaDB(t)
+	ctx := context.Background()
+	l, err := lock.NewDBForUpdate(ctx, db, lock.Options{Wait: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := l.Obtain(ctx, "lock:ghost", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(ctx)
+	if _, err := l.Obtain(ctx, "lock:ghost", lock.Call{Try: dur(300 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("a 300ms try while held: %v, want ErrNotObtained", err)
+	}
+	var waiting int
+	deadline := time.Now().Add(200 * time.Millisecond) // well inside the 1s InnoDB bound it had
+	for {
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if waiting != 0 {
+		t.Errorf("%d transactions still wait for a lock on the server after the client gave up", waiting)
+	}
+}
