@@ -80,7 +80,8 @@ func (d *DBForUpdate) Obtain(ctx context.Context, key string, c Call) (Lock, err
 	if bound == 0 {
 		q += " NOWAIT"
 	} else {
-		// The server stops waiting when we do. Left to the whole-second
+		// The server stops waiting when we do (MariaDB's SET STATEMENT, in
+		// seconds to the microsecond). Left to the whole-second
 		// innodb_lock_wait_timeout, a wait we gave up on stays queued in
 		// InnoDB and may be granted the row once its holder commits, until
 		// the server sees the connection gone: the next request finds it
