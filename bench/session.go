@@ -72,7 +72,7 @@ func (s *Session) Run(ctx context.Context, lock, endpoint string, sh Shape) (Row
 	s.p.setScope(sh.Scenario)
 	defer s.p.setScope("")
 	row, err := s.h.runOne(ctx, lock, endpoint, s.p, ld)
-	if row.Codes["502"]+row.Codes["504"]+row.Codes["error"] > 0 {
+	if unanswered(row.Codes) > 0 {
 		s.calm = time.Now().Add(lbFailTimeout + 100*time.Millisecond)
 	}
 	return row, err

@@ -2,6 +2,8 @@ package bench_test
 
 import (
 	"context"
+	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -45,5 +47,22 @@ func TestSessionWaitsOutTheBalancersFailTimeout(t *testing.T) {
 	if after < bench.LBFailTimeout || after <= clean {
 		t.Errorf("the run after failed requests took %s, after a clean one %s: want it to wait out the balancer's %s first",
 			after, clean, bench.LBFailTimeout)
+	}
+}
+
+// The wait is nginx.conf's fail_timeout: the two must agree.
+func TestLBFailTimeoutIsNginxs(t *testing.T) {
+	conf, err := os.ReadFile("../nginx.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := regexp.MustCompile(`fail_timeout=(\w+)`).FindAllSubmatch(conf, -1)
+	if len(found) == 0 {
+		t.Fatal("nginx.conf sets no fail_timeout")
+	}
+	for _, m := range found {
+		if d, err := time.ParseDuration(string(m[1])); err != nil || d != bench.LBFailTimeout {
+			t.Errorf("nginx.conf: fail_timeout=%s, the session waits %s", m[1], bench.LBFailTimeout)
+		}
 	}
 }

@@ -121,27 +121,26 @@ func (c *Cohort) flush(ln *cohortLine) {
 			c.mu.Unlock()
 			return
 		}
+		ask := ln.held != nil && ln.seq >= int64(c.bound) // at or past the bound: who waits in Redis?
 		c.mu.Unlock()
 		for len(batch) > 0 { // a pipeline per client, in order
 			n := 1
 			for n < len(batch) && batch[n].rdb == batch[0].rdb {
 				n++
 			}
-			c.send(ln, batch[:n])
+			c.send(ln, batch[:n], ask && batch[0].rdb == c.fair.rdb)
 			batch = batch[n:]
 		}
 	}
 }
 
 // send runs cmds in one pipeline and tells each its outcome. One that
-// failed spoils the cohort. A cohort at or past its bound also asks, at
-// the end of the pipeline, how many instances wait in fair's queue.
-func (c *Cohort) send(ln *cohortLine, cmds []*pipeCmd) {
+// failed spoils the cohort. With ask (a cohort at or past its bound, cmds
+// on the lock's client) it also asks, at the end of the pipeline, how
+// many instances wait in fair's queue.
+func (c *Cohort) send(ln *cohortLine, cmds []*pipeCmd, ask bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.fair.opts.TTL)
 	defer cancel()
-	c.mu.Lock()
-	ask := ln.held != nil && ln.seq >= int64(c.bound) && cmds[0].rdb == c.fair.rdb
-	c.mu.Unlock()
 	checks := make([]func() error, len(cmds))
 	var others *redis.IntCmd
 	// Each command's error is read by its own check.

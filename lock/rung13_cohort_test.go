@@ -34,6 +34,11 @@ func tokenOf(t *testing.T, l lock.Lock) int64 {
 	return tl.Token()
 }
 
+// dotted is a cohort token as global.section.
+func dotted(tok int64) string {
+	return strconv.FormatInt(tok>>20, 10) + "." + strconv.FormatInt(tok&(1<<20-1), 10)
+}
+
 // Two processes (two Cohorts: each its own lines) on one Redis, ten
 // requests each, every one a GET and SET of a counter under the lock:
 // nothing lost, and the sections' fencing tokens grow strictly in the
@@ -120,8 +125,7 @@ func TestCohortPassesInMemoryUpToTheBound(t *testing.T) {
 	}
 	var toks []string
 	for _, l := range held {
-		tok := tokenOf(t, l)
-		toks = append(toks, strconv.FormatInt(tok>>20, 10)+"."+strconv.FormatInt(tok&(1<<20-1), 10))
+		toks = append(toks, dotted(tokenOf(t, l)))
 	}
 	if want := []string{"1.1", "1.2", "1.3", "2.1", "2.2"}; !slices.Equal(toks, want) {
 		t.Errorf("sections' tokens (global.section) %v, want %v", toks, want)
@@ -141,49 +145,119 @@ func TestCohortPassesInMemoryUpToTheBound(t *testing.T) {
 }
 
 // Another process waiting in Redis gets the lock after at most a bound's
-// worth of this process's sections, however many of them wait.
+// worth of this process's sections, however many of them wait: whether
+// the sections send nothing to Redis, or read down the pipe (then past the
+// bound they ask who waits in Redis, and the answer names the other).
 func TestCohortBoundsTheOtherProcessesWait(t *testing.T) {
-	rdb, _ := redistest.Start(t)
-	a, o := cohortOn(t, rdb, 2)
-	b := lock.NewCohort(rdb, o, 2)
-	ctx := context.Background()
-	const key = "lock:turns"
-	var (
-		mu    sync.Mutex
-		order []string
-	)
-	run := func(c *lock.Cohort, name string) {
-		l, err := c.Obtain(ctx, key, lock.Call{})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		mu.Lock()
-		order = append(order, name)
-		mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-		if err := l.Release(ctx); err != nil {
-			t.Error(err)
-		}
+	for _, tc := range []struct {
+		name  string
+		reads bool
+	}{{"silent sections", false}, {"sections that read", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb, _ := redistest.Start(t)
+			a, o := cohortOn(t, rdb, 2)
+			b := lock.NewCohort(rdb, o, 2)
+			ctx := context.Background()
+			const key = "lock:turns"
+			section := func(l lock.Lock) {
+				if tc.reads {
+					if _, err := getVia(piped(t, l), rdb, "n:turns"); err != nil {
+						t.Error(err)
+					}
+				} else {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			var (
+				mu    sync.Mutex
+				order []string
+			)
+			run := func(c *lock.Cohort, name string) {
+				l, err := c.Obtain(ctx, key, lock.Call{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				section(l)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+			first, err := a.Obtain(ctx, key, lock.Call{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for range 5 {
+				wg.Go(func() { run(a, "a") })
+			}
+			time.Sleep(50 * time.Millisecond) // a's line is full
+			wg.Go(func() { run(b, "b") })
+			queued(t, rdb, key, 1) // b's head waits in Redis
+			mu.Lock()
+			order = append(order, "a")
+			mu.Unlock()
+			section(first)
+			first.Release(ctx)
+			wg.Wait()
+			if i := slices.Index(order, "b"); i < 0 || i > 2 {
+				t.Errorf("sections in order %v: b should come after a's cohort of 2", order)
+			}
+		})
 	}
-	first, err := a.Obtain(ctx, key, lock.Call{})
+}
+
+// Nobody else waits in Redis: the cohort goes on past its bound, each
+// pass past it on a fresh answer from a pipeline; a section that sends
+// nothing brings no answer, and the lock goes back to Redis after it.
+func TestCohortGoesOnPastTheBoundAlone(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	c, _ := cohortOn(t, rdb, 2)
+	ctx := context.Background()
+	const key = "lock:alone"
+	first, err := c.Obtain(ctx, key, lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
+	held := []lock.Lock{first}
+	var waits []<-chan obtained
 	for range 5 {
-		wg.Go(func() { run(a, "a") })
+		waits = append(waits, obtainAsync(ctx, c, key))
+		time.Sleep(20 * time.Millisecond) // in this order
 	}
-	time.Sleep(50 * time.Millisecond) // a's line is full
-	wg.Go(func() { run(b, "b") })
-	queued(t, rdb, key, 1) // b's head waits in Redis
-	mu.Lock()
-	order = append(order, "a")
-	mu.Unlock()
-	first.Release(ctx)
-	wg.Wait()
-	if i := slices.Index(order, "b"); i < 0 || i > 2 {
-		t.Errorf("sections in order %v: b should come after a's cohort of 2", order)
+	for i, w := range waits {
+		if i != 4 { // the fifth section reads nothing
+			if _, err := getVia(piped(t, held[len(held)-1]), rdb, "n:alone"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := held[len(held)-1].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-w
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		held = append(held, got.l)
+	}
+	var toks []string
+	for _, l := range held {
+		toks = append(toks, dotted(tokenOf(t, l)))
+	}
+	if want := []string{"1.1", "1.2", "1.3", "1.4", "1.5", "2.1"}; !slices.Equal(toks, want) {
+		t.Errorf("sections' tokens (global.section) %v, want %v: past the bound of 2 while alone, then back to Redis after the section that asked nothing", toks, want)
+	}
+	if err := held[len(held)-1].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := rdb.Get(ctx, lock.FenceKey(key)).Int64(); g != 2 {
+		t.Errorf("%d global acquisitions, want 2", g)
+	}
+	if rdb.Exists(ctx, key).Val() != 0 {
+		t.Error("the lock is still in Redis after the last release")
 	}
 }
 

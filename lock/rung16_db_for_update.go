@@ -60,13 +60,6 @@ func (d *DBForUpdate) Obtain(ctx context.Context, key string, c Call) (Lock, err
 	if err != nil {
 		return nil, fmt.Errorf("lock: db-for-update: connection: %w", err)
 	}
-	// InnoDB's own bound, in whole seconds (at least 1): the context
-	// below ends the wait on time; this ends it on the server too.
-	secs := max(1, int((bound+time.Second-1)/time.Second))
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION innodb_lock_wait_timeout = %d", secs)); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("lock: db-for-update: %w", err)
-	}
 	// The transaction is the lock: it must outlive the request's context
 	// (database/sql rolls a transaction back when its context ends), as
 	// every lock here outlives a client that goes away mid-business.
@@ -80,13 +73,14 @@ func (d *DBForUpdate) Obtain(ctx context.Context, key string, c Call) (Lock, err
 	if bound == 0 {
 		q += " NOWAIT"
 	} else {
-		// The server stops waiting when we do (MariaDB's SET STATEMENT, in
-		// seconds to the microsecond). Left to the whole-second
-		// innodb_lock_wait_timeout, a wait we gave up on stays queued in
-		// InnoDB and may be granted the row once its holder commits, until
-		// the server sees the connection gone: the next request finds it
-		// busy for nothing.
-		q = fmt.Sprintf("SET STATEMENT max_statement_time=%.6f FOR ", bound.Seconds()) + q
+		// The context below ends the wait on time for us; the statement's
+		// own bound (MariaDB's SET STATEMENT, in seconds to the
+		// microsecond; 0 would mean none) ends it on the server at the same
+		// moment. Left to the whole-second innodb_lock_wait_timeout, a wait
+		// we gave up on stayed queued in InnoDB and could be granted the
+		// row once its holder committed, until the server saw the
+		// connection gone: the next request found it busy for nothing.
+		q = fmt.Sprintf("SET STATEMENT max_statement_time=%.6f FOR ", max(bound.Seconds(), 1e-6)) + q
 		var cancel context.CancelFunc
 		qctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()

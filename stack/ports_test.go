@@ -7,11 +7,12 @@ import (
 
 // A reserved port stays bound until it is released, so ports picked in
 // the meantime are others; released, it can be bound.
-func TestReservePort(t *testing.T) {
-	port, release, err := reservePort("127.0.0.1")
+func TestReservePorts(t *testing.T) {
+	ports, release, err := reservePorts("127.0.0.1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	port := ports[0]
 	addr := net.JoinHostPort("127.0.0.1", port)
 	if ln, err := net.Listen("tcp", addr); err == nil {
 		ln.Close()

@@ -168,34 +168,40 @@ func freePort(host string) (string, error) {
 	return ports[0], nil
 }
 
-// reservePort finds a free TCP port on host and keeps it bound until
-// release is called: ports picked meanwhile (freePorts) cannot be it.
-func reservePort(host string) (port string, release func(), err error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", nil, fmt.Errorf("stack: free port on %s: %w", host, err)
-	}
-	_, port, _ = net.SplitHostPort(ln.Addr().String())
-	return port, func() { ln.Close() }, nil
-}
-
 // freePorts reserves n distinct free TCP ports on host at once and
 // releases them for child processes to bind. Ports for several children
 // started together must come from one call: a port released by one
 // freePort call may be handed out again by the next before its child has
 // bound it.
 func freePorts(host string, n int) ([]string, error) {
-	var ports []string
+	ports, release, err := reservePorts(host, n)
+	if err != nil {
+		return nil, err
+	}
+	release()
+	return ports, nil
+}
+
+// reservePorts finds n distinct free TCP ports on host and keeps them
+// bound until release is called: ports picked meanwhile cannot be them.
+func reservePorts(host string, n int) (ports []string, release func(), err error) {
+	var lns []net.Listener
+	release = func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
 	for range n {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
-			return nil, fmt.Errorf("stack: free port on %s: %w", host, err)
+			release()
+			return nil, nil, fmt.Errorf("stack: free port on %s: %w", host, err)
 		}
-		defer ln.Close()
+		lns = append(lns, ln)
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
 		ports = append(ports, port)
 	}
-	return ports, nil
+	return ports, release, nil
 }
 
 // binaryVersion runs bin args and returns the first submatch of re in its

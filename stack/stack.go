@@ -245,12 +245,12 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	s.appPorts = cfg.appPorts()
 	unhold := func() {}
 	if host, port, _ := net.SplitHostPort(cfg.LBAddr); port == "0" {
-		p, release, err := reservePort(host)
+		ports, release, err := reservePorts(host, 1)
 		if err != nil {
 			return nil, err
 		}
 		unhold = release
-		cfg.LBAddr = net.JoinHostPort(host, p)
+		cfg.LBAddr = net.JoinHostPort(host, ports[0])
 		s.cfg.LBAddr = cfg.LBAddr
 	}
 	err = s.startInstances(ctx)
