@@ -59,7 +59,11 @@ func (s *Store) carried(ctx context.Context, fenceKey string, token int64, c Car
 		have = false // the carried value never landed: read
 	}
 	if !have {
-		if n, err = s.readFenced(ctx, fenceKey, key, token); err != nil {
+		err = s.withScripts(ctx, func() (err error) {
+			n, err = readOutcome(fencedRead.EvalSha(ctx, s.rdb, []string{fenceKey, key}, token), key, token)
+			return err
+		})
+		if err != nil {
 			return 0, nil, err
 		}
 		c.Carry(key, n) // a section that writes nothing (sold out) still passes on what it read
@@ -73,9 +77,16 @@ func (s *Store) carried(ctx context.Context, fenceKey string, token int64, c Car
 	if counter != "" {
 		keys = append(keys, counter)
 	}
+	if err := s.loadScripts(ctx); err != nil {
+		return 0, nil, err
+	}
 	landed := c.Commit(s.rdb, func(p redis.Pipeliner) func() error {
-		cmd := fencedCAS.Eval(ctx, p, keys, token, v, n)
-		return func() error { return casOutcome(cmd, key, token, n) }
+		cmd := fencedCAS.EvalSha(ctx, p, keys, token, v, n)
+		return func() error {
+			err := casOutcome(cmd, key, token, n)
+			s.noScript(err)
+			return err
+		}
 	})
 	c.Carry(key, v)
 	return v, landed, nil

@@ -111,8 +111,9 @@ var sellAtomic = redis.NewScript(sellAtomicSrc)
 
 // Store is one item's inventory in Redis.
 type Store struct {
-	rdb redis.Cmdable
-	it  Item
+	rdb     redis.Cmdable
+	it      Item
+	scripts *digests // shared by the stores of every item over rdb
 }
 
 // labItem is the lab's item's keys, built once: every request without
@@ -120,7 +121,7 @@ type Store struct {
 var labItem = ItemOf("")
 
 // New returns the Store of the lab's item over rdb.
-func New(rdb redis.Cmdable) *Store { return &Store{rdb: rdb, it: labItem} }
+func New(rdb redis.Cmdable) *Store { return &Store{rdb: rdb, it: labItem, scripts: new(digests)} }
 
 // Item returns the Store of item sku over the same Redis ("" for the
 // lab's item). The store's own item is s itself: a request without sku=
@@ -130,9 +131,9 @@ func (s *Store) Item(sku string) *Store {
 		return s
 	}
 	if sku == "" {
-		return &Store{rdb: s.rdb, it: labItem}
+		return &Store{rdb: s.rdb, it: labItem, scripts: s.scripts}
 	}
-	return &Store{rdb: s.rdb, it: ItemOf(sku)}
+	return &Store{rdb: s.rdb, it: ItemOf(sku), scripts: s.scripts}
 }
 
 // Keys are the store's item's keys.

@@ -38,10 +38,12 @@ func (s *Store) IncrPiped(ctx context.Context, fenceKey string, token int64, p P
 func (s *Store) piped(ctx context.Context, fenceKey string, token int64, p Pipe, key, counter string, f func(int64) (int64, error)) (int64, func() error, error) {
 	keys := []string{fenceKey, key}
 	var n int64
-	err := p.Send(s.rdb, func(pl redis.Pipeliner) func() error {
-		cmd := fencedRead.Eval(ctx, pl, keys, token)
-		return func() (err error) { n, err = readOutcome(cmd, key, token); return err }
-	}, false)()
+	err := s.withScripts(ctx, func() error {
+		return p.Send(s.rdb, func(pl redis.Pipeliner) func() error {
+			cmd := fencedRead.EvalSha(ctx, pl, keys, token)
+			return func() (err error) { n, err = readOutcome(cmd, key, token); return err }
+		}, false)()
+	})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -54,8 +56,12 @@ func (s *Store) piped(ctx context.Context, fenceKey string, token int64, p Pipe,
 		keys = append(keys, counter)
 	}
 	landed := p.Send(s.rdb, func(pl redis.Pipeliner) func() error {
-		cmd := fencedWrite.Eval(ctx, pl, keys, token, v)
-		return func() error { return writeOutcome(cmd, key, token) }
+		cmd := fencedWrite.EvalSha(ctx, pl, keys, token, v)
+		return func() error {
+			err := writeOutcome(cmd, key, token)
+			s.noScript(err)
+			return err
+		}
 	}, true)
 	return v, landed, nil
 }

@@ -1,0 +1,107 @@
+package inventory_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/inventory"
+)
+
+// direct is a Pipe that sends each step in a pipeline of its own at once;
+// before a write (later) it runs beforeWrite, if set.
+type direct struct{ beforeWrite func() }
+
+func (d direct) Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) func() error {
+	if later && d.beforeWrite != nil {
+		d.beforeWrite()
+	}
+	var check func() error
+	_, _ = rdb.Pipelined(context.Background(), func(p redis.Pipeliner) error {
+		check = q(p)
+		return nil
+	})
+	err := check()
+	return func() error { return err }
+}
+
+// noCarry is a Carrier that carries nothing and commits each write at once.
+type noCarry struct{ direct }
+
+func (noCarry) Carried(string) (int64, bool) { return 0, false }
+func (noCarry) Carry(string, int64)          {}
+func (noCarry) Settle() error                { return nil }
+func (c noCarry) Commit(rdb redis.Cmdable, q func(redis.Pipeliner) func() error) func() error {
+	return c.Send(rdb, q, false)
+}
+
+// TestPipedScriptsGoByDigest: the piped and carried steps send their
+// scripts as EVALSHA, so the store loads them first; a read that Redis
+// refuses with NOSCRIPT (the scripts gone: a restart, a failover, SCRIPT
+// FLUSH) has not run and is sent again after loading them; a write so
+// refused fails, writes nothing, and the next step loads them again.
+func TestPipedScriptsGoByDigest(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	s := inventory.New(rdb)
+	if err := s.Reset(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	flush := func() {
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	num := func() string { return rdb.Get(ctx, s.Keys().Num).Val() }
+	token := int64(0)
+	incr := func(p inventory.Pipe) error {
+		token++
+		_, landed, err := s.IncrPiped(ctx, inventory.NumFence, token, p)
+		if err != nil {
+			return err
+		}
+		return landed()
+	}
+
+	flush() // loaded on first use
+	if err := incr(direct{}); err != nil {
+		t.Fatalf("first piped step on an empty script cache: %v", err)
+	}
+	flush() // the read is refused, then sent again
+	if err := incr(direct{}); err != nil {
+		t.Fatalf("piped step after SCRIPT FLUSH: %v", err)
+	}
+	if got := num(); got != "2" {
+		t.Fatalf("num = %s after two steps, want 2", got)
+	}
+	if err := incr(direct{beforeWrite: flush}); err == nil || !strings.Contains(err.Error(), "NOSCRIPT") {
+		t.Fatalf("write after SCRIPT FLUSH: %v, want a NOSCRIPT failure", err)
+	}
+	if got := num(); got != "2" {
+		t.Fatalf("num = %s after a refused write, want 2", got)
+	}
+	if err := incr(direct{}); err != nil {
+		t.Fatalf("piped step after a refused write: %v", err)
+	}
+	if got := num(); got != "3" {
+		t.Fatalf("num = %s, want 3", got)
+	}
+
+	// The carried step's compare-and-set goes by digest too, after a read
+	// that goes as Script.Run (EVALSHA, then EVAL): loaded before it.
+	flush()
+	token++
+	_, landed, err := s.IncrCarried(ctx, inventory.NumFence, token, noCarry{})
+	if err == nil {
+		err = landed()
+	}
+	if err != nil {
+		t.Fatalf("carried step on an empty script cache: %v", err)
+	}
+	if got := num(); got != "4" {
+		t.Fatalf("num = %s, want 4", got)
+	}
+}
