@@ -142,9 +142,7 @@ func (c *Cohort) flush(ln *cohortLine) {
 // The pipeline's context has no deadline: the client's read and write
 // timeouts bound it (go-redis sets a socket's deadlines from them, and
 // from a context only with ContextTimeoutEnabled). A deadline of our own
-// was a timer set and stopped in every section: through nginx at
-// 5000x100 on /testLock, cohort served 8% more without it (nine runs of
-// each build, alternating, 2026-11-26).
+// bounded nothing more, for a timer set and stopped in every section.
 func (c *Cohort) send(ln *cohortLine, cmds []*pipeCmd, ask bool) {
 	ctx := context.Background()
 	checks := make([]func() error, len(cmds))
