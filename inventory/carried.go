@@ -59,11 +59,7 @@ func (s *Store) carried(ctx context.Context, fenceKey string, token int64, c Car
 		have = false // the carried value never landed: read
 	}
 	if !have {
-		err = s.withScripts(ctx, func() (err error) {
-			n, err = readOutcome(fencedRead.EvalSha(ctx, s.rdb, []string{fenceKey, key}, token), key, token)
-			return err
-		})
-		if err != nil {
+		if n, err = s.readFenced(ctx, fenceKey, key, token); err != nil {
 			return 0, nil, err
 		}
 		c.Carry(key, n) // a section that writes nothing (sold out) still passes on what it read

@@ -8,8 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts a lock's pipe carries (SellPiped's read and write,
-// SellCarried's read and compare-and-set) go to Redis by digest, as EVALSHA. A
+// The fenced scripts go to Redis by digest, as EVALSHA: every fenced
+// read, the writes a lock's pipe carries (SellPiped's, SellCarried's
+// compare-and-set) and SellFenced's write with a release behind it. A
 // pipelined EVAL sends the script's whole text, 700 to 800 bytes, with
 // every call, and Redis hashes it again each time to find the script: two
 // of them per section made a cohort section's pipeline about 1.8 KB.
@@ -27,18 +28,18 @@ import (
 // has not run either, but the holder has let the lock go by then: it
 // fails, with NOSCRIPT in its error, and writes nothing.
 
-// digests is whether the piped scripts are known to be loaded.
+// digests is whether the scripts sent by digest are known to be loaded.
 type digests struct{ loaded atomic.Bool }
 
-// pipedScripts are the scripts sent by digest.
-var pipedScripts = []*redis.Script{fencedRead, fencedWrite, fencedCAS}
+// byDigest are the scripts sent by digest.
+var byDigest = []*redis.Script{fencedRead, fencedWrite, fencedCAS}
 
-// loadScripts loads the piped scripts unless they are known to be loaded.
+// loadScripts loads the scripts sent by digest unless they are known to be loaded.
 func (s *Store) loadScripts(ctx context.Context) error {
 	if s.scripts.loaded.Load() {
 		return nil
 	}
-	for _, sc := range pipedScripts {
+	for _, sc := range byDigest {
 		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 			return fmt.Errorf("inventory: loading the fenced scripts: %w", err)
 		}
@@ -62,7 +63,7 @@ func (s *Store) withScripts(ctx context.Context, step func() error) error {
 }
 
 // noScript says whether err is Redis's NOSCRIPT, and if so has the
-// scripts loaded again before the next pipelined call.
+// scripts loaded again before the next call by digest.
 func (s *Store) noScript(err error) bool {
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
 		s.scripts.loaded.Store(false)

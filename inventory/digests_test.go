@@ -90,6 +90,17 @@ func TestPipedScriptsGoByDigest(t *testing.T) {
 		t.Fatalf("num = %s, want 3", got)
 	}
 
+	// So does a fenced write with a release riding behind it.
+	flush()
+	token++
+	released := false
+	if _, err := s.IncrFenced(ctx, inventory.NumFence, token, func(p redis.Pipeliner) { released = true }); err != nil || !released {
+		t.Fatalf("fenced write with a release behind it on an empty script cache: %v (release queued: %v)", err, released)
+	}
+	if got := num(); got != "4" {
+		t.Fatalf("num = %s, want 4", got)
+	}
+
 	// The carried step's compare-and-set goes by digest too, after a read
 	// that goes as Script.Run (EVALSHA, then EVAL): loaded before it.
 	flush()
@@ -101,7 +112,7 @@ func TestPipedScriptsGoByDigest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("carried step on an empty script cache: %v", err)
 	}
-	if got := num(); got != "4" {
-		t.Fatalf("num = %s, want 4", got)
+	if got := num(); got != "5" {
+		t.Fatalf("num = %s, want 5", got)
 	}
 }

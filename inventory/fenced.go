@@ -86,9 +86,15 @@ func (s *Store) IncrFenced(ctx context.Context, fenceKey string, token int64, th
 	return n + 1, nil
 }
 
-// readFenced reads key with token, recording it as the highest seen.
-func (s *Store) readFenced(ctx context.Context, fenceKey, key string, token int64) (int64, error) {
-	return readOutcome(fencedRead.Run(ctx, s.rdb, []string{fenceKey, key}, token), key, token)
+// readFenced reads key with token, recording it as the highest seen. It
+// goes by digest, and finding the scripts gone it loads them all again
+// (see digests.go): the write after it may be queued with a release.
+func (s *Store) readFenced(ctx context.Context, fenceKey, key string, token int64) (n int64, err error) {
+	err = s.withScripts(ctx, func() (err error) {
+		n, err = readOutcome(fencedRead.EvalSha(ctx, s.rdb, []string{fenceKey, key}, token), key, token)
+		return err
+	})
+	return n, err
 }
 
 // readOutcome reads fenced_read.lua's answer to a read of key.
@@ -108,9 +114,10 @@ func readOutcome(cmd *redis.Cmd, key string, token int64) (int64, error) {
 }
 
 // writeFenced sets key to v with token, and INCRs counter ("" for none) in
-// the same script; any Thens ride behind it in one pipeline. There the
-// script goes as EVAL, never EVALSHA: a NOSCRIPT would skip the write but
-// not the release queued behind it.
+// the same script; any Thens ride behind it in one pipeline, where the
+// script goes by digest as on a lock's pipe (see digests.go): a NOSCRIPT
+// there fails the write, which writes nothing, while the release behind it
+// goes through.
 func (s *Store) writeFenced(ctx context.Context, fenceKey string, token int64, key string, v int64, counter string, then []Then) error {
 	keys := []string{fenceKey, key}
 	if counter != "" {
@@ -120,15 +127,20 @@ func (s *Store) writeFenced(ctx context.Context, fenceKey string, token int64, k
 	if len(then) == 0 {
 		cmd = fencedWrite.Run(ctx, s.rdb, keys, token, v)
 	} else {
+		if err := s.loadScripts(ctx); err != nil {
+			return err
+		}
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			cmd = fencedWrite.Eval(ctx, p, keys, token, v)
+			cmd = fencedWrite.EvalSha(ctx, p, keys, token, v)
 			for _, f := range then {
 				f(p)
 			}
 			return nil
 		})
 	}
-	return writeOutcome(cmd, key, token)
+	err := writeOutcome(cmd, key, token)
+	s.noScript(err)
+	return err
 }
 
 // writeOutcome reads fenced_write.lua's answer to a write of key.
