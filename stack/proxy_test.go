@@ -212,3 +212,35 @@ func TestProxyNoRetry(t *testing.T) {
 			goodHits.Load(), badHits.Load())
 	}
 }
+
+// The built-in proxy skips an instance that refused a connection for as
+// long as nginx.conf's upstream does after one failure (max_fails=1
+// fail_timeout=...): both load balancers answer the same way.
+func TestProxyFailTimeoutIsNginxs(t *testing.T) {
+	ds, err := parseNginx(readRepoFile(t, "nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var servers int
+	for _, http := range find(ds, "http") {
+		for _, up := range find(http.block, "upstream") {
+			for _, s := range find(up.block, "server") {
+				servers++
+				params := map[string]string{}
+				for _, a := range s.args[1:] {
+					k, v, _ := strings.Cut(a, "=")
+					params[k] = v
+				}
+				if params["max_fails"] != "1" {
+					t.Errorf("nginx.conf: server %s: max_fails=%q, the proxy skips after one failure", s.args[0], params["max_fails"])
+				}
+				if d, err := time.ParseDuration(params["fail_timeout"]); err != nil || d != failTimeout {
+					t.Errorf("nginx.conf: server %s: fail_timeout=%q, the proxy skips for %s", s.args[0], params["fail_timeout"], failTimeout)
+				}
+			}
+		}
+	}
+	if servers == 0 {
+		t.Fatal("nginx.conf: no upstream servers")
+	}
+}
