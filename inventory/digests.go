@@ -21,8 +21,8 @@ import (
 //
 // A pipeline cannot fall back to EVAL the way Script.Run does, since the
 // commands behind a missing script have gone out already. So the store
-// loads the scripts (SCRIPT LOAD, on every master of a cluster) before
-// its first pipelined call, and again after Redis answers NOSCRIPT (it
+// loads the scripts (SCRIPT LOAD, on every node of a cluster) before
+// its first call by digest, and again after Redis answers NOSCRIPT (it
 // restarted, a replica took over, someone ran SCRIPT FLUSH). A read
 // refused so has not run: it is loaded and sent again. A write refused so
 // has not run either, but the holder has let the lock go by then: it

@@ -38,12 +38,12 @@ func (c noCarry) Commit(rdb redis.Cmdable, q func(redis.Pipeliner) func() error)
 	return c.Send(rdb, q, false)
 }
 
-// TestPipedScriptsGoByDigest: the piped and carried steps send their
-// scripts as EVALSHA, so the store loads them first; a read that Redis
+// TestFencedScriptsGoByDigest: the fenced steps send their scripts as
+// EVALSHA, so the store loads them first; a read that Redis
 // refuses with NOSCRIPT (the scripts gone: a restart, a failover, SCRIPT
 // FLUSH) has not run and is sent again after loading them; a write so
 // refused fails, writes nothing, and the next step loads them again.
-func TestPipedScriptsGoByDigest(t *testing.T) {
+func TestFencedScriptsGoByDigest(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	s := inventory.New(rdb)
@@ -101,8 +101,7 @@ func TestPipedScriptsGoByDigest(t *testing.T) {
 		t.Fatalf("num = %s, want 4", got)
 	}
 
-	// The carried step's compare-and-set goes by digest too, after a read
-	// that goes as Script.Run (EVALSHA, then EVAL): loaded before it.
+	// And the carried step's read and compare-and-set.
 	flush()
 	token++
 	_, landed, err := s.IncrCarried(ctx, inventory.NumFence, token, noCarry{})

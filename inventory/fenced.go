@@ -88,7 +88,8 @@ func (s *Store) IncrFenced(ctx context.Context, fenceKey string, token int64, th
 
 // readFenced reads key with token, recording it as the highest seen. It
 // goes by digest, and finding the scripts gone it loads them all again
-// (see digests.go): the write after it may be queued with a release.
+// (see digests.go), so that the write after it, which cannot fall back to
+// EVAL, finds its script.
 func (s *Store) readFenced(ctx context.Context, fenceKey, key string, token int64) (n int64, err error) {
 	err = s.withScripts(ctx, func() (err error) {
 		n, err = readOutcome(fencedRead.EvalSha(ctx, s.rdb, []string{fenceKey, key}, token), key, token)
