@@ -78,11 +78,7 @@ func (s *Store) carried(ctx context.Context, fenceKey string, token int64, c Car
 	}
 	landed := c.Commit(s.rdb, func(p redis.Pipeliner) func() error {
 		cmd := fencedCAS.EvalSha(ctx, p, keys, token, v, n)
-		return func() error {
-			err := casOutcome(cmd, key, token, n)
-			s.noScript(err)
-			return err
-		}
+		return func() error { return s.noted(casOutcome(cmd, key, token, n)) }
 	})
 	c.Carry(key, v)
 	return v, landed, nil

@@ -35,13 +35,19 @@ func (c *carry) Carry(key string, v int64) {
 }
 
 func (c *carry) Commit(rdb redis.Cmdable, q func(redis.Pipeliner) func() error) func() error {
-	var check func() error
-	_, _ = rdb.Pipelined(context.Background(), func(p redis.Pipeliner) error { check = q(p); return nil })
-	err := check()
+	err := alone(rdb, q)
 	if err != nil {
 		c.failed, c.vals = true, nil
 	}
 	return func() error { return err }
+}
+
+// alone sends q's commands in a pipeline of their own and returns their
+// outcome.
+func alone(rdb redis.Cmdable, q func(redis.Pipeliner) func() error) error {
+	var check func() error
+	_, _ = rdb.Pipelined(context.Background(), func(p redis.Pipeliner) error { check = q(p); return nil })
+	return check()
 }
 
 func (c *carry) Settle() error {

@@ -3,7 +3,6 @@ package inventory
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -28,15 +27,13 @@ import (
 // has not run either, but the holder has let the lock go by then: it
 // fails, with NOSCRIPT in its error, and writes nothing.
 
-// digests is whether the scripts sent by digest are known to be loaded.
-type digests struct{ loaded atomic.Bool }
-
 // byDigest are the scripts sent by digest.
 var byDigest = []*redis.Script{fencedRead, fencedWrite, fencedCAS}
 
-// loadScripts loads the scripts sent by digest unless they are known to be loaded.
+// loadScripts loads the scripts sent by digest unless they are known to be
+// loaded.
 func (s *Store) loadScripts(ctx context.Context) error {
-	if s.scripts.loaded.Load() {
+	if s.loaded.Load() {
 		return nil
 	}
 	for _, sc := range byDigest {
@@ -44,7 +41,7 @@ func (s *Store) loadScripts(ctx context.Context) error {
 			return fmt.Errorf("inventory: loading the fenced scripts: %w", err)
 		}
 	}
-	s.scripts.loaded.Store(true)
+	s.loaded.Store(true)
 	return nil
 }
 
@@ -52,22 +49,23 @@ func (s *Store) loadScripts(ctx context.Context) error {
 // when Redis answers NOSCRIPT, step has not run: it runs once more after
 // loading them again. Only for a step nothing was queued behind (a read).
 func (s *Store) withScripts(ctx context.Context, step func() error) error {
-	for again := false; ; again = true {
-		if err := s.loadScripts(ctx); err != nil {
-			return err
-		}
-		if err := step(); again || !s.noScript(err) {
-			return err
+	err := s.loadScripts(ctx)
+	if err == nil {
+		err = s.noted(step())
+	}
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if err = s.loadScripts(ctx); err == nil {
+			err = s.noted(step())
 		}
 	}
+	return err
 }
 
-// noScript says whether err is Redis's NOSCRIPT, and if so has the
-// scripts loaded again before the next call by digest.
-func (s *Store) noScript(err error) bool {
+// noted returns err, the outcome of a call by digest; when it is Redis's
+// NOSCRIPT, the scripts are loaded again before the next such call.
+func (s *Store) noted(err error) error {
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		s.scripts.loaded.Store(false)
-		return true
+		s.loaded.Store(false)
 	}
-	return false
+	return err
 }

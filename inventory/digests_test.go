@@ -11,31 +11,16 @@ import (
 	"github.com/lockladder/lockladder/inventory"
 )
 
-// direct is a Pipe that sends each step in a pipeline of its own at once;
-// before a write (later) it runs beforeWrite, if set.
+// direct is a Pipe that sends each step alone, at once; before a write
+// (later) it runs beforeWrite, if set.
 type direct struct{ beforeWrite func() }
 
 func (d direct) Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) func() error {
 	if later && d.beforeWrite != nil {
 		d.beforeWrite()
 	}
-	var check func() error
-	_, _ = rdb.Pipelined(context.Background(), func(p redis.Pipeliner) error {
-		check = q(p)
-		return nil
-	})
-	err := check()
+	err := alone(rdb, q)
 	return func() error { return err }
-}
-
-// noCarry is a Carrier that carries nothing and commits each write at once.
-type noCarry struct{ direct }
-
-func (noCarry) Carried(string) (int64, bool) { return 0, false }
-func (noCarry) Carry(string, int64)          {}
-func (noCarry) Settle() error                { return nil }
-func (c noCarry) Commit(rdb redis.Cmdable, q func(redis.Pipeliner) func() error) func() error {
-	return c.Send(rdb, q, false)
 }
 
 // TestFencedScriptsGoByDigest: the fenced steps send their scripts as
@@ -57,7 +42,7 @@ func TestFencedScriptsGoByDigest(t *testing.T) {
 	}
 	num := func() string { return rdb.Get(ctx, s.Keys().Num).Val() }
 	token := int64(0)
-	incr := func(p inventory.Pipe) error {
+	step := func(p inventory.Pipe) error {
 		token++
 		_, landed, err := s.IncrPiped(ctx, inventory.NumFence, token, p)
 		if err != nil {
@@ -67,23 +52,23 @@ func TestFencedScriptsGoByDigest(t *testing.T) {
 	}
 
 	flush() // loaded on first use
-	if err := incr(direct{}); err != nil {
+	if err := step(direct{}); err != nil {
 		t.Fatalf("first piped step on an empty script cache: %v", err)
 	}
 	flush() // the read is refused, then sent again
-	if err := incr(direct{}); err != nil {
+	if err := step(direct{}); err != nil {
 		t.Fatalf("piped step after SCRIPT FLUSH: %v", err)
 	}
 	if got := num(); got != "2" {
 		t.Fatalf("num = %s after two steps, want 2", got)
 	}
-	if err := incr(direct{beforeWrite: flush}); err == nil || !strings.Contains(err.Error(), "NOSCRIPT") {
+	if err := step(direct{beforeWrite: flush}); err == nil || !strings.Contains(err.Error(), "NOSCRIPT") {
 		t.Fatalf("write after SCRIPT FLUSH: %v, want a NOSCRIPT failure", err)
 	}
 	if got := num(); got != "2" {
 		t.Fatalf("num = %s after a refused write, want 2", got)
 	}
-	if err := incr(direct{}); err != nil {
+	if err := step(direct{}); err != nil {
 		t.Fatalf("piped step after a refused write: %v", err)
 	}
 	if got := num(); got != "3" {
@@ -104,11 +89,7 @@ func TestFencedScriptsGoByDigest(t *testing.T) {
 	// And the carried step's read and compare-and-set.
 	flush()
 	token++
-	_, landed, err := s.IncrCarried(ctx, inventory.NumFence, token, noCarry{})
-	if err == nil {
-		err = landed()
-	}
-	if err != nil {
+	if _, err := incr(s, token, carrying(nil)); err != nil {
 		t.Fatalf("carried step on an empty script cache: %v", err)
 	}
 	if got := num(); got != "5" {

@@ -139,9 +139,7 @@ func (s *Store) writeFenced(ctx context.Context, fenceKey string, token int64, k
 			return nil
 		})
 	}
-	err := writeOutcome(cmd, key, token)
-	s.noScript(err)
-	return err
+	return s.noted(writeOutcome(cmd, key, token))
 }
 
 // writeOutcome reads fenced_write.lua's answer to a write of key.

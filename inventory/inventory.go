@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -111,9 +112,11 @@ var sellAtomic = redis.NewScript(sellAtomicSrc)
 
 // Store is one item's inventory in Redis.
 type Store struct {
-	rdb     redis.Cmdable
-	it      Item
-	scripts *digests // shared by the stores of every item over rdb
+	rdb redis.Cmdable
+	it  Item
+	// loaded: the scripts sent by digest are in Redis, as far as we know
+	// (digests.go); one for every item's store over rdb.
+	loaded *atomic.Bool
 }
 
 // labItem is the lab's item's keys, built once: every request without
@@ -121,7 +124,7 @@ type Store struct {
 var labItem = ItemOf("")
 
 // New returns the Store of the lab's item over rdb.
-func New(rdb redis.Cmdable) *Store { return &Store{rdb: rdb, it: labItem, scripts: new(digests)} }
+func New(rdb redis.Cmdable) *Store { return &Store{rdb: rdb, it: labItem, loaded: new(atomic.Bool)} }
 
 // Item returns the Store of item sku over the same Redis ("" for the
 // lab's item). The store's own item is s itself: a request without sku=
@@ -131,9 +134,9 @@ func (s *Store) Item(sku string) *Store {
 		return s
 	}
 	if sku == "" {
-		return &Store{rdb: s.rdb, it: labItem, scripts: s.scripts}
+		return &Store{rdb: s.rdb, it: labItem, loaded: s.loaded}
 	}
-	return &Store{rdb: s.rdb, it: ItemOf(sku), scripts: s.scripts}
+	return &Store{rdb: s.rdb, it: ItemOf(sku), loaded: s.loaded}
 }
 
 // Keys are the store's item's keys.

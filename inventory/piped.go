@@ -57,11 +57,7 @@ func (s *Store) piped(ctx context.Context, fenceKey string, token int64, p Pipe,
 	}
 	landed := p.Send(s.rdb, func(pl redis.Pipeliner) func() error {
 		cmd := fencedWrite.EvalSha(ctx, pl, keys, token, v)
-		return func() error {
-			err := writeOutcome(cmd, key, token)
-			s.noScript(err)
-			return err
-		}
+		return func() error { return s.noted(writeOutcome(cmd, key, token)) }
 	}, true)
 	return v, landed, nil
 }
