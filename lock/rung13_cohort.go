@@ -110,7 +110,7 @@ func NewCohort(rdb redis.Cmdable, o Options, bound int) *Cohort {
 
 // cohortLine is one key's line in this process.
 type cohortLine struct {
-	key     string
+	queue   string           // fair's queue in Redis for the key: asked who waits there past the bound
 	busy    bool             // a request of ours holds the lock, or is taking it
 	waiters []chan baton     // oldest first; each gets one baton
 	held    *fairLock        // the lock in Redis while the cohort has it
@@ -134,7 +134,7 @@ func (c *Cohort) Obtain(ctx context.Context, key string, call Call) (Lock, error
 	c.mu.Lock()
 	ln := c.lines[key]
 	if ln == nil {
-		ln = &cohortLine{key: key, others: -1}
+		ln = &cohortLine{queue: QueueKey(key), others: -1}
 		c.lines[key] = ln
 	}
 	if !ln.busy {

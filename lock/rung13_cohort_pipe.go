@@ -153,7 +153,7 @@ func (c *Cohort) send(ln *cohortLine, cmds []*pipeCmd, ask bool) {
 			checks[i] = cmd.queue(p)
 		}
 		if ask {
-			others = p.LLen(ctx, QueueKey(ln.key))
+			others = p.LLen(ctx, ln.queue)
 		}
 		return nil
 	})

@@ -39,6 +39,48 @@ func dotted(tok int64) string {
 	return strconv.FormatInt(tok>>20, 10) + "." + strconv.FormatInt(tok&(1<<20-1), 10)
 }
 
+// passAlong takes key on c, lines up n more requests behind it in order,
+// then runs each section in turn (section may be nil) and releases it, so
+// that the next in line gets the lock. It returns the n+1 locks held, in
+// order; the last is still held.
+func passAlong(t *testing.T, c *lock.Cohort, key string, n int, section func(i int, l lock.Lock)) []lock.Lock {
+	t.Helper()
+	ctx := context.Background()
+	first, err := c.Obtain(ctx, key, lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := []lock.Lock{first}
+	var waits []<-chan obtained
+	for range n {
+		waits = append(waits, obtainAsync(ctx, c, key))
+		time.Sleep(20 * time.Millisecond) // in this order
+	}
+	for i, w := range waits {
+		if section != nil {
+			section(i, held[len(held)-1])
+		}
+		if err := held[len(held)-1].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-w
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		held = append(held, got.l)
+	}
+	return held
+}
+
+// dottedAll is the held locks' tokens as global.section.
+func dottedAll(t *testing.T, held []lock.Lock) []string {
+	var toks []string
+	for _, l := range held {
+		toks = append(toks, dotted(tokenOf(t, l)))
+	}
+	return toks
+}
+
 // Two processes (two Cohorts: each its own lines) on one Redis, ten
 // requests each, every one a GET and SET of a counter under the lock:
 // nothing lost, and the sections' fencing tokens grow strictly in the
@@ -103,30 +145,8 @@ func TestCohortPassesInMemoryUpToTheBound(t *testing.T) {
 	c, _ := cohortOn(t, rdb, 3)
 	ctx := context.Background()
 	const key = "lock:bound"
-	first, err := c.Obtain(ctx, key, lock.Call{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := []lock.Lock{first}
-	var waits []<-chan obtained
-	for range 4 {
-		waits = append(waits, obtainAsync(ctx, c, key))
-		time.Sleep(20 * time.Millisecond) // in this order
-	}
-	for _, w := range waits {
-		if err := held[len(held)-1].Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		got := <-w
-		if got.err != nil {
-			t.Fatal(got.err)
-		}
-		held = append(held, got.l)
-	}
-	var toks []string
-	for _, l := range held {
-		toks = append(toks, dotted(tokenOf(t, l)))
-	}
+	held := passAlong(t, c, key, 4, nil)
+	toks := dottedAll(t, held)
 	if want := []string{"1.1", "1.2", "1.3", "2.1", "2.2"}; !slices.Equal(toks, want) {
 		t.Errorf("sections' tokens (global.section) %v, want %v", toks, want)
 	}
@@ -218,35 +238,14 @@ func TestCohortGoesOnPastTheBoundAlone(t *testing.T) {
 	c, _ := cohortOn(t, rdb, 2)
 	ctx := context.Background()
 	const key = "lock:alone"
-	first, err := c.Obtain(ctx, key, lock.Call{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := []lock.Lock{first}
-	var waits []<-chan obtained
-	for range 5 {
-		waits = append(waits, obtainAsync(ctx, c, key))
-		time.Sleep(20 * time.Millisecond) // in this order
-	}
-	for i, w := range waits {
+	held := passAlong(t, c, key, 5, func(i int, l lock.Lock) {
 		if i != 4 { // the fifth section reads nothing
-			if _, err := getVia(piped(t, held[len(held)-1]), rdb, "n:alone"); err != nil {
+			if _, err := getVia(piped(t, l), rdb, "n:alone"); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := held[len(held)-1].Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		got := <-w
-		if got.err != nil {
-			t.Fatal(got.err)
-		}
-		held = append(held, got.l)
-	}
-	var toks []string
-	for _, l := range held {
-		toks = append(toks, dotted(tokenOf(t, l)))
-	}
+	})
+	toks := dottedAll(t, held)
 	if want := []string{"1.1", "1.2", "1.3", "1.4", "1.5", "2.1"}; !slices.Equal(toks, want) {
 		t.Errorf("sections' tokens (global.section) %v, want %v: past the bound of 2 while alone, then back to Redis after the section that asked nothing", toks, want)
 	}
