@@ -1,5 +1,7 @@
 // Package lock is the ladder of lock strategies this lab compares: the
-// rungs of docs/ladder.md, one file each, read top to bottom.
+// rungs of docs/ladder.md, numbered in file names, read top to bottom. A
+// rung is one file, or several sharing its number (its Lua scripts, its
+// helpers).
 //
 // A rung is one way to take a lock: a Rung makes one attempt (Try) and
 // says whether it got the lock, and its Lock gives it back. How a request
@@ -11,33 +13,62 @@
 // non-atomic read-modify-write (package inventory), so any gap in mutual
 // exclusion shows up as an oversold stock or a lost update.
 //
+// The rungs on Redis:
+//
 //	rung00_none.go          no lock at all: lost updates
 //	rung01_local.go         an in-process mutex: safe in one process only
 //	rung02_setnx.go         SETNX, DEL: a dead holder never releases
 //	rung03_setnx_expire.go  SETNX, then EXPIRE: a crash between them, the same
 //	rung04_setnx_px.go      SET NX PX: a lapsed lease, and A's DEL frees B's lock
 //	rung05_check_del.go     an owner token, GET then DEL: still two steps
-//	rung06_lua.go           compare-and-delete in one script: the lease still lapses
+//	rung06_lua.go           compare-and-delete in one script
+//	                        (rung06_lua_release.lua): the lease still lapses
 //	rung07_del_setnx.go     an expiry timestamp; an expired lock DELeted, then
 //	                        SETNX: two waiters both take it
 //	rung08_getset.go        the GETSET expiry-timestamp algorithm: trusts clocks
 //	rung09_reentrant.go     a watchdog renews the lease (and the owner may
-//	                        re-enter): not against pauses
-//	rung10_redlock.go       a majority of 5 masters: not against pauses either
-//	rung11_fenced.go        a fencing token the storage checks: safe
+//	                        re-enter), scripts rung09_reentrant_*.lua: not
+//	                        against pauses
+//	rung10_redlock.go       a majority of 5 masters: not against pauses either;
+//	rung10_redlock_round.go one operation sent to every master, and its votes;
+//	rung10_redlock_relay.go the lock relayed down a process's line by swapping
+//	                        tokens on the masters (WaitRelay)
+//	rung11_fenced.go        a fencing token the storage checks
+//	                        (rung11_fenced_acquire.lua): safe
 //	rung12_fair.go          a FIFO queue in Redis, the lock handed to the next
-//	                        live waiter on release: no herd, no luck
+//	                        live waiter on release (rung12_fair_*.lua): no
+//	                        herd, no luck
 //	rung13_cohort.go        fair's lock passed in memory to the process's next
-//	                        request before it goes back: fewer round trips
+//	                        request before it goes back: fewer round trips;
+//	rung13_cohort_pipe.go   its sections' commands down one ordered pipeline
 //	rung13_cohort_carry.go  cohort's lock carrying the value last written,
 //	                        passed on before the write lands: writes in order,
 //	                        each a compare-and-set, committed in groups
 //
-// The waiting: wait.go (the polling loop and its pauses), notify.go (the
-// lock's deletions announced by Redis itself, and fair's handoffs),
-// queue.go (a process's requests in a line: the default),
-// watchdog.go (the renewal rungs 9 and 12 share). The ceiling needs no
-// lock: inventory's one-script sale.
+// The rungs of the other back ends:
+//
+//	rung14_zookeeper.go     ZooKeeper's recipe (ephemeral sequential znodes):
+//	                        a holder frozen past its session is not fenced
+//	rung15_etcd.go          etcd's recipe, its create revision a fencing token;
+//	rung15_etcd_mutex.go    concurrency.Mutex's recipe for one acquisition;
+//	rung15_etcd_watch.go    one watch per lock kept open per process
+//	rung16_db_for_update.go SELECT ... FOR UPDATE in MariaDB: no lease, a
+//	                        frozen holder stalls everyone
+//
+// db-optimistic and the ceiling, atomic, take no lock: their stores in
+// package inventory do the work (a version column in MariaDB; one Lua
+// script in Redis). ladder.go lists every rung in order, with its flaw
+// (the Ladder behind /strategies).
+//
+// The waiting: wait.go (Poll, the loop the rungs that take one attempt at
+// a time wait in, and its pauses), queue.go (a process's requests in a
+// line: the default), notify.go (the lock's deletions announced by Redis
+// itself, and fair's handoffs), notify_cluster.go (one subscription per
+// master of a Redis Cluster), handoff.go (how fair's waiters wait for a
+// handoff by name), watchdog.go (the renewal rungs 9 and 12 share, and
+// with rung 12 the cohorts), workers.go (the goroutines redlock's calls to
+// its masters run on), counts.go (the retries and handoffs GET /metrics
+// reports).
 package lock
 
 import (

@@ -49,8 +49,10 @@ func EnableKeyspaceEvents(ctx context.Context, rdb redis.Cmdable) error {
 	return nil
 }
 
-// handoffChannel is where fair's release announces whom it handed the lock
-// (NotifierOptions.Channel changes it)// to: "<waiter token>|<fencing token>".
+// handoffChannel is the default channel (NotifierOptions.Channel changes
+// it) on which fair's scripts publish each handoff, naming the waiter that
+// now holds the lock and its fencing token: "<waiter token>|<fencing
+// token>".
 const handoffChannel = "lockladder:handoff"
 
 // keyspacePattern matches every key's keyspace channel in every database:

@@ -21,8 +21,8 @@ var luaRelease = redis.NewScript(luaReleaseSrc)
 // else: rung 5's race is closed.
 //
 // What it does not fix: the lease still lapses when the business outlives
-// the TTL, and then two holders run at once. Rung 8 tries clocks; rung 9
-// renews the lease.
+// the TTL, and then two holders run at once. Rungs 7 and 8 try expiry
+// timestamps instead, which trust clocks; rung 9 renews the lease.
 type Lua struct {
 	rdb redis.Cmdable
 	ttl time.Duration

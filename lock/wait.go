@@ -199,8 +199,11 @@ func sleep(ctx context.Context, timer **time.Timer, d time.Duration) error {
 // Poll makes r a Locker that tries until it holds the lock, waiting
 // between two tries as the Call (else o) says: the articles' fixed sleep,
 // an exponential backoff, until the lock's deletion is announced, or in
-// this process's line (WaitQueue). It is how every rung from 2 to 11
-// waits.
+// this process's line (WaitQueue). It is how rungs 2 to 9 and 11 wait.
+// Redlock (rung 10) waits its own way, in a line of its own between its
+// rounds on the masters; fair and the cohorts (12, 13) wait in fair's
+// queue for a handoff; the other back ends' rungs (14 to 16) wait as
+// their servers queue them.
 func Poll(r Rung, o Options) Locker {
 	return &polling{r: r, opts: o.withDefaults()}
 }

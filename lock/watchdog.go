@@ -8,8 +8,9 @@ import (
 // watchdog keeps a held lock's lease alive, as Redisson's does: every
 // TTL/3 it runs renew, which extends the lease only while the lock is still
 // ours, and it stops on stop() or as soon as renew finds the lock gone.
-// Rungs 8 and 11 use it. It runs in the holder's process, so a process
-// that is paused (GC, SIGSTOP) renews nothing: the flaw rung 9 still shows.
+// Rung 9 (reentrant) and rung 12 (fair) use it, and through fair's lock
+// rung 13's cohorts. It runs in the holder's process, so a process that
+// is paused (GC, SIGSTOP) renews nothing: the flaw rung 9 still shows.
 type watchdog struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the goroutine has returned
