@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/stack"
 	"github.com/lockladder/lockladder/suite"
 )
 
@@ -21,9 +22,18 @@ func TestChaos(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ss := &stacks{t: t}
+	// kill, kill under load, drain, redis-stop (lua); retry trap x2;
+	// partition x3; repeats: kill, drain, redis-stop (lua) and partition
+	// (redlock); the cluster failover (lua), which needs redis-server:
+	// miniredis has no cluster mode.
+	faults, want := []int{1, 2, 3, 4, 6, 7, 8}, 2+1+1+2+3+4+1
+	if _, err := stack.LookPath("redis-server"); err != nil && !redistest.CI() {
+		t.Logf("fault 8 (cluster failover) left out: %s", stack.Install("redis-server"))
+		faults, want = faults[:len(faults)-1], want-1
+	}
 	start := time.Now()
 	rows, err := suite.RunChaos(ctx, suite.ChaosConfig{
-		Faults:   []int{1, 2, 3, 4, 6, 7, 8},
+		Faults:   faults,
 		Locks:    []string{"lua"},
 		Requests: 300, Concurrency: 20, Stock: 100,
 		Repeats:     2,
@@ -41,11 +51,8 @@ func TestChaos(t *testing.T) {
 	}
 	ss.checkGone()
 
-	// kill, kill under load, drain, redis-stop (lua); retry trap x2;
-	// partition x3; repeats: kill, drain, redis-stop (lua) and partition
-	// (redlock); the cluster failover (lua).
-	if len(rows) != 2+1+1+2+3+4+1 {
-		t.Fatalf("%d rows, want 14", len(rows))
+	if len(rows) != want {
+		t.Fatalf("%d rows, want %d", len(rows), want)
 	}
 	for _, r := range rows {
 		if !r.Pass {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -12,12 +11,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/stack"
 )
 
 // chromium finds a headless-capable Chromium, or "".
 func chromium() string {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
+		if p, err := stack.LookPath(name); err == nil {
 			return p
 		}
 	}

@@ -3,7 +3,6 @@ package failover_test
 import (
 	"context"
 	"flag"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +17,7 @@ var trials = flag.Int("trials", 3, "trials per lock (the issue asks for 20)")
 // it fails: these trials mean nothing against a stand-in.
 func needRedisServer(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if redistest.CI() {
-			t.Fatalf("redis-server not on PATH and CI=true: install it (%v)", err)
-		}
-		t.Skipf("redis-server not on PATH: skipping (it fails under CI=true): %v", err)
-	}
+	redistest.NeedServer(t, "redis-server")
 }
 
 type testLog struct{ t *testing.T }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"time"
 )
 
@@ -72,7 +71,7 @@ func newBackends(cfg Config, dir string, data *dataRoot, lg *logger) ([]backend,
 		}
 	}
 	if want(cfg.Etcd) {
-		bin, err := exec.LookPath("etcd")
+		bin, err := LookPath("etcd")
 		switch {
 		case cfg.Etcd == Embedded:
 			bin = ""

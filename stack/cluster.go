@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -215,7 +214,7 @@ const clusterBusOffset = 10000
 // bus ports, 10000 higher), with its files in dir, and returns once it is
 // ok. It needs redis-server on PATH: miniredis has no cluster mode.
 func StartCluster(ctx context.Context, host string, base, masters int, dir string) (*Cluster, error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, err := LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("stack: a Redis Cluster needs redis-server on PATH (the embedded miniredis has no cluster mode): %w", err)
 	}
@@ -248,7 +247,7 @@ func (c *Cluster) Summary() string { return c.c.summary() }
 // startCluster starts Config.Cluster's cluster from RedisAddr's port
 // upward, or from a free run of ports when that is 0.
 func (s *Stack) startCluster(ctx context.Context) (*cluster, error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, err := LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("stack: a Redis Cluster needs redis-server on PATH (the embedded miniredis has no cluster mode): %w", err)
 	}

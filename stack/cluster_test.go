@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,12 +21,7 @@ import (
 // a key written through a cluster client read back from its slot's
 // master; after Stop nothing answers on any of the ports.
 func TestClusterStartsOkAndStops(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if redistest.CI() {
-			t.Fatal("redis-server not on PATH under CI=true")
-		}
-		t.Skip("redis-server not on PATH: a cluster needs it")
-	}
+	redistest.NeedServer(t, "redis-server")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	base := redistest.FreeRun(t, 6)

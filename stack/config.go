@@ -294,7 +294,7 @@ func resolveMode(mode Mode, binary string, requireReal bool) (real bool, path st
 	case Embedded:
 		return false, "", nil
 	case Real, Auto, "":
-		path, err := exec.LookPath(binary)
+		path, err := LookPath(binary)
 		if err == nil {
 			return true, path, nil
 		}

@@ -149,7 +149,7 @@ func TestFaultProxyCutHeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	if _, err := io.WriteString(raw, "PING\r\n"); err != nil {
+	if _, err := io.WriteString(raw, "*1\r\n$4\r\nPING\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	raw.SetReadDeadline(time.Now().Add(time.Second))
@@ -170,7 +170,7 @@ func TestFaultProxyCutHeal(t *testing.T) {
 	if err := fresh.Ping(ctx).Err(); !isTimeout(err) {
 		t.Errorf("PING on a connection made during the cut: %v, want a timeout", err)
 	}
-	if _, err := io.WriteString(raw, "SET rawcut 1\r\n"); err != nil {
+	if _, err := io.WriteString(raw, "*3\r\n$3\r\nSET\r\n$6\r\nrawcut\r\n$1\r\n1\r\n"); err != nil {
 		t.Fatalf("write during the cut: %v", err)
 	}
 	raw.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
@@ -228,7 +228,7 @@ func TestFaultProxyCloseLeaksNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer black.Close()
-	io.WriteString(black, "PING\r\n")
+	io.WriteString(black, "*1\r\n$4\r\nPING\r\n")
 	time.Sleep(50 * time.Millisecond)
 	if n := proxyGoroutines(); n == 0 {
 		t.Fatal("no proxy goroutine found while connections are open: the check below would prove nothing")

@@ -31,14 +31,14 @@ type mariadb struct {
 // none. Debian's mariadb-server puts mariadbd in /usr/sbin, which a
 // user's PATH may lack.
 func findMariaDB() (server, install string, err error) {
-	server, err = exec.LookPath("mariadbd")
+	server, err = LookPath("mariadbd")
 	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/mariadbd"); serr != nil {
+		if _, serr := os.Stat("/usr/sbin/mariadbd"); serr != nil || Hidden() {
 			return "", "", fmt.Errorf("mariadbd not found (install Debian's mariadb-server): %w", err)
 		}
 		server = "/usr/sbin/mariadbd"
 	}
-	if install, err = exec.LookPath("mariadb-install-db"); err != nil {
+	if install, err = LookPath("mariadb-install-db"); err != nil {
 		return "", "", fmt.Errorf("mariadb-install-db not found (install Debian's mariadb-server): %w", err)
 	}
 	return server, install, nil

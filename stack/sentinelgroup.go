@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -142,7 +141,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 		return nil, fmt.Errorf("stack: sentinels: %w", err)
 	}
 	sentinelBin, sentinelArgs := serverBin, []string{"--sentinel"}
-	if p, err := exec.LookPath("redis-sentinel"); err == nil {
+	if p, err := LookPath("redis-sentinel"); err == nil {
 		sentinelBin, sentinelArgs = p, nil
 	}
 

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -58,12 +59,7 @@ func needApp(t *testing.T) {
 
 func needBinary(t *testing.T, name string) {
 	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if ci {
-			t.Fatalf("%s not on PATH and CI=true: install it (%v)", name, err)
-		}
-		t.Skipf("%s not on PATH: skipping the real-%s case (it fails under CI=true)", name, name)
-	}
+	redistest.NeedServer(t, name)
 }
 
 // testLog sends progress lines to t.Log.

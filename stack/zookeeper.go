@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -44,10 +43,13 @@ func findZooKeeper() (java, jar string, err error) {
 	if jar == "" {
 		jar = zookeeperJar
 	}
+	if Hidden() {
+		return "", "", fmt.Errorf("no ZooKeeper: hidden by %s=embedded", HideEnv)
+	}
 	if _, err := os.Stat(jar); err != nil {
 		return "", "", fmt.Errorf("no ZooKeeper server at %s (install Debian's zookeeper, or set ZOOKEEPER_JAR): %w", jar, err)
 	}
-	if java, err = exec.LookPath("java"); err != nil {
+	if java, err = LookPath("java"); err != nil {
 		return "", "", fmt.Errorf("ZooKeeper needs java: %w", err)
 	}
 	return java, jar, nil

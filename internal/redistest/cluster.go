@@ -3,7 +3,6 @@ package redistest
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,12 +21,7 @@ import (
 // or fails under CI=true.
 func StartCluster(t testing.TB) []string {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if CI() {
-			t.Fatal("redis-server not on PATH under CI=true: a Redis Cluster needs it")
-		}
-		t.Skip("redis-server not on PATH: a Redis Cluster needs it (miniredis has no cluster mode)")
-	}
+	NeedServer(t, "redis-server") // miniredis has no cluster mode
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var err error

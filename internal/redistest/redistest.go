@@ -42,3 +42,18 @@ func Start(t testing.TB) (*redis.Client, string) {
 	t.Cleanup(func() { rdb.Close() })
 	return rdb, r.Addr()
 }
+
+// NeedServer returns the path of a server (or browser) the test cannot
+// do without. Where it is missing, or hidden by LOCKLADDER_SERVERS=embedded,
+// the test is skipped with how to install it; under CI=true it fails.
+func NeedServer(t testing.TB, name string) string {
+	t.Helper()
+	p, err := stack.LookPath(name)
+	if err != nil {
+		if CI() {
+			t.Fatalf("%s; under CI=true the test needs it", stack.Install(name))
+		}
+		t.Skipf("skipped: %s", stack.Install(name))
+	}
+	return p
+}
