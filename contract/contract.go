@@ -28,12 +28,15 @@ const (
 	// 503: db-optimistic lost every compare-and-set to other writers
 	// within its wait bound. Nothing was written.
 	ReasonContended = "contended"
-	// 409 on GET /race: another race is running on the stack (one at a
+	// 409 on POST /race: another race is running on the stack (one at a
 	// time, so that no race shares the stack with another).
 	ReasonRaceRunning = "race_running"
-	// 503 on GET /race: the instance cannot race (started without the
-	// load balancer's URL, or its race guard failed).
+	// 503 on POST /race: the stack cannot race (the instances' ladder
+	// could not be read through the load balancer).
 	ReasonNoRace = "race_unavailable"
+	// 403: a browser sent the request from another site (Origin or
+	// Sec-Fetch-Site says so). Nothing was done.
+	ReasonCrossSite = "cross_site"
 )
 
 // HeaderLockWait is the header of an answer from inside a lock: how long
