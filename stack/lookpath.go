@@ -21,10 +21,11 @@ const HideEnv = "LOCKLADDER_SERVERS"
 func Hidden() bool { return strings.EqualFold(os.Getenv(HideEnv), "embedded") }
 
 // LookPath finds a server's or a browser's binary on PATH, as
-// exec.LookPath does, unless LOCKLADDER_SERVERS=embedded hides it.
+// exec.LookPath does, unless LOCKLADDER_SERVERS=embedded hides it: then
+// the error wraps exec.ErrNotFound, as for a server not installed.
 func LookPath(name string) (string, error) {
 	if Hidden() {
-		return "", fmt.Errorf("%s: hidden by %s=embedded", name, HideEnv)
+		return "", &exec.Error{Name: name, Err: fmt.Errorf("%w (hidden by %s=embedded)", exec.ErrNotFound, HideEnv)}
 	}
 	return exec.LookPath(name)
 }
