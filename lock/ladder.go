@@ -25,6 +25,10 @@ type Info struct {
 	// Lease says it takes Call.Lease (its lock has a lease to set).
 	Try   bool `json:"try,omitempty"`
 	Lease bool `json:"lease,omitempty"`
+	// Reenter says the rung lets the owner that holds a lock take it
+	// again (Call.Owner): the articles' testReEnter. Any other rung would
+	// wait for itself, holding the lock, until its wait bound.
+	Reenter bool `json:"reenter,omitempty"`
 	// Atomic marks a rung with no lock at all: its store does the whole
 	// operation (the ceiling: one Lua script in Redis; db-optimistic: a
 	// version check in the database). Its Locker is nil.
@@ -113,7 +117,7 @@ func NewLadder(b Backends, o Options, ro RedlockOptions) *Ladder {
 		{Info{Name: "none",
 			Summary: "no lock: GET, check, SET straight away",
 			Flaw:    "lost updates under any concurrency"}, None{}},
-		{Info{Name: "local", Try: true,
+		{Info{Name: "local", Try: true, Reenter: true,
 			Summary: "an in-process lock per key, reentrant like Java's synchronized",
 			Flaw:    "excludes only within one process: oversells across instances"}, NewLocal(o)},
 		{Info{Name: "setnx", Waits: pollModes, Try: true,
@@ -137,7 +141,7 @@ func NewLadder(b Backends, o Options, ro RedlockOptions) *Ladder {
 		{Info{Name: "getset", Waits: pollModes, Try: true, Lease: true,
 			Summary: "SETNX key expiry; take an expired lock with GETSET; DEL only before own expiry",
 			Flaw:    "trusts synchronised clocks; a slow holder still loses the lock"}, NewGetSet(rdb, o)},
-		{Info{Name: "reentrant", Waits: pollModes, Try: true, Lease: true,
+		{Info{Name: "reentrant", Waits: pollModes, Try: true, Lease: true, Reenter: true,
 			Summary: "hash {owner: count} in Lua scripts, a watchdog renewing every TTL/3",
 			Flaw:    "a process paused longer than the TTL loses the lease, watchdog and all"}, NewReentrant(rdb, o)},
 		{Info{Name: "redlock", Try: true, Lease: true, Waits: []WaitMode{WaitRelay, WaitQueue, WaitCohort, WaitFixed, WaitBackoff, WaitNotify},

@@ -57,6 +57,16 @@ func TestLadder(t *testing.T) {
 			t.Errorf("%s unavailable over Redis alone: %s", r.Name, r.Unavailable)
 		}
 	}
+	// Only the rungs that count an owner's entries say they re-enter.
+	var reenter []string
+	for _, r := range l.Rungs() {
+		if r.Reenter {
+			reenter = append(reenter, r.Name)
+		}
+	}
+	if !slices.Equal(reenter, []string{"local", "reentrant"}) {
+		t.Errorf("rungs that re-enter %v, want [local reentrant]", reenter)
+	}
 	if _, _, ok := l.Lookup("nope"); ok {
 		t.Error("Lookup of an unknown name succeeded")
 	}
