@@ -136,15 +136,25 @@ func badInputRows() []badRow {
 		bad400("wait on a lock that never waits", "/sale?lock=atomic&wait=fixed"),
 		bad400("wait on fair, which waits for its handoff", "/testLock?lock=fair&wait=notify"),
 
-		// try= (0 to 10s) and lease= (100ms to 60s)
+		// holding: one request may not keep a lock long. reenter=1 only on
+		// a lock that re-enters (any other would hold it waiting for
+		// itself); try= (0 to 5s) and lease= (100ms to 5s).
+		bad400("reenter on setnx, waiting 10s", "/sale?lock=setnx&reenter=1&try=10s"),
+		bad400("reenter on setnx", "/sale?lock=setnx&reenter=1"),
+		bad400("reenter on lua", "/testLock?lock=lua&reenter=1"),
+		bad400("reenter on fenced", "/sale?lock=fenced&reenter=true"),
+		bad400("reenter on atomic", "/sale?lock=atomic&reenter=1"),
 		bad400("try negative", "/sale?lock=lua&try=-1s"),
-		bad400("try over 10s", "/sale?lock=lua&try=11s"),
+		bad400("try over 5s", "/sale?lock=lua&try=6s"),
+		bad400("try of 10s", "/sale?lock=reentrant&try=10s"),
+		bad400("try of an hour", "/sale?lock=lua&try=1h"),
 		bad400("try without a unit", "/sale?lock=lua&try=5"),
 		bad400("try empty", "/sale?lock=lua&try="),
 		bad400("try repeated", "/sale?lock=lua&try=0&try=1s"),
 		bad400("try on a lock that never waits", "/sale?lock=atomic&try=1s"),
 		bad400("lease under 100ms", "/sale?lock=lua&lease=50ms"),
-		bad400("lease over 60s", "/sale?lock=lua&lease=61s"),
+		bad400("lease over 5s", "/sale?lock=lua&lease=6s"),
+		bad400("lease of a minute", "/sale?lock=fair&lease=60s"),
 		bad400("lease zero", "/sale?lock=lua&lease=0s"),
 		bad400("lease non-numeric", "/testLock?lock=lua&lease=long"),
 		bad400("lease on a lock without a lease", "/sale?lock=setnx&lease=1s"),

@@ -105,11 +105,14 @@ type lockRequest struct {
 	plan    plan
 }
 
-// Bounds of try= and lease=.
+// Bounds of try= and lease=: what one request may make others wait. A
+// request that holds a lock for its try and then dies leaves it for its
+// lease; a few seconds each is all the scenarios ask (docs/scenarios.md:
+// try=5s at most, no lease=).
 const (
-	maxTry   = 10 * time.Second
+	maxTry   = 5 * time.Second
 	minLease = 100 * time.Millisecond
-	maxLease = 60 * time.Second
+	maxLease = 5 * time.Second
 )
 
 // lockRequest parses ?lock=NAME, sku=, reenter=, wait=, try=, lease= and, on an
@@ -146,6 +149,11 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		b, err := strconv.ParseBool(v[0])
 		if err != nil {
 			h.badRequest(c, fmt.Sprintf("reenter: %q is not a boolean (use 1 or 0)", truncate(v[0], 32)))
+			return lockRequest{}, false
+		}
+		if b && !req.rung.Reenter {
+			h.badRequest(c, fmt.Sprintf("reenter=1 does not apply to lock %q: it cannot re-enter, and would hold the lock waiting for itself (locks that re-enter: %s)",
+				req.rung.Name, strings.Join(h.reentrant(), ", ")))
 			return lockRequest{}, false
 		}
 		req.reenter = b
@@ -271,8 +279,8 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 
 	if req.reenter {
 		// The articles' testReEnter: take the same lock again inside the
-		// critical section. A reentrant lock counts up; any other waits
-		// for itself until the wait bound.
+		// critical section. Only a lock that re-enters is asked
+		// (lockRequest refuses the others): it counts up.
 		inner, err := req.locker.Obtain(ctx, res.lockKey, call)
 		if err != nil {
 			return 0, notHeld{fmt.Errorf("re-entering the lock it holds: %w", err)}
@@ -304,6 +312,17 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	// refused stale token or a failure before the write cannot.
 	wrote = err == nil
 	return n, err
+}
+
+// reentrant names the rungs that re-enter (Info.Reenter).
+func (h *handler) reentrant() []string {
+	var names []string
+	for _, r := range h.cfg.Ladder.Rungs() {
+		if r.Reenter {
+			names = append(names, r.Name)
+		}
+	}
+	return names
 }
 
 // notHeld is a failure to take the lock: the business never ran, so

@@ -279,7 +279,8 @@ func TestArmedFaultsStrikeAtTheirPoints(t *testing.T) {
 
 // TestReenter: the articles' testReEnter. A reentrant lock (reentrant, and
 // local as Java's synchronized) lets its owner in again; any other lock
-// waits for itself and gives up with a 503.
+// would hold the lock waiting for itself until its bound, so reenter=1 on
+// it is a 400 that names the locks that re-enter, and takes no lock.
 func TestReenter(t *testing.T) {
 	e := newEnv(t)
 	e.do(t, "POST", "/reset?stock=5")
@@ -295,14 +296,23 @@ func TestReenter(t *testing.T) {
 	if code, _, body := e.do(t, "POST", "/sale?lock=local"); code != 200 || body["remaining"] != 2.0 {
 		t.Fatalf("local after a re-entry: %d %v: the monitor was left held", code, body)
 	}
-	for _, name := range []string{"lua", "setnx-px"} {
-		code, _, body := e.do(t, "POST", "/sale?lock="+name+"&reenter=1")
-		if code != 503 || !strings.Contains(body["error"].(string), "re-entering") {
-			t.Fatalf("%s re-entered: %d %v, want 503", name, code, body)
+	before := e.mr.Dump()
+	for _, name := range []string{"lua", "setnx", "setnx-px", "fenced", "fair", "cohort", "atomic", "none"} {
+		start := time.Now()
+		code, _, body := e.do(t, "POST", "/sale?lock="+name+"&reenter=1&try=5s")
+		msg, _ := body["error"].(string)
+		if code != 400 || !strings.Contains(msg, "cannot re-enter") || !strings.Contains(msg, "local, reentrant") {
+			t.Errorf("%s with reenter=1: %d %v, want 400 naming local and reentrant", name, code, body)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%s with reenter=1 took %s: it waited for its own lock", name, took)
 		}
 	}
-	if got, _ := e.mr.Get(inventory.KeyStock); got != "2" {
-		t.Fatalf("stock %s after refused re-entries, want 2", got)
+	if e.mr.Dump() != before {
+		t.Fatal("a refused reenter=1 changed Redis (took a lock, sold)")
+	}
+	if code, _, body := e.do(t, "POST", "/sale?lock=lua&reenter=0"); code != 200 || body["remaining"] != 1.0 {
+		t.Fatalf("reenter=0 on lua: %d %v", code, body)
 	}
 	if code, _, _ := e.do(t, "POST", "/sale?lock=lua&reenter=maybe"); code != 400 {
 		t.Fatalf("reenter=maybe: %d, want 400", code)
@@ -430,14 +440,20 @@ func TestTryAndLease(t *testing.T) {
 	if code, _, body := e.do(t, "POST", "/sale?lock=lua&try=0"); code != 200 {
 		t.Fatalf("try=0 on a free lock: %d %v", code, body)
 	}
+	// The most the scenarios ask (docs/scenarios.md) is within the bounds.
+	if code, _, body := e.do(t, "POST", "/sale?lock=lua&try=5s&lease=5s"); code != 200 {
+		t.Fatalf("try=5s&lease=5s: %d %v", code, body)
+	}
 
 	before := e.mr.Dump()
 	for _, tc := range []struct{ target, want string }{
 		{"/sale?lock=lua&try=-1s", "out of range"},
-		{"/sale?lock=lua&try=11s", "out of range"},
+		{"/sale?lock=lua&try=6s", "out of range [0s, 5s]"},
+		{"/sale?lock=lua&try=10s", "out of range"},
 		{"/sale?lock=lua&try=soon", "not a duration"},
 		{"/sale?lock=lua&try=", "not a duration"},
 		{"/sale?lock=lua&lease=50ms", "out of range"},
+		{"/sale?lock=lua&lease=6s", "out of range [100ms, 5s]"},
 		{"/sale?lock=lua&lease=61s", "out of range"},
 		{"/sale?lock=lua&lease=0", "out of range"},
 		{"/sale?lock=atomic&try=1s", `try= does not apply to lock "atomic"`},
