@@ -82,7 +82,7 @@ type Config struct {
 	// counts the slow locks still to come.
 	Previous []Row
 	// OnProgress, when set, is called with the run's figures so far about
-	// five times a second while a run's requests are answered (GET /race
+	// five times a second while a run's requests are answered (POST /race
 	// streams them to the page).
 	OnProgress func(Snapshot)
 

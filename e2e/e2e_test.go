@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/race"
 	"github.com/lockladder/lockladder/stack"
 	"github.com/lockladder/lockladder/suite"
 )
@@ -104,6 +106,7 @@ func startStack(t *testing.T) *stack.Stack {
 		AppBinary:   appBinary,
 		NginxConf:   "../nginx.conf",
 		Log:         logWriter{t},
+		Races:       func(lb string) http.Handler { return race.New(lb) },
 	})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)

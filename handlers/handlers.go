@@ -67,13 +67,6 @@ type Config struct {
 	// pause=; see package fault) that act through these actions. nil
 	// refuses every fault parameter with a 400.
 	Faults *FaultActions
-	// LB is the load balancer's base URL (http://127.0.0.1:8080): GET
-	// /race sends its requests through it. "" refuses races (503).
-	LB string
-	// RaceLock, one lock shared by every instance of the stack (in its
-	// Redis), lets one race run at a time: GET /race takes RaceKey with
-	// one attempt and answers 409 when it is held. nil refuses races.
-	RaceLock lock.Locker
 }
 
 // New builds the router.
@@ -121,7 +114,6 @@ func New(cfg Config) *gin.Engine {
 	r.GET("/strategies", h.strategies)
 	r.GET("/sections", h.sections)
 	r.GET("/metrics", h.m.serve())
-	r.GET("/race", h.race)
 	return r
 }
 

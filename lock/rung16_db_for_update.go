@@ -48,17 +48,38 @@ func NewDBForUpdate(ctx context.Context, db *sql.DB, o Options) (*DBForUpdate, e
 // Obtain opens a transaction on a connection of its own and locks key's
 // row (creating it first if need be), waiting at most the call's bound
 // (try=0: NOWAIT).
+//
+// The bound covers the whole wait, not only the row's: every holder and
+// every waiter keeps a connection of the pool, so under load a request
+// may first wait for a free one, and without a deadline it would wait
+// for as long as the client stays. try=0 gives the connection the
+// Locker's bound: one attempt at the row, not none at a connection.
 func (d *DBForUpdate) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	bound := d.wait
 	if c.Try != nil {
 		bound = max(*c.Try, 0)
 	}
-	if err := d.ensureRow(ctx, key); err != nil {
-		return nil, err
+	limit := bound
+	if bound == 0 {
+		limit = d.wait
 	}
-	conn, err := d.db.Conn(ctx)
+	deadline := time.Now().Add(limit)
+	pctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	// notInTime says a wait before the row ran out of the bound (not the
+	// caller's context: that is the caller's to report).
+	notInTime := func(what string, err error) error {
+		if pctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("%w: waited %s for %s: %w", ErrNotObtained, limit, what, err)
+		}
+		return fmt.Errorf("lock: db-for-update: %s: %w", what, err)
+	}
+	if err := d.ensureRow(pctx, key); err != nil {
+		return nil, notInTime("the lock row "+key, err)
+	}
+	conn, err := d.db.Conn(pctx)
 	if err != nil {
-		return nil, fmt.Errorf("lock: db-for-update: connection: %w", err)
+		return nil, notInTime("a connection", err)
 	}
 	// The transaction is the lock: it must outlive the request's context
 	// (database/sql rolls a transaction back when its context ends), as
@@ -80,10 +101,9 @@ func (d *DBForUpdate) Obtain(ctx context.Context, key string, c Call) (Lock, err
 		// we gave up on stayed queued in InnoDB and could be granted the
 		// row once its holder committed, until the server saw the
 		// connection gone: the next request found it busy for nothing.
-		q = fmt.Sprintf("SET STATEMENT max_statement_time=%.6f FOR ", max(bound.Seconds(), 1e-6)) + q
-		var cancel context.CancelFunc
-		qctx, cancel = context.WithTimeout(ctx, bound)
-		defer cancel()
+		// What the connection took comes off the row's wait.
+		q = fmt.Sprintf("SET STATEMENT max_statement_time=%.6f FOR ", max(time.Until(deadline).Seconds(), 1e-6)) + q
+		qctx = pctx
 	}
 	var name string
 	err = tx.QueryRowContext(qctx, q, key).Scan(&name)
@@ -111,7 +131,7 @@ func (d *DBForUpdate) ensureRow(ctx context.Context, key string) error {
 		return nil
 	}
 	if _, err := d.db.ExecContext(ctx, "INSERT IGNORE INTO "+LocksTable+" (name) VALUES (?)", key); err != nil {
-		return fmt.Errorf("lock: db-for-update: lock row %s: %w", key, err)
+		return err
 	}
 	d.mu.Lock()
 	d.known[key] = true

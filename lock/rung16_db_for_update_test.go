@@ -82,3 +82,44 @@ func TestDBForUpdateGiveUpLeavesNoWaitOnTheServer(t *testing.T) {
 		t.Errorf("%d transactions still wait for a lock on the server after the client gave up", waiting)
 	}
 }
+
+// Every holder and waiter keeps a connection of the pool: a request that
+// finds none free waits for one within its bound, as for the row, and
+// gives up with ErrNotObtained, whether it needs the connection for the
+// row lock or to make the lock row first.
+func TestDBForUpdateWaitsForAConnectionWithinItsBound(t *testing.T) {
+	db := servertest.MariaDB(t)
+	ctx := context.Background()
+	l, err := lock.NewDBForUpdate(ctx, db, lock.Options{Wait: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	known, err := l.Obtain(ctx, "lock:known", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	known.Release(ctx)
+	db.SetMaxOpenConns(1)
+	held, err := l.Obtain(ctx, "lock:a", lock.Call{}) // the pool's one connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"lock:known", "lock:new"} {
+		start := time.Now()
+		_, err := l.Obtain(ctx, key, lock.Call{Try: dur(200 * time.Millisecond)})
+		if !errors.Is(err, lock.ErrNotObtained) {
+			t.Errorf("%s with the pool's one connection held: %v, want ErrNotObtained", key, err)
+		}
+		if took := time.Since(start); took < 200*time.Millisecond || took > 3*time.Second {
+			t.Errorf("%s: gave up after %s, want about 200ms", key, took)
+		}
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := l.Obtain(ctx, "lock:new", lock.Call{Try: dur(time.Second)})
+	if err != nil {
+		t.Fatalf("with the connection back: %v", err)
+	}
+	again.Release(ctx)
+}

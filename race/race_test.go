@@ -1,4 +1,4 @@
-package handlers_test
+package race_test
 
 import (
 	"bufio"
@@ -10,27 +10,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/race"
 )
 
-// raceEnv is the router behind a real HTTP server that is also its own
-// load balancer, with a race guard in its Redis.
-func raceEnv(t *testing.T) (*env, *httptest.Server, lock.Locker) {
+// raceEnv is an app instance behind a real HTTP server, which the race
+// service takes for its load balancer, and the service behind another.
+func raceEnv(t *testing.T) (*redis.Client, *httptest.Server) {
 	t.Helper()
-	var router http.Handler
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { router.ServeHTTP(w, r) }))
-	t.Cleanup(srv.Close)
-	var guard lock.Locker
-	e := newEnvRedis(t, func(c *handlers.Config, rdb *redis.Client) {
-		guard = lock.NewLua(rdb, lock.Options{TTL: 10 * time.Second})
-		c.LB, c.RaceLock = srv.URL, guard
-	})
-	router = e.router
-	return e, srv, guard
+	gin.SetMode(gin.TestMode)
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
+	t.Cleanup(func() { n.Close() })
+	app := httptest.NewServer(handlers.New(handlers.Config{
+		Instance:  "test-1",
+		Inventory: inventory.New(rdb),
+		Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
+			Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{}),
+		MaxStock: 1000,
+	}))
+	t.Cleanup(app.Close)
+	races := httptest.NewServer(race.New(app.URL))
+	t.Cleanup(races.Close)
+	return rdb, races
 }
 
 type event struct {
@@ -38,10 +48,14 @@ type event struct {
 	data map[string]any
 }
 
-// readEvents reads a race's Server-Sent Events to the end.
-func readEvents(t *testing.T, url string) (int, []event) {
+// readEvents starts a race and reads its Server-Sent Events to the end.
+func readEvents(t *testing.T, method, url string) (int, []event) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +93,9 @@ func readEvents(t *testing.T, url string) (int, []event) {
 // of lua is SAFE; the progress events count up to the total; the result
 // is the bench's row, judged from the counters read back.
 func TestRaceStreamsProgressAndVerdict(t *testing.T) {
-	_, srv, _ := raceEnv(t)
+	_, srv := raceEnv(t)
 	for _, c := range []struct{ lock, verdict string }{{"none", "LOST UPDATES"}, {"lua", "SAFE"}} {
-		code, evs := readEvents(t, srv.URL+"/race?lock="+c.lock+"&endpoint=testLock&n=1500&c=50")
+		code, evs := readEvents(t, "POST", srv.URL+"/race?lock="+c.lock+"&endpoint=testLock&n=1500&c=50")
 		if code != 200 || len(evs) == 0 {
 			t.Fatalf("race %s: %d %v", c.lock, code, evs)
 		}
@@ -108,38 +122,55 @@ func TestRaceStreamsProgressAndVerdict(t *testing.T) {
 }
 
 // TestRaceRefusesBadInputAndASecondRace: out-of-range or unknown input is
-// a 400 that changes nothing; a race while another holds the stack's
-// guard is a 409; an instance without a load balancer cannot race.
+// a 400 that changes nothing, as is a GET (a race starts by POST), and a
+// browser's request from another site is a 403; a race while another
+// runs is a 409.
 func TestRaceRefusesBadInputAndASecondRace(t *testing.T) {
-	e, srv, guard := raceEnv(t)
+	rdb, srv := raceEnv(t)
 	ctx := context.Background()
-	e.rdb.Set(ctx, inventory.KeyStock, 7, 0)
+	rdb.Set(ctx, inventory.KeyStock, 7, 0)
 	for _, q := range []string{
 		"lock=none&endpoint=testLock&n=0", "lock=none&endpoint=testLock&n=5001", "lock=none&endpoint=testLock&c=201",
 		"lock=none&endpoint=testLock&c=x", "lock=none&endpoint=buy", "lock=nope&endpoint=sale", "endpoint=sale",
 		"lock=none&endpoint=sale&speed=9", "lock=lua&endpoint=sale&wait=relay", "lock=none&endpoint=sale&n=5&n=6",
+		"lock=none&endpoint=sale&n=%zz",
 	} {
-		code, evs := readEvents(t, srv.URL+"/race?"+q)
+		code, evs := readEvents(t, "POST", srv.URL+"/race?"+q)
 		if code != http.StatusBadRequest || evs[0].data["error"] == nil {
-			t.Errorf("/race?%s: %d %v, want a 400 that says why", q, code, evs)
+			t.Errorf("POST /race?%s: %d %v, want a 400 that says why", q, code, evs)
 		}
 	}
-	if v, _ := e.rdb.Get(ctx, inventory.KeyStock).Result(); v != "7" {
+	if code, evs := readEvents(t, "GET", srv.URL+"/race?lock=none&endpoint=sale"); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /race: %d %v, want 405", code, evs)
+	}
+	for _, site := range []string{"cross-site", "same-site"} {
+		req, _ := http.NewRequest("POST", srv.URL+"/race?lock=none&endpoint=sale&n=10", nil)
+		req.Header.Set("Sec-Fetch-Site", site)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("POST /race with Sec-Fetch-Site: %s: %s, want 403", site, resp.Status)
+		}
+	}
+	if v, _ := rdb.Get(ctx, inventory.KeyStock).Result(); v != "7" {
 		t.Errorf("stock %q after refused races, want 7 (nothing reset)", v)
 	}
 
-	held, err := guard.Obtain(ctx, handlers.RaceKey, lock.Call{})
+	// A second race while the first runs: the first holds the stack
+	// from its answer's header on.
+	resp, err := http.Post(srv.URL+"/race?lock=lua&endpoint=sale&n=3000&c=20", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, evs := readEvents(t, srv.URL+"/race?lock=lua&endpoint=sale&n=10")
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the first race: %s", resp.Status)
+	}
+	code, evs := readEvents(t, "POST", srv.URL+"/race?lock=lua&endpoint=sale&n=10")
 	if code != http.StatusConflict || evs[0].data["reason"] != "race_running" {
 		t.Errorf("a race while another runs: %d %v, want 409 race_running", code, evs)
-	}
-	held.Release(ctx)
-
-	plain := newEnv(t)
-	if code, _, body := plain.do(t, "GET", "/race?lock=lua&endpoint=sale"); code != http.StatusServiceUnavailable || body["reason"] != "race_unavailable" {
-		t.Errorf("race without -lb: %d %v, want 503 race_unavailable", code, body)
 	}
 }

@@ -114,7 +114,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 			env:     env,
 		}
 		// Ours first: a flag repeated in AppArgs or InstanceArgs wins.
-		in.args = append([]string{"-addr", in.addr, "-name", name, "-lb", "http://" + s.cfg.LBAddr}, redisFlag...)
+		in.args = append([]string{"-addr", in.addr, "-name", name}, redisFlag...)
 		in.args = append(in.args, mastersFlag...)
 		in.args = append(in.args, s.backendFlags()...)
 		in.args = append(in.args, s.cfg.AppArgs...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,6 +50,11 @@ type Config struct {
 	AppArgs     []string  // extra flags passed to every instance (e.g. -lock-ttl 2s)
 	NginxConf   string    // the project's nginx.conf to derive from; default nginx.conf in the repo root
 	Log         io.Writer // human progress lines; nil = discard
+
+	// Races, when set, serves /race at the load balancer's address from
+	// this process (see package race), given the balancer's base URL;
+	// nil: /race goes to the instances, which answer 404.
+	Races func(lb string) http.Handler
 
 	// InstanceArgs are extra flags for instance i (0-based) only, after
 	// AppArgs, kept across the supervisor's restarts: {2: {"-clock-skew",

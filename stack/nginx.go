@@ -23,6 +23,7 @@ type nginx struct {
 	host      string
 	port      string // "0": start picks a free one
 	upstreams []string
+	race      string // the race server's address: /race goes there; "": to the upstreams
 	down      []bool // upstreams marked down (setDown; serialised by the caller)
 	version   string
 	p         *proc
@@ -97,7 +98,7 @@ func (n *nginx) summary() string {
 // down) and writes it to dir/nginx.conf, by a rename so that a reload
 // never reads it half written; it returns its path.
 func (n *nginx) writeConf() (string, error) {
-	conf, err := deriveNginxConf(n.src, n.addr(), n.upstreams, n.down, n.dir)
+	conf, err := deriveNginxConf(n.src, n.addr(), n.upstreams, n.down, n.race, n.dir)
 	if err != nil {
 		return "", err
 	}

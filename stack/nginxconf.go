@@ -233,14 +233,29 @@ func drop(ds []*directive, names ...string) []*directive {
 // test (keepalive, proxy_next_upstream off, timeouts) is the docker one.
 // Run the result as `nginx -p dir -c FILE`.
 func DeriveNginxConf(src []byte, listen string, upstreams []string, dir string) ([]byte, error) {
-	return deriveNginxConf(src, listen, upstreams, nil, dir)
+	return deriveNginxConf(src, listen, upstreams, nil, "", dir)
+}
+
+// raceLocation sends /race to the race server at addr: unbuffered, so
+// each event reaches the page at once, and read for as long as a race
+// may run.
+func raceLocation(addr string) *directive {
+	d := func(name string, args ...string) *directive { return &directive{name: name, args: args} }
+	return &directive{name: "location", args: []string{"=", "/race"}, block: []*directive{
+		d("proxy_pass", "http://"+addr),
+		d("proxy_http_version", "1.1"),
+		d("proxy_set_header", "Connection", ""),
+		d("proxy_set_header", "Host", "$host"),
+		d("proxy_buffering", "off"),
+		d("proxy_read_timeout", "330s"),
+	}}
 }
 
 // deriveNginxConf is DeriveNginxConf with upstream i marked down when
 // down[i] (Stack.Drain takes an instance out of the load balancer so):
 // nginx then sends it no new request, and a reload applies it without
-// dropping a connection.
-func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool, dir string) ([]byte, error) {
+// dropping a connection; and, when race is an address, /race sent there.
+func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool, race, dir string) ([]byte, error) {
 	if len(upstreams) == 0 {
 		return nil, errors.New("stack: DeriveNginxConf: no upstreams")
 	}
@@ -290,6 +305,9 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 			}
 			l.args[0] = listen
 			listens++
+		}
+		if race != "" {
+			srv.block = append(srv.block, raceLocation(race))
 		}
 	}
 	if listens == 0 {

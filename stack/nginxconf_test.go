@@ -215,7 +215,7 @@ http {
     server { listen 80; location / { proxy_pass http://app; } }
 }`)
 	ups := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}
-	out, err := deriveNginxConf(src, "127.0.0.1:9", ups, []bool{false, true, false}, t.TempDir())
+	out, err := deriveNginxConf(src, "127.0.0.1:9", ups, []bool{false, true, false}, "", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

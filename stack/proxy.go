@@ -159,6 +159,7 @@ func (b *balancer) idle(ctx context.Context, i int) error {
 type proxyServer struct {
 	listen  string // as asked; port 0: a free one
 	targets []string
+	race    http.Handler // serves /race in process; nil: /race goes to the targets
 	srv     *http.Server
 	bal     *balancer
 	ln      net.Listener
@@ -180,8 +181,15 @@ func (p *proxyServer) start(context.Context) error {
 		return fmt.Errorf("stack: built-in proxy: %w", err)
 	}
 	p.ln, p.bal, p.done = ln, h, make(chan struct{})
+	var handler http.Handler = h
+	if p.race != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/", h)
+		mux.Handle("/race", p.race)
+		handler = mux
+	}
 	p.srv = &http.Server{
-		Handler:           h,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}

@@ -238,10 +238,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := s.startFaultProxies(ctx); err != nil {
 		return nil, err
 	}
-	// The instances are told the load balancer's URL (GET /race sends
-	// its requests through it), so a free port for it is picked first,
-	// and held until the instances have theirs: released at once, it
-	// could be handed to one of them.
+	// The load balancer's port is picked first (the race server is told
+	// its URL), and held until the instances have theirs: released at
+	// once, it could be handed to one of them.
 	s.appPorts = cfg.appPorts()
 	unhold := func() {}
 	if host, port, _ := net.SplitHostPort(cfg.LBAddr); port == "0" {
@@ -259,14 +258,29 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, err
 	}
 
+	var races *raceServer
+	if cfg.Races != nil {
+		races = &raceServer{h: cfg.Races("http://" + cfg.LBAddr)}
+		if err := s.up(ctx, races); err != nil {
+			return nil, err
+		}
+	}
 	if realLB {
 		host, port, _ := net.SplitHostPort(cfg.LBAddr)
-		s.lb = newNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
+		n := newNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
+		if races != nil {
+			n.race = races.addr()
+		}
+		s.lb = n
 	} else {
 		if cfg.LB != Embedded {
 			s.lg.printf("nginx not found on PATH: using the built-in Go reverse proxy (round robin, no retry, in this process)")
 		}
-		s.lb = newProxyServer(cfg.LBAddr, s.InstanceURLs())
+		p := newProxyServer(cfg.LBAddr, s.InstanceURLs())
+		if races != nil {
+			p.race = races.h
+		}
+		s.lb = p
 	}
 	if err := s.up(ctx, s.lb); err != nil {
 		return nil, err

@@ -138,6 +138,14 @@ func TestStack(t *testing.T) {
 			if tc.lb == stack.Real {
 				needBinary(t, "nginx")
 			}
+			// The races' stand-in says which load balancer it was given
+			// and how it was reached.
+			races := func(lb string) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("X-Instance", "races")
+					fmt.Fprintf(w, "%s %s via %s", r.Method, r.URL.RequestURI(), lb)
+				})
+			}
 			s, err := stack.Start(context.Background(), stack.Config{
 				LBAddr:      "127.0.0.1:0",
 				RedisAddr:   "127.0.0.1:0",
@@ -147,6 +155,7 @@ func TestStack(t *testing.T) {
 				AppBinary:   appBin,
 				NginxConf:   "../nginx.conf",
 				Log:         testLog{t},
+				Races:       races,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -184,6 +193,16 @@ func TestStack(t *testing.T) {
 				}
 			}
 
+			// /race, and only /race, goes to the stack's race server, at
+			// the load balancer's address.
+			code, inst, body := get(t, http.MethodPost, s.URL()+"/race?lock=lua")
+			if want := "POST /race?lock=lua via " + s.URL(); code != http.StatusOK || inst != "races" || string(body) != want {
+				t.Errorf("POST /race via the LB: %d %q %q, want 200 from the races, %q", code, inst, body, want)
+			}
+			if code, inst, _ := get(t, http.MethodGet, s.URL()+"/racetrack"); inst == "races" {
+				t.Errorf("GET /racetrack went to the races (%d)", code)
+			}
+
 			// They share the stack's Redis: sales through the LB add up.
 			if code, _, body := get(t, http.MethodPost, s.URL()+"/reset?stock=10"); code != http.StatusOK {
 				t.Fatalf("POST /reset: %d %s", code, body)
@@ -194,7 +213,7 @@ func TestStack(t *testing.T) {
 				}
 			}
 			var stock struct{ Stock, Sold int }
-			_, _, body := get(t, http.MethodGet, s.InstanceURLs()[0]+"/stock")
+			_, _, body = get(t, http.MethodGet, s.InstanceURLs()[0]+"/stock")
 			if err := json.Unmarshal(body, &stock); err != nil || stock.Stock != 4 || stock.Sold != 6 {
 				t.Errorf("GET /stock = %s (%v), want stock 4 sold 6", body, err)
 			}

@@ -49,7 +49,6 @@ func run() error {
 		clockSkew    = flag.Duration("clock-skew", 0, "run this instance's lock clock ahead by this much (only getset reads it)")
 		zkAddr       = flag.String("zookeeper", env("ZOOKEEPER_ADDR", ""), "ZooKeeper address host:port for the zookeeper rung; its session timeout is -lock-ttl [ZOOKEEPER_ADDR]")
 		etcdURL      = flag.String("etcd", env("ETCD_URL", ""), "etcd client URL for the etcd rung [ETCD_URL]")
-		lbURL        = flag.String("lb", env("LB_URL", ""), "the load balancer's base URL, e.g. http://127.0.0.1:8080: GET /race sends its requests through it (\"\": no races) [LB_URL]")
 		mysqlDSN     = flag.String("mysql", env("MYSQL_DSN", ""), "MariaDB DSN without a database, e.g. root@tcp(127.0.0.1:3306)/, for the db-for-update and db-optimistic rungs [MYSQL_DSN]")
 	)
 	flag.Parse()
@@ -184,10 +183,6 @@ func run() error {
 		Ladder:    lock.NewLadder(backends, opts, redlockOpts),
 		Log:       log,
 		Faults:    faultActions,
-		LB:        *lbURL,
-		// One race at a time on the stack: a lock of the ladder's own, in
-		// the shared Redis, its lease renewed while the race runs.
-		RaceLock: lock.NewReentrant(rdb, lock.Options{TTL: 10 * time.Second}),
 	}
 	if optimistic != nil { // a nil *DBStore in the interface would not be nil
 		cfg.Optimistic = optimistic

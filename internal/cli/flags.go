@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/race"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -108,6 +110,7 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		}
 		o.Config.Dir = o.Dir
 		o.Config.RequireReal = os.Getenv("CI") == "true"
+		o.Config.Races = func(lb string) http.Handler { return race.New(lb) }
 		o.Config.Log = os.Stderr
 		o.State = filepath.Join(o.Dir, "stack.json")
 		return o, nil

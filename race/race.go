@@ -1,0 +1,274 @@
+// Package race serves POST /race: the page's races, run from the harness
+// side of the lab, never from an instance under test. The stack serves it
+// on the load balancer's port (nginx or the built-in proxy routes /race
+// here), so the page and curl reach it where they reach the app, while
+// the instances being measured run only the app.
+//
+// A race resets the stock and sends n requests, c at a time, through the
+// load balancer to /sale or /testLock under one lock, with the bench's
+// closed loop; it streams Server-Sent Events: "progress" about five times
+// a second (bench.Snapshot), then one "result" (the bench's row: the
+// counters read back and the verdict judged as the bench judges it) or
+// one "failed" ({"error"}). One race at a time: a second is a 409.
+package race
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// Bounds and defaults of a race.
+const (
+	MaxRequests        = 5000
+	MaxConcurrency     = 200
+	defaultRequests    = 2000
+	defaultConcurrency = 100
+	// bound ends a race that has not finished by then.
+	bound = 5 * time.Minute
+)
+
+// Service runs races through the load balancer at LB (a base URL such as
+// http://127.0.0.1:8080), one at a time.
+type Service struct {
+	LB  string
+	Log func(format string, args ...any) // nil: silent
+
+	running sync.Mutex
+	client  http.Client
+}
+
+// New returns a Service that races through lb.
+func New(lb string) *Service {
+	return &Service{LB: lb, client: http.Client{Timeout: 5 * time.Second}}
+}
+
+// ServeHTTP answers POST /race. Bad input is a 400 and changes nothing;
+// a lock the stack cannot serve is a 503 naming the server it lacks.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		fail(w, http.StatusMethodNotAllowed, "", "a race starts by POST /race?lock=NAME&endpoint=sale|testLock: it resets the stock and sends load")
+		return
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		fail(w, http.StatusForbidden, contract.ReasonCrossSite, "a race cannot be started from another site")
+		return
+	}
+	p, status, reason, err := s.parse(r)
+	if err != nil {
+		fail(w, status, reason, err.Error())
+		return
+	}
+	if !s.running.TryLock() {
+		fail(w, http.StatusConflict, contract.ReasonRaceRunning,
+			"a race is already running on this stack: one at a time, so that no race shares it with another")
+		return
+	}
+	defer s.running.Unlock()
+	s.run(w, r, p)
+}
+
+// params is one race's validated input.
+type params struct {
+	lock, endpoint string
+	n, c           int
+	wait           lock.WaitMode
+}
+
+// parse validates the query against the ladder the instances serve (GET
+// /strategies through the load balancer).
+func (s *Service) parse(r *http.Request) (params, int, string, error) {
+	bad := func(format string, args ...any) (params, int, string, error) {
+		return params{}, http.StatusBadRequest, "", fmt.Errorf(format, args...)
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return bad("malformed query: %v", err)
+	}
+	allowed := []string{"lock", "endpoint", "n", "c", "wait"}
+	for k, vs := range q {
+		if !slices.Contains(allowed, k) {
+			return bad("unknown parameter %q (allowed: %s)", truncate(k, 32), strings.Join(allowed, ", "))
+		}
+		if len(vs) > 1 {
+			return bad("parameter %q given %d times", k, len(vs))
+		}
+	}
+	p := params{lock: q.Get("lock"), endpoint: q.Get("endpoint")}
+	if p.lock == "" {
+		return bad("missing lock: say ?lock=NAME")
+	}
+	if p.endpoint != "sale" && p.endpoint != "testLock" {
+		return bad("endpoint: %q is not sale or testLock", truncate(p.endpoint, 32))
+	}
+	if p.n, err = count(q.Get("n"), defaultRequests, MaxRequests); err != nil {
+		return bad("n: %v", err)
+	}
+	if p.c, err = count(q.Get("c"), defaultConcurrency, MaxConcurrency); err != nil {
+		return bad("c: %v", err)
+	}
+	rungs, err := s.strategies(r.Context())
+	if err != nil {
+		return params{}, http.StatusServiceUnavailable, contract.ReasonNoRace, fmt.Errorf("the instances' ladder could not be read: %w", err)
+	}
+	i := slices.IndexFunc(rungs, func(x lock.Info) bool { return x.Name == p.lock })
+	if i < 0 {
+		return bad("unknown lock %q", truncate(p.lock, 64))
+	}
+	rung := rungs[i]
+	if q.Has("wait") {
+		if p.wait, err = lock.ParseWaitMode(q.Get("wait")); err != nil {
+			return bad("wait: unknown wait mode %q (valid: %v)", truncate(q.Get("wait"), 32), lock.WaitModes)
+		}
+		if !slices.Contains(rung.Waits, p.wait) {
+			return bad("wait=%s does not apply to lock %q (it waits by %v)", p.wait, rung.Name, rung.Waits)
+		}
+	}
+	if rung.Unavailable != "" {
+		return params{}, http.StatusServiceUnavailable, contract.ReasonServerMissing,
+			fmt.Errorf("lock %q cannot run here: %s", rung.Name, rung.Unavailable)
+	}
+	return p, 0, "", nil
+}
+
+// strategies reads the ladder the instances serve.
+func (s *Service) strategies(ctx context.Context) ([]lock.Info, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.LB+"/strategies", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /strategies: %s", resp.Status)
+	}
+	var rungs []lock.Info
+	if err := json.NewDecoder(resp.Body).Decode(&rungs); err != nil {
+		return nil, fmt.Errorf("GET /strategies: %w", err)
+	}
+	return rungs, nil
+}
+
+// run streams the race's events until it ends, the bound passes or the
+// reader goes away (which stops the load).
+func (s *Service) run(w http.ResponseWriter, r *http.Request, p params) {
+	ctx, cancel := context.WithTimeout(r.Context(), bound)
+	defer cancel()
+	// The race outlives any write deadline the server sets for ordinary
+	// requests.
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{})
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+
+	progress := make(chan bench.Snapshot, 1)
+	type outcome struct {
+		row bench.Row
+		err error
+	}
+	done := make(chan outcome, 1)
+	cfg := bench.Config{
+		URL: s.LB, Requests: p.n, Concurrency: p.c, Wait: string(p.wait),
+		OnProgress: func(snap bench.Snapshot) {
+			select { // the latest only: a slow reader skips some
+			case <-progress:
+			default:
+			}
+			progress <- snap
+		},
+	}
+	go func() {
+		var o outcome
+		defer func() {
+			if v := recover(); v != nil {
+				o = outcome{err: fmt.Errorf("the race panicked: %v", v)}
+			}
+			done <- o
+		}()
+		o.row, o.err = bench.RunOne(ctx, cfg, p.lock, p.endpoint)
+	}()
+	if s.Log != nil {
+		s.Log("race: lock=%s endpoint=%s n=%d c=%d wait=%s", p.lock, p.endpoint, p.n, p.c, p.wait)
+	}
+	for {
+		select {
+		case snap := <-progress:
+			if !event(w, rc, r, "progress", snap) {
+				cancel() // the reader went away: stop the load
+			}
+		case o := <-done:
+			if o.err != nil {
+				event(w, rc, r, "failed", map[string]string{"lock": p.lock, "endpoint": p.endpoint, "error": o.err.Error()})
+				return
+			}
+			event(w, rc, r, "result", o.row)
+			return
+		}
+	}
+}
+
+// count parses n= or c=: def when absent, else a whole number in [1, max].
+func count(v string, def, max int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	x, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number", truncate(v, 32))
+	}
+	if x < 1 || x > max {
+		return 0, fmt.Errorf("%d is out of range [1, %d]", x, max)
+	}
+	return x, nil
+}
+
+// event writes one Server-Sent Event with v as JSON and flushes it; false
+// when the reader has gone.
+func event(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, name string, v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+		return false
+	}
+	rc.Flush()
+	return r.Context().Err() == nil
+}
+
+// fail answers status with a JSON error and, when there is one, a reason
+// code (contract's).
+func fail(w http.ResponseWriter, status int, reason, msg string) {
+	body := map[string]string{"error": msg}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

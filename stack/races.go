@@ -1,0 +1,51 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// raceServer serves Config.Races in this process, on a loopback port of
+// its own: the load balancer routes /race to it (nginx by a location the
+// derived config adds, the built-in proxy in process), so the page and
+// curl race at the load balancer's address while the instances under
+// test run only the app. It has no write timeout: a race streams its
+// events for up to its own bound.
+type raceServer struct {
+	h    http.Handler
+	srv  *http.Server
+	ln   net.Listener
+	done chan struct{}
+}
+
+func (r *raceServer) start(context.Context) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("stack: race server: %w", err)
+	}
+	r.ln, r.done = ln, make(chan struct{})
+	r.srv = &http.Server{Handler: r.h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	go func() {
+		defer close(r.done)
+		r.srv.Serve(ln)
+	}()
+	return nil
+}
+
+func (r *raceServer) ready(context.Context) error { return nil } // listening is serving
+
+func (r *raceServer) addr() string { return r.ln.Addr().String() }
+
+// stop ends the races in flight: a stack that stops has no load balancer
+// left for them.
+func (r *raceServer) stop() error {
+	if r.srv == nil {
+		return nil
+	}
+	err := r.srv.Close()
+	<-r.done
+	return err
+}
