@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -26,6 +27,11 @@ type mariadb struct {
 	lg              *logger
 	proc            *proc
 }
+
+// mariadbMaxConnections is the server's max_connections: above what the
+// instances' pools may open together (backend.MySQLPool each, checked
+// for the default three by TestMariaDBOutlastsThePools).
+const mariadbMaxConnections = 500
 
 // findMariaDB returns mariadbd and mariadb-install-db, or why there are
 // none. Debian's mariadb-server puts mariadbd in /usr/sbin, which a
@@ -86,7 +92,7 @@ func (m *mariadb) start(ctx context.Context) error {
 		// A row lock is the db-for-update rung's lock: a waiter gives up
 		// after its own wait (the app sets it per session), and a holder
 		// whose connection dies loses it with the connection.
-		"--max-connections=500",
+		"--max-connections=" + strconv.Itoa(mariadbMaxConnections),
 	}
 	m.proc, err = startProc("mariadb", m.server, args, nil, m.dir, filepath.Join(m.dir, "mariadb.log"))
 	return err

@@ -45,7 +45,7 @@ func others(log *slog.Logger, b *lock.Backends, zkAddr, etcdURL, dsn string, lea
 		}
 	}
 	if dsn != "" {
-		db, err := backend.MySQL(ctx, dsn, backend.Database, 200)
+		db, err := backend.MySQL(ctx, dsn, backend.Database, backend.MySQLPool)
 		if err == nil {
 			optimistic, err = inventory.NewDBStore(ctx, db, wait)
 		}

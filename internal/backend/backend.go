@@ -19,6 +19,14 @@ import (
 // Database is the database the app keeps its tables in.
 const Database = "lockladder"
 
+// MySQLPool is the most connections one app instance opens to MariaDB.
+// db-for-update keeps one per holder and per waiter, so it bounds how
+// many of an instance's requests wait on the database at once (the rest
+// wait for a connection, within their bound). The stack's three
+// instances together (450) stay under its server's max_connections (500,
+// stack/mariadb.go), with room for the tests and tools beside them.
+const MySQLPool = 150
+
 // ZooKeeper opens a session (timeout sessionTimeout) on the ZooKeeper at
 // addr and waits, until ctx ends, for the server to grant it.
 func ZooKeeper(ctx context.Context, addr string, sessionTimeout time.Duration) (*zk.Conn, error) {
