@@ -12,11 +12,9 @@ import (
 // compare-and-set) and SellFenced's write with a release behind it. A
 // pipelined EVAL sends the script's whole text, 700 to 800 bytes, with
 // every call, and Redis hashes it again each time to find the script: two
-// of them per section made a cohort section's pipeline about 1.8 KB.
-// Through nginx at 5000x100 on /testLock, Redis spent 25-26 us of CPU per
-// cohort request with digests against 27-28 us without (two runs of each
-// build, 30000 requests, 2 cores, 2026-11-26); the throughput moved by
-// less than this machine's noise (+2% over 21 runs of each, alternating).
+// of them per section made a cohort section's pipeline about 1.8 KB. By
+// digest, Redis spends less CPU per cohort request; the throughput moved
+// by less than the noise of a 2-core machine (docs/measurements.md).
 //
 // A pipeline cannot fall back to EVAL the way Script.Run does, since the
 // commands behind a missing script have gone out already. So the store

@@ -82,11 +82,11 @@ func (c *Cohort) Counts() Counts {
 }
 
 // DefaultCohortBound is how many sections one global acquisition may run
-// by default. The bound trades the other instances' wait against the
-// handoffs through Redis: through nginx at 5000x100 on 2 cores, with
-// sections of a round trip each, /testLock's p99 was 68-80 ms at 64
-// sections, 48 ms at 16, 58-73 ms at 8, and the throughput no lower at 16
-// than at 64 (2026-11-25).
+// by default while another instance waits. The bound trades the other
+// instances' wait against the handoffs through Redis: a longer cohort
+// makes the others wait longer, a shorter one pays a handoff through
+// Redis more often. Measured through nginx, 16 gave a shorter tail than
+// 64 or 8 and no less throughput than 64 (docs/measurements.md).
 const DefaultCohortBound = 16
 
 // cohortSeqBits is the room a cohort's section numbers take in a token;

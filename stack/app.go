@@ -150,9 +150,8 @@ func (s *Stack) startInstances(ctx context.Context) error {
 // cores. Three instances of two threads each on two cores, beside Redis,
 // nginx and the load, hand goroutines between threads that then wait for
 // a core: every lock that is a chain of round trips pays that on every
-// hop. One thread per instance on a 2-core machine used a fifth less CPU
-// in the apps and ran 16 of the demo's runs a tenth faster (82 s against
-// 92 s, the mean of four runs each, 2026-11-25).
+// hop. One thread per instance on a 2-core machine used less CPU in the
+// apps and ran the demo faster (docs/measurements.md).
 func instanceEnv(masters []string, n int) (env []string, procs, debug string) {
 	for _, kv := range os.Environ() {
 		switch {
@@ -184,15 +183,12 @@ func instanceEnv(masters []string, n int) (env []string, procs, debug string) {
 // the next system call wakes it (a futex, on the request's path), after
 // which it polls every 20 µs for a while. A process with one thread that
 // waits on the network several times per request goes idle and back
-// thousands of times a second: on this 2-core VM, where every system call
-// and thread switch is dear, sysmon was a quarter of the apps' CPU. Awake,
-// it sleeps up to 10 ms at a time when there is nothing to do. With it,
-// the apps used a third less CPU and the polling locks ran a fifth faster
-// (2026-11-25: setnx and lua 1472 to 1956 requests a second against 1155
-// to 1569, cohort 3200 to 4063 against 2267 to 3258, two runs each,
-// alternating); in the load's process too, its CPU fell by a third and
-// atomic went from 6524-7994 to 9848-10493 (golang/go#18236 is about the
-// monitor's tick).
+// thousands of times a second: on a VM where every system call and
+// thread switch is dear, sysmon then takes a large share of the apps'
+// CPU. Awake, it sleeps up to 10 ms at a time when there is nothing to
+// do. With it, the apps and the load's process used less CPU, and the
+// locks and the atomic sale ran faster (docs/measurements.md;
+// golang/go#18236 is about the monitor's tick).
 const AwakeMonitor = "schedtrace=2147483647"
 
 // WithAwakeMonitor returns the GODEBUG value debug with AwakeMonitor

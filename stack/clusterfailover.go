@@ -156,8 +156,8 @@ func (c *cluster) masterOf(ctx context.Context, key, skip string) (string, error
 // one is online and has acknowledged an offset past its sync. "online"
 // alone is not enough: after a diskless sync the master holds the writes
 // back until the replica's first REPLCONF ACK, sent once a second; a
-// kill in that window promoted a replica with none of the item's keys (3
-// times in 8 runs of fault 8 under a loaded CPU, 2026-11-25).
+// kill in that window promoted a replica with none of the item's keys
+// (fault 8 under a loaded CPU did, docs/cluster.md).
 func streaming(ctx context.Context, cl *redis.Client) error {
 	info, err := cl.Info(ctx, "replication").Result()
 	if err != nil {

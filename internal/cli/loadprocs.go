@@ -18,10 +18,8 @@ import (
 // The load shares the machine's cores with what it measures. With a
 // thread per core, vegeta's 100 workers hand goroutines between threads
 // that wake each other (futexes, sysmon) on every request: on a 2-core
-// machine it took half as much CPU again, taken from nginx, the apps and
-// Redis, and the locks that poll ran an eighth slower (2026-11-25: 6.5 s
-// of CPU against 4.4 s with one thread for the same four runs, 1209 req/s
-// against 1372, three runs each, alternating).
+// machine it took more CPU, taken from nginx, the apps and Redis, and the
+// locks that poll ran slower than with one thread (docs/measurements.md).
 func LoadProcs(inProcess bool) string {
 	if _, set := os.LookupEnv("GOMAXPROCS"); set || inProcess || runtime.NumCPU() < 2 {
 		return ""
