@@ -80,20 +80,33 @@ func (h *harness) checkSections(ctx context.Context, row *Row, since time.Time) 
 	var secs []contract.Section
 	complete := true
 	for _, base := range h.cfg.Instances {
-		var got struct {
-			Complete bool               `json:"complete"`
-			Sections []contract.Section `json:"sections"`
-		}
-		path := "/sections?since=" + strconv.FormatInt(since.UnixNano(), 10)
-		if err := h.callURL(ctx, "GET", base+path, &got); err != nil {
-			complete = false // restarting, say: what the others held still counts
-			continue
-		}
-		complete = complete && got.Complete
-		for _, s := range got.Sections {
-			if s.Lock == row.Lock {
-				secs = append(secs, s)
+		// An instance answers a page of sections at a time, and where
+		// the next begins.
+		for from := since.UnixNano(); ; {
+			var got struct {
+				Complete bool               `json:"complete"`
+				Sections []contract.Section `json:"sections"`
+				Next     int64              `json:"next"`
 			}
+			path := "/sections?since=" + strconv.FormatInt(from, 10)
+			if err := h.callURL(ctx, "GET", base+path, &got); err != nil {
+				complete = false // restarting, say: what the others held still counts
+				break
+			}
+			complete = complete && got.Complete
+			for _, s := range got.Sections {
+				if s.Lock == row.Lock {
+					secs = append(secs, s)
+				}
+			}
+			if got.Next == 0 {
+				break
+			}
+			if got.Next <= from {
+				complete = false // a page that does not move on
+				break
+			}
+			from = got.Next
 		}
 	}
 	row.Overlaps = history.Overlaps(secs)
