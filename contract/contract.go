@@ -60,23 +60,29 @@ type Section struct {
 	Wrote bool `json:"wrote"`
 }
 
-// Recorder keeps an instance's latest sections in a ring of fixed size:
-// recording costs a mutex and no allocation on the hot path, and no Redis
-// round trip at all.
+// Recorder keeps an instance's latest sections, a fixed number of them:
+// recording costs a mutex (and an allocation once every chunk of 1024),
+// and no Redis round trip at all. The sections sit in chunks that are
+// only ever appended to, so a reader holds the mutex only to note where
+// they are, and filters, sorts and copies them outside it: the requests
+// that record never wait behind a read.
 type Recorder struct {
 	mu      sync.Mutex
-	ring    []Section
-	next    int   // where the next one goes
-	n       int   // how many the ring holds
-	evicted int64 // Acquired of the newest section overwritten (0: none)
-	started int64 // when recording began: nothing older is known
+	size    int         // the most sections kept
+	chunk   int         // the capacity of a chunk
+	chunks  [][]Section // oldest first; only the last one has room
+	head    int         // the sections of chunks[0] already forgotten
+	n       int         // the sections kept
+	evicted int64       // Acquired of the newest section forgotten (0: none)
+	started int64       // when recording began: nothing older is known
 	holding map[uint64]Section
 	nextID  uint64
 }
 
 // NewRecorder keeps up to size sections (at least 1).
 func NewRecorder(size int) *Recorder {
-	return &Recorder{ring: make([]Section, max(size, 1)), started: time.Now().UnixNano(), holding: map[uint64]Section{}}
+	size = max(size, 1)
+	return &Recorder{size: size, chunk: min(size, 1024), started: time.Now().UnixNano(), holding: map[uint64]Section{}}
 }
 
 // Hold notes a section begun and not yet over (Released 0), until the
@@ -98,41 +104,91 @@ func (r *Recorder) Hold(s Section) (done func(Section)) {
 // Holding returns the sections begun and not over yet, oldest first.
 func (r *Recorder) Holding() []Section {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	secs := make([]Section, 0, len(r.holding))
 	for _, s := range r.holding {
 		secs = append(secs, s)
 	}
+	r.mu.Unlock()
 	slices.SortFunc(secs, func(a, b Section) int { return cmp.Compare(a.Acquired, b.Acquired) })
 	return secs
 }
 
-// Add records s, overwriting the oldest when full.
+// Add records s, forgetting the oldest when full.
 func (r *Recorder) Add(s Section) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.n == len(r.ring) {
-		r.evicted = max(r.evicted, r.ring[r.next].Acquired)
-	} else {
-		r.n++
+	if k := len(r.chunks); k == 0 || len(r.chunks[k-1]) == r.chunk {
+		r.chunks = append(r.chunks, make([]Section, 0, r.chunk))
 	}
-	r.ring[r.next] = s
-	r.next = (r.next + 1) % len(r.ring)
-}
-
-// Since returns the sections acquired at or after since (Unix ns), oldest
-// first, and whether that is all of them: false when the ring overwrote
-// some, or since is before the recorder began (a restarted instance has
-// forgotten what it held before).
-func (r *Recorder) Since(since int64) (secs []Section, complete bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	start := (r.next - r.n + len(r.ring)) % len(r.ring)
-	for i := range r.n {
-		s := r.ring[(start+i)%len(r.ring)]
-		if s.Acquired >= since {
-			secs = append(secs, s)
+	last := &r.chunks[len(r.chunks)-1]
+	*last = append(*last, s) // written once, below every reader's length
+	if r.n++; r.n > r.size {
+		r.evicted = max(r.evicted, r.chunks[0][r.head].Acquired)
+		r.n--
+		if r.head++; r.head == r.chunk {
+			r.chunks[0] = nil
+			r.chunks, r.head = r.chunks[1:], 0
 		}
 	}
-	return secs, r.evicted < since && since >= r.started
+}
+
+// Page is part of what a Recorder keeps (see Since).
+type Page struct {
+	// Sections are in the order they were acquired.
+	Sections []Section
+	// Complete says the recorder forgot none acquired at or after the
+	// since asked: false when it forgot some, or since is before it began
+	// (a restarted instance has forgotten what it held before).
+	Complete bool
+	// Next, when not 0, says the limit left sections out, each acquired
+	// at or after Next, and none of the page's was: ask again from Next.
+	Next int64
+}
+
+// Since returns the sections acquired at or after since (Unix ns), the
+// earliest acquired first, at most limit of them (0: all).
+func (r *Recorder) Since(since int64, limit int) Page {
+	r.mu.Lock()
+	chunks := make([][]Section, len(r.chunks))
+	for i, c := range r.chunks {
+		chunks[i] = c[:len(c):len(c)] // what is there now: never written again
+	}
+	if len(chunks) > 0 {
+		chunks[0] = chunks[0][r.head:]
+	}
+	p := Page{Complete: r.evicted < since && since >= r.started}
+	r.mu.Unlock()
+
+	var secs []Section
+	for _, c := range chunks {
+		for _, s := range c {
+			if s.Acquired >= since {
+				secs = append(secs, s)
+			}
+		}
+	}
+	// Recorded as they were released, they are nearly in order.
+	slices.SortStableFunc(secs, func(a, b Section) int { return cmp.Compare(a.Acquired, b.Acquired) })
+	if limit <= 0 || len(secs) <= limit {
+		p.Sections = secs
+		return p
+	}
+	// The page ends before the first section left out, and before any
+	// acquired in the same nanosecond: asked from Next, the next page has
+	// them all, and nothing of this one. (Should more than limit share a
+	// nanosecond, they go out together.)
+	cut, next := limit, secs[limit].Acquired
+	for cut > 0 && secs[cut-1].Acquired == next {
+		cut--
+	}
+	if cut == 0 {
+		for cut = limit; cut < len(secs) && secs[cut].Acquired == next; cut++ {
+		}
+		next = 0
+		if cut < len(secs) {
+			next = secs[cut].Acquired
+		}
+	}
+	p.Sections, p.Next = secs[:cut:cut], next
+	return p
 }

@@ -64,7 +64,7 @@ func withBody(name, method, target string, n int, chunked bool) badRow {
 }
 
 // badInputRows is the table: every parameter (lock, reenter, wait, the
-// fault parameters, stock, since) missing, empty, zero, negative,
+// fault parameters, stock, since, limit) missing, empty, zero, negative,
 // fractional, non-numeric, huge, over the limit, with odd characters,
 // repeated, next to unknown parameters; wrong methods; oversized bodies,
 // targets and headers; unknown paths. Where a value is valid it is not
@@ -199,6 +199,14 @@ func badInputRows() []badRow {
 		bad400("since over int64", "/sections?since=9223372036854775808"),
 		bad400("since repeated", "/sections?since=1&since=2"),
 		bad400("since with an unknown parameter", "/sections?since=1&x=1"),
+		// limit (GET /sections; 1 to 10000, default 10000)
+		bad400("limit zero", "/sections?limit=0"),
+		bad400("limit negative", "/sections?since=0&limit=-1"),
+		bad400("limit empty", "/sections?limit="),
+		bad400("limit over 10000", "/sections?limit=10001"),
+		bad400("limit huge", "/sections?limit="+huge),
+		bad400("limit non-numeric", "/sections?limit=all"),
+		bad400("limit repeated", "/sections?limit=1&limit=2"),
 
 		// GET /stock takes no parameter
 		bad400("stock read with a parameter", "/stock?x=1"),

@@ -240,11 +240,18 @@ func (h *handler) healthz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok", "instance": h.cfg.Instance})
 }
 
+// MaxSections is the most sections GET /sections answers at once, and
+// how many without limit=: about 1.5 MB of JSON.
+const MaxSections = 10_000
+
 // sections answers the critical sections this instance held since
-// ?since= (Unix nanoseconds; default all it keeps), and those it is inside
-// now (holding, Released 0). complete is false when it has forgotten some.
+// ?since= (Unix nanoseconds; default all it keeps), the earliest acquired
+// first, at most ?limit= (default and most MaxSections), and those it is
+// inside now (holding, Released 0). complete is false when it has
+// forgotten some; next, when the limit left some out, is the since= that
+// asks for them.
 func (h *handler) sections(c *gin.Context) {
-	q, ok := h.query(c, "since")
+	q, ok := h.query(c, "since", "limit")
 	if !ok {
 		return
 	}
@@ -257,12 +264,28 @@ func (h *handler) sections(c *gin.Context) {
 		}
 		since = n
 	}
-	secs, complete := h.cfg.Sections.Since(since)
-	if secs == nil {
-		secs = []contract.Section{}
+	limit := int64(MaxSections)
+	if q.Has("limit") {
+		n, err := parseCount(q.Get("limit"), MaxSections)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("0 is out of range [1, %d]", MaxSections)
+		}
+		if err != nil {
+			h.badRequest(c, "limit: "+err.Error())
+			return
+		}
+		limit = n
 	}
-	c.JSON(http.StatusOK, gin.H{"instance": h.cfg.Instance, "complete": complete, "sections": secs,
-		"holding": h.cfg.Sections.Holding()})
+	p := h.cfg.Sections.Since(since, int(limit))
+	if p.Sections == nil {
+		p.Sections = []contract.Section{}
+	}
+	body := gin.H{"instance": h.cfg.Instance, "complete": p.Complete, "sections": p.Sections,
+		"holding": h.cfg.Sections.Holding()}
+	if p.Next != 0 {
+		body["next"] = p.Next
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 func (h *handler) strategies(c *gin.Context) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
@@ -416,6 +417,64 @@ func TestSectionsRecordEachHold(t *testing.T) {
 	}
 	if code, _, body := e.do(t, "GET", "/sections?since=soon"); code != 400 || body["error"] == nil {
 		t.Fatalf("bad since: %d %v, want 400", code, body)
+	}
+}
+
+// TestSectionsLimit: GET /sections answers at most limit= sections
+// (default and most handlers.MaxSections), the earliest acquired first,
+// and next= says where the rest begin; asked from there, page by page,
+// every section comes once. A limit out of [1, MaxSections] is a 400.
+func TestSectionsLimit(t *testing.T) {
+	rec := contract.NewRecorder(1 << 16)
+	e := newEnvConfig(t, func(c *handlers.Config) { c.Sections = rec })
+	since := time.Now().UnixNano()
+	const n = handlers.MaxSections + 2500
+	for i := range int64(n) {
+		rec.Add(contract.Section{Lock: "lua", Key: "k", Acquired: since + i, Released: since + i + 1, Token: i})
+	}
+	page := func(target string) (secs []contract.Section, next int64) {
+		t.Helper()
+		w := httptest.NewRecorder()
+		e.router.ServeHTTP(w, httptest.NewRequest("GET", target, nil))
+		var body struct { // int64s: Unix nanoseconds do not fit a float64
+			Complete bool               `json:"complete"`
+			Sections []contract.Section `json:"sections"`
+			Next     int64              `json:"next"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &body); w.Code != 200 || err != nil || !body.Complete {
+			t.Fatalf("GET %s: %d %v complete %v", target, w.Code, err, body.Complete)
+		}
+		return body.Sections, body.Next
+	}
+	secs, next := page("/sections?since=" + strconv.FormatInt(since, 10))
+	if len(secs) != handlers.MaxSections || next != since+handlers.MaxSections {
+		t.Fatalf("no limit: %d sections, next %d: want %d and since+%d", len(secs), next-since, handlers.MaxSections, handlers.MaxSections)
+	}
+	var got int64
+	for from, pages := since, 0; ; pages++ {
+		secs, next := page("/sections?limit=4000&since=" + strconv.FormatInt(from, 10))
+		if len(secs) > 4000 || pages > 10 {
+			t.Fatalf("a page of %d sections, page %d", len(secs), pages)
+		}
+		for _, s := range secs {
+			if s.Token != got || s.Acquired != since+got {
+				t.Fatalf("section %d (acquired since+%d) where %d was due", s.Token, s.Acquired-since, got)
+			}
+			got++
+		}
+		if next == 0 {
+			break
+		}
+		from = next
+	}
+	if got != n {
+		t.Fatalf("pages of 4000 gave %d sections, want %d", got, n)
+	}
+
+	for _, v := range []string{"0", "-1", "", "10001", "1e3", "all", "5&limit=5"} {
+		if code, _, body := e.do(t, "GET", "/sections?limit="+v); code != 400 || body["error"] == nil {
+			t.Errorf("limit=%s: %d %v, want 400", v, code, body)
+		}
 	}
 }
 
