@@ -11,14 +11,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/handlers"
+	"github.com/lockladder/lockladder/internal/appwire"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -71,106 +70,17 @@ func run() error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("instance", *name)
 
-	// Every client, the main Redis's and each Redlock master's, alike but
-	// for maxRetries.
-	newClient := func(addr string, maxRetries int) *redis.Client {
-		return redis.NewClient(&redis.Options{
-			Addr:         addr,
-			DialTimeout:  *redisTimeout,
-			ReadTimeout:  *redisTimeout,
-			WriteTimeout: *redisTimeout,
-			PoolSize:     *pool,
-			// One dial attempt: with Redis down, fail the request at once
-			// rather than after go-redis's default five attempts 100ms apart.
-			DialerRetries: 1,
-			// No automatic retries (-1): go-redis would resend a command
-			// whose reply timed out, and a sale that already ran would run
-			// twice. A failed call fails the request (503) instead. Only
-			// -redis-retries changes it, for the main client, to show that
-			// trap (0 means go-redis's default, 3, too).
-			MaxRetries: maxRetries,
-		})
-	}
-	// The main Redis: one server, or a Redis Cluster. Every key the lab
-	// touches together carries the item's hash tag (package inventory),
-	// so on a cluster each script and transaction runs on one node.
-	var (
-		rdb       redis.UniversalClient
-		notifyOpt lock.NotifierOptions
-		where     = *redisAddr
-	)
-	if *clusterAddrs != "" {
-		cc := redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:         strings.Split(*clusterAddrs, ","),
-			DialTimeout:   *redisTimeout,
-			ReadTimeout:   *redisTimeout,
-			WriteTimeout:  *redisTimeout,
-			PoolSize:      *pool,
-			DialerRetries: 1,
-			MaxRetries:    *redisRetries,
-		})
-		defer cc.Close()
-		cc.AddHook(reloadOnConnError{cc})
-		rdb, where = cc, "cluster "+*clusterAddrs
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
-			return lock.EnableKeyspaceEvents(ctx, node)
-		})
-		cancel()
-		if err != nil {
-			log.Warn("keyspace events off: notify waiters fall back to their tick", "server", where, "err", err)
-		}
-		// The announcements subscription goes to the item's master, and
-		// follows its slot after a failover (NotifierOptions.Channel).
-		// The other items' lock keys live on the other masters, whose
-		// keyspace events are theirs alone: one subscription each.
-		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
-		notifyOpt, err = lock.ClusterNotifierOptions(ctx, cc, inventory.ItemTag)
-		cancel()
-		if err != nil {
-			log.Warn("keyspace events of the other masters off: their items' notify waiters fall back to their tick", "server", where, "err", err)
-		}
-	} else {
-		c := newClient(*redisAddr, *redisRetries)
-		defer c.Close()
-		announce(log, c, "redis "+*redisAddr)
-		rdb = c
-	}
-
-	var (
-		masterClients []redis.Cmdable
-		redlockOpts   lock.RedlockOptions
-	)
-	for _, addr := range strings.Split(*masters, ",") {
-		if addr = strings.TrimSpace(addr); addr == "" {
-			continue
-		}
-		m := newClient(addr, -1)
-		defer m.Close()
-		if len(masterClients) == 0 {
-			// The heads of this process's redlock lines hear the lock's
-			// deletions from the first master. When it is down they
-			// poll, every 20ms.
-			announce(log, m, "redlock master "+addr)
-			redlockOpts.Notifier = lock.NewNotifier(m, lock.NotifierOptions{Fallback: 20 * time.Millisecond})
-			defer redlockOpts.Notifier.Close()
-		}
-		masterClients = append(masterClients, m)
-	}
-	// One subscription per process hears Redis announce the lock keys'
-	// deletions, and fair's handoffs: notify waiters (wait=notify) and
-	// fair's queue wake on it.
-	notifier := lock.NewNotifier(rdb, notifyOpt)
-	defer notifier.Close()
-	notifier.Ready() // subscribe now rather than at the first waiter
-	opts := lock.Options{TTL: *lockTTL, Wait: *lockWait, WaitMode: waitMode, Retry: lock.FixedSleep(*retry), Notifier: notifier}
+	clients := appwire.Connect(appwire.Servers{
+		Redis: *redisAddr, Cluster: *clusterAddrs, Masters: *masters,
+		ZooKeeper: *zkAddr, Etcd: *etcdURL, MySQL: *mysqlDSN,
+		Timeout: *redisTimeout, Pool: *pool, Retries: *redisRetries, Lease: *lockTTL, Wait: *lockWait,
+	}, log)
+	defer clients.Close()
+	opts := lock.Options{TTL: *lockTTL, Wait: *lockWait, WaitMode: waitMode, Retry: lock.FixedSleep(*retry), Notifier: clients.Notifier}
 	if *clockSkew != 0 {
 		skew := *clockSkew
 		opts.Clock = func() time.Time { return time.Now().Add(skew) }
 	}
-	backends := lock.Backends{Redis: rdb, Masters: masterClients}
-	optimistic, closeOthers := others(log, &backends, *zkAddr, *etcdURL, *mysqlDSN, *lockTTL, *lockWait)
-	defer closeOthers()
 	var faultActions *handlers.FaultActions
 	if *faults {
 		faultActions = &handlers.FaultActions{}
@@ -179,13 +89,13 @@ func run() error {
 	gin.SetMode(gin.ReleaseMode)
 	cfg := handlers.Config{
 		Instance:  *name,
-		Inventory: inventory.New(rdb),
-		Ladder:    lock.NewLadder(backends, opts, redlockOpts),
+		Inventory: inventory.New(clients.Redis),
+		Ladder:    lock.NewLadder(clients.Backends, opts, clients.Redlock),
 		Log:       log,
 		Faults:    faultActions,
 	}
-	if optimistic != nil { // a nil *DBStore in the interface would not be nil
-		cfg.Optimistic = optimistic
+	if clients.Optimistic != nil { // a nil *DBStore in the interface would not be nil
+		cfg.Optimistic = clients.Optimistic
 	}
 	router := handlers.New(cfg)
 	srv := &http.Server{
@@ -202,7 +112,7 @@ func run() error {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("serving", "addr", *addr, "redis", where, "masters", len(masterClients),
+	log.Info("serving", "addr", *addr, "redis", clients.Where, "masters", len(clients.Backends.Masters),
 		"redis_retries", *redisRetries, "lock_ttl", *lockTTL, "lock_wait", *lockWait, "wait", waitMode, "faults", *faults, "clock_skew", *clockSkew)
 
 	select {
@@ -220,17 +130,6 @@ func run() error {
 		return err
 	}
 	return nil
-}
-
-// announce has rdb's server announce every key's deletion and expiry,
-// which WaitNotify waiters (and redlock's lines) wake on. A server that
-// refuses leaves them to their fallback tick: said, not fatal.
-func announce(log *slog.Logger, rdb *redis.Client, what string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := lock.EnableKeyspaceEvents(ctx, rdb); err != nil {
-		log.Warn("keyspace events off: notify waiters fall back to their tick", "server", what, "err", err)
-	}
 }
 
 func env(key, def string) string {
