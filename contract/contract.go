@@ -12,7 +12,8 @@ import (
 	"time"
 )
 
-// Reasons the app gives in the "reason" field of a 409 or 503 body.
+// Reasons the app gives in the "reason" field of a 403, 409, 421 or 503
+// body.
 const (
 	ReasonSoldOut     = "sold_out"     // 409: nothing left to sell
 	ReasonStaleToken  = "stale_token"  // 409: a newer fencing token has written
@@ -37,6 +38,10 @@ const (
 	// 403: a browser sent the request from another site (Origin or
 	// Sec-Fetch-Site says so). Nothing was done.
 	ReasonCrossSite = "cross_site"
+	// 421: the request's Host is not a name the lab serves: a name of
+	// someone else's that resolves here (DNS rebinding), or one the
+	// instance was not told of (the app's -hosts). Nothing was done.
+	ReasonHostNotAllowed = "host_not_allowed"
 )
 
 // HeaderLockWait is the header of an answer from inside a lock: how long

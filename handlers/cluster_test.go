@@ -43,7 +43,8 @@ func TestEveryRungOnACluster(t *testing.T) {
 	ladder := lock.NewLadder(lock.Backends{Redis: cc}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
 		Retry: lock.FixedSleep(2 * time.Millisecond), Notifier: n}, lock.RedlockOptions{})
 	gin.SetMode(gin.TestMode)
-	router := handlers.New(handlers.Config{Instance: "c-1", Inventory: inventory.New(cc), Ladder: ladder, MaxStock: 1000})
+	router := handlers.New(handlers.Config{Instance: "c-1", Inventory: inventory.New(cc), Ladder: ladder, MaxStock: 1000,
+		Hosts: []string{"example.com"}})
 	do := func(method, target string) int {
 		w := httptest.NewRecorder()
 		router.ServeHTTP(w, httptest.NewRequest(method, target, nil))
@@ -120,7 +121,8 @@ func TestItemsSpreadOverTheClusterMasters(t *testing.T) {
 	ladder := lock.NewLadder(lock.Backends{Redis: cc}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
 		Retry: lock.FixedSleep(2 * time.Millisecond)}, lock.RedlockOptions{})
 	gin.SetMode(gin.TestMode)
-	e := &env{router: handlers.New(handlers.Config{Instance: "c-1", Inventory: inventory.New(cc), Ladder: ladder, MaxStock: 1000})}
+	e := &env{router: handlers.New(handlers.Config{Instance: "c-1", Inventory: inventory.New(cc), Ladder: ladder, MaxStock: 1000,
+		Hosts: []string{"example.com"}})}
 	mustDo(t, e, "POST", "/reset?stock=3&skus=9", 200)
 	masters := map[string]int{}
 	for _, sku := range inventory.SKUs(9) {

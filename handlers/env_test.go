@@ -55,6 +55,7 @@ func newEnvRedis(t *testing.T, change func(*handlers.Config, *redis.Client)) *en
 		Inventory: inventory.New(rdb),
 		Ladder:    ladder,
 		MaxStock:  1000,
+		Hosts:     []string{"example.com"}, // httptest.NewRequest's Host
 	}
 	change(&cfg, rdb)
 	return &env{router: handlers.New(cfg), mr: mr, rdb: rdb, ladder: ladder}

@@ -67,6 +67,15 @@ type Config struct {
 	// pause=; see package fault) that act through these actions. nil
 	// refuses every fault parameter with a 400.
 	Faults *FaultActions
+	// Addr is the instance's listen address: a request's Host may name
+	// its host (unless it is every interface, 0.0.0.0 or ::), on any
+	// port, as it may name loopback (localhost, 127.0.0.0/8, ::1).
+	Addr string
+	// Hosts are the other names a request's Host may give, on any port
+	// (ParseHosts reads the app's -hosts): the service names of a
+	// compose deployment, say. Any other Host is refused 421: a name of
+	// someone else's resolving here is DNS rebinding (see origin.go).
+	Hosts []string
 }
 
 // New builds the router.
@@ -86,12 +95,13 @@ func New(cfg Config) *gin.Engine {
 	if cfg.Sections == nil {
 		cfg.Sections = contract.NewRecorder(1 << 16)
 	}
-	h := &handler{cfg: cfg, m: newMetrics(cfg.Ladder)}
+	h := &handler{cfg: cfg, m: newMetrics(cfg.Ladder), hosts: newHostList(cfg.Addr, cfg.Hosts)}
 
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.RedirectTrailingSlash = false // /sale/ is a 404, not a redirect a client may follow to sell
 	r.Use(h.instanceHeader, h.recover)
+	r.Use(h.origin) // nothing for another site, nor for a host not the lab's
 	r.Use(limits(MaxBodyBytes, MaxURIBytes))
 	r.NoRoute(func(c *gin.Context) {
 		c.JSON(http.StatusNotFound, gin.H{"error": "no such endpoint: " + c.Request.URL.Path})
@@ -118,8 +128,9 @@ func New(cfg Config) *gin.Engine {
 }
 
 type handler struct {
-	cfg Config
-	m   *metrics
+	cfg   Config
+	m     *metrics
+	hosts hostList // what a request's Host may name
 }
 
 func (h *handler) instanceHeader(c *gin.Context) {

@@ -145,6 +145,7 @@ func newLimitsRouter(t *testing.T) (*miniredis.Miniredis, func(*http.Request) *h
 	t.Cleanup(func() { rdb.Close() })
 	router := New(Config{
 		Instance:  "limits-1",
+		Hosts:     []string{"example.com"}, // httptest.NewRequest's Host
 		Inventory: inventory.New(rdb),
 		Ladder:    lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}, lock.RedlockOptions{}),
 	})

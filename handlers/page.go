@@ -22,6 +22,11 @@ func (h *handler) page(c *gin.Context) {
 		return
 	}
 	c.Header("Content-Type", "text/html; charset=utf-8")
+	// Never inside another site's frame, where a visitor could be made to
+	// click its buttons (browsers that send no Sec-Fetch-Dest for origin
+	// to refuse the frame with).
+	c.Header("X-Frame-Options", "DENY")
+	c.Header("Content-Security-Policy", "frame-ancestors 'none'")
 	c.Status(http.StatusOK)
 	err := pageTmpl.Execute(c.Writer, struct {
 		Instance string
