@@ -3,6 +3,7 @@ package history
 import (
 	"cmp"
 	"fmt"
+	"html"
 	"io"
 	"slices"
 	"time"
@@ -134,10 +135,13 @@ func model(kind Kind, initial, unseen int64) porcupine.Model {
 			}
 			return fmt.Sprintf("%s → ? (%d, no answer)", verb, op.Code)
 		},
-		DescribeState: func(st any) string { return noun + " " + st.(state).String() },
+		// porcupine's page shows the state and the metadata with
+		// innerHTML (the description with textContent): they are HTML,
+		// and the instance is whatever X-Instance said.
+		DescribeState: func(st any) string { return html.EscapeString(noun + " " + st.(state).String()) },
 		DescribeOperationMetadata: func(info any) string {
 			op := info.(Op)
-			return fmt.Sprintf("instance %s, HTTP %d", op.Instance, op.Code)
+			return html.EscapeString(fmt.Sprintf("instance %s, HTTP %d", op.Instance, op.Code))
 		},
 	}
 }

@@ -209,3 +209,28 @@ func TestCheckCrashHistoryIsQuick(t *testing.T) {
 	}
 	t.Logf("%d ops, 3 of 703 unanswered sold: ok in %s", res.Ops, time.Since(start))
 }
+
+// porcupine's page sets an operation's metadata and the states with
+// innerHTML: an X-Instance header with markup in it shows as text.
+func TestVisualizationEscapesTheInstance(t *testing.T) {
+	evil := `<img src=x onerror="alert(1)">`
+	m := model(Sale, 3, 0)
+	got := m.DescribeOperationMetadata(Op{Instance: evil, Code: 200})
+	if want := "instance &lt;img src=x onerror=&#34;alert(1)&#34;&gt;, HTTP 200"; got != want {
+		t.Errorf("metadata %q, want %q", got, want)
+	}
+	ops := []Op{sale(0, 10, 2), sale(1, 9, 2)}
+	for i := range ops {
+		ops[i].Instance = evil
+	}
+	res := Check(Sale, 3, ops, time.Second)
+	var page bytes.Buffer
+	if err := res.Visualize(&page); err != nil {
+		t.Fatal(err)
+	}
+	// In the page's JSON, < is \u003c and & is \u0026: the markup must
+	// arrive escaped, as &lt;.
+	if !strings.Contains(page.String(), `\u0026lt;img src=x`) || strings.Contains(page.String(), `\u003cimg src=x`) {
+		t.Error("the page carries the instance's markup unescaped")
+	}
+}
