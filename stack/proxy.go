@@ -183,10 +183,15 @@ func (p *proxyServer) start(context.Context) error {
 	p.ln, p.bal, p.done = ln, h, make(chan struct{})
 	var handler http.Handler = h
 	if p.race != nil {
-		mux := http.NewServeMux()
-		mux.Handle("/", h)
-		mux.Handle("/race", p.race)
-		handler = mux
+		// Not a ServeMux: it would clean paths and redirect (//sale, a
+		// dot segment) where nginx passes them on for the app to refuse.
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/race" {
+				p.race.ServeHTTP(w, r)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
 	}
 	p.srv = &http.Server{
 		Handler:           handler,
