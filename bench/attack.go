@@ -94,6 +94,7 @@ func (h *harness) newAttack(ctx context.Context, row *Row, ld *load) *attack {
 	d := newDialer(h.cfg.Timeout, h.cfg.AllowRemote)
 	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, row.Wait, h.skus(), ld)
 	row.Instances = map[string]int{}
+	row.Began = tg.start
 	return &attack{
 		row:        row,
 		dial:       d,
@@ -195,6 +196,8 @@ func (a *attack) record(r *vegeta.Result) {
 			a.row.Armed = map[string]int{}
 		}
 		a.row.Armed[codeKey(r.Code)]++
+		a.row.Faults = append(a.row.Faults, Fault{About: a.tg.armedAbout, Call: int64(call), Return: int64(call + r.Latency),
+			Instance: r.Headers.Get("X-Instance"), Code: int(r.Code)})
 	}
 	if progressed(a.row.Endpoint, r.Code) && !a.row.Stopped {
 		a.watch.progress(a.last)
@@ -227,6 +230,7 @@ func (a *attack) finish(ctx context.Context, cancelled bool, n int, ld *load) ([
 	if hookErr != nil {
 		return nil, fmt.Errorf("scenario %s: %w", ld.name(), hookErr)
 	}
+	row.Faults = append(row.Faults, a.tg.hookFaults()...)
 	if !row.Stopped && row.Requests != n {
 		return nil, fmt.Errorf("vegeta answered %d results for %d requests", row.Requests, n)
 	}

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,7 +75,7 @@ func (h *harness) checkHistory(row *Row, ops []history.Op) error {
 // checkSections counts the overlapping critical sections (of one key) the
 // instances report since the run began, into row.
 func (h *harness) checkSections(ctx context.Context, row *Row, since time.Time) error {
-	row.Sections, row.Overlaps = -1, 0
+	row.Sections, row.Overlaps, row.Held = -1, 0, nil
 	if len(h.cfg.Instances) == 0 {
 		return nil
 	}
@@ -111,6 +113,8 @@ func (h *harness) checkSections(ctx context.Context, row *Row, since time.Time) 
 	}
 	row.Overlaps = history.Overlaps(secs)
 	row.Sections = len(secs)
+	slices.SortStableFunc(secs, func(a, b contract.Section) int { return cmp.Compare(a.Acquired, b.Acquired) })
+	row.Held = secs
 	if !complete {
 		row.Sections = -2
 	}

@@ -228,7 +228,7 @@ func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *Progress
 		p.fail(err)
 		return row, fmt.Errorf("bench: %s/%s: %w", lock, ep, err)
 	}
-	row.Ops, row.Began = ops, since
+	row.Ops = ops // row.Began is when the load started: their times count from it
 	if h.cfg.SKUs > 0 {
 		err = h.judgeItems(ctx, &row, ops, since)
 	} else {

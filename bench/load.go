@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -155,10 +156,14 @@ type loadTargeter struct {
 	start time.Time
 	fault atomic.Int64 // 1 + time of the first fault since start; 0: none yet
 
+	// armedAbout is the armed parameters, for Row.Faults.
+	armedAbout string
+
 	ctx      context.Context
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	hookErrs []error
+	hooksRun []Fault // the hooks done, for Row.Faults
 }
 
 // newLoadTargeter builds the targets of lock on endpoint at base, one per
@@ -199,6 +204,7 @@ func newLoadTargeter(ctx context.Context, base, endpoint, lock, wait string, sku
 	if ld == nil {
 		return t
 	}
+	t.armedAbout = ld.armed.Encode()
 	t.armAt = make(map[uint64]bool, len(ld.armAt))
 	for _, i := range ld.armAt {
 		t.armAt[i] = true
@@ -239,11 +245,15 @@ func (t *loadTargeter) fire(h runHook) {
 			t.hookErrs = append(t.hookErrs, fmt.Errorf("%s: %w", h.about, err))
 			t.mu.Unlock()
 		}
+		began := time.Since(t.start)
 		if err := h.do(t.ctx); err != nil {
 			fail(err)
 			return
 		}
 		t.faulted()
+		t.mu.Lock()
+		t.hooksRun = append(t.hooksRun, Fault{About: h.about, Hook: true, Call: int64(began), Return: int64(time.Since(t.start))})
+		t.mu.Unlock()
 		if h.then != nil {
 			if err := h.then(t.ctx); err != nil {
 				fail(err)
@@ -261,6 +271,13 @@ func (t *loadTargeter) wait() error {
 		return t.hookErrs[0]
 	}
 	return nil
+}
+
+// hookFaults are the hooks done, once wait has returned.
+func (t *loadTargeter) hookFaults() []Fault {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.hooksRun)
 }
 
 func (t *loadTargeter) faulted() {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/bench/history"
+	"github.com/lockladder/lockladder/contract"
 )
 
 // Row is the outcome of one run: one lock, one endpoint, one scenario.
@@ -112,4 +113,28 @@ type Row struct {
 	// them. They are not in the reports.
 	Ops   []history.Op `json:"-"`
 	Began time.Time    `json:"-"`
+	// Held are the critical sections of the run's lock the instances
+	// reported (those Overlaps counts), the earliest acquired first; the
+	// page draws them on a timeline. Faults are the run's faults: each
+	// armed request, and each hook fired on the stack. Neither is in the
+	// reports.
+	Held   []contract.Section `json:"-"`
+	Faults []Fault            `json:"-"`
+}
+
+// Fault is one fault of a run: an armed request (the scenario's armed
+// parameters on it), or a hook fired on the stack.
+type Fault struct {
+	// About is what it did: the armed request's parameters
+	// ("fault=pause&pause=800ms"), or the hook's About.
+	About string
+	// Hook marks a hook; otherwise an armed request.
+	Hook bool
+	// Call and Return are nanoseconds since Began: the request sent and
+	// answered, or the hook's Do begun and done.
+	Call, Return int64
+	// Instance is the X-Instance of the armed request's answer ("" when
+	// none came: a crash); Code its status (0: no answer).
+	Instance string
+	Code     int
 }
