@@ -106,7 +106,7 @@ func startStack(t *testing.T) *stack.Stack {
 		AppBinary:   appBinary,
 		NginxConf:   "../nginx.conf",
 		Log:         logWriter{t},
-		Races:       func(lb string) http.Handler { return race.New(lb) },
+		Races:       func(lb string, s *stack.Stack) http.Handler { return race.New(lb, s) },
 	})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)

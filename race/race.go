@@ -7,9 +7,10 @@
 // A race resets the stock and sends n requests, c at a time, through the
 // load balancer to /sale or /testLock under one lock, with the bench's
 // closed loop; it streams Server-Sent Events: "progress" about five times
-// a second (bench.Snapshot), then one "result" (the bench's row: the
-// counters read back and the verdict judged as the bench judges it) or
-// one "failed" ({"error"}). One race at a time: a second is a 409.
+// a second (bench.Snapshot), then one "result" (Result: the bench's row,
+// the counters read back and the verdict judged as the bench judges it,
+// and the timeline of the critical sections the instances held) or one
+// "failed" ({"error"}). One race at a time: a second is a 409.
 package race
 
 import (
@@ -42,16 +43,35 @@ const (
 // Service runs races through the load balancer at LB (a base URL such as
 // http://127.0.0.1:8080), one at a time.
 type Service struct {
-	LB  string
-	Log func(format string, args ...any) // nil: silent
+	LB string
+	// Stage is the stack behind LB (nil: none known): its instances are
+	// asked for the critical sections they held, which each race's
+	// result carries as its timeline.
+	Stage Stage
+	Log   func(format string, args ...any) // nil: silent
 
 	running sync.Mutex
 	client  http.Client
 }
 
-// New returns a Service that races through lb.
-func New(lb string) *Service {
-	return &Service{LB: lb, client: http.Client{Timeout: 5 * time.Second}}
+// Stage is the running stack a race loads, as the race needs it beside
+// its load balancer. *stack.Stack is one.
+type Stage interface {
+	// InstanceURLs are the app instances' base URLs, each asked directly.
+	InstanceURLs() []string
+}
+
+// New returns a Service that races through lb, on st (nil: the stack is
+// not known, and the races draw no timeline).
+func New(lb string, st Stage) *Service {
+	return &Service{LB: lb, Stage: st, client: http.Client{Timeout: 5 * time.Second}}
+}
+
+// Result is a race's "result" event: the bench's row, judged as the bench
+// judges it, and its timeline (none when the stack is not known).
+type Result struct {
+	bench.Row
+	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
 // ServeHTTP answers POST /race. Bad input is a 400 and changes nothing;
@@ -186,7 +206,7 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	done := make(chan outcome, 1)
 	cfg := bench.Config{
-		URL: s.LB, Requests: p.n, Concurrency: p.c, Wait: string(p.wait),
+		URL: s.LB, Requests: p.n, Concurrency: p.c, Wait: string(p.wait), Instances: s.instances(),
 		OnProgress: func(snap bench.Snapshot) {
 			select { // the latest only: a slow reader skips some
 			case <-progress:
@@ -219,10 +239,23 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params) {
 				event(w, rc, r, "failed", map[string]string{"lock": p.lock, "endpoint": p.endpoint, "error": o.err.Error()})
 				return
 			}
-			event(w, rc, r, "result", o.row)
+			res := Result{Row: o.row}
+			if s.Stage != nil {
+				res.Timeline = newTimeline(o.row, 0)
+			}
+			event(w, rc, r, "result", res)
 			return
 		}
 	}
+}
+
+// instances are the stack's instances, asked for their sections (none
+// when the stack is not known).
+func (s *Service) instances() []string {
+	if s.Stage == nil {
+		return nil
+	}
+	return s.Stage.InstanceURLs()
 }
 
 // count parses n= or c=: def when absent, else a whole number in [1, max].

@@ -38,10 +38,15 @@ func raceEnv(t *testing.T) (*redis.Client, *httptest.Server) {
 		MaxStock: 1000,
 	}))
 	t.Cleanup(app.Close)
-	races := httptest.NewServer(race.New(app.URL))
+	races := httptest.NewServer(race.New(app.URL, stage{app.URL}))
 	t.Cleanup(races.Close)
 	return rdb, races
 }
+
+// stage is the one instance behind the race's load balancer.
+type stage []string
+
+func (s stage) InstanceURLs() []string { return s }
 
 type event struct {
 	name string
@@ -172,5 +177,58 @@ func TestRaceRefusesBadInputAndASecondRace(t *testing.T) {
 	code, evs := readEvents(t, "POST", srv.URL+"/race?lock=lua&endpoint=sale&n=10")
 	if code != http.StatusConflict || evs[0].data["reason"] != "race_running" {
 		t.Errorf("a race while another runs: %d %v, want 409 race_running", code, evs)
+	}
+}
+
+// TestRaceResultCarriesTheTimeline: a race's result carries the critical
+// sections the instance held, on a lane of its own, and the overlaps
+// among them: none's sections overlap (each a pair with the holder it
+// overlapped, both flagged), lua's never do.
+func TestRaceResultCarriesTheTimeline(t *testing.T) {
+	_, srv := raceEnv(t)
+	for _, c := range []struct {
+		lock     string
+		overlaps bool
+	}{{"none", true}, {"lua", false}} {
+		code, evs := readEvents(t, "POST", srv.URL+"/race?lock="+c.lock+"&endpoint=testLock&n=600&c=30")
+		if code != 200 || len(evs) == 0 || evs[len(evs)-1].name != "result" {
+			t.Fatalf("race %s: %d %v", c.lock, code, evs)
+		}
+		b, _ := json.Marshal(evs[len(evs)-1].data)
+		var res race.Result
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatal(err)
+		}
+		tl := res.Timeline
+		if tl == nil {
+			t.Fatalf("race %s: no timeline in %s", c.lock, b)
+		}
+		if len(tl.Instances) != 1 || tl.Instances[0] != "test-1" {
+			t.Errorf("race %s: lanes %v, want [test-1]", c.lock, tl.Instances)
+		}
+		// Every request that held the lock is a section (none "holds"
+		// its no-lock too); lua's wait of 50ms turns some away.
+		if len(tl.Sections) != res.Sections || len(tl.Sections) < res.OK || !tl.Complete || tl.Omitted != 0 {
+			t.Errorf("race %s: %d sections on the timeline, the row says %d, %d ok, complete %v, omitted %d",
+				c.lock, len(tl.Sections), res.Sections, res.OK, tl.Complete, tl.Omitted)
+		}
+		for i, s := range tl.Sections {
+			if s[0] != 0 || s[2] < s[1] || s[1] < -1e6 || s[2] > tl.EndUs || i > 0 && s[1] < tl.Sections[i-1][1] {
+				t.Fatalf("race %s: section %d %v out of place (end %dus)", c.lock, i, s, tl.EndUs)
+			}
+		}
+		if tl.Overlaps != res.Overlaps || len(tl.Pairs) != res.Overlaps {
+			t.Errorf("race %s: timeline overlaps %d, %d pairs; the row counts %d", c.lock, tl.Overlaps, len(tl.Pairs), res.Overlaps)
+		}
+		if got := tl.Overlaps > 0; got != c.overlaps {
+			t.Errorf("race %s: %d overlaps, want some: %v", c.lock, tl.Overlaps, c.overlaps)
+		}
+		for _, p := range tl.Pairs {
+			a, b := tl.Sections[p[0]], tl.Sections[p[1]]
+			if a[4]&race.FlagOverlap == 0 || b[4]&race.FlagOverlap == 0 || a[4]&race.FlagWrote == 0 || b[4]&race.FlagWrote == 0 ||
+				!(a[1] < b[2] && b[1] <= a[1]) {
+				t.Fatalf("race %s: pair %v: %v and %v do not overlap as written", c.lock, p, a, b)
+			}
+		}
 	}
 }

@@ -52,9 +52,10 @@ type Config struct {
 	Log         io.Writer // human progress lines; nil = discard
 
 	// Races, when set, serves /race at the load balancer's address from
-	// this process (see package race), given the balancer's base URL;
+	// this process (see package race), given the balancer's base URL and
+	// the stack, whose instances are up (its load balancer is not yet);
 	// nil: /race goes to the instances, which answer 404.
-	Races func(lb string) http.Handler
+	Races func(lb string, s *Stack) http.Handler
 
 	// InstanceArgs are extra flags for instance i (0-based) only, after
 	// AppArgs, kept across the supervisor's restarts: {2: {"-clock-skew",

@@ -260,7 +260,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 
 	var races *raceServer
 	if cfg.Races != nil {
-		races = &raceServer{h: cfg.Races("http://" + cfg.LBAddr)}
+		races = &raceServer{h: cfg.Races("http://"+cfg.LBAddr, s)}
 		if err := s.up(ctx, races); err != nil {
 			return nil, err
 		}

@@ -140,7 +140,7 @@ func TestStack(t *testing.T) {
 			}
 			// The races' stand-in says which load balancer it was given
 			// and how it was reached.
-			races := func(lb string) http.Handler {
+			races := func(lb string, _ *stack.Stack) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("X-Instance", "races")
 					fmt.Fprintf(w, "%s %s via %s", r.Method, r.URL.RequestURI(), lb)

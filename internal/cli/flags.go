@@ -110,7 +110,7 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		}
 		o.Config.Dir = o.Dir
 		o.Config.RequireReal = os.Getenv("CI") == "true"
-		o.Config.Races = func(lb string) http.Handler { return race.New(lb) }
+		o.Config.Races = func(lb string, s *stack.Stack) http.Handler { return race.New(lb, s) }
 		o.Config.Log = os.Stderr
 		o.State = filepath.Join(o.Dir, "stack.json")
 		return o, nil

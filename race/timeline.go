@@ -1,0 +1,207 @@
+package race
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/contract"
+)
+
+// MaxSections is the most critical sections a race's timeline carries:
+// the latest, when a race held more.
+const MaxSections = 20000
+
+// Timeline is what the page draws of a race: who held the lock when, lane
+// by lane (one per instance), the sections that overlapped, the stale
+// writes a fence refused, and the faults. Times are microseconds since
+// Start; a section is [lane, acquired, released, token, flags] (a flat
+// array: a race holds thousands).
+type Timeline struct {
+	Start     int64      `json:"start"` // Unix ns: the load began
+	EndUs     int64      `json:"end_us"`
+	Instances []string   `json:"instances"` // the lanes
+	Sections  [][5]int64 `json:"sections"`  // by acquired
+	// Omitted counts earlier sections left out (more than MaxSections).
+	Omitted int `json:"omitted"`
+	// Complete: every instance answered and forgot none of the race's
+	// sections (a crashed instance forgets what it held).
+	Complete bool `json:"complete"`
+	// Overlaps is the run's count (bench's: every section, kept or not);
+	// Pairs are the overlaps among Sections, [i, j]: section i began,
+	// and wrote, while section j, which also wrote, was held.
+	Overlaps int      `json:"overlaps"`
+	Pairs    [][2]int `json:"pairs"`
+	// Refused counts the sections whose write a fence refused.
+	Refused int `json:"refused"`
+	// LeaseMs is the lease every section was granted, when the race set
+	// it (lease=); 0: the instances' own, not known here.
+	LeaseMs float64 `json:"lease_ms,omitempty"`
+	Faults  []Fault `json:"faults"`
+}
+
+// Section flags, the fifth field of a timeline section.
+const (
+	// FlagWrote: the business wrote.
+	FlagWrote = 1 << iota
+	// FlagRefused: a fenced write refused as stale. The instance records
+	// such a section with its token and wrote=false (as it does a
+	// sold-out read); it is told apart by a newer token granted while it
+	// was held, which a sold-out read in turn never sees.
+	FlagRefused
+	// FlagOverlap: one of a pair in Pairs.
+	FlagOverlap
+)
+
+// Fault is a fault on the timeline: an armed request, or a hook on the
+// stack.
+type Fault struct {
+	About   string `json:"about"`
+	Hook    bool   `json:"hook,omitempty"`
+	AtUs    int64  `json:"at_us"`
+	UntilUs int64  `json:"until_us"`
+	// Lane is the instance that answered the armed request (-1: none
+	// did, it crashed; or a hook); Section the section it held there, the
+	// one the fault struck (-1: not known).
+	Lane    int `json:"lane"`
+	Section int `json:"section"`
+	Code    int `json:"code"`
+}
+
+// newTimeline lays out row's sections and faults; lease is the lease the
+// race set (0: none).
+func newTimeline(row bench.Row, lease time.Duration) *Timeline {
+	start := row.Began.UnixNano()
+	held := row.Held
+	t := &Timeline{Start: start, Complete: row.Sections >= 0, Overlaps: max(row.Overlaps, 0),
+		Sections: [][5]int64{}, Pairs: [][2]int{}, Faults: []Fault{}, LeaseMs: float64(lease) / float64(time.Millisecond)}
+	held = slices.Clone(held)
+	slices.SortStableFunc(held, func(a, b contract.Section) int { return cmp.Compare(a.Acquired, b.Acquired) })
+	if len(held) > MaxSections {
+		t.Omitted = len(held) - MaxSections
+		held = held[t.Omitted:]
+	}
+
+	lane := map[string]int{}
+	for _, s := range held {
+		lane[s.Instance] = 0
+	}
+	for _, f := range row.Faults {
+		if f.Instance != "" {
+			lane[f.Instance] = 0
+		}
+	}
+	for name := range lane {
+		t.Instances = append(t.Instances, name)
+	}
+	slices.Sort(t.Instances)
+	for i, name := range t.Instances {
+		lane[name] = i
+	}
+
+	us := func(unixNs int64) int64 { return (unixNs - start) / int64(time.Microsecond) }
+	refused := refusedWrites(held)
+	for i, s := range held {
+		var flags int64
+		if s.Wrote {
+			flags |= FlagWrote
+		}
+		if refused[i] {
+			flags |= FlagRefused
+			t.Refused++
+		}
+		t.Sections = append(t.Sections, [5]int64{int64(lane[s.Instance]), us(s.Acquired), us(s.Released), s.Token, flags})
+		t.EndUs = max(t.EndUs, us(s.Released))
+	}
+	t.Pairs = overlapPairs(held)
+	for _, p := range t.Pairs {
+		t.Sections[p[0]][4] |= FlagOverlap
+		t.Sections[p[1]][4] |= FlagOverlap
+	}
+
+	for _, f := range row.Faults {
+		tf := Fault{About: f.About, Hook: f.Hook, AtUs: f.Call / int64(time.Microsecond), UntilUs: f.Return / int64(time.Microsecond),
+			Lane: -1, Section: -1, Code: f.Code}
+		if l, ok := lane[f.Instance]; ok && f.Instance != "" {
+			tf.Lane = l
+			tf.Section = struck(t.Sections, l, tf.AtUs, tf.UntilUs)
+		}
+		t.Faults = append(t.Faults, tf)
+		t.EndUs = max(t.EndUs, tf.UntilUs)
+	}
+	return t
+}
+
+// overlapPairs finds, among secs (sorted by acquired), each section that
+// wrote and began while another of the same key that wrote was held: the
+// sections history.Overlaps counts, each paired with the holder it
+// overlapped (the one held latest).
+func overlapPairs(secs []contract.Section) [][2]int {
+	type holder struct {
+		released int64
+		i        int
+	}
+	held := map[string]holder{} // by key: the latest release so far
+	pairs := [][2]int{}
+	for i, s := range secs {
+		if !s.Wrote {
+			continue
+		}
+		h, ok := held[s.Key]
+		if ok && s.Acquired < h.released {
+			pairs = append(pairs, [2]int{i, h.i})
+		}
+		if !ok || s.Released > h.released {
+			held[s.Key] = holder{s.Released, i}
+		}
+	}
+	return pairs
+}
+
+// refusedWrites marks the sections (sorted by acquired) that held a
+// fencing token, did not write, and saw a newer token granted, on the
+// same key, before they let go: their write came too late and the fence
+// refused it.
+func refusedWrites(secs []contract.Section) []bool {
+	out := make([]bool, len(secs))
+	byKey := map[string][]int{}
+	for i, s := range secs {
+		if s.Token > 0 {
+			byKey[s.Key] = append(byKey[s.Key], i)
+		}
+	}
+	for _, idx := range byKey {
+		// newest[k]: the highest token among the first k+1 acquired.
+		newest := make([]int64, len(idx))
+		for k, i := range idx {
+			newest[k] = secs[i].Token
+			if k > 0 {
+				newest[k] = max(newest[k], newest[k-1])
+			}
+		}
+		for _, i := range idx {
+			s := secs[i]
+			if s.Wrote {
+				continue
+			}
+			// the sections acquired before s let go
+			n := sort.Search(len(idx), func(k int) bool { return secs[idx[k]].Acquired >= s.Released })
+			out[i] = n > 0 && newest[n-1] > s.Token
+		}
+	}
+	return out
+}
+
+// struck is the section of lane the armed request [at, until] held: the
+// longest within it (-1: none).
+func struck(secs [][5]int64, lane int, at, until int64) int {
+	best, longest := -1, int64(-1)
+	for i, s := range secs {
+		if int(s[0]) == lane && s[1] >= at && s[2] <= until && s[2]-s[1] > longest {
+			best, longest = i, s[2]-s[1]
+		}
+	}
+	return best
+}
