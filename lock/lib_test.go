@@ -1,0 +1,59 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/lock"
+)
+
+// libBasics checks what every library rung must do as a rung: exclude
+// under contention from two lockers (two processes), refuse at once with
+// try=0 while the lock is held, give up at a 100ms bound, release, and
+// say ErrNotHeld to a second release.
+func libBasics(t *testing.T, rdb *redis.Client, a, b lock.Locker, key string, workers, each int) {
+	t.Helper()
+	contend(t, rdb, alternate{a, b}, lock.Call{}, "n:"+key, workers, each)
+
+	ctx := context.Background()
+	held, err := a.Obtain(ctx, "lock:"+key, lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Obtain(ctx, "lock:"+key, lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
+		t.Fatalf("try=0 while held: %v, want ErrBusy", err)
+	}
+	start := time.Now()
+	if _, err := b.Obtain(ctx, "lock:"+key, lock.Call{Try: dur(100 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("a 100ms try while held: %v, want ErrNotObtained", err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond || took > 2*time.Second {
+		t.Errorf("gave up after %s, want about 100ms", took)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("a second release: %v, want ErrNotHeld", err)
+	}
+	// Within a second, not at once: zk-lock's given-up waiter above may
+	// still be in line, to take the lock and give it back.
+	again, err := b.Obtain(ctx, "lock:"+key, lock.Call{Try: dur(time.Second)})
+	if err != nil {
+		t.Fatalf("once released: %v", err)
+	}
+	if err := again.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// alternate spreads Obtains over two Lockers (two processes).
+type alternate [2]lock.Locker
+
+func (a alternate) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
+	return a[time.Now().UnixNano()%2].Obtain(ctx, key, c)
+}
