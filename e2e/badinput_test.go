@@ -25,7 +25,8 @@ type badRow struct {
 	target  string // request target (path and raw query), written verbatim
 	body    []byte
 	chunked bool              // send body without a Content-Length
-	header  map[string]string // extra request headers
+	header  map[string]string // extra request headers; "Host" replaces the one dialled
+	reason  string            // the "reason" the answer must give, if any
 	lb      int               // status wanted through the load balancer; 0: not sent there
 	direct  int               // status wanted from the instance; 0: not sent there
 	allow   string            // for a 405: the methods Allow must list
@@ -50,6 +51,22 @@ func bad400(name, target string) badRow {
 // behind the built-in proxy the app's net/http answers a 30 KiB query with
 // a plain-text 431, and takes a 10 KiB header.
 const nginxOnly = "nginx's own refusal"
+
+// crossSite is a request a page of another site had a browser send:
+// refused 403 both ways.
+func crossSite(name, method, target string, header map[string]string) badRow {
+	r := both(name, method, target, http.StatusForbidden)
+	r.header, r.reason = header, "cross_site"
+	return r
+}
+
+// notOurHost is a request for a Host the lab does not serve: refused 421
+// both ways (the load balancer passes the Host on).
+func notOurHost(name, method, target, host string) badRow {
+	r := both(name, method, target, http.StatusMisdirectedRequest)
+	r.header, r.reason = map[string]string{"Host": host}, "host_not_allowed"
+	return r
+}
 
 func wrongMethod(method, target, allow string) badRow {
 	r := both(method+" "+strings.SplitN(target, "?", 2)[0], method, target, http.StatusMethodNotAllowed)
@@ -260,6 +277,27 @@ func badInputRows() []badRow {
 		{name: "10 KiB cookie through nginx", method: http.MethodPost, target: "/testLock?lock=atomic",
 			header: map[string]string{"Cookie": "c=" + long(10<<10)}, lb: 400, builtinSkip: nginxOnly},
 
+		// from another site: a browser says so (Sec-Fetch-Site, Origin),
+		// and the lab changes nothing for it (403 cross_site)
+		crossSite("cross-site sale", http.MethodPost, "/sale?lock=lua", map[string]string{"Sec-Fetch-Site": "cross-site"}),
+		crossSite("same-site increment", http.MethodGet, "/testLock?lock=atomic", map[string]string{"Sec-Fetch-Site": "same-site"}),
+		crossSite("cross-site reset", http.MethodPost, "/reset?stock=5", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"}),
+		crossSite("cross-site link to a sale", http.MethodGet, "/sale?lock=atomic",
+			map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}),
+		crossSite("another site's Origin", http.MethodPost, "/sale?lock=atomic", map[string]string{"Origin": "http://evil.example"}),
+		crossSite("Origin null", http.MethodPost, "/testLock?lock=lua", map[string]string{"Origin": "null"}),
+		crossSite("Origin of another loopback name", http.MethodPost, "/sale?lock=lua", map[string]string{"Origin": "http://localhost"}),
+		// nginx passes the Host without its port: behind it, an Origin
+		// of another port of the same host is told by Sec-Fetch-Site.
+		{name: "Origin of another port", method: http.MethodPost, target: "/sale?lock=lua",
+			header: map[string]string{"Origin": "http://127.0.0.1:1"}, direct: 403, reason: "cross_site"},
+		// a Host not the lab's: DNS rebinding (421 host_not_allowed)
+		notOurHost("rebinding name", http.MethodPost, "/sale?lock=lua", "evil.example"),
+		notOurHost("rebinding name with the port", http.MethodPost, "/reset?stock=5", "evil.example:8080"),
+		notOurHost("name under localhost's", http.MethodGet, "/testLock?lock=atomic", "localhost.evil.example"),
+		notOurHost("every interface", http.MethodPost, "/sale?lock=atomic", "0.0.0.0:8080"),
+		notOurHost("rebinding the page", http.MethodGet, "/", "evil.example"),
+
 		// unknown paths
 		both("unknown path", http.MethodGet, "/nowhere", 404),
 		both("unknown path, POST", http.MethodPost, "/buy?lock=lua", 404),
@@ -292,9 +330,15 @@ func sendRaw(base, method, target string, body []byte, chunked bool, header map[
 	conn.SetDeadline(time.Now().Add(15 * time.Second))
 
 	var head strings.Builder
-	fmt.Fprintf(&head, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, target, host)
+	hostHeader := host
+	if h, ok := header["Host"]; ok {
+		hostHeader = h
+	}
+	fmt.Fprintf(&head, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, target, hostHeader)
 	for k, v := range header {
-		fmt.Fprintf(&head, "%s: %s\r\n", k, v)
+		if k != "Host" {
+			fmt.Fprintf(&head, "%s: %s\r\n", k, v)
+		}
 	}
 	switch {
 	case body != nil && chunked:
@@ -487,6 +531,9 @@ func checkBadAnswer(t *testing.T, row badRow, want int, a badAnswer) {
 	}
 	if msg, _ := body["error"].(string); msg == "" {
 		t.Errorf("no error in %s", show)
+	}
+	if row.reason != "" && body["reason"] != row.reason {
+		t.Errorf("reason %v, want %q: %s", body["reason"], row.reason, show)
 	}
 	if a.code == http.StatusMethodNotAllowed || row.allow != "" {
 		got := strings.Split(a.header.Get("Allow"), ",")
