@@ -25,6 +25,7 @@ type proc struct {
 	name    string
 	logPath string
 	cmd     *exec.Cmd
+	start   uint64        // its start time (ProcStart) when it started; 0 where /proc cannot say
 	done    chan struct{} // closed once Wait has returned
 	waitErr error         // valid after done
 }
@@ -53,7 +54,9 @@ func startProcSig(name, path string, args, env []string, dir, logPath string, de
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("stack: start %s: %w", name, err)
 	}
-	p := &proc{name: name, logPath: logPath, cmd: cmd, done: make(chan struct{})}
+	// Read before anything reaps it: the pid is still the child's (at
+	// worst a zombie), so its start time names it for good.
+	p := &proc{name: name, logPath: logPath, cmd: cmd, start: ProcStart(cmd.Process.Pid), done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
@@ -83,15 +86,20 @@ func (p *proc) exitErr() error {
 
 // stop sends SIGTERM to the process group, SIGKILL after grace, and waits
 // until the leader is reaped and no member of its group is left. Calling it
-// on an exited process only sweeps the group.
+// on an exited process only sweeps the group. It never signals the pid
+// once it names another process (errPidReused).
 func (p *proc) stop(grace time.Duration) error {
 	pid := p.pid()
 	if !p.exited() {
-		signalGroup(pid, syscall.SIGTERM)
+		if err := p.signal(syscall.SIGTERM); errors.Is(err, errPidReused) {
+			return err
+		}
 		select {
 		case <-p.done:
 		case <-time.After(grace):
-			signalGroup(pid, syscall.SIGKILL)
+			if err := p.signal(syscall.SIGKILL); errors.Is(err, errPidReused) {
+				return err
+			}
 			select {
 			case <-p.done:
 			case <-time.After(5 * time.Second):
@@ -101,8 +109,12 @@ func (p *proc) stop(grace time.Duration) error {
 	}
 	// The leader is gone; anything left in its group (an orphaned nginx
 	// worker) is killed too. The group id cannot be reused while the group
-	// has members.
+	// has members: a group of that id led by a process that got the pid
+	// since is not ours, and ours is gone.
 	for i := 0; groupAlive(pid); i++ {
+		if p.reused() {
+			return nil
+		}
 		if i == 0 {
 			syscall.Kill(-pid, syscall.SIGKILL)
 		}
@@ -116,9 +128,38 @@ func (p *proc) stop(grace time.Duration) error {
 	return nil
 }
 
+// errPidReused: the pid a proc was started with names another process
+// now (its start time differs), which the proc must not signal.
+var errPidReused = errors.New("its pid names another process now")
+
+// reused reports whether p's pid names another process than the one
+// started: /proc gives it another start time. A leader reaped, its pid
+// unused, is not reused: a group of that id, if one is left, is its own.
+func (p *proc) reused() bool {
+	now := ProcStart(p.pid())
+	return p.start != 0 && now != 0 && now != p.start
+}
+
+// signal sends sig to p's process group, or to p alone if it leads none,
+// unless p's pid names another process by now (errPidReused).
+func (p *proc) signal(sig syscall.Signal) error {
+	if p.reused() {
+		return fmt.Errorf("stack: %s (pid %d): %w (started at tick %d, not %d): not signalled",
+			p.name, p.pid(), errPidReused, ProcStart(p.pid()), p.start)
+	}
+	if err := syscall.Kill(-p.pid(), sig); err == nil {
+		return nil
+	}
+	return p.cmd.Process.Signal(sig) // by pidfd where there is one: never another process
+}
+
 // signalGroup signals the process group led by pid, or pid alone if it
-// leads none.
+// leads none. pid 0 (nothing running) signals nothing: kill(0) would
+// signal this process's own group.
 func signalGroup(pid int, sig syscall.Signal) {
+	if pid <= 0 {
+		return
+	}
 	if err := syscall.Kill(-pid, sig); err != nil {
 		syscall.Kill(pid, sig)
 	}
