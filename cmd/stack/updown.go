@@ -68,7 +68,10 @@ func up(ctx context.Context, o options, args []string) error {
 
 // down stops the stack recorded in the state file: SIGTERM to the
 // supervisor, which stops its children; then SIGKILL to any recorded
-// process (and its process group) still alive.
+// process (and its process group) still alive. A pid is signalled only
+// while it has the start time recorded with it (stack.ProcStart): one
+// recorded without (0: unknown, as outside Linux) may name another
+// process by now, and is left alone, with a word saying so.
 func down(o options) error {
 	st, err := readState(o.State)
 	if errors.Is(err, os.ErrNotExist) {
@@ -78,19 +81,27 @@ func down(o options) error {
 	if err != nil {
 		return err
 	}
-	if stack.ProcAlive(st.Pid, st.Start) {
+	unknown := 0
+	switch {
+	case st.Start == 0:
+		unknown++
+		fmt.Printf("supervisor pid %d: no start time recorded, so it cannot be told from a process that got its pid since: not signalled\n", st.Pid)
+	case stack.ProcAlive(st.Pid, st.Start):
 		fmt.Printf("stopping the stack at %s (supervisor pid %d)\n", st.URL, st.Pid)
 		syscall.Kill(st.Pid, syscall.SIGTERM)
-		if !waitGone(st.Pid, st.Start, 30*time.Second) {
+		if !waitGone(st.Pid, st.Start, 30*time.Second) && stack.ProcAlive(st.Pid, st.Start) {
 			fmt.Printf("supervisor pid %d still running after 30s: SIGKILL\n", st.Pid)
 			syscall.Kill(st.Pid, syscall.SIGKILL)
 			waitGone(st.Pid, st.Start, 5*time.Second)
 		}
-	} else {
+	default:
 		fmt.Printf("supervisor pid %d is gone; cleaning up after it\n", st.Pid)
 	}
 	for _, p := range st.Procs {
 		switch {
+		case p.Start == 0:
+			unknown++
+			fmt.Printf("pid %d: no start time recorded: not signalled (it may be another process by now)\n", p.Pid)
 		case stack.ProcAlive(p.Pid, p.Start):
 			fmt.Printf("pid %d still alive: SIGKILL\n", p.Pid)
 			syscall.Kill(-p.Pid, syscall.SIGKILL) // its group: nginx workers too
@@ -104,6 +115,10 @@ func down(o options) error {
 		}
 	}
 	os.Remove(o.State)
+	if unknown > 0 {
+		fmt.Printf("stack stopped as far as it can tell: %d recorded pid(s) without a start time left alone; stop them yourself if they are the stack's\n", unknown)
+		return nil
+	}
 	fmt.Println("stack stopped")
 	return nil
 }
