@@ -3,12 +3,15 @@ package stack
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	mserver "github.com/alicebob/miniredis/v2/server"
@@ -44,6 +47,12 @@ import (
 // redis.status_reply, redis.error_reply, redis.sha1hex and redis.log; the
 // base, table, string and math libraries. Return values are converted
 // back as Redis does. There is no cjson, cmsgpack or bit.
+//
+// Any client may send a script, so it runs sandboxed as in Redis
+// (sandbox, below): no file or OS access, at most scriptTimeout, and
+// nothing it changes in the state outlives it. Scripts never reach
+// miniredis's own script engine, which has none of that: the hook
+// answers every EVAL, and a script's redis.call of EVAL is refused.
 type scripts struct {
 	srv *mserver.Server
 
@@ -64,6 +73,28 @@ type scripts struct {
 type scriptState struct {
 	l    *lua.LState
 	call *scriptCall
+	// pristine is the state's tables as newState left them: restore puts
+	// them back after every script.
+	pristine []tableCopy
+}
+
+// scriptTimeout is how long a script may run: then it stops with an
+// error. Redis's lua-time-limit is 5s too, after which it answers BUSY
+// to other clients and lets SCRIPT KILL stop the script; here every
+// other client waits for the script (it holds rw), so the limit ends it.
+// Whatever it wrote before stays written.
+var scriptTimeout = 5 * time.Second
+
+// errScriptTimeout is the reply to a script stopped by scriptTimeout.
+const errScriptTimeout = "ERR Script killed: it ran longer than %s, the embedded Redis's limit for a script (Redis's busy script)"
+
+// notFromScript are the commands a script may not send (Redis refuses
+// them too): a script's EVAL would run on miniredis's own engine, which
+// has no sandbox.
+var notFromScript = map[string]bool{
+	"EVAL": true, "EVALSHA": true, "EVAL_RO": true, "EVALSHA_RO": true, "SCRIPT": true,
+	"MULTI": true, "EXEC": true, "DISCARD": true, "WATCH": true, "UNWATCH": true,
+	"FUNCTION": true, "FCALL": true, "FCALL_RO": true,
 }
 
 // scriptCall is one EVAL: the peer and buffer its redis.call commands use.
@@ -107,6 +138,10 @@ func (s *scripts) hook(c *mserver.Peer, cmd string, args ...string) bool {
 		// A script's DEL is announced here, before it runs: whoever it
 		// wakes waits for the script (rw) anyway.
 		if script {
+			if notFromScript[cmd] {
+				c.WriteError("ERR This Redis command is not allowed from script")
+				return true
+			}
 			s.events.deleted(cmd, args)
 		}
 		return false
@@ -243,17 +278,34 @@ func (s *scripts) eval(c *mserver.Peer, cmd string, args []string) {
 	keys, argv := args[2:2+n], args[2+n:]
 
 	st := s.states.Get().(*scriptState)
-	defer s.states.Put(st)
 	l := st.l
 	l.SetGlobal("KEYS", stringTable(l, keys))
 	l.SetGlobal("ARGV", stringTable(l, argv))
 
 	s.rw.Lock()
+	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
+	l.SetContext(ctx)
 	l.Push(l.NewFunctionFromProto(proto))
 	err = l.PCall(0, 1, nil)
+	l.RemoveContext()
+	killed := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	cancel()
 	s.rw.Unlock()
+	if killed {
+		// Stopped between two instructions, wherever it was: a fresh
+		// state serves the next script.
+		s.discard(st)
+		c.WriteError(fmt.Sprintf(errScriptTimeout, scriptTimeout))
+		return
+	}
+	var ret lua.LValue = lua.LNil
+	if err == nil {
+		ret = l.Get(-1)
+	}
+	l.SetTop(0)
+	st.restore()
+	s.states.Put(st)
 	if err != nil {
-		l.SetTop(0)
 		msg := err.Error()
 		if e, ok := err.(*lua.ApiError); ok {
 			msg = e.Object.String()
@@ -264,9 +316,17 @@ func (s *scripts) eval(c *mserver.Peer, cmd string, args []string) {
 		c.WriteError(strings.ReplaceAll(msg, "\n", " "))
 		return
 	}
-	ret := l.Get(-1)
-	l.SetTop(0)
 	writeLua(c, ret)
+}
+
+// discard closes a state that is not to serve again, and forgets its
+// command peer.
+func (s *scripts) discard(st *scriptState) {
+	s.mu.Lock()
+	delete(s.nested, st.call.peer)
+	delete(s.scriptPeers, st.call.peer)
+	s.mu.Unlock()
+	st.l.Close()
 }
 
 func stringTable(l *lua.LState, ss []string) *lua.LTable {
@@ -293,6 +353,7 @@ func (s *scripts) newState() *scriptState {
 		l.Push(lua.LString(lib.name))
 		l.Call(1, 0)
 	}
+	sandbox(l)
 	st := &scriptState{l: l, call: &scriptCall{}}
 	st.call.w = bufio.NewWriter(&st.call.buf)
 	st.call.peer = mserver.NewPeer(st.call.w)
@@ -325,7 +386,86 @@ func (s *scripts) newState() *scriptState {
 		"log": func(*lua.LState) int { return 0 },
 	})
 	l.SetGlobal("redis", mod)
+	st.pristine = snapshot(l)
 	return st
+}
+
+// sandbox takes out of l what Redis takes out of its scripts' Lua:
+// whatever reads or runs a file (dofile, loadfile, and require and
+// module, which find files), print (this process's stdout) and the
+// register dump; and it makes setmetatable take tables only, as Lua
+// 5.1's does (gopher-lua's would set the metatable of every string or
+// number in the state). The os, io, debug and package libraries are
+// never opened.
+func sandbox(l *lua.LState) {
+	for _, name := range []string{"dofile", "loadfile", "require", "module", "print", "_printregs"} {
+		l.SetGlobal(name, lua.LNil)
+	}
+	set := l.GetGlobal("setmetatable").(*lua.LFunction)
+	l.SetGlobal("setmetatable", l.NewFunction(func(l *lua.LState) int {
+		l.CheckTable(1)
+		l.Insert(set, 1)
+		l.Call(l.GetTop()-1, 1)
+		return 1
+	}))
+}
+
+// tableCopy is a table's entries and metatable at one moment.
+type tableCopy struct {
+	t       *lua.LTable
+	entries map[lua.LValue]lua.LValue
+	meta    lua.LValue
+}
+
+// snapshot copies every table a script can reach in a fresh state: the
+// globals, each library table, the strings' metatable.
+func snapshot(l *lua.LState) []tableCopy {
+	var out []tableCopy
+	seen := map[*lua.LTable]bool{}
+	add := func(v lua.LValue) {
+		t, ok := v.(*lua.LTable)
+		if !ok || seen[t] {
+			return
+		}
+		seen[t] = true
+		c := tableCopy{t: t, entries: map[lua.LValue]lua.LValue{}, meta: t.Metatable}
+		t.ForEach(func(k, v lua.LValue) { c.entries[k] = v })
+		out = append(out, c)
+	}
+	globals := l.G.Global
+	add(globals)
+	globals.ForEach(func(_, v lua.LValue) { add(v) })
+	add(l.GetMetatable(lua.LString("")))
+	return out
+}
+
+// restore puts the state back as snapshot found it, whatever the script
+// did to its globals or its libraries (a client that redefined
+// redis.call or string.format would otherwise have it so for every later
+// script on this state): its own globals go, changed entries and
+// metatables are put back, and the environment is the globals again
+// (setfenv(0, t) changes it for the whole state).
+func (st *scriptState) restore() {
+	l := st.l
+	l.Env = l.G.Global
+	var stale []lua.LValue
+	for _, c := range st.pristine {
+		stale = stale[:0]
+		c.t.ForEach(func(k, v lua.LValue) {
+			if w, ok := c.entries[k]; !ok || w != v {
+				stale = append(stale, k)
+			}
+		})
+		for _, k := range stale {
+			c.t.RawSet(k, lua.LNil)
+		}
+		for k, v := range c.entries {
+			if c.t.RawGet(k) != v {
+				c.t.RawSet(k, v)
+			}
+		}
+		c.t.Metatable = c.meta
+	}
 }
 
 // redisCall runs one redis.call (raise: an error reply raises) or
