@@ -99,6 +99,5 @@ func Swap(ctx context.Context, rdb redis.Cmdable, key, id string, seq int) (bool
 
 // ChainRelease runs the chain's release on one master, up to seq.
 func ChainRelease(ctx context.Context, rdb redis.Cmdable, key, id string, seq int) (bool, error) {
-	l := &redlockLock{key: key, chain: &relayChain{id: id, n: seq + 1}}
-	return l.releaser()(ctx, rdb)
+	return chainReleaser(key, id, seq)(ctx, rdb)
 }

@@ -29,10 +29,9 @@
 //	rung09_reentrant.go     a watchdog renews the lease (and the owner may
 //	                        re-enter), scripts rung09_reentrant_*.lua: not
 //	                        against pauses
-//	rung10_redlock.go       a majority of 5 masters: not against pauses either;
-//	rung10_redlock_round.go one operation sent to every master, and its votes;
-//	rung10_redlock_relay.go the lock relayed down a process's line by swapping
-//	                        tokens on the masters (WaitRelay)
+//	rung10_redlock.go       a majority of 5 masters (attempt: the algorithm):
+//	                        not against pauses either;
+//	rung10_redlock_round.go one call sent to every master at once, and its votes
 //	rung11_fenced.go        a fencing token the storage checks
 //	                        (rung11_fenced_acquire.lua): safe
 //	rung12_fair.go          a FIFO queue in Redis, the lock handed to the next
@@ -55,6 +54,10 @@
 //	rung16_db_for_update.go SELECT ... FOR UPDATE in MariaDB: no lease, a
 //	                        frozen holder stalls everyone
 //
+// The library rungs (lib.go lists them): redsync, redsync-redlock,
+// redislock, redislock-refresh, etcd-mutex and zk-lock call the Go lock
+// libraries as their READMEs show, on the same ladder.
+//
 // db-optimistic and the ceiling, atomic, take no lock: their stores in
 // package inventory do the work (a version column in MariaDB; one Lua
 // script in Redis). ladder.go lists every rung in order, with its flaw
@@ -66,9 +69,15 @@
 // itself, and fair's handoffs), notify_cluster.go (one subscription per
 // master of a Redis Cluster), handoff.go (how fair's waiters wait for a
 // handoff by name), watchdog.go (the renewal rungs 9 and 12 share, and
-// with rung 12 the cohorts), workers.go (the goroutines redlock's calls to
-// its masters run on), counts.go (the retries and handoffs GET /metrics
-// reports).
+// with rung 12 the cohorts), counts.go (the retries and handoffs GET
+// /metrics reports).
+//
+// The speed, around the rungs and not in them: speed_redlock_line.go
+// (redlock's requests lined up per process, the lock passed down the line
+// in memory: WaitQueue, WaitCohort), speed_redlock_relay.go (the lock
+// relayed down the line by swapping tokens on the masters: WaitRelay),
+// speed_workers.go (the goroutines redlock's calls to its masters run
+// on).
 package lock
 
 import (

@@ -9,16 +9,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A Redlock round: one operation sent to every master at once, and the
-// votes it came back with.
+// A Redlock round: one call sent to every master at once, each bounded by
+// the node timeout, and the votes it came back with (redsync's
+// actOnPoolsAsync).
 
-// vote is one master's answer to an attempt.
+// masterCall is what a round asks one master: true when it did it (set
+// our token, deleted it, swapped it).
+type masterCall func(ctx context.Context, m redis.Cmdable) (bool, error)
+
+// vote is one master's answer to a round.
 type vote int8
 
 const (
 	voteNo      vote = iota // it said no: someone else holds the key there
-	voteYes                 // it set our token
-	voteUnknown             // it failed or did not answer: it may have set it
+	voteYes                 // it did it
+	voteUnknown             // it failed or did not answer: it may have done it
 )
 
 type votes []vote
@@ -47,67 +52,70 @@ func (v votes) maybeOurs() []bool {
 	return mask
 }
 
-// onAll runs op on every master (or, with a mask, on those it marks) at
-// once, each bounded by the node timeout (and not by ctx: an attempt runs
-// to its end, so the wait bound may be overrun by up to a node timeout),
-// and waits no longer than that for their answers, nor, with done, once
-// done says that the answers so far (yes votes, masters yet to answer)
-// decide the outcome. It returns
-// each master's vote (voteNo for a master it did not ask; voteUnknown for
-// one that failed or has not answered), and one error per master that
-// failed or did not answer, naming the master, in node order.
-func (r *Redlock) onAll(ctx context.Context, mask []bool, done func(yes, pending int) bool, op func(context.Context, redis.Cmdable) (bool, error)) (votes, []error) {
-	v, errs, _ := r.round(ctx, mask, nil, false, done, op)
-	return v, errs
-}
-
-// settled closes, per master, when the op a round sent it has ended
+// settled closes, per master, when the call a round sent it has ended
 // (answered or timed out); nil for a master the round did not ask.
 type settled []chan struct{}
 
-// round is onAll for a lock's successive rounds: on each master, op
-// starts only once after says the previous round's op there has ended;
-// with track, round also returns when each of its own ops ends (nil when
-// all had answered by the time it returned: nothing to wait for). So a
-// release never overtakes, on a master that had not answered when the
-// others decided, the SET it is meant to remove (it would find nothing,
-// and the SET would then hold the key there until its lease ends). Only
-// the rounds that set a token track: a release leaves nothing behind.
-func (r *Redlock) round(ctx context.Context, mask []bool, after settled, track bool, done func(yes, pending int) bool, op func(context.Context, redis.Cmdable) (bool, error)) (votes, []error, settled) {
+// roundOpts say which masters a round asks, after what, and how long it
+// listens. The zero roundOpts asks every master and waits for every
+// answer, or the node timeout.
+type roundOpts struct {
+	// only marks the masters to ask; nil asks every one.
+	only []bool
+	// after is an earlier round of the same lock: on each master, the
+	// call starts only once that round's call there has ended. So a
+	// release never overtakes, on a master that had not answered when the
+	// others decided, the SET it is meant to remove (it would find
+	// nothing, and the SET would then hold the key there until its lease
+	// ends).
+	after settled
+	// enough, given the yes votes so far, says the outcome is decided:
+	// the round returns without waiting for the other masters.
+	enough func(yes int) bool
+}
+
+// round is what came back from one call sent to the masters.
+type round struct {
+	votes votes // voteNo for a master not asked; voteUnknown for one that failed or has not answered
+	errs  []error
+	// ends closes, per master, when this round's call there has ended;
+	// nil when all had by the time the round returned.
+	ends settled
+}
+
+// onMasters sends call to the masters at once, each bounded by the node
+// timeout (and not by ctx: an attempt runs to its end, so the wait bound
+// may be overrun by up to a node timeout), and waits no longer than that
+// for their answers, nor, with o.enough, once the outcome is decided. Its
+// errs hold one error per master asked that failed or did not answer,
+// naming the master, in node order.
+func (r *Redlock) onMasters(ctx context.Context, call masterCall, o roundOpts) round {
 	type answer struct {
 		node int
 		ok   bool
 		err  error
 	}
 	answers := make(chan answer, len(r.nodes)) // late answers never block
-	var ends settled
-	if track {
-		ends = make(settled, len(r.nodes))
-	}
+	ends := make(settled, len(r.nodes))
 	asked := 0
 	for i, nd := range r.nodes {
-		if mask != nil && !mask[i] {
+		if o.only != nil && !o.only[i] {
 			continue
 		}
 		asked++
-		var end chan struct{}
-		if track {
-			end = make(chan struct{})
-			ends[i] = end
-		}
+		end := make(chan struct{})
+		ends[i] = end
 		r.workers.run(func() {
-			if end != nil {
-				defer close(end)
-			}
-			if after != nil && after[i] != nil {
-				<-after[i] // bounded by that op's node timeout
+			defer close(end)
+			if o.after != nil && o.after[i] != nil {
+				<-o.after[i] // bounded by that call's node timeout
 			}
 			// Not cut short when ctx ends (the wait bound): a SET
 			// abandoned on its way could land after the give-back
 			// meant to remove it. The node timeout bounds it.
 			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.nodeTimeout)
 			defer cancel()
-			ok, err := op(nctx, nd.rdb)
+			ok, err := call(nctx, nd.rdb)
 			answers <- answer{node: i, ok: ok, err: err}
 		})
 	}
@@ -132,7 +140,7 @@ collect:
 				v[a.node] = voteYes
 				yes++
 			}
-			if done != nil && done(yes, pending) {
+			if o.enough != nil && o.enough(yes) {
 				break collect
 			}
 		case <-timer.C:
@@ -143,7 +151,7 @@ collect:
 
 	var out []error
 	for i, nd := range r.nodes {
-		if mask != nil && !mask[i] {
+		if o.only != nil && !o.only[i] {
 			continue
 		}
 		err := errs[i]
@@ -161,16 +169,7 @@ collect:
 		}
 	}
 	if pending == 0 {
-		ends = nil // every op has ended
+		ends = nil // every call has ended
 	}
-	return v, out, ends
-}
-
-// releaser is rung 6's compare-and-delete release, reporting true when
-// this master still held our token and deleted it.
-func releaser(key, token string) func(context.Context, redis.Cmdable) (bool, error) {
-	return func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
-		n, err := luaRelease.Run(ctx, rdb, []string{key}, token).Int64()
-		return n == 1, err
-	}
+	return round{votes: v, errs: out, ends: ends}
 }

@@ -9,6 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// The relay (WaitRelay, redlock's default): a section that ends with
+// another request in its process's line swaps its token for that
+// request's on every master, with a fresh lease, as one Redlock attempt.
+
 // relayMax bounds a chain of relayed sections (WaitRelay): after it, or
 // half a lease after the chain began, the lock goes back to every
 // process's head, so one process's line cannot keep it from the others.
@@ -64,53 +68,64 @@ type relayChain struct {
 
 // releaser is how l's release asks each master: compare-and-delete of its
 // token, or of any token of its chain up to its own.
-func (l *redlockLock) releaser() func(context.Context, redis.Cmdable) (bool, error) {
+func (l *linedLock) releaser() masterCall {
 	if l.chain == nil {
 		return releaser(l.key, l.token)
 	}
-	id, seq := l.chain.id, l.chain.n-1
-	return func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
-		n, err := luaChainRelease.Run(ctx, rdb, []string{l.key}, id, seq).Int64()
+	return chainReleaser(l.key, l.chain.id, l.chain.n-1)
+}
+
+// chainReleaser deletes the lock on a master that holds a token of the
+// chain id up to sequence seq.
+func chainReleaser(key, id string, seq int) masterCall {
+	return func(ctx context.Context, m redis.Cmdable) (bool, error) {
+		n, err := luaChainRelease.Run(ctx, m, []string{key}, id, seq).Int64()
 		return n == 1, err
 	}
 }
 
 // relayOn reports whether l's section, ending with another request in its
 // line, may relay the lock to it.
-func (l *redlockLock) relayOn() bool {
+func (l *linedLock) relayOn() bool {
 	c := l.chain
 	return c != nil && c.n < relayMax && l.r.opts.Clock().Before(c.start.Add(c.ttl/2)) && l.head.waiting()
 }
 
 // relay swaps l's token for a fresh one on every master, as one Redlock
-// attempt: T1 before, T2 after, held when a majority swapped within
-// validity. It returns the next section's lock, not yet handed over; or,
-// when the swap won no majority in time, nil after deleting the chain's
-// tokens wherever one is left, with ErrNotHeld unless a majority held one
-// (as Release reports a lock that was no longer ours).
-func (r *Redlock) relay(ctx context.Context, l *redlockLock) (*redlockLock, error) {
-	seq, ttl := l.chain.n, l.chain.ttl
-	token := fmt.Sprintf("%s#%d", l.chain.id, seq)
-	q := Quorum(len(r.nodes))
-	t1 := r.opts.Clock()
-	won := func(yes, _ int) bool { return yes >= q && ttl-r.opts.Clock().Sub(t1)-r.drift > 0 }
-	v, _, ends := r.round(ctx, nil, l.ends, true, won, func(ctx context.Context, rdb redis.Cmdable) (bool, error) {
-		n, err := luaSwap.Run(ctx, rdb, []string{l.key}, l.chain.id, seq, token, leaseMS(ttl)).Int64()
-		return n == 1, err
-	})
-	if validity := ttl - r.opts.Clock().Sub(t1) - r.drift; v.yes() >= q && validity > 0 {
-		return &redlockLock{r: r, key: l.key, token: token, validity: validity,
-			until: t1.Add(ttl - r.drift), chain: &relayChain{id: l.chain.id, n: seq + 1, start: l.chain.start, ttl: ttl}, ends: ends}, nil
+// attempt (Redlock.attempt, with the swap for the SET NX): T1 before, T2
+// after, held when a majority swapped within validity. It returns the
+// next section's lock, not yet handed over; or, when the swap won no
+// majority in time, nil after deleting the chain's tokens wherever one is
+// left, with ErrNotHeld unless a majority held one (as Release reports a
+// lock that was no longer ours).
+func (r *Redlock) relay(ctx context.Context, l *linedLock) (*linedLock, error) {
+	c, quorum := l.chain, Quorum(len(r.nodes))
+	seq := c.n
+	token := fmt.Sprintf("%s#%d", c.id, seq)
+	next := &linedLock{
+		redlockLock: &redlockLock{r: r, key: l.key, token: token},
+		chain:       &relayChain{id: c.id, n: seq + 1, start: c.start, ttl: c.ttl},
 	}
-	next := &redlockLock{key: l.key, chain: &relayChain{id: l.chain.id, n: seq + 1}}
-	gone, errs, _ := r.round(context.WithoutCancel(ctx), nil, ends, false, func(yes, _ int) bool { return yes >= q }, next.releaser())
-	if v.yes() >= q || gone.yes() >= q { // a majority held one of our two tokens
+
+	t1 := r.opts.Clock()
+	validity := func() time.Duration { return c.ttl - r.opts.Clock().Sub(t1) - r.drift }
+	swap := r.onMasters(ctx, func(ctx context.Context, m redis.Cmdable) (bool, error) {
+		n, err := luaSwap.Run(ctx, m, []string{l.key}, c.id, seq, token, leaseMS(c.ttl)).Int64()
+		return n == 1, err
+	}, roundOpts{after: l.ends, enough: func(yes int) bool { return yes >= quorum && validity() > 0 }})
+	if left := validity(); swap.votes.yes() >= quorum && left > 0 {
+		next.t1, next.validity, next.until, next.ends = t1, left, t1.Add(c.ttl-r.drift), swap.ends
+		return next, nil
+	}
+
+	gone := r.onMasters(context.WithoutCancel(ctx), next.releaser(), roundOpts{after: swap.ends, enough: func(yes int) bool { return yes >= quorum }})
+	if swap.votes.yes() >= quorum || gone.votes.yes() >= quorum { // a majority held one of our two tokens
 		return nil, nil
 	}
 	err := fmt.Errorf("%w: redlock: %s relayed on %d of %d masters, then released on %d (quorum %d)",
-		ErrNotHeld, l.key, v.yes(), len(r.nodes), gone.yes(), q)
-	if len(errs) > 0 {
-		err = fmt.Errorf("%w: %w", err, errors.Join(errs...))
+		ErrNotHeld, l.key, swap.votes.yes(), len(r.nodes), gone.votes.yes(), quorum)
+	if len(gone.errs) > 0 {
+		err = fmt.Errorf("%w: %w", err, errors.Join(gone.errs...))
 	}
 	return nil, err
 }
