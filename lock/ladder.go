@@ -95,6 +95,7 @@ func NewLadder(b Backends, o Options, ro RedlockOptions) *Ladder {
 	if b.Etcd != nil {
 		etcd = NewEtcd(b.Etcd, o)
 	}
+	libs := libraryRungs(b, o, missing)
 	if b.DB != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if d, err := NewDBForUpdate(ctx, b.DB, o); err != nil {
@@ -168,6 +169,25 @@ func NewLadder(b Backends, o Options, ro RedlockOptions) *Ladder {
 		{Info{Name: "db-for-update", Try: true,
 			Summary: "MariaDB: BEGIN; SELECT ... FOR UPDATE on a lock row; the business; COMMIT",
 			Flaw:    "as available as one database; a holder frees it only when its connection ends; no lease: a paused holder keeps it"}, dbLock},
+		// The libraries, called as their READMEs show (lib_*.go).
+		{Info{Name: "redsync", Try: true, Lease: true,
+			Summary: "go-redsync/redsync v4.18.1 as its README shows: NewMutex(key, WithExpiry(lease)), Lock, business, Unlock, on the lab's Redis; every request retries on its own every 50-250ms (its default) until its bound",
+			Flaw:    "no renewal unless the caller calls Extend: a business or a pause past the lease lets another in, and Unlock then fails (lock already expired, or taken)"}, libs.redsync},
+		{Info{Name: "redsync-redlock", Try: true, Lease: true,
+			Summary: "the same redsync Mutex over the 5 independent masters (a pool each): a majority within validity wins, else it releases what it won and retries after 50-250ms",
+			Flaw:    "no renewal: a business or a pause past the lease yields two holders; 3 of 5 masters restarted empty grant the lock again"}, libs.redlock},
+		{Info{Name: "redislock", Try: true, Lease: true,
+			Summary: "bsm/redislock v0.9.4 as its README shows: Obtain(ctx, key, lease, RetryStrategy LinearBackoff(10ms)) until the request's bound, business, Release",
+			Flaw:    "no renewal: a business or a pause past the lease lets another in; Release then returns ErrLockNotHeld"}, libs.redislock},
+		{Info{Name: "redislock-refresh", Try: true, Lease: true,
+			Summary: "redislock plus Refresh(lease) every lease/3 while the business runs, as its README suggests (a goroutine from Obtain to Release)",
+			Flaw:    "a process paused past the lease refreshes nothing, then writes: two holders"}, libs.redislockRefresh},
+		{Info{Name: "etcd-mutex", Try: true,
+			Summary: "etcd client v3.7.3's concurrency.Mutex as shipped: a Session per acquisition (its lease the lock's TTL, kept alive), NewMutex, Lock, business, Unlock, Close; the write carries no fencing token",
+			Flaw:    "a holder paused past its session's lease loses its key, the next enters, and the paused one's late write lands: the etcd rung's fencing token is the fix"}, libs.etcdMutex},
+		{Info{Name: "zk-lock", Try: true,
+			Summary: "go-zookeeper/zk v1.0.4's Lock as shipped: NewLock(conn, path, WorldACL), Lock, business, Unlock, on the process's session (its timeout the lease); Lock takes no context: the request stops waiting at its bound, and a Lock that gets the lock after that unlocks it at once",
+			Flaw:    "a holder paused past its session loses its znode and writes anyway (no fence); a waiter that gave up keeps its place in line until its turn"}, libs.zkLock},
 		{Info{Name: "db-optimistic", Atomic: true, Store: StoreMariaDB, Unavailable: noDB, Waits: []WaitMode{WaitQueue, WaitBackoff},
 			Summary: "no lock: the stock row carries a version; UPDATE ... WHERE version = ? retried when another write got there first; a process's writers line up in memory (wait=queue), or each retries on its own (wait=backoff)",
 			Flaw:    "under contention most tries lose and retry: cost, not safety (wait=backoff: a hundred writers mostly lose, and some lose every try)"}, nil},

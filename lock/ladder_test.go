@@ -15,7 +15,9 @@ import (
 func TestLadder(t *testing.T) {
 	l := lock.NewLadder(lock.Backends{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, lock.Options{}, lock.RedlockOptions{})
 	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "cohort", "cohort-carry",
-		"zookeeper", "etcd", "db-for-update", "db-optimistic", "atomic"}
+		"zookeeper", "etcd", "db-for-update",
+		"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock",
+		"db-optimistic", "atomic"}
 	got := l.Names()
 	if len(got) != len(want) {
 		t.Fatalf("names %v, want %v", got, want)
@@ -40,7 +42,8 @@ func TestLadder(t *testing.T) {
 	// Without their servers, the rungs of the other back ends say which
 	// server they lack, and how to give it, and take no lock.
 	for rung, server := range map[string]string{"redlock": "-masters", "zookeeper": "-zookeeper", "etcd": "-etcd",
-		"db-for-update": "-mysql", "db-optimistic": "-mysql"} {
+		"db-for-update": "-mysql", "db-optimistic": "-mysql",
+		"redsync-redlock": "-masters", "etcd-mutex": "-etcd", "zk-lock": "-zookeeper"} {
 		r, lk, _ := l.Lookup(rung)
 		if !strings.Contains(r.Unavailable, server) {
 			t.Errorf("%s: Unavailable %q does not name %s", rung, r.Unavailable, server)
@@ -53,7 +56,8 @@ func TestLadder(t *testing.T) {
 		}
 	}
 	for _, r := range l.Rungs() {
-		if r.Unavailable != "" && !slices.Contains([]string{"redlock", "zookeeper", "etcd", "db-for-update", "db-optimistic"}, r.Name) {
+		if r.Unavailable != "" && !slices.Contains([]string{"redlock", "zookeeper", "etcd", "db-for-update", "db-optimistic",
+			"redsync-redlock", "etcd-mutex", "zk-lock"}, r.Name) {
 			t.Errorf("%s unavailable over Redis alone: %s", r.Name, r.Unavailable)
 		}
 	}
