@@ -48,6 +48,7 @@ func run() error {
 		clockSkew    = flag.Duration("clock-skew", 0, "run this instance's lock clock ahead by this much (only getset reads it)")
 		zkAddr       = flag.String("zookeeper", env("ZOOKEEPER_ADDR", ""), "ZooKeeper address host:port for the zookeeper rung; its session timeout is -lock-ttl [ZOOKEEPER_ADDR]")
 		etcdURL      = flag.String("etcd", env("ETCD_URL", ""), "etcd client URL for the etcd rung [ETCD_URL]")
+		hosts        = flag.String("hosts", env("ALLOWED_HOSTS", ""), "comma-separated host names a request's Host may give besides loopback and -addr's host, e.g. nginx,app1 (any other: 421) [ALLOWED_HOSTS]")
 		mysqlDSN     = flag.String("mysql", env("MYSQL_DSN", ""), "MariaDB DSN without a database, e.g. root@tcp(127.0.0.1:3306)/, for the db-for-update and db-optimistic rungs [MYSQL_DSN]")
 	)
 	flag.Parse()
@@ -59,6 +60,10 @@ func run() error {
 	}
 	if *redisRetries < -1 {
 		return fmt.Errorf("-redis-retries %d: want -1 (none) or more", *redisRetries)
+	}
+	allowed, err := handlers.ParseHosts(*hosts)
+	if err != nil {
+		return fmt.Errorf("-hosts: %w", err)
 	}
 	var waitMode lock.WaitMode
 	if *wait != "" {
@@ -89,6 +94,8 @@ func run() error {
 	gin.SetMode(gin.ReleaseMode)
 	cfg := handlers.Config{
 		Instance:  *name,
+		Addr:      *addr,
+		Hosts:     allowed,
 		Inventory: inventory.New(clients.Redis),
 		Ladder:    lock.NewLadder(clients.Backends, opts, clients.Redlock),
 		Log:       log,
