@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +112,52 @@ func TestPageRacesInABrowser(t *testing.T) {
 	if drawn < 50 {
 		t.Errorf("the oversold chart has %d red pixels: none's bar was not drawn", drawn)
 	}
+
+	// none on /testLock: its timeline shows the instances' sections, and
+	// the overlaps among them, counted beside it; the first overlap is a
+	// click away.
+	step("pick none alone", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('input[name=lock]').forEach(x => x.checked = x.value === 'none'); delete document.body.dataset.races`))
+	step("pick testLock", chromedp.SetValue("#endpoint", "testLock"))
+	step("pick each lock's own wait", chromedp.SetValue("#wait", ""))
+	step("press race for none", chromedp.Click("#raceBtn"))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.races !== undefined`, chromedp.WithPollingTimeout(150*time.Second))); err != nil {
+		shoot()
+		t.Fatalf("waiting for none's race to end: %v", err)
+	}
+	overlaps, err := chromedp.Run(ctx, chromedp.Text("#tlOverlaps"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if _, err := fmt.Sscanf(overlaps, "%d overlap", &n); err != nil || n < 1 {
+		t.Errorf("beside the timeline: %q, want \"N overlaps\" with N >= 1", overlaps)
+	}
+	sections, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('timeline').dataset.drawn`))
+	red := func() int {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`(() => {
+			const c = document.getElementById('timeline'), d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+			let n = 0;
+			for (let i = 0; i < d.length; i += 4) if (d[i] > 170 && d[i+1] < 90 && d[i+2] < 60) n++; // the overlaps' red
+			return n;
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if s, _ := strconv.Atoi(sections); s < 100 || red() < 200 {
+		t.Errorf("the timeline drew %s sections, %d red pixels: want none's sections, overlapping", sections, red())
+	}
+	step("jump to the first overlap", chromedp.Click("#tlFirst"))
+	pair, _ := chromedp.Run(ctx, chromedp.Text("#tlPair"))
+	if !strings.HasPrefix(pair, "overlap 1 of ") || red() < 200 {
+		t.Errorf("after first overlap: %q and %d red pixels, want the overlap zoomed on and said", pair, red())
+	}
+	if png, err := chromedp.Run(ctx, chromedp.Screenshot("#timelineCard")); err == nil {
+		shot := filepath.Join(t.ArtifactDir(), "page-timeline-none.png")
+		if os.WriteFile(shot, png, 0o644) == nil {
+			t.Logf("screenshot: %s", shot)
+		}
+	}
+	t.Logf("none on /testLock: %s, %s sections drawn; %s", overlaps, sections, pair)
 }

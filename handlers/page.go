@@ -13,7 +13,18 @@ import (
 //go:embed page.html
 var pageSrc string
 
-var pageTmpl = template.Must(template.New("page").Parse(pageSrc))
+// The page's scripts that are more than a few lines, each in a file of
+// its own, inlined where the page calls their template: the timeline of a
+// race.
+//
+//go:embed page_timeline.js
+var timelineSrc string
+
+var pageTmpl = func() *template.Template {
+	t := template.Must(template.New("page").Parse(pageSrc))
+	template.Must(t.New("timeline").Parse(timelineSrc))
+	return t
+}()
 
 // page serves a small HTML page that shows the counters and calls /sale and
 // /testLock with a chosen lock.
