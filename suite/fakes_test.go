@@ -26,10 +26,12 @@ import (
 //     lock stays held, every later request waits 1s (the lock wait) and
 //     answers 503, until /reset;
 //   - any other crash: that request dies (502), the lock expires;
-//   - work= past the TTL on setnx-px, lua, getset; fault=check-pause on check-del;
-//     fault=pause on reentrant, redlock; every getset request on a skewed
-//     stack: a stale write (read, sleep while others sell, write);
-//   - redlock with 3 masters down: 503.
+//   - work= past the TTL on setnx-px, lua, getset, redsync, redsync-redlock,
+//     redislock; fault=check-pause on check-del; fault=pause on reentrant,
+//     redlock, zookeeper and the libraries but for a fence; every getset
+//     request on a skewed stack: a stale write (read, sleep while others
+//     sell, write);
+//   - redlock and redsync-redlock with 3 masters down: 503.
 //
 // Everything else sells exactly.
 type fakeShop struct {
@@ -108,14 +110,15 @@ func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault stri
 		f.stuck["crashed "+lock] = true
 		f.mu.Unlock()
 		writeJSON(w, 502, map[string]string{"error": "the instance exited"})
-	case lock == "redlock" && f.mastersDown.Load() >= 3:
+	case (lock == "redlock" || lock == "redsync-redlock") && f.mastersDown.Load() >= 3:
 		time.Sleep(20 * time.Millisecond)
 		writeJSON(w, 503, map[string]string{"error": "no majority", "reason": "lock_timeout"})
 	case lock == "none" || (lock == "local" && f.instances > 1):
 		f.inv.sell(w, time.Millisecond)
-	case slow && slices.Contains([]string{"setnx-px", "lua", "getset"}, lock),
+	case slow && slices.Contains([]string{"setnx-px", "lua", "getset", "redsync", "redsync-redlock", "redislock"}, lock),
 		fault == "check-pause" && lock == "check-del",
-		fault == "pause" && (lock == "reentrant" || lock == "redlock" || lock == "zookeeper"),
+		fault == "pause" && slices.Contains([]string{"reentrant", "redlock", "zookeeper",
+			"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock"}, lock),
 		lock == "del-setnx" && f.crashed(lock), // two waiters took the expired lock
 		f.skewed && lock == "getset":
 		f.inv.sell(w, 30*time.Millisecond) // a stale write

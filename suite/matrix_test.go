@@ -78,12 +78,13 @@ func TestRunMatrixWithFakes(t *testing.T) {
 			}
 		}
 	}
-	// 68 pairs in the ladder, fenced in 3 of them not offered, redlock's 3
-	// majority crashes unavailable on these miniredis stand-ins.
-	if want := 68 - 3 - 3; len(rows) != want {
+	// 99 pairs in the ladder, fenced in 3 of them not offered, the 3
+	// majority crashes of redlock and redsync-redlock unavailable on these
+	// miniredis stand-ins.
+	if want := 99 - 3 - 6; len(rows) != want {
 		t.Errorf("%d rows, want %d", len(rows), want)
 	}
-	if !strings.Contains(grid.String(), "62 of 62 pairs as the ladder expects; took ") {
+	if !strings.Contains(grid.String(), "90 of 90 pairs as the ladder expects; took ") {
 		t.Errorf("grid summary:\n%s", grid.String())
 	}
 
@@ -137,11 +138,12 @@ func TestRunMatrixWithFakes(t *testing.T) {
 
 	// Hooks: stopped once a third of the way in, started again after the run.
 	for name, want := range map[string][]string{
-		"masters-down":   {"stop 0", "stop 1", "start 0", "start 1"},
-		"masters-down-3": {"stop 0", "stop 1", "stop 2", "start 0", "start 1", "start 2"},
-		"backend-restart": {"stop zookeeper", "stop mariadb", "stop etcd", "start zookeeper", "start mariadb", "start etcd",
-			"stop zookeeper", "stop mariadb", "stop etcd", "start zookeeper", "start mariadb", "start etcd",
-			"stop zookeeper", "stop mariadb", "stop etcd", "start zookeeper", "start mariadb", "start etcd"},
+		// A run per lock on the masters: redlock, redsync-redlock.
+		"masters-down":   slices.Repeat([]string{"stop 0", "stop 1", "start 0", "start 1"}, 2),
+		"masters-down-3": slices.Repeat([]string{"stop 0", "stop 1", "stop 2", "start 0", "start 1", "start 2"}, 2),
+		// A run per lock: zookeeper, etcd, etcd-mutex, zk-lock, db-optimistic.
+		"backend-restart": slices.Repeat([]string{"stop zookeeper", "stop mariadb", "stop etcd",
+			"start zookeeper", "start mariadb", "start etcd"}, 5),
 	} {
 		// The masters of one hook go down (and come back) at once: within
 		// a run of stops or starts, in any order.
@@ -276,7 +278,13 @@ func TestExpected(t *testing.T) {
 		{"pause", "reentrant", "sale", "OVERSOLD", true, ""},
 		{"skew", "getset", "sale", "OVERSOLD", true, ""},
 		{"masters-down-3", "redlock", "sale", "SAFE", true, ""},
-		{"masters-down", "lua", "sale", "", false, "only redlock uses the masters"},
+		{"masters-down", "lua", "sale", "", false, "only redlock and redsync-redlock use the masters"},
+		{"slow", "redislock", "sale", "OVERSOLD", true, ""},
+		{"slow", "redislock-refresh", "sale", "SAFE", true, ""},
+		{"pause", "redislock-refresh", "sale", "OVERSOLD", true, ""},
+		{"pause-session", "etcd-mutex", "sale", "OVERSOLD", true, ""},
+		{"majority-crash", "redsync-redlock", "sale", "OVERSOLD", true, ""},
+		{"majority-crash-aof", "redsync-redlock", "sale", "SAFE", true, ""},
 		{"slow", "none", "sale", "", false, "unsafe with no fault at all: shown in normal"},
 		{"normal", "nope", "sale", "", false, "not in the ladder's table"},
 	}
@@ -286,7 +294,7 @@ func TestExpected(t *testing.T) {
 			t.Errorf("%s %s/%s: %q %v %q; want %q %v %q", tt.scenario, tt.lock, tt.endpoint, v, run, reason, tt.want, tt.run, tt.reason)
 		}
 	}
-	// 68 pairs in all, every lock of the ladder in normal.
+	// 99 pairs in all, every lock of the ladder in normal.
 	n := 0
 	for _, s := range suite.Scenarios() {
 		n += len(s.Expect)
@@ -296,7 +304,7 @@ func TestExpected(t *testing.T) {
 			}
 		}
 	}
-	if n != 68 {
-		t.Errorf("%d pairs, want 68", n)
+	if n != 99 {
+		t.Errorf("%d pairs, want 99", n)
 	}
 }

@@ -173,9 +173,9 @@ func (s Scenario) backends(locks []string, tmpl stack.Config) (zk, db, etcd stac
 		}
 		return m
 	}
-	return mode(runs("zookeeper"), tmpl.ZooKeeper),
+	return mode(runs("zookeeper", "zk-lock"), tmpl.ZooKeeper),
 		mode(runs("db-for-update", "db-optimistic"), tmpl.MariaDB),
-		mode(runs("etcd"), tmpl.Etcd)
+		mode(runs("etcd", "etcd-mutex"), tmpl.Etcd)
 }
 
 // shape is the scenario as the bench runs it, its hooks acting on top.

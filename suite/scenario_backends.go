@@ -66,6 +66,7 @@ func backendRestart() Scenario {
 		StallBound: 15 * time.Second,
 		Expect: map[string]string{
 			"zookeeper": safe, "etcd": safe, "db-optimistic": safe,
+			"etcd-mutex": safe, "zk-lock": safe,
 		},
 		Skip: map[string]string{
 			// Measured: SAFE in one run, OVERLAP in another (the books

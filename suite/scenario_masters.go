@@ -56,8 +56,8 @@ func mastersDown(k int) Scenario {
 				return onMasters(t, k, "start", masterControl.StartMaster)
 			},
 		}},
-		Expect:    map[string]string{"redlock": bench.VerdictSafe},
-		SkipOther: "only redlock uses the masters",
+		Expect:    map[string]string{"redlock": bench.VerdictSafe, "redsync-redlock": bench.VerdictSafe},
+		SkipOther: "only redlock and redsync-redlock use the masters",
 	}
 }
 
@@ -105,7 +105,7 @@ func majorityCrash(name string, aof bool, delay time.Duration) Scenario {
 	}
 	return Scenario{
 		Name: name,
-		About: fmt.Sprintf("lease %s; a request holds redlock with work=%s; %d of 5 masters SIGKILLed while it holds, %s",
+		About: fmt.Sprintf("lease %s; a request holds the lock with work=%s; %d of 5 masters SIGKILLed while it holds, %s",
 			majorityTTL, majorityWork, k, how),
 		AppArgs:        []string{"-faults", "-lock-ttl", majorityTTL.String(), "-lock-wait", majorityWait.String()},
 		MastersAOF:     aof,
@@ -116,7 +116,7 @@ func majorityCrash(name string, aof bool, delay time.Duration) Scenario {
 			At:    1.0 / 3,
 			About: fmt.Sprintf("crash %d of 5 masters under the armed holder", k),
 			Do: func(ctx context.Context, t Stack) error {
-				if err := awaitHolder(ctx, t, "redlock", majorityWork/10); err != nil {
+				if err := awaitHolder(ctx, t, mastersLocks, majorityWork/10); err != nil {
 					return err
 				}
 				return onMasters(t, k, "crash", masterCrash.CrashMaster)
@@ -131,27 +131,33 @@ func majorityCrash(name string, aof bool, delay time.Duration) Scenario {
 			Undo: restart,
 		}},
 		StallBound: 3 * majorityTTL,
-		Expect:     map[string]string{"redlock": expect},
-		SkipOther:  "only redlock uses the masters",
+		Expect:     map[string]string{"redlock": expect, "redsync-redlock": expect},
+		SkipOther:  "only redlock and redsync-redlock use the masters",
 	}
 }
 
-// awaitHolder waits until an instance of t shows a section of lock held
-// for longer than held (the armed request's), for at most the app's wait
-// bound and the business.
-func awaitHolder(ctx context.Context, t Stack, lock string, held time.Duration) error {
+// mastersLocks are the locks on the Redlock masters: the run under way
+// is one of them.
+var mastersLocks = []string{"redlock", "redsync-redlock"}
+
+// awaitHolder waits until an instance of t shows a section of one of
+// locks held for longer than held (the armed request's), for at most the
+// app's wait bound and the business.
+func awaitHolder(ctx context.Context, t Stack, locks []string, held time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, majorityWait+majorityWork)
 	defer cancel()
 	probe := &http.Client{Transport: &http.Transport{}, Timeout: time.Second}
 	defer probe.CloseIdleConnections()
 	for {
 		for _, base := range t.InstanceURLs() {
-			if _, ok := holder(ctx, probe, base, lock, held); ok {
-				return nil
+			for _, lock := range locks {
+				if _, ok := holder(ctx, probe, base, lock, held); ok {
+					return nil
+				}
 			}
 		}
 		if !sleepCtx(ctx, 5*time.Millisecond) {
-			return fmt.Errorf("no instance held %s for %s: the armed request never got it", lock, held)
+			return fmt.Errorf("no instance held %v for %s: the armed request never got it", locks, held)
 		}
 	}
 }

@@ -16,6 +16,9 @@ func normal() Scenario {
 			"lua": safe, "del-setnx": safe, "getset": safe, "reentrant": safe, "redlock": safe, "fenced": safe, "fair": safe, "cohort": safe, "cohort-carry": safe,
 			"zookeeper": safe, "etcd": safe, "db-for-update": safe, "db-optimistic": safe,
 			"atomic": safe,
+			// The libraries (docs/libraries.md).
+			"redsync": safe, "redsync-redlock": safe, "redislock": safe, "redislock-refresh": safe,
+			"etcd-mutex": safe, "zk-lock": safe,
 		},
 	}
 }

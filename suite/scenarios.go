@@ -7,12 +7,16 @@ import (
 )
 
 // LadderLocks lists the ladder's locks in rung order, the other back ends
-// after the Redis locks and the atomic ceiling last: MatrixConfig.Locks's default, and the order of the grid's rows.
+// after the Redis locks, then the library rungs (lock/lib.go), and the
+// atomic ceiling last: MatrixConfig.Locks's default, and the order of
+// the grid's rows.
 func LadderLocks() []string {
 	return []string{
 		"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del",
 		"lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "cohort", "cohort-carry",
-		"zookeeper", "etcd", "db-for-update", "db-optimistic", "atomic",
+		"zookeeper", "etcd", "db-for-update",
+		"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock",
+		"db-optimistic", "atomic",
 	}
 }
 
