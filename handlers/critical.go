@@ -257,11 +257,12 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	// business stops before its write (sold out, an error), it releases
 	// on its own afterwards.
 	release := func() error { sec.Released = time.Now().UnixNano(); return held.Release(bctx) }
+	shape := lock.ShapeOf(held)
 	var then []inventory.Then
-	if pr, ok := held.(lock.PipelineReleaser); ok && !req.reenter {
+	if shape.ReleaseIn != nil && !req.reenter {
 		then = append(then, func(p redis.Pipeliner) {
 			sec.Released = time.Now().UnixNano()
-			release = pr.ReleaseIn(bctx, p)
+			release = shape.ReleaseIn(bctx, p)
 		})
 	}
 	var (
@@ -287,16 +288,16 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 		}
 		defer func() { h.released(req.rung, res.lockKey, inner.Release(bctx)) }()
 	}
-	if t, ok := held.(lock.Tokened); ok {
-		sec.Token = t.Token()
+	if shape.Token != 0 {
+		sec.Token = shape.Token
 		var landed func() error
-		switch l := held.(type) {
-		case lock.Carrier:
-			n, landed, err = res.carried(bctx, res.fenceKey, t.Token(), l)
-		case lock.Piped:
-			n, landed, err = res.piped(bctx, res.fenceKey, t.Token(), l)
+		switch {
+		case shape.Carrier != nil:
+			n, landed, err = res.carried(bctx, res.fenceKey, shape.Token, shape.Carrier)
+		case shape.Pipe != nil:
+			n, landed, err = res.piped(bctx, res.fenceKey, shape.Token, shape.Pipe)
 		default:
-			n, err = res.fenced(bctx, res.fenceKey, t.Token(), then...)
+			n, err = res.fenced(bctx, res.fenceKey, shape.Token, then...)
 		}
 		if landed != nil {
 			// The write is queued behind the ones before it: pass the

@@ -139,11 +139,50 @@ func (c Call) ttl(def time.Duration) time.Duration {
 	return def
 }
 
-// Lock is one held acquisition.
+// Lock is one held acquisition. Release is what every lock answers; what
+// some locks also offer the critical section (a fencing token, a release
+// that rides the business's last write, a pipe) is one Shape, ShapeOf(l).
 type Lock interface {
 	// Release gives the lock up. It returns ErrNotHeld when the lock was no
 	// longer ours to release (it expired, and perhaps another holder has it).
 	Release(ctx context.Context) error
+}
+
+// Shape is what a held Lock offers its critical section besides Release:
+// the zero Shape for a plain lock. ShapeOf reads it from the methods the
+// Lock has (Tokened, Carrier, Piped, PipelineReleaser), so a rung that
+// offers nothing more needs nothing more than Release.
+type Shape struct {
+	// Token is the fencing token the storage checks (fenced, fair, the
+	// cohorts, etcd): every acquisition of the lock gets a larger one
+	// than the acquisition before it. 0 for a lock without one.
+	Token int64
+
+	// The speed layer: how the section's commands share round trips with
+	// the lock's. A section uses the first of these that is set.
+
+	// Carrier carries values from one section to the next and commits
+	// their writes in order (cohort-carry).
+	Carrier Carrier
+	// Pipe sends the sections' commands down one ordered pipe (cohort).
+	Pipe Piped
+	// ReleaseIn queues the release in the pipeline of the business's
+	// last write (PipelineReleaser.ReleaseIn).
+	ReleaseIn func(ctx context.Context, p redis.Pipeliner) func() error
+}
+
+// ShapeOf returns what l offers its critical section besides Release.
+func ShapeOf(l Lock) Shape {
+	var s Shape
+	if t, ok := l.(Tokened); ok {
+		s.Token = t.Token()
+	}
+	s.Carrier, _ = l.(Carrier)
+	s.Pipe, _ = l.(Piped)
+	if pr, ok := l.(PipelineReleaser); ok {
+		s.ReleaseIn = pr.ReleaseIn
+	}
+	return s
 }
 
 // Rung is one lock strategy's mechanism, without the waiting: Try makes

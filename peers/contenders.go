@@ -134,14 +134,14 @@ func contenders(cfg config) []contender {
 				if err != nil {
 					return false, err
 				}
-				if c, ok := held.(lock.Carrier); ok {
-					return true, carriedCritical(ctx, rdb, key, held, c)
+				shape := lock.ShapeOf(held)
+				if shape.Carrier != nil {
+					return true, carriedCritical(ctx, rdb, key, held, shape.Carrier)
 				}
-				if p, ok := held.(lock.Piped); ok {
-					return true, pipedCritical(ctx, rdb, key, held, p)
+				if shape.Pipe != nil {
+					return true, pipedCritical(ctx, rdb, key, held, shape.Pipe)
 				}
-				pr, ok := held.(lock.PipelineReleaser)
-				if !cfg.pipeline || !ok {
+				if !cfg.pipeline || shape.ReleaseIn == nil {
 					err = critical(ctx, rdb, key, nil)
 					if rerr := held.Release(ctx); err == nil {
 						err = rerr
@@ -149,7 +149,7 @@ func contenders(cfg config) []contender {
 					return true, err
 				}
 				var released func() error
-				err = critical(ctx, rdb, key, func(p redis.Pipeliner) { released = pr.ReleaseIn(ctx, p) })
+				err = critical(ctx, rdb, key, func(p redis.Pipeliner) { released = shape.ReleaseIn(ctx, p) })
 				if released == nil {
 					released = func() error { return held.Release(ctx) }
 				}
