@@ -20,6 +20,7 @@ type backend interface {
 	summary() string
 	flags() []string // what the app is told: -zookeeper ADDR, say
 	pid() int        // 0: in this process
+	remove() error   // after its last stop: the temp dirs it made (serverDir)
 }
 
 func (z *zookeeper) kind() string { return "zookeeper" }
@@ -178,6 +179,15 @@ func (s *Stack) backendFlags() []string {
 	return f
 }
 
+// removeBackends deletes the temp dirs the back ends made, once stopped.
+func (s *Stack) removeBackends() error {
+	var errs []error
+	for _, b := range s.backends {
+		errs = append(errs, b.remove())
+	}
+	return errors.Join(errs...)
+}
+
 // StartBackend starts one back end outside a stack, as a stack would
 // (kind "zookeeper", "mariadb" or "etcd"; mode as Config's), its files in
 // dir, and returns where a client reaches it (ZooKeeper's host:port,
@@ -205,8 +215,10 @@ func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool,
 	if len(bs) == 0 {
 		return "", nil, fmt.Errorf("stack: %s is not installed", kind)
 	}
-	if err := launch(ctx, bs[0]); err != nil {
+	b := bs[0]
+	if err := launch(ctx, b); err != nil {
+		b.remove()
 		return "", nil, err
 	}
-	return bs[0].flags()[1], bs[0].stop, nil
+	return b.flags()[1], func() error { return errors.Join(b.stop(), b.remove()) }, nil
 }

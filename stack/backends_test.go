@@ -194,7 +194,9 @@ func TestBackendData(t *testing.T) {
 // each, as a server that lost its port does, then start for real.
 func TestBackendExitsWhileStarting(t *testing.T) {
 	needApp(t)
-	wrappers := t.TempDir()
+	// The servers' account (as root, stack.ServerUser) runs the
+	// wrappers and writes their markers.
+	wrappers := sharedTempDir(t)
 	for _, b := range []string{"java", "mariadbd", "etcd"} {
 		real, err := stack.LookPath(b)
 		if err != nil && b == "mariadbd" && !stack.Hidden() {
@@ -237,4 +239,20 @@ func TestBackendExitsWhileStarting(t *testing.T) {
 			t.Errorf("%s after the restart: %d %s", l, code, body)
 		}
 	}
+}
+
+// sharedTempDir is a temp dir anyone may write in, as /tmp: for files a
+// server run as stack.ServerUser must read or write (t.TempDir's parent
+// only its owner may enter).
+func sharedTempDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "lockladder-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +22,6 @@ import (
 // real redis-server does cluster mode: miniredis does not.
 type cluster struct {
 	nodes   []*redisServer // masters, then replicas
-	confs   []string       // each node's cluster config file
 	masters int
 	lg      *logger
 }
@@ -46,10 +43,11 @@ func newCluster(bin, host string, base, masters int, dir string, lg *logger) (*c
 		if err != nil {
 			return nil, err
 		}
-		conf := filepath.Join(dir, "nodes-"+port+".conf")
 		r.extra = []string{
 			"--cluster-enabled", "yes",
-			"--cluster-config-file", conf,
+			// In its --dir, where it may write; its start removes
+			// one an earlier run left.
+			"--cluster-config-file", "nodes-" + port + ".conf",
 			"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout.Milliseconds())),
 			// A replica takes over whatever its data's age: the lab
 			// measures what a failover loses, it does not prevent it.
@@ -59,7 +57,7 @@ func newCluster(bin, host string, base, masters int, dir string, lg *logger) (*c
 			// default 5s wait for more replicas to share it.
 			"--repl-diskless-sync-delay", "0",
 		}
-		c.nodes, c.confs = append(c.nodes, r), append(c.confs, conf)
+		c.nodes = append(c.nodes, r)
 	}
 	return c, nil
 }
@@ -79,14 +77,9 @@ func (c *cluster) Addrs() []string {
 }
 
 func (c *cluster) start(ctx context.Context) error {
-	return each(len(c.nodes), func(i int) error {
-		// A node's cluster config from an earlier run would make it
-		// rejoin that cluster: every start is a new one.
-		if err := os.Remove(c.confs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("stack: cluster: %w", err)
-		}
-		return c.nodes[i].start(ctx)
-	})
+	// Every start is a new cluster: a node's start removes the cluster
+	// config an earlier run left.
+	return each(len(c.nodes), func(i int) error { return c.nodes[i].start(ctx) })
 }
 
 // ready waits for every node, then forms the cluster: each meets the

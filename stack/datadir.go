@@ -63,6 +63,10 @@ func newDataRoot(mode, runDir string, lg *logger) (*dataRoot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stack: data in memory: %w", err)
 	}
+	if err := reachable(d); err != nil { // for the servers' account
+		os.RemoveAll(d)
+		return nil, fmt.Errorf("stack: data in memory: %w", err)
+	}
 	return &dataRoot{dir: d, shm: true}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -25,7 +26,10 @@ type etcd struct {
 	client  string // the client URL, http://host:port
 	peer    string
 	dir     string // log
+	work    string // the binary's working dir: serverDir of dir
 	data    string // the member's data dir (dataRoot)
+	dataDir string // where it is: data, or for the binary serverDir of data
+	temps   []string
 	version string
 	picked  bool // start chose the ports: it and ready may choose others
 	lg      *logger
@@ -42,14 +46,28 @@ func newEtcd(bin, host, dir, data string, lg *logger) *etcd {
 // start starts the member on an empty data dir; started again after a
 // stop, it keeps its ports and its data (its leases come back with it).
 func (e *etcd) start(context.Context) error {
-	data := e.data
+	if e.work == "" { // once: a start after a stop keeps them
+		if err := os.MkdirAll(e.dir, 0o755); err != nil {
+			return fmt.Errorf("stack: etcd: %w", err)
+		}
+		// The embedded one runs as this process does, in its dirs.
+		e.work, e.dataDir = e.dir, e.data
+		if e.bin != "" {
+			var err error
+			if e.work, e.dataDir, e.temps, err = serverDirs(e.lg, "etcd", e.dir, e.data); err != nil {
+				return err
+			}
+		}
+	}
+	data := e.dataDir
 	e.picked = e.client == ""
 	if e.picked {
 		if err := e.pickPorts(); err != nil {
 			return err
 		}
-		os.RemoveAll(data)
-		if err := os.MkdirAll(e.dir, 0o755); err != nil {
+		if e.bin == "" {
+			os.RemoveAll(data)
+		} else if err := emptyDir(data); err != nil {
 			return fmt.Errorf("stack: etcd: %w", err)
 		}
 	}
@@ -75,7 +93,7 @@ func (e *etcd) start(context.Context) error {
 		"--listen-peer-urls", e.peer, "--initial-advertise-peer-urls", e.peer,
 		"--initial-cluster", "lab=" + e.peer, "--log-level", "warn",
 	}
-	e.proc, err = startProc("etcd", e.bin, args, nil, e.dir, filepath.Join(e.dir, "etcd.log"))
+	e.proc, err = startServer("etcd", e.bin, args, e.work, filepath.Join(e.dir, "etcd.log"), syscall.SIGKILL)
 	return err
 }
 
@@ -172,6 +190,10 @@ func (e *etcd) stop() error {
 	}
 	return e.proc.stop(stopGrace)
 }
+
+// remove deletes the temp dirs serverDir made for it: after its last
+// stop.
+func (e *etcd) remove() error { return removeAll(e.temps) }
 
 func (e *etcd) summary() string {
 	if e.embedded != nil {

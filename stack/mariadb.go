@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -20,8 +21,11 @@ import (
 type mariadb struct {
 	server, install string
 	host, port      string
-	dir             string // socket, pid file, log
+	dir             string // its log
+	work            string // socket, pid file: serverDir of dir
 	data            string // the database (dataRoot)
+	dataDir         string // where it is: serverDir of data
+	temps           []string
 	version         string
 	picked          bool // start chose the port: ready may choose another
 	lg              *logger
@@ -51,7 +55,8 @@ func findMariaDB() (server, install string, err error) {
 }
 
 func newMariaDB(server, install, host, dir, data string, lg *logger) *mariadb {
-	return &mariadb{server: server, install: install, host: host, dir: filepath.Join(dir, "mariadb"), data: data, lg: lg}
+	return &mariadb{server: server, install: install, host: host,
+		dir: filepath.Join(dir, "mariadb"), data: data, lg: lg}
 }
 
 func (m *mariadb) addr() string { return net.JoinHostPort(m.host, m.port) }
@@ -61,10 +66,33 @@ func (m *mariadb) dsn() string {
 	return "root@tcp(" + m.addr() + ")/"
 }
 
+// dirs makes the server's dirs, once: a start after a stop keeps them.
+func (m *mariadb) dirs() error {
+	if m.work != "" {
+		return nil
+	}
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		return fmt.Errorf("stack: mariadb: %w", err)
+	}
+	var err error
+	m.work, m.dataDir, m.temps, err = serverDirs(m.lg, "mariadb", m.dir, m.data)
+	return err
+}
+
 // start installs an empty database and starts the server on it; started
 // again after a stop, it keeps the port and the data.
 func (m *mariadb) start(ctx context.Context) error {
-	data := m.data
+	if err := m.dirs(); err != nil {
+		return err
+	}
+	a, err := serverAccount()
+	if err != nil {
+		return err
+	}
+	runAs := currentUser()
+	if a != nil {
+		runAs = a.name
+	}
 	m.picked = m.port == ""
 	if m.picked {
 		port, err := freePort(m.host)
@@ -72,29 +100,30 @@ func (m *mariadb) start(ctx context.Context) error {
 			return err
 		}
 		m.port = port
-		os.RemoveAll(data) // every stack starts from an empty database
-		if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		// Every stack starts from an empty database.
+		if err := emptyDir(m.dataDir); err != nil {
 			return fmt.Errorf("stack: mariadb: %w", err)
 		}
-		install := exec.CommandContext(ctx, m.install, "--no-defaults", "--datadir="+data,
-			"--auth-root-authentication-method=normal", "--skip-test-db", "--user="+currentUser())
+		install := exec.CommandContext(ctx, m.install, "--no-defaults", "--datadir="+m.dataDir,
+			"--auth-root-authentication-method=normal", "--skip-test-db", "--user="+runAs)
+		install.Dir = m.work
+		install.SysProcAttr = &syscall.SysProcAttr{Credential: a.credential()}
 		if out, err := install.CombinedOutput(); err != nil {
 			return fmt.Errorf("stack: mariadb-install-db: %w\n%s", err, out)
 		}
 	}
-	var err error
 	args := []string{
-		"--no-defaults", "--datadir=" + data,
+		"--no-defaults", "--datadir=" + m.dataDir,
 		"--port=" + m.port, "--bind-address=" + m.host,
-		"--socket=" + filepath.Join(m.dir, "mariadb.sock"), "--pid-file=" + filepath.Join(m.dir, "mariadb.pid"),
-		"--user=" + currentUser(), "--skip-name-resolve", "--skip-log-bin",
+		"--socket=" + filepath.Join(m.work, "mariadb.sock"), "--pid-file=" + filepath.Join(m.work, "mariadb.pid"),
+		"--user=" + runAs, "--skip-name-resolve", "--skip-log-bin",
 		"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
 		// A row lock is the db-for-update rung's lock: a waiter gives up
 		// after its own wait (the app sets it per session), and a holder
 		// whose connection dies loses it with the connection.
 		"--max-connections=" + strconv.Itoa(mariadbMaxConnections),
 	}
-	m.proc, err = startProc("mariadb", m.server, args, nil, m.dir, filepath.Join(m.dir, "mariadb.log"))
+	m.proc, err = startServer("mariadb", m.server, args, m.work, filepath.Join(m.dir, "mariadb.log"), syscall.SIGKILL)
 	return err
 }
 
@@ -131,6 +160,10 @@ func (m *mariadb) stop() error {
 	}
 	return m.proc.stop(stopGrace)
 }
+
+// remove deletes the temp dirs serverDir made for it: after its last
+// stop.
+func (m *mariadb) remove() error { return removeAll(m.temps) }
 
 func (m *mariadb) summary() string {
 	v, _, _ := strings.Cut(m.version, "-")

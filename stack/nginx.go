@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -20,6 +21,8 @@ type nginx struct {
 	bin       string
 	src       []byte // the project's nginx.conf as read at Start: reloads derive from it
 	dir       string
+	temp      string // where its workers buffer bodies: dir, or as root serverDir of dir/nginx-temp
+	rmTemp    bool   // temp is a temp dir of serverDir's, removed by stop
 	host      string
 	port      string // "0": start picks a free one
 	upstreams []string
@@ -44,6 +47,21 @@ func (n *nginx) start(context.Context) error {
 		n.port = port
 	}
 	n.version = binaryVersion(n.bin, `nginx/(\S+)`, "-v")
+	if n.temp == "" {
+		// As root, nginx runs its workers as ServerUser, and they
+		// write a request body or a response too large for their
+		// buffers to files under temp: the account must reach it.
+		a, err := serverAccount()
+		if err != nil {
+			return err
+		}
+		n.temp = n.dir
+		if a != nil {
+			if n.temp, n.rmTemp, err = serverDir(filepath.Join(n.dir, "nginx-temp")); err != nil {
+				return err
+			}
+		}
+	}
 	confPath, err := n.writeConf()
 	if err != nil {
 		return err
@@ -78,10 +96,14 @@ func (n *nginx) ready(ctx context.Context) error {
 
 // stop stops nginx's process group by pid: the master and its workers.
 func (n *nginx) stop() error {
-	if n.p == nil {
-		return nil
+	var err error
+	if n.p != nil {
+		err = n.p.stop(stopGrace)
 	}
-	return n.p.stop(stopGrace)
+	if n.rmTemp {
+		err = errors.Join(err, os.RemoveAll(n.temp))
+	}
+	return err
 }
 
 func (n *nginx) addr() string { return net.JoinHostPort(n.host, n.port) }
@@ -98,7 +120,7 @@ func (n *nginx) summary() string {
 // down) and writes it to dir/nginx.conf, by a rename so that a reload
 // never reads it half written; it returns its path.
 func (n *nginx) writeConf() (string, error) {
-	conf, err := deriveNginxConf(n.src, n.addr(), n.upstreams, n.down, n.race, n.dir)
+	conf, err := deriveNginxConf(n.src, n.addr(), n.upstreams, n.down, n.race, n.dir, n.temp)
 	if err != nil {
 		return "", err
 	}

@@ -3,7 +3,6 @@ package stack
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -97,10 +96,6 @@ func tokenize(s string) ([]token, error) {
 	}
 	return toks, nil
 }
-
-// rootUser reports whether this process, and so the nginx it starts, runs
-// as root.
-func rootUser() bool { return os.Geteuid() == 0 }
 
 // controlEscapes are the escapes nginx turns into a control character
 // (quoteArg writes it back raw inside quotes, which nginx reads the same).
@@ -233,7 +228,7 @@ func drop(ds []*directive, names ...string) []*directive {
 // test (keepalive, proxy_next_upstream off, timeouts) is the docker one.
 // Run the result as `nginx -p dir -c FILE`.
 func DeriveNginxConf(src []byte, listen string, upstreams []string, dir string) ([]byte, error) {
-	return deriveNginxConf(src, listen, upstreams, nil, "", dir)
+	return deriveNginxConf(src, listen, upstreams, nil, "", dir, dir)
 }
 
 // raceLocation sends /race to the race server at addr: unbuffered, so
@@ -254,14 +249,22 @@ func raceLocation(addr string) *directive {
 // deriveNginxConf is DeriveNginxConf with upstream i marked down when
 // down[i] (Stack.Drain takes an instance out of the load balancer so):
 // nginx then sends it no new request, and a reload applies it without
-// dropping a connection; and, when race is an address, /race sent there.
-func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool, race, dir string) ([]byte, error) {
+// dropping a connection; when race is an address, /race sent there; and
+// the temp files in temp.
+func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool, race, dir, temp string) ([]byte, error) {
 	if len(upstreams) == 0 {
 		return nil, errors.New("stack: DeriveNginxConf: no upstreams")
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("stack: DeriveNginxConf: %w", err)
+	}
+	if temp, err = filepath.Abs(temp); err != nil {
+		return nil, fmt.Errorf("stack: DeriveNginxConf: %w", err)
+	}
+	workers, err := serverAccount()
+	if err != nil {
+		return nil, err
 	}
 	ds, err := parseNginx(src)
 	if err != nil {
@@ -314,33 +317,34 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 		return nil, errors.New("stack: DeriveNginxConf: no server block with a listen directive")
 	}
 
-	// Logs and temp files into dir; user is dropped (but see the user line
-	// below; unprivileged nginx ignores user).
+	// Logs into dir, temp files into temp; the source's user is dropped
+	// (see the user line below; unprivileged nginx ignores user).
 	http.block = drop(http.block, "access_log", "error_log",
 		"client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path")
 	// nginx creates each temp dir (the last path element) itself.
-	temp := func(kind string) string { return filepath.Join(dir, "nginx-"+kind+"-temp") }
+	tempPath := func(kind string) string { return filepath.Join(temp, "nginx-"+kind+"-temp") }
 	http.block = append([]*directive{
 		{name: "access_log", args: []string{"off"}},
-		{name: "client_body_temp_path", args: []string{temp("client-body")}},
-		{name: "proxy_temp_path", args: []string{temp("proxy")}},
-		{name: "fastcgi_temp_path", args: []string{temp("fastcgi")}},
-		{name: "uwsgi_temp_path", args: []string{temp("uwsgi")}},
-		{name: "scgi_temp_path", args: []string{temp("scgi")}},
+		{name: "client_body_temp_path", args: []string{tempPath("client-body")}},
+		{name: "proxy_temp_path", args: []string{tempPath("proxy")}},
+		{name: "fastcgi_temp_path", args: []string{tempPath("fastcgi")}},
+		{name: "uwsgi_temp_path", args: []string{tempPath("uwsgi")}},
+		{name: "scgi_temp_path", args: []string{tempPath("scgi")}},
 	}, http.block...)
 	top := []*directive{
 		{name: "daemon", args: []string{"off"}},
 		{name: "pid", args: []string{filepath.Join(dir, "nginx.pid")}},
 		{name: "error_log", args: []string{filepath.Join(dir, "nginx-error.log"), "warn"}},
 	}
-	if rootUser() {
-		// As root, nginx runs its workers as nobody, who cannot reach the
-		// temp files in dir when a parent is private (a 0700 t.TempDir or
-		// os.MkdirTemp, /root): every request body over
-		// client_body_buffer_size, and every response over the proxy
-		// buffers, failed with a 500. The workers stay root, as the stack
-		// that started them; nothing here listens beyond loopback.
-		top = append(top, &directive{name: "user", args: []string{"root"}})
+	if workers != nil {
+		// As root, the master stays root and its workers, which serve
+		// the requests, run as ServerUser, named here so that no
+		// build's default decides. They write request bodies and
+		// responses too large for their buffers to files under temp,
+		// which that account must reach (a private parent, a 0700
+		// t.TempDir or /root, gave every such request a 500): the
+		// stack gives nginx a temp it can (serverDir).
+		top = append(top, &directive{name: "user", args: []string{workers.name, workers.group}})
 	}
 	for _, d := range ds {
 		if !slices.Contains([]string{"daemon", "pid", "error_log", "user", "master_process"}, d.name) {

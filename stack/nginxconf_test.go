@@ -55,10 +55,14 @@ func TestDeriveNginxConf(t *testing.T) {
 			t.Errorf("%s = %q, want %q", name, got, want)
 		}
 	}
-	// The source's user is dropped; as root the workers stay root, to reach
-	// the temp files in a private run dir.
-	if got, ok := top["user"]; rootUser() && !slices.Equal(got, []string{"root"}) || !rootUser() && ok {
-		t.Errorf("user %q (kept: %v) running as root: %v", got, ok, rootUser())
+	// The source's user is dropped; as root the workers run as
+	// ServerUser, never root.
+	a, err := serverAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := top["user"]; a != nil && !slices.Equal(got, []string{a.name, a.group}) || a == nil && ok {
+		t.Errorf("user %q (kept: %v), want the server account %+v", got, ok, a)
 	}
 	http := find(ds, "http")[0]
 	up := find(http.block, "upstream")[0]
@@ -215,7 +219,7 @@ http {
     server { listen 80; location / { proxy_pass http://app; } }
 }`)
 	ups := []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}
-	out, err := deriveNginxConf(src, "127.0.0.1:9", ups, []bool{false, true, false}, "", t.TempDir())
+	out, err := deriveNginxConf(src, "127.0.0.1:9", ups, []bool{false, true, false}, "", t.TempDir(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,12 @@ func startProc(name, path string, args, env []string, dir, logPath string) (*pro
 
 // startProcSig is startProc with the signal sent on this process's death.
 func startProcSig(name, path string, args, env []string, dir, logPath string, deathSig syscall.Signal) (*proc, error) {
+	return startProcAs(name, path, args, env, dir, logPath, deathSig, nil)
+}
+
+// startProcAs is startProcSig with the child run as cred (nil: as this
+// process), which must be able to enter dir (startServer, runas.go).
+func startProcAs(name, path string, args, env []string, dir, logPath string, deathSig syscall.Signal, cred *syscall.Credential) (*proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("stack: %s: log: %w", name, err)
@@ -51,6 +57,7 @@ func startProcSig(name, path string, args, env []string, dir, logPath string, de
 	cmd.Stdout = f
 	cmd.Stderr = f
 	cmd.SysProcAttr = sysProcAttr(deathSig)
+	cmd.SysProcAttr.Credential = cred
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("stack: start %s: %w", name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -21,8 +22,10 @@ type redisServer struct {
 	// pickPort: the port asked for was 0, so start picks a free one, and
 	// ready another when some other process binds it first.
 	pickPort bool
-	dir      string
-	rmDir    bool // dir is a temp dir of its own, removed by stop
+	dir      string // its log
+	rmDir    bool   // dir is a temp dir of its own, removed by stop
+	work     string // what it writes (--dir: dump, pid file, cluster config): dir, or as root serverDir of dir/redis
+	rmWork   bool   // work is a temp dir of serverDir's, removed by stop
 	version  string
 	extra    []string // more redis-server options (a cluster node's)
 
@@ -67,6 +70,12 @@ func (r *redisServer) start(ctx context.Context) error {
 			return fmt.Errorf("stack: redis: %w", err)
 		}
 		r.dir, r.rmDir = d, true
+		if err := reachable(d); err != nil {
+			return fmt.Errorf("stack: redis: %w", err)
+		}
+	}
+	if err := r.makeWork(); err != nil {
+		return err
 	}
 	if r.version == "" {
 		r.version = binaryVersion(r.bin, `v=(\S+)`, "--version")
@@ -79,11 +88,48 @@ func (r *redisServer) start(ctx context.Context) error {
 		r.port = port
 	}
 	// A fresh server starts empty: a dump an earlier run left here (its
-	// StopRedis saved one) must not be loaded.
-	if err := os.Remove(r.dumpPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("stack: redis: stale dump: %w", err)
+	// StopRedis saved one) must not be loaded, nor a cluster node's
+	// config, which would make it rejoin that cluster.
+	for _, stale := range []string{r.dumpPath(), r.clusterConf()} {
+		if stale == "" {
+			continue
+		}
+		if err := os.Remove(stale); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("stack: redis: stale file: %w", err)
+		}
 	}
 	return r.spawn()
+}
+
+// makeWork makes the dir the server writes in, once: its own dir when
+// it runs as this process does; as root, dir/redis, the server
+// account's (serverDir), shared by the servers of one run dir (their
+// files are named after their ports).
+func (r *redisServer) makeWork() error {
+	if r.work != "" {
+		return nil
+	}
+	a, err := serverAccount()
+	if err != nil {
+		return err
+	}
+	if a == nil {
+		r.work = r.dir
+		return nil
+	}
+	r.work, r.rmWork, err = serverDir(filepath.Join(r.dir, "redis"))
+	return err
+}
+
+// clusterConf is the path of a cluster node's config file (its
+// --cluster-config-file, a name in work), "" for a server of no cluster.
+func (r *redisServer) clusterConf() string {
+	for i, a := range r.extra {
+		if a == "--cluster-config-file" && i+1 < len(r.extra) {
+			return filepath.Join(r.work, r.extra[i+1])
+		}
+	}
+	return ""
 }
 
 // ready waits until the server start started answers. A free port is
@@ -124,11 +170,11 @@ func (r *redisServer) spawn() error {
 	args = append(args, persist...)
 	args = append(args,
 		"--notify-keyspace-events", keyspaceEvents,
-		"--daemonize", "no", "--dir", r.dir, "--dbfilename", filepath.Base(r.dumpPath()),
-		"--pidfile", filepath.Join(r.dir, "redis-"+r.port+".pid"),
+		"--daemonize", "no", "--dir", r.work, "--dbfilename", filepath.Base(r.dumpPath()),
+		"--pidfile", filepath.Join(r.work, "redis-"+r.port+".pid"),
 	)
 	args = append(args, r.extra...)
-	p, err := startProc("redis-server", r.bin, args, nil, r.dir, r.logPath())
+	p, err := startServer("redis-server", r.bin, args, r.work, r.logPath(), syscall.SIGKILL)
 	if err != nil {
 		return err
 	}
@@ -184,6 +230,9 @@ func (r *redisServer) stop() error {
 	}
 	if p := r.current(); p != nil {
 		errs = append(errs, p.stop(stopGrace))
+	}
+	if r.rmWork {
+		errs = append(errs, os.RemoveAll(r.work))
 	}
 	if r.rmDir {
 		errs = append(errs, os.RemoveAll(r.dir))
@@ -254,7 +303,7 @@ func (r *redisServer) kind() string { return "redis-server " + r.version }
 // Redis and the masters share the stack's run dir, and a master started
 // again must not load the main Redis's dump.
 func (r *redisServer) dumpPath() string {
-	return filepath.Join(r.dir, "redis-"+r.port+".rdb")
+	return filepath.Join(r.work, "redis-"+r.port+".rdb")
 }
 
 // logPath is where the server's output goes.

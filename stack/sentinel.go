@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,7 +43,9 @@ type sentinel struct {
 	extra   []string // after the conf: --sentinel when bin is redis-server
 	cfg     SentinelConfig
 	primary string // the primary's address as started
-	dir     string
+	dir     string // its log
+	work    string // its conf, which it rewrites: serverDir of dir
+	rmWork  bool   // work is a temp dir of serverDir's: remove removes it
 
 	addr string
 	p    *proc
@@ -56,7 +59,12 @@ func (s *sentinel) start(context.Context) error {
 		return err
 	}
 	s.addr = net.JoinHostPort(s.cfg.Host, port)
-	conf := filepath.Join(s.dir, "sentinel.conf")
+	if s.work == "" {
+		if s.work, s.rmWork, err = serverDir(s.dir); err != nil {
+			return fmt.Errorf("stack: sentinel %d: %w", s.i, err)
+		}
+	}
+	conf := filepath.Join(s.work, "sentinel.conf")
 	// The sentinel rewrites this file (its id, what it has learnt): it
 	// must be writable, and is written afresh on every start.
 	_, pport, _ := net.SplitHostPort(s.primary)
@@ -66,19 +74,27 @@ func (s *sentinel) start(context.Context) error {
 		"bind " + s.cfg.Host,
 		"daemonize no",
 		"logfile \"\"",
-		"dir " + strconv.Quote(s.dir),
+		"dir " + strconv.Quote(s.work),
 		fmt.Sprintf("sentinel monitor %s %s %s %d", name, s.cfg.Host, pport, SentinelQuorum),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", name, s.cfg.DownAfterOf(s.i).Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", name, s.cfg.FailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", name),
 		"",
 	}, "\n")
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+	if err := writeServerFile(conf, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("stack: sentinel %d: %w", s.i, err)
 	}
 	args := append([]string{conf}, s.extra...)
-	s.p, err = startProc(fmt.Sprintf("sentinel-%d", s.i), s.bin, args, nil, s.dir, filepath.Join(s.dir, "sentinel.log"))
+	s.p, err = startServer(fmt.Sprintf("sentinel-%d", s.i), s.bin, args, s.work, filepath.Join(s.dir, "sentinel.log"), syscall.SIGKILL)
 	return err
+}
+
+// remove deletes the temp dir serverDir made for it: after its last stop.
+func (s *sentinel) remove() error {
+	if !s.rmWork {
+		return nil
+	}
+	return os.RemoveAll(s.work)
 }
 
 // ready waits until the sentinel answers as itself, starting it again on

@@ -151,6 +151,10 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 			return nil, fmt.Errorf("stack: sentinels: %w", err)
 		}
 		g.rmDir = true
+		if err := reachable(g.dir); err != nil {
+			os.RemoveAll(g.dir)
+			return nil, fmt.Errorf("stack: sentinels: %w", err)
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -178,6 +182,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 	for i := range Sentinels {
 		s := &sentinel{i: i, bin: sentinelBin, extra: sentinelArgs, cfg: cfg, primary: g.primary0.addr(), dir: g.subdir(fmt.Sprintf("sentinel-%d", i))}
 		if err := launch(ctx, s); err != nil {
+			s.remove()
 			return nil, err
 		}
 		g.sentinels = append(g.sentinels, s)
@@ -386,7 +391,7 @@ func (g *SentinelGroup) Stop() error {
 	g.stopOnce.Do(func() {
 		var errs []error
 		for _, s := range g.sentinels {
-			errs = append(errs, s.stop())
+			errs = append(errs, s.stop(), s.remove())
 		}
 		if g.link != nil {
 			errs = append(errs, g.link.Close())

@@ -487,7 +487,7 @@ func (s *Stack) Stop() error {
 		for i := len(s.servers) - 1; i >= 0; i-- {
 			errs = append(errs, s.servers[i].stop())
 		}
-		errs = append(errs, s.data.remove())
+		errs = append(errs, s.removeBackends(), s.data.remove())
 		if s.rmDir {
 			errs = append(errs, os.RemoveAll(s.dir))
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -28,8 +29,11 @@ type zookeeper struct {
 	java, jar string
 	host      string
 	port      string
-	dir       string // config and log
+	dir       string // its log
+	work      string // its config: serverDir of dir
 	data      string // snapshots and transaction log (dataRoot)
+	dataDir   string // where they are: serverDir of data
+	temps     []string
 	version   string
 	picked    bool // start chose the port: ready may choose another
 	lg        *logger
@@ -64,6 +68,15 @@ func (z *zookeeper) addr() string { return net.JoinHostPort(z.host, z.port) }
 // start starts the server; started again after a stop, on the same port
 // with the same data (its sessions come back with it).
 func (z *zookeeper) start(context.Context) error {
+	if z.work == "" { // once: a start after a stop keeps them
+		if err := os.MkdirAll(z.dir, 0o755); err != nil {
+			return fmt.Errorf("stack: zookeeper: %w", err)
+		}
+		var err error
+		if z.work, z.dataDir, z.temps, err = serverDirs(z.lg, "zookeeper", z.dir, z.data); err != nil {
+			return err
+		}
+	}
 	z.picked = z.port == ""
 	if z.picked {
 		port, err := freePort(z.host)
@@ -74,18 +87,15 @@ func (z *zookeeper) start(context.Context) error {
 		// Every stack starts from an empty tree: a reused run dir's
 		// old ephemeral znodes would hold locks until their sessions
 		// expired.
-		os.RemoveAll(z.data)
-	}
-	var err error
-	for _, d := range []string{z.dir, z.data} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := emptyDir(z.dataDir); err != nil {
 			return fmt.Errorf("stack: zookeeper: %w", err)
 		}
 	}
-	cfg := filepath.Join(z.dir, "zoo.cfg")
+	var err error
+	cfg := filepath.Join(z.work, "zoo.cfg")
 	conf := strings.Join([]string{
 		"tickTime=500",
-		"dataDir=" + z.data,
+		"dataDir=" + z.dataDir,
 		"clientPort=" + z.port,
 		"clientPortAddress=" + z.host,
 		"admin.enableServer=false",
@@ -93,7 +103,7 @@ func (z *zookeeper) start(context.Context) error {
 		"minSessionTimeout=1000",
 		"maxSessionTimeout=10000",
 	}, "\n") + "\n"
-	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+	if err := writeServerFile(cfg, []byte(conf), 0o644); err != nil {
 		return fmt.Errorf("stack: zookeeper: %w", err)
 	}
 	// Debian's ZooKeeper logs through SLF4J with no binding: nothing at
@@ -106,10 +116,10 @@ func (z *zookeeper) start(context.Context) error {
 	}
 	args := []string{
 		"-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dzookeeper.log.dir=" + z.dir, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-Dzookeeper.log.dir=" + z.work, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg,
 	}
-	z.proc, err = startProc("zookeeper", z.java, args, nil, z.dir, filepath.Join(z.dir, "zookeeper.log"))
+	z.proc, err = startServer("zookeeper", z.java, args, z.work, filepath.Join(z.dir, "zookeeper.log"), syscall.SIGKILL)
 	return err
 }
 
@@ -152,6 +162,10 @@ func (z *zookeeper) stop() error {
 	}
 	return z.proc.stop(stopGrace)
 }
+
+// remove deletes the temp dirs serverDir made for it: after its last
+// stop.
+func (z *zookeeper) remove() error { return removeAll(z.temps) }
 
 func (z *zookeeper) summary() string {
 	return fmt.Sprintf("zookeeper: ZooKeeper %s on %s (pid %d)", z.version, z.addr(), z.proc.pid())

@@ -1,0 +1,215 @@
+package stack
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// procUID is the real and effective uid of process pid (/proc/PID/status).
+func procUID(t *testing.T, pid int) (real, effective int) {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("pid %d: %v", pid, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if ids, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
+			fs := strings.Fields(ids)
+			real, _ = strconv.Atoi(fs[0])
+			effective, _ = strconv.Atoi(fs[1])
+			return real, effective
+		}
+	}
+	t.Fatalf("pid %d: no Uid line", pid)
+	return 0, 0
+}
+
+// runsAsServerUser checks that pid runs as ServerUser when this process
+// is root, and as this process's user otherwise.
+func runsAsServerUser(t *testing.T, what string, pid int) {
+	t.Helper()
+	want := os.Geteuid()
+	if a, err := serverAccount(); err != nil {
+		t.Fatal(err)
+	} else if a != nil {
+		want = int(a.uid)
+	}
+	if real, eff := procUID(t, pid); real != want || eff != want {
+		t.Errorf("%s (pid %d) runs as uid %d/%d, want %d", what, pid, real, eff, want)
+	}
+}
+
+// needReal skips a test (fails it under CI=true) when err says a server
+// is missing.
+func needReal(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Skipf("%s not available: %v", what, err)
+}
+
+// As root, every server the stack starts runs as ServerUser, whether its
+// run dir is one that account can reach or, as t.TempDir's, one it
+// cannot (its files go to a temp dir of their own then, removed with it).
+func TestServersRunAsServerUser(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	a, err := serverAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != nil && a.reaches(t.TempDir()) {
+		t.Fatalf("%s reaches t.TempDir(): the test no longer covers a private run dir", a.name)
+	}
+	for name, dir := range map[string]string{"private": t.TempDir(), "shared": sharedDir(t)} {
+		t.Run("redis-server/"+name, func(t *testing.T) {
+			bin, err := LookPath("redis-server")
+			needReal(t, "redis-server", err)
+			r, err := startRedisServer(ctx, bin, "127.0.0.1:0", dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runsAsServerUser(t, "redis-server", r.pid())
+			// It writes its dump where it may.
+			if err := r.shutdown(ctx); err != nil {
+				t.Errorf("SHUTDOWN SAVE: %v", err)
+			}
+			work := r.work
+			if err := r.stop(); err != nil {
+				t.Error(err)
+			}
+			if _, err := os.Stat(work); r.rmWork && !os.IsNotExist(err) {
+				t.Errorf("its temp dir %s outlives it: %v", work, err)
+			}
+		})
+	}
+
+	for _, kind := range []string{"mariadb", "zookeeper", "etcd"} {
+		t.Run(kind, func(t *testing.T) {
+			cfg := Config{RequireReal: true}
+			switch kind {
+			case "mariadb":
+				cfg.MariaDB = Real
+			case "zookeeper":
+				cfg.ZooKeeper = Real
+			case "etcd":
+				cfg.Etcd = Real
+			}
+			data, err := newDataRoot("", t.TempDir(), &logger{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { data.remove() })
+			bs, err := newBackends(cfg, t.TempDir(), data, &logger{})
+			needReal(t, kind, err)
+			b := bs[0]
+			if err := launch(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			runsAsServerUser(t, kind, b.pid())
+			if err := b.stop(); err != nil {
+				t.Error(err)
+			}
+			if err := b.remove(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// sharedDir is a temp dir every user may enter (and write in), as /tmp.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "lockladder-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// nginx's workers run as ServerUser when the stack is root, and still
+// buffer to their temp files a request body and a response too large
+// for memory, in a run dir that account cannot enter (t.TempDir): as
+// nobody with their temp files there, every such request got a 500,
+// which is why the workers once stayed root.
+func TestNginxWorkersUnprivileged(t *testing.T) {
+	bin, err := LookPath("nginx")
+	needReal(t, "nginx", err)
+	// Over client_body_buffer_size (16k) and under client_max_body_size
+	// (1m); over the proxy buffers (8 of 8k).
+	big := strings.Repeat("x", 512<<10)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodPost {
+			fmt.Fprint(w, n)
+			return
+		}
+		io.WriteString(w, big)
+	}))
+	defer up.Close()
+	src := []byte(`events {}
+http {
+    upstream app { server app1:8080; keepalive 4; }
+    server { listen 80; location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}`)
+	n := newNginx(bin, src, t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := launch(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	temp, rmTemp := n.temp, n.rmTemp
+	defer func() {
+		if err := n.stop(); err != nil {
+			t.Error(err)
+		}
+		if _, err := os.Stat(temp); rmTemp && !os.IsNotExist(err) {
+			t.Errorf("nginx's temp dir %s outlives it: %v", temp, err)
+		}
+	}()
+	workers, err := childPids(n.pid())
+	if err != nil || len(workers) == 0 {
+		t.Fatalf("nginx's workers: %v, %v", workers, err)
+	}
+	for _, w := range workers {
+		runsAsServerUser(t, "an nginx worker", w)
+	}
+
+	resp, err := http.Post("http://"+n.addr()+"/", "text/plain", strings.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != strconv.Itoa(len(big)) {
+		t.Errorf("POST of %d bytes: %s %q%s", len(big), resp.Status, body, logTail(n.errLog(), 1024))
+	}
+	resp, err = http.Get("http://" + n.addr() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || got != int64(len(big)) {
+		t.Errorf("GET of %d bytes: %s, %d bytes%s", len(big), resp.Status, got, logTail(n.errLog(), 1024))
+	}
+}
