@@ -17,7 +17,7 @@ type handoffWait struct {
 	hw    *handoffWaiter // nil without a Notifier
 	b     Backoff        // polling, without a Notifier
 	tick  time.Duration
-	timer *time.Timer
+	timer waitTimer
 	// fence is the fencing token the lock came with: set by the try that
 	// found it ours, or by the handoff message.
 	fence int64
@@ -39,13 +39,7 @@ func newHandoffWait(o Options, token string, tick time.Duration, ctx context.Con
 
 func (w *handoffWait) wait(ctx context.Context) (bool, error) {
 	if w.hw == nil {
-		return false, sleep(ctx, &w.timer, w.b.NextBackoff())
-	}
-	d := jittered(w.tick)
-	if w.timer == nil {
-		w.timer = time.NewTimer(d)
-	} else {
-		w.timer.Reset(d)
+		return false, w.timer.sleep(ctx, w.b.NextBackoff())
 	}
 	select {
 	case <-ctx.Done():
@@ -53,7 +47,7 @@ func (w *handoffWait) wait(ctx context.Context) (bool, error) {
 	case fence := <-w.hw.handed:
 		w.fence = fence
 		return true, nil
-	case <-w.timer.C:
+	case <-w.timer.after(jittered(w.tick)):
 		return false, nil // refresh our entry; maybe we missed a handoff
 	}
 }
@@ -61,9 +55,7 @@ func (w *handoffWait) wait(ctx context.Context) (bool, error) {
 // done leaves the queue when the wait failed. If the lock was handed to us
 // meanwhile, leaving passes it on.
 func (w *handoffWait) done(obtained bool) {
-	if w.timer != nil {
-		w.timer.Stop()
-	}
+	w.timer.stop()
 	if w.hw != nil {
 		w.hw.forget()
 	}

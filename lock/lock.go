@@ -139,6 +139,15 @@ func (c Call) ttl(def time.Duration) time.Duration {
 	return def
 }
 
+// bound is how long a call may wait for the lock: its Try (0 for one
+// attempt), or def, the Locker's wait bound.
+func (c Call) bound(def time.Duration) time.Duration {
+	if c.Try != nil {
+		return max(*c.Try, 0)
+	}
+	return def
+}
+
 // Lock is one held acquisition. Release is what every lock answers; what
 // some locks also offer the critical section (a fencing token, a release
 // that rides the business's last write, a pipe) is one Shape, ShapeOf(l).

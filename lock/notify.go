@@ -302,29 +302,21 @@ type notifyWaiter struct {
 	n     *Notifier
 	key   string
 	wake  chan struct{}
-	timer *time.Timer
+	timer waitTimer
 }
 
 func (w *notifyWaiter) wait(ctx context.Context) (bool, error) {
-	d := jittered(w.n.fallback)
-	if w.timer == nil {
-		w.timer = time.NewTimer(d)
-	} else {
-		w.timer.Reset(d)
-	}
 	select {
 	case <-ctx.Done():
 		return false, ctx.Err()
 	case <-w.wake:
-	case <-w.timer.C:
+	case <-w.timer.after(jittered(w.n.fallback)):
 	}
 	return false, nil
 }
 
 func (w *notifyWaiter) done(bool) {
-	if w.timer != nil {
-		w.timer.Stop()
-	}
+	w.timer.stop()
 	n := w.n
 	n.mu.Lock()
 	ws := n.byKey[w.key]

@@ -52,10 +52,7 @@ func (l *Local) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	}
 	l.mu.Unlock()
 
-	bound := l.wait
-	if c.Try != nil {
-		bound = max(*c.Try, 0)
-	}
+	bound := c.bound(l.wait)
 	select {
 	case m.slot <- struct{}{}:
 	default:

@@ -66,10 +66,7 @@ func NewZooKeeper(conn *zk.Conn, o Options) *ZooKeeper {
 // our znode and waits, on a watch of the znode just before ours, until
 // ours is the lowest; when the wait ends first it deletes ours.
 func (z *ZooKeeper) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
-	bound := z.wait
-	if c.Try != nil {
-		bound = max(*c.Try, 0)
-	}
+	bound := c.bound(z.wait)
 	if bound > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, bound)

@@ -68,10 +68,7 @@ func NewEtcd(cli *clientv3.Client, o Options) *Etcd {
 // Obtain waits for the head of this process's line for key, borrows a
 // session and queues its key in etcd, all within the call's bound.
 func (e *Etcd) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
-	bound := e.wait
-	if c.Try != nil {
-		bound = max(*c.Try, 0)
-	}
+	bound := c.bound(e.wait)
 	wctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	t, err := e.line.wait(wctx, key, bound)

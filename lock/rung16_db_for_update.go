@@ -55,10 +55,7 @@ func NewDBForUpdate(ctx context.Context, db *sql.DB, o Options) (*DBForUpdate, e
 // for as long as the client stays. try=0 gives the connection the
 // Locker's bound: one attempt at the row, not none at a connection.
 func (d *DBForUpdate) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
-	bound := d.wait
-	if c.Try != nil {
-		bound = max(*c.Try, 0)
-	}
+	bound := c.bound(d.wait)
 	limit := bound
 	if bound == 0 {
 		limit = d.wait

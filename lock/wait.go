@@ -168,31 +168,44 @@ func (o Options) waiterFor(m WaitMode, key string) waiter {
 // sleeper waits by a Backoff: it polls.
 type sleeper struct {
 	b     Backoff
-	timer *time.Timer
+	timer waitTimer
 }
 
 func (s *sleeper) wait(ctx context.Context) (bool, error) {
-	return false, sleep(ctx, &s.timer, s.b.NextBackoff())
+	return false, s.timer.sleep(ctx, s.b.NextBackoff())
 }
 
-func (s *sleeper) done(bool) {
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-}
+func (s *sleeper) done(bool) { s.timer.stop() }
 
-// sleep waits d, reusing *timer, or until ctx ends.
-func sleep(ctx context.Context, timer **time.Timer, d time.Duration) error {
-	if *timer == nil {
-		*timer = time.NewTimer(d)
+// waitTimer is a waiter's one timer, made on its first wait and reused
+// for every wait after it: the waiters (sleeper, notifyWaiter,
+// handoffWait) wait between every two tries.
+type waitTimer struct{ t *time.Timer }
+
+// after arms the timer to fire once d has passed, and returns its channel.
+func (w *waitTimer) after(d time.Duration) <-chan time.Time {
+	if w.t == nil {
+		w.t = time.NewTimer(d)
 	} else {
-		(*timer).Reset(d)
+		w.t.Reset(d)
 	}
+	return w.t.C
+}
+
+// sleep waits d, or until ctx ends.
+func (w *waitTimer) sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-(*timer).C:
+	case <-w.after(d):
 		return nil
+	}
+}
+
+// stop stops the timer, if there is one: the waiter is done.
+func (w *waitTimer) stop() {
+	if w.t != nil {
+		w.t.Stop()
 	}
 }
 
@@ -304,9 +317,4 @@ func acquire(ctx context.Context, o Options, c Call, w waiter, try func(context.
 }
 
 // bound is how long a call may wait: its Try, else the Options' Wait.
-func (o Options) bound(c Call) time.Duration {
-	if c.Try != nil {
-		return max(*c.Try, 0)
-	}
-	return o.Wait
-}
+func (o Options) bound(c Call) time.Duration { return c.bound(o.Wait) }
