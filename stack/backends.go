@@ -13,25 +13,40 @@ const Off Mode = "off"
 
 // backend is a server the stack may start for a rung that is not Redis's:
 // ZooKeeper (zookeeper.go), MariaDB (mariadb.go), etcd (etcd.go). Every
-// instance gets its address as a flag.
+// instance is told where it is: by a flag, or where that holds a
+// password, in its environment.
 type backend interface {
 	server
 	kind() string // "zookeeper", "mariadb", "etcd"
 	summary() string
-	flags() []string // what the app is told: -zookeeper ADDR, say
-	pid() int        // 0: in this process
-	remove() error   // after its last stop: the temp dirs it made (serverDir)
+	clientAddr() string // what a client is given: ZooKeeper's host:port, MariaDB's DSN, etcd's URL
+	flags() []string    // what the app is told on its command line: -zookeeper ADDR, say
+	env() []string      // and in its environment: MySQLEnv=DSN
+	pid() int           // 0: in this process
+	remove() error      // after its last stop: the temp dirs it made (serverDir)
 }
+
+// MySQLEnv is the variable the app reads its MariaDB DSN from (-mysql's
+// default): the stack passes the DSN, and its password, there, where
+// other users cannot read it, and removes a value inherited from the
+// caller's shell.
+const MySQLEnv = "MYSQL_DSN"
 
 func (z *zookeeper) kind() string { return "zookeeper" }
 func (m *mariadb) kind() string   { return "mariadb" }
 func (e *etcd) kind() string      { return "etcd" }
 
-func (z *zookeeper) flags() []string { return []string{"-zookeeper", z.addr()} }
-func (z *zookeeper) pid() int        { return z.proc.pid() }
-func (m *mariadb) flags() []string   { return []string{"-mysql", m.dsn()} }
-func (m *mariadb) pid() int          { return m.proc.pid() }
-func (e *etcd) flags() []string      { return []string{"-etcd", e.client} }
+func (z *zookeeper) clientAddr() string { return z.addr() }
+func (z *zookeeper) flags() []string    { return []string{"-zookeeper", z.addr()} }
+func (z *zookeeper) env() []string      { return nil }
+func (z *zookeeper) pid() int           { return z.proc.pid() }
+func (m *mariadb) clientAddr() string   { return m.dsn() }
+func (m *mariadb) flags() []string      { return nil }
+func (m *mariadb) env() []string        { return []string{MySQLEnv + "=" + m.dsn()} }
+func (m *mariadb) pid() int             { return m.proc.pid() }
+func (e *etcd) clientAddr() string      { return e.client }
+func (e *etcd) flags() []string         { return []string{"-etcd", e.client} }
+func (e *etcd) env() []string           { return nil }
 func (e *etcd) pid() int {
 	if e.proc == nil {
 		return 0
@@ -179,6 +194,15 @@ func (s *Stack) backendFlags() []string {
 	return f
 }
 
+// backendEnv is what every instance's environment says of the back ends.
+func (s *Stack) backendEnv() []string {
+	var env []string
+	for _, b := range s.backends {
+		env = append(env, b.env()...)
+	}
+	return env
+}
+
 // removeBackends deletes the temp dirs the back ends made, once stopped.
 func (s *Stack) removeBackends() error {
 	var errs []error
@@ -191,7 +215,8 @@ func (s *Stack) removeBackends() error {
 // StartBackend starts one back end outside a stack, as a stack would
 // (kind "zookeeper", "mariadb" or "etcd"; mode as Config's), its files in
 // dir, and returns where a client reaches it (ZooKeeper's host:port,
-// MariaDB's DSN, etcd's client URL) and how to stop it. Tests use it.
+// MariaDB's DSN with its password, etcd's client URL) and how to stop it.
+// Tests use it.
 func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool, dir string) (addr string, stop func() error, err error) {
 	var cfg Config
 	cfg.RequireReal = requireReal
@@ -220,5 +245,5 @@ func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool,
 		b.remove()
 		return "", nil, err
 	}
-	return b.flags()[1], func() error { return errors.Join(b.stop(), b.remove()) }, nil
+	return b.clientAddr(), func() error { return errors.Join(b.stop(), b.remove()) }, nil
 }

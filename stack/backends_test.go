@@ -42,6 +42,18 @@ func TestBackendRestart(t *testing.T) {
 	if got, want := s.Backends(), []string{"zookeeper", "mariadb", "etcd"}; !slices.Equal(got, want) {
 		t.Fatalf("back ends %v, want %v", got, want)
 	}
+	// MariaDB's DSN, and its password, reach the instances in their
+	// environment, which other users cannot read, not on their command
+	// line, which they can.
+	for _, pid := range s.InstancePids() {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue // no /proc
+		}
+		if args := strings.ReplaceAll(string(cmdline), "\x00", " "); strings.Contains(args, "-mysql") || strings.Contains(args, "@tcp(") {
+			t.Errorf("an instance's command line carries the DSN: %s", args)
+		}
+	}
 	url := s.URL()
 	if code, _, body := get(t, http.MethodPost, url+"/reset?stock=10"); code != 200 {
 		t.Fatalf("reset: %d %s", code, body)

@@ -3,6 +3,8 @@ package stack
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -17,12 +19,17 @@ import (
 
 // mariadb is a MariaDB server, the database rungs' back end: a fresh data
 // dir where Config.Data says (mariadb-install-db), mariadbd on a loopback port,
-// root without a password on 127.0.0.1 only, nothing else listening.
+// nothing else listening. The apps log in as mariadbUser with a password
+// made for this server; root logs in only through the socket, as the
+// OS's root (unix_socket); neither may write files outside the server's
+// own dir (secure_file_priv), and the apps' user may write none at all
+// (it lacks FILE).
 type mariadb struct {
 	server, install string
 	host, port      string
+	password        string
 	dir             string // its log
-	work            string // socket, pid file: serverDir of dir
+	work            string // socket, pid file, init file, secure_file_priv: serverDir of dir
 	data            string // the database (dataRoot)
 	dataDir         string // where it is: serverDir of data
 	temps           []string
@@ -31,6 +38,14 @@ type mariadb struct {
 	lg              *logger
 	proc            *proc
 }
+
+// mariadbUser is the account the apps log in as: it may read and write
+// tables, create and drop databases, and list transactions (the tests'
+// INFORMATION_SCHEMA.INNODB_TRX); not FILE, SUPER, SHUTDOWN or GRANT.
+const mariadbUser = "lockladder"
+
+// mariadbGrants are mariadbUser's privileges, on every database.
+const mariadbGrants = "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, CREATE TEMPORARY TABLES, LOCK TABLES, PROCESS"
 
 // mariadbMaxConnections is the server's max_connections: above what the
 // instances' pools may open together (backend.MySQLPool each, checked
@@ -55,15 +70,26 @@ func findMariaDB() (server, install string, err error) {
 }
 
 func newMariaDB(server, install, host, dir, data string, lg *logger) *mariadb {
-	return &mariadb{server: server, install: install, host: host,
+	return &mariadb{server: server, install: install, host: host, password: newPassword(),
 		dir: filepath.Join(dir, "mariadb"), data: data, lg: lg}
+}
+
+// newPassword is a password made for one server: 128 random bits, in hex
+// (nothing a DSN must escape).
+func newPassword() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func (m *mariadb) addr() string { return net.JoinHostPort(m.host, m.port) }
 
-// DSN is how the app connects (github.com/go-sql-driver/mysql's form).
+// DSN is how the app connects (github.com/go-sql-driver/mysql's form),
+// password included: the stack hands it to the apps in their
+// environment (MySQLEnv), which other users cannot read, never in their
+// command line, which they can.
 func (m *mariadb) dsn() string {
-	return "root@tcp(" + m.addr() + ")/"
+	return mariadbUser + ":" + m.password + "@tcp(" + m.addr() + ")/"
 }
 
 // dirs makes the server's dirs, once: a start after a stop keeps them.
@@ -75,12 +101,19 @@ func (m *mariadb) dirs() error {
 		return fmt.Errorf("stack: mariadb: %w", err)
 	}
 	var err error
-	m.work, m.dataDir, m.temps, err = serverDirs(m.lg, "mariadb", m.dir, m.data)
+	if m.work, m.dataDir, m.temps, err = serverDirs(m.lg, "mariadb", m.dir, m.data); err != nil {
+		return err
+	}
+	_, _, err = serverDir(m.filesDir())
 	return err
 }
 
+// filesDir is the one dir where the server reads and writes files for a
+// client (secure_file_priv): LOAD DATA INFILE, SELECT ... INTO OUTFILE.
+func (m *mariadb) filesDir() string { return filepath.Join(m.work, "files") }
+
 // start installs an empty database and starts the server on it; started
-// again after a stop, it keeps the port and the data.
+// again after a stop, it keeps the port, the password and the data.
 func (m *mariadb) start(ctx context.Context) error {
 	if err := m.dirs(); err != nil {
 		return err
@@ -104,19 +137,35 @@ func (m *mariadb) start(ctx context.Context) error {
 		if err := emptyDir(m.dataDir); err != nil {
 			return fmt.Errorf("stack: mariadb: %w", err)
 		}
+		// root@localhost by the socket only, for the OS's root
+		// (unix_socket), and no other account: the default would add
+		// one for the user the server runs as.
 		install := exec.CommandContext(ctx, m.install, "--no-defaults", "--datadir="+m.dataDir,
-			"--auth-root-authentication-method=normal", "--skip-test-db", "--user="+runAs)
+			"--skip-test-db", "--user="+runAs, "--auth-root-socket-user=root")
 		install.Dir = m.work
 		install.SysProcAttr = &syscall.SysProcAttr{Credential: a.credential()}
 		if out, err := install.CombinedOutput(); err != nil {
 			return fmt.Errorf("stack: mariadb-install-db: %w\n%s", err, out)
 		}
 	}
+	// Run at every start, before the server takes a client: the apps'
+	// account, with this server's password.
+	account := fmt.Sprintf("'%s'@'%s'", mariadbUser, m.host)
+	init := strings.Join([]string{
+		"CREATE USER IF NOT EXISTS " + account + " IDENTIFIED BY '" + m.password + "';",
+		"ALTER USER " + account + " IDENTIFIED BY '" + m.password + "';",
+		"GRANT " + mariadbGrants + " ON *.* TO " + account + ";",
+	}, "\n") + "\n"
+	initFile := filepath.Join(m.work, "init.sql")
+	if err := writeServerFile(initFile, []byte(init), 0o600); err != nil {
+		return fmt.Errorf("stack: mariadb: %w", err)
+	}
 	args := []string{
 		"--no-defaults", "--datadir=" + m.dataDir,
 		"--port=" + m.port, "--bind-address=" + m.host,
 		"--socket=" + filepath.Join(m.work, "mariadb.sock"), "--pid-file=" + filepath.Join(m.work, "mariadb.pid"),
 		"--user=" + runAs, "--skip-name-resolve", "--skip-log-bin",
+		"--init-file=" + initFile, "--secure-file-priv=" + m.filesDir(), "--local-infile=0",
 		"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
 		// A row lock is the db-for-update rung's lock: a waiter gives up
 		// after its own wait (the app sets it per session), and a holder

@@ -3,15 +3,19 @@ package stack
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // procUID is the real and effective uid of process pid (/proc/PID/status).
@@ -211,5 +215,70 @@ http {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || got != int64(len(big)) {
 		t.Errorf("GET of %d bytes: %s, %d bytes%s", len(big), resp.Status, got, logTail(n.errLog(), 1024))
+	}
+}
+
+// The stack's MariaDB lets in only the apps' account, with the password
+// made for it, which may write no file: no root over TCP, no account
+// without a password, no SELECT ... INTO OUTFILE; and the server's own
+// files dir (secure_file_priv) is its only place for files.
+func TestMariaDBLocksOutOtherUsers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	dsn, stop, err := StartBackend(ctx, "mariadb", Auto, os.Getenv("CI") == "true", dir)
+	needReal(t, "mariadb", err)
+	t.Cleanup(func() { stop() })
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.User != mariadbUser || len(cfg.Passwd) < 32 {
+		t.Fatalf("DSN's account %q with a password of %d characters, want %s with one of 32", cfg.User, len(cfg.Passwd), mariadbUser)
+	}
+	open := func(user, password string) error {
+		c := mysql.NewConfig()
+		c.User, c.Passwd, c.Net, c.Addr, c.Timeout = user, password, "tcp", cfg.Addr, 5*time.Second
+		db, err := sql.Open("mysql", c.FormatDSN())
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return db.PingContext(ctx)
+	}
+	for _, who := range []struct{ user, password string }{
+		{"root", ""}, {"root", cfg.Passwd}, {mariadbUser, ""}, {mariadbUser, "wrong"}, {"", ""}, {ServerUser, ""},
+	} {
+		if err := open(who.user, who.password); err == nil {
+			t.Errorf("%q with password %q logs in over TCP", who.user, who.password)
+		}
+	}
+	if err := open(cfg.User, cfg.Passwd); err != nil {
+		t.Fatalf("the DSN's account: %v", err)
+	}
+
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var priv string
+	if err := db.QueryRowContext(ctx, "SELECT @@secure_file_priv").Scan(&priv); err != nil {
+		t.Fatal(err)
+	}
+	if priv == "" || priv == "NULL" || !strings.HasPrefix(priv, dir) && !strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Clean(priv))), fmt.Sprintf("lockladder-%d-mariadb-", os.Getpid())) {
+		t.Errorf("secure_file_priv %q, want the server's files dir in %s (or its temp dir)", priv, dir)
+	}
+	target := filepath.Join(priv, "out.txt")
+	if _, err := db.ExecContext(ctx, "SELECT 'x' INTO OUTFILE '"+target+"'"); err == nil || !strings.Contains(err.Error(), "FILE") {
+		t.Errorf("SELECT ... INTO OUTFILE %s: %v, want refused for want of FILE", target, err)
+	}
+	// What the apps and the tests do works.
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS lockladder_access"); err != nil {
+		t.Fatal(err)
+	}
+	var trx int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX").Scan(&trx); err != nil {
+		t.Errorf("INNODB_TRX: %v", err)
 	}
 }

@@ -60,12 +60,13 @@ func Etcd(ctx context.Context, url string) (*clientv3.Client, error) {
 }
 
 // MySQL creates database name on the server of dsn (a DSN without a
-// database, root@tcp(127.0.0.1:3306)/ say) and returns a pool on it of at
-// most maxOpen connections.
+// database, user:password@tcp(127.0.0.1:3306)/ say) and returns a pool on
+// it of at most maxOpen connections. Its errors never quote the DSN: its
+// password would end up in a log.
 func MySQL(ctx context.Context, dsn, name string, maxOpen int) (*sql.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("mysql DSN %q: %w", dsn, err)
+		return nil, fmt.Errorf("mysql DSN: %w", err)
 	}
 	root, err := sql.Open("mysql", dsn)
 	if err != nil {
