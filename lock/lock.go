@@ -63,14 +63,18 @@
 // script in Redis). ladder.go lists every rung in order, with its flaw
 // (the Ladder behind /strategies).
 //
+// lock.go (this file) holds what every rung shares: Locker, Lock and the
+// Shape of what a held lock offers its critical section, Call, Options,
+// the errors. example_test.go takes and gives back one rung's lock.
+//
 // The waiting: wait.go (Poll, the loop the rungs that take one attempt at
-// a time wait in, and its pauses), queue.go (a process's requests in a
-// line: the default), notify.go (the lock's deletions announced by Redis
-// itself, and fair's handoffs), notify_cluster.go (one subscription per
-// master of a Redis Cluster), handoff.go (how fair's waiters wait for a
-// handoff by name), watchdog.go (the renewal rungs 9 and 12 share, and
-// with rung 12 the cohorts), counts.go (the retries and handoffs GET
-// /metrics reports).
+// a time wait in, its pauses, and the waiters' timer), queue.go (a
+// process's requests in a line: the default), notify.go (the lock's
+// deletions announced by Redis itself, and fair's handoffs),
+// notify_cluster.go (one subscription per master of a Redis Cluster),
+// handoff.go (how fair's waiters wait for a handoff by name), watchdog.go
+// (the renewal rungs 9 and 12 share, and with rung 12 the cohorts),
+// counts.go (the retries and handoffs GET /metrics reports).
 //
 // The speed, around the rungs and not in them: speed_redlock_line.go
 // (redlock's requests lined up per process, the lock passed down the line
