@@ -241,8 +241,8 @@ func TestComposeAndNginxAgree(t *testing.T) {
 	if !slices.Contains(ng.Volumes, "./nginx.conf:/etc/nginx/nginx.conf:ro") {
 		t.Errorf("nginx volumes %q do not mount ./nginx.conf", ng.Volumes)
 	}
-	if want := "8080:" + nf.listen; !slices.Contains(ng.Ports, want) {
-		t.Errorf("nginx ports %q, want %q (nginx.conf listens on %s)", ng.Ports, want, nf.listen)
+	if want := "127.0.0.1:8080:" + nf.listen; !slices.Contains(ng.Ports, want) {
+		t.Errorf("nginx ports %q, want %q (nginx.conf listens on %s; the host's loopback only)", ng.Ports, want, nf.listen)
 	}
 
 	b, ok := c.Services["bench"]
