@@ -91,7 +91,7 @@ func serverDir(path string) (dir string, temp bool, err error) {
 		return "", false, err
 	}
 	if a == nil {
-		return path, false, os.MkdirAll(path, 0o755)
+		return path, false, os.MkdirAll(path, 0o700)
 	}
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return "", false, fmt.Errorf("stack: %w", err)
