@@ -49,7 +49,7 @@ func run() error {
 		zkAddr       = flag.String("zookeeper", env("ZOOKEEPER_ADDR", ""), "ZooKeeper address host:port for the zookeeper rung; its session timeout is -lock-ttl [ZOOKEEPER_ADDR]")
 		etcdURL      = flag.String("etcd", env("ETCD_URL", ""), "etcd client URL for the etcd rung [ETCD_URL]")
 		hosts        = flag.String("hosts", env("ALLOWED_HOSTS", ""), "comma-separated host names a request's Host may give besides loopback and -addr's host, e.g. nginx,app1 (any other: 421) [ALLOWED_HOSTS]")
-		mysqlDSN     = flag.String("mysql", env("MYSQL_DSN", ""), "MariaDB DSN without a database, e.g. root@tcp(127.0.0.1:3306)/, for the db-for-update and db-optimistic rungs [MYSQL_DSN]")
+		mysqlDSN     = flag.String("mysql", env("MYSQL_DSN", ""), "MariaDB DSN without a database, e.g. lockladder:PASSWORD@tcp(127.0.0.1:3306)/, for the db-for-update and db-optimistic rungs (the stack passes it in the environment, not on the command line) [MYSQL_DSN]")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
