@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/stack"
 )
 
 func TestLibZKLockBasics(t *testing.T) {
@@ -85,5 +88,55 @@ func TestLibZKLockDeadSessionFreesTheLock(t *testing.T) {
 	a.Close()
 	if err := <-got; err != nil {
 		t.Fatalf("the waiter after the holder's session ended: %v", err)
+	}
+}
+
+// TestLibZKLockFailedUnlockHoldsTheLockForever is what backend-restart
+// found (docs/libraries.md): Unlock is one Delete. When it fails (here
+// the holder's connection is cut, as a ZooKeeper restart cuts it) the
+// znode stays, the session comes back with the connection and keeps it
+// alive, and every later waiter waits for a lock nobody holds. The
+// library says nothing of retrying Unlock; the lab's zookeeper rung
+// deletes until the znode is gone.
+func TestLibZKLockFailedUnlockHoldsTheLockForever(t *testing.T) {
+	// Long enough that the client, which gives a silent connection up
+	// after two thirds of it, reconnects before the server ends the
+	// session (it would then delete the znode, and free the lock).
+	const session = 9 * time.Second
+	_, addr := servertest.ZooKeeper(t, session)
+	p, err := stack.NewFaultProxy(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	a := servertest.ZooKeeperSession(t, p.Addr(), session)
+	b := servertest.ZooKeeperSession(t, addr, session)
+	ctx := context.Background()
+	o := lock.Options{Wait: 20 * time.Second}
+	held, err := lock.NewZKLock(a, o).Obtain(ctx, "lock:k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	err = held.Release(ctx) // fails once the client gives up on the connection
+	p.Heal()
+	if err == nil || errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("Unlock over a cut connection: %v, want a connection error", err)
+	}
+	t.Logf("Unlock over a cut connection: %v", err)
+	deadline := time.Now().Add(session)
+	for a.State() != zk.StateHasSession && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if a.State() != zk.StateHasSession {
+		t.Fatalf("the holder's session did not come back: %s", a.State())
+	}
+	children, _, err := b.Children(lock.ZKLockRoot + "/lock:k")
+	if err != nil || len(children) != 1 {
+		t.Fatalf("znodes left in line: %v, %v; want the failed Unlock's", children, err)
+	}
+	// A session's timeout later the znode is still first in line.
+	if _, err := lock.NewZKLock(b, o).Obtain(ctx, "lock:k", lock.Call{Try: dur(session + time.Second)}); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("a waiter after the failed Unlock: %v, want ErrNotObtained: the lock held by nobody, for the session's life", err)
 	}
 }
