@@ -31,7 +31,8 @@ import (
 //     redlock, zookeeper and the libraries but for a fence; every getset
 //     request on a skewed stack: a stale write (read, sleep while others
 //     sell, write);
-//   - redlock and redsync-redlock with 3 masters down: 503.
+//   - redlock and redsync-redlock with 3 masters down: 503;
+//   - zk-lock once ZooKeeper stopped: held for good, as fault=crash on setnx.
 //
 // Everything else sells exactly.
 type fakeShop struct {
@@ -182,6 +183,11 @@ func (s *fakeStack) StopBackend(kind string) error {
 	}
 	s.down[kind] = true
 	s.log = append(s.log, "stop "+kind)
+	if kind == "zookeeper" { // a failed Unlock: zk-lock's znode stays
+		s.shop.mu.Lock()
+		s.shop.stuck["zk-lock"] = true
+		s.shop.mu.Unlock()
+	}
 	return nil
 }
 

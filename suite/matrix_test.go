@@ -158,8 +158,9 @@ func TestRunMatrixWithFakes(t *testing.T) {
 				t.Errorf("masters-down-3: want mostly 503s and nothing oversold: %+v", r)
 			}
 		case r.Verdict == bench.VerdictDeadlock:
-			if !r.Stopped || r.StallMs <= 3000 || r.StallMs > 4000 || r.Requests >= n {
-				t.Errorf("%s %s: DEADLOCK wants a stop just past the 3s bound: %+v", r.Scenario, r.Lock, r)
+			bound := float64(scenarioNamed(t, r.Scenario).StallBound.Milliseconds())
+			if !r.Stopped || r.StallMs <= bound || r.StallMs > bound+1000 || r.Requests >= n {
+				t.Errorf("%s %s: DEADLOCK wants a stop just past the %gms bound: %+v", r.Scenario, r.Lock, bound, r)
 			}
 		default:
 			if r.Stopped || r.Requests != n {
@@ -283,6 +284,7 @@ func TestExpected(t *testing.T) {
 		{"slow", "redislock-refresh", "sale", "SAFE", true, ""},
 		{"pause", "redislock-refresh", "sale", "OVERSOLD", true, ""},
 		{"pause-session", "etcd-mutex", "sale", "OVERSOLD", true, ""},
+		{"backend-restart", "zk-lock", "sale", "DEADLOCK", true, ""},
 		{"majority-crash", "redsync-redlock", "sale", "OVERSOLD", true, ""},
 		{"majority-crash-aof", "redsync-redlock", "sale", "SAFE", true, ""},
 		{"slow", "none", "sale", "", false, "unsafe with no fault at all: shown in normal"},

@@ -66,7 +66,14 @@ func backendRestart() Scenario {
 		StallBound: 15 * time.Second,
 		Expect: map[string]string{
 			"zookeeper": safe, "etcd": safe, "db-optimistic": safe,
-			"etcd-mutex": safe, "zk-lock": safe,
+			"etcd-mutex": safe,
+			// Measured (docs/libraries.md): 235 sales, then a 15s
+			// stall, in both runs. go-zookeeper's Unlock is one Delete:
+			// one that fails while ZooKeeper is down leaves the znode,
+			// and the session, back with the server, keeps it first in
+			// line for good. The lab's zookeeper rung deletes until the
+			// znode is gone.
+			"zk-lock": deadlock,
 		},
 		Skip: map[string]string{
 			// Measured: SAFE in one run, OVERLAP in another (the books
