@@ -14,6 +14,10 @@ import (
 // once a load balancer spreads them over several: each instance excludes
 // only its own requests, so the instances still interleave their reads
 // and writes in Redis.
+//
+// A key's monitor lives while someone holds it or waits for it, and is
+// forgotten with the last of them: a process that locked many keys once
+// keeps none.
 type Local struct {
 	wait time.Duration
 	mu   sync.Mutex
@@ -21,11 +25,14 @@ type Local struct {
 }
 
 // monitor is one key's lock: slot holds one token while someone holds it;
-// owner and count say who and how many times (guarded by Local.mu).
+// owner and count say who and how many times; users counts the calls that
+// hold it or wait for it, so that an idle monitor is forgotten (guarded
+// by Local.mu).
 type monitor struct {
 	slot  chan struct{}
 	owner string
 	count int
+	users int
 }
 
 var _ Locker = (*Local)(nil)
@@ -45,10 +52,11 @@ func (l *Local) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 		m = &monitor{slot: make(chan struct{}, 1)}
 		l.keys[key] = m
 	}
+	m.users++
 	if c.Owner != "" && m.count > 0 && m.owner == c.Owner {
 		m.count++
 		l.mu.Unlock()
-		return &localLock{l: l, m: m}, nil
+		return &localLock{l: l, key: key, m: m}, nil
 	}
 	l.mu.Unlock()
 
@@ -57,6 +65,7 @@ func (l *Local) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	case m.slot <- struct{}{}:
 	default:
 		if bound == 0 {
+			l.leave(key, m)
 			return nil, ErrBusy
 		}
 		ctx, cancel := context.WithTimeout(ctx, bound)
@@ -64,17 +73,29 @@ func (l *Local) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 		select {
 		case m.slot <- struct{}{}:
 		case <-ctx.Done():
+			l.leave(key, m)
 			return nil, fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, ctx.Err())
 		}
 	}
 	l.mu.Lock()
 	m.owner, m.count = c.Owner, 1
 	l.mu.Unlock()
-	return &localLock{l: l, m: m}, nil
+	return &localLock{l: l, key: key, m: m}, nil
+}
+
+// leave counts one user of key's monitor less, and forgets it with its
+// last user.
+func (l *Local) leave(key string, m *monitor) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m.users--; m.users == 0 {
+		delete(l.keys, key)
+	}
 }
 
 type localLock struct {
 	l    *Local
+	key  string
 	m    *monitor
 	once sync.Once
 }
@@ -94,6 +115,7 @@ func (h *localLock) Release(context.Context) error {
 		if last {
 			<-h.m.slot
 		}
+		h.l.leave(h.key, h.m)
 	})
 	return err
 }

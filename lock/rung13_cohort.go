@@ -108,8 +108,11 @@ func NewCohort(rdb redis.Cmdable, o Options, bound int) *Cohort {
 	return &Cohort{fair: f, bound: bound, share: f.opts.TTL / 2, lines: map[string]*cohortLine{}}
 }
 
-// cohortLine is one key's line in this process.
+// cohortLine is one key's line in this process, from the request that
+// finds no line to the moment the last one hands on to nobody (handOn):
+// then the line is forgotten, and the next request starts a new one.
 type cohortLine struct {
+	key     string
 	queue   string           // fair's queue in Redis for the key: asked who waits there past the bound
 	busy    bool             // a request of ours holds the lock, or is taking it
 	waiters []chan baton     // oldest first; each gets one baton
@@ -134,7 +137,7 @@ func (c *Cohort) Obtain(ctx context.Context, key string, call Call) (Lock, error
 	c.mu.Lock()
 	ln := c.lines[key]
 	if ln == nil {
-		ln = &cohortLine{queue: QueueKey(key), others: -1}
+		ln = &cohortLine{key: key, queue: QueueKey(key), others: -1}
 		c.lines[key] = ln
 	}
 	if !ln.busy {
@@ -209,11 +212,16 @@ func (c *Cohort) next(key string, ln *cohortLine) *cohortLock {
 }
 
 // handOn gives the line to its oldest waiter, who takes the lock in
-// Redis itself, or frees it.
+// Redis itself, or frees it: a line nobody is in is forgotten. (The lock
+// went back to Redis behind every command the line queued, so a new
+// line's commands, sent once it holds the lock again, come after them.)
 func (c *Cohort) handOn(ln *cohortLine) {
 	c.mu.Lock()
 	if len(ln.waiters) == 0 {
 		ln.busy = false
+		if c.lines[ln.key] == ln {
+			delete(c.lines, ln.key)
+		}
 		c.mu.Unlock()
 		return
 	}

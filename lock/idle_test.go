@@ -1,0 +1,127 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// TestLocalForgetsIdleKeys: every key's monitor is forgotten once nobody
+// holds it or waits for it: after 10,000 keys taken once, a re-entry, a
+// busy try and a wait that ran out, it keeps none.
+func TestLocalForgetsIdleKeys(t *testing.T) {
+	ctx := context.Background()
+	l := lock.NewLocal(fast)
+	for i := range 10_000 {
+		h, err := l.Obtain(ctx, "lock:"+strconv.Itoa(i), lock.Call{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Release(ctx)
+	}
+	outer, err := l.Obtain(ctx, "k", lock.Call{Owner: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := l.Obtain(ctx, "k", lock.Call{Owner: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Obtain(ctx, "k", lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
+		t.Fatalf("try=0 while held: %v", err)
+	}
+	if _, err := l.Obtain(ctx, "k", lock.Call{Try: dur(10 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("a 10ms try while held: %v", err)
+	}
+	if n := l.Keys(); n != 1 {
+		t.Errorf("%d monitors while one key is held, want 1", n)
+	}
+	inner.Release(ctx)
+	outer.Release(ctx)
+	if n := l.Keys(); n != 0 {
+		t.Errorf("%d monitors kept once every key is free, want 0", n)
+	}
+	// Contention, then idle: still exact, nothing kept.
+	var wg sync.WaitGroup
+	n := 0
+	for range 20 {
+		wg.Go(func() {
+			for range 50 {
+				h, err := l.Obtain(ctx, "k", lock.Call{Try: dur(5 * time.Second)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n++
+				h.Release(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	if n != 1000 || l.Keys() != 0 {
+		t.Errorf("%d sections of 1000 under contention, %d monitors kept after", n, l.Keys())
+	}
+}
+
+// TestCohortForgetsIdleLines: a cohort's line in memory is forgotten once
+// its last request hands on to nobody, for cohort and cohort-carry.
+func TestCohortForgetsIdleLines(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	c, cc := lock.NewCohort(rdb, o, 0), lock.NewCohortCarry(rdb, o, 0)
+	for _, l := range []interface {
+		lock.Locker
+		Lines() int
+	}{c, cc} {
+		for i := range 500 {
+			h, err := l.Obtain(ctx, "lock:"+strconv.Itoa(i), lock.Call{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Release(ctx)
+		}
+		if n := l.Lines(); n != 0 {
+			t.Errorf("%T: %d lines kept after 500 keys taken once, want 0", l, n)
+		}
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				for range 20 {
+					h, err := l.Obtain(ctx, "lock:k", lock.Call{Try: dur(5 * time.Second)})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					h.Release(ctx)
+				}
+			})
+		}
+		wg.Wait()
+		if n := l.Lines(); n != 0 {
+			t.Errorf("%T: %d lines kept after contention, want 0", l, n)
+		}
+		// The next cohort on a forgotten line still takes the lock in
+		// Redis and gets a larger token.
+		a, err := l.Obtain(ctx, "lock:k", lock.Call{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := tokenOf(t, a)
+		a.Release(ctx)
+		b, err := l.Obtain(ctx, "lock:k", lock.Call{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tokenOf(t, b) <= first {
+			t.Errorf("%T: token %s after %s on a new line, want larger", l, dotted(tokenOf(t, b)), dotted(first))
+		}
+		b.Release(ctx)
+	}
+}
