@@ -1,5 +1,7 @@
 package lock
 
+import "context"
+
 // Hooks for idle_test.go: the per-key state each rung keeps in memory.
 
 // Keys counts the monitors a Local keeps.
@@ -18,3 +20,16 @@ func (c *Cohort) Lines() int {
 
 // Lines counts the lines a CohortCarry keeps.
 func (cc *CohortCarry) Lines() int { return cc.c.Lines() }
+
+// Known counts the lock rows a DBForUpdate remembers.
+func (d *DBForUpdate) Known() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.known)
+}
+
+// EnsureRow inserts key's lock row unless it is known.
+func (d *DBForUpdate) EnsureRow(ctx context.Context, key string) error { return d.ensureRow(ctx, key) }
+
+// MaxKnownRows is maxKnownRows.
+const MaxKnownRows = maxKnownRows

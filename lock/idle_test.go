@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
 )
 
@@ -123,5 +124,32 @@ func TestCohortForgetsIdleLines(t *testing.T) {
 			t.Errorf("%T: token %s after %s on a new line, want larger", l, dotted(tokenOf(t, b)), dotted(first))
 		}
 		b.Release(ctx)
+	}
+}
+
+// TestDBForUpdateRemembersBoundedRows: the rows a process remembers it
+// inserted are at most MaxKnownRows; a row forgotten is inserted again
+// (INSERT IGNORE) and locks as before.
+func TestDBForUpdateRemembersBoundedRows(t *testing.T) {
+	db := servertest.MariaDB(t)
+	ctx := context.Background()
+	d, err := lock.NewDBForUpdate(ctx, db, lock.Options{Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range lock.MaxKnownRows + 10 {
+		if err := d.EnsureRow(ctx, "lock:"+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := d.Known(); n > lock.MaxKnownRows || n == 0 {
+		t.Errorf("%d rows remembered, want 1 to %d", n, lock.MaxKnownRows)
+	}
+	h, err := d.Obtain(ctx, "lock:0", lock.Call{})
+	if err != nil {
+		t.Fatalf("a forgotten row: %v", err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -28,8 +28,13 @@ type DBForUpdate struct {
 	wait time.Duration
 
 	mu    sync.Mutex
-	known map[string]bool // lock rows known to exist
+	known map[string]bool // lock rows known to exist: at most maxKnownRows
 }
+
+// maxKnownRows bounds the lock rows a process remembers it has inserted.
+// The rows stay (a row deleted under a waiter's SELECT would leave it no
+// row to lock); what it forgets costs one INSERT IGNORE when next locked.
+const maxKnownRows = 4096
 
 // LocksTable is the table of lock rows, in the database the DSN names.
 const LocksTable = "lockladder_locks"
@@ -119,7 +124,8 @@ func (d *DBForUpdate) Obtain(ctx context.Context, key string, c Call) (Lock, err
 	return nil, err
 }
 
-// ensureRow inserts key's lock row the first time this process sees key.
+// ensureRow inserts key's lock row the first time this process sees key,
+// or the first time since it forgot the rows it knew (maxKnownRows).
 func (d *DBForUpdate) ensureRow(ctx context.Context, key string) error {
 	d.mu.Lock()
 	ok := d.known[key]
@@ -131,6 +137,9 @@ func (d *DBForUpdate) ensureRow(ctx context.Context, key string) error {
 		return err
 	}
 	d.mu.Lock()
+	if len(d.known) >= maxKnownRows {
+		clear(d.known)
+	}
 	d.known[key] = true
 	d.mu.Unlock()
 	return nil
