@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"path"
 	"strconv"
 	"sync"
 	"testing"
@@ -151,5 +152,47 @@ func TestDBForUpdateRemembersBoundedRows(t *testing.T) {
 	}
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestZooKeeperKeyZnodeIsAContainer: a key's znode, the parent of its
+// lock's znodes, is a container: ZooKeeper deletes it once its last child
+// is gone (checked here every 100ms, not every minute), and the next
+// lock on the key makes it again. The root stays.
+func TestZooKeeperKeyZnodeIsAContainer(t *testing.T) {
+	// The server inherits the environment: its JVM reads this.
+	t.Setenv("JAVA_TOOL_OPTIONS", "-Dznode.container.checkIntervalMs=100")
+	conn, _ := servertest.ZooKeeper(t, 2*time.Second)
+	ctx := context.Background()
+	z := lock.NewZooKeeper(conn, lock.Options{Wait: 5 * time.Second})
+	const key = "lock:{item:1}:stock"
+	dir := path.Join(lock.ZooKeeperRoot, key)
+	for i := range 2 {
+		h, err := z.Obtain(ctx, key, lock.Call{})
+		if err != nil {
+			t.Fatalf("take %d: %v", i, err)
+		}
+		time.Sleep(300 * time.Millisecond) // a reaper's round or more: a container with a child stays
+		if ok, _, err := conn.Exists(dir); !ok || err != nil {
+			t.Fatalf("take %d: %s while held: exists %v %v", i, dir, ok, err)
+		}
+		if err := h.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			ok, _, err := conn.Exists(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("take %d: %s still there 5s after its last child went: not a container", i, dir)
+			}
+		}
+	}
+	if ok, _, err := conn.Exists(lock.ZooKeeperRoot); !ok || err != nil {
+		t.Errorf("%s: exists %v %v, want it kept", lock.ZooKeeperRoot, ok, err)
 	}
 }

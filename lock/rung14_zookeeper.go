@@ -21,6 +21,8 @@ import (
 // herd: one waiter wakes per release, in the order they came). The znodes
 // are ephemeral: a holder whose process dies loses its session, after the
 // session timeout, and with it the lock. No TTL to guess, no polling.
+// Their parent, the key's znode, is a container: ZooKeeper removes it once
+// it is empty, so the keys once locked leave nothing behind.
 //
 // Two details of the recipe keep a ZooKeeper that goes away and comes back
 // from stopping the line for good (the backend-restart scenario found
@@ -170,22 +172,36 @@ type createResult struct {
 }
 
 // createIn creates our ephemeral sequential znode under dir, named with
-// id, creating dir (and its parents) first when they are missing.
+// id, creating dir first when it is missing.
+//
+// dir, the key's znode, is a container, as Curator makes a lock's parent
+// (creatingParentContainersIfNeeded): ZooKeeper deletes it some time
+// after its last child is gone, so a key nobody locks any more leaves
+// nothing behind. Deleted between our look and our create, it is made
+// again.
 func (z *ZooKeeper) createIn(dir, id string) (string, error) {
-	for range 2 {
-		node, err := z.conn.Create(dir+"/lock-"+id+"-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	acl := zk.WorldACL(zk.PermAll)
+	for range 3 {
+		node, err := z.conn.Create(dir+"/lock-"+id+"-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
 		if !errors.Is(err, zk.ErrNoNode) {
 			return node, err
 		}
-		p := ""
-		for _, part := range strings.Split(strings.Trim(dir, "/"), "/") {
-			p += "/" + part
-			if _, err := z.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return "", err
+		_, err = z.conn.CreateContainer(dir, nil, zk.FlagContainer, acl)
+		if errors.Is(err, zk.ErrNoNode) { // the root too: made once, for good
+			p := ""
+			for _, part := range strings.Split(strings.Trim(path.Dir(dir), "/"), "/") {
+				p += "/" + part
+				if _, err := z.conn.Create(p, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+					return "", err
+				}
 			}
+			_, err = z.conn.CreateContainer(dir, nil, zk.FlagContainer, acl)
+		}
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return "", err
 		}
 	}
-	return "", fmt.Errorf("%s vanished twice", dir)
+	return "", fmt.Errorf("%s vanished three times", dir)
 }
 
 // predecessor returns the znode just before ours in dir, "" when ours is
