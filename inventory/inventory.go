@@ -34,7 +34,8 @@ const (
 	KeySold  = ItemTag + ":sold"  // INCRed once per successful sale, atomically
 	KeyNum   = ItemTag + ":num"   // the /testLock counter
 
-	// LockPrefix starts every lock key; Reset deletes the item's.
+	// LockPrefix starts every lock key; Reset deletes the item's
+	// (Item.LockKeys).
 	LockPrefix = "lock:"
 	// StockLock guards the stock, NumLock guards num.
 	StockLock = LockPrefix + ItemTag + ":stock"
@@ -74,6 +75,27 @@ func ItemOf(sku string) Item {
 	stockLock, numLock := LockPrefix+tag+":stock", LockPrefix+tag+":num"
 	return Item{SKU: sku, Tag: tag, Stock: tag + ":stock", Sold: tag + ":sold", Num: tag + ":num",
 		StockLock: stockLock, NumLock: numLock, StockFence: stockLock + fenceSuffix, NumFence: numLock + fenceSuffix}
+}
+
+// The keys the lock rungs derive from a lock key, besides the lock key
+// itself and the highest token seen (fenceSuffix): package lock's
+// FenceKey, the token counter of fenced, fair and the cohorts, and
+// QueueKey, fair's queue of waiters with their deadlines. The handlers'
+// tests check that no rung leaves any other key under an item's tag.
+const (
+	counterSuffix = ":fence"
+	queueSuffix   = ":queue"
+	liveSuffix    = ":queue:live"
+)
+
+// LockKeys are every key the lock rungs keep in Redis for the item's two
+// locks: what Reset deletes, by name.
+func (it Item) LockKeys() []string {
+	var keys []string
+	for _, l := range []string{it.StockLock, it.NumLock} {
+		keys = append(keys, l, l+counterSuffix, l+queueSuffix, l+liveSuffix, l+fenceSuffix)
+	}
+	return keys
 }
 
 // ParseSKU checks an item's ID: 1 to MaxSKULen letters, digits, '-' or '_'
@@ -269,40 +291,31 @@ func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 
 // Reset sets the item's stock, zeroes its sold and num, and deletes its
 // lock keys, so that no lock from an earlier run survives into the next.
+// It names the lock keys (Item.LockKeys) rather than look for them: one
+// transaction, one round trip, however many keys Redis holds. They share
+// the item's slot, so it runs on one node, on a cluster too.
 func (s *Store) Reset(ctx context.Context, stock int64) error {
-	// Only the item's lock keys: they share its slot, so the whole reset
-	// is one transaction on one node, on a cluster too.
-	pattern := LockPrefix + s.it.Tag + "*"
-	var scan redis.Cmdable = s.rdb
-	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
-		// SCAN walks one node: the one that holds the item's slot.
-		m, err := cc.MasterForKey(ctx, s.it.Stock)
-		if err != nil {
-			return fmt.Errorf("inventory: the master of %s: %w", s.it.Stock, err)
-		}
-		scan = m
-	}
-	var locks []string
-	iter := scan.Scan(ctx, 0, pattern, 1000).Iterator()
-	for iter.Next(ctx) {
-		locks = append(locks, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		return fmt.Errorf("inventory: SCAN %s: %w", pattern, err)
-	}
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, s.it.Stock, stock, 0)
 		p.Set(ctx, s.it.Sold, 0, 0)
 		p.Set(ctx, s.it.Num, 0, 0)
-		if len(locks) > 0 {
-			p.Del(ctx, locks...)
-		}
+		p.Del(ctx, s.it.LockKeys()...)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("inventory: reset: %w", err)
 	}
 	return nil
+}
+
+// Exists reports whether the item exists: whether a Reset made it (its
+// stock key is there). Nothing else creates one.
+func (s *Store) Exists(ctx context.Context) (bool, error) {
+	n, err := s.rdb.Exists(ctx, s.it.Stock).Result()
+	if err != nil {
+		return false, fmt.Errorf("inventory: EXISTS %s: %w", s.it.Stock, err)
+	}
+	return n == 1, nil
 }
 
 // Ping checks that Redis answers.

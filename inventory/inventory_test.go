@@ -3,6 +3,7 @@ package inventory_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,25 +55,60 @@ func TestIncr(t *testing.T) {
 	}
 }
 
+// TestResetDeletesLockKeysOnly: Reset deletes the item's lock keys, which
+// it names, and leaves every other key, another item's locks too.
 func TestResetDeletesLockKeysOnly(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	s := inventory.New(rdb)
-	for _, k := range []string{inventory.StockLock, inventory.NumLock, inventory.LockPrefix + inventory.ItemTag + ":other", "keep"} {
+	locks := s.Keys().LockKeys()
+	for _, k := range []string{inventory.StockLock, inventory.NumLock, inventory.StockFence, inventory.NumFence} {
+		if !slices.Contains(locks, k) {
+			t.Errorf("LockKeys %q lacks %s", locks, k)
+		}
+	}
+	other := s.Item("1").Keys().StockLock
+	for _, k := range append([]string{other, "keep"}, locks...) {
 		rdb.Set(ctx, k, "x", 0)
 	}
 	rdb.Set(ctx, inventory.KeyNum, 42, 0)
 	if err := s.Reset(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
-	if n := rdb.Exists(ctx, inventory.StockLock, inventory.NumLock, inventory.LockPrefix+inventory.ItemTag+":other").Val(); n != 0 {
+	if n := rdb.Exists(ctx, locks...).Val(); n != 0 {
 		t.Fatalf("%d lock keys survived reset", n)
 	}
-	if rdb.Exists(ctx, "keep").Val() != 1 {
+	if rdb.Exists(ctx, "keep", other).Val() != 2 {
 		t.Fatal("reset deleted an unrelated key")
 	}
 	if snap, _ := s.Snapshot(ctx); snap != (inventory.Snapshot{Stock: 5}) {
 		t.Fatalf("after reset %+v", snap)
+	}
+}
+
+// TestExistsOnceReset: an item exists once Reset made it, and selling or
+// counting an item that does not exist does not make it.
+func TestExistsOnceReset(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	s := inventory.New(rdb).Item("7")
+	if ok, err := s.Exists(ctx); ok || err != nil {
+		t.Fatalf("before any reset: %v %v", ok, err)
+	}
+	if _, err := s.Sell(ctx); !errors.Is(err, inventory.ErrSoldOut) {
+		t.Fatalf("sale of no item: %v", err)
+	}
+	if _, err := s.SellAtomic(ctx); !errors.Is(err, inventory.ErrSoldOut) {
+		t.Fatalf("atomic sale of no item: %v", err)
+	}
+	if ok, _ := s.Exists(ctx); ok {
+		t.Fatal("a sale made the item")
+	}
+	if err := s.Reset(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Exists(ctx); !ok || err != nil {
+		t.Fatalf("after reset: %v %v", ok, err)
 	}
 }
 
