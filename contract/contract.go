@@ -12,15 +12,16 @@ import (
 	"time"
 )
 
-// Reasons the app gives in the "reason" field of a 403, 409, 421 or 503
-// body.
+// Reasons the app gives in the "reason" field of a 403, 404, 409, 421 or
+// 503 body.
 const (
 	ReasonSoldOut     = "sold_out"     // 409: nothing left to sell
 	ReasonStaleToken  = "stale_token"  // 409: a newer fencing token has written
 	ReasonLockTimeout = "lock_timeout" // 503: the lock was not had in time
 	ReasonLockBusy    = "lock_busy"    // 503: try=0 found the lock held: one attempt, no wait
 	ReasonUnavailable = "unavailable"  // 503: Redis failed; the write may have happened
-	// 503: Redis failed while the lock was being taken: nothing was written.
+	// 503: Redis failed while the lock was being taken, or while the
+	// item was looked up before it: nothing was written.
 	ReasonLockUnavailable = "lock_unavailable"
 	// 503: the server the lock (or its store) needs is not running for
 	// this instance (ZooKeeper, etcd, MariaDB, Redlock's masters); the
@@ -42,6 +43,10 @@ const (
 	// someone else's that resolves here (DNS rebinding), or one the
 	// instance was not told of (the app's -hosts). Nothing was done.
 	ReasonHostNotAllowed = "host_not_allowed"
+	// 404 on /sale, /testLock and /stock: sku= names an item that
+	// POST /reset never made. Nothing was done: no lock taken, nothing
+	// written, nothing kept.
+	ReasonNoSuchItem = "no_such_item"
 )
 
 // HeaderLockWait is the header of an answer from inside a lock: how long

@@ -116,7 +116,8 @@ const (
 )
 
 // lockRequest parses ?lock=NAME, sku=, reenter=, wait=, try=, lease= and, on an
-// instance with faults enabled, the fault parameters.
+// instance with faults enabled, the fault parameters, and finds sku='s
+// item (a 404 when /reset never made it).
 func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 	q, parsed := h.parseQuery(c)
 	if !parsed {
@@ -197,6 +198,11 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 	}
 	if req.rung.Unavailable != "" {
 		h.serverMissing(c, req.rung, req.rung.Unavailable)
+		return lockRequest{}, false
+	}
+	// Last, once the request is known good: nothing is taken or written
+	// for an item /reset never made.
+	if !h.itemExists(c, req.sku, req.rung.Name, contract.ReasonLockUnavailable) {
 		return lockRequest{}, false
 	}
 	return req, true

@@ -131,6 +131,7 @@ type handler struct {
 	cfg   Config
 	m     *metrics
 	hosts hostList // what a request's Host may name
+	items items    // the items seen to exist
 }
 
 func (h *handler) instanceHeader(c *gin.Context) {
@@ -149,7 +150,8 @@ func (h *handler) recover(c *gin.Context) {
 }
 
 // stock reads the stock, sold and num of item ?sku=ID (the lab's item
-// without it) in ?lock=NAME's store (Redis's without lock=).
+// without it; 404 for an item /reset never made) in ?lock=NAME's store
+// (Redis's without lock=).
 func (h *handler) stock(c *gin.Context) {
 	q, ok := h.query(c, "lock", "sku")
 	if !ok {
@@ -164,7 +166,7 @@ func (h *handler) stock(c *gin.Context) {
 		rung = &r
 	}
 	sku, ok := h.sku(c, q, rung)
-	if !ok {
+	if !ok || !h.itemExists(c, sku, "", contract.ReasonUnavailable) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
@@ -189,7 +191,8 @@ func (h *handler) stock(c *gin.Context) {
 
 // reset sets the stock and zeroes sold and num: of the lab's item in
 // every store (Redis's, and the database's when the instance has one); or
-// of item ?sku=ID; or of items "1" to "K" with ?skus=K.
+// of item ?sku=ID; or of items "1" to "K" with ?skus=K. It is what makes
+// an item: /sale, /testLock and /stock know no other (itemExists).
 func (h *handler) reset(c *gin.Context) {
 	q, ok := h.query(c, "stock", "sku", "skus")
 	if !ok {
@@ -226,6 +229,9 @@ func (h *handler) reset(c *gin.Context) {
 		if err := h.cfg.Inventory.Item(sku).Reset(ctx, stock); err != nil {
 			c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error(), "reason": contract.ReasonUnavailable})
 			return
+		}
+		if sku != "" {
+			h.items.remember(sku)
 		}
 	}
 	if h.cfg.Optimistic != nil && skus[0] == "" {
