@@ -68,6 +68,15 @@ func notOurHost(name, method, target, host string) badRow {
 	return r
 }
 
+// noItem is a request for an item /reset never made: a 404
+// no_such_item both ways, and (as for every row) nothing created: no
+// lock key, no token counter, no counter of the item.
+func noItem(name, method, target string) badRow {
+	r := both(name, method, target, http.StatusNotFound)
+	r.reason = "no_such_item"
+	return r
+}
+
 func wrongMethod(method, target, allow string) badRow {
 	r := both(method+" "+strings.SplitN(target, "?", 2)[0], method, target, http.StatusMethodNotAllowed)
 	r.allow = allow
@@ -83,8 +92,9 @@ func withBody(name, method, target string, n int, chunked bool) badRow {
 // badInputRows is the table: every parameter (lock, reenter, wait, the
 // fault parameters, stock, since, limit) missing, empty, zero, negative,
 // fractional, non-numeric, huge, over the limit, with odd characters,
-// repeated, next to unknown parameters; wrong methods; oversized bodies,
-// targets and headers; unknown paths. Where a value is valid it is not
+// repeated, next to unknown parameters; items /reset never made (state
+// growth); wrong methods; oversized bodies, targets and headers; unknown
+// paths. Where a value is valid it is not
 // here: a missing reenter or wait (the default), reenter=0 (no), stock=0
 // (an empty shop), since missing or 0 (everything kept).
 func badInputRows() []badRow {
@@ -228,6 +238,33 @@ func badInputRows() []badRow {
 		// GET /stock takes no parameter
 		bad400("stock read with a parameter", "/stock?x=1"),
 		bad400("stock read with stock=", "/stock?stock=5"),
+
+		// state growth: a sku= /reset never made (here none was: the
+		// setup resets the lab's item only) creates nothing under any
+		// lock, or every new ID would leave keys behind
+		noItem("unknown item, sale under lua", http.MethodPost, "/sale?lock=lua&sku=nope"),
+		noItem("unknown item, sale under none", http.MethodPost, "/sale?lock=none&sku=1"),
+		noItem("unknown item, sale under local", http.MethodGet, "/sale?lock=local&sku=2"),
+		noItem("unknown item, sale under setnx", http.MethodPost, "/sale?lock=setnx&sku=x-1"),
+		noItem("unknown item, sale under reentrant, re-entering", http.MethodPost, "/sale?lock=reentrant&sku=x_2&reenter=1"),
+		noItem("unknown item, sale under redlock", http.MethodPost, "/sale?lock=redlock&sku=3"),
+		noItem("unknown item, sale under fenced", http.MethodPost, "/sale?lock=fenced&sku=4"),
+		noItem("unknown item, sale under fair, try=0", http.MethodPost, "/sale?lock=fair&sku=5&try=0s"),
+		noItem("unknown item, sale under cohort", http.MethodPost, "/sale?lock=cohort&sku=6"),
+		noItem("unknown item, sale under cohort-carry", http.MethodPost, "/sale?lock=cohort-carry&sku=7"),
+		noItem("unknown item, sale under redsync", http.MethodPost, "/sale?lock=redsync&sku=8"),
+		noItem("unknown item, sale under redislock", http.MethodPost, "/sale?lock=redislock&sku=9"),
+		noItem("unknown item, sale under atomic", http.MethodPost, "/sale?lock=atomic&sku=10"),
+		noItem("unknown item, increment under none", http.MethodGet, "/testLock?lock=none&sku=11"),
+		noItem("unknown item, increment under fenced", http.MethodPost, "/testLock?lock=fenced&sku=12"),
+		noItem("unknown item, increment under cohort-carry", http.MethodPost, "/testLock?lock=cohort-carry&sku=13"),
+		noItem("unknown item, increment under atomic", http.MethodGet, "/testLock?lock=atomic&sku=14"),
+		noItem("unknown item, 40 characters", http.MethodPost, "/sale?lock=lua&sku="+long(40)),
+		noItem("unknown item, read", http.MethodGet, "/stock?sku=nope"),
+		noItem("unknown item, read in a lock's store", http.MethodGet, "/stock?lock=fenced&sku=nope"),
+		// still a 400 first: the request is bad before the item is looked up
+		bad400("unknown item with an unknown lock", "/sale?lock=nope&sku=nope"),
+		bad400("unknown item with a bad wait", "/sale?lock=lua&sku=nope&wait=spin"),
 
 		// wrong methods
 		wrongMethod(http.MethodPut, "/sale?lock=lua", "GET, POST"),
