@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/suite"
 )
 
 var ci = os.Getenv("CI") == "true"
@@ -125,13 +127,22 @@ func TestEmbeddedFallbackServesEveryRung(t *testing.T) {
 			}
 			continue
 		}
-		if n := r.Codes["503"]; n > 0 {
+		// The libraries wait their own way (a fixed retry, no line):
+		// under 100 at once some give up at their bound, which is what
+		// they do, not a fault of the fallback. The lab's rungs must not.
+		library := slices.Contains(suite.LibraryLocks(), r.Lock)
+		if n := r.Codes["503"]; n > 0 && !library {
 			t.Errorf("%s/%s: %d answers of 503: the lock was not had in time", r.Lock, r.Endpoint, n)
 		}
-		switch r.Lock {
-		case "none", "local":
+		switch {
+		case r.Lock == "none" || r.Lock == "local":
 			if r.Verdict == bench.VerdictSafe {
 				t.Errorf("%s/%s: SAFE, want the race to show", r.Lock, r.Endpoint)
+			}
+		case library:
+			if r.Verdict != bench.VerdictSafe || r.Linearizable != "ok" || r.OK+r.Codes["409"]+r.Codes["503"] != requests {
+				t.Errorf("%s/%s: verdict %s, history %s, ok %d, codes %v: want SAFE, ok, every request answered 200, sold out or 503",
+					r.Lock, r.Endpoint, r.Verdict, r.Linearizable, r.OK, r.Codes)
 			}
 		default:
 			if r.Verdict != bench.VerdictSafe || r.Linearizable != "ok" || r.OK+r.Codes["409"] != requests {

@@ -20,6 +20,12 @@ func LadderLocks() []string {
 	}
 }
 
+// LibraryLocks are the rungs that call the Go lock libraries people pick
+// (lock/lib.go), a part of LadderLocks.
+func LibraryLocks() []string {
+	return []string{"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock"}
+}
+
 // Scenarios lists every scenario in the order of docs/scenarios.md. Each
 // family has its file: no fault (normal, single), armed requests (slow,
 // crash, crash-before-expire, check-pause, pause, pause-session), a clock
