@@ -25,6 +25,9 @@ type MatrixConfig struct {
 	// Locks to run; default LadderLocks(). Pairs the ladder gives no
 	// verdict for are skipped, each with its reason.
 	Locks []string
+	// Pairs, when set, are the only pairs run, each scenario with its own
+	// locks (Flaws, say), in place of Scenarios x Locks.
+	Pairs []Pair
 	// Endpoints to load; default only "sale".
 	Endpoints []string
 	// Requests, Concurrency, Stock and Timeout of each run, as in bench.Config.
@@ -32,6 +35,10 @@ type MatrixConfig struct {
 	Concurrency int
 	Stock       int
 	Timeout     time.Duration
+	// Size, when set, sizes a scenario's runs its own way (crash-wait
+	// needs many waiters at once, say): the requests, concurrency and
+	// stock of its runs, a zero keeping the field above.
+	Size func(scenario string) (requests, concurrency, stock int)
 
 	// Stack is the template of each scenario's stack: AppBinary,
 	// NginxConf, the Redis and LB modes, Log, StartTimeout, AppArgs (before
@@ -65,6 +72,12 @@ func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]bench.Row, []Skip, erro
 	if len(locks) == 0 {
 		locks = LadderLocks()
 	}
+	var paired map[string][]string // by scenario, with cfg.Pairs
+	if len(cfg.Pairs) > 0 {
+		if scenarios, paired, err = pairsOf(cfg.Pairs); err != nil {
+			return nil, nil, err
+		}
+	}
 	start := cfg.Start
 	if start == nil {
 		start = startStack
@@ -79,6 +92,10 @@ func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]bench.Row, []Skip, erro
 	var skips []Skip
 	for _, sc := range scenarios {
 		var pairs []matrixPair
+		locks := locks
+		if paired != nil {
+			locks = paired[sc.Name]
+		}
 		for _, lock := range locks {
 			for _, ep := range base.Endpoints {
 				v, ok, reason := sc.Expected(lock, ep)
@@ -95,7 +112,9 @@ func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]bench.Row, []Skip, erro
 		if len(pairs) == 0 {
 			continue
 		}
-		stackCfg := sc.stackConfig(cfg)
+		scCfg := cfg
+		scCfg.Locks = locks // its back ends: only those its locks need
+		stackCfg := sc.stackConfig(scCfg)
 		if sc.CrashesMasters && !stackCfg.RealRedis() {
 			for _, pr := range pairs {
 				if pr.endpoint == base.Endpoints[0] {
@@ -110,7 +129,12 @@ func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]bench.Row, []Skip, erro
 		if err != nil {
 			return rows, skips, fmt.Errorf("bench: scenario %s: starting the stack: %w", sc.Name, err)
 		}
-		scRows, scSkips, runErr := runScenario(ctx, sc, top, base, pairs, p)
+		scBase, err := cfg.sized(base, sc.Name)
+		if err != nil {
+			top.Stop()
+			return rows, skips, fmt.Errorf("bench: scenario %s: %w", sc.Name, err)
+		}
+		scRows, scSkips, runErr := runScenario(ctx, sc, top, scBase, pairs, p)
 		rows = append(rows, scRows...)
 		skips = append(skips, scSkips...)
 		if err := top.Stop(); err != nil && runErr == nil {
@@ -135,6 +159,24 @@ func (cfg MatrixConfig) base() (bench.Config, error) {
 		Requests: cfg.Requests, Concurrency: cfg.Concurrency, Stock: cfg.Stock, Timeout: cfg.Timeout,
 		HistoryDir: cfg.HistoryDir,
 	}.Normalize()
+}
+
+// sized is base with the scenario's own size (MatrixConfig.Size).
+func (cfg MatrixConfig) sized(base bench.Config, scenario string) (bench.Config, error) {
+	if cfg.Size == nil {
+		return base, nil
+	}
+	n, c, stock := cfg.Size(scenario)
+	if n > 0 {
+		base.Requests = n
+	}
+	if c > 0 {
+		base.Concurrency = c
+	}
+	if stock > 0 {
+		base.Stock = stock
+	}
+	return base.Normalize()
 }
 
 // CompareMatrix runs the strategies x scenarios matrix (RunMatrix), prints
