@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,19 @@ import (
 // reports' header (what the stack ran on, say). It returns the rows; when a
 // run fails it still prints and writes what finished before the error.
 func Compare(ctx context.Context, cfg Config, dir string, notes []string, w io.Writer) ([]Row, error) {
+	rows, _, err := CompareReports(ctx, cfg, dir, notes, w)
+	return rows, err
+}
+
+// Reports are the report files of a comparison, and what they say of it.
+type Reports struct {
+	JSON, Markdown, HTML string
+	Meta                 Meta
+}
+
+// CompareReports is Compare, also returning the reports it wrote (none
+// when no run finished), for a caller that adds to them (AddHTML).
+func CompareReports(ctx context.Context, cfg Config, dir string, notes []string, w io.Writer) ([]Row, Reports, error) {
 	started := time.Now()
 	if cfg.HistoryDir == "" {
 		cfg.HistoryDir = dir
@@ -22,13 +36,14 @@ func Compare(ctx context.Context, cfg Config, dir string, notes []string, w io.W
 	if cfg.Previous == nil {
 		cfg.Previous = previousRows(filepath.Join(dir, "latest.json"), cfg)
 	}
+	var rep Reports
 	rows, runErr := Run(ctx, cfg)
 	if len(rows) == 0 {
-		return nil, runErr
+		return nil, rep, runErr
 	}
 	fmt.Fprintln(w)
 	if err := WriteTable(w, rows); err != nil {
-		return rows, err
+		return rows, rep, err
 	}
 	for _, l := range NotRunLines(rows) {
 		fmt.Fprintln(w, l)
@@ -39,14 +54,25 @@ func Compare(ctx context.Context, cfg Config, dir string, notes []string, w io.W
 	meta.Notes = notes
 	jsonPath, mdPath, err := WriteReports(dir, rows, meta)
 	if err != nil {
-		return rows, err
+		return rows, rep, err
 	}
 	htmlPath, err := writeHTMLBeside(jsonPath, rows, meta)
 	if err != nil {
-		return rows, err
+		return rows, rep, err
 	}
+	rep = Reports{JSON: jsonPath, Markdown: mdPath, HTML: htmlPath, Meta: meta}
 	fmt.Fprintf(w, "\nreports: %s\n         %s\n         %s\n", jsonPath, mdPath, htmlPath)
-	return rows, runErr
+	return rows, rep, runErr
+}
+
+// AddHTML writes the HTML report of rep again, rows as they were, with
+// sections after its table (as latest.html too).
+func (rep Reports) AddHTML(rows []Row, sections ...HTMLSection) error {
+	if rep.JSON == "" {
+		return errors.New("bench: no report to add to")
+	}
+	_, err := writeHTMLBeside(rep.JSON, rows, rep.Meta, sections...)
+	return err
 }
 
 // previousRows are the rows of the report at path when it ran the same

@@ -90,7 +90,9 @@ var htmlTmpl = template.Must(template.New("report").Parse(`<!doctype html>
 {{range .Bars}}<text x="0" y="{{.Y}}" dy="14">{{.Label}}</text><rect x="120" y="{{.Y}}" width="{{.W}}" height="15" rx="2" fill="{{.Color}}"></rect><text x="{{.W}}" dx="126" y="{{.Y}}" dy="13">{{.Value}}</text>
 {{end}}</svg></figure>
 {{end}}</div>
-<h2>The table</h2>
+{{range .Sections}}<h2>{{.Title}}</h2>
+{{.Body}}
+{{end}}<h2>The table</h2>
 <div style="overflow-x:auto"><table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range $i, $c := .Cells}}<td>{{$c}}</td>{{end}}<td><span class="v" style="background:{{.Color}}">{{.Verdict}}</span></td></tr>
 {{end}}</table></div>
@@ -99,14 +101,26 @@ var htmlTmpl = template.Must(template.New("report").Parse(`<!doctype html>
 </body></html>
 `))
 
+// HTMLSection is more of the HTML report, between its charts and its
+// table: a title and
+// a body of HTML its maker vouches for (package suite's grid, say).
+type HTMLSection struct {
+	Title string
+	Body  template.HTML
+}
+
+// VerdictColor is the colour the reports give a verdict: green SAFE, red
+// OVERSOLD, LOST UPDATES or OVERLAP, amber anything else.
+func VerdictColor(v string) string { return verdictColor(v) }
+
 // htmlRow is a table row: its cells but the verdict, then the verdict.
 type htmlRow struct {
 	Cells          []string
 	Verdict, Color string
 }
 
-// WriteHTML writes the HTML report of rows.
-func WriteHTML(w io.Writer, rows []Row, meta Meta) error {
+// WriteHTML writes the HTML report of rows, sections before its table.
+func WriteHTML(w io.Writer, rows []Row, meta Meta, sections ...HTMLSection) error {
 	var list strings.Builder
 	meta.WriteList(&list)
 	var metaLines []string
@@ -134,12 +148,13 @@ func WriteHTML(w io.Writer, rows []Row, meta Meta) error {
 	rps := func(r Row) float64 { return r.RPS }
 	p99 := func(r Row) float64 { return r.P99Ms }
 	return htmlTmpl.Execute(w, struct {
-		Title  string
-		Meta   []string
-		Charts []chart
-		Head   []string
-		Rows   []htmlRow
-		Legend string
+		Title    string
+		Meta     []string
+		Charts   []chart
+		Head     []string
+		Rows     []htmlRow
+		Legend   string
+		Sections []HTMLSection
 	}{
 		Title: "Lock ladder benchmark, " + meta.Started.Format("2006-01-02 15:04:05 MST"),
 		Meta:  metaLines,
@@ -149,15 +164,15 @@ func WriteHTML(w io.Writer, rows []Row, meta Meta) error {
 			barChart("/testLock: throughput", rows, "testLock", rps, "req/s"),
 			barChart("/testLock: p99 latency", rows, "testLock", p99, "ms"),
 		},
-		Head: head, Rows: trs, Legend: LegendFor(rows),
+		Head: head, Rows: trs, Legend: LegendFor(rows), Sections: sections,
 	})
 }
 
 // writeHTMLBeside writes the HTML report beside the JSON one (same name,
 // .html) and as latest.html, returning its path.
-func writeHTMLBeside(jsonPath string, rows []Row, meta Meta) (string, error) {
+func writeHTMLBeside(jsonPath string, rows []Row, meta Meta, sections ...HTMLSection) (string, error) {
 	var b strings.Builder
-	if err := WriteHTML(&b, rows, meta); err != nil {
+	if err := WriteHTML(&b, rows, meta, sections...); err != nil {
 		return "", fmt.Errorf("bench: the HTML report: %w", err)
 	}
 	path := strings.TrimSuffix(jsonPath, ".json") + ".html"

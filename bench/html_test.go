@@ -65,3 +65,27 @@ func TestHTMLBesideTheOtherReports(t *testing.T) {
 		t.Error("latest.html is not the report")
 	}
 }
+
+// Sections go before the table, their bodies as given; AddHTML writes the
+// report again, with them, where Compare wrote it.
+func TestHTMLSections(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bench-y.json")
+	if err := os.WriteFile(path, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := bench.Reports{JSON: path, HTML: filepath.Join(dir, "bench-y.html")}
+	if err := rep.AddHTML(fixtureRows(), bench.HTMLSection{Title: "The <ladder>", Body: `<table id="grid"></table>`}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{rep.HTML, filepath.Join(dir, "latest.html")} {
+		page, _ := os.ReadFile(p)
+		table, section := bytes.Index(page, []byte("<h2>The table</h2>")), bytes.Index(page, []byte("<h2>The &lt;ladder&gt;</h2>\n<table id=\"grid\"></table>"))
+		if table < 0 || section < 0 || section > table {
+			t.Errorf("%s: the section is not before the table:\n%s", p, page)
+		}
+	}
+	if err := (bench.Reports{}).AddHTML(nil); err == nil {
+		t.Error("AddHTML with no report: no error")
+	}
+}

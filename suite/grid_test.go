@@ -160,3 +160,27 @@ func TestWriteMatrixReports(t *testing.T) {
 		t.Errorf("matrix-latest.json is not the latest report")
 	}
 }
+
+// GridHTML is the grid for the HTML reports: each verdict coloured as the
+// reports colour it, with its mark, the unexpected one outlined, the
+// skipped pairs and the summary; text escaped.
+func TestGridHTML(t *testing.T) {
+	rows, skips := matrixRows()
+	skips = append(skips, suite.Skip{Scenario: "crash", Lock: "<b>x</b>", Reason: "a & b"})
+	page := string(suite.GridHTML(rows, skips, 90*time.Second))
+	for _, want := range []string{
+		"<th style=\"text-align:center\">slow</th>", "<code>setnx-px</code>",
+		"background:#c4320a\">OVERSOLD ✓", "background:#b54708\">DEADLOCK ✓",
+		"background:#12805c;outline:3px solid #1d2430\">SAFE ✗ want OVERSOLD",
+		"crash: none: no lock to leave behind", "crash: &lt;b&gt;x&lt;/b&gt;: a &amp; b",
+		`<td style="text-align:center;color:#98a2b3">-</td>`,
+		"5 of 6 pairs as the ladder expects; took 1m30s",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the grid lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "<b>x</b>") {
+		t.Error("a lock's name went out unescaped")
+	}
+}
