@@ -5,15 +5,17 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/cli"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/suite"
 )
 
 // demo is `make demo`: bring the stack up, run the comparison through the
-// load balancer, print the table and the reports' paths, then keep serving
-// the page until Ctrl-C.
+// load balancer, print the table, then the ladder of flaws (ladder.go),
+// and the reports' paths, then keep serving the page until Ctrl-C.
 func demo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("stack demo", flag.ContinueOnError)
 	so, bo, err := cli.ParseStackBench(fs, args)
@@ -29,7 +31,16 @@ func demo(ctx context.Context, args []string) error {
 		}
 		fmt.Printf("\nbenchmark: %d requests at %d concurrent per run, stock %d, through %s\n",
 			cfg.Requests, cfg.Concurrency, cfg.Stock, s.URL())
-		if _, err := bench.Compare(ctx, cfg, bo.Out, s.Summary(), os.Stdout); err != nil {
+		plain, rep, err := bench.CompareReports(ctx, cfg, bo.Out, s.Summary(), os.Stdout)
+		if err == nil {
+			var rows []bench.Row
+			var skips []suite.Skip
+			var took time.Duration
+			if rows, skips, took, err = ladder(ctx, so, bo, plain); err == nil {
+				err = ladderReports(bo.Out, rep, plain, rows, skips, took)
+			}
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return errDone
 			}
