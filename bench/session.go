@@ -64,7 +64,7 @@ func (s *Session) Unavailable(lock string) string { return s.h.unavailable[lock]
 // still skips all three and answers every request 502 at once (a crash
 // run in CI: 1200 requests, none served, no instance down).
 func (s *Session) Run(ctx context.Context, lock, endpoint string, sh Shape) (Row, error) {
-	if !sleepCtx(ctx, time.Until(s.calm)) {
+	if !Sleep(ctx, time.Until(s.calm)) {
 		return Row{}, ctx.Err()
 	}
 	ld := sh.load(s.h.cfg.Requests, s.h.cfg.Stock)

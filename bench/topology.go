@@ -56,7 +56,7 @@ func settle(ctx context.Context, h *harness, top Topology) error {
 				names[name] = true
 				break
 			}
-			if !sleepCtx(ctx, 25*time.Millisecond) {
+			if !Sleep(ctx, 25*time.Millisecond) {
 				return fmt.Errorf("%w: %s: %w", ErrNotReady, base, last)
 			}
 		}
@@ -73,7 +73,7 @@ func settle(ctx context.Context, h *harness, top Topology) error {
 				return nil
 			}
 		}
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		if !Sleep(ctx, 10*time.Millisecond) {
 			var missing []string
 			for n := range names {
 				if !seen[n] {
@@ -131,7 +131,9 @@ func healthz(ctx context.Context, c *http.Client, base string) (string, error) {
 	return resp.Header.Get("X-Instance"), nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// Sleep waits d, or less when ctx ends first: it reports whether the
+// whole d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

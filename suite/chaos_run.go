@@ -215,14 +215,3 @@ func percentile(d []time.Duration, q float64) time.Duration {
 	slices.Sort(s)
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

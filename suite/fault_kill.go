@@ -226,7 +226,7 @@ func holdAt(ctx context.Context, base, lock string) (string, error) {
 		if name, ok := holder(ctx, probe, base, lock, holdWork/10); ok {
 			return name, nil
 		}
-		if !sleepCtx(ctx, 5*time.Millisecond) {
+		if !bench.Sleep(ctx, 5*time.Millisecond) {
 			return "", fmt.Errorf("%w: %s never held %s for its own request", errNotApplied, base, lock)
 		}
 	}

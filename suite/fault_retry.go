@@ -27,11 +27,11 @@ func (c *chaos) retryTrap(ctx context.Context) ([]ChaosRow, error) {
 				defer px.SetLatency(0)
 				for range 10 {
 					px.SetLatency(150 * time.Millisecond)
-					if !sleepCtx(ctx, 40*time.Millisecond) {
+					if !bench.Sleep(ctx, 40*time.Millisecond) {
 						return nil
 					}
 					px.SetLatency(0)
-					if !sleepCtx(ctx, 160*time.Millisecond) {
+					if !bench.Sleep(ctx, 160*time.Millisecond) {
 						return nil
 					}
 				}

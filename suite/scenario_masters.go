@@ -156,7 +156,7 @@ func awaitHolder(ctx context.Context, t Stack, locks []string, held time.Duratio
 				}
 			}
 		}
-		if !sleepCtx(ctx, 5*time.Millisecond) {
+		if !bench.Sleep(ctx, 5*time.Millisecond) {
 			return fmt.Errorf("no instance held %v for %s: the armed request never got it", locks, held)
 		}
 	}
