@@ -92,7 +92,11 @@ func (h *harness) attack(ctx context.Context, row *Row, p *Progress, ld *load) (
 func (h *harness) newAttack(ctx context.Context, row *Row, ld *load) *attack {
 	n, c := h.cfg.Requests, h.cfg.Concurrency
 	d := newDialer(h.cfg.Timeout, h.cfg.AllowRemote)
-	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, row.Wait, h.skus(), ld)
+	var header http.Header
+	if h.cfg.FaultKey != "" {
+		header = http.Header{contract.HeaderFaultKey: {h.cfg.FaultKey}}
+	}
+	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, row.Wait, h.skus(), header, ld)
 	row.Instances = map[string]int{}
 	row.Began = tg.start
 	return &attack{

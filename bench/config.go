@@ -72,6 +72,10 @@ type Config struct {
 	// AllowRemote lifts the loopback-only guard on the URL and on every
 	// connection dialled.
 	AllowRemote bool
+	// FaultKey, when set, goes with every load request
+	// (contract.HeaderFaultKey): instances given that key (the stack's)
+	// then arm the faults a shape asks for.
+	FaultKey string
 	// Progress receives progress (nil = none): a live line rewritten with \r
 	// when it is a terminal, otherwise one line per finished run.
 	Progress io.Writer

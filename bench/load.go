@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -168,8 +169,8 @@ type loadTargeter struct {
 
 // newLoadTargeter builds the targets of lock on endpoint at base, one per
 // item of skus (nil: the lab's item); wait, if set, goes on every request
-// (an armed request may override it).
-func newLoadTargeter(ctx context.Context, base, endpoint, lock, wait string, skus []string, ld *load) *loadTargeter {
+// (an armed request may override it), and so does header (nil: none).
+func newLoadTargeter(ctx context.Context, base, endpoint, lock, wait string, skus []string, header http.Header, ld *load) *loadTargeter {
 	t := &loadTargeter{ctx: ctx, start: time.Now(), item: map[string]string{}, armedURL: map[string]bool{}}
 	if len(skus) == 0 {
 		skus = []string{""}
@@ -188,7 +189,7 @@ func newLoadTargeter(ctx context.Context, base, endpoint, lock, wait string, sku
 					q[k] = append([]string(nil), vs...)
 				}
 			}
-			tgt := vegeta.Target{Method: loadMethod, URL: base + "/" + endpoint + "?" + q.Encode()}
+			tgt := vegeta.Target{Method: loadMethod, URL: base + "/" + endpoint + "?" + q.Encode(), Header: header}
 			t.item[tgt.URL] = sku
 			return tgt
 		}

@@ -53,7 +53,7 @@ func testLoad() *load {
 }
 
 func TestTargeterArmsByHitIndex(t *testing.T) {
-	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "setnx", "", nil, testLoad())
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "setnx", "", nil, nil, testLoad())
 	for i := range 10 {
 		var tgt vegeta.Target
 		if err := tg.target(&tgt); err != nil {
@@ -78,7 +78,7 @@ func TestTargeterArmsByHitIndex(t *testing.T) {
 		t.Errorf("armed URL %s", tg.armed[0].URL)
 	}
 
-	plain := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "testLock", "a b", "", nil, nil)
+	plain := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "testLock", "a b", "", nil, nil, nil)
 	var tgt vegeta.Target
 	plain.target(&tgt)
 	if tgt.URL != "http://127.0.0.1:1/testLock?lock=a+b" {
@@ -88,8 +88,18 @@ func TestTargeterArmsByHitIndex(t *testing.T) {
 		t.Error("a plain run recorded a fault")
 	}
 
+	// A header (the stack's fault key) goes on every request.
+	keyed := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "", nil, http.Header{"X-Fault-Key": {"k"}}, testLoad())
+	for i := range 5 {
+		var tgt vegeta.Target
+		keyed.target(&tgt)
+		if tgt.Header.Get("X-Fault-Key") != "k" {
+			t.Errorf("hit %d: header %v, want the fault key", i, tgt.Header)
+		}
+	}
+
 	// Items: hit i goes to item i mod K, the armed hits too.
-	items := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "", []string{"1", "2", "3"}, testLoad())
+	items := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "", []string{"1", "2", "3"}, nil, testLoad())
 	for i := range 8 {
 		var tgt vegeta.Target
 		items.target(&tgt)
@@ -105,7 +115,7 @@ func TestTargeterArmsByHitIndex(t *testing.T) {
 	// wait= goes on every request; an armed request's own wait= wins.
 	ld := testLoad()
 	ld.armed = url.Values{"fault": {"check-pause"}, "pause": {"600ms"}, "wait": {"notify"}}
-	waiting := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "backoff", nil, ld)
+	waiting := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "backoff", nil, nil, ld)
 	if want := "http://127.0.0.1:1/sale?lock=lua&wait=backoff&work=5ms"; waiting.plain[0].URL != want {
 		t.Errorf("plain URL with wait %s, want %s", waiting.plain[0].URL, want)
 	}
@@ -125,7 +135,7 @@ func TestTargeterConcurrent(t *testing.T) {
 		fired.Add(1)
 		return nil
 	}}}
-	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "", nil, ld)
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "lua", "", nil, nil, ld)
 
 	var armed, plain atomic.Int64
 	var next atomic.Int64
@@ -163,7 +173,7 @@ func TestHookFiresAtItsHit(t *testing.T) {
 		fired <- struct{}{}
 		return nil
 	}}}}
-	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "redlock", "", nil, ld)
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "redlock", "", nil, nil, ld)
 	var tgt vegeta.Target
 	for i := range 4 {
 		tg.target(&tgt)

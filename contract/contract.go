@@ -53,6 +53,12 @@ const (
 // the request waited for the lock, in milliseconds ("12.345").
 const HeaderLockWait = "X-Lock-Wait"
 
+// HeaderFaultKey is the header of a request that arms a fault (work=,
+// fault=, pause=) on an instance given a fault key (the app's
+// -fault-key): its value must be the key. Without it the fault
+// parameters are a 400, as on an instance with no faults at all.
+const HeaderFaultKey = "X-Fault-Key"
+
 // Section is one critical section an instance held: from the moment Obtain
 // returned to the moment the release was sent. Both ends err on the short
 // side: the lock was granted before Acquired and let go after Released, so

@@ -124,13 +124,13 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		return lockRequest{}, false
 	}
 	allowed := []string{"lock", "sku", "reenter", "wait", "try", "lease"}
-	if h.cfg.Faults != nil {
+	faults, why := h.faultsAllowed(c)
+	if faults {
 		allowed = append(allowed, faultParams...)
 	} else {
 		for _, p := range faultParams {
 			if q.Has(p) {
-				h.badRequest(c, fmt.Sprintf("fault parameters (%s) are disabled on this instance: start it with -faults",
-					strings.Join(faultParams, ", ")))
+				h.badRequest(c, fmt.Sprintf("fault parameters (%s) are %s", strings.Join(faultParams, ", "), why))
 				return lockRequest{}, false
 			}
 		}
@@ -188,7 +188,7 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		}
 		req.lease = d
 	}
-	if h.cfg.Faults != nil {
+	if faults {
 		plan, err := parsePlan(q)
 		if err != nil {
 			h.badRequest(c, err.Error())

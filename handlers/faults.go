@@ -2,12 +2,16 @@ package handlers
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"time"
 
+	"github.com/gin-gonic/gin"
+
+	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/fault"
 )
 
@@ -38,6 +42,24 @@ const ExitCode = 3
 
 // faultParams are the query parameters that arm faults.
 var faultParams = []string{"work", "takeover", "fault", "pause"}
+
+// faultsAllowed reports whether the request may arm faults: on an
+// instance started with -faults, any request; with only a fault key
+// (Config.FaultKey), one that carries it (contract.HeaderFaultKey); else
+// none. When not, why says so, for the 400.
+func (h *handler) faultsAllowed(c *gin.Context) (ok bool, why string) {
+	switch {
+	case h.cfg.Faults == nil:
+		return false, "disabled on this instance: start it with -faults"
+	case h.cfg.FaultKey == "":
+		return true, ""
+	}
+	got := c.GetHeader(contract.HeaderFaultKey)
+	if subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.FaultKey)) == 1 {
+		return true, ""
+	}
+	return false, "only for the lab's own runs on this instance: they carry the fault key its stack handed it"
+}
 
 // plan is what one request armed.
 type plan struct {

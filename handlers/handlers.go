@@ -67,6 +67,11 @@ type Config struct {
 	// pause=; see package fault) that act through these actions. nil
 	// refuses every fault parameter with a 400.
 	Faults *FaultActions
+	// FaultKey, when set, lets only the requests that carry it in
+	// contract.HeaderFaultKey arm faults (Faults must be set too): the
+	// stack's own runs, on a stack that also serves anyone who browses
+	// to it. "": any request may, as Faults says.
+	FaultKey string
 	// Addr is the instance's listen address: a request's Host may name
 	// its host (unless it is every interface, 0.0.0.0 or ::), on any
 	// port, as it may name loopback (localhost, 127.0.0.0/8, ::1).

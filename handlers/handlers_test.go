@@ -241,6 +241,44 @@ func TestFaultParametersRefusedUnlessEnabled(t *testing.T) {
 	}
 }
 
+// With a fault key (the stack's), only a request that carries it arms a
+// fault: one without it, or with another, is a 400 that changes nothing,
+// as on an instance with no faults at all.
+func TestFaultKeyGuardsTheFaults(t *testing.T) {
+	var sleeps []string
+	e := newEnvConfig(t, func(c *handlers.Config) {
+		c.Faults = &handlers.FaultActions{Sleep: func(d time.Duration) { sleeps = append(sleeps, d.String()) }}
+		c.FaultKey = "s3cret"
+	})
+	e.do(t, "POST", "/reset?stock=5")
+	before := e.mr.Dump()
+	for _, key := range []string{"", "wrong", "s3cret2", "s3cre"} {
+		r := httptest.NewRequest("POST", "/sale?lock=lua&work=7ms", nil)
+		if key != "" {
+			r.Header.Set(contract.HeaderFaultKey, key)
+		}
+		w := httptest.NewRecorder()
+		e.router.ServeHTTP(w, r)
+		if w.Code != 400 || !strings.Contains(w.Body.String(), "fault key") {
+			t.Errorf("key %q: %d %s, want 400 saying a fault needs the key", key, w.Code, w.Body)
+		}
+	}
+	if e.mr.Dump() != before || len(sleeps) > 0 {
+		t.Fatalf("a refused fault request changed Redis or slept: %v", sleeps)
+	}
+	r := httptest.NewRequest("POST", "/sale?lock=lua&work=7ms", nil)
+	r.Header.Set(contract.HeaderFaultKey, "s3cret")
+	w := httptest.NewRecorder()
+	e.router.ServeHTTP(w, r)
+	if w.Code != 200 || strings.Join(sleeps, ",") != "7ms" {
+		t.Errorf("with the key: %d %s, slept %v: want the work armed", w.Code, w.Body, sleeps)
+	}
+	// Without fault parameters the key changes nothing.
+	if code, _, body := e.do(t, "POST", "/sale?lock=lua"); code != 200 {
+		t.Errorf("a plain sale: %d %v", code, body)
+	}
+}
+
 func TestArmedFaultsStrikeAtTheirPoints(t *testing.T) {
 	var exits, sleeps, stops []string
 	e := newEnvWith(t, &handlers.FaultActions{

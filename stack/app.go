@@ -103,6 +103,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 	}
 	env, procs, debug := instanceEnv(masters, len(ports))
 	env = append(env, s.backendEnv()...)
+	env = append(env, FaultKeyEnv+"="+s.faultKey)
 	var all group
 	for i, port := range ports {
 		name := fmt.Sprintf("app%d", i+1)
@@ -141,8 +142,9 @@ func (s *Stack) startInstances(ctx context.Context) error {
 
 // instanceEnv is the environment of every instance: this process's, with
 // MastersEnv set to the masters (or removed when there are none, so that
-// a value from the caller's shell never leaks in) and MySQLEnv removed
-// (the stack's MariaDB, if it runs one, sets it), and, unless the caller
+// a value from the caller's shell never leaks in), MySQLEnv removed
+// (the stack's MariaDB, if it runs one, sets it) and FaultKeyEnv removed
+// (the stack sets its own), and, unless the caller
 // set GOMAXPROCS, the machine's cores shared among the n instances (at
 // least one each), which it returns too ("" when the caller's stands);
 // and GODEBUG with AwakeMonitor added, unless the caller's already names
@@ -157,7 +159,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 func instanceEnv(masters []string, n int) (env []string, procs, debug string) {
 	for _, kv := range os.Environ() {
 		switch {
-		case strings.HasPrefix(kv, MastersEnv+"="), strings.HasPrefix(kv, MySQLEnv+"="):
+		case strings.HasPrefix(kv, MastersEnv+"="), strings.HasPrefix(kv, MySQLEnv+"="), strings.HasPrefix(kv, FaultKeyEnv+"="):
 		case strings.HasPrefix(kv, "GODEBUG="):
 			debug = strings.TrimPrefix(kv, "GODEBUG=")
 		default:

@@ -39,3 +39,20 @@ func TestInstanceEnvDropsCallersDSN(t *testing.T) {
 		}
 	}
 }
+
+// A fault key in the caller's environment never reaches the instances:
+// the stack hands them its own, fresh each start.
+func TestInstanceEnvDropsCallersFaultKey(t *testing.T) {
+	t.Setenv(FaultKeyEnv, "known-to-all")
+	env, _, _ := instanceEnv(nil, 3)
+	for _, kv := range env {
+		if strings.HasPrefix(kv, FaultKeyEnv+"=") {
+			t.Errorf("instances get the caller's %s", kv)
+		}
+	}
+	a, errA := newFaultKey()
+	b, errB := newFaultKey()
+	if errA != nil || errB != nil || len(a) != 32 || a == b {
+		t.Errorf("fault keys %q and %q (%v, %v): want two fresh 128-bit ones", a, b, errA, errB)
+	}
+}

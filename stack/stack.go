@@ -115,6 +115,7 @@ func routesReady(ctx context.Context, base string, instances int, exited <-chan 
 // Stack is a running topology. Its methods are safe for concurrent use.
 type Stack struct {
 	cfg      Config
+	faultKey string // FaultKey
 	dir      string
 	rmDir    bool
 	lg       *logger
@@ -155,6 +156,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, err
 	}
 	s := &Stack{cfg: cfg, lg: &logger{w: cfg.Log}}
+	if s.faultKey, err = newFaultKey(); err != nil {
+		return nil, err
+	}
 	s.life, s.end = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {

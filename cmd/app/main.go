@@ -45,6 +45,7 @@ func run() error {
 		redisRetries = flag.Int("redis-retries", -1, "-1: a command that timed out is never resent (the app's setting); 3 is go-redis's default, which resends a timed-out EVALSHA: the retry trap")
 		masters      = flag.String("masters", env("REDLOCK_MASTERS", ""), "comma-separated independent Redis masters for redlock [REDLOCK_MASTERS]")
 		faults       = flag.Bool("faults", false, "accept fault parameters (work=, fault=, pause=) on requests: for scenario runs only")
+		faultKey     = flag.String("fault-key", env("LOCKLADDER_FAULT_KEY", ""), "accept fault parameters only on requests that carry this key in X-Fault-Key (the stack hands its instances one, for its races; -faults: on every request) [LOCKLADDER_FAULT_KEY]")
 		clockSkew    = flag.Duration("clock-skew", 0, "run this instance's lock clock ahead by this much (only getset reads it)")
 		zkAddr       = flag.String("zookeeper", env("ZOOKEEPER_ADDR", ""), "ZooKeeper address host:port for the zookeeper rung; its session timeout is -lock-ttl [ZOOKEEPER_ADDR]")
 		etcdURL      = flag.String("etcd", env("ETCD_URL", ""), "etcd client URL for the etcd rung [ETCD_URL]")
@@ -87,8 +88,11 @@ func run() error {
 		opts.Clock = func() time.Time { return time.Now().Add(skew) }
 	}
 	var faultActions *handlers.FaultActions
-	if *faults {
+	if *faults || *faultKey != "" {
 		faultActions = &handlers.FaultActions{}
+	}
+	if *faults {
+		*faultKey = "" // every request may
 	}
 
 	gin.SetMode(gin.ReleaseMode)
@@ -100,6 +104,7 @@ func run() error {
 		Ladder:    lock.NewLadder(clients.Backends, opts, clients.Redlock),
 		Log:       log,
 		Faults:    faultActions,
+		FaultKey:  *faultKey,
 	}
 	if clients.Optimistic != nil { // a nil *DBStore in the interface would not be nil
 		cfg.Optimistic = clients.Optimistic
@@ -120,7 +125,7 @@ func run() error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("serving", "addr", *addr, "redis", clients.Where, "masters", len(clients.Backends.Masters),
-		"redis_retries", *redisRetries, "lock_ttl", *lockTTL, "lock_wait", *lockWait, "wait", waitMode, "faults", *faults, "clock_skew", *clockSkew)
+		"redis_retries", *redisRetries, "lock_ttl", *lockTTL, "lock_wait", *lockWait, "wait", waitMode, "faults", *faults, "fault_key", *faultKey != "", "clock_skew", *clockSkew)
 
 	select {
 	case err := <-errc:
