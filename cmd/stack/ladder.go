@@ -15,17 +15,6 @@ import (
 	"github.com/lockladder/lockladder/suite"
 )
 
-// The ladder's runs: e2e's TestMatrix's stock and concurrency, every
-// fault striking while there is stock to oversell, and twice the stock in
-// requests (the rest only read sold out); crash-wait at 100 concurrent,
-// since del-setnx's double grant needs many waiters polling when a dead
-// holder's lock expires.
-const (
-	ladderRequests, ladderConcurrency, ladderStock = 600, 40, 300
-	crashWaitRequests, crashWaitConcurrency        = 800, 100
-	crashWaitStock                                 = 500
-)
-
 // ladder is the demo's second table: each rung under the scenario that
 // shows its flaw (suite.Flaws), each scenario on a fresh stack of its own
 // on free ports beside the demo's, and the verdicts as the matrix's grid,
@@ -58,9 +47,10 @@ func ladder(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, plain
 	tmpl := so.Config
 	tmpl.Races, tmpl.Log = nil, nil // no page on these stacks, no log of their start
 	started := time.Now()
+	n, c, stock := suite.LadderSize("")
+	cwN, cwC, cwStock := suite.LadderSize("crash-wait")
 	fmt.Printf("\nthe ladder of flaws: each rung under the scenario that shows its flaw, each scenario on a fresh stack;\n"+
-		"%d requests at %d concurrent, stock %d (crash-wait: %d at %d, stock %d)\n",
-		ladderRequests, ladderConcurrency, ladderStock, crashWaitRequests, crashWaitConcurrency, crashWaitStock)
+		"%d requests at %d concurrent, stock %d (crash-wait: %d at %d, stock %d)\n", n, c, stock, cwN, cwC, cwStock)
 	// pause-session's runs mostly wait for frozen instances (four pauses
 	// of 2.5s each), majority-crash's for a holder's 3s business: their
 	// pairs run beside the others, each group on stacks of its own, and
@@ -80,14 +70,8 @@ func ladder(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, plain
 			return nil, nil, nil
 		}
 		return suite.RunMatrix(ctx, suite.MatrixConfig{
-			Pairs:    pairs,
-			Requests: ladderRequests, Concurrency: ladderConcurrency, Stock: ladderStock,
-			Size: func(scenario string) (int, int, int) {
-				if scenario == "crash-wait" {
-					return crashWaitRequests, crashWaitConcurrency, crashWaitStock
-				}
-				return 0, 0, 0
-			},
+			Pairs:      pairs,
+			Size:       suite.LadderSize,
 			Stack:      tmpl,
 			Progress:   progress,
 			HistoryDir: bo.Out,
@@ -120,9 +104,11 @@ func ladderReports(dir string, rep bench.Reports, plain, rows []bench.Row, skips
 		return err
 	}
 	meta := rep.Meta
-	meta.Requests, meta.Concurrency, meta.Stock, meta.URL = ladderRequests, ladderConcurrency, ladderStock, ""
+	meta.Requests, meta.Concurrency, meta.Stock = suite.LadderSize("")
+	cwN, cwC, cwStock := suite.LadderSize("crash-wait")
+	meta.URL = ""
 	meta.Notes = []string{"the ladder of flaws of make demo: each scenario on a fresh stack on free loopback ports",
-		fmt.Sprintf("crash-wait: %d requests at %d concurrent, stock %d", crashWaitRequests, crashWaitConcurrency, crashWaitStock),
+		fmt.Sprintf("crash-wait: %d requests at %d concurrent, stock %d", cwN, cwC, cwStock),
 		"normal: the throughput table's rows, at its size"}
 	jsonPath, mdPath, err := suite.WriteMatrixReports(dir, rows, skips, meta, took)
 	if err != nil {
