@@ -63,10 +63,12 @@ REPEATS ?=
 chaos: build
 	$(BIN)/bench chaos -out $(OUT) $(if $(FAULTS),-faults $(FAULTS)) $(if $(REPEATS),-repeats $(REPEATS)) $(if $(LOCKS),-locks $(LOCKS))
 
-## bench-peers: redsync v4, bsm/redislock and the lab's lua, fair and atomic, N ops of GET+SET at C
-## concurrency against one redis-server started for the run (its own Go module, peers/)
-bench-peers:
-	cd peers && $(GO) run . -n $(N) -c $(C) -out $(abspath $(OUT))
+## bench-peers: redsync v4, bsm/redislock (as peers calls them and as the lab's rungs) and the lab's
+## locks, N ops of GET+SET at C concurrency against one redis-server started for the run, then the
+## library rungs and lua, fair, cohort, atomic through nginx (3 instances), one table (peers/)
+bench-peers: build
+	cd peers && $(GO) run . -n $(N) -c $(C) -out $(abspath $(OUT)) -app $(abspath $(BIN)/app) \
+		-nginx-conf $(abspath nginx.conf) -commit $(shell git rev-parse --short HEAD)
 
 ## test: vet, then every test (real servers when installed; required under CI=true). The
 ## end-to-end tests run last and alone: their faults are timed against the machine (a killed

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
@@ -160,6 +159,28 @@ func contenders(cfg config) []contender {
 			}, func() { n.Close() }
 		}}
 	}
+	// libRung is a library rung of the lab's (lock/lib_*.go) as the app
+	// calls it: Obtain, the GET and SET, Release; no notifier, no
+	// pipelined release (the rungs offer neither).
+	libRung := func(name, settings string, mk func(rdb *redis.Client, masters []*redis.Client) lock.Locker) contender {
+		return contender{name: name, settings: settings, setup: func(rdb *redis.Client, masters []*redis.Client) (func(context.Context, string) (bool, error), func()) {
+			l := mk(rdb, masters)
+			return func(ctx context.Context, key string) (bool, error) {
+				held, err := l.Obtain(ctx, "lock:"+key, lock.Call{})
+				if errors.Is(err, lock.ErrNotObtained) || ctx.Err() != nil {
+					return false, nil
+				}
+				if err != nil {
+					return false, err
+				}
+				err = critical(ctx, rdb, key, nil)
+				if rerr := held.Release(ctx); err == nil {
+					err = rerr
+				}
+				return true, err
+			}, func() {}
+		}}
+	}
 	opts := func(n *lock.Notifier, m lock.WaitMode) lock.Options {
 		return lock.Options{TTL: cfg.ttl, Wait: cfg.bound, WaitMode: m, Retry: lock.FixedSleep(cfg.retry), Notifier: n}
 	}
@@ -168,7 +189,7 @@ func contenders(cfg config) []contender {
 		pipe = "; release pipelined with the SET"
 	}
 	return []contender{
-		{name: "redsync", settings: fmt.Sprintf("v4.18.1, one pool; WithExpiry(%s), WithRetryDelay(%s), WithTries(unbounded: the %s bound ends it)", cfg.ttl, cfg.retry, cfg.bound),
+		{name: "redsync-10ms", settings: fmt.Sprintf("v4.18.1 called here, one pool; WithExpiry(%s), WithRetryDelay(%s), WithTries(unbounded: the %s bound ends it)", cfg.ttl, cfg.retry, cfg.bound),
 			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {
 				rs := redsync.New(goredis.NewPool(rdb))
 				return func(ctx context.Context, key string) (bool, error) {
@@ -186,25 +207,14 @@ func contenders(cfg config) []contender {
 					return true, err
 				}, func() {}
 			}},
-		{name: "redislock", settings: fmt.Sprintf("v0.9.4; ttl %s, RetryStrategy LinearBackoff(%s), until the %s bound", cfg.ttl, cfg.retry, cfg.bound),
-			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {
-				locker := redislock.New(rdb)
-				o := &redislock.Options{RetryStrategy: redislock.LinearBackoff(cfg.retry)}
-				return func(ctx context.Context, key string) (bool, error) {
-					l, err := locker.Obtain(ctx, "lock:"+key, cfg.ttl, o)
-					if errors.Is(err, redislock.ErrNotObtained) || ctx.Err() != nil {
-						return false, nil
-					}
-					if err != nil {
-						return false, err
-					}
-					err = critical(ctx, rdb, key, nil)
-					if rerr := l.Release(ctx); err == nil {
-						err = rerr
-					}
-					return true, err
-				}, func() {}
-			}},
+		libRung("redsync", "the lab's rung (lock.NewRedsync, one pool): a new Mutex per operation, WithExpiry(lease), WithTries(unbounded), the library's default 50-250ms random delay between tries, until the bound",
+			func(rdb *redis.Client, _ []*redis.Client) lock.Locker {
+				return lock.NewRedsync([]redis.UniversalClient{rdb}, lock.Options{TTL: cfg.ttl, Wait: cfg.bound})
+			}),
+		libRung("redislock", fmt.Sprintf("v0.9.4, the lab's rung (lock.NewRedislock): Obtain with ttl %s, RetryStrategy LinearBackoff(10ms), until the %s bound; what peers called directly before, the same calls", cfg.ttl, cfg.bound),
+			func(rdb *redis.Client, _ []*redis.Client) lock.Locker {
+				return lock.NewRedislock(rdb, lock.Options{TTL: cfg.ttl, Wait: cfg.bound})
+			}),
 		labLock("lua-fixed", fmt.Sprintf("SET NX PX + Lua release; wait=fixed, sleep %s (the articles)%s", cfg.retry, pipe),
 			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewLua(rdb, opts(n, lock.WaitFixed))
@@ -251,6 +261,14 @@ func contenders(cfg config) []contender {
 					return true, err
 				}, func() {}
 			}},
+		libRung("redsync-redlock", "the lab's rung (lock.NewRedsync over the 5 masters): WithExpiry(lease), WithTries(unbounded), the library's default 50-250ms random delay, until the bound",
+			func(_ *redis.Client, masters []*redis.Client) lock.Locker {
+				us := make([]redis.UniversalClient, len(masters))
+				for i, m := range masters {
+					us[i] = m
+				}
+				return lock.NewRedsync(us, lock.Options{TTL: cfg.ttl, Wait: cfg.bound})
+			}),
 		labLock("redlock", "the lab's rung 10 over the 5 masters, its default (wait=relay): one contender per process; a section that ends with another request in the line swaps its token for the next one's on the masters (a fresh majority-granted lease per section), up to 64 sections or half a lease",
 			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {
 				return lock.NewRedlock(cmdables(masters), opts(nil, ""), lock.RedlockOptions{})

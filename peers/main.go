@@ -51,6 +51,10 @@ type options struct {
 	out, only           string
 	embedded            bool
 	cpuprofile, profile string
+	// app and nginxConf are the app binary and nginx.conf the stack of
+	// the through-nginx part runs; lbLocks its locks ("": no such part).
+	app, nginxConf, lbLocks string
+	commit                  string // the lab's commit, for the report
 }
 
 func parseFlags() (config, options, error) {
@@ -63,6 +67,10 @@ func parseFlags() (config, options, error) {
 	flag.BoolVar(&o.embedded, "embedded", false, "allow the embedded miniredis when redis-server is not installed (its figures mean little)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the -profile contender's run to this file")
 	flag.StringVar(&o.profile, "profile", "fair", "which contender -cpuprofile profiles")
+	flag.StringVar(&o.app, "app", "../bin/app", "the app binary the through-nginx part's stack runs (make build)")
+	flag.StringVar(&o.nginxConf, "nginx-conf", "../nginx.conf", "the nginx.conf that stack derives its own from")
+	flag.StringVar(&o.lbLocks, "lb-locks", "redsync,redsync-redlock,redislock,lua,fair,cohort,atomic", "the app's locks to run through the load balancer after the direct runs (\"\": none)")
+	flag.StringVar(&o.commit, "commit", "", "the lab's commit, named in the report")
 	flag.IntVar(&cfg.n, "n", 5000, "operations per contender")
 	flag.IntVar(&cfg.c, "c", 100, "concurrent goroutines")
 	flag.DurationVar(&cfg.ttl, "ttl", 2*time.Second, "lock lease")
@@ -142,8 +150,19 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "  %s done\n", ct.name)
 	}
 
+	var lbSummary []string
+	if o.lbLocks != "" {
+		fmt.Fprintf(os.Stderr, "  through the load balancer: %s\n", o.lbLocks)
+		lbRows, summary, err := viaLB(ctx, cfg, o, mode, strings.Split(o.lbLocks, ","))
+		if err != nil {
+			return fmt.Errorf("through the load balancer: %w", err)
+		}
+		rows, lbSummary = append(rows, lbRows...), summary
+	}
+
 	rep := report{
-		Started: started.UTC().Format(time.RFC3339), Redis: version, Go: runtime.Version(),
+		Started: started.UTC().Format(time.RFC3339), Commit: o.commit, Stack: lbSummary,
+		Redis: version, Go: runtime.Version(),
 		CPUs: runtime.NumCPU(), N: cfg.n, C: cfg.c, TTL: cfg.ttl.String(), Bound: cfg.bound.String(),
 		Rows: rows,
 	}

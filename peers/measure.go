@@ -29,6 +29,7 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // row is one contender's figures, a line of the table and of the JSON.
 type row struct {
 	Name     string  `json:"name"`
+	Via      string  `json:"via"` // direct, or nginx (proxy: the Go stand-in)
 	Settings string  `json:"settings"`
 	Ops      int     `json:"ops"`
 	OK       int64   `json:"ok"`
@@ -45,6 +46,8 @@ type row struct {
 	// this process's (the clients and the locks' goroutines). -1: unknown.
 	RedisCPU float64 `json:"redis_cpu_pct"`
 	SelfCPU  float64 `json:"client_cpu_pct"`
+	// Verdict is bench's, for a run through the load balancer.
+	Verdict string `json:"verdict,omitempty"`
 }
 
 // measure runs one contender on a fresh client and counter: c goroutines
@@ -120,7 +123,7 @@ func measure(ctx context.Context, addr string, redisPid int, masterAddrs []strin
 	slices.Sort(lat)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return row{
-		Name: ct.name, Settings: ct.settings, Ops: cfg.n, OK: ok.Load(), Failed: failed.Load(),
+		Name: ct.name, Via: "direct", Settings: ct.settings, Ops: cfg.n, OK: ok.Load(), Failed: failed.Load(),
 		Counter: counter, Exact: counter == ok.Load(),
 		Seconds: took.Seconds(), OpsPerS: float64(ok.Load()) / took.Seconds(),
 		P50ms: ms(lat[len(lat)/2]), P99ms: ms(lat[len(lat)*99/100]), MaxMs: ms(lat[len(lat)-1]),

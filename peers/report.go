@@ -12,33 +12,49 @@ import (
 // report is one run of every contender, as the JSON file has it.
 type report struct {
 	Started string `json:"started"`
-	Redis   string `json:"redis"`
-	Go      string `json:"go"`
-	CPUs    int    `json:"cpus"`
-	N       int    `json:"n"`
-	C       int    `json:"c"`
-	TTL     string `json:"ttl"`
-	Bound   string `json:"bound"`
-	Rows    []row  `json:"rows"`
+	Commit  string `json:"commit,omitempty"`
+	// Stack is the through-nginx part's stack, a line per server.
+	Stack []string `json:"stack,omitempty"`
+	Redis string   `json:"redis"`
+	Go    string   `json:"go"`
+	CPUs  int      `json:"cpus"`
+	N     int      `json:"n"`
+	C     int      `json:"c"`
+	TTL   string   `json:"ttl"`
+	Bound string   `json:"bound"`
+	Rows  []row    `json:"rows"`
 }
 
 func (r report) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d operations of GET+SET under each lock, %d concurrent, against one %s (%s, %d CPUs), %s\n\n",
-		r.N, r.C, r.Redis, r.Go, r.CPUs, r.Started)
-	fmt.Fprintln(&b, "| lock | ops/s | p50 ms | p99 ms | max ms | failed | rtt/op | redis cpu | client cpu | exact |")
-	fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	commit := ""
+	if r.Commit != "" {
+		commit = ", commit " + r.Commit
+	}
+	fmt.Fprintf(&b, "%d operations of GET+SET under each lock, %d concurrent, against one %s (%s, %d CPUs), %s%s\n\n",
+		r.N, r.C, r.Redis, r.Go, r.CPUs, r.Started, commit)
+	fmt.Fprintln(&b, "| lock | via | ops/s | p50 ms | p99 ms | max ms | failed | rtt/op | redis cpu | client cpu | exact |")
+	fmt.Fprintln(&b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, x := range r.Rows {
 		exact := "yes"
-		if !x.Exact {
+		switch {
+		case x.Via != "direct" && !x.Exact:
+			exact = x.Verdict
+		case !x.Exact:
 			exact = fmt.Sprintf("NO (counter %d, ok %d)", x.Counter, x.OK)
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %.2f | %.2f | %.2f | %d | %.2f | %s | %s | %s |\n",
-			x.Name, x.OpsPerS, x.P50ms, x.P99ms, x.MaxMs, x.Failed, x.RTTPerOp, pct(x.RedisCPU), pct(x.SelfCPU), exact)
+		rtt := "-"
+		if x.RTTPerOp >= 0 {
+			rtt = fmt.Sprintf("%.2f", x.RTTPerOp)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.2f | %.2f | %.2f | %d | %s | %s | %s | %s |\n",
+			x.Name, x.Via, x.OpsPerS, x.P50ms, x.P99ms, x.MaxMs, x.Failed, rtt, pct(x.RedisCPU), pct(x.SelfCPU), exact)
 	}
-	byName := map[string]*row{}
+	byName := map[string]*row{} // the direct rows: the targets are theirs
 	for i := range r.Rows {
-		byName[r.Rows[i].Name] = &r.Rows[i]
+		if r.Rows[i].Via == "direct" {
+			byName[r.Rows[i].Name] = &r.Rows[i]
+		}
 	}
 	versus := func(ours, theirs string, x, lower float64) {
 		a, b2 := byName[ours], byName[theirs]
@@ -55,17 +71,25 @@ func (r report) markdown() string {
 		fmt.Fprintf(&b, "\n%s vs %s: %.2fx the throughput (target >= %gx: %s), p99 %.1fx lower (target >= %gx: %s)",
 			ours, theirs, up, x, met(up, x), down, lower, met(down, lower))
 	}
-	versus("fair", "redsync", 3, 10)
-	versus("cohort", "redsync", 5, 20)
-	versus("cohort-carry", "redsync", 5, 20)
+	versus("fair", "redsync-10ms", 3, 10)
+	versus("cohort", "redsync-10ms", 5, 20)
+	versus("cohort-carry", "redsync-10ms", 5, 20)
 	versus("redlock", "redsync-5", 2, 4)
 	versus("redlock-cohort", "redsync-5", 2, 4)
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "\nrtt/op: Redis round trips per operation (a command or a pipeline each), the lock's and the GET and SET's.")
 	fmt.Fprintln(&b, "redis cpu, client cpu: CPU time during the run, in % of one core, of redis-server and of this process.")
+	fmt.Fprintln(&b, "via direct: this process calls the lock; via nginx: 3 app instances behind nginx serve GET /testLock with the lock, ops/s counting their 200s,")
+	fmt.Fprintln(&b, "the latency a whole HTTP request's, failed the non-200s, exact bench's verdict; round trips and CPU are the app's, not measured there (-).")
+	if len(r.Stack) > 0 {
+		fmt.Fprintln(&b, "\nThe stack behind nginx:")
+		for _, l := range r.Stack {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	}
 	fmt.Fprintln(&b, "\nSettings:")
 	for _, x := range r.Rows {
-		fmt.Fprintf(&b, "- %s: %s\n", x.Name, x.Settings)
+		fmt.Fprintf(&b, "- %s (%s): %s\n", x.Name, x.Via, x.Settings)
 	}
 	return b.String()
 }
