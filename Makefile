@@ -63,7 +63,7 @@ REPEATS ?=
 chaos: build
 	$(BIN)/bench chaos -out $(OUT) $(if $(FAULTS),-faults $(FAULTS)) $(if $(REPEATS),-repeats $(REPEATS)) $(if $(LOCKS),-locks $(LOCKS))
 
-## bench-peers: redsync v4, bsm/redislock (as peers calls them and as the lab's rungs) and the lab's
+## bench-peers: redsync v4 (as peers calls it and as the lab's rung), bsm/redislock and the lab's
 ## locks, N ops of GET+SET at C concurrency against one redis-server started for the run, then the
 ## library rungs and lua, fair, cohort, atomic through nginx (3 instances), one table (peers/)
 bench-peers: build

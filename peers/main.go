@@ -12,6 +12,11 @@
 // failed to get the lock within the bound, Redis round trips per
 // operation, and whether the counter ends equal to the successes (exact).
 //
+// The library contenders include the lab's library rungs (lock/lib_*.go)
+// as the app serves them. Then the same run starts a stack (three app
+// instances behind nginx) and runs bench.Run on /testLock for -lb-locks,
+// their rows in the same table, via nginx.
+//
 // It is its own Go module so that the lab does not depend on its peers.
 //
 //	go run . -n 5000 -c 100 -out ../results
