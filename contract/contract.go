@@ -36,6 +36,13 @@ const (
 	// 503 on POST /race: the stack cannot race (the instances' ladder
 	// could not be read through the load balancer).
 	ReasonNoRace = "race_unavailable"
+	// 400 on POST /race?scenario=: the matrix does not run the pair
+	// (the error says the matrix's reason).
+	ReasonNotInMatrix = "not_in_matrix"
+	// 400 on POST /race?scenario=: the running stack cannot stage the
+	// scenario (the error says what it needs: another number of
+	// instances, a clock skewed at start, AOF masters...).
+	ReasonCannotStage = "cannot_stage"
 	// 403: a browser sent the request from another site (Origin or
 	// Sec-Fetch-Site says so). Nothing was done.
 	ReasonCrossSite = "cross_site"

@@ -6,16 +6,24 @@
 //
 // A race resets the stock and sends n requests, c at a time, through the
 // load balancer to /sale or /testLock under one lock, with the bench's
-// closed loop; it streams Server-Sent Events: "progress" about five times
-// a second (bench.Snapshot), then one "result" (Result: the bench's row,
-// the counters read back and the verdict judged as the bench judges it,
-// and the timeline of the critical sections the instances held) or one
-// "failed" ({"error"}). One race at a time: a second is a 409.
+// closed loop. With scenario=NAME it runs one of the matrix's scenarios
+// on the running stack (suite.Scenario.Stage: its app flags as
+// parameters on every request, its faults armed with the stack's fault
+// key, its hooks on the stack itself), at the ladder's size, and judges
+// it against the ladder's verdict for the pair; a pair the matrix skips,
+// or a scenario the stack cannot stage, is a 400 saying why. GET /race
+// says which races the stack can run (Plan). A race streams Server-Sent
+// Events: "progress" about five times a second (bench.Snapshot), then one
+// "result" (Result: the bench's row, the counters read back and the
+// verdict judged as the bench judges it, and the timeline of the critical
+// sections the instances held) or one "failed" ({"error"}). One race at
+// a time: a second is a 409.
 package race
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -28,6 +36,8 @@ import (
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/suite"
 )
 
 // Bounds and defaults of a race.
@@ -55,11 +65,23 @@ type Service struct {
 }
 
 // Stage is the running stack a race loads, as the race needs it beside
-// its load balancer. *stack.Stack is one.
+// its load balancer. *stack.Stack is one, and a Theatre.
 type Stage interface {
 	// InstanceURLs are the app instances' base URLs, each asked directly.
 	InstanceURLs() []string
 }
+
+// Theatre is a Stage that can stage the matrix's scenarios (scenario=):
+// the stack itself, whose hooks a scenario may fire (stopping its
+// Redlock masters, say; never Stop), what it runs (Config), and the key
+// its instances arm faults with (FaultKey). *stack.Stack is one.
+type Theatre interface {
+	suite.Stack
+	Config() stack.Config
+	FaultKey() string
+}
+
+var _ Theatre = (*stack.Stack)(nil)
 
 // New returns a Service that races through lb, on st (nil: the stack is
 // not known, and the races draw no timeline).
@@ -68,17 +90,23 @@ func New(lb string, st Stage) *Service {
 }
 
 // Result is a race's "result" event: the bench's row, judged as the bench
-// judges it, and its timeline (none when the stack is not known).
+// judges it (under a scenario, with the ladder's verdict beside it:
+// "expected"), and its timeline (none when the stack is not known).
 type Result struct {
 	bench.Row
 	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
-// ServeHTTP answers POST /race. Bad input is a 400 and changes nothing;
-// a lock the stack cannot serve is a 503 naming the server it lacks.
+// ServeHTTP answers POST /race, and GET /race with the races the stack
+// can run (Plan). Bad input is a 400 and changes nothing; a lock the stack
+// cannot serve is a 503 naming the server it lacks.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		s.plan(w, r)
+		return
+	}
 	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
+		w.Header().Set("Allow", "GET, HEAD, POST")
 		fail(w, http.StatusMethodNotAllowed, "", "a race starts by POST /race?lock=NAME&endpoint=sale|testLock: it resets the stock and sends load")
 		return
 	}
@@ -103,8 +131,9 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // params is one race's validated input.
 type params struct {
 	lock, endpoint string
-	n, c           int
+	n, c, stock    int // stock 0: the bench's default
 	wait           lock.WaitMode
+	staged         *suite.Staged // scenario=: the scenario on this stack
 }
 
 // parse validates the query against the ladder the instances serve (GET
@@ -117,7 +146,7 @@ func (s *Service) parse(r *http.Request) (params, int, string, error) {
 	if err != nil {
 		return bad("malformed query: %v", err)
 	}
-	allowed := []string{"lock", "endpoint", "n", "c", "wait"}
+	allowed := []string{"lock", "endpoint", "n", "c", "wait", "scenario"}
 	for k, vs := range q {
 		if !slices.Contains(allowed, k) {
 			return bad("unknown parameter %q (allowed: %s)", truncate(k, 32), strings.Join(allowed, ", "))
@@ -133,10 +162,21 @@ func (s *Service) parse(r *http.Request) (params, int, string, error) {
 	if p.endpoint != "sale" && p.endpoint != "testLock" {
 		return bad("endpoint: %q is not sale or testLock", truncate(p.endpoint, 32))
 	}
-	if p.n, err = count(q.Get("n"), defaultRequests, MaxRequests); err != nil {
+	var sc suite.Scenario
+	n, c := defaultRequests, defaultConcurrency
+	if q.Has("scenario") {
+		if sc, err = suite.LookupScenario(q.Get("scenario")); err != nil {
+			return bad("scenario: unknown scenario %q (scenarios: %s)", truncate(q.Get("scenario"), 32), strings.Join(suite.ScenarioNames(), ", "))
+		}
+		if q.Has("wait") {
+			return bad("wait= does not go with scenario=: the scenario says how its requests wait")
+		}
+		n, c, p.stock = suite.LadderSize(sc.Name)
+	}
+	if p.n, err = count(q.Get("n"), n, MaxRequests); err != nil {
 		return bad("n: %v", err)
 	}
-	if p.c, err = count(q.Get("c"), defaultConcurrency, MaxConcurrency); err != nil {
+	if p.c, err = count(q.Get("c"), c, MaxConcurrency); err != nil {
 		return bad("c: %v", err)
 	}
 	rungs, err := s.strategies(r.Context())
@@ -156,11 +196,31 @@ func (s *Service) parse(r *http.Request) (params, int, string, error) {
 			return bad("wait=%s does not apply to lock %q (it waits by %v)", p.wait, rung.Name, rung.Waits)
 		}
 	}
+	if sc.Name != "" {
+		st, err := s.stage(sc, rung, p.endpoint)
+		if err != nil {
+			reason := contract.ReasonCannotStage
+			if errors.Is(err, suite.ErrNotInMatrix) {
+				reason = contract.ReasonNotInMatrix
+			}
+			return params{}, http.StatusBadRequest, reason, err
+		}
+		p.staged = &st
+	}
 	if rung.Unavailable != "" {
 		return params{}, http.StatusServiceUnavailable, contract.ReasonServerMissing,
 			fmt.Errorf("lock %q cannot run here: %s", rung.Name, rung.Unavailable)
 	}
 	return p, 0, "", nil
+}
+
+// stage stages sc's run of rung on the stack (suite.Scenario.Stage).
+func (s *Service) stage(sc suite.Scenario, rung lock.Info, endpoint string) (suite.Staged, error) {
+	th, ok := s.Stage.(Theatre)
+	if !ok {
+		return suite.Staged{}, fmt.Errorf("%w: %s needs the stack itself, which this race service was not given", suite.ErrCannotStage, sc.Name)
+	}
+	return sc.Stage(th, th.Config(), th.FaultKey() != "", rung, endpoint)
 }
 
 // strategies reads the ladder the instances serve.
@@ -206,7 +266,7 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	done := make(chan outcome, 1)
 	cfg := bench.Config{
-		URL: s.LB, Requests: p.n, Concurrency: p.c, Wait: string(p.wait), Instances: s.instances(),
+		URL: s.LB, Requests: p.n, Concurrency: p.c, Stock: p.stock, Wait: string(p.wait), Instances: s.instances(),
 		OnProgress: func(snap bench.Snapshot) {
 			select { // the latest only: a slow reader skips some
 			case <-progress:
@@ -214,6 +274,10 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params) {
 			}
 			progress <- snap
 		},
+	}
+	var lease time.Duration // the timeline's: what the race asked
+	if p.staged != nil {
+		lease = p.staged.Lease
 	}
 	go func() {
 		var o outcome
@@ -223,10 +287,14 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params) {
 			}
 			done <- o
 		}()
-		o.row, o.err = bench.RunOne(ctx, cfg, p.lock, p.endpoint)
+		if p.staged == nil {
+			o.row, o.err = bench.RunOne(ctx, cfg, p.lock, p.endpoint)
+			return
+		}
+		o.row, o.err = s.runStaged(ctx, cfg, p)
 	}()
 	if s.Log != nil {
-		s.Log("race: lock=%s endpoint=%s n=%d c=%d wait=%s", p.lock, p.endpoint, p.n, p.c, p.wait)
+		s.Log("race: lock=%s endpoint=%s n=%d c=%d wait=%s scenario=%s", p.lock, p.endpoint, p.n, p.c, p.wait, p.scenario())
 	}
 	for {
 		select {
@@ -241,12 +309,52 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params) {
 			}
 			res := Result{Row: o.row}
 			if s.Stage != nil {
-				res.Timeline = newTimeline(o.row, 0)
+				res.Timeline = newTimeline(o.row, lease)
 			}
 			event(w, rc, r, "result", res)
 			return
 		}
 	}
+}
+
+// runStaged runs p's scenario on the stack, as the matrix runs it on a
+// stack of its own (a bench session: each run once the stack is whole,
+// the ladder's verdict beside the one measured), with the stack's fault
+// key on every request, and puts the stack back after (the hooks' Undo).
+func (s *Service) runStaged(ctx context.Context, cfg bench.Config, p params) (bench.Row, error) {
+	th := s.Stage.(Theatre) // stage made sure
+	cfg.FaultKey = th.FaultKey()
+	if p.staged.Direct {
+		cfg.URL = th.InstanceURLs()[0]
+	}
+	sess, err := bench.Open(ctx, cfg, topology{s.LB, th}, nil)
+	if err != nil {
+		return bench.Row{}, err
+	}
+	defer sess.Close()
+	row, err := sess.Run(ctx, p.lock, p.endpoint, p.staged.Shape)
+	if uerr := p.staged.Undo(context.WithoutCancel(ctx)); uerr != nil && err == nil {
+		err = fmt.Errorf("putting the stack back after %s: %w", p.scenario(), uerr)
+	}
+	return row, err
+}
+
+// topology is the stack as a bench session sees it: the load balancer the
+// race was given, the stack's instances.
+type topology struct {
+	lb string
+	st Stage
+}
+
+func (t topology) URL() string            { return t.lb }
+func (t topology) InstanceURLs() []string { return t.st.InstanceURLs() }
+
+// scenario is the race's scenario, "" for none.
+func (p params) scenario() string {
+	if p.staged == nil {
+		return ""
+	}
+	return p.staged.Shape.Scenario
 }
 
 // instances are the stack's instances, asked for their sections (none

@@ -127,7 +127,7 @@ func TestRaceStreamsProgressAndVerdict(t *testing.T) {
 }
 
 // TestRaceRefusesBadInputAndASecondRace: out-of-range or unknown input is
-// a 400 that changes nothing, as is a GET (a race starts by POST), and a
+// a 400 that changes nothing, as is a PUT (a race starts by POST), and a
 // browser's request from another site is a 403; a race while another
 // runs is a 409.
 func TestRaceRefusesBadInputAndASecondRace(t *testing.T) {
@@ -145,8 +145,8 @@ func TestRaceRefusesBadInputAndASecondRace(t *testing.T) {
 			t.Errorf("POST /race?%s: %d %v, want a 400 that says why", q, code, evs)
 		}
 	}
-	if code, evs := readEvents(t, "GET", srv.URL+"/race?lock=none&endpoint=sale"); code != http.StatusMethodNotAllowed {
-		t.Errorf("GET /race: %d %v, want 405", code, evs)
+	if code, evs := readEvents(t, "PUT", srv.URL+"/race?lock=none&endpoint=sale"); code != http.StatusMethodNotAllowed {
+		t.Errorf("PUT /race: %d %v, want 405", code, evs)
 	}
 	for _, site := range []string{"cross-site", "same-site"} {
 		req, _ := http.NewRequest("POST", srv.URL+"/race?lock=none&endpoint=sale&n=10", nil)

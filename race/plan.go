@@ -1,0 +1,81 @@
+package race
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/suite"
+)
+
+// Plan is what GET /race answers: the scenarios a race may name, and the
+// ladder of flaws (suite.Flaws), each pair with the ladder's verdict and
+// whether this stack can race it; the page draws its ladder view from it.
+type Plan struct {
+	Scenarios []PlanScenario `json:"scenarios"`
+	Ladder    []Cell         `json:"ladder"`
+}
+
+// PlanScenario is a scenario of the matrix: its name, what it does, and
+// the ladder's verdict (on /sale) for each lock it runs.
+type PlanScenario struct {
+	Name   string            `json:"name"`
+	About  string            `json:"about"`
+	Expect map[string]string `json:"expect"`
+}
+
+// Cell is one pair of the ladder of flaws.
+type Cell struct {
+	Scenario string `json:"scenario"`
+	Lock     string `json:"lock"`
+	Expected string `json:"expected"`
+	// Skip says why this stack cannot race the pair ("": it can): its
+	// server is missing, or the stack cannot stage the scenario.
+	Skip string `json:"skip,omitempty"`
+	// Reason is Skip's code: contract.ReasonServerMissing,
+	// ReasonCannotStage or ReasonNotInMatrix.
+	Reason string `json:"reason,omitempty"`
+}
+
+// plan answers GET /race.
+func (s *Service) plan(w http.ResponseWriter, r *http.Request) {
+	rungs, err := s.strategies(r.Context())
+	if err != nil {
+		fail(w, http.StatusServiceUnavailable, contract.ReasonNoRace, "the instances' ladder could not be read: "+err.Error())
+		return
+	}
+	var p Plan
+	for _, sc := range suite.Scenarios() {
+		p.Scenarios = append(p.Scenarios, PlanScenario{Name: sc.Name, About: sc.About, Expect: sc.Expect})
+	}
+	for _, f := range suite.Flaws() {
+		sc, err := suite.LookupScenario(f.Scenario)
+		if err != nil {
+			continue
+		}
+		c := Cell{Scenario: f.Scenario, Lock: f.Lock}
+		c.Expected, _, _ = sc.Expected(f.Lock, bench.EndpointSale)
+		i := slices.IndexFunc(rungs, func(x lock.Info) bool { return x.Name == f.Lock })
+		switch {
+		case i < 0:
+			c.Skip, c.Reason = "the instances do not offer it (GET /strategies)", contract.ReasonServerMissing
+		case rungs[i].Unavailable != "":
+			c.Skip, c.Reason = "unavailable here: "+rungs[i].Unavailable, contract.ReasonServerMissing
+		default:
+			if _, err := s.stage(sc, rungs[i], bench.EndpointSale); err != nil {
+				c.Skip, c.Reason = err.Error(), contract.ReasonCannotStage
+				if errors.Is(err, suite.ErrNotInMatrix) {
+					c.Reason = contract.ReasonNotInMatrix
+				}
+			}
+		}
+		p.Ladder = append(p.Ladder, c)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	json.NewEncoder(w).Encode(p)
+}
