@@ -76,7 +76,7 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 	start := row.Began.UnixNano()
 	held := row.Held
 	t := &Timeline{Start: start, Complete: row.Sections >= 0, Overlaps: max(row.Overlaps, 0),
-		Sections: [][5]int64{}, Pairs: [][2]int{}, Faults: []Fault{}, LeaseMs: float64(lease) / float64(time.Millisecond)}
+		Instances: []string{}, Sections: [][5]int64{}, Pairs: [][2]int{}, Faults: []Fault{}, LeaseMs: float64(lease) / float64(time.Millisecond)}
 	held = slices.Clone(held)
 	slices.SortStableFunc(held, func(a, b contract.Section) int { return cmp.Compare(a.Acquired, b.Acquired) })
 	if len(held) > MaxSections {

@@ -1,7 +1,9 @@
 package race
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +56,12 @@ func TestTimelineMarksOverlapsRefusalsAndFaults(t *testing.T) {
 	}
 	if tl.LeaseMs != 200 || tl.EndUs != 905000 || !tl.Complete {
 		t.Errorf("lease %vms, end %dus, complete %v", tl.LeaseMs, tl.EndUs, tl.Complete)
+	}
+
+	// A race that held no lock (atomic), or whose instances all crashed,
+	// has empty lanes, not none.
+	if b, _ := json.Marshal(newTimeline(bench.Row{Began: began}, 0)); !strings.Contains(string(b), `"instances":[],"sections":[]`) {
+		t.Errorf("an empty timeline: %s", b)
 	}
 
 	// The latest MaxSections only.
