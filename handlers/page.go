@@ -15,14 +15,18 @@ var pageSrc string
 
 // The page's scripts that are more than a few lines, each in a file of
 // its own, inlined where the page calls their template: the timeline of a
-// race.
-//
-//go:embed page_timeline.js
-var timelineSrc string
+// race, and the scenarios and the ladder of flaws.
+var (
+	//go:embed page_timeline.js
+	timelineSrc string
+	//go:embed page_ladder.js
+	ladderSrc string
+)
 
 var pageTmpl = func() *template.Template {
 	t := template.Must(template.New("page").Parse(pageSrc))
 	template.Must(t.New("timeline").Parse(timelineSrc))
+	template.Must(t.New("ladder").Parse(ladderSrc))
 	return t
 }()
 

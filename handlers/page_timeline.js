@@ -176,19 +176,23 @@ function drawTimeline() {
     g.fillText(text, Math.max(x0, TL_LEFT) + 3, y + tl.barH - 3);
   }
   // the faults: a marker where each struck, on its instance's lane, or in
-  // the band above when no instance answered (it crashed)
+  // the band above when no instance answered (it crashed); a line under
+  // the lane for as long as its request ran, ticked where it answered
   const lastLabel = {};   // by row: where the last label ended
   for (const f of t.faults) {
     if (f.until_us < tl.v0 || f.at_us > tl.v1) continue;
-    const x = X(f.at_us), y = f.lane >= 0 ? laneY(f.lane) + 1 : 3;
-    g.fillStyle = 'rgba(181, 71, 8, 0.35)';
-    g.fillRect(x, f.lane >= 0 ? laneY(f.lane) + LANE - 3 : 17, Math.max(X(f.until_us) - x, 1), 3);
+    const x = X(f.at_us), xe = X(f.until_us), y = f.lane >= 0 ? laneY(f.lane) + 1 : 3, ys = f.lane >= 0 ? laneY(f.lane) + LANE - 4 : 17;
+    g.fillStyle = 'rgba(181, 71, 8, 0.55)';
+    g.fillRect(x, ys, Math.max(xe - x, 1), 3);
+    g.fillRect(xe - 1, ys - 5, 2, 8);
     g.fillStyle = '#b54708';
-    g.beginPath(); g.moveTo(x - 6, y); g.lineTo(x + 6, y); g.lineTo(x, y + 9); g.closePath(); g.fill();
-    const label = tlFault(f), ly = f.lane >= 0 ? y + 9 : 14;
-    if (x > (lastLabel[ly] ?? -1e9)) {
-      g.fillText(label, x + 8, ly);
-      lastLabel[ly] = x + 8 + g.measureText(label).width + 6;
+    if (f.at_us >= tl.v0) { g.beginPath(); g.moveTo(x - 6, y); g.lineTo(x + 6, y); g.lineTo(x, y + 9); g.closePath(); g.fill(); }
+    // its label where it struck, or at the left edge while it still runs
+    const label = f.at_us >= tl.v0 ? tlFault(f) : '◂ ' + tlFault(f) + ', until ' + tlMs(f.until_us) + ' ms';
+    const lx = Math.max(x + 8, TL_LEFT + 2), ly = f.lane >= 0 ? y + 9 : 14;
+    if (lx > (lastLabel[ly] ?? -1e9)) {
+      g.fillText(label, lx, ly);
+      lastLabel[ly] = lx + g.measureText(label).width + 6;
     }
   }
   g.restore();

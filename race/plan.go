@@ -20,12 +20,16 @@ type Plan struct {
 	Ladder    []Cell         `json:"ladder"`
 }
 
-// PlanScenario is a scenario of the matrix: its name, what it does, and
-// the ladder's verdict (on /sale) for each lock it runs.
+// PlanScenario is a scenario of the matrix: its name, what it does, the
+// ladder's verdict (on /sale) for each lock it runs, and the size of its
+// races by default (suite.LadderSize).
 type PlanScenario struct {
-	Name   string            `json:"name"`
-	About  string            `json:"about"`
-	Expect map[string]string `json:"expect"`
+	Name        string            `json:"name"`
+	About       string            `json:"about"`
+	Expect      map[string]string `json:"expect"`
+	Requests    int               `json:"requests"`
+	Concurrency int               `json:"concurrency"`
+	Stock       int               `json:"stock"`
 }
 
 // Cell is one pair of the ladder of flaws.
@@ -50,7 +54,9 @@ func (s *Service) plan(w http.ResponseWriter, r *http.Request) {
 	}
 	var p Plan
 	for _, sc := range suite.Scenarios() {
-		p.Scenarios = append(p.Scenarios, PlanScenario{Name: sc.Name, About: sc.About, Expect: sc.Expect})
+		ps := PlanScenario{Name: sc.Name, About: sc.About, Expect: sc.Expect}
+		ps.Requests, ps.Concurrency, ps.Stock = suite.LadderSize(sc.Name)
+		p.Scenarios = append(p.Scenarios, ps)
 	}
 	for _, f := range suite.Flaws() {
 		sc, err := suite.LookupScenario(f.Scenario)
