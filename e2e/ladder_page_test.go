@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+)
+
+// TestPageShowsEachFlaw drives the page in a real headless Chromium, as a
+// learner would (after checking that a fault cannot be armed from
+// outside): it races three rungs under the scenarios that show what
+// the articles say of them, with the page's scenario picker, on the
+// running stack (the faults armed with the stack's key): setnx under crash
+// deadlocks; check-del under check-pause oversells, and its timeline draws
+// the overlap in red; fenced under pause stays SAFE, its stale write
+// marked refused on the timeline. Each verdict must be the ladder's, in
+// the table and in the ladder view. The screenshots of the ladder view
+// and of check-del's timeline are kept in the test's artifact directory.
+func TestPageShowsEachFlaw(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		if redistest.CI() {
+			t.Fatal("chromium not found on PATH: under CI=true the page test needs it (apt-get install chromium)")
+		}
+		t.Skip("chromium not found on PATH: install Debian's chromium to drive the page in a real browser")
+	}
+	st := startStack(t)
+
+	// A fault comes only from the stack's own races: through the load
+	// balancer, a request that asks for one without the stack's key is a
+	// 400 and arms nothing, as on an instance without faults.
+	resp, err := http.Post(st.URL()+"/sale?lock=lua&fault=crash", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "fault key") {
+		t.Fatalf("fault=crash from outside: %s %s, want a 400 that says it needs the fault key", resp.Status, body)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox will not start
+		chromedp.WindowSize(1280, 1800),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	shoot := func(name, sel string) {
+		var png []byte
+		var err error
+		if sel == "" {
+			png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		} else {
+			png, err = chromedp.Run(ctx, chromedp.Screenshot(sel))
+		}
+		if err == nil {
+			shot := filepath.Join(t.ArtifactDir(), name)
+			if os.WriteFile(shot, png, 0o644) == nil {
+				t.Logf("screenshot: %s", shot)
+			}
+		}
+	}
+	step := func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, a); err != nil {
+			shoot("page-flaws-failed.png", "")
+			status, _ := chromedp.Run(ctx, chromedp.Text("#raceStatus"))
+			t.Fatalf("%s: %v (the page's status line: %q)", what, err, status)
+		}
+	}
+	eval := func(js string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return v
+	}
+	// pixels counts the timeline's pixels of a colour, within 40 of r, g, b.
+	pixels := func(r, g, b int) int {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`(() => {
+			const c = document.getElementById('timeline'), d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+			let n = 0;
+			for (let i = 0; i < d.length; i += 4)
+				if (Math.abs(d[i]-%d) < 40 && Math.abs(d[i+1]-%d) < 40 && Math.abs(d[i+2]-%d) < 40) n++;
+			return n;
+		})()`, r, g, b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	step("open the page", chromedp.Navigate(st.URL()+"/"))
+	step("wait for the scenario picker", chromedp.WaitVisible("#scenarioPick"))
+	step("wait for the ladder view", chromedp.WaitVisible(`#ladderGrid td[data-pair="crash setnx"]`))
+
+	// race picks lock alone under scenario, on /sale, at the ladder's
+	// size, and waits for the race to end.
+	race := func(lock, scenario string) {
+		t.Helper()
+		step("pick "+lock, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+			`document.querySelectorAll('input[name=lock]').forEach(x => x.checked = x.value === %q); delete document.body.dataset.races`, lock)))
+		step("pick "+scenario, chromedp.SetValue("#scenario", scenario))
+		step("let the picker size it", chromedp.Evaluate[chromedp.Void](`document.getElementById('scenario').dispatchEvent(new Event('change'))`))
+		step("press race: "+lock+" under "+scenario, chromedp.Click("#raceBtn"))
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.races !== undefined`, chromedp.WithPollingTimeout(150*time.Second))); err != nil {
+			shoot("page-flaws-failed.png", "")
+			t.Fatalf("waiting for %s under %s: %v", lock, scenario, err)
+		}
+	}
+	// row is the results table's last row: lock, scenario, verdict.
+	row := func() string {
+		return eval(`(() => { const r = [...document.querySelectorAll('#results tbody tr')].pop();
+			return r ? r.cells[0].innerText + ' ' + r.cells[3].innerText + ' ' + r.querySelector('.badge').innerText : ''; })()`)
+	}
+	cell := func(pair string) string {
+		return eval(fmt.Sprintf(`(document.querySelector('#ladderGrid td[data-pair=%q]') || {}).innerText || ''`, pair))
+	}
+	status := func() string { v, _ := chromedp.Run(ctx, chromedp.Text("#raceStatus")); return v }
+
+	// setnx under crash: the dead holder's lock is never released.
+	race("setnx", "crash")
+	if got, want := row(), "setnx crash DEADLOCK ✓"; got != want {
+		t.Errorf("setnx under crash: the table says %q, want %q (status %q)", got, want, status())
+	}
+	if c := cell("crash setnx"); !strings.HasPrefix(c, "DEADLOCK ✓") {
+		t.Errorf("setnx under crash: the ladder's cell says %q", c)
+	}
+
+	// check-del under check-pause: a stale DEL frees the next holder's
+	// lock; two holders write at once, red on the timeline.
+	race("check-del", "check-pause")
+	if got, want := row(), "check-del check-pause OVERSOLD ✓"; got != want {
+		t.Errorf("check-del under check-pause: the table says %q, want %q (status %q)", got, want, status())
+	}
+	overlaps := eval(`document.getElementById('tlOverlaps').innerText`)
+	var n int
+	if _, err := fmt.Sscanf(overlaps, "%d overlap", &n); err != nil || n < 1 {
+		t.Errorf("check-del's timeline: %q beside it, want \"N overlaps\" with N >= 1", overlaps)
+	}
+	step("jump to check-del's first overlap", chromedp.Click("#tlFirst"))
+	if red := pixels(196, 50, 10); red < 100 {
+		t.Errorf("check-del's first overlap: %d red pixels on the timeline, want the two holders drawn red", red)
+	}
+	pair := eval(`document.getElementById('tlPair').innerText`)
+	if !strings.HasPrefix(pair, "overlap 1 of ") || !strings.Contains(pair, "both wrote") {
+		t.Errorf("check-del's first overlap: %q", pair)
+	}
+	shoot("page-timeline-check-del.png", "#timelineCard")
+	step("whole race", chromedp.Click("#tlAll"))
+	shoot("page-timeline-check-del-whole.png", "#timelineCard")
+
+	// fenced under pause: the frozen holder's late write is refused.
+	race("fenced", "pause")
+	if got, want := row(), "fenced pause SAFE ✓"; got != want {
+		t.Errorf("fenced under pause: the table says %q, want %q (status %q)", got, want, status())
+	}
+	about := eval(`document.getElementById('tlAbout').innerText`)
+	refused := eval(`String(tl.t ? tl.t.refused : 0)`)
+	if !strings.Contains(about, "refused by the fence") || refused == "0" || pixels(181, 71, 8) < 50 {
+		t.Errorf("fenced under pause: the timeline says %q (%s refused, %d orange pixels): want its stale write marked refused",
+			about, refused, pixels(181, 71, 8))
+	}
+	if o := eval(`document.getElementById('tlOverlaps').innerText`); o != "0 overlaps" {
+		t.Errorf("fenced under pause: %q beside the timeline, want 0 overlaps", o)
+	}
+	shoot("page-timeline-fenced.png", "#timelineCard")
+
+	// The ladder view holds the three, each as the ladder says; a cell
+	// opens its race's timeline.
+	for pair, want := range map[string]string{"crash setnx": "DEADLOCK ✓", "check-pause check-del": "OVERSOLD ✓", "pause fenced": "SAFE ✓"} {
+		if c := cell(pair); !strings.HasPrefix(c, want) {
+			t.Errorf("the ladder's %s: %q, want %q", pair, c, want)
+		}
+	}
+	step("open check-del's timeline from the ladder", chromedp.Click(`#ladderGrid td[data-pair="check-pause check-del"]`))
+	if title := eval(`document.getElementById('tlTitle').innerText`); !strings.Contains(title, "check-del") {
+		t.Errorf("the ladder's check-del cell opened %q", title)
+	}
+	shoot("page-ladder.png", "#ladderCard")
+	shoot("page-flaws.png", "")
+}
