@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 // masters to stop and start.
 type runningStack struct {
 	n   int
+	mu  sync.Mutex // the masters stop and start at once
 	log []string
 }
 
@@ -27,10 +29,14 @@ func (r *runningStack) InstanceURLs() []string {
 }
 func (r *runningStack) Stop() error { return errors.New("a staged run never stops the stack") }
 func (r *runningStack) StopMaster(i int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.log = append(r.log, "stop "+string(rune('0'+i)))
 	return nil
 }
 func (r *runningStack) StartMaster(i int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.log = append(r.log, "start "+string(rune('0'+i)))
 	return nil
 }
