@@ -143,7 +143,12 @@ func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
 	n := f.hits.Add(1)
 	in := f.inflight.Add(1)
-	defer f.inflight.Add(-1)
+	left := false // the request is over before the handler returns
+	defer func() {
+		if !left {
+			f.inflight.Add(-1)
+		}
+	}()
 	for {
 		m := f.maxInflight.Load()
 		if in <= m || f.maxInflight.CompareAndSwap(m, in) {
@@ -176,6 +181,10 @@ func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
 		if n%5 == 0 {
 			conn, _, err := w.(http.Hijacker).Hijack()
 			if err == nil {
+				// Out of flight before the client can see the close
+				// and send its next request.
+				f.inflight.Add(-1)
+				left = true
 				conn.Close()
 			}
 			return
