@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -92,40 +93,12 @@ func TestMatrix(t *testing.T) {
 		t.Fatalf("matrix: %v", err)
 	}
 
-	// Every stack stopped, every process it started gone.
-	ss.checkGone()
-
-	// Every pair the ladder lists was run: none skipped (say, because the
-	// app does not offer a lock yet).
-	want := 0
-	for _, sc := range suite.Scenarios() {
-		for l := range sc.Expect {
-			if slices.Contains(locks, l) {
-				want++
-			}
-		}
-	}
-	for _, s := range skips {
-		for _, sc := range suite.Scenarios() {
-			if _, listed, _ := sc.Expected(s.Lock, bench.EndpointSale); sc.Name == s.Scenario && listed {
-				// ZooKeeper and MariaDB are not embedded: where they
-				// are not installed their rungs are skipped, and say
-				// why. CI installs them.
-				if !ci && strings.HasPrefix(s.Reason, "unavailable here") {
-					t.Logf("%s %s: skipped (%s)", s.Scenario, s.Lock, s.Reason)
-					want--
-					continue
-				}
-				t.Errorf("%s %s: skipped (%s), but the ladder lists it", s.Scenario, s.Lock, s.Reason)
-			}
-		}
-	}
-	if len(rows) != want {
-		t.Errorf("%d rows, want the %d pairs the ladder lists", len(rows), want)
-	}
-
+	// The rows first, the checks of the whole run last: CI shows the
+	// head and the tail of a long log, and a failure must be in one.
+	var failed []string
 	for _, r := range rows {
-		t.Run(r.Scenario+"/"+r.Lock, func(t *testing.T) {
+		name := r.Scenario + "/" + r.Lock
+		if !t.Run(name, func(t *testing.T) {
 			if r.Expected == "" || r.Verdict != r.Expected {
 				t.Errorf("verdict %s, the ladder says %q (row %+v)", r.Verdict, r.Expected, r)
 			}
@@ -162,9 +135,46 @@ func TestMatrix(t *testing.T) {
 			if r.Verdict == bench.VerdictOversold && r.Oversold <= 0 {
 				t.Errorf("OVERSOLD with oversold %d", r.Oversold)
 			}
-		})
+		}) {
+			failed = append(failed, fmt.Sprintf("%s (%s, ladder %s)", name, r.Verdict, r.Expected))
+		}
 	}
+	// Every stack stopped, every process it started gone.
+	ss.checkGone()
+
+	// Every pair the ladder lists was run: none skipped (say, because the
+	// app does not offer a lock yet).
+	want := 0
+	for _, sc := range suite.Scenarios() {
+		for l := range sc.Expect {
+			if slices.Contains(locks, l) {
+				want++
+			}
+		}
+	}
+	for _, s := range skips {
+		for _, sc := range suite.Scenarios() {
+			if _, listed, _ := sc.Expected(s.Lock, bench.EndpointSale); sc.Name == s.Scenario && listed {
+				// ZooKeeper and MariaDB are not embedded: where they
+				// are not installed their rungs are skipped, and say
+				// why. CI installs them.
+				if !ci && strings.HasPrefix(s.Reason, "unavailable here") {
+					t.Logf("%s %s: skipped (%s)", s.Scenario, s.Lock, s.Reason)
+					want--
+					continue
+				}
+				t.Errorf("%s %s: skipped (%s), but the ladder lists it", s.Scenario, s.Lock, s.Reason)
+			}
+		}
+	}
+	if len(rows) != want {
+		t.Errorf("%d rows, want the %d pairs the ladder lists", len(rows), want)
+	}
+
 	t.Logf("matrix of %d runs took %s", len(rows), took.Round(time.Second))
+	if len(failed) > 0 {
+		t.Errorf("%d of %d rows failed: %s", len(failed), len(rows), strings.Join(failed, ", "))
+	}
 }
 
 func scenario(t *testing.T, name string) suite.Scenario {
