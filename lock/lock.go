@@ -81,7 +81,8 @@
 // in memory: WaitQueue, WaitCohort), speed_redlock_relay.go (the lock
 // relayed down the line by swapping tokens on the masters: WaitRelay),
 // speed_workers.go (the goroutines redlock's calls to its masters run
-// on).
+// on), speed_release_in.go (PipelineReleaser: a release that rides the
+// business's last write, one round trip for both).
 package lock
 
 import (
@@ -204,17 +205,6 @@ func ShapeOf(l Lock) Shape {
 // that the lock was busy. Poll turns a Rung into a Locker that waits.
 type Rung interface {
 	Try(ctx context.Context, key string, c Call) (l Lock, ok bool, err error)
-}
-
-// PipelineReleaser is a held lock whose release can ride in the same
-// pipeline as the business's last write: one round trip for both. Redis
-// runs a pipeline's commands in order, so the write lands before the lock
-// is given up, exactly as with a separate Release after it.
-type PipelineReleaser interface {
-	// ReleaseIn queues the release in p; after p has run, the function
-	// it returns reports what Release would have. Once queued, Release
-	// reports ErrNotHeld.
-	ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error
 }
 
 // Options configure a Locker. Every Redis rung takes the same ones, so that

@@ -90,15 +90,3 @@ func (l *expiryLock) Release(ctx context.Context) error {
 	}
 	return delReleased(l.rdb.Del(ctx, l.key))
 }
-
-var _ PipelineReleaser = (*expiryLock)(nil)
-
-// ReleaseIn asks the clock as Release does, now, and queues the DEL in p,
-// behind the business's last write.
-func (l *expiryLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
-	if l.clock().UnixMilli() >= l.expiry {
-		return func() error { return ErrNotHeld }
-	}
-	cmd := p.Del(ctx, l.key)
-	return func() error { return delReleased(cmd) }
-}

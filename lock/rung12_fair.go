@@ -150,10 +150,7 @@ type fairLock struct {
 	once sync.Once
 }
 
-var (
-	_ Tokened          = (*fairLock)(nil)
-	_ PipelineReleaser = (*fairLock)(nil)
-)
+var _ Tokened = (*fairLock)(nil)
 
 func (l *fairLock) Token() int64 { return l.fence }
 
@@ -169,23 +166,4 @@ func (l *fairLock) Release(ctx context.Context) error {
 		err = releaseResult(l.keys[0], n, err)
 	})
 	return err
-}
-
-// ReleaseIn queues the release in p, behind the business's last write.
-func (l *fairLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
-	var cmd *redis.Cmd
-	first := false
-	l.once.Do(func() {
-		first = true
-		l.wd.halt()
-		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.channel(), "0")
-	})
-	return func() error {
-		if !first {
-			return ErrNotHeld
-		}
-		l.wd.wait()
-		n, err := cmd.Int64()
-		return releaseResult(l.keys[0], n, err)
-	}
 }
