@@ -81,6 +81,9 @@ type Section struct {
 	// Wrote says the business wrote: a fenced write refused as stale, a
 	// sold-out read or an error did not, and those cannot do harm.
 	Wrote bool `json:"wrote"`
+	// Refused says a fence refused the business's read or write: a newer
+	// token had been there (the timeline marks it).
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Recorder keeps an instance's latest sections, a fixed number of them:

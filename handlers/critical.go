@@ -280,7 +280,7 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 			h.released(req.rung, res.lockKey, release())
 		}
 		h.m.held(req.rung.Name, time.Duration(sec.Released-sec.Acquired))
-		sec.Wrote = wrote
+		sec.Wrote, sec.Refused = wrote, errors.Is(err, inventory.ErrStaleToken)
 		over(sec)
 	}()
 

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strconv"
@@ -359,10 +360,12 @@ func TestReenter(t *testing.T) {
 }
 
 // TestFencedRefusesStaleToken: a holder whose token is below the highest
-// seen gets a 409 and changes nothing.
+// seen gets a 409 and changes nothing; its critical section is recorded
+// as refused (the timeline marks it), the one that sold is not.
 func TestFencedRefusesStaleToken(t *testing.T) {
 	e := newEnv(t)
 	e.do(t, "POST", "/reset?stock=5")
+	since := time.Now().UnixNano()
 	if code, _, _ := e.do(t, "POST", "/sale?lock=fenced"); code != 200 {
 		t.Fatal("first fenced sale failed")
 	}
@@ -373,6 +376,15 @@ func TestFencedRefusesStaleToken(t *testing.T) {
 	}
 	if got, _ := e.mr.Get(inventory.KeyStock); got != "4" {
 		t.Fatalf("stock %s, want 4: the stale write must not land", got)
+	}
+	_, _, body = e.do(t, "GET", "/sections?since="+strconv.FormatInt(since, 10))
+	var got []string
+	for _, s := range body["sections"].([]any) {
+		s := s.(map[string]any)
+		got = append(got, fmt.Sprintf("wrote=%v refused=%v", s["wrote"], s["refused"]))
+	}
+	if want := []string{"wrote=true refused=<nil>", "wrote=false refused=true"}; !slices.Equal(got, want) {
+		t.Errorf("sections %q, want %q", got, want)
 	}
 }
 

@@ -3,7 +3,6 @@ package race
 import (
 	"cmp"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
@@ -46,10 +45,8 @@ type Timeline struct {
 const (
 	// FlagWrote: the business wrote.
 	FlagWrote = 1 << iota
-	// FlagRefused: a fenced write refused as stale. The instance records
-	// such a section with its token and wrote=false (as it does a
-	// sold-out read); it is told apart by a newer token granted while it
-	// was held, which a sold-out read in turn never sees.
+	// FlagRefused: a fence refused the section's read or write as stale
+	// (the instance records it: contract.Section.Refused).
 	FlagRefused
 	// FlagOverlap: one of a pair in Pairs.
 	FlagOverlap
@@ -102,13 +99,12 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 	}
 
 	us := func(unixNs int64) int64 { return (unixNs - start) / int64(time.Microsecond) }
-	refused := refusedWrites(held)
-	for i, s := range held {
+	for _, s := range held {
 		var flags int64
 		if s.Wrote {
 			flags |= FlagWrote
 		}
-		if refused[i] {
+		if s.Refused {
 			flags |= FlagRefused
 			t.Refused++
 		}
@@ -158,40 +154,6 @@ func overlapPairs(secs []contract.Section) [][2]int {
 		}
 	}
 	return pairs
-}
-
-// refusedWrites marks the sections (sorted by acquired) that held a
-// fencing token, did not write, and saw a newer token granted, on the
-// same key, before they let go: their write came too late and the fence
-// refused it.
-func refusedWrites(secs []contract.Section) []bool {
-	out := make([]bool, len(secs))
-	byKey := map[string][]int{}
-	for i, s := range secs {
-		if s.Token > 0 {
-			byKey[s.Key] = append(byKey[s.Key], i)
-		}
-	}
-	for _, idx := range byKey {
-		// newest[k]: the highest token among the first k+1 acquired.
-		newest := make([]int64, len(idx))
-		for k, i := range idx {
-			newest[k] = secs[i].Token
-			if k > 0 {
-				newest[k] = max(newest[k], newest[k-1])
-			}
-		}
-		for _, i := range idx {
-			s := secs[i]
-			if s.Wrote {
-				continue
-			}
-			// the sections acquired before s let go
-			n := sort.Search(len(idx), func(k int) bool { return secs[idx[k]].Acquired >= s.Released })
-			out[i] = n > 0 && newest[n-1] > s.Token
-		}
-	}
-	return out
 }
 
 // struck is the section of lane the armed request [at, until] held: the

@@ -12,21 +12,25 @@ import (
 )
 
 // TestTimelineMarksOverlapsRefusalsAndFaults: two sections that wrote at
-// once are a pair; a fenced section that did not write while a newer
-// token was granted is a refused stale write, one that read sold out at
-// the end is not; an armed request's fault lands on the section it held.
+// once are a pair; a section the instance recorded as refused by the
+// fence is marked refused, one that read sold out is not, even when a
+// newer token was granted while it was held; an armed request's fault
+// lands on the section it held.
 func TestTimelineMarksOverlapsRefusalsAndFaults(t *testing.T) {
 	began := time.Unix(1000, 0)
 	ms := func(d int64) int64 { return began.UnixNano() + d*int64(time.Millisecond) }
 	sec := func(inst string, from, to, token int64, wrote bool) contract.Section {
 		return contract.Section{Instance: inst, Lock: "fenced", Key: "k", Token: token, Acquired: ms(from), Released: ms(to), Wrote: wrote}
 	}
-	row := bench.Row{Began: began, Sections: 5, Overlaps: 1, Held: []contract.Section{
-		sec("app2", 0, 800, 1, false),  // paused past its lease: refused
+	refused := sec("app2", 0, 800, 1, false) // paused past its lease
+	refused.Refused = true
+	row := bench.Row{Began: began, Sections: 6, Overlaps: 1, Held: []contract.Section{
+		refused,
 		sec("app1", 200, 210, 2, true), // the next holders write
 		sec("app3", 220, 230, 3, true),
 		sec("app3", 225, 240, 4, true),  // two at once
-		sec("app1", 900, 905, 5, false), // sold out, nothing newer: not refused
+		sec("app1", 900, 950, 5, false), // sold out while a newer token was granted: not refused
+		sec("app2", 910, 920, 6, false),
 	}, Faults: []bench.Fault{
 		{About: "fault=pause&pause=800ms", Call: int64(-time.Millisecond), Return: int64(801 * time.Millisecond), Instance: "app2", Code: 409},
 		{About: "fault=crash", Call: int64(300 * time.Millisecond), Return: int64(310 * time.Millisecond), Code: 502},
@@ -42,7 +46,7 @@ func TestTimelineMarksOverlapsRefusalsAndFaults(t *testing.T) {
 	for _, s := range tl.Sections {
 		flags = append(flags, s[4])
 	}
-	if want := []int64{FlagRefused, FlagWrote, FlagWrote | FlagOverlap, FlagWrote | FlagOverlap, 0}; !slices.Equal(flags, want) || tl.Refused != 1 {
+	if want := []int64{FlagRefused, FlagWrote, FlagWrote | FlagOverlap, FlagWrote | FlagOverlap, 0, 0}; !slices.Equal(flags, want) || tl.Refused != 1 {
 		t.Errorf("flags %v (refused %d), want %v", flags, tl.Refused, want)
 	}
 	if s := tl.Sections[0]; s != [5]int64{1, 0, 800000, 1, FlagRefused} {
@@ -54,7 +58,7 @@ func TestTimelineMarksOverlapsRefusalsAndFaults(t *testing.T) {
 	if f := tl.Faults[1]; f.Lane != -1 || f.Section != -1 || f.Code != 502 {
 		t.Errorf("the crash: %+v, want on no lane", f)
 	}
-	if tl.LeaseMs != 200 || tl.EndUs != 905000 || !tl.Complete {
+	if tl.LeaseMs != 200 || tl.EndUs != 950000 || !tl.Complete {
 		t.Errorf("lease %vms, end %dus, complete %v", tl.LeaseMs, tl.EndUs, tl.Complete)
 	}
 
