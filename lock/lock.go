@@ -48,9 +48,8 @@
 //
 //	rung14_zookeeper.go     ZooKeeper's recipe (ephemeral sequential znodes):
 //	                        a holder frozen past its session is not fenced
-//	rung15_etcd.go          etcd's recipe, its create revision a fencing token;
-//	rung15_etcd_mutex.go    concurrency.Mutex's recipe for one acquisition;
-//	rung15_etcd_watch.go    one watch per lock kept open per process
+//	rung15_etcd.go          etcd's recipe (concurrency.Mutex's), its create
+//	                        revision a fencing token
 //	rung16_db_for_update.go SELECT ... FOR UPDATE in MariaDB: no lease, a
 //	                        frozen holder stalls everyone
 //
@@ -82,7 +81,9 @@
 // relayed down the line by swapping tokens on the masters: WaitRelay),
 // speed_workers.go (the goroutines redlock's calls to its masters run
 // on), speed_release_in.go (PipelineReleaser: a release that rides the
-// business's last write, one round trip for both).
+// business's last write, one round trip for both), speed_etcd_watch.go
+// (one watch per etcd lock kept open per process, its waiters listening
+// to it), speed_etcd_sessions.go (etcd's sessions reused).
 package lock
 
 import (

@@ -6,23 +6,24 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcdWatches keeps one watch open per lock prefix in this process and
-// passes its deletions to every waiter of that lock.
+// passes its deletions to every waiter of that lock (the etcd rung's
+// etcdMutex.lock subscribes before it queues its key).
 //
-// Why not a watch per waiter: etcd starts a watch that names no revision
-// at the revision it has just read, plus one. When another write commits
-// between that read and the watch's registration, which under a lock's
-// steady stream of puts and deletes happens often, the watch starts
-// behind the store, among the "unsynced" watchers that etcd catches up
-// every 100 ms: the waiter heard its predecessor's release up to 100 ms
-// late. With a watch per acquisition, 47 to 83 of 3000 handoffs (3
-// processes, 30 waiters each) waited 36 to 97 ms that way, more than
-// half the run. A watch that stays open is caught up once and then
-// hears every release as it commits.
+// Why not a watch per waiter, as concurrency.Mutex opens: etcd starts a
+// watch that names no revision at the revision it has just read, plus
+// one. When another write commits between that read and the watch's
+// registration, which under a lock's steady stream of puts and deletes
+// happens often, the watch starts behind the store, among the "unsynced"
+// watchers that etcd catches up every 100 ms: the waiter hears its
+// predecessor's release up to 100 ms late, and with a watch per
+// acquisition that was most of a run's time (docs/measurements.md, "etcd:
+// one watch per lock per process"; BenchmarkEtcdHandoff). A watch that
+// stays open is caught up once and then hears every release as it
+// commits.
 type etcdWatches struct {
 	cli  *clientv3.Client
 	idle time.Duration // how long a watch nobody uses stays open
@@ -210,9 +211,4 @@ func (s *watchSub) cancel() {
 		ws.mu.Unlock()
 		pw.cancel()
 	})
-}
-
-// isDeleteAfter reports whether ev deletes a key after revision at.
-func isDeleteAfter(ev *clientv3.Event, at int64) bool {
-	return ev.Type == mvccpb.DELETE && ev.Kv.ModRevision > at
 }
