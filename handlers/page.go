@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lockladder/lockladder/internal/report"
 	"github.com/lockladder/lockladder/lock"
 )
 
@@ -16,16 +17,13 @@ var pageSrc string
 // The page's scripts that are more than a few lines, each in a file of
 // its own, inlined where the page calls their template: the timeline of a
 // race, and the scenarios and the ladder of flaws.
-var (
-	//go:embed page_timeline.js
-	timelineSrc string
-	//go:embed page_ladder.js
-	ladderSrc string
-)
+//
+//go:embed page_ladder.js
+var ladderSrc string
 
 var pageTmpl = func() *template.Template {
 	t := template.Must(template.New("page").Parse(pageSrc))
-	template.Must(t.New("timeline").Parse(timelineSrc))
+	template.Must(t.New("timeline").Parse(report.TimelineJS))
 	template.Must(t.New("ladder").Parse(ladderSrc))
 	return t
 }()
