@@ -27,14 +27,9 @@ func startWatchdog(ttl time.Duration, renew func(context.Context) (bool, error),
 	go func() {
 		defer close(wd.done)
 		every := max(ttl/3, time.Millisecond)
-		tick := time.NewTicker(every)
+		tick := newTicker(every)
 		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+		for tick.Wait(ctx) {
 			rctx, cancelRenew := context.WithTimeout(ctx, every)
 			ours, err := renew(rctx)
 			cancelRenew()
