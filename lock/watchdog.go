@@ -24,10 +24,12 @@ type watchdog struct {
 func startWatchdog(ttl time.Duration, renew func(context.Context) (bool, error), lapsed func(*watchdog)) *watchdog {
 	ctx, cancel := context.WithCancel(context.Background())
 	wd := &watchdog{cancel: cancel, done: make(chan struct{})}
+	// The ticker is made here, by the holder, not in the goroutine: a
+	// Ticker the explorer sets knows whose watchdog it paces.
+	every := max(ttl/3, time.Millisecond)
+	tick := newTicker(every)
 	go func() {
 		defer close(wd.done)
-		every := max(ttl/3, time.Millisecond)
-		tick := newTicker(every)
 		defer tick.Stop()
 		for tick.Wait(ctx) {
 			rctx, cancelRenew := context.WithTimeout(ctx, every)
