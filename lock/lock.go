@@ -38,11 +38,8 @@
 //	                        live waiter on release (rung12_fair_*.lua): no
 //	                        herd, no luck
 //	rung13_cohort.go        fair's lock passed in memory to the process's next
-//	                        request before it goes back: fewer round trips;
-//	rung13_cohort_pipe.go   its sections' commands down one ordered pipeline
-//	rung13_cohort_carry.go  cohort's lock carrying the value last written,
-//	                        passed on before the write lands: writes in order,
-//	                        each a compare-and-set, committed in groups
+//	                        request, up to a bound, before it goes back:
+//	                        fewer round trips, less fair between instances
 //
 // The rungs of the other back ends:
 //
@@ -53,9 +50,14 @@
 //	rung16_db_for_update.go SELECT ... FOR UPDATE in MariaDB: no lease, a
 //	                        frozen holder stalls everyone
 //
-// The library rungs (lib.go lists them): redsync, redsync-redlock,
-// redislock, redislock-refresh, etcd-mutex and zk-lock call the Go lock
-// libraries as their READMEs show, on the same ladder.
+// The library rungs call the Go lock libraries as their READMEs show, on
+// the same ladder (lib.go lists them):
+//
+//	lib_redsync.go           redsync, redsync-redlock
+//	lib_redislock.go         redislock
+//	lib_redislock_refresh.go redislock-refresh: redislock with its Refresh
+//	lib_etcd_mutex.go        etcd-mutex: concurrency.Mutex itself
+//	lib_zk_lock.go           zk-lock
 //
 // db-optimistic and the ceiling, atomic, take no lock: their stores in
 // package inventory do the work (a version column in MariaDB; one Lua
@@ -73,17 +75,31 @@
 // notify_cluster.go (one subscription per master of a Redis Cluster),
 // handoff.go (how fair's waiters wait for a handoff by name), watchdog.go
 // (the renewal rungs 9 and 12 share, and with rung 12 the cohorts),
+// clock.go (the Ticker watchdogs renew by, which the explorer may set),
 // counts.go (the retries and handoffs GET /metrics reports).
 //
-// The speed, around the rungs and not in them: speed_redlock_line.go
-// (redlock's requests lined up per process, the lock passed down the line
-// in memory: WaitQueue, WaitCohort), speed_redlock_relay.go (the lock
-// relayed down the line by swapping tokens on the masters: WaitRelay),
-// speed_workers.go (the goroutines redlock's calls to its masters run
-// on), speed_release_in.go (PipelineReleaser: a release that rides the
-// business's last write, one round trip for both), speed_etcd_watch.go
-// (one watch per etcd lock kept open per process, its waiters listening
-// to it), speed_etcd_sessions.go (etcd's sessions reused).
+// The speed, around the rungs and not in them (a reader after the lesson
+// may skip it): each file wraps a rung or plugs into it, and changes what
+// a section costs, never what it is safe against.
+//
+//	speed_redlock_line.go   redlock's requests lined up per process, the
+//	                        lock passed down the line in memory (WaitQueue,
+//	                        WaitCohort)
+//	speed_redlock_relay.go  the lock relayed down that line by swapping
+//	                        tokens on the masters (WaitRelay)
+//	speed_workers.go        the goroutines redlock's calls to its masters
+//	                        run on
+//	speed_release_in.go     a release that rides the business's last write,
+//	                        one round trip for both (PipelineReleaser)
+//	speed_cohort_pipe.go    a cohort's commands down one ordered pipeline
+//	                        per line, its release behind them (Piped)
+//	speed_cohort_carry.go   cohort-carry (CohortCarry): the lock carrying the
+//	                        value last written, passed on before the write
+//	                        lands; writes in order, each a compare-and-set,
+//	                        committed in groups (Carrier)
+//	speed_etcd_watch.go     one watch per etcd lock kept open per process,
+//	                        its waiters listening to it
+//	speed_etcd_sessions.go  etcd's sessions reused
 package lock
 
 import (

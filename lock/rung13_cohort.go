@@ -19,29 +19,20 @@ import (
 // cannot start before those round trips are done.
 //
 // Here a process's requests for one key line up in memory, first come
-// first served, and only the head of the line takes the lock in Redis
-// (fair's queue orders the heads of the instances). When its section
-// ends and another request of the same process waits, it passes the lock
-// in memory, without a round trip: the next section starts at once, under
-// the same lease, which fair's watchdog keeps renewing. Only after Bound
-// sections, or once the lock has been held for half a lease, or when
-// nobody here waits, does the process release it in Redis, where fair
-// hands it to the oldest waiting instance: no instance waits longer than
-// one cohort of another. The bound is for them: a cohort that no other
-// instance waits for goes on past it (the paper's "alone?" check). From
-// the bound's last section on, each pipeline of the line also asks Redis
-// how many wait in fair's queue; while none does, the lock is passed on,
-// and the first answer that names a waiter ends the cohort with the
-// section after it. Giving the lock back to nobody would cost two round
-// trips for nothing: the release, and taking it again.
-//
-// And the sections of a cohort share round trips. Each still reads,
-// computes and writes, as on every rung, but sends its commands down its
-// line's pipe (Piped): having queued its write, a section passes the
-// lock on and only then waits for the write's answer, and the write goes
-// to Redis in one pipeline with the next section's read, in that order.
-// One round trip per section instead of two; the release that gives the
-// lock back to Redis rides behind the cohort's last write.
+// first served (cohortLine), and only the head of the line takes the
+// lock in Redis (fair's queue orders the heads of the instances). When
+// its section ends and another request of the same process waits, it
+// passes the lock in memory, without a round trip: the next section
+// starts at once, under the same lease, which fair's watchdog keeps
+// renewing. Only after Bound sections, or once the lock has been held
+// for half a lease, or when nobody here waits, does the process release
+// it in Redis, where fair hands it to the oldest waiting instance: no
+// instance waits longer than one cohort of another. The bound is for
+// them: a cohort that no other instance waits for goes on past it (the
+// paper's "alone?" check: past the bound, a pass needs an answer from
+// Redis, asked after the pass before it, that nobody waits in fair's
+// queue). Giving the lock back to nobody would cost two round trips for
+// nothing: the release, and taking it again.
 //
 // Safety is fair's: every section runs under the cohort's valid lease
 // (a lease found lost is never passed on: the process releases instead),
@@ -50,17 +41,16 @@ import (
 // one section to the next, across processes too. A paused process is
 // cut off as with fair: its watchdog stops, its lease lapses, the next
 // instance's token is higher, and the paused sections' late writes are
-// refused. Redis runs a pipeline in order, so a section's read runs after
-// the write queued before it and sees it; were the write ever to come
-// later, the read has registered the higher token and the write would be
-// refused, never lost. A command that fails ends the cohort: no further
-// pass, the lock back to Redis.
+// refused.
 //
 // What it costs: fairness between instances (a cohort runs up to Bound
-// sections while the other instances wait), a line in every process, and
-// a section that ends before its write has landed (the instances record
-// a section up to the pass; its request answers only once the write has
-// landed).
+// sections while the other instances wait), and a line in every process.
+//
+// Its speed is a layer around this: the sections of a cohort send their
+// commands to Redis down one ordered pipe and share round trips
+// (speed_cohort_pipe.go: the lock's Piped, and where the "alone?"
+// question rides), and CohortCarry carries the value written from one
+// section to the next (speed_cohort_carry.go).
 type Cohort struct {
 	passes atomic.Uint64 // sections passed in memory
 	fair   *Fair
@@ -85,8 +75,8 @@ func (c *Cohort) Counts() Counts {
 // by default while another instance waits. The bound trades the other
 // instances' wait against the handoffs through Redis: a longer cohort
 // makes the others wait longer, a shorter one pays a handoff through
-// Redis more often. Measured through nginx, 16 gave a shorter tail than
-// 64 or 8 and no less throughput than 64 (docs/measurements.md).
+// Redis more often (docs/measurements.md, "cohort's bound": measured
+// against 64 and 8).
 const DefaultCohortBound = 16
 
 // cohortSeqBits is the room a cohort's section numbers take in a token;
@@ -113,16 +103,16 @@ func NewCohort(rdb redis.Cmdable, o Options, bound int) *Cohort {
 // then the line is forgotten, and the next request starts a new one.
 type cohortLine struct {
 	key     string
-	queue   string           // fair's queue in Redis for the key: asked who waits there past the bound
-	busy    bool             // a request of ours holds the lock, or is taking it
-	waiters []chan baton     // oldest first; each gets one baton
-	held    *fairLock        // the lock in Redis while the cohort has it
-	seq     int64            // sections run under held
-	others  int64            // instances waiting in Redis, as a pipeline sent past the bound read it; -1: not known
-	since   time.Time        // when held was obtained
-	lease   bool             // held has an explicit lease: no renewal, so no passing
-	carry   map[string]int64 // values left under held (CohortCarry): reset with held
-	pipe    linePipe         // the commands the line's sections queued, in order
+	busy    bool         // a request of ours holds the lock, or is taking it
+	waiters []chan baton // oldest first; each gets one baton
+	held    *fairLock    // the lock in Redis while the cohort has it
+	seq     int64        // sections run under held
+	since   time.Time    // when held was obtained
+	lease   bool         // held has an explicit lease: no renewal, so no passing
+
+	// The speed layer's: the line's pipe, who waits in Redis as it last
+	// asked, the values carried (speed_cohort_pipe.go).
+	lineSpeed
 }
 
 // baton is what a waiter gets: the lock itself (pass), or its turn to
@@ -137,7 +127,7 @@ func (c *Cohort) Obtain(ctx context.Context, key string, call Call) (Lock, error
 	c.mu.Lock()
 	ln := c.lines[key]
 	if ln == nil {
-		ln = &cohortLine{key: key, queue: QueueKey(key), others: -1}
+		ln = &cohortLine{key: key, lineSpeed: newLineSpeed(key)}
 		c.lines[key] = ln
 	}
 	if !ln.busy {
@@ -197,8 +187,8 @@ func (c *Cohort) takeGlobal(ctx context.Context, key string, ln *cohortLine, cal
 	}
 	fl := l.(*fairLock)
 	c.mu.Lock()
-	ln.held, ln.seq, ln.since, ln.lease, ln.carry, ln.others = fl, 0, time.Now(), call.Lease > 0, nil, -1
-	ln.pipe.last, ln.pipe.spoiled = nil, false // the last cohort's commands ran before its release
+	ln.held, ln.seq, ln.since, ln.lease = fl, 0, time.Now(), call.Lease > 0
+	ln.newCohort()
 	c.mu.Unlock()
 	return c.next(key, ln), nil
 }
@@ -212,9 +202,7 @@ func (c *Cohort) next(key string, ln *cohortLine) *cohortLock {
 }
 
 // handOn gives the line to its oldest waiter, who takes the lock in
-// Redis itself, or frees it: a line nobody is in is forgotten. (The lock
-// went back to Redis behind every command the line queued, so a new
-// line's commands, sent once it holds the lock again, come after them.)
+// Redis itself, or frees it: a line nobody is in is forgotten.
 func (c *Cohort) handOn(ln *cohortLine) {
 	c.mu.Lock()
 	if len(ln.waiters) == 0 {
@@ -239,10 +227,7 @@ type cohortLock struct {
 	once  sync.Once
 }
 
-var (
-	_ Tokened = (*cohortLock)(nil)
-	_ Piped   = (*cohortLock)(nil)
-)
+var _ Tokened = (*cohortLock)(nil)
 
 // Token is the section's fencing token: the cohort's global token, times
 // 2^20, plus the section's number in the cohort.
@@ -251,13 +236,15 @@ func (l *cohortLock) Token() int64 { return l.token }
 // passTo decides how this section ends: the oldest waiter of the line,
 // to pass the lock to, or nil when the lock goes back to Redis (then held
 // is what to release, and the line keeps its waiters for handOn). Past
-// the bound it passes only on an answer that nobody waits in Redis, and
-// uses that answer up: the next pass past the bound needs a pipeline
-// sent after this one.
+// the bound it passes only on an answer that nobody waits in Redis
+// (others, which the line's pipe asks), and uses that answer up: the
+// next pass past the bound needs one asked after this one.
 func (l *cohortLock) passTo() (to chan baton, held *fairLock) {
 	c, ln := l.c, l.ln
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Never pass a lease found lost, nor after a command of the cohort
+	// failed (spoiled): the lock goes back to Redis.
 	pass := len(ln.waiters) > 0 && !ln.lease && !ln.held.lost.Load() && !ln.pipe.spoiled
 	within := ln.seq < int64(c.bound) && time.Since(ln.since) < c.share
 	alone := ln.others == 0 && ln.seq < cohortSeqMax
@@ -273,31 +260,19 @@ func (l *cohortLock) passTo() (to chan baton, held *fairLock) {
 	return nil, held
 }
 
-// Send queues q down the line's pipe (Piped).
-func (l *cohortLock) Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) func() error {
-	if !later {
-		return l.c.enqueue(l.ln, rdb, q, sendNow).wait
-	}
-	cmd := l.c.enqueue(l.ln, rdb, q, sendLater)
-	return func() error { return l.c.await(l.ln, cmd) }
-}
-
 // Release passes the lock to this process's next waiter, or gives it
 // back in Redis (fair's release, which hands it to the oldest waiting
-// instance), behind the commands the cohort queued, and lets the line's
-// next waiter take it there.
+// instance) and lets the line's next waiter take it there.
 func (l *cohortLock) Release(ctx context.Context) error {
 	err := ErrNotHeld
 	l.once.Do(func() {
 		to, held := l.passTo()
 		if to != nil {
-			to <- baton{pass: true}
+			to <- baton{pass: true} // the next section runs under our lease
 			err = nil
 			return
 		}
-		err = l.c.enqueue(l.ln, held.f.rdb, func(p redis.Pipeliner) func() error {
-			return held.ReleaseIn(ctx, p)
-		}, sendNow).wait()
+		err = l.c.giveBack(ctx, l.ln, held)
 		l.c.handOn(l.ln)
 	})
 	return err

@@ -7,20 +7,81 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A cohort's sections follow each other in one process, so they can
-// share round trips: each line has a pipe, and the sections send their
-// commands down it (Piped). Redis runs a pipeline's commands in the order
-// they were queued, so what one section queued before it let go of the
-// lock is run before anything the next section queues: a section's write
-// can go out in the same round trip as the next section's read, and the
-// read still sees it.
+// The speed of cohort (rung 13): its sections share round trips. None
+// of it changes the lock: every section still reads, computes and writes,
+// as on every rung, under the cohort's valid lease and with its own
+// fencing token.
+//
+// A cohort's sections follow each other in one process, so each line
+// has a pipe, and the sections send their commands down it (Piped).
+// Redis runs a pipeline's commands in the order they were queued, so
+// what one section queued before it let go of the lock is run before
+// anything the next section queues: having queued its write, a section
+// passes the lock on and only then waits for the write's answer, and the
+// write goes to Redis in one pipeline with the next section's read, which
+// still sees it. One round trip per section instead of two; the release
+// that gives the lock back to Redis rides behind the cohort's last write
+// (giveBack), so the next instance's read sees that too. Were a write
+// ever to land after the next section's read, that read has registered
+// the higher token and the write would be refused, never lost. A command
+// that fails spoils the cohort: no further pass, the lock back to Redis.
 //
 // The pipe holds the queued commands until someone needs an answer: a
 // read waits for its value, so it sends the batch at once, with whatever
 // was queued before it; a write queued just before the pass waits for the
-// next section's read (Send with later), and the release that gives the
-// lock back to Redis goes behind the cohort's last write. One goroutine
-// at a time sends, one pipeline per batch, in order.
+// next section's read (Send with later), and the release goes behind the
+// cohort's last write. One goroutine at a time sends, one pipeline per
+// batch, in order.
+//
+// The pipe also carries the cohort's "alone?" question: from the bound's
+// last section on, each pipeline on the lock's client also asks Redis how
+// many instances wait in fair's queue (others); while none does, the lock
+// is passed on past the bound, and the first answer that names a waiter
+// ends the cohort with the section after it.
+//
+// What it costs: a section that ends before its write has landed (the
+// instances record a section up to the pass; its request answers only
+// once the write has landed).
+
+// lineSpeed is what a cohortLine keeps for its speed: its pipe, who waits
+// in Redis as the pipe last asked, and CohortCarry's carried values.
+type lineSpeed struct {
+	queue  string           // fair's queue in Redis for the key: asked who waits there past the bound
+	others int64            // instances waiting in Redis, as a pipeline sent past the bound read it; -1: not known
+	carry  map[string]int64 // values left under held (CohortCarry): reset with held
+	pipe   linePipe         // the commands the line's sections queued, in order
+}
+
+func newLineSpeed(key string) lineSpeed { return lineSpeed{queue: QueueKey(key), others: -1} }
+
+// newCohort starts a cohort's speed afresh once its line holds the lock
+// again: nothing carried, who waits not known, no command of this
+// cohort's queued or failed yet. The last cohort's commands ran before
+// its release. The Cohort's mu is held.
+func (s *lineSpeed) newCohort() {
+	s.carry, s.others = nil, -1
+	s.pipe.last, s.pipe.spoiled = nil, false
+}
+
+// giveBack releases held, fair's lock, behind every command the line
+// queued (so a new line's commands, sent once it holds the lock again,
+// come after them), and waits for its answer.
+func (c *Cohort) giveBack(ctx context.Context, ln *cohortLine, held *fairLock) error {
+	return c.enqueue(ln, held.f.rdb, func(p redis.Pipeliner) func() error {
+		return held.ReleaseIn(ctx, p)
+	}, sendNow).wait()
+}
+
+var _ Piped = (*cohortLock)(nil)
+
+// Send queues q down the line's pipe (Piped).
+func (l *cohortLock) Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) func() error {
+	if !later {
+		return l.c.enqueue(l.ln, rdb, q, sendNow).wait
+	}
+	cmd := l.c.enqueue(l.ln, rdb, q, sendLater)
+	return func() error { return l.c.await(l.ln, cmd) }
+}
 
 // Piped is a held lock whose sections send their commands to Redis down
 // one ordered pipe (Cohort's).
