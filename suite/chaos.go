@@ -37,16 +37,20 @@ import (
 //                  SIGKILLed under load; its replica takes over
 //                  (fault_cluster.go), once it streams to it.
 //
-// chaos_run.go runs a fault and tries again a run that measured nothing;
-// chaos_report.go writes the table and the reports.
+// The library rungs run under the faults that strike their back end
+// (chaos_libs.go). chaos_run.go runs a fault and tries again a run that
+// measured nothing; chaos_report.go writes the table and the reports.
 
 // ChaosConfig describes a fault suite run. Zero values take the defaults.
 type ChaosConfig struct {
 	// Faults to run, by number (1..8); default all.
 	Faults []int
-	// Locks are the safe rungs loaded under faults 1, 2, 3 and 7; default
-	// lua, fenced, fair, cohort and cohort-carry. Faults 4 and 6 use the lock they are about
-	// (atomic and redlock).
+	// Locks are the rungs loaded under faults 1, 2, 3, 7 and 8: the lab's
+	// safe rungs, and the library rungs (LibraryLocks), each library under
+	// the faults that strike its back end (chaos_libs.go); default lua,
+	// fenced, fair, cohort and cohort-carry, then every library. Faults 4
+	// and 6 use the lock they are about (atomic and redlock), and 6 the
+	// library over the masters beside it.
 	Locks []string
 	// Requests, Concurrency and Stock of each run; default 1000, 40, 300.
 	Requests, Concurrency, Stock int
@@ -166,7 +170,7 @@ func newChaos(cfg ChaosConfig) (*chaos, error) {
 		}
 	}
 	if len(cfg.Locks) == 0 {
-		cfg.Locks = []string{"lua", "fenced", "fair", "cohort", "cohort-carry"}
+		cfg.Locks = append([]string{"lua", "fenced", "fair", "cohort", "cohort-carry"}, LibraryLocks()...)
 	}
 	for _, d := range []struct {
 		v   *int

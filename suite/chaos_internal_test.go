@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/bench/history"
 	"github.com/lockladder/lockladder/internal/report"
+	"github.com/lockladder/lockladder/stack"
 )
 
 func TestErrorClasses(t *testing.T) {
@@ -208,5 +210,60 @@ func TestMeasuredTriesAgain(t *testing.T) {
 	_, _, m, err = c.measured(context.Background(), top, "lua", c.base, mk(0, &calls))
 	if err != nil || !strings.Contains(m.why, "instances were down") || m.retried != attempts-1 {
 		t.Fatalf("mostly 502s: %+v, %v; want not run: the run says nothing about the lock", m, err)
+	}
+}
+
+// TestChaosLibraryFaults: each library rung runs the faults that strike
+// its back end, after the lab's safe rungs, and its stack starts the
+// server it needs.
+func TestChaosLibraryFaults(t *testing.T) {
+	c, err := newChaos(ChaosConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	safe := []string{"lua", "fenced", "fair", "cohort", "cohort-carry"}
+	all := append(slices.Clone(safe), LibraryLocks()...)
+	onRedis := append(slices.Clone(safe), "redsync", "redislock", "redislock-refresh")
+	for _, tc := range []struct {
+		got, want []string
+	}{
+		{c.locksFor("kill"), all},
+		{c.locksFor("drain"), all},
+		{c.locksFor("redis-stop"), onRedis},
+		{c.locksFor("cluster failover"), onRedis},
+		{c.partitionLocks(), []string{"redlock", "redsync-redlock"}},
+		{c.safeLocks(2), []string{"lua", "fenced"}},
+	} {
+		if !slices.Equal(tc.got, tc.want) {
+			t.Errorf("got %v, want %v", tc.got, tc.want)
+		}
+	}
+
+	c, err = newChaos(ChaosConfig{Locks: []string{"zk-lock", "redislock"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.locksFor("kill"); !slices.Equal(got, []string{"zk-lock", "redislock"}) {
+		t.Errorf("kill with -locks zk-lock,redislock: %v", got)
+	}
+	if got := c.locksFor("redis-stop"); !slices.Equal(got, []string{"redislock"}) {
+		t.Errorf("redis-stop with -locks zk-lock,redislock: %v", got)
+	}
+	if got := c.safeLocks(1); len(got) != 0 {
+		t.Errorf("no safe rung given, yet %v (kill under load would run it)", got)
+	}
+
+	cfg := withServers(stack.Config{ZooKeeper: stack.Off, Etcd: stack.Off}, stack.Config{Etcd: stack.Embedded}, []string{"zk-lock", "etcd-mutex"})
+	if cfg.ZooKeeper != stack.Auto || cfg.Etcd != stack.Embedded {
+		t.Errorf("servers for zk-lock and etcd-mutex: zookeeper %q, etcd %q; want auto and the template's embedded", cfg.ZooKeeper, cfg.Etcd)
+	}
+	if cfg := withServers(stack.Config{ZooKeeper: stack.Off, Etcd: stack.Off}, stack.Config{}, []string{"redsync"}); cfg.ZooKeeper != stack.Off || cfg.Etcd != stack.Off {
+		t.Errorf("redsync's stack starts %q zookeeper and %q etcd; want neither", cfg.ZooKeeper, cfg.Etcd)
+	}
+	if d, _ := orphanBound("lua"); d != chaosLockTTL+500*time.Millisecond {
+		t.Errorf("a Redis key's orphan bound %s, want the lease and half a second", d)
+	}
+	if d, _ := orphanBound("etcd-mutex"); d <= chaosLockTTL+500*time.Millisecond {
+		t.Errorf("etcd's orphan bound %s, want more than a Redis key's: etcd revokes at its next check", d)
 	}
 }

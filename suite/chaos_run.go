@@ -22,15 +22,19 @@ type faultRun struct {
 	applied func(r bench.Row) error
 }
 
-// perLock runs a fault once for each of the safe locks, on one stack.
+// perLock runs a fault once for each of its locks (locksFor), on one stack.
 func (c *chaos) perLock(ctx context.Context, f int, name string, mk func(lock string, at float64, inst int) faultRun) ([]ChaosRow, error) {
-	top, err := c.start(ctx, mk(c.cfg.Locks[0], 0.3, 1).sc)
+	locks := c.locksFor(name)
+	if len(locks) == 0 {
+		return nil, nil
+	}
+	top, err := c.start(ctx, mk(locks[0], 0.3, 1).sc, locks)
 	if err != nil {
 		return nil, err
 	}
 	defer top.Stop()
 	var rows []ChaosRow
-	for _, lock := range c.cfg.Locks {
+	for _, lock := range locks {
 		row, err := c.once(ctx, f, name, top, lock, c.base, func() faultRun { return mk(lock, 0.3, 1) })
 		if err != nil {
 			return rows, err
@@ -43,17 +47,27 @@ func (c *chaos) perLock(ctx context.Context, f int, name string, mk func(lock st
 // once is a row of one measured run of mk's fault (see measured), or a
 // row that says why none could be measured.
 func (c *chaos) once(ctx context.Context, f int, name string, top Stack, lock string, base bench.Config, mk func() faultRun) (ChaosRow, error) {
+	if why := missingServer(top, lock); why != "" {
+		return notRun(f, name, lock, why), nil
+	}
 	r, fr, m, err := c.measured(ctx, top, lock, base, mk)
 	if err != nil {
 		return ChaosRow{}, err
 	}
 	if m.why != "" {
-		return ChaosRow{Fault: f, Name: name, Lock: lock, NotRun: 1, Why: []string{m.why}, Retried: m.retried,
-			Errors: map[string]int{}, RecoveryMs: -1, Figure: "not run: " + m.why, Want: "a run that measures the fault"}, nil
+		row := notRun(f, name, lock, m.why)
+		row.Retried = m.retried
+		return row, nil
 	}
 	row := c.line(f, name, r, fr.figure(r))
 	row.Retried = m.retried
 	return row, nil
+}
+
+// notRun is the row of a fault that measured nothing for lock, and why.
+func notRun(f int, name, lock, why string) ChaosRow {
+	return ChaosRow{Fault: f, Name: name, Lock: lock, NotRun: 1, Why: []string{why},
+		Errors: map[string]int{}, RecoveryMs: -1, Figure: "not run: " + why, Want: "a run that measures the fault"}
 }
 
 // attempts is how many times a run that measured nothing is tried.
@@ -118,9 +132,10 @@ func lbFailures(r bench.Row) int {
 	return n
 }
 
-// start starts the fault's stack.
-func (c *chaos) start(ctx context.Context, sc Scenario) (Stack, error) {
+// start starts the fault's stack, with the servers its locks need.
+func (c *chaos) start(ctx context.Context, sc Scenario, locks []string) (Stack, error) {
 	sCfg := sc.stackConfig(MatrixConfig{Stack: c.cfg.Stack, RequireReal: c.cfg.RequireReal})
+	sCfg = withServers(sCfg, c.cfg.Stack, locks)
 	sCfg.StableAfter = time.Second // instances are killed on purpose, seconds apart
 	top, err := c.cfg.Start(ctx, sCfg)
 	if err != nil {

@@ -21,7 +21,8 @@ type clusterControl interface {
 
 var _ clusterControl = (*stack.Stack)(nil)
 
-// clusterFailover is fault 8: for each safe lock, on a Redis Cluster of
+// clusterFailover is fault 8: for each safe lock and each library rung on
+// the one Redis, on a Redis Cluster of
 // three masters and three replicas, the master of the item's slot is
 // SIGKILLed a third of the way into the sales; its replica takes over once
 // the other masters agree it is gone. Replication is asynchronous: a lock
@@ -44,9 +45,9 @@ func (c *chaos) clusterFailover(ctx context.Context) ([]ChaosRow, error) {
 	load := c.base
 	load.Requests = 3 * load.Requests
 	var rows []ChaosRow
-	for _, lock := range c.cfg.Locks {
+	for _, lock := range c.locksFor("cluster failover") {
 		fr := c.killClusterMaster(0.3)
-		top, err := c.start(ctx, fr.sc)
+		top, err := c.start(ctx, fr.sc, []string{lock})
 		if err != nil {
 			return rows, err
 		}

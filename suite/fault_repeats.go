@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
@@ -10,8 +11,8 @@ import (
 
 // repeats: faults 1 (any instance, holding the lock or not), 2, 3 and 6
 // (2 of 5 cut) again and again, at random moments, against random
-// instances, on the first two safe locks; a row per fault and lock sums
-// them.
+// instances, on the first two safe locks and the library rungs whose back
+// end each strikes; a row per fault and lock sums them.
 func (c *chaos) repeats(ctx context.Context) ([]ChaosRow, error) {
 	type schedule struct {
 		name  string
@@ -24,21 +25,29 @@ func (c *chaos) repeats(ctx context.Context) ([]ChaosRow, error) {
 	rl := c.redlockBase()
 	rl.Requests, rl.Stock, rl.Concurrency = min(rl.Requests, 24), min(rl.Stock, 24), min(rl.Concurrency, 4)
 	// Two safe rungs, one without and one with fencing, keep the suite
-	// within minutes; -locks chooses others.
-	locks := c.cfg.Locks[:min(2, len(c.cfg.Locks))]
+	// within minutes; -locks chooses others. The library rungs each run
+	// the schedules that strike their back end.
+	safe := c.safeLocks(2)
 	scheds := []schedule{
-		{"kill", locks, c.killAny, small},
-		{"drain", locks, c.drain, small},
-		{"redis-stop", locks, c.redisStop, small},
-		{"partition 2/5", []string{"redlock"}, c.partition(2), rl},
+		{"kill", append(slices.Clone(safe), c.libraries("kill")...), c.killAny, small},
+		{"drain", append(slices.Clone(safe), c.libraries("drain")...), c.drain, small},
+		{"redis-stop", append(slices.Clone(safe), c.libraries("redis-stop")...), c.redisStop, small},
+		{"partition 2/5", c.partitionLocks(), c.partition(2), rl},
 	}
 	var rows []ChaosRow
 	for _, s := range scheds {
-		top, err := c.start(ctx, s.mk(s.locks[0], 0.5, 0).sc)
+		if len(s.locks) == 0 {
+			continue
+		}
+		top, err := c.start(ctx, s.mk(s.locks[0], 0.5, 0).sc, s.locks)
 		if err != nil {
 			return rows, err
 		}
 		for _, lock := range s.locks {
+			if why := missingServer(top, lock); why != "" {
+				rows = append(rows, notRun(7, "repeat "+s.name, lock, why))
+				continue
+			}
 			began := time.Now()
 			sum := ChaosRow{Fault: 7, Name: "repeat " + s.name, Lock: lock, Errors: map[string]int{}, RecoveryMs: -1,
 				Want: fmt.Sprintf("no violation in %d runs at random moments", c.cfg.Repeats)}

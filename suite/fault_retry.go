@@ -38,7 +38,7 @@ func (c *chaos) retryTrap(ctx context.Context) ([]ChaosRow, error) {
 				return nil
 			}}},
 		}
-		top, err := c.start(ctx, sc)
+		top, err := c.start(ctx, sc, nil)
 		if err != nil {
 			return rows, err
 		}

@@ -1,0 +1,180 @@
+package suite
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockladder/lockladder/stack"
+)
+
+// The library rungs (LibraryLocks) under the fault suite. Each meets the
+// faults that strike the back end its lock lives on, as the lab's rungs on
+// that back end do:
+//
+//   - kill and drain (faults 1, 2 and 7): every library. The app instance
+//     holding the lock dies or leaves; what frees an orphan is the lock's
+//     lease: a Redis key's expiry (redsync, redislock, on the masters for
+//     redsync-redlock), an etcd session's TTL (etcd-mutex), a ZooKeeper
+//     session (zk-lock).
+//   - redis-stop (3 and 7) and the cluster failover (8): the rungs on the
+//     one Redis (redsync, redislock, redislock-refresh). The masters,
+//     etcd and ZooKeeper stopped or crashed are the matrix's masters-down,
+//     majority-crash and backend-restart.
+//   - partition (6 and 7): redsync-redlock, over the masters as redlock.
+//   - the retry trap (4): none, as for the lab's locks: it is about the
+//     sale's script, run on atomic.
+//   - failover (5): none. Package failover runs its trials with clients
+//     and locks of its own (lua, redlock); the libraries' single Redis
+//     write is lua's (SET NX PX on a primary that replicates
+//     asynchronously), and redsync-redlock's majority crash is in the
+//     matrix.
+//
+// The expectation beside each is the lab's (the fault's Want): the ladder
+// (../shared/ladder.md) expects every library SAFE under a crash and
+// unaffected by faults that pause no holder, and none of the suite's
+// faults pauses a holder or runs a business past its lease. Where a
+// library's own lease differs from the Redis key's the bound follows it
+// (orphanBound).
+
+// libraryBackEnd is the back end each library rung's lock lives on.
+var libraryBackEnd = map[string]string{
+	"redsync": "redis", "redislock": "redis", "redislock-refresh": "redis",
+	"redsync-redlock": "masters", "etcd-mutex": "etcd", "zk-lock": "zookeeper",
+}
+
+// faultBackEnds are the back ends each fault, by its schedule's name,
+// strikes: the library rungs on them run it.
+var faultBackEnds = map[string][]string{
+	"kill":             {"redis", "masters", "etcd", "zookeeper"},
+	"drain":            {"redis", "masters", "etcd", "zookeeper"},
+	"redis-stop":       {"redis"},
+	"partition":        {"masters"},
+	"cluster failover": {"redis"},
+}
+
+// isLibrary reports whether lock is a library rung.
+func isLibrary(lock string) bool {
+	_, ok := libraryBackEnd[lock]
+	return ok
+}
+
+// safeLocks are the lab's rungs of cfg.Locks, the first n of them when n > 0.
+func (c *chaos) safeLocks(n int) []string {
+	var out []string
+	for _, l := range c.cfg.Locks {
+		if !isLibrary(l) && (n <= 0 || len(out) < n) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// libraries are the library rungs of cfg.Locks that fault strikes, in
+// the order given.
+func (c *chaos) libraries(fault string) []string {
+	var out []string
+	for _, l := range c.cfg.Locks {
+		if be, ok := libraryBackEnd[l]; ok && slices.Contains(faultBackEnds[fault], be) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// locksFor are the locks fault loads: the lab's safe rungs of cfg.Locks,
+// then the library rungs it strikes.
+func (c *chaos) locksFor(fault string) []string {
+	return append(c.safeLocks(0), c.libraries(fault)...)
+}
+
+// serverOf names the server other than Redis a lock needs ("" for none).
+func serverOf(lock string) string {
+	switch lock {
+	case "etcd", "etcd-mutex":
+		return "etcd"
+	case "zookeeper", "zk-lock":
+		return "zookeeper"
+	}
+	return ""
+}
+
+// withServers has cfg start the servers that locks need (etcd, ZooKeeper)
+// as the template says, Auto where it says nothing: the fault stacks
+// start none otherwise, so that a Redis fault starts no JVM.
+func withServers(cfg stack.Config, tmpl stack.Config, locks []string) stack.Config {
+	mode := func(m stack.Mode) stack.Mode {
+		if m == "" {
+			return stack.Auto
+		}
+		return m
+	}
+	for _, l := range locks {
+		switch serverOf(l) {
+		case "etcd":
+			cfg.Etcd = mode(tmpl.Etcd)
+		case "zookeeper":
+			cfg.ZooKeeper = mode(tmpl.ZooKeeper)
+		}
+	}
+	return cfg
+}
+
+// missingServer says why lock cannot run on top ("" when it can): the
+// server it needs was not installed, and the stack left it out.
+func missingServer(top Stack, lock string) string {
+	need := serverOf(lock)
+	bc, ok := top.(backendControl)
+	if need == "" || !ok || slices.Contains(bc.Backends(), need) {
+		return ""
+	}
+	return "needs " + need + ": " + stack.Install(need)
+}
+
+// orphanBound is how soon after its holder's SIGKILL a lock must be had
+// again, and why: its lease, and the time the lab allows beyond it (half
+// a second: the waiters' next try, the write that follows).
+func orphanBound(lock string) (time.Duration, string) {
+	const beyond = 500 * time.Millisecond
+	switch serverOf(lock) {
+	case "etcd":
+		// The session's lease is the lab's, 2s (etcd's floor on a default
+		// server too); the last keep-alive may have renewed it just
+		// before the kill, and etcd revokes an expired lease at its next
+		// check, every 500ms.
+		return chaosLockTTL + etcdLeaseCheck + beyond, fmt.Sprintf("its %s session, revoked at etcd's next %s check", chaosLockTTL, etcdLeaseCheck)
+	case "zookeeper":
+		// The session timeout is the lab's lease; ZooKeeper expires
+		// sessions in buckets of its tick (500ms in the stack's server),
+		// counted from the client's last ping.
+		return chaosLockTTL + zkTick + beyond, fmt.Sprintf("its %s session, expired in ZooKeeper's %s ticks", chaosLockTTL, zkTick)
+	}
+	return chaosLockTTL + beyond, fmt.Sprintf("its %s lease", chaosLockTTL)
+}
+
+// etcdLeaseCheck and zkTick are how often etcd looks for expired leases
+// and the stack's ZooKeeper's tickTime.
+const (
+	etcdLeaseCheck = 500 * time.Millisecond
+	zkTick         = 500 * time.Millisecond
+)
+
+// waitsOutOutages are the library rungs whose wait tries again after an
+// attempt that failed (Redis down) as after one that lost, until the
+// request's bound: redsync. Under redis-stop their requests wait the
+// outage out, where the lab's rungs and redislock answer a fast 503.
+var waitsOutOutages = map[string]bool{"redsync": true, "redsync-redlock": true}
+
+// waitsForEveryMaster are the rungs over the masters whose attempt waits
+// for every master's answer: redsync's does unless WithFailFast, and its
+// own per-master timeout (the expiry times 0.05) is a context deadline
+// that go-redis leaves to its read timeout unless ContextTimeoutEnabled.
+// A master cut off the network (bytes dropped: neither refused nor
+// closed) holds every attempt for masterReadTimeout, past the partition's
+// wait, so a request makes one attempt, and the contenders split the
+// masters that answer: the rung nearly stops selling with one master cut.
+var waitsForEveryMaster = map[string]bool{"redsync-redlock": true}
+
+// masterReadTimeout is the app's -redis-timeout, every master client's
+// read timeout.
+const masterReadTimeout = time.Second
