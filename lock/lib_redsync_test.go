@@ -3,6 +3,8 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -129,5 +131,60 @@ func TestLibRedsyncRedlockMajority(t *testing.T) {
 	}
 	if err := b.Release(ctx); err != nil {
 		t.Errorf("B's Unlock: %v", err)
+	}
+}
+
+// TestLibRedsyncRedlockCutMasterHoldsEveryAttempt: redsync bounds each
+// master's answer by a context deadline of the expiry times 0.05 (100ms
+// for a 2s lease) and waits for every master's answer, but go-redis
+// leaves a context's deadline to its read timeout unless
+// ContextTimeoutEnabled, which the README's setup does not set. One
+// master of five cut off the network then holds every attempt for the
+// client's read timeout: with the app's clients (1s) and lease (2s), a
+// request whose wait is shorter makes one attempt, and in make chaos,
+// with one master cut, redsync-redlock sold 6 after the cut where
+// redlock sold 104 (docs/libraries.md). With a read timeout as long as
+// the lease (go-redis's default is 3s) the attempt uses the whole
+// validity up: the lock is never granted, though four masters answer.
+func TestLibRedsyncRedlockCutMasterHoldsEveryAttempt(t *testing.T) {
+	live, _ := libMasters(t, 4)
+	cut := blackHole(t) // a master cut off the network: bytes dropped, never refused
+	const readTimeout = time.Second
+	ctx := context.Background()
+	for i, tc := range []struct {
+		name           string
+		lease          time.Duration
+		contextTimeout bool
+		granted        bool
+		atLeast, under time.Duration // the attempt's time
+	}{
+		{"the app's clients and lease", 2 * time.Second, false, true, readTimeout, 0},
+		{"a lease no longer than the read timeout", readTimeout, false, false, readTimeout, 0},
+		{"ContextTimeoutEnabled", readTimeout, true, true, 0, readTimeout / 2},
+	} {
+		c := redis.NewClient(&redis.Options{Addr: cut, ReadTimeout: readTimeout, MaxRetries: -1,
+			DialerRetries: 1, ContextTimeoutEnabled: tc.contextTimeout})
+		t.Cleanup(func() { c.Close() })
+		rs := lock.NewRedsync(append(slices.Clone(live), c), lock.Options{TTL: tc.lease, Wait: 300 * time.Millisecond})
+
+		began := time.Now()
+		l, err := rs.Obtain(ctx, "lock:cut"+strconv.Itoa(i), lock.Call{})
+		took := time.Since(began)
+		t.Logf("%s: %s, %v", tc.name, took.Round(time.Millisecond), err)
+		switch {
+		case tc.granted && err != nil:
+			t.Errorf("%s: %v; want the lock: 4 of 5 masters answer", tc.name, err)
+		case !tc.granted && !errors.Is(err, lock.ErrNotObtained):
+			t.Errorf("%s: %v; want ErrNotObtained: the attempt outlasted its validity", tc.name, err)
+		case took < tc.atLeast:
+			t.Errorf("%s: the attempt took %s; want at least the cut master's %s read timeout, past the 300ms wait", tc.name, took, tc.atLeast)
+		case tc.under > 0 && took >= tc.under:
+			t.Errorf("%s: the attempt took %s; want it ended by redsync's deadline (50ms), well under %s", tc.name, took, tc.under)
+		}
+		if err == nil {
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("%s: release: %v", tc.name, err)
+			}
+		}
 	}
 }
