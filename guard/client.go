@@ -1,0 +1,181 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Lease is a run's hold on the guard, taken through the app (Take): it
+// renews itself every third of the guard's lease until Release. A nil
+// *Lease is no guard: no token, never lost.
+type Lease struct {
+	c      *http.Client
+	target string // base + "/guard"
+	owner  string
+	token  string
+	holder Holder
+	ttl    time.Duration
+
+	mu   sync.Mutex
+	err  error // ErrLost (a *BusyError) once another run took it
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// Take takes the guard through the app at base (the load balancer, or an
+// instance: they share the guard's Redis) as owner, with c. A
+// *BusyError (errors.Is ErrBusy) when another run holds it; ErrNotServed
+// when the app has no /guard. Release the lease when the run ends.
+func Take(ctx context.Context, c *http.Client, base, owner string) (*Lease, error) {
+	if err := CheckOwner(owner); err != nil {
+		return nil, fmt.Errorf("guard: %w", err)
+	}
+	l := &Lease{c: c, target: strings.TrimRight(base, "/") + "/guard", owner: owner}
+	var got taken
+	if err := l.call(ctx, http.MethodPost, &got); err != nil {
+		return nil, err
+	}
+	if got.Token == "" || got.TTLms <= 0 {
+		return nil, fmt.Errorf("guard: POST /guard: the answer lacks a token or a lease")
+	}
+	l.token, l.holder, l.ttl = got.Token, got.Holder, time.Duration(got.TTLms)*time.Millisecond
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	go l.renew()
+	return l, nil
+}
+
+// taken is the body of POST /guard: the token and the lease beside the
+// holder.
+type taken struct {
+	Holder
+	Token string `json:"token"`
+	TTLms int64  `json:"ttl_ms"`
+}
+
+// Token is the run's token, for Header on its own resets ("" for no
+// guard).
+func (l *Lease) Token() string {
+	if l == nil {
+		return ""
+	}
+	return l.token
+}
+
+// Holder is the run as the app recorded it.
+func (l *Lease) Holder() Holder {
+	if l == nil {
+		return Holder{}
+	}
+	return l.holder
+}
+
+// Err is nil while the run holds the guard, ErrLost (a *BusyError
+// naming the run that took it) once its guard expired and another run
+// took it.
+func (l *Lease) Err() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// renew renews the lease every third of it until Release, or until
+// another run took it. A renewal that fails otherwise (the load
+// balancer's 502 while an instance restarts, Redis down) is tried again
+// at the next tick: the lease outlives two of them, and a guard that
+// expired meanwhile is taken again if nobody took it.
+func (l *Lease) renew() {
+	defer close(l.done)
+	t := time.NewTicker(l.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
+		err := l.call(ctx, http.MethodPut, nil)
+		cancel()
+		if errors.Is(err, ErrLost) {
+			l.mu.Lock()
+			l.err = err
+			l.mu.Unlock()
+			return
+		}
+	}
+}
+
+// Release stops the renewals and lets the guard go if the run still
+// holds it.
+func (l *Lease) Release(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	var err error
+	l.once.Do(func() {
+		close(l.stop)
+		<-l.done
+		err = l.call(ctx, http.MethodDelete, nil)
+	})
+	return err
+}
+
+// call sends one request about the guard (the run's name on a take and
+// a renewal, its token from the take on) and decodes a 200's body into
+// out (nil: ignored).
+func (l *Lease) call(ctx context.Context, method string, out any) error {
+	target := l.target
+	if method != http.MethodDelete {
+		target += "?" + url.Values{"owner": {l.owner}}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, nil)
+	if err != nil {
+		return fmt.Errorf("guard: %s /guard: %w", method, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if l.token != "" {
+		req.Header.Set(Header, l.token)
+	}
+	resp, err := l.c.Do(req)
+	if err != nil {
+		return fmt.Errorf("guard: %s /guard: %w", method, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return fmt.Errorf("guard: %s /guard: reading the answer: %w", method, err)
+	}
+	var refusal struct {
+		Holder
+		Error  string `json:"error"`
+		Reason string `json:"reason"`
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		if out == nil {
+			return nil
+		}
+		if err := json.Unmarshal(body, out); err != nil {
+			return fmt.Errorf("guard: %s /guard: bad JSON %q: %w", method, truncate(string(body), 200), err)
+		}
+		return nil
+	case resp.StatusCode == http.StatusNotFound && method == http.MethodPost:
+		return ErrNotServed
+	case resp.StatusCode == http.StatusConflict && json.Unmarshal(body, &refusal) == nil &&
+		(refusal.Reason == ReasonBusy || refusal.Reason == ReasonLost):
+		return &BusyError{Holder: refusal.Holder, Lost: refusal.Reason == ReasonLost}
+	}
+	return fmt.Errorf("guard: %s /guard: %s: %s", method, resp.Status, truncate(strings.TrimSpace(string(body)), 200))
+}

@@ -1,0 +1,194 @@
+package guard_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/guard"
+	"github.com/lockladder/lockladder/handlers"
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// TestStore: on a real Redis (the embedded one without redis-server),
+// one run holds the guard at a time; another's take is refused naming
+// it; Admit lets only the holder's token through; a renewal by another
+// token is ErrLost and changes nothing; release is compare-and-delete;
+// a holder that stops renewing loses the guard a lease later; and a
+// renewal of a guard Redis lost takes it again.
+func TestStore(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	const ttl = 400 * time.Millisecond
+	s := guard.NewStore(rdb, ttl)
+
+	token, h, err := s.Take(ctx, "bench (pid 1)")
+	if err != nil || token == "" || h.Owner != "bench (pid 1)" || time.Since(h.Since) > time.Minute {
+		t.Fatalf("Take: %q %+v %v", token, h, err)
+	}
+	_, _, err = s.Take(ctx, "race")
+	var busy *guard.BusyError
+	if !errors.As(err, &busy) || !errors.Is(err, guard.ErrBusy) || errors.Is(err, guard.ErrLost) ||
+		busy.Holder.Owner != "bench (pid 1)" || !busy.Holder.Since.Equal(h.Since) {
+		t.Fatalf("a second Take: %v, want ErrBusy naming bench since %s", err, h.Since)
+	}
+	if err := s.Admit(ctx, token); err != nil {
+		t.Errorf("Admit with the holder's token: %v", err)
+	}
+	for _, other := range []string{"", "x", token[:len(token)-1]} {
+		if err := s.Admit(ctx, other); !errors.Is(err, guard.ErrBusy) {
+			t.Errorf("Admit with %q: %v, want ErrBusy", other, err)
+		}
+	}
+	if _, err := s.Renew(ctx, token[:len(token)-1], "bench"); !errors.Is(err, guard.ErrLost) {
+		t.Errorf("Renew with a prefix of the token: %v, want ErrLost", err)
+	}
+	if ok, err := s.Release(ctx, token[:len(token)-1]); ok || err != nil {
+		t.Errorf("Release with a prefix of the token: %v %v, want false", ok, err)
+	}
+	if got, ok, err := s.Holder(ctx); !ok || err != nil || got.Owner != "bench (pid 1)" {
+		t.Errorf("Holder: %+v %v %v", got, ok, err)
+	}
+
+	// Renewed, it outlives its lease; not renewed, it expires.
+	for range 4 {
+		time.Sleep(ttl / 3)
+		if _, err := s.Renew(ctx, token, "bench (pid 1)"); err != nil {
+			t.Fatalf("Renew: %v", err)
+		}
+	}
+	if _, ok, _ := s.Holder(ctx); !ok {
+		t.Fatal("a renewed guard expired")
+	}
+	time.Sleep(ttl + 200*time.Millisecond)
+	if err := s.Admit(ctx, ""); err != nil {
+		t.Errorf("Admit a lease after the holder stopped renewing: %v", err)
+	}
+	token2, _, err := s.Take(ctx, "race")
+	if err != nil {
+		t.Fatalf("Take once the dead holder's guard expired: %v", err)
+	}
+	if _, err := s.Renew(ctx, token, "bench (pid 1)"); !errors.As(err, &busy) || !errors.Is(err, guard.ErrLost) || busy.Holder.Owner != "race" {
+		t.Errorf("the dead holder's renewal: %v, want ErrLost naming race", err)
+	}
+	if ok, err := s.Release(ctx, token); ok || err != nil {
+		t.Errorf("the dead holder's release: %v %v, want false", ok, err)
+	}
+
+	rdb.Del(ctx, guard.Key) // Redis restarted without it
+	if h, err := s.Renew(ctx, token2, "race"); err != nil || h.Owner != "race" {
+		t.Fatalf("Renew of a guard Redis lost: %+v %v", h, err)
+	}
+	if pttl := rdb.PTTL(ctx, guard.Key).Val(); pttl <= 0 || pttl > ttl {
+		t.Errorf("the guard taken again has a lease of %s, want up to %s", pttl, ttl)
+	}
+	if ok, err := s.Release(ctx, token2); !ok || err != nil {
+		t.Errorf("Release: %v %v", ok, err)
+	}
+	if _, ok, _ := s.Holder(ctx); ok {
+		t.Error("held after Release")
+	}
+}
+
+// app serves the handlers over rdb, with the guard's lease ttl.
+func app(t *testing.T, rdb *redis.Client, ttl time.Duration) *httptest.Server {
+	t.Helper()
+	gin.SetMode(gin.TestMode)
+	srv := httptest.NewServer(handlers.New(handlers.Config{
+		Instance: "g-1", Inventory: inventory.New(rdb), Redis: rdb, GuardTTL: ttl,
+		Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second}, lock.RedlockOptions{}),
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestLeaseThroughTheApp: a run takes the guard through the app and
+// keeps it past its lease by renewing; meanwhile another run's take is
+// refused naming it, and only the run's own reset passes; released, the
+// guard is free. A run whose guard expired and was taken by another
+// learns it (Err is ErrLost). An app without a guard: ErrNotServed.
+func TestLeaseThroughTheApp(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	const ttl = 600 * time.Millisecond
+	srv := app(t, rdb, ttl)
+	c := srv.Client()
+
+	l, err := guard.Take(ctx, c, srv.URL, "bench (pid 2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() == "" || l.Holder().Owner != "bench (pid 2)" {
+		t.Fatalf("lease %q %+v", l.Token(), l.Holder())
+	}
+	time.Sleep(3 * ttl) // renewed meanwhile
+	if _, err := guard.Take(ctx, c, srv.URL, "race"); !errors.Is(err, guard.ErrBusy) {
+		t.Fatalf("a take past the lease of the holder's: %v, want ErrBusy", err)
+	}
+	reset := func(token string) int {
+		req, _ := http.NewRequest("POST", srv.URL+"/reset?stock=5", nil)
+		if token != "" {
+			req.Header.Set(guard.Header, token)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := reset(""); code != http.StatusConflict {
+		t.Errorf("anyone's reset: %d, want 409", code)
+	}
+	if code := reset(l.Token()); code != http.StatusOK {
+		t.Errorf("the run's own reset: %d, want 200", code)
+	}
+	if err := l.Err(); err != nil {
+		t.Errorf("Err while held: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, guard.Key).Val(); n != 0 {
+		t.Error("held after Release")
+	}
+
+	// Lost: the guard expires under the run (Redis lost it here) and
+	// another run takes it before the run renews.
+	l, err = guard.Take(ctx, c, srv.URL, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	rdb.Del(ctx, guard.Key)
+	other := guard.NewStore(rdb, time.Minute)
+	if _, _, err := other.Take(ctx, "thief"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * ttl)
+	for l.Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var busy *guard.BusyError
+	if err := l.Err(); !errors.Is(err, guard.ErrLost) || !errors.As(err, &busy) || busy.Holder.Owner != "thief" {
+		t.Errorf("Err after another run took the guard: %v, want ErrLost naming thief", err)
+	}
+
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
+	if l, err := guard.Take(ctx, c, plain.URL, "bench"); l != nil || !errors.Is(err, guard.ErrNotServed) {
+		t.Errorf("Take where /guard is a 404: %v %v, want ErrNotServed", l, err)
+	}
+	var none *guard.Lease
+	if none.Token() != "" || none.Err() != nil || none.Release(ctx) != nil {
+		t.Error("a nil lease is not no guard")
+	}
+}
