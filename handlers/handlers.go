@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -81,6 +83,17 @@ type Config struct {
 	// compose deployment, say. Any other Host is refused 421: a name of
 	// someone else's resolving here is DNS rebinding (see origin.go).
 	Hosts []string
+	// Redis is the main Redis again, for what the app keeps beside the
+	// inventory: the run guard (package guard; /guard, and /reset
+	// refused while another run holds it) and the items that exist
+	// (at most MaxItems). nil: neither, /reset unguarded and items
+	// unbounded (tests of other things).
+	Redis redis.Cmdable
+	// GuardTTL is the run guard's lease. Default guard.DefaultTTL.
+	GuardTTL time.Duration
+	// MaxItems is the most items (sku=) that may exist at once.
+	// Default DefaultMaxItems.
+	MaxItems int
 }
 
 // New builds the router.
@@ -100,7 +113,14 @@ func New(cfg Config) *gin.Engine {
 	if cfg.Sections == nil {
 		cfg.Sections = contract.NewRecorder(1 << 16)
 	}
+	if cfg.MaxItems <= 0 {
+		cfg.MaxItems = DefaultMaxItems
+	}
 	h := &handler{cfg: cfg, m: newMetrics(cfg.Ladder), hosts: newHostList(cfg.Addr, cfg.Hosts)}
+	if cfg.Redis != nil {
+		h.guard = guard.NewStore(cfg.Redis, cfg.GuardTTL)
+		h.items.registry = cfg.Redis
+	}
 
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
@@ -129,14 +149,16 @@ func New(cfg Config) *gin.Engine {
 	r.GET("/strategies", h.strategies)
 	r.GET("/sections", h.sections)
 	r.GET("/metrics", h.m.serve())
+	h.guardRoutes(r)
 	return r
 }
 
 type handler struct {
 	cfg   Config
 	m     *metrics
-	hosts hostList // what a request's Host may name
-	items items    // the items seen to exist
+	hosts hostList     // what a request's Host may name
+	items items        // the items seen to exist
+	guard *guard.Store // nil: none
 }
 
 func (h *handler) instanceHeader(c *gin.Context) {
@@ -197,7 +219,9 @@ func (h *handler) stock(c *gin.Context) {
 // reset sets the stock and zeroes sold and num: of the lab's item in
 // every store (Redis's, and the database's when the instance has one); or
 // of item ?sku=ID; or of items "1" to "K" with ?skus=K. It is what makes
-// an item: /sale, /testLock and /stock know no other (itemExists).
+// an item: /sale, /testLock and /stock know no other (itemExists), and
+// at most MaxItems exist at once (makeItems). While a run holds the run
+// guard, only its own resets pass (admitReset): any other is a 409.
 func (h *handler) reset(c *gin.Context) {
 	q, ok := h.query(c, "stock", "sku", "skus")
 	if !ok {
@@ -227,6 +251,9 @@ func (h *handler) reset(c *gin.Context) {
 			return
 		}
 		skus = inventory.SKUs(int(k))
+	}
+	if !h.admitReset(c) || !h.makeItems(c, skus) {
+		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()

@@ -2,11 +2,14 @@ package handlers
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/inventory"
@@ -27,14 +30,78 @@ import (
 // Redis emptied behind the app's back, restarted without its data,
 // leaves remembered items that are gone: a sale of one finds no stock,
 // as it did before this check, and there are at most maxKnownItems.)
+//
+// How many items exist is bounded too: /reset notes the items it makes
+// in a set in Redis (ItemsKey), shared by the instances, and refuses to
+// make more than Config.MaxItems at once (a 409 too_many_items naming the
+// bound, nothing made). Each item's keys stay in Redis: nothing drops an
+// item, and an item made stays one of the bound. The bench's items, "1"
+// to "K" (/reset?skus=K), are the same items run after run.
 type items struct {
 	mu    sync.RWMutex
 	known map[string]struct{}
+	// registry is the Redis of ItemsKey; nil: items are not counted.
+	registry redis.Cmdable
 }
 
 // maxKnownItems is how many items an instance remembers exist: the bench's
-// items (inventory.MaxSKUs) several times over.
+// items (inventory.MaxSKUs) several times over, and every item that may
+// exist (DefaultMaxItems).
 const maxKnownItems = 4 * inventory.MaxSKUs
+
+// DefaultMaxItems is Config.MaxItems's default: the bench's items
+// (/reset?skus=K, K up to inventory.MaxSKUs) and as many more named ones.
+const DefaultMaxItems = 2 * inventory.MaxSKUs
+
+// ItemsKey is the set, in the main Redis, of the items /reset made.
+const ItemsKey = "lab:items"
+
+// ReasonTooManyItems is the reason of a /reset that would make more
+// items than may exist at once (a 409; nothing was made).
+const ReasonTooManyItems = "too_many_items"
+
+//go:embed items_make.lua
+var itemsMakeSrc string
+
+var itemsMake = redis.NewScript(itemsMakeSrc)
+
+// makeItems notes skus as items that exist before a /reset makes them:
+// true when it may go on (the lab's item, or no count kept, or the items
+// stay within MaxItems); otherwise it has answered a 409 too_many_items,
+// or a 503 when Redis failed, and nothing was made.
+func (h *handler) makeItems(c *gin.Context, skus []string) bool {
+	if h.items.registry == nil || len(skus) == 0 || skus[0] == "" {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
+	defer cancel()
+	args := make([]any, 0, len(skus)+1)
+	args = append(args, h.cfg.MaxItems)
+	for _, s := range skus {
+		args = append(args, s)
+	}
+	res, err := itemsMake.Run(ctx, h.items.registry, []string{ItemsKey}, args...).Int64Slice()
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("the count of items answered %v", res)
+	}
+	if err != nil {
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{"error": "counting the items: " + err.Error(),
+			"reason": contract.ReasonLockUnavailable})
+		return false
+	}
+	if res[0] == 0 {
+		what := "item " + strconv.Quote(skus[0])
+		if len(skus) > 1 {
+			what = fmt.Sprintf("items 1 to %d", len(skus))
+		}
+		c.AbortWithStatusJSON(http.StatusConflict, gin.H{
+			"error": fmt.Sprintf("at most %d items may exist at once, and %d do: making %s would pass that; reset items that exist instead (/reset?skus=K resets items 1 to K)",
+				h.cfg.MaxItems, res[1], what),
+			"reason": ReasonTooManyItems, "max_items": h.cfg.MaxItems, "items": res[1]})
+		return false
+	}
+	return true
+}
 
 // knows reports whether sku is remembered to exist.
 func (it *items) knows(sku string) bool {

@@ -101,6 +101,7 @@ func run() error {
 		Addr:      *addr,
 		Hosts:     allowed,
 		Inventory: inventory.New(clients.Redis),
+		Redis:     clients.Redis, // the run guard, the count of items
 		Ladder:    lock.NewLadder(clients.Backends, opts, clients.Redlock),
 		Log:       log,
 		Faults:    faultActions,

@@ -1,0 +1,191 @@
+package handlers_test
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/guard"
+	"github.com/lockladder/lockladder/handlers"
+)
+
+// doToken is env.do with the run guard's token in guard.Header ("":
+// none).
+func doToken(t *testing.T, e *env, method, target, token string) (int, map[string]any) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	req := httptest.NewRequest(method, target, nil)
+	if token != "" {
+		req.Header.Set(guard.Header, token)
+	}
+	e.router.ServeHTTP(w, req)
+	var body map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatalf("%s %s: %d, body not JSON: %q", method, target, w.Code, w.Body.String())
+	}
+	return w.Code, body
+}
+
+// guardEnv is an app with the run guard over its miniredis.
+func guardEnv(t *testing.T, ttl time.Duration, maxItems int) *env {
+	t.Helper()
+	return newEnvRedis(t, func(c *handlers.Config, rdb *redis.Client) {
+		c.Redis, c.GuardTTL, c.MaxItems = rdb, ttl, maxItems
+	})
+}
+
+// take takes the guard as owner and returns its token.
+func take(t *testing.T, e *env, owner string) string {
+	t.Helper()
+	code, body := doToken(t, e, "POST", "/guard?owner="+owner, "")
+	token, _ := body["token"].(string)
+	if code != 200 || token == "" || body["owner"] != owner || body["ttl_ms"] == nil || body["since"] == nil {
+		t.Fatalf("POST /guard?owner=%s: %d %v, want 200 with a token, the owner, since and ttl_ms", owner, code, body)
+	}
+	return token
+}
+
+// TestResetWhileARunHoldsTheGuard: while a run holds the guard, a /reset
+// without its token is a 409 run_in_progress naming the run and since
+// when, and changes nothing; so is one with another token; the run's own
+// reset passes; a second run's take is refused the same way; renewing
+// another's guard is a 409 guard_lost; once released, /reset passes.
+func TestResetWhileARunHoldsTheGuard(t *testing.T) {
+	e := guardEnv(t, 0, 0)
+	mustDo(t, e, "POST", "/reset?stock=7", 200)
+	mustDo(t, e, "POST", "/sale?lock=lua", 200)
+	token := take(t, e, "bench")
+	before := e.mr.Dump()
+	for _, req := range []struct{ target, token string }{
+		{"/reset?stock=5", ""},
+		{"/reset?stock=5&sku=x", ""},
+		{"/reset?stock=5&skus=3", ""},
+		{"/reset?stock=5", "0123456789abcdef0123456789abcdef"},
+	} {
+		code, body := doToken(t, e, "POST", req.target, req.token)
+		msg, _ := body["error"].(string)
+		if code != 409 || body["reason"] != guard.ReasonBusy || body["owner"] != "bench" || body["since"] == nil ||
+			!strings.Contains(msg, "bench") {
+			t.Errorf("POST %s (token %q) while bench holds the guard: %d %v, want 409 run_in_progress naming it", req.target, req.token, code, body)
+		}
+	}
+	if code, body := doToken(t, e, "POST", "/guard?owner=race", ""); code != 409 || body["reason"] != guard.ReasonBusy || body["owner"] != "bench" {
+		t.Errorf("a second take: %d %v, want 409 run_in_progress naming bench", code, body)
+	}
+	if code, body := doToken(t, e, "PUT", "/guard?owner=race", "not-the-token"); code != 409 || body["reason"] != guard.ReasonLost {
+		t.Errorf("renewing with another token: %d %v, want 409 guard_lost", code, body)
+	}
+	if code, body := doToken(t, e, "DELETE", "/guard", "not-the-token"); code != 200 || body["released"] != false {
+		t.Errorf("releasing with another token: %d %v, want 200 released false", code, body)
+	}
+	if after := e.mr.Dump(); after != before {
+		t.Errorf("refused requests changed Redis:\nbefore %s\nafter  %s", before, after)
+	}
+	if code, body := doToken(t, e, "GET", "/guard", ""); code != 200 || body["held"] != true || body["owner"] != "bench" || body["token"] != nil {
+		t.Errorf("GET /guard: %d %v, want held by bench, no token shown", code, body)
+	}
+
+	if code, body := doToken(t, e, "POST", "/reset?stock=5", token); code != 200 || body["stock"] != 5.0 {
+		t.Errorf("the run's own reset: %d %v, want 200", code, body)
+	}
+	if code, body := doToken(t, e, "PUT", "/guard?owner=bench", token); code != 200 || body["owner"] != "bench" {
+		t.Errorf("the run's renewal: %d %v, want 200", code, body)
+	}
+	if code, body := doToken(t, e, "DELETE", "/guard", token); code != 200 || body["released"] != true {
+		t.Errorf("the run's release: %d %v, want 200 released true", code, body)
+	}
+	if code, body := doToken(t, e, "GET", "/guard", ""); code != 200 || body["held"] != false {
+		t.Errorf("GET /guard once released: %d %v, want held false", code, body)
+	}
+	mustDo(t, e, "POST", "/reset?stock=6", 200)
+}
+
+// TestGuardOfADeadRunExpires: a run that stops renewing (its process
+// died) holds the guard one lease more, then /reset and another run's
+// take pass; a renewal after Redis lost the guard takes it again.
+func TestGuardOfADeadRunExpires(t *testing.T) {
+	e := guardEnv(t, 2*time.Second, 0)
+	take(t, e, "dead")
+	mustDo(t, e, "POST", "/reset?stock=5", 409)
+	e.mr.FastForward(time.Second)
+	mustDo(t, e, "POST", "/reset?stock=5", 409)
+	e.mr.FastForward(1100 * time.Millisecond)
+	mustDo(t, e, "POST", "/reset?stock=5", 200)
+	token := take(t, e, "alive")
+
+	e.mr.Del(guard.Key) // Redis restarted without it
+	if code, body := doToken(t, e, "PUT", "/guard?owner=alive", token); code != 200 || body["owner"] != "alive" {
+		t.Fatalf("renewal of a guard Redis lost: %d %v, want 200", code, body)
+	}
+	if code, body := doToken(t, e, "POST", "/reset?stock=5", ""); code != 409 || body["owner"] != "alive" {
+		t.Errorf("POST /reset once the renewal took the guard again: %d %v, want 409", code, body)
+	}
+	if ttl := e.mr.TTL(guard.Key); ttl <= 0 || ttl > 2*time.Second {
+		t.Errorf("the guard's lease: %s, want up to 2s", ttl)
+	}
+}
+
+// TestGuardBadInput: /guard without an owner, with a bad one, with
+// unknown parameters, a renewal or release without a token: each a 400
+// that takes nothing; and without a Redis the app serves no /guard and
+// refuses no reset.
+func TestGuardBadInput(t *testing.T) {
+	e := guardEnv(t, 0, 0)
+	for _, req := range []struct{ method, target, token string }{
+		{"POST", "/guard", ""},
+		{"POST", "/guard?owner=", ""},
+		{"POST", "/guard?owner=" + strings.Repeat("x", guard.MaxOwner+1), ""},
+		{"POST", "/guard?owner=a%0Ab", ""},
+		{"POST", "/guard?owner=%ff", ""},
+		{"POST", "/guard?owner=a&owner=b", ""},
+		{"POST", "/guard?owner=a&ttl=1h", ""},
+		{"PUT", "/guard?owner=a", ""},
+		{"PUT", "/guard", "t"},
+		{"PUT", "/guard?owner=a", strings.Repeat("t", 65)},
+		{"DELETE", "/guard", ""},
+		{"DELETE", "/guard?owner=a", "t"},
+		{"GET", "/guard?x=1", ""},
+	} {
+		code, body := doToken(t, e, req.method, req.target, req.token)
+		if code != 400 || body["error"] == nil {
+			t.Errorf("%s %s: %d %v, want a 400 that says why", req.method, req.target, code, body)
+		}
+	}
+	if e.mr.Exists(guard.Key) {
+		t.Error("bad requests took the guard")
+	}
+	bare := newEnv(t) // no Config.Redis
+	mustDo(t, bare, "POST", "/guard?owner=a", 404)
+	mustDo(t, bare, "POST", "/reset?stock=5", 200)
+}
+
+// TestItemsAreBounded: /reset makes at most MaxItems items at once: one
+// more is a 409 too_many_items naming the bound, that makes nothing;
+// items that exist can be reset again as often as wanted.
+func TestItemsAreBounded(t *testing.T) {
+	e := guardEnv(t, 0, 5)
+	mustDo(t, e, "POST", "/reset?stock=5", 200) // the lab's item is not counted
+	mustDo(t, e, "POST", "/reset?stock=5&skus=3", 200)
+	mustDo(t, e, "POST", "/reset?stock=5&sku=a", 200)
+	mustDo(t, e, "POST", "/reset?stock=5&sku=b", 200)
+	before := e.mr.Dump()
+	for _, target := range []string{"/reset?stock=5&sku=c", "/reset?stock=5&skus=6"} {
+		code, body := doToken(t, e, "POST", target, "")
+		msg, _ := body["error"].(string)
+		if code != 409 || body["reason"] != handlers.ReasonTooManyItems || body["max_items"] != 5.0 || !strings.Contains(msg, "5 items") {
+			t.Errorf("POST %s with 5 items: %d %v, want 409 too_many_items naming the bound", target, code, body)
+		}
+	}
+	if after := e.mr.Dump(); after != before {
+		t.Errorf("refused resets changed Redis:\nbefore %s\nafter  %s", before, after)
+	}
+	mustDo(t, e, "POST", "/sale?lock=lua&sku=c", 404)
+	for _, target := range []string{"/reset?stock=5&skus=3", "/reset?stock=4&sku=a", "/reset?stock=4&sku=3", "/reset?stock=5"} {
+		mustDo(t, e, "POST", target, 200)
+	}
+	mustDo(t, e, "POST", "/sale?lock=lua&sku=a", 200)
+}
