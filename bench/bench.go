@@ -10,7 +10,10 @@
 // computed only from what the app answered and what GET /stock reads back
 // afterwards (see Judge); nothing is assumed about a strategy. The answers
 // are also checked as a history (package bench/history) and against the
-// critical sections the instances report.
+// critical sections the instances report. The runs hold the stack's run
+// guard (package guard) from before their first reset to their last
+// read-back: no other run, nor anyone's /reset, resets the stock under
+// them, and a stack another run holds is an error naming it.
 //
 // A Shape shapes a run further: extra query parameters on every request or
 // on a few armed hits, chosen by hit index (fault=crash on the hits at 10%,
@@ -45,6 +48,9 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	}
 	h := newHarness(cfg)
 	defer h.close()
+	if err := h.hold(ctx); err != nil {
+		return nil, err
+	}
 
 	offered, err := h.strategies(ctx)
 	if err != nil {
@@ -107,6 +113,9 @@ func RunOne(ctx context.Context, cfg Config, lock, endpoint string) (Row, error)
 	}
 	h := newHarness(cfg)
 	defer h.close()
+	if err := h.hold(ctx); err != nil {
+		return Row{}, err
+	}
 	return h.runOne(ctx, lock, endpoint, NewProgress(cfg.Progress), nil)
 }
 

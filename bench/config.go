@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -72,6 +73,16 @@ type Config struct {
 	// AllowRemote lifts the loopback-only guard on the URL and on every
 	// connection dialled.
 	AllowRemote bool
+	// Owner names the runs in the stack's run guard (package guard),
+	// which they hold from before their first reset to their last
+	// read-back, so that no other run resets the stock under them:
+	// whoever finds the stack busy reads it. Default: this program's
+	// name and process id.
+	Owner string
+	// Guard is a guard the caller holds already (a race from the page
+	// takes it before it answers): the runs' resets carry its token and
+	// they take none of their own. nil: they take one.
+	Guard *guard.Lease
 	// FaultKey, when set, goes with every load request
 	// (contract.HeaderFaultKey): instances given that key (the stack's)
 	// then arm the faults a shape asks for.
@@ -149,6 +160,11 @@ func (c Config) Normalize() (Config, error) {
 		return c, fmt.Errorf("bench: CheckTimeout must not be negative, got %s", c.CheckTimeout)
 	case c.CheckTimeout == 0:
 		c.CheckTimeout = defaultCheckTimeout
+	}
+	if c.Owner != "" {
+		if err := guard.CheckOwner(c.Owner); err != nil {
+			return c, fmt.Errorf("bench: Owner: %w", err)
+		}
 	}
 	insts := make([]string, len(c.Instances))
 	for i, in := range c.Instances {

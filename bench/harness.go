@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/internal/report"
 )
 
@@ -27,6 +28,10 @@ type harness struct {
 	// unavailable says why the app cannot serve a lock (GET /strategies'
 	// "unavailable": its server is missing).
 	unavailable map[string]string
+	// lease is the stack's run guard the runs hold (nil: none, the app
+	// serves none); ownLease: hold took it, and close lets it go.
+	lease    *guard.Lease
+	ownLease bool
 }
 
 func newHarness(cfg Config) *harness {
@@ -44,7 +49,10 @@ func newHarness(cfg Config) *harness {
 	}
 }
 
-func (h *harness) close() { h.dial.closeAll() }
+func (h *harness) close() {
+	h.letGo()
+	h.dial.closeAll()
+}
 
 // counters is the body of GET /stock and POST /reset.
 type counters struct {
@@ -95,6 +103,9 @@ func (h *harness) callURL(ctx context.Context, method, target string, out any) e
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if t := h.lease.Token(); t != "" {
+		req.Header.Set(guard.Header, t) // the run's own resets pass the guard
+	}
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
@@ -233,6 +244,9 @@ func (h *harness) runOne(ctx context.Context, lock, endpoint string, p *Progress
 		err = h.judgeItems(ctx, &row, ops, since)
 	} else {
 		err = h.judgeOne(ctx, &row, ops, since)
+	}
+	if err == nil {
+		err = h.guardLost()
 	}
 	if err != nil {
 		p.fail(err)

@@ -26,8 +26,10 @@ const lbFailTimeout = time.Second
 // (top's load balancer, or one of its instances), cfg.Instances are asked
 // for their critical sections. It waits, at most 30s, for the stack to be
 // whole (an error wrapping ErrNotReady if it is not), then asks GET
-// /strategies which locks the app offers. p shows the runs (nil: nothing);
-// the sessions of a suite share one. Close the session when done.
+// /strategies which locks the app offers. It holds the stack's run guard
+// (Config.Guard's, or one it takes: an error naming the holder when
+// another run has it) until Close. p shows the runs (nil: nothing); the
+// sessions of a suite share one. Close the session when done.
 func Open(ctx context.Context, cfg Config, top Topology, p *Progress) (*Session, error) {
 	cfg, err := cfg.Normalize()
 	if err != nil {
@@ -35,6 +37,10 @@ func Open(ctx context.Context, cfg Config, top Topology, p *Progress) (*Session,
 	}
 	s := &Session{h: newHarness(cfg), top: top, p: p}
 	if err := settle(ctx, s.h, top); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.h.hold(ctx); err != nil { // held until Close
 		s.Close()
 		return nil, err
 	}
@@ -78,5 +84,5 @@ func (s *Session) Run(ctx context.Context, lock, endpoint string, sh Shape) (Row
 	return row, err
 }
 
-// Close closes the session's connections.
+// Close releases the guard the session took and closes its connections.
 func (s *Session) Close() { s.h.close() }

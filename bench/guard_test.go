@@ -1,0 +1,113 @@
+package bench_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/guard"
+	"github.com/lockladder/lockladder/handlers"
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// guardedApp is the app (with its run guard) over a miniredis. Its
+// first three sales each first have someone else reset the stock to
+// 1000, and count the resets refused.
+func guardedApp(t *testing.T) (*httptest.Server, *redis.Client, *atomic.Int32) {
+	t.Helper()
+	gin.SetMode(gin.TestMode)
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	app := handlers.New(handlers.Config{
+		Instance: "b-1", Inventory: inventory.New(rdb), Redis: rdb,
+		Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 2 * time.Second}, lock.RedlockOptions{}),
+	})
+	var sales, refused atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/sale" && sales.Add(1) <= 3 {
+			stray := httptest.NewRequest("POST", "/reset?stock=1000", nil)
+			stray.Host = "127.0.0.1"
+			rec := httptest.NewRecorder()
+			app.ServeHTTP(rec, stray)
+			if rec.Code == http.StatusConflict {
+				refused.Add(1)
+			}
+		}
+		app.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, rdb, &refused
+}
+
+// TestRunsHoldTheGuard: a run holds the stack's run guard from before
+// its reset to its read-back: a /reset from anyone else during the load
+// is refused (and the verdict stays SAFE, not a false OVERSOLD), and the
+// guard is free once the run returns. A run while another holds the
+// guard is an error naming it, that resets nothing; a session holds the
+// guard until Close.
+func TestRunsHoldTheGuard(t *testing.T) {
+	srv, rdb, refused := guardedApp(t)
+	ctx := context.Background()
+	cfg := bench.Config{URL: srv.URL, Requests: 300, Concurrency: 8, Stock: 100, Owner: "the bench test"}
+	row, err := bench.RunOne(ctx, cfg, "lua", "sale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := refused.Load(); n != 3 {
+		t.Errorf("%d of 3 resets during the run refused, want all", n)
+	}
+	if row.Verdict != bench.VerdictSafe || row.Sold != 100 {
+		t.Errorf("lua under refused resets: %s, %d sold, want SAFE and 100", row.Verdict, row.Sold)
+	}
+	if rdb.Exists(ctx, guard.Key).Val() != 0 {
+		t.Error("the run returned and still holds the guard")
+	}
+
+	store := guard.NewStore(rdb, 0)
+	token, _, err := store.Take(ctx, "a race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.Set(ctx, inventory.KeyStock, 7, 0)
+	for name, run := range map[string]func() error{
+		"Run":    func() error { _, err := bench.Run(ctx, cfg); return err },
+		"RunOne": func() error { _, err := bench.RunOne(ctx, cfg, "lua", "sale"); return err },
+		"Open":   func() error { _, err := bench.Open(ctx, cfg, oneServer(srv.URL), nil); return err },
+	} {
+		err := run()
+		var busy *guard.BusyError
+		if !errors.Is(err, guard.ErrBusy) || !errors.As(err, &busy) || busy.Holder.Owner != "a race" {
+			t.Errorf("%s while a race holds the guard: %v, want guard.ErrBusy naming it", name, err)
+		}
+	}
+	if v := rdb.Get(ctx, inventory.KeyStock).Val(); v != "7" {
+		t.Errorf("stock %s after refused runs, want 7: nothing reset", v)
+	}
+	store.Release(ctx, token)
+
+	s, err := bench.Open(ctx, cfg, oneServer(srv.URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(ctx, "lua", "sale", bench.Shape{}); err != nil {
+		t.Fatal(err)
+	}
+	if h, held, _ := store.Holder(ctx); !held || h.Owner != "the bench test" {
+		t.Errorf("a session between runs: guard %+v held %v, want held by the bench", h, held)
+	}
+	s.Close()
+	if rdb.Exists(ctx, guard.Key).Val() != 0 {
+		t.Error("the session closed and still holds the guard")
+	}
+}
