@@ -16,8 +16,12 @@
 // Events: "progress" about five times a second (bench.Snapshot), then one
 // "result" (Result: the bench's row, the counters read back and the
 // verdict judged as the bench judges it, and the timeline of the critical
-// sections the instances held) or one "failed" ({"error"}). One race at
-// a time: a second is a 409.
+// sections the instances held) or one "failed" ({"error"}). One run at
+// a time on the stack: a race takes the stack's run guard (package
+// guard) before it answers, through the load balancer, and holds it to
+// its last read-back; while another run holds it (another race, the
+// bench, the demo, a scenario of the matrix), a race is a 409
+// run_in_progress naming that run and since when.
 package race
 
 import (
@@ -30,11 +34,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/stack"
 	"github.com/lockladder/lockladder/suite"
@@ -60,8 +64,7 @@ type Service struct {
 	Stage Stage
 	Log   func(format string, args ...any) // nil: silent
 
-	running sync.Mutex
-	client  http.Client
+	client http.Client
 }
 
 // Stage is the running stack a race loads, as the race needs it beside
@@ -119,13 +122,49 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, status, reason, err.Error())
 		return
 	}
-	if !s.running.TryLock() {
-		fail(w, http.StatusConflict, contract.ReasonRaceRunning,
-			"a race is already running on this stack: one at a time, so that no race shares it with another")
+	held, ok := s.hold(w, r, p)
+	if !ok {
 		return
 	}
-	defer s.running.Unlock()
-	s.run(w, r, p)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+		defer cancel()
+		held.Release(ctx) // if it fails, the guard expires on its own
+	}()
+	s.run(w, r, p, held)
+}
+
+// hold takes the stack's run guard for the race p (nil when the app
+// serves none), or answers why not: a 409 run_in_progress naming the run
+// that holds it and since when, a 503 when it cannot be had.
+func (s *Service) hold(w http.ResponseWriter, r *http.Request, p params) (*guard.Lease, bool) {
+	lease, err := guard.Take(r.Context(), &s.client, s.LB, p.owner())
+	var busy *guard.BusyError
+	switch {
+	case err == nil:
+		return lease, true
+	case errors.Is(err, guard.ErrNotServed):
+		return nil, true
+	case errors.As(err, &busy):
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusConflict)
+		json.NewEncoder(w).Encode(map[string]any{
+			"error":  "another run holds the stack: " + busy.Holder.String() + "; one run at a time, so that none resets the stock under another",
+			"reason": guard.ReasonBusy, "owner": busy.Holder.Owner, "since": busy.Holder.Since,
+		})
+	default:
+		fail(w, http.StatusServiceUnavailable, contract.ReasonNoRace, "the stack's run guard could not be taken: "+err.Error())
+	}
+	return nil, false
+}
+
+// owner is the race's name in the run guard.
+func (p params) owner() string {
+	o := "race of " + p.lock + " on " + p.endpoint
+	if sc := p.scenario(); sc != "" {
+		o += " under " + sc
+	}
+	return truncate(o, guard.MaxOwner-len("…"))
 }
 
 // params is one race's validated input.
@@ -246,7 +285,7 @@ func (s *Service) strategies(ctx context.Context) ([]lock.Info, error) {
 
 // run streams the race's events until it ends, the bound passes or the
 // reader goes away (which stops the load).
-func (s *Service) run(w http.ResponseWriter, r *http.Request, p params) {
+func (s *Service) run(w http.ResponseWriter, r *http.Request, p params, held *guard.Lease) {
 	ctx, cancel := context.WithTimeout(r.Context(), bound)
 	defer cancel()
 	// The race outlives any write deadline the server sets for ordinary
@@ -267,6 +306,7 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params) {
 	done := make(chan outcome, 1)
 	cfg := bench.Config{
 		URL: s.LB, Requests: p.n, Concurrency: p.c, Stock: p.stock, Wait: string(p.wait), Instances: s.instances(),
+		Guard: held,
 		OnProgress: func(snap bench.Snapshot) {
 			select { // the latest only: a slow reader skips some
 			case <-progress:

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
@@ -23,6 +27,13 @@ import (
 // raceEnv is an app instance behind a real HTTP server, which the race
 // service takes for its load balancer, and the service behind another.
 func raceEnv(t *testing.T) (*redis.Client, *httptest.Server) {
+	t.Helper()
+	rdb, _, races := raceEnvApp(t)
+	return rdb, races
+}
+
+// raceEnvApp is raceEnv with the app's server too.
+func raceEnvApp(t *testing.T) (*redis.Client, *httptest.Server, *httptest.Server) {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
 	mr := miniredis.RunT(t)
@@ -36,11 +47,12 @@ func raceEnv(t *testing.T) (*redis.Client, *httptest.Server) {
 		Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
 			Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{}),
 		MaxStock: 1000,
+		Redis:    rdb, // the run guard
 	}))
 	t.Cleanup(app.Close)
 	races := httptest.NewServer(race.New(app.URL, stage{app.URL}))
 	t.Cleanup(races.Close)
-	return rdb, races
+	return rdb, app, races
 }
 
 // stage is the one instance behind the race's load balancer.
@@ -129,9 +141,10 @@ func TestRaceStreamsProgressAndVerdict(t *testing.T) {
 // TestRaceRefusesBadInputAndASecondRace: out-of-range or unknown input is
 // a 400 that changes nothing, as is a PUT (a race starts by POST), and a
 // browser's request from another site is a 403; a race while another
-// runs is a 409.
+// runs is a 409 run_in_progress naming it, and so are a bench's run and
+// anyone's /reset; the guard is free again once the race has ended.
 func TestRaceRefusesBadInputAndASecondRace(t *testing.T) {
-	rdb, srv := raceEnv(t)
+	rdb, app, srv := raceEnvApp(t)
 	ctx := context.Background()
 	rdb.Set(ctx, inventory.KeyStock, 7, 0)
 	for _, q := range []string{
@@ -175,8 +188,31 @@ func TestRaceRefusesBadInputAndASecondRace(t *testing.T) {
 		t.Fatalf("the first race: %s", resp.Status)
 	}
 	code, evs := readEvents(t, "POST", srv.URL+"/race?lock=lua&endpoint=sale&n=10")
-	if code != http.StatusConflict || evs[0].data["reason"] != "race_running" {
-		t.Errorf("a race while another runs: %d %v, want 409 race_running", code, evs)
+	if code != http.StatusConflict || evs[0].data["reason"] != "run_in_progress" ||
+		evs[0].data["owner"] != "race of lua on sale" || evs[0].data["since"] == nil {
+		t.Errorf("a race while another runs: %d %v, want 409 run_in_progress naming the race and since when", code, evs)
+	}
+	_, err = bench.RunOne(ctx, bench.Config{URL: app.URL, Requests: 10, Concurrency: 2, Owner: "a bench"}, "lua", "sale")
+	var busy *guard.BusyError
+	if !errors.As(err, &busy) || !errors.Is(err, guard.ErrBusy) || busy.Holder.Owner != "race of lua on sale" {
+		t.Errorf("a bench while a race runs: %v, want guard.ErrBusy naming the race", err)
+	}
+	if reset, err := http.Post(app.URL+"/reset?stock=5", "", nil); err != nil {
+		t.Fatal(err)
+	} else if reset.Body.Close(); reset.StatusCode != http.StatusConflict {
+		t.Errorf("POST /reset while a race runs: %s, want 409", reset.Status)
+	}
+	io.Copy(io.Discard, resp.Body) // to the race's end
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for rdb.Exists(ctx, guard.Key).Val() == 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the race ended and still holds the guard")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, evs := readEvents(t, "POST", srv.URL+"/race?lock=lua&endpoint=sale&n=10"); code != 200 || evs[len(evs)-1].name != "result" {
+		t.Errorf("a race once the other ended: %d %v", code, evs)
 	}
 }
 
