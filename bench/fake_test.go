@@ -1,7 +1,6 @@
 package bench_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -11,11 +10,12 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/internal/fakeshop"
 )
 
-// fakeApp implements the app's HTTP contract (README, "Endpoints") over an
-// in-memory inventory, behind what looks like three instances. Each lock
-// name picks a behaviour:
+// fakeApp implements the app's HTTP contract (README, "Endpoints") over
+// in-memory items (package fakeshop), behind what looks like three
+// instances. Each lock name picks a behaviour:
 //
 //   - "none": the read-modify-write with no exclusion (read, sleep, write),
 //     which loses updates and oversells;
@@ -40,9 +40,9 @@ type fakeApp struct {
 	failStock   int           // when set, GET /stock answers this status
 	failList    int           // when set, GET /strategies answers this status
 
-	inv     fakeStock
-	items   map[string]*fakeStock // by sku, after /reset?skus=K
-	crossed map[string]bool       // the items "cross" has broken
+	inv     fakeshop.Item
+	items   map[string]*fakeshop.Item // by sku, after /reset?skus=K
+	crossed map[string]bool           // the items "cross" has broken
 	mu      sync.Mutex
 	methods map[string]int // methods of load requests since reset
 
@@ -68,11 +68,8 @@ func (f *fakeApp) start(t *testing.T) *httptest.Server {
 	return srv
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
+// writeJSON answers as the app does (the fakes' shared helper).
+var writeJSON = fakeshop.WriteJSON
 
 func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seq := f.hits.Load() // only to spread X-Instance; exactness does not matter
@@ -106,14 +103,14 @@ func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "stock"})
 			return
 		}
-		f.inv.reset(n)
+		f.inv.Reset(n)
 		f.mu.Lock()
 		f.methods = map[string]int{}
 		f.crossed = map[string]bool{}
 		if k, err := strconv.Atoi(r.URL.Query().Get("skus")); err == nil {
-			f.items = map[string]*fakeStock{}
+			f.items = map[string]*fakeshop.Item{}
 			for i := 1; i <= k; i++ {
-				f.items[strconv.Itoa(i)] = &fakeStock{stock: n}
+				f.items[strconv.Itoa(i)] = fakeshop.NewItem(n)
 			}
 		}
 		f.mu.Unlock()
@@ -126,7 +123,7 @@ func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, f.failStock, map[string]string{"error": "boom"})
 			return
 		}
-		writeJSON(w, http.StatusOK, f.stockOf(r).counters())
+		writeJSON(w, http.StatusOK, f.stockOf(r).Counters())
 	case "/healthz":
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case "/sale", "/testLock":
@@ -160,9 +157,9 @@ func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 
 	lock, inv := r.URL.Query().Get("lock"), f.stockOf(r)
-	op := inv.incr
+	op := inv.Incr
 	if r.URL.Path == "/sale" {
-		op = inv.sell
+		op = inv.Sell
 	}
 	switch lock {
 	case "none":
@@ -200,7 +197,7 @@ func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		switch {
 		case first && sku == "1":
-			writeJSON(w, http.StatusOK, map[string]any{"sold": true, "remaining": inv.counters()["stock"], "num": inv.counters()["num"]})
+			writeJSON(w, http.StatusOK, map[string]any{"sold": true, "remaining": inv.Counters()["stock"], "num": inv.Counters()["num"]})
 		case first && sku == "2":
 			op(httptest.NewRecorder(), 0)
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "redis went away", "reason": "unavailable"})
@@ -213,7 +210,7 @@ func (f *fakeApp) load(w http.ResponseWriter, r *http.Request) {
 }
 
 // stockOf is the item r names with sku= (the lab's item without it).
-func (f *fakeApp) stockOf(r *http.Request) *fakeStock {
+func (f *fakeApp) stockOf(r *http.Request) *fakeshop.Item {
 	sku := r.URL.Query().Get("sku")
 	if sku == "" {
 		return &f.inv
@@ -223,7 +220,7 @@ func (f *fakeApp) stockOf(r *http.Request) *fakeStock {
 	if s := f.items[sku]; s != nil {
 		return s
 	}
-	return &fakeStock{}
+	return &fakeshop.Item{}
 }
 
 // loadMethods returns the methods of the load requests since the last reset.
@@ -235,60 +232,4 @@ func (f *fakeApp) loadMethods() map[string]int {
 		m[k] = v
 	}
 	return m
-}
-
-// fakeStock is the shop's counters, in memory instead of Redis. A sale
-// or an increment is exact with no gap; with a gap it is the articles'
-// read, sleep, write, and puts back whatever others did meanwhile.
-type fakeStock struct {
-	mu               sync.Mutex
-	stock, sold, num int64
-}
-
-func (s *fakeStock) reset(stock int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stock, s.sold, s.num = stock, 0, 0
-}
-
-// counters is the body of GET /stock.
-func (s *fakeStock) counters() map[string]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return map[string]int64{"stock": s.stock, "sold": s.sold, "num": s.num}
-}
-
-// sell answers a sale: 200 and one item less, or 409 when none is left.
-// sold counts every sale that wrote, as the app's does.
-func (s *fakeStock) sell(w http.ResponseWriter, gap time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.stock
-	if n <= 0 {
-		writeJSON(w, http.StatusConflict, map[string]any{"sold": false, "remaining": 0})
-		return
-	}
-	s.sleep(gap)
-	s.stock = n - 1
-	s.sold++
-	writeJSON(w, http.StatusOK, map[string]any{"sold": true, "remaining": n - 1})
-}
-
-// incr answers an increment of num.
-func (s *fakeStock) incr(w http.ResponseWriter, gap time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.num
-	s.sleep(gap)
-	s.num = n + 1
-	writeJSON(w, http.StatusOK, map[string]any{"num": n + 1})
-}
-
-// sleep lets the others in for gap, between a read and its write.
-func (s *fakeStock) sleep(gap time.Duration) {
-	if gap > 0 {
-		s.mu.Unlock()
-		time.Sleep(gap)
-		s.mu.Lock()
-	}
 }

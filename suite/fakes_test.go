@@ -12,12 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockladder/lockladder/internal/fakeshop"
 	"github.com/lockladder/lockladder/stack"
 	"github.com/lockladder/lockladder/suite"
 )
 
 // fakeShop stands in for the app instances of one stack and their shared
-// Redis, with each rung's flaw reduced to what the scenario's fault does to
+// Redis (an item of package fakeshop), with each rung's flaw reduced to what the scenario's fault does to
 // it (docs/scenarios.md):
 //
 //   - none always, local with more than one instance: the racy
@@ -41,7 +42,7 @@ type fakeShop struct {
 	offered     []string
 	mastersDown atomic.Int32
 
-	inv   fakeStock
+	inv   fakeshop.Item
 	mu    sync.Mutex
 	stuck map[string]bool
 	seen  map[string]int // "lock param=value" -> load requests carrying it, since reset
@@ -52,22 +53,22 @@ func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request, instance st
 	q := r.URL.Query()
 	switch r.URL.Path {
 	case "/healthz":
-		writeJSON(w, 200, map[string]string{"status": "ok"})
+		fakeshop.WriteJSON(w, 200, map[string]string{"status": "ok"})
 	case "/strategies":
 		var list []map[string]string
 		for _, n := range f.offered {
 			list = append(list, map[string]string{"name": n})
 		}
-		writeJSON(w, 200, list)
+		fakeshop.WriteJSON(w, 200, list)
 	case "/reset":
 		n, _ := strconv.ParseInt(q.Get("stock"), 10, 64)
-		f.inv.reset(n)
+		f.inv.Reset(n)
 		f.mu.Lock()
 		f.stuck, f.seen = map[string]bool{}, map[string]int{}
 		f.mu.Unlock()
-		writeJSON(w, 200, map[string]int64{"stock": n, "sold": 0, "num": 0})
+		fakeshop.WriteJSON(w, 200, map[string]int64{"stock": n, "sold": 0, "num": 0})
 	case "/stock":
-		writeJSON(w, 200, f.inv.counters())
+		fakeshop.WriteJSON(w, 200, f.inv.Counters())
 	case "/sale":
 		work, _ := time.ParseDuration(q.Get("work"))
 		f.sale(w, r, q.Get("lock"), q.Get("fault"), work > 200*time.Millisecond)
@@ -102,7 +103,7 @@ func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault stri
 		case <-time.After(time.Second):
 		case <-r.Context().Done():
 		}
-		writeJSON(w, 503, map[string]string{"error": "lock not obtained", "reason": "lock_timeout"})
+		fakeshop.WriteJSON(w, 503, map[string]string{"error": "lock not obtained", "reason": "lock_timeout"})
 	case crash:
 		f.mu.Lock()
 		if lock == "setnx" || lock == "setnx-expire" {
@@ -110,21 +111,21 @@ func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault stri
 		}
 		f.stuck["crashed "+lock] = true
 		f.mu.Unlock()
-		writeJSON(w, 502, map[string]string{"error": "the instance exited"})
+		fakeshop.WriteJSON(w, 502, map[string]string{"error": "the instance exited"})
 	case (lock == "redlock" || lock == "redsync-redlock") && f.mastersDown.Load() >= 3:
 		time.Sleep(20 * time.Millisecond)
-		writeJSON(w, 503, map[string]string{"error": "no majority", "reason": "lock_timeout"})
+		fakeshop.WriteJSON(w, 503, map[string]string{"error": "no majority", "reason": "lock_timeout"})
 	case lock == "none" || (lock == "local" && f.instances > 1):
-		f.inv.sell(w, time.Millisecond)
+		f.inv.Sell(w, time.Millisecond)
 	case slow && slices.Contains([]string{"setnx-px", "lua", "getset", "redsync", "redsync-redlock", "redislock"}, lock),
 		fault == "check-pause" && lock == "check-del",
 		fault == "pause" && slices.Contains([]string{"reentrant", "redlock", "zookeeper",
 			"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock"}, lock),
 		lock == "del-setnx" && f.crashed(lock), // two waiters took the expired lock
 		f.skewed && lock == "getset":
-		f.inv.sell(w, 30*time.Millisecond) // a stale write
+		f.inv.Sell(w, 30*time.Millisecond) // a stale write
 	default:
-		f.inv.sell(w, 0)
+		f.inv.Sell(w, 0)
 	}
 }
 
