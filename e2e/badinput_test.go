@@ -324,16 +324,25 @@ func badInputRows() []badRow {
 		crossSite("another site's Origin", http.MethodPost, "/sale?lock=atomic", map[string]string{"Origin": "http://evil.example"}),
 		crossSite("Origin null", http.MethodPost, "/testLock?lock=lua", map[string]string{"Origin": "null"}),
 		crossSite("Origin of another loopback name", http.MethodPost, "/sale?lock=lua", map[string]string{"Origin": "http://localhost"}),
-		// nginx passes the Host without its port: behind it, an Origin
-		// of another port of the same host is told by Sec-Fetch-Site.
-		{name: "Origin of another port", method: http.MethodPost, target: "/sale?lock=lua",
-			header: map[string]string{"Origin": "http://127.0.0.1:1"}, direct: 403, reason: "cross_site"},
+		// the load balancer passes the Host on, port and all: an Origin
+		// of another port of the same host is another site's
+		crossSite("Origin of another port", http.MethodPost, "/sale?lock=lua", map[string]string{"Origin": "http://127.0.0.1:1"}),
 		// a Host not the lab's: DNS rebinding (421 host_not_allowed)
 		notOurHost("rebinding name", http.MethodPost, "/sale?lock=lua", "evil.example"),
 		notOurHost("rebinding name with the port", http.MethodPost, "/reset?stock=5", "evil.example:8080"),
 		notOurHost("name under localhost's", http.MethodGet, "/testLock?lock=atomic", "localhost.evil.example"),
 		notOurHost("every interface", http.MethodPost, "/sale?lock=atomic", "0.0.0.0:8080"),
 		notOurHost("rebinding the page", http.MethodGet, "/", "evil.example"),
+
+		// the run guard: nothing taken without a run's name, nothing
+		// renewed or released without its token
+		both("guard take without owner", http.MethodPost, "/guard", 400),
+		both("guard owner empty", http.MethodPost, "/guard?owner=", 400),
+		both("guard owner with a newline", http.MethodPost, "/guard?owner=a%0Ab", 400),
+		both("guard owner repeated", http.MethodPost, "/guard?owner=a&owner=b", 400),
+		both("guard take with a lease", http.MethodPost, "/guard?owner=a&ttl=1h", 400),
+		both("guard renewal without token", http.MethodPut, "/guard?owner=a", 400),
+		both("guard release without token", http.MethodDelete, "/guard", 400),
 
 		// unknown paths
 		both("unknown path", http.MethodGet, "/nowhere", 404),

@@ -78,20 +78,25 @@ func crossSite(r *http.Request) string {
 }
 
 // sameHost reports whether origin (scheme://host[:port]) names host (a
-// Host header). nginx.conf passes the Host without its port ($host): a
-// Host with none matches by name alone. (A browser tells another port of
-// the same host apart itself: Sec-Fetch-Site: same-site.)
+// Host header), port included: a browser names a port other than its
+// scheme's in both, and the load balancer passes the Host on as sent
+// (nginx.conf: $http_host). A browser also tells another port of the
+// same host apart itself (Sec-Fetch-Site: same-site).
 func sameHost(origin, host string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
 		return false // "null" (a sandboxed frame, a file) too
 	}
+	def := map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	oname, oport := splitHost(u.Host)
 	if oport == "" {
-		oport = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		oport = def
 	}
 	name, port := splitHost(host)
-	return name == oname && (port == "" || port == oport)
+	if port == "" {
+		port = def
+	}
+	return name == oname && port == oport
 }
 
 // hostList is what a request's Host may name: loopback (localhost,
@@ -156,8 +161,7 @@ func splitHost(hostport string) (name, port string) {
 // -hosts, ALLOWED_HOSTS): the names a request's Host may give besides
 // loopback's and the listen address's (Config.Hosts), such as the
 // service names a compose deployment reaches the app by (nginx, app1).
-// A name has no port (nginx passes the Host without it), no scheme and
-// no path.
+// A name has no port (it is allowed on any), no scheme and no path.
 func ParseHosts(list string) ([]string, error) {
 	var names []string
 	for _, n := range strings.Split(list, ",") {
@@ -183,7 +187,7 @@ func checkHostName(n string) error {
 	}
 	if _, port, err := net.SplitHostPort(n); err == nil {
 		if _, err := strconv.Atoi(port); err == nil {
-			return errors.New("no port: a name is allowed on any port (nginx passes the Host without it)")
+			return errors.New("no port: a name is allowed on any port")
 		}
 	}
 	if strings.ContainsAny(n, ":[]") {

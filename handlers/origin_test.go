@@ -16,8 +16,9 @@ import (
 // rebinding) a 421 host_not_allowed; neither changes anything. Loopback,
 // the listen address and the names given pass on any port, and so do
 // requests with no Origin nor Sec-Fetch-Site (curl, ab, the bench), a
-// same-origin one, and one typed in the address bar (none). Behind nginx
-// the Host has no port, and the Origin's host alone must match it.
+// same-origin one, and one typed in the address bar (none). An Origin
+// must match the Host port and all (nginx passes it on as sent); a Host
+// without a port is on its scheme's.
 func TestOriginRefusesOtherSitesAndHosts(t *testing.T) {
 	e := newEnvConfig(t, func(c *handlers.Config) {
 		c.Addr = "10.1.2.3:8080"
@@ -79,9 +80,10 @@ func TestOriginRefusesOtherSitesAndHosts(t *testing.T) {
 		{"a path", "POST", "/sale?lock=lua", "127.0.0.1:8080", hdr{"Origin": "http://127.0.0.1:8080/x"}, 403},
 		{"the same origin", "POST", "/sale?lock=lua", "127.0.0.1:8080", hdr{"Origin": "http://127.0.0.1:8080"}, 200},
 		{"the default port", "POST", "/sale?lock=lua", "localhost:80", hdr{"Origin": "http://localhost"}, 200},
-		{"behind nginx: the Host without its port", "POST", "/sale?lock=lua", "127.0.0.1",
-			hdr{"Origin": "http://127.0.0.1:8080", "Sec-Fetch-Site": "same-origin"}, 200},
-		{"behind nginx, another site", "POST", "/sale?lock=lua", "127.0.0.1", hdr{"Origin": "http://evil.example:8080"}, 403},
+		{"the default port, in neither", "POST", "/sale?lock=lua", "localhost", hdr{"Origin": "http://localhost"}, 200},
+		{"the default port of https", "POST", "/sale?lock=lua", "localhost", hdr{"Origin": "https://localhost:443"}, 200},
+		{"a Host without its port is on port 80", "POST", "/sale?lock=lua", "127.0.0.1", hdr{"Origin": "http://127.0.0.1:8080"}, 403},
+		{"a Host without its port, another site", "POST", "/sale?lock=lua", "127.0.0.1", hdr{"Origin": "http://evil.example:8080"}, 403},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := e.mr.Dump()

@@ -240,7 +240,7 @@ func raceLocation(addr string) *directive {
 		d("proxy_pass", "http://"+addr),
 		d("proxy_http_version", "1.1"),
 		d("proxy_set_header", "Connection", ""),
-		d("proxy_set_header", "Host", "$host"),
+		d("proxy_set_header", "Host", "$http_host"), // as location / does
 		d("proxy_buffering", "off"),
 		d("proxy_read_timeout", "330s"),
 	}}
