@@ -15,7 +15,7 @@ import (
 // redisServer is a redis-server process on loopback with nothing
 // persisted (no save points, no AOF), in a dir of its own or the stack's
 // run dir. Only shutdown writes a dump (SHUTDOWN SAVE), which restart
-// loads back.
+// loads back. Its memory is bounded (RedisMaxMemory).
 type redisServer struct {
 	bin        string
 	host, port string
@@ -148,6 +148,13 @@ func (r *redisServer) ready(ctx context.Context) error {
 	}
 }
 
+// RedisMaxMemory bounds each redis-server the stack starts (and each of
+// the compose files'), generously: a client that makes keys without end
+// (or a lock that leaks them) fills it, not the machine. Its policy is
+// noeviction: full, Redis refuses writes (the app answers 503) rather
+// than drop a lock, a counter or the run guard without a word.
+const RedisMaxMemory = "256mb"
+
 // errPortTaken: the port answered, but not with our server.
 var errPortTaken = errors.New("port taken by another process")
 
@@ -168,6 +175,7 @@ func (r *redisServer) spawn() error {
 	args := []string{
 		"--port", r.port, "--bind", r.host, "--save", ""}
 	args = append(args, persist...)
+	args = append(args, "--maxmemory", RedisMaxMemory, "--maxmemory-policy", "noeviction")
 	args = append(args,
 		"--notify-keyspace-events", keyspaceEvents,
 		"--daemonize", "no", "--dir", r.work, "--dbfilename", filepath.Base(r.dumpPath()),
