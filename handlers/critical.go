@@ -338,8 +338,10 @@ type notHeld struct{ error }
 
 func (e notHeld) Unwrap() error { return e.error }
 
-// released logs a release that failed: the lease had lapsed, or Redis.
+// released logs and counts a release that failed: the lease had lapsed,
+// or Redis.
 func (h *handler) released(rung lock.Info, key string, err error) {
+	h.m.releaseFailed(rung.Name, err)
 	if err != nil {
 		h.cfg.Log.Warn("release failed", "lock", rung.Name, "key", key, "err", err)
 	}

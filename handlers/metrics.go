@@ -20,15 +20,23 @@ const (
 	resultUnavailable = "unavailable" // the back end failed, or is not running here
 )
 
+// Release failures, the reason label of
+// lockladder_lock_release_failures_total.
+const (
+	releaseNotHeld = "not_held" // the lock was no longer ours: its lease lapsed, or another holder had it
+	releaseError   = "error"    // the back end failed: the release may or may not have happened
+)
+
 // metrics are what GET /metrics serves, in a registry of the router's own
 // (tests build many routers in one process): how long requests wait for
 // each lock, how each acquisition ended, how long each critical section
-// ran, and Go's and the process's own collectors.
+// ran, which releases failed, and Go's and the process's own collectors.
 type metrics struct {
 	reg      *prometheus.Registry
 	wait     *prometheus.HistogramVec
 	acquired *prometheus.CounterVec
 	section  *prometheus.HistogramVec
+	released *prometheus.CounterVec
 }
 
 // latencyBuckets span 50µs (a lock had at once) to 10s (past any wait).
@@ -51,8 +59,12 @@ func newMetrics(ladder Ladder) *metrics {
 			Help:    "Time from holding the lock to sending its release, per lock.",
 			Buckets: latencyBuckets,
 		}, []string{"lock"}),
+		released: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockladder_lock_release_failures_total",
+			Help: "Releases that failed, per lock and reason: not_held (the lease had lapsed or another holder had the lock: the critical section may have overlapped another), error (the back end failed).",
+		}, []string{"lock", "reason"}),
 	}
-	m.reg.MustRegister(m.wait, m.acquired, m.section, lockCounts{ladder},
+	m.reg.MustRegister(m.wait, m.acquired, m.section, m.released, lockCounts{ladder},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -76,6 +88,22 @@ func (m *metrics) obtained(lockName string, waited time.Duration, err error) {
 // held records a critical section of lock that lasted d.
 func (m *metrics) held(lockName string, d time.Duration) {
 	m.section.WithLabelValues(lockName).Observe(d.Seconds())
+}
+
+// releaseFailed records a release of lock that failed with err (nil: it
+// did not fail, nothing is counted). A lock that finds itself no longer
+// held says so at its release, after the business wrote: the count is
+// how a user sees a lease that lapsed (redislock's ErrLockNotHeld,
+// redsync's ErrLockAlreadyExpired or ErrTaken).
+func (m *metrics) releaseFailed(lockName string, err error) {
+	switch {
+	case err == nil:
+		return
+	case errors.Is(err, lock.ErrNotHeld):
+		m.released.WithLabelValues(lockName, releaseNotHeld).Inc()
+	default:
+		m.released.WithLabelValues(lockName, releaseError).Inc()
+	}
 }
 
 // lockCounts reports, at each scrape, the retries and handoffs of every

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -176,5 +177,46 @@ func TestDashboardQueriesTheAppsMetrics(t *testing.T) {
 		if !asked[want] {
 			t.Errorf("the dashboard never shows %s", want)
 		}
+	}
+}
+
+// GET /metrics counts the releases that failed, per lock and reason: a
+// lease that lapsed during the business is not_held (the lock's own
+// error says so only at the release, after the write), a back end gone
+// by then is error, and a release that went through counts nothing.
+func TestMetricsReleaseFailures(t *testing.T) {
+	var e *env
+	var during func()
+	e = newEnvWith(t, &handlers.FaultActions{Sleep: func(time.Duration) { during() }})
+	e.do(t, "POST", "/reset?stock=5")
+	// The business (work=) outlives the 1s lease: the key expires.
+	during = func() { e.mr.FastForward(2 * time.Second) }
+	for _, l := range []string{"lua", "redislock"} {
+		if code, _, body := e.do(t, "POST", "/sale?lock="+l+"&work=5ms"); code != 200 {
+			t.Fatalf("%s, its lease lapsed in the business: %d %v; want the sale (nothing fences it)", l, code, body)
+		}
+	}
+	if code, _, body := e.do(t, "POST", "/sale?lock=lua"); code != 200 {
+		t.Fatalf("a plain sale: %d %v", code, body)
+	}
+	// Redis gone while the lock is held: the write and the release fail.
+	during = func() { e.mr.Close() }
+	if code, _, body := e.do(t, "POST", "/sale?lock=lua&work=5ms"); code != 503 {
+		t.Fatalf("Redis gone in the business: %d %v, want 503", code, body)
+	}
+
+	fams := scrape(t, e)
+	fam := fams["lockladder_lock_release_failures_total"]
+	for _, c := range []struct {
+		lock, reason string
+		want         float64
+	}{{"lua", "not_held", 1}, {"redislock", "not_held", 1}, {"lua", "error", 1}} {
+		m := labelled(fam, map[string]string{"lock": c.lock, "reason": c.reason})
+		if m == nil || m.GetCounter().GetValue() != c.want {
+			t.Errorf("release_failures{lock=%s,reason=%s} = %v, want %v", c.lock, c.reason, m, c.want)
+		}
+	}
+	if m := labelled(fam, map[string]string{"lock": "redislock", "reason": "error"}); m != nil {
+		t.Errorf("redislock's one release failed for its lapsed lease only, yet: %v", m)
 	}
 }
