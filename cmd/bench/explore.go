@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/lockladder/lockladder/explore"
+	"github.com/lockladder/lockladder/internal/cli"
+)
+
+func init() { commands["explore"] = runExplore }
+
+// runExplore searches each Redis rung's schedules for the shortest one
+// that breaks it (package explore), and replays what it finds on a real
+// redis-server.
+func runExplore(ctx context.Context, args []string) error {
+	fs := newFlags("explore", "Search each Redis rung's interleavings, with crashes, pauses, clock skew and time passing as choices,\n"+
+		"for the shortest that oversells or deadlocks; print it as a sequence diagram, replay it on a real redis-server,\n"+
+		"and end with one line per rung (docs/explore.md).")
+	locks := fs.String("locks", "", "comma-separated rungs (default all: "+names()+")")
+	budget := fs.Duration("budget", 60_000_000_000, "time bound per rung")
+	depth := fs.Int("depth", 0, "steps bound per schedule (default 18)")
+	clients := fs.Int("clients", 0, "clients, at most (2, then up to this; default 3)")
+	faults := fs.String("faults", "", "faults to search instead of each rung's own scenario: crash,pause,skew,slow,late,idle")
+	maxFaults := fs.Int("max-faults", 0, "faults per schedule (default 1)")
+	replay := fs.Bool("replay", true, "replay each counterexample on a real redis-server (started on a free loopback port)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg := explore.Config{Budget: *budget, Depth: *depth, MaxClients: *clients, MaxFaults: *maxFaults}
+	if *faults != "" {
+		f, err := explore.ParseFaults(*faults)
+		if err != nil {
+			return err
+		}
+		cfg.Faults = f
+	}
+	o := explore.Options{Config: cfg, Out: os.Stdout}
+	if *replay {
+		p, stop, err := explore.StartReplayer(ctx, os.Stdout, os.Getenv("CI") == "true")
+		if err != nil {
+			return err
+		}
+		defer stop()
+		o.Replay = p
+	}
+	_, err := explore.RunAll(ctx, cli.Split(*locks), o)
+	return err
+}
+
+func names() string {
+	s := ""
+	for i, t := range explore.Targets {
+		if i > 0 {
+			s += ","
+		}
+		s += t.Name
+	}
+	return s
+}

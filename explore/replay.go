@@ -1,0 +1,82 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/stack"
+)
+
+// Replayer replays counterexamples on a real redis-server: the rung's
+// real clients, connected to it over TCP, are driven through the same
+// schedule (each command held back until its step, the watchdogs ticked,
+// the crashes and pauses done at the same points), on real time, with a
+// shorter lease so that time passing takes a fraction of a second.
+type Replayer struct {
+	Addr string
+	// TTL is the lease of the replay. Default 300ms.
+	TTL time.Duration
+}
+
+// StartReplayer starts a redis-server on a free loopback port for the
+// replays. Without one installed it says so on out and returns nil (no
+// replays), except under requireReal (CI=true), where that is an error.
+func StartReplayer(ctx context.Context, out io.Writer, requireReal bool) (*Replayer, func(), error) {
+	if _, err := stack.LookPath("redis-server"); err != nil {
+		if requireReal {
+			return nil, nil, fmt.Errorf("explore: replay needs redis-server (CI=true): %w", err)
+		}
+		fmt.Fprintf(out, "replay skipped: %s\n\n", stack.Install("redis-server"))
+		return nil, func() {}, nil
+	}
+	r, err := stack.StartRedis(ctx, "127.0.0.1:0", stack.Real, true, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("explore: start redis-server for the replays: %w", err)
+	}
+	return &Replayer{Addr: r.Addr()}, func() { _ = r.Stop() }, nil
+}
+
+// Replay drives real clients through r's schedule and says whether the
+// violation happened there too: "reproduced" or "not-reproduced" ("-"
+// for a result with nothing to replay).
+func (p *Replayer) Replay(ctx context.Context, t Target, r Result) string {
+	if r.Verdict == None || p == nil {
+		return "-"
+	}
+	cfg := r.Config
+	cfg.TTL = p.TTL
+	if cfg.TTL <= 0 {
+		cfg.TTL = 300 * time.Millisecond
+	}
+	cfg.MaxClients = r.Clients
+	ex := newReal(t, cfg, p.Addr)
+	defer ex.Close()
+	got := false
+	ex.driving(func() {
+		switch r.Verdict {
+		case Oversold:
+			w, ok := ex.replay(r.Clients, r.Schedule)
+			got = ok && w.oversold() > 0
+			w.close()
+		case Deadlock:
+			_, got = ex.probe(r.Clients, r.Schedule)
+		}
+	})
+	if got {
+		return "reproduced"
+	}
+	return "not-reproduced"
+}
+
+// driving runs f with the watchdogs on the explorer's ticker, one
+// explorer at a time.
+func (ex *Explorer) driving(f func()) {
+	running.Lock()
+	defer running.Unlock()
+	lock.SetTicker(virtualTicker)
+	defer lock.SetTicker(nil)
+	f()
+}

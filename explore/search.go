@@ -1,0 +1,535 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// Faults are the kinds of fault and of passing time a search may put in
+// a schedule, each a choice at any step.
+type Faults uint8
+
+const (
+	// Crash: a client dies after a step; it sends nothing more, and its
+	// watchdog stops with it.
+	Crash Faults = 1 << iota
+	// Pause: a holder freezes (a GC pause, SIGSTOP) for a lease and a
+	// millisecond; its watchdog freezes with it, everyone else's runs.
+	Pause
+	// Skew: a client's clock jumps ahead by a lease and a half.
+	Skew
+	// Slow: time passes at any step, to the next thing that falls due (a
+	// key's expiry, a watchdog's tick, a timestamp's): a business may
+	// outlive the lease.
+	Slow
+	// Late: time passes as with Slow, but only while every live client
+	// is between attempts or releasing: every section fits its lease,
+	// and a release may come late.
+	Late
+	// Idle: time passes only while every live client is between
+	// attempts: a dead holder's lease runs out, and nothing else.
+	Idle
+)
+
+var faultNames = []string{"crash", "pause", "skew", "slow", "late", "idle"}
+
+func (f Faults) String() string {
+	var names []string
+	for i, n := range faultNames {
+		if f&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+// ParseFaults reads a comma-separated list of fault names.
+func ParseFaults(s string) (Faults, error) {
+	var f Faults
+	for _, n := range strings.Split(s, ",") {
+		i := indexOf(faultNames, strings.TrimSpace(n))
+		if i < 0 {
+			return 0, fmt.Errorf("explore: no fault %q (valid: %s)", n, strings.Join(faultNames, ", "))
+		}
+		f |= 1 << i
+	}
+	return f, nil
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// Config bounds a search. Zero values take the defaults.
+type Config struct {
+	// MaxClients: the search tries 2 clients, then up to MaxClients.
+	// Default 3.
+	MaxClients int
+	// Sections each client runs. Default 1.
+	Sections int
+	// Depth bounds a schedule's steps. Default 18.
+	Depth int
+	// MaxFaults bounds the crashes, pauses and skews of one schedule;
+	// MaxTicks, the times time passes. Defaults 1 and 2.
+	MaxFaults, MaxTicks int
+	// Budget bounds the search's time. Default 60s.
+	Budget time.Duration
+	// TTL is the lease. Default 2s (the app's).
+	TTL time.Duration
+	// Faults overrides the target's own (the scenario the ladder names).
+	Faults Faults
+}
+
+func (c Config) withDefaults(t Target) Config {
+	if c.MaxClients <= 0 {
+		c.MaxClients = 3
+	}
+	c.MaxClients = min(c.MaxClients, 4)
+	if c.Sections <= 0 {
+		c.Sections = 1
+	}
+	if c.Depth <= 0 {
+		c.Depth = 18
+	}
+	if c.MaxFaults <= 0 {
+		c.MaxFaults = 1
+	}
+	if c.MaxTicks <= 0 {
+		c.MaxTicks = 2
+	}
+	if c.Budget <= 0 {
+		c.Budget = 60 * time.Second
+	}
+	if c.TTL <= 0 {
+		c.TTL = 2 * time.Second
+	}
+	if c.Faults == 0 {
+		c.Faults = t.Faults
+	}
+	return c
+}
+
+// Explorer searches the schedules of one target.
+type Explorer struct {
+	target  Target
+	cfg     Config
+	kv      kv   // the server's contents, read directly (not a step)
+	real    bool // a real redis-server: real time (a replay)
+	closeKV func()
+	rdbs    []*redis.Client
+	hooks   []*gateHook
+	stores  []*inventory.Store // one per client, kept: its scripts stay loaded
+	scripts *scripts
+
+	schedules, diverged int
+}
+
+// one explorer at a time per process: the watchdogs' ticker is global.
+var running sync.Mutex
+
+// New starts the in-process Redis and the clients' connections to it.
+func New(t Target, cfg Config) (*Explorer, error) {
+	srv, err := newServer()
+	if err != nil {
+		return nil, fmt.Errorf("explore: start miniredis: %w", err)
+	}
+	ex := newExplorer(t, cfg, func(context.Context, string, string) (net.Conn, error) {
+		a, b := net.Pipe()
+		srv.Server().ServeConn(b)
+		return a, nil
+	}, "miniredis")
+	ex.kv, ex.closeKV = srv, srv.Close
+	return ex, nil
+}
+
+// newReal connects an explorer to the real redis-server at addr, on real
+// time: a replay.
+func newReal(t Target, cfg Config, addr string) *Explorer {
+	ex := newExplorer(t, cfg, nil, addr)
+	direct := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true})
+	ex.kv, ex.closeKV, ex.real = realKV{direct}, func() { _ = direct.Close() }, true
+	return ex
+}
+
+func newExplorer(t Target, cfg Config, dial func(context.Context, string, string) (net.Conn, error), addr string) *Explorer {
+	cfg = cfg.withDefaults(t)
+	ex := &Explorer{target: t, cfg: cfg, scripts: &scripts{loaded: map[string]string{}}}
+	for i := range cfg.MaxClients {
+		h := &gateHook{ex: ex, id: i}
+		rdb := redis.NewClient(&redis.Options{
+			Addr: addr, Dialer: dial, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
+		})
+		rdb.AddHook(h)
+		ex.rdbs, ex.hooks = append(ex.rdbs, rdb), append(ex.hooks, h)
+		ex.stores = append(ex.stores, inventory.New(rdb))
+	}
+	return ex
+}
+
+// Close stops the Redis (an in-process one) and the connections.
+func (ex *Explorer) Close() {
+	for _, r := range ex.rdbs {
+		_ = r.Close()
+	}
+	ex.closeKV()
+}
+
+// ChoiceKind is what a step of a schedule does.
+type ChoiceKind int
+
+const (
+	Deliver   ChoiceKind = iota // the client's next command reaches Redis
+	DeliverWD                   // its watchdog's renewal reaches Redis
+	Tick                        // time passes to the next thing due
+	CrashIt                     // the client dies
+	PauseIt                     // the client freezes past its lease
+	SkewIt                      // the client's clock runs ahead, from the start
+)
+
+// Choice is one step of a schedule.
+type Choice struct {
+	Kind   ChoiceKind
+	Client int
+}
+
+// choices lists what may happen next, in the order the search tries.
+func (w *world) choices() []Choice {
+	var out []Choice
+	anyLive, idle, late := false, true, true
+	for _, c := range w.clients {
+		if c.live() {
+			anyLive = true
+			idle = idle && c.idle()
+			late = late && (c.idle() || c.phase == phaseRelease)
+		}
+		if c.crashed {
+			continue
+		}
+		if c.gate != nil {
+			out = append(out, Choice{Deliver, c.id})
+		}
+		if c.renewal() != nil {
+			out = append(out, Choice{DeliverWD, c.id})
+		}
+	}
+	if !anyLive {
+		return nil
+	}
+	f, cfg := w.ex.cfg.Faults, w.ex.cfg
+	if w.used.ticks < cfg.MaxTicks && (f&Slow != 0 || f&Late != 0 && late || f&Idle != 0 && idle) {
+		out = append(out, Choice{Kind: Tick})
+	}
+	if w.used.faults >= cfg.MaxFaults {
+		return out
+	}
+	for _, c := range w.clients {
+		if !c.live() {
+			continue
+		}
+		if f&Crash != 0 && !c.idle() { // a client between attempts holds nothing: its crash is its end
+			out = append(out, Choice{CrashIt, c.id})
+		}
+		if f&Pause != 0 && c.holding() {
+			out = append(out, Choice{PauseIt, c.id})
+		}
+		if f&Skew != 0 && w.ex.target.Clocks && c.skew == 0 && !w.moved {
+			out = append(out, Choice{SkewIt, c.id})
+		}
+	}
+	return out
+}
+
+// apply takes one step; false when the step is not possible here (the
+// replay went another way: a bug).
+func (w *world) apply(ch Choice) bool {
+	var c *client
+	if ch.Kind != Tick {
+		c = w.clients[ch.Client]
+	}
+	ttl := w.ex.cfg.TTL
+	switch ch.Kind {
+	case Deliver, DeliverWD:
+		wd := ch.Kind == DeliverWD
+		if c.crashed || wd && c.renewal() == nil || !wd && c.gate == nil {
+			return false
+		}
+		w.deliver(c, wd)
+	case Tick:
+		w.used.ticks++
+		to := w.nextDue()
+		w.advance(to, nil)
+		w.step(-1, "", "", fmt.Sprintf("time passes to %dms", to.Sub(w.epoch).Milliseconds()), w.snapshot())
+	case CrashIt:
+		w.used.faults++
+		c.crashed = true
+		what := "** crashes **"
+		if c.gate != nil && c.gate.cmds != nil {
+			next, _ := w.show(c, c.gate.cmds)
+			what += " (before " + next + ")"
+		}
+		w.step(c.id, what, "", "", w.snapshot())
+	case PauseIt:
+		w.used.faults++
+		d := ttl + time.Millisecond
+		w.step(c.id, fmt.Sprintf("** pauses %dms **", d.Milliseconds()), "", "", w.snapshot())
+		w.advance(w.time().Add(d), c)
+		w.step(-1, "", "", fmt.Sprintf("%s wakes at %dms", c.name, w.time().Sub(w.epoch).Milliseconds()), w.snapshot())
+	case SkewIt:
+		return false // a skew is the world's from its start: replay applies it
+	}
+	w.moved = true
+	return true
+}
+
+// nextDue is the next instant something falls due: a key expires, a
+// watchdog ticks, an expiry timestamp (rungs 7 and 8) passes; at most a
+// lease away.
+func (w *world) nextDue() time.Time {
+	now := w.time()
+	var next time.Time // zero: nothing due
+	consider := func(t time.Time) {
+		if t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	m := w.ex.kv
+	for _, k := range m.Keys() {
+		if ttl := m.TTL(k); ttl > 0 {
+			consider(now.Add(ttl))
+		}
+		if m.Type(k) == "string" {
+			v := must(m.Get(k))
+			if stampRe.MatchString(v) && len(v) == 13 {
+				var ms int64
+				fmt.Sscan(v, &ms)
+				consider(time.UnixMilli(ms + 1).UTC())
+			}
+		}
+	}
+	for _, t := range w.tickers {
+		if t.state == tickWaiting && t.live() && !t.c.crashed && t.c.renewal() == nil {
+			consider(t.due)
+		}
+	}
+	if next.IsZero() {
+		return now.Add(w.ex.cfg.TTL)
+	}
+	return next
+}
+
+var debugDiverge = false
+
+// replay builds a world and takes the steps of schedule s.
+func (ex *Explorer) replay(n int, s []Choice) (*world, bool) {
+	var skews []int
+	for len(s) > 0 && s[0].Kind == SkewIt {
+		skews = append(skews, s[0].Client)
+		s = s[1:]
+	}
+	w := ex.newWorld(n, skews)
+	for _, ch := range s {
+		if !w.apply(ch) {
+			if debugDiverge {
+				fmt.Printf("diverged at %v of %v\n", ch, s)
+				var b strings.Builder
+				writeDiagram(&b, w.trace, n)
+				fmt.Println(b.String())
+			}
+			ex.diverged++
+			return w, false
+		}
+	}
+	return w, true
+}
+
+// deadlockSuspect says whether no live client holds the lock while one
+// has died, and every live client that is not done is about to try for
+// it: the state a DEADLOCK starts from, if it is one (probe says).
+func (w *world) deadlockSuspect() bool {
+	dead, waiting := false, false
+	for _, c := range w.clients {
+		switch {
+		case c.crashed:
+			dead = true
+		case c.finished:
+		case !c.idle() || c.renewal() != nil:
+			return false
+		default:
+			waiting = true
+		}
+	}
+	return dead && waiting
+}
+
+// probe runs schedule s on and lets the live clients try for the lock,
+// each in turn, after time has run far past every lease, three times
+// over. None getting it is a DEADLOCK; the trace is s's and the first
+// round's.
+func (ex *Explorer) probe(n int, s []Choice) ([]Step, bool) {
+	w, ok := ex.replay(n, s)
+	defer w.close()
+	if !ok {
+		return nil, false
+	}
+	var shown []Step
+	for round := range 3 {
+		w.advance(w.time().Add(2*ex.cfg.TTL+time.Millisecond), nil)
+		if round == 0 {
+			w.step(-1, "", "", fmt.Sprintf("time passes to %dms", w.time().Sub(w.epoch).Milliseconds()), w.snapshot())
+		}
+		for _, c := range w.clients {
+			// One whole attempt: from its start back to the next.
+			for i := 0; i < 32 && !c.crashed && c.gate != nil && (i == 0 || !c.idle()); i++ {
+				w.deliver(c, false)
+				if c.phase != phaseObtain {
+					return nil, false // it got the lock
+				}
+			}
+		}
+		if round == 0 {
+			shown = append([]Step(nil), w.trace...)
+		}
+	}
+	return shown, true
+}
+
+// Run searches the target's schedules, with 2 clients and then up to
+// MaxClients, breadth first (so the first violation found is a shortest
+// one), until a violation, the depth bound, the end of the states or the
+// time budget.
+func (ex *Explorer) Run(ctx context.Context) Result {
+	var r Result
+	ex.driving(func() { r = ex.run(ctx) })
+	return r
+}
+
+func (ex *Explorer) run(ctx context.Context) Result {
+	start := time.Now()
+	deadline := start.Add(ex.cfg.Budget)
+	r := Result{Target: ex.target.Name, Verdict: None, Faults: ex.cfg.Faults, Config: ex.cfg}
+	for n := 2; n <= ex.cfg.MaxClients; n++ {
+		r.Clients = n
+		// Fewer clients first, and with no more than their share of the
+		// time: the search with more still gets its turn.
+		share := deadline
+		if n < ex.cfg.MaxClients {
+			share = time.Now().Add(time.Until(deadline) / time.Duration(ex.cfg.MaxClients-n+1))
+		}
+		states := r.States
+		ex.search(ctx, n, share, &r)
+		r.Covers = append(r.Covers, Cover{Clients: n, Depth: r.Depth, Bound: r.Bound, States: r.States - states})
+		if r.Verdict != None || ctx.Err() != nil {
+			break
+		}
+	}
+	r.Schedules, r.Elapsed = ex.schedules, time.Since(start)
+	r.Diverged = ex.diverged
+	return r
+}
+
+func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Result) {
+	seen := map[uint64]bool{}
+	w := ex.newWorld(n, nil)
+	seen[w.key()] = true
+	w.close()
+	level := [][]Choice{nil}
+	r.Depth, r.Bound = 0, "depth"
+	for depth := 1; depth <= ex.cfg.Depth; depth++ {
+		var next [][]Choice
+		for _, prefix := range level {
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				r.Bound = "time"
+				return
+			}
+			w, ok := ex.replay(n, prefix)
+			chs := w.choices()
+			for i, ch := range chs {
+				s := append(append([]Choice(nil), prefix...), ch)
+				switch {
+				case ch.Kind == SkewIt: // a skew from the start: a world of its own
+					if i == 0 {
+						w.close()
+					}
+					w, ok = ex.replay(n, s)
+				case i > 0:
+					w, ok = ex.replay(n, prefix)
+					ok = ok && w.apply(ch)
+				default:
+					ok = ok && w.apply(ch)
+				}
+				if !ok {
+					w.close()
+					continue
+				}
+				ex.schedules++
+				if w.oversold() > 0 {
+					r.found(Oversold, s, w)
+					w.close()
+					return
+				}
+				k := w.key()
+				suspect := !seen[k] && w.deadlockSuspect()
+				w.close()
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				r.States++
+				if suspect {
+					if trace, dead := ex.probe(n, s); dead {
+						r.Verdict, r.Steps, r.Schedule, r.Trace = Deadlock, len(s), s, trace
+						return
+					}
+				}
+				next = append(next, s)
+			}
+			if len(chs) == 0 {
+				w.close()
+			}
+		}
+		r.Depth = depth
+		if len(next) == 0 {
+			r.Bound = "exhausted"
+			return
+		}
+		level = next
+	}
+}
+
+// Target is a rung as the explorer runs it.
+type Target struct {
+	Name string
+	// New makes the rung's Locker, with the constructor the app's ladder
+	// uses (lock.NewLadder).
+	New func(redis.Cmdable, lock.Options) lock.Locker
+	// Faults are the scenario the ladder names for the rung's flaw.
+	Faults Faults
+	// Clocks: the rung reads clocks (Options.Clock), so skew applies.
+	Clocks bool
+	// Business is the critical section; nil is the app's sale (Sale).
+	Business func(context.Context, *inventory.Store, lock.Lock) error
+}
+
+func (t Target) business() func(context.Context, *inventory.Store, lock.Lock) error {
+	if t.Business != nil {
+		return t.Business
+	}
+	return Sale
+}

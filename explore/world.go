@@ -1,0 +1,469 @@
+package explore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// A world is one run of the clients against the gated Redis: built fresh
+// for every schedule the search tries (a schedule is replayed from the
+// start: goroutines cannot be copied), driven one step at a time. At any
+// moment at most one goroutine of the world runs: the one whose command
+// was just delivered, or whose watchdog just ticked. The others wait at a
+// gate (their next command held back), on a tick, or are done. So each
+// run of a schedule does the same thing.
+type world struct {
+	ex      *Explorer
+	now     time.Time // virtual: Redis's clock, and each client's (plus its skew)
+	epoch   time.Time // time 0 of the diagram
+	clients []*client
+	events  chan event
+	closed  atomic.Bool
+	halt    chan struct{} // closed with the world: everything blocked lets go
+	running *client       // whose goroutine runs now (a new watchdog is its)
+	tickers []*vticker
+	trace   []Step
+	names   map[string]string // token -> its name in the diagram
+	used    budget
+	moved   bool // a step other than a skew was taken
+	initial int64
+}
+
+// time is the world's now: virtual, or on a real Redis the real one.
+func (w *world) time() time.Time {
+	if w.ex.real {
+		return time.Now()
+	}
+	return w.now
+}
+
+// realMargin is how far past an instant a replay on a real Redis sleeps,
+// so that the server has seen it pass.
+const realMargin = 5 * time.Millisecond
+
+// budget counts the faults and the time steps a schedule has spent.
+type budget struct{ faults, ticks int }
+
+type evKind int
+
+const (
+	evGate     evKind = iota // a command waits at its gate
+	evDone                   // a client's program returned
+	evTickNew                // a watchdog was started
+	evTickWait               // a watchdog waits for its tick
+	evTickStop               // a watchdog ended
+	evGateGone               // a held command's context ended: it was never sent
+)
+
+type event struct {
+	kind evKind
+	c    *client
+	g    *gate
+	tk   *vticker
+}
+
+// gate is one command (or one pipeline) held back until the search
+// delivers it.
+type gate struct {
+	c    *client
+	wd   bool // sent by the client's watchdog, not its program
+	cmds []redis.Cmder
+	open chan bool // true: deliver it; false: the world ended
+	ctx  context.Context
+}
+
+// renewal is c's watchdog's held renewal, unless its holder has stopped
+// the watchdog meanwhile (the renewal will never be sent).
+func (c *client) renewal() *gate {
+	if g := c.wdGate; g != nil && g.ctx.Err() == nil {
+		return g
+	}
+	return nil
+}
+
+// mainKey marks the context of a client's program; a command without it
+// comes from the client's watchdog.
+type mainKey struct{}
+
+// errEnded answers the commands of a world that has ended.
+var errEnded = errors.New("explore: the world ended")
+
+// vticker is a watchdog's ticker on virtual time.
+type vticker struct {
+	w     *world
+	c     *client
+	every time.Duration
+	due   time.Time
+	tick  chan struct{}
+	state tickState
+	ctx   context.Context // the watchdog's, once it waits: stopped when done
+}
+
+// live says the watchdog has not ended, nor been told to (its holder
+// halts it before releasing; the goroutine ends on its own time).
+func (t *vticker) live() bool {
+	return t.state != tickStopped && (t.ctx == nil || t.ctx.Err() == nil)
+}
+
+type tickState int
+
+const (
+	tickStarting tickState = iota // made, its goroutine not yet waiting
+	tickWaiting
+	tickRunning // ticked: renewing
+	tickGated   // its renewal held at a gate
+	tickStopped
+)
+
+func (t *vticker) Wait(ctx context.Context) bool {
+	if ctx.Err() != nil || t.w.closed.Load() {
+		return false
+	}
+	t.ctx = ctx
+	t.w.events <- event{kind: evTickWait, tk: t}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.w.halt:
+		return false
+	case <-t.tick:
+		return true
+	}
+}
+
+func (t *vticker) Stop() { t.w.events <- event{kind: evTickStop, tk: t} }
+
+// current is the world the explorer drives now: the watchdogs' tickers
+// are made in it (lock.SetTicker is process-wide).
+var current atomic.Pointer[world]
+
+func virtualTicker(every time.Duration) lock.Ticker {
+	w := current.Load()
+	if w == nil || w.closed.Load() {
+		return closedTicker{}
+	}
+	t := &vticker{w: w, c: w.running, every: every, due: w.time().Add(every), tick: make(chan struct{}, 1)}
+	w.events <- event{kind: evTickNew, tk: t}
+	return t
+}
+
+type closedTicker struct{}
+
+func (closedTicker) Wait(context.Context) bool { return false }
+func (closedTicker) Stop()                     {}
+
+// newWorld starts the clients of one schedule, each up to its first
+// command.
+func (ex *Explorer) newWorld(n int, skews []int) *world {
+	w := &world{ex: ex, epoch: epoch, now: epoch, events: make(chan event, 256), halt: make(chan struct{}), initial: initialStock, names: map[string]string{}}
+	if ex.real {
+		w.epoch = time.Now().Truncate(time.Millisecond)
+	}
+	ex.kv.FlushAll()
+	ex.kv.SetTime(w.epoch)
+	if err := ex.kv.Set(inventory.KeyStock, fmt.Sprint(initialStock)); err != nil {
+		panic(err)
+	}
+	current.Store(w)
+	for i := range n {
+		c := &client{w: w, id: i, name: string(rune('A' + i)), rdb: ex.rdbs[i]}
+		ex.hooks[i].w.Store(w)
+		o := lock.Options{TTL: ex.cfg.TTL, Clock: c.clock}
+		c.locker = ex.target.New(c.rdb, o)
+		c.store = ex.stores[i]
+		w.clients = append(w.clients, c)
+	}
+	for _, i := range skews {
+		c := w.clients[i]
+		w.used.faults++
+		c.skew += ex.cfg.TTL + ex.cfg.TTL/2
+		w.step(c.id, fmt.Sprintf("** clock runs %dms ahead **", c.skew.Milliseconds()), "", "", w.snapshot())
+	}
+	for _, c := range w.clients {
+		w.running = c
+		go c.run()
+		w.settle(c, false)
+	}
+	return w
+}
+
+// settle waits until the goroutine just woken (c's program, or c's
+// watchdog when wd) has stopped again, and every new watchdog waits.
+func (w *world) settle(c *client, wd bool) {
+	done := false
+	for !done || w.busyTickers() {
+		var ev event
+		select {
+		case ev = <-w.events:
+		case <-time.After(stuck):
+			panic(fmt.Sprintf("explore: %s %s: no answer from client %s in %s", w.ex.target.Name, w.ex.cfg.Faults, c.name, stuck))
+		}
+		w.handle(ev)
+		switch {
+		case ev.kind == evGate && ev.c == c && ev.g.wd == wd:
+			done = true
+		case ev.kind == evDone && ev.c == c && !wd:
+			done = true
+		case wd && (ev.kind == evTickWait || ev.kind == evTickStop) && ev.tk.c == c:
+			done = true
+		}
+	}
+}
+
+// stuck is how long settle waits for a goroutine that should stop at
+// its next gate within microseconds: only a bug takes this long.
+const stuck = 5 * time.Second
+
+func (w *world) busyTickers() bool {
+	for _, t := range w.tickers {
+		if t.state == tickStarting || t.state == tickRunning {
+			return true
+		}
+	}
+	return false
+}
+
+// setTickers moves c's watchdogs in state from to state to.
+func (w *world) setTickers(c *client, from, to tickState) {
+	for _, t := range w.tickers {
+		if t.c == c && t.state == from {
+			t.state = to
+		}
+	}
+}
+
+func (w *world) handle(ev event) {
+	switch ev.kind {
+	case evGate:
+		if w.closed.Load() {
+			ev.g.open <- false
+			return
+		}
+		if ev.g.wd {
+			ev.c.wdGate = ev.g
+			w.setTickers(ev.c, tickRunning, tickGated)
+		} else {
+			ev.c.gate = ev.g
+		}
+	case evGateGone:
+		if ev.c.wdGate == ev.g {
+			ev.c.wdGate = nil
+			w.setTickers(ev.c, tickGated, tickRunning)
+		}
+		if ev.c.gate == ev.g {
+			ev.c.gate = nil
+		}
+	case evDone:
+		ev.c.finished = true
+	case evTickNew:
+		w.tickers = append(w.tickers, ev.tk)
+	case evTickWait:
+		ev.tk.state = tickWaiting
+	case evTickStop:
+		ev.tk.state = tickStopped
+	}
+}
+
+// deliver lets c's held command (its watchdog's when wd) go to Redis, and
+// waits for what c does next.
+func (w *world) deliver(c *client, wd bool) {
+	if !wd && c.gate.cmds == nil {
+		// The start of an attempt: let the client read its clock and
+		// send its first command, and deliver that, in one step.
+		g := c.gate
+		c.gate = nil
+		w.running = c
+		g.open <- true
+		w.settle(c, false)
+		if c.gate == nil || c.gate.cmds == nil {
+			return
+		}
+	}
+	g := c.gate
+	if wd {
+		g = c.wdGate
+		c.wdGate = nil
+		w.setTickers(c, tickGated, tickRunning)
+	} else {
+		c.gate = nil
+	}
+	before := w.snapshot()
+	phase, att := c.phase, c.attempt
+	w.running = c
+	g.open <- true
+	w.settle(c, wd)
+	c.delivered++
+	w.record(c, g, phase, att, before)
+}
+
+// advance moves virtual time to t: Redis's clock (keys expire), every
+// client's clock, and the watchdogs that fall due tick once, except those
+// of frozen (a paused process renews nothing).
+func (w *world) advance(t time.Time, frozen *client) {
+	if w.ex.real {
+		time.Sleep(time.Until(t) + realMargin)
+	} else {
+		w.now = t
+		w.ex.kv.SetTime(t)
+	}
+	for _, tk := range w.tickers {
+		if tk.state != tickWaiting || !tk.live() || tk.c.crashed || tk.c == frozen || tk.due.After(t) || tk.c.renewal() != nil {
+			continue
+		}
+		for !tk.due.After(t) {
+			tk.due = tk.due.Add(tk.every)
+		}
+		tk.state = tickRunning
+		w.running = tk.c
+		tk.tick <- struct{}{}
+		w.settle(tk.c, true)
+	}
+}
+
+// close ends the world: every held command is answered with an error (a
+// script with 0), every watchdog stops, and close returns once all of
+// the world's goroutines have.
+func (w *world) close() {
+	w.closed.Store(true)
+	close(w.halt)
+	for _, c := range w.clients {
+		for _, g := range []*gate{c.gate, c.wdGate} {
+			if g != nil {
+				g.open <- false
+			}
+		}
+		c.gate, c.wdGate = nil, nil
+	}
+	deadline := time.After(stuck)
+	for !w.allEnded() {
+		select {
+		case ev := <-w.events:
+			w.handle(ev)
+		case <-deadline:
+			panic("explore: a world's goroutines did not end")
+		}
+	}
+	current.CompareAndSwap(w, nil)
+}
+
+func (w *world) allEnded() bool {
+	for _, c := range w.clients {
+		if !c.finished {
+			return false
+		}
+	}
+	for _, t := range w.tickers {
+		if t.state != tickStopped {
+			return false
+		}
+	}
+	return true
+}
+
+// endReplies answers the commands of an ended world without Redis: a
+// script's 0 (not taken, not held: the rung gives up), an error for the
+// rest.
+func endReplies(cmds []redis.Cmder) error {
+	for _, cmd := range cmds {
+		if c, ok := cmd.(*redis.Cmd); ok {
+			c.SetVal(int64(0))
+			continue
+		}
+		cmd.SetErr(errEnded)
+	}
+	if len(cmds) == 1 {
+		return cmds[0].Err()
+	}
+	return errEnded
+}
+
+// gateHook holds every command of one client at a gate until the search
+// delivers it. A script sent by digest that Redis does not know yet goes
+// straight through (NOSCRIPT changes nothing), as do SCRIPT LOAD and
+// the connection's own commands: they are not steps.
+type gateHook struct {
+	ex *Explorer
+	id int
+	w  atomic.Pointer[world]
+}
+
+func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.pass(ctx, []redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+	}
+}
+
+func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return h.pass(ctx, cmds, func() error { return next(ctx, cmds) })
+	}
+}
+
+func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func() error) error {
+	w := h.w.Load()
+	if w == nil || !gated(cmds[0]) {
+		err := send()
+		h.ex.scripts.note(cmds)
+		return err
+	}
+	if w.closed.Load() {
+		return endReplies(cmds)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if h.ex.scripts.unknown(cmds[0]) {
+		return send()
+	}
+	c := w.clients[h.id]
+	g := &gate{c: c, wd: ctx.Value(mainKey{}) == nil, cmds: cmds, open: make(chan bool, 1), ctx: ctx}
+	w.events <- event{kind: evGate, c: c, g: g}
+	select {
+	case ok := <-g.open:
+		if !ok {
+			return endReplies(cmds)
+		}
+	case <-ctx.Done():
+		// A watchdog stopped while its renewal was held (the holder
+		// released): the renewal is never sent, as go-redis gives up a
+		// command whose context ends.
+		w.events <- event{kind: evGateGone, c: c, g: g}
+		return ctx.Err()
+	}
+	err := send()
+	h.ex.scripts.note(cmds)
+	return err
+}
+
+// gated says whether cmd is a step of a schedule.
+func gated(cmd redis.Cmder) bool {
+	switch strings.ToLower(cmd.Name()) {
+	case "hello", "client", "ping", "auth", "select", "script":
+		return false
+	}
+	return true
+}
+
+// newServer starts the in-process Redis the worlds share (each flushes
+// it), its clock virtual.
+func newServer() (*miniredis.Miniredis, error) {
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		return nil, err
+	}
+	m.ClockTTL(true)
+	m.SetTime(epoch)
+	return m, nil
+}
