@@ -24,7 +24,7 @@ BIN     := bin
 STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES) $(if $(CLUSTER),-cluster $(CLUSTER))
 BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(WAIT),-wait $(WAIT)) $(if $(SKUS),-skus $(SKUS))
 
-.PHONY: all build demo up down bench matrix chaos bench-peers test test-embedded vet lint clean
+.PHONY: all build demo up down bench matrix chaos bench-peers test test-embedded test-ladder vet lint clean
 
 all: build
 
@@ -88,6 +88,13 @@ test: vet
 ## make test has run the same code under it.
 test-embedded:
 	env -u CI LOCKLADDER_SERVERS=embedded $(MAKE) test
+
+## test-ladder: the page's "run the ladder" in Chromium on a stack with every back end installed, as
+## make demo starts it: every pair the page offers there, each verdict the ladder's, within three
+## minutes (make test runs it on the e2e stack, without ZooKeeper, etcd and MariaDB's pairs)
+test-ladder:
+	mkdir -p $(OUT)/e2e
+	LOCKLADDER_LADDER=all $(GO) test -count=1 -timeout 10m -run 'TestPageRunsTheLadder$$' -v -artifacts -outputdir $(abspath $(OUT))/e2e ./e2e
 
 vet:
 	$(GO) vet ./...
