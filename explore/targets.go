@@ -1,11 +1,13 @@
 package explore
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
 
@@ -35,4 +37,25 @@ func Lookup(name string) (Target, error) {
 		names = append(names, t.Name)
 	}
 	return Target{}, fmt.Errorf("explore: no rung %q to explore (valid: %s)", name, strings.Join(names, ", "))
+}
+
+// Target is a rung as the explorer runs it.
+type Target struct {
+	Name string
+	// New makes the rung's Locker, with the constructor the app's ladder
+	// uses (lock.NewLadder).
+	New func(redis.Cmdable, lock.Options) lock.Locker
+	// Faults are the scenario the ladder names for the rung's flaw.
+	Faults Faults
+	// Clocks: the rung reads clocks (Options.Clock), so skew applies.
+	Clocks bool
+	// Business is the critical section; nil is the app's sale (Sale).
+	Business func(context.Context, *inventory.Store, lock.Lock) error
+}
+
+func (t Target) business() func(context.Context, *inventory.Store, lock.Lock) error {
+	if t.Business != nil {
+		return t.Business
+	}
+	return Sale
 }
