@@ -24,7 +24,7 @@ BIN     := bin
 STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES) $(if $(CLUSTER),-cluster $(CLUSTER))
 BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(WAIT),-wait $(WAIT)) $(if $(SKUS),-skus $(SKUS))
 
-.PHONY: all build demo up down bench matrix chaos bench-peers test test-embedded test-ladder vet lint clean
+.PHONY: all build demo up down bench matrix chaos explore bench-peers test test-embedded test-ladder vet lint clean
 
 all: build
 
@@ -62,6 +62,13 @@ FAULTS  ?=
 REPEATS ?=
 chaos: build
 	$(BIN)/bench chaos -out $(OUT) $(if $(FAULTS),-faults $(FAULTS)) $(if $(REPEATS),-repeats $(REPEATS)) $(if $(LOCKS),-locks $(LOCKS))
+
+## explore: search each Redis rung's interleavings (crashes, pauses, clock skew and time as choices)
+## for the shortest that oversells or deadlocks, print it as a sequence diagram and replay it on a
+## real redis-server (docs/explore.md); LOCKS=setnx,lua to choose, BUDGET=60s per rung
+BUDGET  ?=
+explore: build
+	$(BIN)/bench explore $(if $(LOCKS),-locks $(LOCKS)) $(if $(BUDGET),-budget $(BUDGET))
 
 ## bench-peers: redsync v4 (as peers calls it and as the lab's rung), bsm/redislock and the lab's
 ## locks, N ops of GET+SET at C concurrency against one redis-server started for the run, then the
