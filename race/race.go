@@ -126,12 +126,15 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-		defer cancel()
-		held.Release(ctx) // if it fails, the guard expires on its own
-	}()
+	defer letGo(r, held)
 	s.run(w, r, p, held)
+}
+
+// letGo releases the race's guard (once: a second call does nothing).
+func letGo(r *http.Request, held *guard.Lease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+	defer cancel()
+	held.Release(ctx) // if it fails, the guard expires on its own
 }
 
 // hold takes the stack's run guard for the race p (nil when the app
@@ -343,6 +346,9 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params, held *gu
 				cancel() // the reader went away: stop the load
 			}
 		case o := <-done:
+			// Free the stack before the last event: the page starts its
+			// next race as soon as it reads it.
+			letGo(r, held)
 			if o.err != nil {
 				event(w, rc, r, "failed", map[string]string{"lock": p.lock, "endpoint": p.endpoint, "error": o.err.Error()})
 				return
