@@ -30,9 +30,17 @@ const (
 	// 503: db-optimistic lost every compare-and-set to other writers
 	// within its wait bound. Nothing was written.
 	ReasonContended = "contended"
-	// 409 on POST /race: another race is running on the stack (one at a
-	// time, so that no race shares the stack with another).
-	ReasonRaceRunning = "race_running"
+	// 409 on POST /reset, POST /guard and POST /race: another run (a
+	// race, the bench, the demo, a scenario) holds the stack's run guard
+	// (package guard); the body names it ("owner") and since when
+	// ("since"). Nothing was done.
+	ReasonRunInProgress = "run_in_progress"
+	// 409 on PUT /guard: the run's guard expired and another run took
+	// it (named as above). Nothing was done.
+	ReasonGuardLost = "guard_lost"
+	// 409 on POST /reset: the items it would make are more than may
+	// exist at once (the body names the bound). Nothing was made.
+	ReasonTooManyItems = "too_many_items"
 	// 503 on POST /race: the stack cannot race (the instances' ladder
 	// could not be read through the load balancer).
 	ReasonNoRace = "race_unavailable"

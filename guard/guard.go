@@ -31,6 +31,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/lockladder/lockladder/contract"
 )
 
 // Key is the guard's key in the stack's Redis.
@@ -44,12 +46,12 @@ const Header = "X-Run-Token"
 // last renewal. A run renews every third of it.
 const DefaultTTL = 15 * time.Second
 
-// Reasons in the "reason" field of the app's answers (as package
-// contract's): a 409 on /reset, POST /guard and POST /race while another
-// run holds the guard; a 409 on PUT /guard once it held it no more.
+// Reasons in the "reason" field of the app's answers: a 409 on /reset,
+// POST /guard and POST /race while another run holds the guard; a 409 on
+// PUT /guard once it held it no more.
 const (
-	ReasonBusy = "run_in_progress"
-	ReasonLost = "guard_lost"
+	ReasonBusy = contract.ReasonRunInProgress
+	ReasonLost = contract.ReasonGuardLost
 )
 
 // MaxOwner bounds a run's name, in bytes.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/handlers"
 )
@@ -176,7 +177,7 @@ func TestItemsAreBounded(t *testing.T) {
 	for _, target := range []string{"/reset?stock=5&sku=c", "/reset?stock=5&skus=6"} {
 		code, body := doToken(t, e, "POST", target, "")
 		msg, _ := body["error"].(string)
-		if code != 409 || body["reason"] != handlers.ReasonTooManyItems || body["max_items"] != 5.0 || !strings.Contains(msg, "5 items") {
+		if code != 409 || body["reason"] != contract.ReasonTooManyItems || body["max_items"] != 5.0 || !strings.Contains(msg, "5 items") {
 			t.Errorf("POST %s with 5 items: %d %v, want 409 too_many_items naming the bound", target, code, body)
 		}
 	}

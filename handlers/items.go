@@ -56,10 +56,6 @@ const DefaultMaxItems = 2 * inventory.MaxSKUs
 // ItemsKey is the set, in the main Redis, of the items /reset made.
 const ItemsKey = "lab:items"
 
-// ReasonTooManyItems is the reason of a /reset that would make more
-// items than may exist at once (a 409; nothing was made).
-const ReasonTooManyItems = "too_many_items"
-
 //go:embed items_make.lua
 var itemsMakeSrc string
 
@@ -97,7 +93,7 @@ func (h *handler) makeItems(c *gin.Context, skus []string) bool {
 		c.AbortWithStatusJSON(http.StatusConflict, gin.H{
 			"error": fmt.Sprintf("at most %d items may exist at once, and %d do: making %s would pass that; reset items that exist instead (/reset?skus=K resets items 1 to K)",
 				h.cfg.MaxItems, res[1], what),
-			"reason": ReasonTooManyItems, "max_items": h.cfg.MaxItems, "items": res[1]})
+			"reason": contract.ReasonTooManyItems, "max_items": h.cfg.MaxItems, "items": res[1]})
 		return false
 	}
 	return true
