@@ -104,7 +104,7 @@ func (c *client) run() {
 			}
 		}
 		c.phase = phaseSection
-		_ = business(ctx, c.store, held) // a refused sale (a stale token) is no sale
+		_ = business(ctx, c.rdb, c.store, held) // a refused sale (a stale token) is no sale
 		c.phase = phaseRelease
 		_ = held.Release(ctx) // not held any more: the lease lapsed; it says so, and moves on
 		c.sections++
@@ -130,7 +130,7 @@ func (c *client) idle() bool {
 // Sale is the app's business under a lock (handlers.critical): the
 // fenced sale with the lock's fencing token when it has one, else the
 // articles' GET, check, SET.
-func Sale(ctx context.Context, s *inventory.Store, l lock.Lock) error {
+func Sale(ctx context.Context, _ redis.Cmdable, s *inventory.Store, l lock.Lock) error {
 	if t := lock.ShapeOf(l).Token; t > 0 {
 		_, err := s.SellFenced(ctx, inventory.StockFence, t)
 		return err

@@ -42,12 +42,6 @@ type Result struct {
 	Oversold int64   // sales the stock does not show, at the end of the trace
 }
 
-func (r *Result) found(verdict string, s []Choice, w *world) {
-	r.Verdict, r.Steps, r.Schedule = verdict, len(s), s
-	r.Trace = append([]Step(nil), w.trace...)
-	r.Oversold = w.oversold()
-}
-
 // Line is the one-line summary: NAME  VERDICT  steps=N  schedules=M  replay=R.
 func (r Result) Line() string {
 	replay := r.Replay

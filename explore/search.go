@@ -26,6 +26,7 @@ type Explorer struct {
 	scripts *scripts
 
 	schedules, diverged int
+	quiet               bool // no trace: the search; the one found is run again to draw it
 }
 
 // one explorer at a time per process: the watchdogs' ticker is global.
@@ -331,7 +332,23 @@ func (ex *Explorer) run(ctx context.Context) Result {
 	return r
 }
 
+// draw runs schedule s again, tracing it this time, for r.
+func (ex *Explorer) draw(n int, s []Choice, verdict string, r *Result) {
+	ex.quiet = false
+	defer func() { ex.quiet = true }()
+	r.Verdict, r.Steps, r.Schedule = verdict, len(s), s
+	if verdict == Deadlock {
+		r.Trace, _ = ex.probe(n, s)
+		return
+	}
+	w, _ := ex.replay(n, s)
+	r.Trace, r.Oversold = w.trace, w.oversold()
+	w.close()
+}
+
 func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Result) {
+	ex.quiet = true
+	defer func() { ex.quiet = false }()
 	seen := map[uint64]bool{}
 	w := ex.newWorld(n, nil)
 	seen[w.key()] = true
@@ -367,8 +384,8 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 				}
 				ex.schedules++
 				if w.oversold() > 0 {
-					r.found(Oversold, s, w)
 					w.close()
+					ex.draw(n, s, Oversold, r)
 					return
 				}
 				k := w.key()
@@ -380,8 +397,8 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 				seen[k] = true
 				r.States++
 				if suspect {
-					if trace, dead := ex.probe(n, s); dead {
-						r.Verdict, r.Steps, r.Schedule, r.Trace = Deadlock, len(s), s, trace
+					if _, dead := ex.probe(n, s); dead {
+						ex.draw(n, s, Deadlock, r)
 						return
 					}
 				}

@@ -71,12 +71,7 @@ func (w *world) oversold() int64 {
 }
 
 // record adds a delivered step to the trace and to c's history.
-func (w *world) record(c *client, g *gate, before phase, att int, was shot) {
-	text, reply := w.show(c, g.cmds)
-	if g.wd {
-		text = "(watchdog) " + text
-	}
-	raw := rawCmds(g.cmds)
+func (w *world) record(c *client, g *gate, before phase, att int) {
 	switch {
 	case c.attempt != att:
 		c.hist = nil // a new attempt: what came before it no longer matters
@@ -84,8 +79,16 @@ func (w *world) record(c *client, g *gate, before phase, att int, was shot) {
 		if c.histAttempt != att {
 			c.hist, c.histAttempt = nil, att
 		}
-		c.hist = append(c.hist, raw)
+		c.hist = append(c.hist, rawCmds(g.cmds))
 	}
+	if w.ex.quiet {
+		return
+	}
+	text, reply := w.show(c, g.cmds)
+	if g.wd {
+		text = "(watchdog) " + text
+	}
+	was := w.shown
 	now := w.snapshot()
 	var notes []string
 	if before == phaseObtain && c.phase != phaseObtain {
@@ -102,6 +105,10 @@ func (w *world) record(c *client, g *gate, before phase, att int, was shot) {
 
 // step appends a row to the trace.
 func (w *world) step(client int, event, reply, note string, s shot) {
+	w.shown = s
+	if w.ex.quiet {
+		return
+	}
 	w.trace = append(w.trace, Step{
 		N: len(w.trace) + 1, At: w.time().Sub(w.epoch), Client: client, Event: event, Reply: reply, Note: note,
 		Lock: w.display(s.lock, -1), Stock: fmt.Sprintf("%d/%d", s.stock, s.sold),

@@ -49,11 +49,13 @@ type Target struct {
 	Faults Faults
 	// Clocks: the rung reads clocks (Options.Clock), so skew applies.
 	Clocks bool
-	// Business is the critical section; nil is the app's sale (Sale).
-	Business func(context.Context, *inventory.Store, lock.Lock) error
+	// Business is the critical section, sending its commands down rdb
+	// (or through s, the app's store over rdb); nil is the app's sale
+	// (Sale).
+	Business func(ctx context.Context, rdb redis.Cmdable, s *inventory.Store, l lock.Lock) error
 }
 
-func (t Target) business() func(context.Context, *inventory.Store, lock.Lock) error {
+func (t Target) business() func(context.Context, redis.Cmdable, *inventory.Store, lock.Lock) error {
 	if t.Business != nil {
 		return t.Business
 	}

@@ -36,6 +36,7 @@ type world struct {
 	names   map[string]string // token -> its name in the diagram
 	used    budget
 	moved   bool // a step other than a skew was taken
+	shown   shot // Redis after the last step shown
 	initial int64
 }
 
@@ -183,6 +184,7 @@ func (ex *Explorer) newWorld(n int, skews []int) *world {
 		c.store = ex.stores[i]
 		w.clients = append(w.clients, c)
 	}
+	w.shown = w.snapshot()
 	for _, i := range skews {
 		c := w.clients[i]
 		w.used.faults++
@@ -297,13 +299,12 @@ func (w *world) deliver(c *client, wd bool) {
 	} else {
 		c.gate = nil
 	}
-	before := w.snapshot()
 	phase, att := c.phase, c.attempt
 	w.running = c
 	g.open <- true
 	w.settle(c, wd)
 	c.delivered++
-	w.record(c, g, phase, att, before)
+	w.record(c, g, phase, att)
 }
 
 // advance moves virtual time to t: Redis's clock (keys expire), every
