@@ -94,7 +94,7 @@ func (r Result) Write(out io.Writer) {
 	case Oversold:
 		fmt.Fprintf(out, "  %s: %d sale(s) more than the stock went down: two clients wrote inside their sections at once\n", Oversold, r.Oversold)
 	case Deadlock:
-		fmt.Fprintf(out, "  %s: the live clients try for ever (time run on by %s, three times over) and never get a lock that no live client holds\n", Deadlock, 2*r.Config.TTL)
+		fmt.Fprintf(out, "  %s: from * on, the live clients try for ever (time run on by %s, three times over) and never get a lock that no live client holds\n", Deadlock, 2*r.Config.TTL)
 	}
 }
 
@@ -105,8 +105,17 @@ func writeDiagram(out io.Writer, trace []Step, n int) {
 	}
 	head = append(head, "Redis", "lock after", "stock/sold")
 	rows := [][]string{head}
+	last := -1
 	for _, s := range trace {
-		row := []string{fmt.Sprint(s.N), fmt.Sprint(s.At.Milliseconds())}
+		num := fmt.Sprint(s.N)
+		switch {
+		case s.N == 0:
+			num = "*"
+		case s.N == last:
+			num = ""
+		}
+		last = s.N
+		row := []string{num, fmt.Sprint(s.At.Milliseconds())}
 		for i := range n {
 			cell := ""
 			if s.Client == i {

@@ -152,6 +152,9 @@ func (w *world) apply(ch Choice) bool {
 		c = w.clients[ch.Client]
 	}
 	ttl := w.ex.cfg.TTL
+	if ch.Kind != SkewIt {
+		w.stepNo++
+	}
 	switch ch.Kind {
 	case Deliver, DeliverWD:
 		wd := ch.Kind == DeliverWD
@@ -277,6 +280,7 @@ func (ex *Explorer) probe(n int, s []Choice) ([]Step, bool) {
 		return nil, false
 	}
 	var shown []Step
+	w.stepNo = 0
 	for round := range 3 {
 		w.advance(w.time().Add(2*ex.cfg.TTL+time.Millisecond), nil)
 		if round == 0 {

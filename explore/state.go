@@ -18,7 +18,7 @@ import (
 
 // Step is one step of a schedule as the diagram shows it.
 type Step struct {
-	N      int
+	N      int // the step of the schedule (a pause takes two rows); 0 in a DEADLOCK's probe
 	At     time.Duration // virtual time since the start
 	Client int           // -1: no client (time passes)
 	Event  string        // a command, or a fault, in the client's column
@@ -110,7 +110,7 @@ func (w *world) step(client int, event, reply, note string, s shot) {
 		return
 	}
 	w.trace = append(w.trace, Step{
-		N: len(w.trace) + 1, At: w.time().Sub(w.epoch), Client: client, Event: event, Reply: reply, Note: note,
+		N: w.stepNo, At: w.time().Sub(w.epoch), Client: client, Event: event, Reply: reply, Note: note,
 		Lock: w.display(s.lock, -1), Stock: fmt.Sprintf("%d/%d", s.stock, s.sold),
 	})
 }

@@ -37,6 +37,7 @@ type world struct {
 	used    budget
 	moved   bool // a step other than a skew was taken
 	shown   shot // Redis after the last step shown
+	stepNo  int  // the schedule's steps taken; 0 while probing
 	initial int64
 }
 
@@ -187,6 +188,7 @@ func (ex *Explorer) newWorld(n int, skews []int) *world {
 	w.shown = w.snapshot()
 	for _, i := range skews {
 		c := w.clients[i]
+		w.stepNo++
 		w.used.faults++
 		c.skew += ex.cfg.TTL + ex.cfg.TTL/2
 		w.step(c.id, fmt.Sprintf("** clock runs %dms ahead **", c.skew.Milliseconds()), "", "", w.snapshot())
