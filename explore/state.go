@@ -18,7 +18,7 @@ import (
 
 // Step is one step of a schedule as the diagram shows it.
 type Step struct {
-	N      int // the step of the schedule (a pause takes two rows); 0 in a DEADLOCK's probe
+	N      int           // the step of the schedule (a pause takes two rows); 0 in a DEADLOCK's probe
 	At     time.Duration // virtual time since the start
 	Client int           // -1: no client (time passes)
 	Event  string        // a command, or a fault, in the client's column
