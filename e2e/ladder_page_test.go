@@ -93,7 +93,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	// pixels counts the timeline's pixels of a colour, within 40 of r, g, b.
 	pixels := func(r, g, b int) int {
 		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`(() => {
-			const c = document.getElementById('timeline'), d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+			const c = document.querySelector('#timelineCard .tl-canvas'), d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
 			let n = 0;
 			for (let i = 0; i < d.length; i += 4)
 				if (Math.abs(d[i]-%d) < 40 && Math.abs(d[i+1]-%d) < 40 && Math.abs(d[i+2]-%d) < 40) n++;
@@ -148,21 +148,21 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	if got, want := row(), "check-del check-pause OVERSOLD ✓"; got != want {
 		t.Errorf("check-del under check-pause: the table says %q, want %q (status %q)", got, want, status())
 	}
-	overlaps := eval(`document.getElementById('tlOverlaps').innerText`)
+	overlaps := eval(`document.querySelector('#timelineCard .tl-overlaps').innerText`)
 	var n int
 	if _, err := fmt.Sscanf(overlaps, "%d overlap", &n); err != nil || n < 1 {
 		t.Errorf("check-del's timeline: %q beside it, want \"N overlaps\" with N >= 1", overlaps)
 	}
-	step("jump to check-del's first overlap", chromedp.Click("#tlFirst"))
+	step("jump to check-del's first overlap", chromedp.Click("#timelineCard .tl-first"))
 	if red := pixels(196, 50, 10); red < 100 {
 		t.Errorf("check-del's first overlap: %d red pixels on the timeline, want the two holders drawn red", red)
 	}
-	pair := eval(`document.getElementById('tlPair').innerText`)
+	pair := eval(`document.querySelector('#timelineCard .tl-pair').innerText`)
 	if !strings.HasPrefix(pair, "overlap 1 of ") || !strings.Contains(pair, "both wrote") {
 		t.Errorf("check-del's first overlap: %q", pair)
 	}
 	shoot("page-timeline-check-del.png", "#timelineCard")
-	step("whole race", chromedp.Click("#tlAll"))
+	step("whole race", chromedp.Click("#timelineCard .tl-all"))
 	shoot("page-timeline-check-del-whole.png", "#timelineCard")
 
 	// fenced under pause: the frozen holder's late write is refused.
@@ -170,13 +170,13 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	if got, want := row(), "fenced pause SAFE ✓"; got != want {
 		t.Errorf("fenced under pause: the table says %q, want %q (status %q)", got, want, status())
 	}
-	about := eval(`document.getElementById('tlAbout').innerText`)
+	about := eval(`document.querySelector('#timelineCard .tl-about').innerText`)
 	refused := eval(`String(tl.t ? tl.t.refused : 0)`)
 	if !strings.Contains(about, "refused by the fence") || refused == "0" || pixels(181, 71, 8) < 50 {
 		t.Errorf("fenced under pause: the timeline says %q (%s refused, %d orange pixels): want its stale write marked refused",
 			about, refused, pixels(181, 71, 8))
 	}
-	if o := eval(`document.getElementById('tlOverlaps').innerText`); o != "0 overlaps" {
+	if o := eval(`document.querySelector('#timelineCard .tl-overlaps').innerText`); o != "0 overlaps" {
 		t.Errorf("fenced under pause: %q beside the timeline, want 0 overlaps", o)
 	}
 	shoot("page-timeline-fenced.png", "#timelineCard")
@@ -189,7 +189,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 		}
 	}
 	step("open check-del's timeline from the ladder", chromedp.Click(`#ladderGrid td[data-pair="check-pause check-del"]`))
-	if title := eval(`document.getElementById('tlTitle').innerText`); !strings.Contains(title, "check-del") {
+	if title := eval(`document.querySelector('#timelineCard .tl-title').innerText`); !strings.Contains(title, "check-del") {
 		t.Errorf("the ladder's check-del cell opened %q", title)
 	}
 	shoot("page-ladder.png", "#ladderCard")

@@ -124,7 +124,7 @@ func TestPageRacesInABrowser(t *testing.T) {
 		shoot()
 		t.Fatalf("waiting for none's race to end: %v", err)
 	}
-	overlaps, err := chromedp.Run(ctx, chromedp.Text("#tlOverlaps"))
+	overlaps, err := chromedp.Run(ctx, chromedp.Text("#timelineCard .tl-overlaps"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,10 +132,10 @@ func TestPageRacesInABrowser(t *testing.T) {
 	if _, err := fmt.Sscanf(overlaps, "%d overlap", &n); err != nil || n < 1 {
 		t.Errorf("beside the timeline: %q, want \"N overlaps\" with N >= 1", overlaps)
 	}
-	sections, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('timeline').dataset.drawn`))
+	sections, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#timelineCard .tl-canvas').dataset.drawn`))
 	red := func() int {
 		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`(() => {
-			const c = document.getElementById('timeline'), d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+			const c = document.querySelector('#timelineCard .tl-canvas'), d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
 			let n = 0;
 			for (let i = 0; i < d.length; i += 4) if (d[i] > 170 && d[i+1] < 90 && d[i+2] < 60) n++; // the overlaps' red
 			return n;
@@ -148,8 +148,8 @@ func TestPageRacesInABrowser(t *testing.T) {
 	if s, _ := strconv.Atoi(sections); s < 100 || red() < 200 {
 		t.Errorf("the timeline drew %s sections, %d red pixels: want none's sections, overlapping", sections, red())
 	}
-	step("jump to the first overlap", chromedp.Click("#tlFirst"))
-	pair, _ := chromedp.Run(ctx, chromedp.Text("#tlPair"))
+	step("jump to the first overlap", chromedp.Click("#timelineCard .tl-first"))
+	pair, _ := chromedp.Run(ctx, chromedp.Text("#timelineCard .tl-pair"))
 	if !strings.HasPrefix(pair, "overlap 1 of ") || red() < 200 {
 		t.Errorf("after first overlap: %q and %d red pixels, want the overlap zoomed on and said", pair, red())
 	}

@@ -23,7 +23,7 @@ var ladderSrc string
 
 var pageTmpl = func() *template.Template {
 	t := template.Must(template.New("page").Parse(pageSrc))
-	template.Must(t.New("timeline").Parse(report.TimelineJS))
+	report.TimelineTemplates(t)
 	template.Must(t.New("ladder").Parse(ladderSrc))
 	return t
 }()

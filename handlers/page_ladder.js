@@ -101,7 +101,7 @@ function paintCell(pair) {
     td.title = `not here: ${cell.skip}`;
     td.classList.add('skip');
   } else {
-    td.textContent = 'want ' + cell.expected;
+    td.replaceChildren(Object.assign(document.createElement('small'), {textContent: 'want'}), cell.expected);
     td.title = `${cell.lock} under ${cell.scenario}: the ladder says ${cell.expected}. Click to race it`;
     td.classList.add('todo');
   }

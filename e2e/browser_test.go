@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lockladder/lockladder/internal/redistest"
+)
+
+// browser starts a headless Chromium for t, closed when t ends, and
+// returns its context; without one t skips (fails under CI=true).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	bin := chromium()
+	if bin == "" {
+		if redistest.CI() {
+			t.Fatal("chromium not found on PATH: under CI=true the page tests need it (apt-get install chromium)")
+		}
+		t.Skip("chromium not found on PATH: install Debian's chromium to drive the page in a real browser")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox will not start
+		chromedp.WindowSize(1280, 1800),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	// The first Run starts the browser for the context's life: no timeout
+	// on it; each wait is bounded on its own.
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	return ctx
+}
+
+// screenshot keeps a screenshot of sel ("": the whole page) as name in
+// t's artifact directory (go test -artifacts keeps it).
+func screenshot(t *testing.T, ctx context.Context, name, sel string) {
+	t.Helper()
+	var png []byte
+	var err error
+	if sel == "" {
+		png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	} else {
+		png, err = chromedp.Run(ctx, chromedp.Screenshot(sel))
+	}
+	if err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	shot := filepath.Join(t.ArtifactDir(), name)
+	if os.WriteFile(shot, png, 0o644) == nil {
+		t.Logf("screenshot: %s", shot)
+	}
+}
+
+// canvasPixels counts the pixels of the canvas sel whose colour is
+// within 40 of r, g, b.
+func canvasPixels(t *testing.T, ctx context.Context, sel string, r, g, b int) int {
+	t.Helper()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`(() => {
+		const c = document.querySelector(%q), d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+		let n = 0;
+		for (let i = 0; i < d.length; i += 4)
+			if (Math.abs(d[i]-%d) < 40 && Math.abs(d[i+1]-%d) < 40 && Math.abs(d[i+2]-%d) < 40) n++;
+		return n;
+	})()`, sel, r, g, b)))
+	if err != nil {
+		t.Fatalf("counting %s's pixels: %v", sel, err)
+	}
+	return n
+}
