@@ -2,11 +2,18 @@ package race
 
 import (
 	"cmp"
+	"fmt"
+	"html/template"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/internal/report"
+	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/suite"
 )
 
 // MaxSections is the most critical sections a race's timeline carries:
@@ -65,6 +72,104 @@ type Fault struct {
 	Lane    int `json:"lane"`
 	Section int `json:"section"`
 	Code    int `json:"code"`
+}
+
+// TimelineOf is the timeline of row, a run of the matrix (the demo's
+// ladder), its lease the one the scenario started the instances with
+// (-lock-ttl), for a rung that takes a lease.
+func TimelineOf(row bench.Row) *Timeline {
+	return newTimeline(row, scenarioLease(row.Scenario, row.Lock))
+}
+
+// scenarioLease is the lease the matrix's instances grant lock under
+// scenario: its -lock-ttl, for a rung with a lease (0: none, or the
+// instances' own).
+func scenarioLease(scenario, lockName string) time.Duration {
+	sc, err := suite.LookupScenario(scenario)
+	if err != nil {
+		return 0
+	}
+	rung, _, ok := ladderInfo().Lookup(lockName)
+	if !ok || !rung.Lease {
+		return 0
+	}
+	for i, a := range sc.AppArgs {
+		if a == "-lock-ttl" && i+1 < len(sc.AppArgs) {
+			d, _ := time.ParseDuration(sc.AppArgs[i+1])
+			return d
+		}
+	}
+	return 0
+}
+
+// ladderInfo is the ladder's rungs as they are described (no server
+// beneath: only their Info is read).
+var ladderInfo = sync.OnceValue(func() *lock.Ladder {
+	return lock.NewLadder(lock.Backends{}, lock.Options{}, lock.RedlockOptions{})
+})
+
+// ReportTimelines is the timelines an HTML report draws of rows (the
+// demo's ladder of flaws), in their order: each run that oversold, lost
+// updates or saw two holders write at once, and each a fence kept safe
+// by refusing a stale write; "" when none did, or none has its sections.
+func ReportTimelines(rows []bench.Row) template.HTML {
+	var views []report.TimelineView
+	for _, r := range rows {
+		if r.Sections == -1 || r.NotRun != "" {
+			continue // no sections asked
+		}
+		t := TimelineOf(r)
+		failed := r.Verdict == bench.VerdictOversold || r.Verdict == bench.VerdictLostUpdates || r.Verdict == bench.VerdictOverlap
+		if !failed && t.Refused == 0 {
+			continue
+		}
+		v := report.TimelineView{Scenario: r.Scenario, Lock: r.Lock, Verdict: r.Verdict, Color: bench.VerdictColor(r.Verdict), Timeline: t}
+		if r.Expected != "" {
+			v.Mark = "✓ as the ladder says"
+			if r.Verdict != r.Expected {
+				v.Mark = bench.MarkUnexpected + " the ladder says " + r.Expected
+			}
+		}
+		if r.Endpoint != "" && r.Endpoint != bench.EndpointSale {
+			v.Lock += " /" + r.Endpoint
+		}
+		var what []string
+		if sc, err := suite.LookupScenario(r.Scenario); err == nil {
+			what = append(what, sc.About)
+		}
+		switch {
+		case r.Verdict == bench.VerdictOversold:
+			what = append(what, fmt.Sprintf("%d sold beyond the stock", r.Oversold))
+		case r.Verdict == bench.VerdictLostUpdates:
+			what = append(what, fmt.Sprintf("%d updates lost", r.LostUpdates))
+		}
+		switch {
+		case len(t.Sections) == 0:
+			what = append(what, "no critical section was read back: an instance that crashes forgets those it held")
+		case t.Overlaps > 0:
+			what = append(what, fmt.Sprintf("%d critical section%s wrote while another holder also wrote", t.Overlaps, plural(t.Overlaps)))
+		case failed && !t.Complete:
+			what = append(what, "no two sections read back overlapped; an instance crashed and forgot those it held")
+		case failed:
+			what = append(what, "no two sections read back overlapped: the damage came from outside them")
+		}
+		if t.Refused > 0 {
+			what = append(what, fmt.Sprintf("the fence refused %d stale write%s", t.Refused, plural(t.Refused)))
+		}
+		v.Note = strings.Join(what, "; ")
+		views = append(views, v)
+	}
+	if len(views) == 0 {
+		return ""
+	}
+	return report.TimelinesHTML(views)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // newTimeline lays out row's sections and faults; lease is the lease the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/cli"
+	"github.com/lockladder/lockladder/race"
 	"github.com/lockladder/lockladder/suite"
 )
 
@@ -95,12 +96,21 @@ func ladder(ctx context.Context, so cli.StackOptions, bo cli.BenchOptions, plain
 }
 
 // ladderReports adds the ladder's grid to the throughput table's HTML
-// report (under its charts) and writes the matrix's reports of its runs beside it.
+// report (under its charts), and the timeline of each run that failed or
+// whose fence refused a stale write (race.ReportTimelines), and writes
+// the matrix's reports of its runs beside it.
 func ladderReports(dir string, rep bench.Reports, plain, rows []bench.Row, skips []suite.Skip, took time.Duration) error {
-	if err := rep.AddHTML(plain, bench.HTMLSection{
+	sections := []bench.HTMLSection{{
 		Title: "The ladder of flaws: each rung under the scenario that shows its flaw",
 		Body:  suite.GridHTML(rows, skips, took),
-	}); err != nil {
+	}}
+	if tl := race.ReportTimelines(rows); tl != "" {
+		sections = append(sections, bench.HTMLSection{
+			Title: "Who held the lock, and when: the timeline of each run that failed, and of each fence's refusal",
+			Body:  tl,
+		})
+	}
+	if err := rep.AddHTML(plain, sections...); err != nil {
 		return err
 	}
 	meta := rep.Meta
