@@ -41,20 +41,11 @@ type delLock struct {
 	key string
 }
 
-var _ PipelineReleaser = (*delLock)(nil)
-
 // Release deletes the key. It reports ErrNotHeld only when the key was
 // already gone; a key that has passed to another holder is deleted all the
 // same, and that is rung 4's flaw.
 func (l *delLock) Release(ctx context.Context) error {
 	return delReleased(l.rdb.Del(ctx, l.key))
-}
-
-// ReleaseIn queues the same DEL in p, behind the business's last write:
-// one round trip for both, the same commands in the same order.
-func (l *delLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
-	cmd := p.Del(ctx, l.key)
-	return func() error { return delReleased(cmd) }
 }
 
 // delReleased reads a release's DEL: ErrNotHeld when the key was gone.

@@ -49,20 +49,8 @@ type luaLock struct {
 	token string
 }
 
-var _ PipelineReleaser = (*luaLock)(nil)
-
 // Release deletes the key if it still holds our token, in one script.
 func (l *luaLock) Release(ctx context.Context) error {
 	n, err := luaRelease.Run(ctx, l.rdb, []string{l.key}, l.token).Int64()
 	return releaseResult(l.key, n, err)
-}
-
-// ReleaseIn queues the same compare-and-delete in p, behind the business's
-// last write: one round trip for both.
-func (l *luaLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
-	cmd := luaRelease.Eval(ctx, p, []string{l.key}, l.token)
-	return func() error {
-		n, err := cmd.Int64()
-		return releaseResult(l.key, n, err)
-	}
 }

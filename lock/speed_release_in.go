@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,6 +24,9 @@ type PipelineReleaser interface {
 }
 
 var (
+	_ PipelineReleaser = (*delLock)(nil)
+	_ PipelineReleaser = (*luaLock)(nil)
+	_ PipelineReleaser = (*reentrantLock)(nil)
 	_ PipelineReleaser = (*expiryLock)(nil)
 	_ PipelineReleaser = (*fairLock)(nil)
 )
@@ -55,5 +59,38 @@ func (l *fairLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() erro
 		l.wd.wait()
 		n, err := cmd.Int64()
 		return releaseResult(l.keys[0], n, err)
+	}
+}
+
+// ReleaseIn is rungs 2-4's Release in p: the same DEL, behind the
+// business's last write, one round trip for both.
+func (l *delLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	cmd := p.Del(ctx, l.key)
+	return func() error { return delReleased(cmd) }
+}
+
+// ReleaseIn is rung 6's (and 11's) Release in p: the same
+// compare-and-delete, behind the business's last write.
+func (l *luaLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	cmd := luaRelease.Eval(ctx, p, []string{l.key}, l.token)
+	return func() error {
+		n, err := cmd.Int64()
+		return releaseResult(l.key, n, err)
+	}
+}
+
+// ReleaseIn is rung 9's Release in p: its script behind the business's
+// last write (EVAL: a NOSCRIPT in a pipeline would skip it).
+func (l *reentrantLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	if err := l.leaving(); err != nil {
+		return func() error { return err }
+	}
+	cmd := luaReentrantRelease.Eval(ctx, p, []string{l.h.key}, l.h.owner, leaseMS(l.ttl))
+	return func() error {
+		n, err := cmd.Int64()
+		if err != nil {
+			return fmt.Errorf("lock: reentrant release %s: %w", l.h.key, err)
+		}
+		return l.left(n)
 	}
 }
