@@ -63,6 +63,8 @@ type Service struct {
 	// result carries as its timeline.
 	Stage Stage
 	Log   func(format string, args ...any) // nil: silent
+	// Explore serves /explore beside the races (nil: a 404).
+	Explore *Explorer
 
 	client http.Client
 }
@@ -89,7 +91,7 @@ var _ Theatre = (*stack.Stack)(nil)
 // New returns a Service that races through lb, on st (nil: the stack is
 // not known, and the races draw no timeline).
 func New(lb string, st Stage) *Service {
-	return &Service{LB: lb, Stage: st, client: http.Client{Timeout: 5 * time.Second}}
+	return &Service{LB: lb, Stage: st, Explore: NewExplorer(), client: http.Client{Timeout: 5 * time.Second}}
 }
 
 // Result is a race's "result" event: the bench's row, judged as the bench
@@ -102,8 +104,17 @@ type Result struct {
 
 // ServeHTTP answers POST /race, and GET /race with the races the stack
 // can run (Plan). Bad input is a 400 and changes nothing; a lock the stack
-// cannot serve is a 503 naming the server it lacks.
+// cannot serve is a 503 naming the server it lacks. /explore goes to
+// Explore.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/explore" {
+		if s.Explore == nil {
+			fail(w, http.StatusNotFound, "", "this stack serves no explorations")
+			return
+		}
+		s.Explore.ServeHTTP(w, r)
+		return
+	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		s.plan(w, r)
 		return

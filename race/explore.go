@@ -1,0 +1,192 @@
+package race
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/explore"
+)
+
+// ExploreBudget bounds one exploration the page asks for: enough for
+// every flawed rung's shortest counterexample, a safe rung's search cut
+// short (its coverage says where).
+const ExploreBudget = 20 * time.Second
+
+// Explorer serves POST /explore?lock=NAME: the explorer (package explore)
+// searching the rung's own code for its shortest counterexample, answered
+// as JSON the page draws as a sequence diagram; GET /explore names the
+// rungs it can explore. It runs in the harness process, beside the races,
+// never in an instance under test, and one exploration at a time: each
+// takes a core for up to its budget.
+type Explorer struct {
+	Budget time.Duration // 0: ExploreBudget
+
+	busy atomic.Bool
+	// run searches; nil: the explorer itself (tests put a stand-in).
+	run func(context.Context, explore.Target, explore.Config) explore.Result
+}
+
+// NewExplorer returns an Explorer with the default budget.
+func NewExplorer() *Explorer { return &Explorer{Budget: ExploreBudget} }
+
+// ExploreResult is the answer to POST /explore.
+type ExploreResult struct {
+	Lock    string `json:"lock"`
+	Verdict string `json:"verdict"` // OVERSOLD, DEADLOCK or none
+	// Steps is the counterexample's length (a DEADLOCK's probe, the rows
+	// numbered 0, not counted).
+	Steps     int      `json:"steps"`
+	Clients   int      `json:"clients"`
+	Faults    string   `json:"faults"`
+	Schedules int      `json:"schedules"`
+	States    int      `json:"states"`
+	ElapsedMS int64    `json:"elapsed_ms"`
+	Oversold  int64    `json:"oversold,omitempty"`
+	Columns   []string `json:"columns"` // a client's each, then "Redis"
+	Rows      []Row    `json:"rows"`
+	// Covered says what a search that found nothing covered.
+	Covered string `json:"covered,omitempty"`
+	// Explain says what the verdict means.
+	Explain string `json:"explain"`
+	Summary string `json:"summary"` // the bench explore line
+}
+
+// Row is one row of the diagram: a step of the schedule.
+type Row struct {
+	N       int    `json:"n"`              // the step; 0: a DEADLOCK's probe
+	TMS     int64  `json:"t_ms"`           // virtual time since the start
+	Client  string `json:"client"`         // "A", "B"...; "": none (time passes)
+	Command string `json:"command"`        // the command sent, or the fault
+	Reply   string `json:"reply"`          // Redis's answer
+	Note    string `json:"note,omitempty"` // what the step did
+	Lock    string `json:"lock"`           // the lock key after the step
+	Stock   string `json:"stock"`          // stock/sold after the step
+}
+
+// Locks are the names of the rungs the explorer can explore.
+func (e *Explorer) Locks() []string {
+	var names []string
+	for _, t := range explore.Targets {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+func (e *Explorer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		writeJSON(w, http.StatusOK, map[string]any{"locks": e.Locks(), "budget_ms": e.budget().Milliseconds()})
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		fail(w, http.StatusMethodNotAllowed, "", "an exploration starts by POST /explore?lock=NAME")
+		return
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		fail(w, http.StatusForbidden, contract.ReasonCrossSite, "an exploration cannot be started from another site")
+		return
+	}
+	t, err := e.parse(r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "locks": e.Locks()})
+		return
+	}
+	if !e.busy.CompareAndSwap(false, true) {
+		fail(w, http.StatusConflict, contract.ReasonRunInProgress, "another exploration is running: one at a time, each takes a core for up to "+e.budget().String())
+		return
+	}
+	defer e.busy.Store(false)
+	run := e.run
+	if run == nil {
+		run = search
+	}
+	res := run(r.Context(), t, explore.Config{Budget: e.budget()})
+	if r.Context().Err() != nil {
+		return // the asker left
+	}
+	writeJSON(w, http.StatusOK, answer(res))
+}
+
+func (e *Explorer) budget() time.Duration {
+	if e.Budget <= 0 {
+		return ExploreBudget
+	}
+	return e.Budget
+}
+
+func (e *Explorer) parse(r *http.Request) (explore.Target, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return explore.Target{}, fmt.Errorf("malformed query: %v", err)
+	}
+	for k, vs := range q {
+		if k != "lock" {
+			return explore.Target{}, fmt.Errorf("unknown parameter %q (allowed: lock)", truncate(k, 32))
+		}
+		if len(vs) > 1 {
+			return explore.Target{}, fmt.Errorf("parameter %q given %d times", k, len(vs))
+		}
+	}
+	name := q.Get("lock")
+	if name == "" {
+		return explore.Target{}, fmt.Errorf("lock is required (explorable: %s)", strings.Join(e.Locks(), ", "))
+	}
+	t, err := explore.Lookup(name)
+	if err != nil {
+		return explore.Target{}, fmt.Errorf("lock %q cannot be explored (explorable: %s)", truncate(name, 32), strings.Join(e.Locks(), ", "))
+	}
+	return t, nil
+}
+
+// search is the explorer's search, without a replay on a real server: an
+// answer the page draws within its budget.
+func search(ctx context.Context, t explore.Target, cfg explore.Config) explore.Result {
+	ex, err := explore.New(t, cfg)
+	if err != nil {
+		return explore.Result{Target: t.Name, Verdict: explore.None}
+	}
+	defer ex.Close()
+	return ex.Run(ctx)
+}
+
+func answer(r explore.Result) ExploreResult {
+	a := ExploreResult{
+		Lock: r.Target, Verdict: r.Verdict, Steps: r.Steps, Clients: r.Clients, Faults: r.Faults.String(),
+		Schedules: r.Schedules, States: r.States, ElapsedMS: r.Elapsed.Milliseconds(), Oversold: r.Oversold,
+		Rows: []Row{}, Summary: r.Line(),
+	}
+	for i := range r.Clients {
+		a.Columns = append(a.Columns, string(rune('A'+i)))
+	}
+	a.Columns = append(a.Columns, "Redis")
+	for _, s := range r.Trace {
+		row := Row{N: s.N, TMS: s.At.Milliseconds(), Command: s.Event, Reply: s.Reply, Note: s.Note, Lock: s.Lock, Stock: s.Stock}
+		if s.Client >= 0 {
+			row.Client = string(rune('A' + s.Client))
+		}
+		a.Rows = append(a.Rows, row)
+	}
+	switch r.Verdict {
+	case explore.None:
+		a.Covered = r.Covered()
+		a.Explain = "no violation found in what the search covered"
+	case explore.Oversold:
+		a.Explain = fmt.Sprintf("%d sale(s) more than the stock went down: two clients wrote inside their sections at once", r.Oversold)
+	case explore.Deadlock:
+		a.Explain = fmt.Sprintf("from the rows numbered 0 on, the live clients try for ever (time run on by %s, three times over) and never get a lock that no live client holds", 2*r.Config.TTL)
+	}
+	return a
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
