@@ -231,12 +231,12 @@ func DeriveNginxConf(src []byte, listen string, upstreams []string, dir string) 
 	return deriveNginxConf(src, listen, upstreams, nil, "", dir, dir)
 }
 
-// raceLocation sends /race to the race server at addr: unbuffered, so
-// each event reaches the page at once, and read for as long as a race
-// may run.
-func raceLocation(addr string) *directive {
+// raceLocation sends path (/race, /explore) to the race server at addr:
+// unbuffered, so each event of a race reaches the page at once, and read
+// for as long as a race (or an exploration) may run.
+func raceLocation(addr, path string) *directive {
 	d := func(name string, args ...string) *directive { return &directive{name: name, args: args} }
-	return &directive{name: "location", args: []string{"=", "/race"}, block: []*directive{
+	return &directive{name: "location", args: []string{"=", path}, block: []*directive{
 		d("proxy_pass", "http://"+addr),
 		d("proxy_http_version", "1.1"),
 		d("proxy_set_header", "Connection", ""),
@@ -249,7 +249,8 @@ func raceLocation(addr string) *directive {
 // deriveNginxConf is DeriveNginxConf with upstream i marked down when
 // down[i] (Stack.Drain takes an instance out of the load balancer so):
 // nginx then sends it no new request, and a reload applies it without
-// dropping a connection; when race is an address, /race sent there; and
+// dropping a connection; when race is an address, /race and /explore
+// sent there; and
 // the temp files in temp.
 func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool, race, dir, temp string) ([]byte, error) {
 	if len(upstreams) == 0 {
@@ -310,7 +311,7 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 			listens++
 		}
 		if race != "" {
-			srv.block = append(srv.block, raceLocation(race))
+			srv.block = append(srv.block, raceLocation(race, "/race"), raceLocation(race, "/explore"))
 		}
 	}
 	if listens == 0 {

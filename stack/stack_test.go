@@ -193,11 +193,15 @@ func TestStack(t *testing.T) {
 				}
 			}
 
-			// /race, and only /race, goes to the stack's race server, at
+			// /race and /explore, and only they, go to the stack's race server, at
 			// the load balancer's address.
 			code, inst, body := get(t, http.MethodPost, s.URL()+"/race?lock=lua")
 			if want := "POST /race?lock=lua via " + s.URL(); code != http.StatusOK || inst != "races" || string(body) != want {
 				t.Errorf("POST /race via the LB: %d %q %q, want 200 from the races, %q", code, inst, body, want)
+			}
+			code, inst, body = get(t, http.MethodPost, s.URL()+"/explore?lock=lua")
+			if want := "POST /explore?lock=lua via " + s.URL(); code != http.StatusOK || inst != "races" || string(body) != want {
+				t.Errorf("POST /explore via the LB: %d %q %q, want 200 from the races, %q", code, inst, body, want)
 			}
 			if code, inst, _ := get(t, http.MethodGet, s.URL()+"/racetrack"); inst == "races" {
 				t.Errorf("GET /racetrack went to the races (%d)", code)
