@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/internal/fakeshop"
 	"github.com/lockladder/lockladder/internal/report"
 )
 
@@ -112,7 +113,7 @@ func TestReportRowsJSON(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatalf("not a JSON array: %v\n%s", err, b.String())
 	}
-	checkJSONRows(t, got, len(rows))
+	fakeshop.CheckJSONRows(t, got, len(rows))
 	if _, ok := got[0]["codes"].(map[string]any); !ok {
 		t.Errorf("nil codes encoded as %v, want {}", got[0]["codes"])
 	}
@@ -126,24 +127,6 @@ func TestReportRowsJSON(t *testing.T) {
 	}
 	if back[3].Codes["error"] != 3 || back[2].Instances["app-2"] != 333 || back[1].Verdict != bench.VerdictLostUpdates {
 		t.Errorf("round trip lost data: %+v", back)
-	}
-}
-
-// checkJSONRows checks n row objects carry the fields the reports promise.
-func checkJSONRows(t *testing.T, rows []map[string]any, n int) {
-	t.Helper()
-	if len(rows) != n {
-		t.Fatalf("got %d rows, want %d", len(rows), n)
-	}
-	for i, r := range rows {
-		for _, k := range []string{
-			"lock", "endpoint", "requests", "ok", "codes", "instances", "initial", "remaining", "sold", "num",
-			"oversold", "lost_updates", "rps", "p50_ms", "p99_ms", "max_ms", "duration_ms", "verdict",
-		} {
-			if _, ok := r[k]; !ok {
-				t.Errorf("row %d lacks %q: %v", i, k, r)
-			}
-		}
 	}
 }
 
@@ -166,7 +149,7 @@ func TestWriteReports(t *testing.T) {
 		t.Errorf("md path %s, want %s", mdPath, want)
 	}
 
-	js := readFile(t, jsonPath)
+	js := fakeshop.ReadFile(t, jsonPath)
 	var report struct {
 		Meta map[string]any   `json:"meta"`
 		Rows []map[string]any `json:"rows"`
@@ -174,13 +157,13 @@ func TestWriteReports(t *testing.T) {
 	if err := json.Unmarshal(js, &report); err != nil {
 		t.Fatalf("bad JSON report: %v", err)
 	}
-	checkJSONRows(t, report.Rows, 4)
+	fakeshop.CheckJSONRows(t, report.Rows, 4)
 	if report.Meta["started"] != "2026-03-04T05:06:07Z" || report.Meta["concurrency"] != 100.0 ||
 		report.Meta["host"] != "2 cores, linux/amd64" || report.Meta["url"] != "http://127.0.0.1:8080" {
 		t.Errorf("meta: %v", report.Meta)
 	}
 
-	md := string(readFile(t, mdPath))
+	md := string(fakeshop.ReadFile(t, mdPath))
 	for _, want := range []string{
 		"# Lock ladder benchmark, 2026-03-04 05:06:07 UTC\n",
 		"- target: http://127.0.0.1:8080\n",
@@ -194,10 +177,10 @@ func TestWriteReports(t *testing.T) {
 	}
 	checkMarkdownTable(t, md, 4)
 
-	if !bytes.Equal(readFile(t, filepath.Join(dir, "latest.json")), js) {
+	if !bytes.Equal(fakeshop.ReadFile(t, filepath.Join(dir, "latest.json")), js) {
 		t.Error("latest.json differs from the report")
 	}
-	if string(readFile(t, filepath.Join(dir, "latest.md"))) != md {
+	if string(fakeshop.ReadFile(t, filepath.Join(dir, "latest.md"))) != md {
 		t.Error("latest.md differs from the report")
 	}
 
@@ -213,10 +196,10 @@ func TestWriteReports(t *testing.T) {
 	if !strings.HasSuffix(mdPath2, "bench-20260304-050607-2.md") {
 		t.Errorf("second md path %s", mdPath2)
 	}
-	if !bytes.Equal(readFile(t, jsonPath), js) {
+	if !bytes.Equal(fakeshop.ReadFile(t, jsonPath), js) {
 		t.Error("the first report was overwritten")
 	}
-	if !bytes.Equal(readFile(t, filepath.Join(dir, "latest.json")), readFile(t, jsonPath2)) {
+	if !bytes.Equal(fakeshop.ReadFile(t, filepath.Join(dir, "latest.json")), fakeshop.ReadFile(t, jsonPath2)) {
 		t.Error("latest.json is not the newest report")
 	}
 	entries, err := os.ReadDir(dir)
@@ -230,15 +213,6 @@ func TestWriteReports(t *testing.T) {
 		}
 		t.Errorf("want 6 files (2 reports, 2 latest), got %v", names)
 	}
-}
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func TestHostInfoAndNewMeta(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/internal/fakeshop"
 	"github.com/lockladder/lockladder/suite"
 )
 
@@ -117,14 +118,14 @@ func TestWriteMatrixReports(t *testing.T) {
 		Rows    []map[string]any `json:"rows"`
 		Skipped []suite.Skip     `json:"skipped"`
 	}
-	if err := json.Unmarshal(readFile(t, jsonPath), &report); err != nil {
+	if err := json.Unmarshal(fakeshop.ReadFile(t, jsonPath), &report); err != nil {
 		t.Fatal(err)
 	}
 	if s := report.Summary; s.Pairs != 6 || s.AsExpected != 5 || s.Skipped != 6 || s.TookMs != 90000 ||
 		len(s.Unexpected) != 1 || s.Unexpected[0] != "slow lua/sale: SAFE, want OVERSOLD" {
 		t.Errorf("summary %+v", s)
 	}
-	checkJSONRows(t, report.Rows, len(rows))
+	fakeshop.CheckJSONRows(t, report.Rows, len(rows))
 	for _, k := range []string{"scenario", "stall_ms", "expected"} {
 		if _, ok := report.Rows[0][k]; !ok {
 			t.Errorf("row lacks %q: %v", k, report.Rows[0])
@@ -137,7 +138,7 @@ func TestWriteMatrixReports(t *testing.T) {
 		t.Errorf("skipped %v", report.Skipped)
 	}
 
-	md := string(readFile(t, mdPath))
+	md := string(fakeshop.ReadFile(t, mdPath))
 	for _, want := range []string{
 		"# Lock ladder matrix, 2026-03-04 05:06:07 UTC",
 		"- load: 600 requests per run, 40 concurrent",
@@ -156,7 +157,7 @@ func TestWriteMatrixReports(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
 	}
-	if got := string(readFile(t, filepath.Join(dir, "matrix-latest.json"))); !strings.Contains(got, `"as_expected": 5`) {
+	if got := string(fakeshop.ReadFile(t, filepath.Join(dir, "matrix-latest.json"))); !strings.Contains(got, `"as_expected": 5`) {
 		t.Errorf("matrix-latest.json is not the latest report")
 	}
 }

@@ -2,13 +2,16 @@
 // package suite's) serve instead of the app: an item's counters in
 // memory, sold and counted the articles' way, and the app's JSON answers.
 // Each test's fake (bench's fakeApp, suite's fakeShop) decides which lock
-// or fault loses updates; the item is the same for both.
+// or fault loses updates; the item is the same for both. The helpers
+// that read the reports back are here too.
 package fakeshop
 
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -77,4 +80,33 @@ func (s *Item) sleep(gap time.Duration) {
 		time.Sleep(gap)
 		s.mu.Lock()
 	}
+}
+
+// CheckJSONRows checks that a JSON report holds n rows, each with every
+// field of a bench.Row the reports promise.
+func CheckJSONRows(t testing.TB, rows []map[string]any, n int) {
+	t.Helper()
+	if len(rows) != n {
+		t.Fatalf("got %d rows, want %d", len(rows), n)
+	}
+	for i, r := range rows {
+		for _, k := range []string{
+			"lock", "endpoint", "requests", "ok", "codes", "instances", "initial", "remaining", "sold", "num",
+			"oversold", "lost_updates", "rps", "p50_ms", "p99_ms", "max_ms", "duration_ms", "verdict",
+		} {
+			if _, ok := r[k]; !ok {
+				t.Errorf("row %d lacks %q: %v", i, k, r)
+			}
+		}
+	}
+}
+
+// ReadFile is os.ReadFile that fails the test on an error.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
