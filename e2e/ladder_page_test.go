@@ -24,7 +24,8 @@ import (
 // deadlocks; check-del under check-pause oversells, and its timeline draws
 // the overlap in red; fenced under pause stays SAFE, its stale write
 // marked refused on the timeline. Each verdict must be the ladder's, in
-// the table and in the ladder view. The screenshots of the ladder view
+// the table and in the ladder view. First, setnx-px's why? draws the
+// explorer's shortest counterexample. The screenshots of the ladder view
 // and of check-del's timeline are kept in the test's artifact directory.
 func TestPageShowsEachFlaw(t *testing.T) {
 	bin := chromium()
@@ -108,6 +109,29 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	step("open the page", chromedp.Navigate(st.URL()+"/"))
 	step("wait for the scenario picker", chromedp.WaitVisible("#scenarioPick"))
 	step("wait for the ladder view", chromedp.WaitVisible(`#ladderGrid td[data-pair="crash setnx"]`))
+
+	// why? beside setnx-px asks the stack's explorer, which draws the
+	// shortest schedule that oversells, its rows numbered in order.
+	step("wait for setnx-px's why?", chromedp.WaitVisible(`#ladderGrid button.why[data-lock="setnx-px"]`))
+	step("press why? for setnx-px", chromedp.Click(`#ladderGrid button.why[data-lock="setnx-px"]`))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.explored === 'setnx-px'`, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		shoot("page-flaws-failed.png", "")
+		t.Fatalf("waiting for setnx-px's counterexample: %v", err)
+	}
+	if v := eval(`document.getElementById('exploreVerdict').innerText`); !strings.HasPrefix(v, "OVERSOLD") {
+		t.Errorf("setnx-px's why?: the verdict says %q (status %q), want OVERSOLD", v, eval(`document.getElementById('exploreStatus').innerText`))
+	}
+	nums := eval(`[...document.querySelectorAll('#exploreDiagram tbody tr')].map(r => r.cells[0].innerText).join(',')`)
+	cols := eval(`[...document.querySelectorAll('#exploreDiagram thead th')].map(h => h.innerText).join(',')`)
+	sold, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#exploreDiagram td.sold').length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts := strings.Split(nums, ","); len(parts) < 5 || parts[0] != "1" || parts[len(parts)-1] != fmt.Sprint(len(parts)) ||
+		!strings.Contains(cols, ",A,B,") || !strings.Contains(cols, "Redis") || sold < 2 {
+		t.Errorf("setnx-px's diagram: rows %q, columns %q, %d sales; want rows 1..N, a column per client and Redis, two sales", nums, cols, sold)
+	}
+	shoot("page-explore-setnx-px.png", "#exploreCard")
 
 	// race picks lock alone under scenario, on /sale, at the ladder's
 	// size, and waits for the race to end.

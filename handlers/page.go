@@ -16,15 +16,19 @@ var pageSrc string
 
 // The page's scripts that are more than a few lines, each in a file of
 // its own, inlined where the page calls their template: the timeline of a
-// race, and the scenarios and the ladder of flaws.
+// race, the scenarios and the ladder of flaws, and the explorer's why.
 //
 //go:embed page_ladder.js
 var ladderSrc string
+
+//go:embed page_explore.js
+var exploreSrc string
 
 var pageTmpl = func() *template.Template {
 	t := template.Must(template.New("page").Parse(pageSrc))
 	report.TimelineTemplates(t)
 	template.Must(t.New("ladder").Parse(ladderSrc))
+	template.Must(t.New("explore").Parse(exploreSrc))
 	return t
 }()
 

@@ -64,6 +64,7 @@ function drawLadder() {
     const tr = body.insertRow();
     const th = document.createElement('th');
     th.append(Object.assign(document.createElement('code'), {textContent: l}));
+    if (typeof whyButton === 'function') whyButton(th, l);
     tr.append(th);
     for (const s of scenarios) {
       const td = tr.insertCell(), c = plan.ladder.find(x => x.lock === l && x.scenario === s);
