@@ -1,10 +1,12 @@
 // Command bench loads the lab's locks and judges every run from the
-// counters it reads back, in three ways:
+// counters it reads back, in three ways, and explores their code:
 //
 //	bench [run] [flags] [-- app flags]   replays `ab -n 5000 -c 100` against
 //	                                     every lock through the load balancer
 //	bench matrix [flags] [-- app flags]  the strategies x scenarios matrix
 //	bench chaos [flags] [-- app flags]   the fault suite
+//	bench explore [flags]                each Redis rung's shortest failing
+//	                                     schedule, searched (docs/explore.md)
 //
 // run is the default. With no -url it targets the local stack
 // (http://127.0.0.1:LB_PORT); if nothing answers there it starts one for
@@ -67,7 +69,7 @@ func dispatch(ctx context.Context, args []string) error {
 			return cmd(ctx, args[1:])
 		}
 		if !strings.HasPrefix(args[0], "-") {
-			return fmt.Errorf("no subcommand %q (bench run, bench matrix or bench chaos; bench -h)", args[0])
+			return fmt.Errorf("no subcommand %q (bench run, bench matrix, bench chaos or bench explore; bench -h)", args[0])
 		}
 	}
 	return runBench(ctx, args)

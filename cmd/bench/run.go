@@ -20,7 +20,7 @@ func runBench(ctx context.Context, args []string) error {
 		return err
 	}
 	fs := newFlags("run", "The comparison: every lock through the load balancer, a table and results/bench-*.{json,md}.\n"+
-		"Also: bench matrix (the scenarios), bench chaos (the fault suite).")
+		"Also: bench matrix (the scenarios), bench chaos (the fault suite), bench explore (each Redis rung's shortest failing schedule).")
 	url := fs.String("url", "", "load balancer to target (default: the local stack on -lb-port, started if nothing answers)")
 	allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback -url (docker compose); load never leaves this machine otherwise")
 	so, bo, err := cli.ParseStackBench(fs, args)
