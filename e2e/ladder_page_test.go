@@ -112,7 +112,10 @@ func TestPageShowsEachFlaw(t *testing.T) {
 
 	// why? beside setnx-px asks the stack's explorer, which draws the
 	// shortest schedule that oversells, its rows numbered in order.
-	step("wait for setnx-px's why?", chromedp.WaitVisible(`#ladderGrid button.why[data-lock="setnx-px"]`))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector('#ladderGrid button.why[data-lock="setnx-px"]')`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		shoot("page-flaws-failed.png", "")
+		t.Fatalf("no why? beside setnx-px in the ladder view (GET /explore: does the stack serve it?): %v", err)
+	}
 	step("press why? for setnx-px", chromedp.Click(`#ladderGrid button.why[data-lock="setnx-px"]`))
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.explored === 'setnx-px'`, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 		shoot("page-flaws-failed.png", "")
