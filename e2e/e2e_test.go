@@ -92,11 +92,11 @@ func (s *stacks) checkGone() {
 
 // startStack brings up the stack on free loopback ports and stops it when
 // the test ends, checking that none of its processes survives.
-func startStack(t *testing.T) *stack.Stack {
+func startStack(t *testing.T, with ...func(*stack.Config)) *stack.Stack {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := stack.Start(ctx, stack.Config{
+	cfg := stack.Config{
 		Dir:         t.TempDir(),
 		Instances:   3,
 		LBAddr:      "127.0.0.1:0",
@@ -107,7 +107,11 @@ func startStack(t *testing.T) *stack.Stack {
 		NginxConf:   "../nginx.conf",
 		Log:         logWriter{t},
 		Races:       func(lb string, s *stack.Stack) http.Handler { return race.New(lb, s) },
-	})
+	}
+	for _, f := range with {
+		f(&cfg)
+	}
+	st, err := stack.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}

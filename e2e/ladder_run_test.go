@@ -1,19 +1,14 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/lockladder/lockladder/internal/redistest"
-	"github.com/lockladder/lockladder/race"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -35,11 +30,14 @@ const ladderBound = 3 * time.Minute
 // minutes: more than make test can spare beside the rest of this package.
 func TestPageRunsTheLadder(t *testing.T) {
 	ctx := browser(t)
-	what, start := "the ladder of this package's stack", startStack
+	what := "the ladder of this package's stack"
+	var st *stack.Stack
 	if os.Getenv("LOCKLADDER_LADDER") == "all" {
-		what, start = "the whole ladder, every back end installed", startStackWithEveryServer
+		what, st = "the whole ladder, every back end installed", startStackWithEveryServer(t)
+	} else {
+		st = startStack(t)
 	}
-	url := start(t).URL() + "/"
+	url := st.URL() + "/"
 	eval := func(js string) string {
 		t.Helper()
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
@@ -109,35 +107,7 @@ func TestPageRunsTheLadder(t *testing.T) {
 // CI=true).
 func startStackWithEveryServer(t *testing.T) *stack.Stack {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	st, err := stack.Start(ctx, stack.Config{
-		Dir:         t.TempDir(),
-		Instances:   3,
-		LBAddr:      "127.0.0.1:0",
-		RedisAddr:   "127.0.0.1:0",
-		RequireReal: redistest.CI(),
-		AppBinary:   appBinary,
-		NginxConf:   "../nginx.conf",
-		ZooKeeper:   stack.Auto,
-		MariaDB:     stack.Auto,
-		Etcd:        stack.Auto,
-		Log:         logWriter{t},
-		Races:       func(lb string, s *stack.Stack) http.Handler { return race.New(lb, s) },
+	return startStack(t, func(c *stack.Config) {
+		c.ZooKeeper, c.MariaDB, c.Etcd = stack.Auto, stack.Auto, stack.Auto
 	})
-	if err != nil {
-		t.Fatalf("start stack: %v", err)
-	}
-	t.Cleanup(func() {
-		pids := st.Pids()
-		if err := st.Stop(); err != nil {
-			t.Errorf("stop stack: %v", err)
-		}
-		for _, pid := range pids {
-			if syscall.Kill(pid, 0) == nil {
-				t.Errorf("pid %d still alive after Stop", pid)
-			}
-		}
-	})
-	return st
 }
