@@ -126,14 +126,28 @@ func TestRaceUnderAScenario(t *testing.T) {
 	if tl == nil || tl.LeaseMs != 200 || len(tl.Faults) != 4 || tl.Overlaps == 0 || len(tl.Instances) != 3 {
 		t.Fatalf("slow lua's timeline: %+v", tl)
 	}
+	struck := 0
 	for _, f := range tl.Faults {
+		if f.Code == 503 {
+			// Under load an armed request may wait out its bound: it
+			// held nothing, and no section is its.
+			if f.Section != -1 {
+				t.Errorf("slow lua's fault %+v: a 503 held no section", f)
+			}
+			continue
+		}
 		if f.About != "work=600ms" || f.Lane < 0 || f.Section < 0 || f.Code != 200 {
 			t.Errorf("slow lua's fault %+v: want the armed work on the section it held", f)
+			continue
 		}
+		struck++
 		s := tl.Sections[f.Section]
 		if held := s[2] - s[1]; held < 600000 {
 			t.Errorf("slow lua's armed section held %dus, want its 600ms business", held)
 		}
+	}
+	if struck == 0 {
+		t.Errorf("none of slow lua's armed requests held the lock: %+v", tl.Faults)
 	}
 
 	code, evs = readEvents(t, "POST", srv.URL+"/race?lock=fenced&endpoint=sale&scenario=pause&n=200&c=20")

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -227,7 +228,11 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 			Lane: -1, Section: -1, Code: f.Code}
 		if l, ok := lane[f.Instance]; ok && f.Instance != "" {
 			tf.Lane = l
-			tf.Section = struck(t.Sections, l, tf.AtUs, tf.UntilUs)
+			// A 503 never held the lock: the sections in its window
+			// are other requests'.
+			if f.Code != http.StatusServiceUnavailable {
+				tf.Section = struck(t.Sections, l, tf.AtUs, tf.UntilUs)
+			}
 		}
 		t.Faults = append(t.Faults, tf)
 		t.EndUs = max(t.EndUs, tf.UntilUs)
