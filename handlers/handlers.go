@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/guard"
+	"github.com/lockladder/lockladder/internal/origin"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -79,9 +80,9 @@ type Config struct {
 	// port, as it may name loopback (localhost, 127.0.0.0/8, ::1).
 	Addr string
 	// Hosts are the other names a request's Host may give, on any port
-	// (ParseHosts reads the app's -hosts): the service names of a
+	// (origin.ParseHosts reads the app's -hosts): the service names of a
 	// compose deployment, say. Any other Host is refused 421: a name of
-	// someone else's resolving here is DNS rebinding (see origin.go).
+	// someone else's resolving here is DNS rebinding (package origin).
 	Hosts []string
 	// Redis is the main Redis again, for what the app keeps beside the
 	// inventory: the run guard (package guard; /guard, and /reset
@@ -116,7 +117,7 @@ func New(cfg Config) *gin.Engine {
 	if cfg.MaxItems <= 0 {
 		cfg.MaxItems = DefaultMaxItems
 	}
-	h := &handler{cfg: cfg, m: newMetrics(cfg.Ladder), hosts: newHostList(cfg.Addr, cfg.Hosts)}
+	h := &handler{cfg: cfg, m: newMetrics(cfg.Ladder), hosts: origin.NewHosts(cfg.Addr, cfg.Hosts)}
 	if cfg.Redis != nil {
 		h.guard = guard.NewStore(cfg.Redis, cfg.GuardTTL)
 		h.items.registry = cfg.Redis
@@ -156,7 +157,7 @@ func New(cfg Config) *gin.Engine {
 type handler struct {
 	cfg   Config
 	m     *metrics
-	hosts hostList     // what a request's Host may name
+	hosts origin.Hosts // what a request's Host may name
 	items items        // the items seen to exist
 	guard *guard.Store // nil: none
 }

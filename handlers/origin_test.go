@@ -3,8 +3,6 @@ package handlers_test
 import (
 	"encoding/json"
 	"net/http/httptest"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/lockladder/lockladder/handlers"
@@ -114,20 +112,5 @@ func TestOriginRefusesOtherSitesAndHosts(t *testing.T) {
 				t.Errorf("a refused request changed Redis:\nbefore %s\nafter  %s", before, after)
 			}
 		})
-	}
-}
-
-func TestParseHosts(t *testing.T) {
-	got, err := handlers.ParseHosts(" nginx, APP1 ,,app2., 10.0.0.5, [fd00::1]")
-	if want := []string{"nginx", "app1", "app2", "10.0.0.5", "fd00::1"}; err != nil || !slices.Equal(got, want) {
-		t.Fatalf("ParseHosts = %q, %v; want %q", got, err, want)
-	}
-	if got, err := handlers.ParseHosts(""); err != nil || len(got) != 0 {
-		t.Fatalf("ParseHosts(\"\") = %q, %v; want none", got, err)
-	}
-	for _, bad := range []string{"http://nginx", "nginx:80", "nginx/x", "a b", "user@nginx", "[fd00::1]:80", "nginx:"} {
-		if _, err := handlers.ParseHosts("app1," + bad); err == nil || !strings.Contains(err.Error(), "host") {
-			t.Errorf("ParseHosts(%q): %v, want an error naming the host", bad, err)
-		}
 	}
 }

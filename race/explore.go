@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/explore"
+	"github.com/lockladder/lockladder/internal/origin"
 )
 
 // ExploreBudget bounds one exploration the page asks for: enough for
@@ -89,8 +90,10 @@ func (e *Explorer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusMethodNotAllowed, "", "an exploration starts by POST /explore?lock=NAME")
 		return
 	}
-	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-		fail(w, http.StatusForbidden, contract.ReasonCrossSite, "an exploration cannot be started from another site")
+	// Loopback only (the stack listens nowhere else), and never for
+	// another site's page: the app's own rule.
+	if status, reason, msg := (origin.Hosts{}).Check(r); status != 0 {
+		fail(w, status, reason, msg)
 		return
 	}
 	t, err := e.parse(r)

@@ -39,6 +39,7 @@ import (
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/guard"
+	"github.com/lockladder/lockladder/internal/origin"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/stack"
 	"github.com/lockladder/lockladder/suite"
@@ -124,8 +125,10 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusMethodNotAllowed, "", "a race starts by POST /race?lock=NAME&endpoint=sale|testLock: it resets the stock and sends load")
 		return
 	}
-	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-		fail(w, http.StatusForbidden, contract.ReasonCrossSite, "a race cannot be started from another site")
+	// Loopback only (the stack listens nowhere else), and never for
+	// another site's page: the app's own rule.
+	if status, reason, msg := (origin.Hosts{}).Check(r); status != 0 {
+		fail(w, status, reason, msg)
 		return
 	}
 	p, status, reason, err := s.parse(r)

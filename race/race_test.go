@@ -161,16 +161,29 @@ func TestRaceRefusesBadInputAndASecondRace(t *testing.T) {
 	if code, evs := readEvents(t, "PUT", srv.URL+"/race?lock=none&endpoint=sale"); code != http.StatusMethodNotAllowed {
 		t.Errorf("PUT /race: %d %v, want 405", code, evs)
 	}
-	for _, site := range []string{"cross-site", "same-site"} {
+	for _, tc := range []struct {
+		host, header, value string
+		want                int
+	}{
+		{"", "Sec-Fetch-Site", "cross-site", http.StatusForbidden},
+		{"", "Sec-Fetch-Site", "same-site", http.StatusForbidden},
+		{"", "Origin", "http://evil.example", http.StatusForbidden},
+		// DNS rebinding: the attacker's name resolves here, and its page
+		// is same-origin to the browser; only the Host tells.
+		{"evil.example:8080", "Origin", "http://evil.example:8080", http.StatusMisdirectedRequest},
+	} {
 		req, _ := http.NewRequest("POST", srv.URL+"/race?lock=none&endpoint=sale&n=10", nil)
-		req.Header.Set("Sec-Fetch-Site", site)
+		req.Header.Set(tc.header, tc.value)
+		if tc.host != "" {
+			req.Host = tc.host
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("POST /race with Sec-Fetch-Site: %s: %s, want 403", site, resp.Status)
+		if resp.StatusCode != tc.want {
+			t.Errorf("POST /race (Host %q, %s: %s): %s, want %d", tc.host, tc.header, tc.value, resp.Status, tc.want)
 		}
 	}
 	if v, _ := rdb.Get(ctx, inventory.KeyStock).Result(); v != "7" {

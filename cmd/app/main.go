@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/internal/appwire"
+	"github.com/lockladder/lockladder/internal/origin"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -62,7 +63,7 @@ func run() error {
 	if *redisRetries < -1 {
 		return fmt.Errorf("-redis-retries %d: want -1 (none) or more", *redisRetries)
 	}
-	allowed, err := handlers.ParseHosts(*hosts)
+	allowed, err := origin.ParseHosts(*hosts)
 	if err != nil {
 		return fmt.Errorf("-hosts: %w", err)
 	}
