@@ -68,7 +68,11 @@ func TestDBForUpdateGiveUpLeavesNoWaitOnTheServer(t *testing.T) {
 		t.Fatalf("a 300ms try while held: %v, want ErrNotObtained", err)
 	}
 	var waiting int
-	deadline := time.Now().Add(700 * time.Millisecond) // inside the 1s InnoDB bound it had, with room for a loaded machine
+	// Without the statement's own bound the wait stays queued for
+	// InnoDB's innodb_lock_wait_timeout (50s by default): 3s tells the two
+	// apart with room for a loaded machine (it took over a second under
+	// make test's load).
+	deadline := time.Now().Add(3 * time.Second)
 	for {
 		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&waiting); err != nil {
 			t.Fatal(err)
