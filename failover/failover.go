@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,7 +33,7 @@ const failoverWait = 30 * time.Second
 
 // Result is what a series of trials showed, read back from Redis.
 type Result struct {
-	Lock         string // "lua" (one primary behind Sentinel) or "redlock"
+	Lock         string // one of SingleLocks (one primary behind Sentinel) or "redlock"
 	Trials       int    // trials run to the end
 	DoubleGrants int    // trials in which B was granted the lock while A's lease was still valid
 	// Failover is the median time from the SIGKILL to a new primary every
@@ -51,17 +52,29 @@ type outcome struct {
 	maxB     int           // redlock: the most masters B could then win
 }
 
-// SingleInstance runs trials of the single-instance lock ("lua" from
-// lock.NewLadder, over a go-redis FailoverClient) against a primary with
-// an async replica and three sentinels, the primary SIGKILLed right after
-// it granted A the lock and before the grant replicated. Progress lines
-// go to log (nil: discarded). A trial that cannot be carried out as
-// designed (the cut leaked the key to the replica, no failover within
-// 30s, ...) ends the series with an error; the Result then counts the
-// trials completed before it.
-func SingleInstance(ctx context.Context, trials int, log io.Writer) (Result, error) {
-	res := Result{Lock: "lua"}
-	outs, err := run(ctx, trials, log, "lua", singleTrial)
+// SingleLocks are the rungs SingleInstance runs: each keeps its lock as
+// one key on one Redis (SET NX PX with a random token, released by a
+// compare-and-delete), the lab's lua and the libraries that write the
+// same: go-redsync/redsync over one pool, bsm/redislock, and redislock
+// with its Refresh loop.
+var SingleLocks = []string{"lua", "redsync", "redislock", "redislock-refresh"}
+
+// SingleInstance runs trials of the single-instance lock name (one of
+// SingleLocks, from lock.NewLadder, over a go-redis FailoverClient)
+// against a primary with an async replica and three sentinels, the
+// primary SIGKILLed right after it granted A the lock and before the
+// grant replicated. Progress lines go to log (nil: discarded). A trial
+// that cannot be carried out as designed (the cut leaked the key to the
+// replica, no failover within 30s, ...) ends the series with an error;
+// the Result then counts the trials completed before it.
+func SingleInstance(ctx context.Context, name string, trials int, log io.Writer) (Result, error) {
+	res := Result{Lock: name}
+	if !slices.Contains(SingleLocks, name) {
+		return res, fmt.Errorf("failover: no single-instance lock %q (there are %s)", name, strings.Join(SingleLocks, ", "))
+	}
+	outs, err := run(ctx, trials, log, name, func(ctx context.Context, logf func(string, ...any)) (outcome, error) {
+		return singleTrial(ctx, name, logf)
+	})
 	res.Trials, res.DoubleGrants, res.Failover = tally(outs)
 	if len(outs) > 0 {
 		res.Note = fmt.Sprintf("A's grant never reached the replica (replication cut), the primary was SIGKILLed and the sentinels promoted the replica "+
@@ -178,7 +191,7 @@ func short(token string) string {
 	return token
 }
 
-func singleTrial(ctx context.Context, logf func(string, ...any)) (o outcome, err error) {
+func singleTrial(ctx context.Context, name string, logf func(string, ...any)) (o outcome, err error) {
 	g, err := stack.StartSentinels(ctx, stack.SentinelConfig{})
 	if err != nil {
 		return o, err
@@ -204,11 +217,11 @@ func singleTrial(ctx context.Context, logf func(string, ...any)) (o outcome, err
 	a, b := failoverClient(), failoverClient()
 	defer a.Close()
 	defer b.Close()
-	lockA, err := lockerOf("lua", a, nil, LeaseTTL, 2*time.Second)
+	lockA, err := lockerOf(name, a, nil, LeaseTTL, 2*time.Second)
 	if err != nil {
 		return o, err
 	}
-	lockB, err := lockerOf("lua", b, nil, LeaseTTL, BWait)
+	lockB, err := lockerOf(name, b, nil, LeaseTTL, BWait)
 	if err != nil {
 		return o, err
 	}

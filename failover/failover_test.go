@@ -31,7 +31,7 @@ func (w testLog) Write(p []byte) (int, error) {
 // every trial the promoted replica grants it to B while A's lease runs.
 func TestSentinelFailoverLosesTheLuaLock(t *testing.T) {
 	needRedisServer(t)
-	res, err := failover.SingleInstance(context.Background(), *trials, testLog{t})
+	res, err := failover.SingleInstance(context.Background(), "lua", *trials, testLog{t})
 	t.Logf("%+v", res)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +44,32 @@ func TestSentinelFailoverLosesTheLuaLock(t *testing.T) {
 	}
 	if res.Failover <= 0 || res.Failover > 30*time.Second {
 		t.Errorf("median failover %s", res.Failover)
+	}
+}
+
+// The libraries that keep their lock as one key on one Redis lose it as
+// lua does: redsync over one pool, redislock, and redislock with its
+// Refresh loop (which extends only a key that is still there) are all
+// granted to B on the promoted replica while A's lease runs.
+func TestSentinelFailoverLosesTheLibraryLocks(t *testing.T) {
+	needRedisServer(t)
+	for _, name := range failover.SingleLocks {
+		if name == "lua" {
+			continue // TestSentinelFailoverLosesTheLuaLock
+		}
+		t.Run(name, func(t *testing.T) {
+			res, err := failover.SingleInstance(t.Context(), name, *trials, testLog{t})
+			t.Log(res.Note)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Lock != name || res.Trials != *trials {
+				t.Errorf("Lock %q, Trials %d; want %s, %d", res.Lock, res.Trials, name, *trials)
+			}
+			if res.DoubleGrants != res.Trials {
+				t.Errorf("%d double grants in %d trials; want one per trial: the cut guarantees the loss", res.DoubleGrants, res.Trials)
+			}
+		})
 	}
 }
 
@@ -67,10 +93,16 @@ func TestRedlockKeepsWhatSentinelFailoverLoses(t *testing.T) {
 	}
 }
 
-// A series of no trials is an error, not a vacuous pass.
+// A series of no trials is an error, not a vacuous pass; so is a lock
+// that is not one key on one Redis.
 func TestSentinelAndRedlockRefuseNoTrials(t *testing.T) {
-	if _, err := failover.SingleInstance(context.Background(), 0, nil); err == nil {
+	if _, err := failover.SingleInstance(context.Background(), "lua", 0, nil); err == nil {
 		t.Error("SingleInstance with 0 trials: no error")
+	}
+	for _, name := range []string{"redlock", "redsync-redlock", "fenced", "nope", ""} {
+		if _, err := failover.SingleInstance(context.Background(), name, 1, nil); err == nil || !strings.Contains(err.Error(), "no single-instance lock") {
+			t.Errorf("SingleInstance(%q): %v; want no single-instance lock, and no trial run", name, err)
+		}
 	}
 	if _, err := failover.Redlock(context.Background(), 0, nil); err == nil {
 		t.Error("Redlock with 0 trials: no error")

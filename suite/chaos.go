@@ -48,9 +48,10 @@ type ChaosConfig struct {
 	// Locks are the rungs loaded under faults 1, 2, 3, 7 and 8: the lab's
 	// safe rungs, and the library rungs (LibraryLocks), each library under
 	// the faults that strike its back end (chaos_libs.go); default lua,
-	// fenced, fair, cohort and cohort-carry, then every library. Faults 4
-	// and 6 use the lock they are about (atomic and redlock), and 6 the
-	// library over the masters beside it.
+	// fenced, fair, cohort and cohort-carry, then every library. Faults 4,
+	// 5 and 6 use the locks they are about (atomic; lua and redlock;
+	// redlock), 5 the libraries on the one Redis beside lua and 6 the
+	// library over the masters beside redlock.
 	Locks []string
 	// Requests, Concurrency and Stock of each run; default 1000, 40, 300.
 	Requests, Concurrency, Stock int

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/bench/history"
+	"github.com/lockladder/lockladder/failover"
 	"github.com/lockladder/lockladder/internal/report"
 	"github.com/lockladder/lockladder/stack"
 )
@@ -231,11 +232,20 @@ func TestChaosLibraryFaults(t *testing.T) {
 		{c.locksFor("drain"), all},
 		{c.locksFor("redis-stop"), onRedis},
 		{c.locksFor("cluster failover"), onRedis},
+		{c.libraries("failover"), []string{"redsync", "redislock", "redislock-refresh"}},
 		{c.partitionLocks(), []string{"redlock", "redsync-redlock"}},
 		{c.safeLocks(2), []string{"lua", "fenced"}},
 	} {
 		if !slices.Equal(tc.got, tc.want) {
 			t.Errorf("got %v, want %v", tc.got, tc.want)
+		}
+	}
+
+	// Fault 5 runs each library it strikes through package failover, with
+	// an expectation of its own beside lua's.
+	for _, l := range append([]string{"lua"}, c.libraries("failover")...) {
+		if !slices.Contains(failover.SingleLocks, l) || failoverWant[l] == "" {
+			t.Errorf("fault 5 would run %s: in failover.SingleLocks %v, want %q", l, slices.Contains(failover.SingleLocks, l), failoverWant[l])
 		}
 	}
 
@@ -248,6 +258,9 @@ func TestChaosLibraryFaults(t *testing.T) {
 	}
 	if got := c.locksFor("redis-stop"); !slices.Equal(got, []string{"redislock"}) {
 		t.Errorf("redis-stop with -locks zk-lock,redislock: %v", got)
+	}
+	if got := c.libraries("failover"); !slices.Equal(got, []string{"redislock"}) {
+		t.Errorf("failover with -locks zk-lock,redislock: %v", got)
 	}
 	if got := c.safeLocks(1); len(got) != 0 {
 		t.Errorf("no safe rung given, yet %v (kill under load would run it)", got)
