@@ -23,8 +23,8 @@ const ladderBound = 3 * time.Minute
 // the page are kept in the test's artifact directory.
 //
 // In make test the stack is this package's (Redis and the Redlock
-// masters: the ladder's pairs but those of ZooKeeper, etcd and MariaDB
-// and skew's, about a minute). make test-ladder
+// masters: the ladder's pairs but those of ZooKeeper, etcd and MariaDB,
+// about a minute). make test-ladder
 // (LOCKLADDER_LADDER=all) starts every back end installed, as make demo
 // does, for the whole ladder the page offers there, up to the three
 // minutes: more than make test can spare beside the rest of this package.

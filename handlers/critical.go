@@ -214,7 +214,7 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 // read-modify-write would teach nothing.
 func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int64, err error) {
 	ctx := c.Request.Context()
-	call := lock.Call{Wait: req.wait, Try: req.try, Lease: req.lease}
+	call := lock.Call{Wait: req.wait, Try: req.try, Lease: req.lease, Skew: req.plan.Skew}
 	if req.reenter {
 		// Both acquisitions below must belong to one owner, this request;
 		// a single one needs none (Reentrant makes its own).

@@ -16,9 +16,9 @@ import (
 )
 
 // The faults a request may arm on an instance started with -faults
-// (docs/scenarios.md): work=, takeover=, fault= and pause=. A request arms its own,
-// and only its own: the plan travels in its context to the fault points of
-// package fault.
+// (docs/scenarios.md): work=, takeover=, fault=, pause= and skew=. A
+// request arms its own, and only its own: the plan travels in its context
+// to the fault points of package fault, and skew= in its lock.Call.
 
 // faultKind is what fault= asks for.
 type faultKind string
@@ -33,7 +33,7 @@ const (
 // faultKinds lists every fault= value.
 var faultKinds = []faultKind{crash, crashBeforeExpire, checkPause, pause}
 
-// maxFaultDuration bounds work= and pause=.
+// maxFaultDuration bounds work=, takeover=, pause= and skew=.
 const maxFaultDuration = 10 * time.Second
 
 // ExitCode is the status an instance that fault=crash (or
@@ -41,7 +41,7 @@ const maxFaultDuration = 10 * time.Second
 const ExitCode = 3
 
 // faultParams are the query parameters that arm faults.
-var faultParams = []string{"work", "takeover", "fault", "pause"}
+var faultParams = []string{"work", "takeover", "fault", "pause", "skew"}
 
 // faultsAllowed reports whether the request may arm faults: on an
 // instance started with -faults, any request; with only a fault key
@@ -67,13 +67,18 @@ type plan struct {
 	Takeover time.Duration // a waiter that read an expired lease sleeps this long before taking it over
 	Kind     faultKind
 	Pause    time.Duration // for check-pause and pause
+	// Skew runs this request's lock clock ahead (lock.Call.Skew), as an
+	// instance's -clock-skew runs all of its requests'.
+	Skew time.Duration
 }
 
-// armed reports whether the plan does anything.
+// armed reports whether the plan strikes at a fault point (skew= does
+// not: the lock reads it from the call).
 func (p plan) armed() bool { return p.Work > 0 || p.Takeover > 0 || p.Kind != "" }
 
-// parsePlan reads work=, takeover=, fault= and pause= from q. Absent parameters arm
-// nothing; anything malformed is an error naming the parameter.
+// parsePlan reads work=, takeover=, fault=, pause= and skew= from q.
+// Absent parameters arm nothing; anything malformed is an error naming the
+// parameter.
 func parsePlan(q url.Values) (plan, error) {
 	var p plan
 	var err error
@@ -84,6 +89,9 @@ func parsePlan(q url.Values) (plan, error) {
 		return plan{}, err
 	}
 	if p.Pause, err = duration(q, "pause"); err != nil {
+		return plan{}, err
+	}
+	if p.Skew, err = duration(q, "skew"); err != nil {
 		return plan{}, err
 	}
 	if q.Has("fault") {

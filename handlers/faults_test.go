@@ -46,6 +46,12 @@ func TestParsePlan(t *testing.T) {
 		{"fault=check-pause", plan{}, "needs pause="},
 		{"fault=crash&pause=1s", plan{}, "takes no pause"},
 		{"pause=1s", plan{}, "only with fault="},
+		{"skew=2s", plan{Skew: 2 * time.Second}, ""},
+		{"skew=2s&work=5ms", plan{Skew: 2 * time.Second, Work: 5 * time.Millisecond}, ""},
+		{"skew=0s", plan{}, "skew: 0s is out of range"},
+		{"skew=-2s", plan{}, "skew: -2s is out of range"},
+		{"skew=11s", plan{}, "skew: 11s is out of range"},
+		{"skew=ahead", plan{}, `skew: "ahead" is not a duration`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {

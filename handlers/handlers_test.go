@@ -231,7 +231,7 @@ func TestFaultParametersRefusedUnlessEnabled(t *testing.T) {
 	e := newEnv(t)
 	e.do(t, "POST", "/reset?stock=5")
 	before := e.mr.Dump()
-	for _, q := range []string{"work=300ms", "fault=crash", "fault=pause&pause=1s", "pause=1s"} {
+	for _, q := range []string{"work=300ms", "fault=crash", "fault=pause&pause=1s", "pause=1s", "skew=2s"} {
 		code, _, body := e.do(t, "POST", "/sale?lock=lua&"+q)
 		if code != 400 || !strings.Contains(body["error"].(string), "-faults") {
 			t.Errorf("%s: %d %v, want 400 naming -faults", q, code, body)
@@ -314,6 +314,35 @@ func TestArmedFaultsStrikeAtTheirPoints(t *testing.T) {
 	}
 	if got := strings.Join(stops, ","); got != "30ms" {
 		t.Errorf("stops %q, want one process stop of 30ms", got)
+	}
+}
+
+// skew= runs the request's lock clock ahead: on getset, a request
+// skewed past the lease judges a live lock expired and takes it (the
+// lock's value is an expiry timestamp); without it, or on lua (a lease
+// Redis keeps), the lock stays busy.
+func TestSkewRunsTheRequestsClockAhead(t *testing.T) {
+	e := newEnvWith(t, &handlers.FaultActions{})
+	e.do(t, "POST", "/reset?stock=5")
+	live := strconv.FormatInt(time.Now().Add(time.Second).UnixMilli(), 10)
+	for _, tc := range []struct {
+		target string
+		code   int
+	}{
+		{"/sale?lock=getset&try=0s", 503},
+		{"/sale?lock=getset&try=0s&skew=500ms", 503},
+		{"/sale?lock=getset&try=0s&skew=2s", 200},
+		{"/sale?lock=lua&try=0s&skew=2s", 503},
+		{"/sale?lock=getset&try=0s&skew=11s", 400},
+	} {
+		e.mr.Set(inventory.StockLock, live)
+		if strings.Contains(tc.target, "lua") {
+			e.mr.SetTTL(inventory.StockLock, time.Second)
+		}
+		if code, _, body := e.do(t, "POST", tc.target); code != tc.code {
+			t.Errorf("%s on a live lock: %d %v, want %d", tc.target, code, body, tc.code)
+		}
+		e.mr.Del(inventory.StockLock)
 	}
 }
 

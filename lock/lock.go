@@ -151,6 +151,11 @@ type Call struct {
 	// and (Redisson's rule) a lease given means no renewal: the rungs with
 	// a watchdog (reentrant, fair) run without one.
 	Lease time.Duration
+	// Skew runs this call's clock ahead of Options.Clock by that much: a
+	// fault the lab arms (skew=), standing for an instance whose clock
+	// runs ahead. Only the rungs that judge expiries by the clock
+	// (del-setnx, getset) read it.
+	Skew time.Duration
 }
 
 // ttl is the lease of a call: its own, or def.

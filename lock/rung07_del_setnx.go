@@ -42,9 +42,10 @@ func NewDelSetNX(rdb redis.Cmdable, o Options) Locker {
 // Try takes key with SETNX if it is free, else, if its expiry has passed
 // by our clock, deletes it and takes it with SETNX.
 func (l DelSetNX) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
-	now := l.clock()
+	clock := c.clock(l.clock)
+	now := clock()
 	expiry := now.Add(c.ttl(l.ttl)).UnixMilli() + 1
-	held := &expiryLock{rdb: l.rdb, key: key, expiry: expiry, clock: l.clock}
+	held := &expiryLock{rdb: l.rdb, key: key, expiry: expiry, clock: clock}
 	ok, err := l.rdb.SetNX(ctx, key, expiry, 0).Result()
 	if err != nil || ok {
 		return held, ok, wrap(err, "SETNX", key)
@@ -70,6 +71,15 @@ func (l DelSetNX) Try(ctx context.Context, key string, c Call) (Lock, bool, erro
 		return nil, false, wrap(err, "SETNX", key)
 	}
 	return held, true, nil
+}
+
+// clock is the call's clock: base (Options.Clock), run ahead by c.Skew.
+// The lock it takes keeps it, to judge its own release by.
+func (c Call) clock(base func() time.Time) func() time.Time {
+	if c.Skew == 0 {
+		return base
+	}
+	return func() time.Time { return base().Add(c.Skew) }
 }
 
 // expiryLock is a lock whose lease is the expiry timestamp in its value

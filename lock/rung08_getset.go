@@ -27,8 +27,9 @@ import (
 // no deadlock. The races it shows:
 //
 //   - Clocks must agree. "Expired" is decided by the waiter's clock
-//     (Options.Clock): an instance whose clock runs ahead by more than the
-//     TTL takes a live lock from its holder: OVERSOLD under skew.
+//     (Options.Clock, run ahead by Call.Skew): an instance whose clock
+//     runs ahead by more than the TTL takes a live lock from its holder:
+//     OVERSOLD under skew.
 //   - A slow holder still loses the lock once its expiry passes, as in
 //     rung 6; then its release check sees the expiry passed and leaves the
 //     new holder's key alone, but both have already run at once.
@@ -55,9 +56,10 @@ func NewGetSet(rdb redis.Cmdable, o Options) Locker {
 // Try takes key with SETNX if it is free, else takes it over with GETSET
 // if its expiry has passed by our clock.
 func (l GetSet) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
-	now := l.clock()
+	clock := c.clock(l.clock)
+	now := clock()
 	expiry := now.Add(c.ttl(l.ttl)).UnixMilli() + 1
-	held := &expiryLock{rdb: l.rdb, key: key, expiry: expiry, clock: l.clock}
+	held := &expiryLock{rdb: l.rdb, key: key, expiry: expiry, clock: clock}
 	ok, err := l.rdb.SetNX(ctx, key, expiry, 0).Result()
 	if err != nil {
 		return nil, false, wrap(err, "SETNX", key)

@@ -102,6 +102,54 @@ func TestGetSetSkewedClockTakesLiveLock(t *testing.T) {
 	b.Release(ctx)
 }
 
+// TestCallSkewRunsTheCallsClockAhead: skew= on one request (Call.Skew)
+// is that request's clock run ahead, as an instance's -clock-skew runs
+// all of its requests': a call of the same Locker skewed past the lease
+// takes a live lock on the rungs that judge expiries by the clock
+// (del-setnx, getset), and keeps its clock to judge its own release by;
+// lua, whose lease is Redis's, does not read it.
+func TestCallSkewRunsTheCallsClockAhead(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	once := time.Duration(0)
+	for _, tc := range []struct {
+		name  string
+		l     lock.Locker
+		takes bool
+	}{
+		{"del-setnx", lock.NewDelSetNX(rdb, fast), true},
+		{"getset", lock.NewGetSet(rdb, fast), true},
+		{"lua", lock.NewLua(rdb, fast), false},
+	} {
+		a, err := tc.l.Obtain(ctx, "lock:k", lock.Call{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if _, err := tc.l.Obtain(ctx, "lock:k", lock.Call{Try: &once}); !errors.Is(err, lock.ErrBusy) {
+			t.Fatalf("%s, no skew, while A holds: %v, want ErrBusy", tc.name, err)
+		}
+		if _, err := tc.l.Obtain(ctx, "lock:k", lock.Call{Try: &once, Skew: fast.TTL / 2}); !errors.Is(err, lock.ErrBusy) {
+			t.Fatalf("%s, skewed by half the lease, while A holds: %v, want ErrBusy", tc.name, err)
+		}
+		b, err := tc.l.Obtain(ctx, "lock:k", lock.Call{Try: &once, Skew: 2 * fast.TTL})
+		switch {
+		case tc.takes && err != nil:
+			t.Fatalf("%s, skewed by two leases, while A holds: %v, want the lock (two holders)", tc.name, err)
+		case !tc.takes && !errors.Is(err, lock.ErrBusy):
+			t.Fatalf("%s, skewed, while A holds: %v, want ErrBusy: its lease is not judged by the clock", tc.name, err)
+		}
+		if tc.takes {
+			// B's expiry is two leases ahead of the others' clocks, and
+			// B judges its release by its own clock: it lets go.
+			if err := b.Release(ctx); err != nil {
+				t.Errorf("%s: B's release: %v", tc.name, err)
+			}
+		}
+		a.Release(ctx)
+		rdb.Del(ctx, "lock:k")
+	}
+}
+
 // TestGetSetSlowHolderLosesLock: once A's expiry passes (its business was
 // slow), B takes the lock over; A's release then sees its own expiry passed,
 // returns ErrNotHeld and leaves B's key alone.

@@ -25,6 +25,11 @@ type Scenario struct {
 	Direct       bool             // load instance 1 directly, not the load balancer
 	AppArgs      []string         // flags for every instance
 	InstanceArgs map[int][]string // more flags for instance i, 0-based (stack.Config.InstanceArgs)
+	// Running, if set, is how a stack already running (a race's) plays
+	// InstanceArgs, which it cannot be restarted with: as parameters
+	// armed on a share of the requests. Without it, a scenario with
+	// InstanceArgs cannot be staged.
+	Running *Running
 	// RedisProxy and MasterProxies put fault proxies between the
 	// instances and Redis, or each Redlock master (stack.Config's).
 	RedisProxy, MasterProxies bool
@@ -54,6 +59,15 @@ type Scenario struct {
 	Expect    map[string]string
 	Skip      map[string]string
 	SkipOther string
+}
+
+// Running is a scenario's instance flags played per request, on a stack
+// already running (Stage): Armed on the requests at ArmAt, instead of
+// the scenario's own Armed and ArmAt (a scenario with InstanceArgs arms
+// nothing else).
+type Running struct {
+	Armed url.Values
+	ArmAt []float64
 }
 
 // Hook acts on the stack once, when the run hands out the hit at fraction

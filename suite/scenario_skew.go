@@ -6,14 +6,30 @@ import "net/url"
 func skew() Scenario {
 	return Scenario{
 		Name:    "skew",
-		About:   "lock TTL 200ms, work=5ms on every request; instance 3's lock clock runs 2s ahead (-clock-skew 2s)",
+		About:   "lock TTL 200ms, work=5ms on every request; instance 3's lock clock runs 2s ahead (-clock-skew 2s; on a running stack, skew=2s on every third request)",
 		AppArgs: faultArgs(),
 		// The business takes 5ms (far below the TTL): a lock taken
 		// from a live holder then overlaps its read-modify-write
 		// often enough to show in a short run.
 		Every:        url.Values{"work": {"5ms"}},
 		InstanceArgs: map[int][]string{2: {"-clock-skew", "2s"}}, // 0-based: app3
-		Expect:       map[string]string{"getset": oversold, "lua": safe},
-		SkipOther:    "only getset reads the instance's clock; lua stands for the server-side TTLs",
+		// A running stack cannot restart app3 skewed: every third
+		// request runs its own lock clock as far ahead, as app3's
+		// share of the load balancer's round robin would.
+		Running:   &Running{Armed: url.Values{"skew": {"2s"}}, ArmAt: everyThird()},
+		Expect:    map[string]string{"getset": oversold, "lua": safe},
+		SkipOther: "only getset reads the instance's clock; lua stands for the server-side TTLs",
 	}
+}
+
+// everyThird is every third hit of the ladder's window (LadderSize), as
+// fractions of it; a smaller window has fewer hits between them, and
+// arms a larger share.
+func everyThird() []float64 {
+	_, _, window := LadderSize("skew")
+	var at []float64
+	for i := 2; i < window; i += 3 {
+		at = append(at, (float64(i)+0.5)/float64(window))
+	}
+	return at
 }

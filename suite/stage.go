@@ -19,10 +19,12 @@ import (
 // matrix starts a stack for each scenario, with the scenario's app flags;
 // a running stack cannot be started again, so the flags a request can
 // carry instead go on every request (-lock-ttl as lease=, -lock-wait as
-// try=), the faults are armed through the stack's fault key, and the
-// hooks act on the stack itself, put back after the run. What a running
-// stack cannot be made into (another number of instances, a clock skewed
-// at start, AOF masters, a fault proxy, a cluster) it cannot stage.
+// try=), an instance's flags on a share of the requests where the
+// scenario says how (Scenario.Running: skew's clock as skew=), the
+// faults are armed through the stack's fault key, and the hooks act on
+// the stack itself, put back after the run. What a running stack cannot
+// be made into (another number of instances, AOF masters, a fault proxy,
+// a cluster) it cannot stage.
 
 // ErrNotInMatrix is what Stage answers for a pair the matrix does not run
 // (its error says the matrix's reason).
@@ -73,7 +75,7 @@ func (s Scenario) Stage(top Stack, cfg stack.Config, canFault bool, rung lock.In
 	switch {
 	case instances != len(top.InstanceURLs()):
 		return needs("%d instance(s); this stack runs %d", instances, len(top.InstanceURLs()))
-	case len(s.InstanceArgs) > 0:
+	case len(s.InstanceArgs) > 0 && s.Running == nil:
 		var what []string
 		for _, i := range slices.Sorted(maps.Keys(s.InstanceArgs)) {
 			what = append(what, fmt.Sprintf("instance %d started with %s", i+1, strings.Join(s.InstanceArgs[i], " ")))
@@ -98,7 +100,11 @@ func (s Scenario) Stage(top Stack, cfg stack.Config, canFault bool, rung lock.In
 		every[k] = slices.Clone(vs)
 	}
 	faults := false // does a request arm one?
-	for _, q := range []url.Values{s.Every, s.Armed} {
+	armed := []url.Values{s.Every, s.Armed}
+	if s.Running != nil {
+		armed = append(armed, s.Running.Armed)
+	}
+	for _, q := range armed {
 		for _, p := range faultParams {
 			faults = faults || q.Has(p)
 		}
@@ -139,11 +145,14 @@ func (s Scenario) Stage(top Stack, cfg stack.Config, canFault bool, rung lock.In
 	}
 	st.Shape = s.shape(top)
 	st.Shape.Every, st.Shape.Expected = every, expected
+	if s.Running != nil {
+		st.Shape.Armed, st.Shape.ArmAt = s.Running.Armed, s.Running.ArmAt
+	}
 	return st, nil
 }
 
 // faultParams are the query parameters that arm a fault (the app's).
-var faultParams = []string{"work", "takeover", "fault", "pause"}
+var faultParams = []string{"work", "takeover", "fault", "pause", "skew"}
 
 // LadderSize is the size of a scenario's runs in the ladder of flaws
 // (the demo's, the page's): e2e's TestMatrix's stock and concurrency,

@@ -81,6 +81,22 @@ func TestStage(t *testing.T) {
 		t.Errorf("crash-wait/del-setnx: %+v (%d/%d/%d), %v", st.Shape.Every, st.Requests, st.Concurrency, st.Stock, err)
 	}
 
+	// skew's instance 3, started with -clock-skew 2s in the matrix, is
+	// skew=2s on every third request of the window here.
+	st, err = stage("skew", "getset", real, true)
+	if want := (url.Values{"lease": {"200ms"}, "try": {"1s"}, "work": {"5ms"}}); err != nil ||
+		!equalValues(st.Shape.Every, want) || !equalValues(st.Shape.Armed, url.Values{"skew": {"2s"}}) || st.Shape.Expected != "OVERSOLD" {
+		t.Fatalf("skew/getset: %+v, %v", st.Shape, err)
+	}
+	for i, f := range st.Shape.ArmAt {
+		if hit := int(f * float64(st.Stock)); hit != 3*i+2 {
+			t.Fatalf("skew/getset: armed hit %d is %d (%v of the window), want every third: %d", i, hit, f, 3*i+2)
+		}
+	}
+	if len(st.Shape.ArmAt) != st.Stock/3 {
+		t.Errorf("skew/getset: %d armed hits in a window of %d, want a third", len(st.Shape.ArmAt), st.Stock)
+	}
+
 	// The hooks act on the stack, and Undo puts it back.
 	st, err = stage("masters-down", "redlock", real, false)
 	if err != nil || len(st.Shape.Hooks) != 1 {
@@ -106,7 +122,7 @@ func TestStage(t *testing.T) {
 		{"slow", "none", real, true, suite.ErrNotInMatrix, "unsafe with no fault at all"},
 		{"check-pause", "setnx", real, true, suite.ErrNotInMatrix, "only check-del has a point between check and delete"},
 		{"single", "local", real, true, suite.ErrCannotStage, "single needs 1 instance(s); this stack runs 3"},
-		{"skew", "getset", real, true, suite.ErrCannotStage, "instance 3 started with -clock-skew 2s"},
+		{"skew", "getset", real, false, suite.ErrCannotStage, "fault key"},
 		{"majority-crash", "redlock", stack.Config{Redis: stack.Embedded}, true, suite.ErrCannotStage, "redis-server masters"},
 		{"majority-crash-aof", "redlock", real, true, suite.ErrCannotStage, "append-only file"},
 		{"crash", "setnx", real, false, suite.ErrCannotStage, "fault key"},
