@@ -47,7 +47,7 @@ func run() error {
 		masters      = flag.String("masters", env("REDLOCK_MASTERS", ""), "comma-separated independent Redis masters for redlock [REDLOCK_MASTERS]")
 		faults       = flag.Bool("faults", false, "accept fault parameters (work=, fault=, pause=) on requests: for scenario runs only")
 		faultKey     = flag.String("fault-key", env("LOCKLADDER_FAULT_KEY", ""), "accept fault parameters only on requests that carry this key in X-Fault-Key (the stack hands its instances one, for its races; -faults: on every request) [LOCKLADDER_FAULT_KEY]")
-		clockSkew    = flag.Duration("clock-skew", 0, "run this instance's lock clock ahead by this much (only getset reads it)")
+		clockSkew    = flag.Duration("clock-skew", 0, "run this instance's lock clock ahead by this much (del-setnx and getset read it)")
 		zkAddr       = flag.String("zookeeper", env("ZOOKEEPER_ADDR", ""), "ZooKeeper address host:port for the zookeeper rung; its session timeout is -lock-ttl [ZOOKEEPER_ADDR]")
 		etcdURL      = flag.String("etcd", env("ETCD_URL", ""), "etcd client URL for the etcd rung [ETCD_URL]")
 		hosts        = flag.String("hosts", env("ALLOWED_HOSTS", ""), "comma-separated host names a request's Host may give besides loopback and -addr's host, e.g. nginx,app1 (any other: 421) [ALLOWED_HOSTS]")
