@@ -65,10 +65,11 @@ chaos: build
 
 ## explore: search each Redis rung's interleavings (crashes, pauses, clock skew and time as choices)
 ## for the shortest that oversells or deadlocks, print it as a sequence diagram and replay it on a
-## real redis-server (docs/explore.md); LOCKS=setnx,lua to choose, BUDGET=60s per rung
+## real redis-server (docs/explore.md); LOCKS=setnx,lua to choose (default EXPLORE_LOCKS), BUDGET=60s per rung
 BUDGET  ?=
+EXPLORE_LOCKS = setnx,setnx-expire,setnx-px,check-del,lua,del-setnx,getset,reentrant,redlock,fenced,fair
 explore: build
-	$(BIN)/bench explore $(if $(LOCKS),-locks $(LOCKS)) $(if $(BUDGET),-budget $(BUDGET))
+	$(BIN)/bench explore -locks $(or $(LOCKS),$(EXPLORE_LOCKS)) $(if $(BUDGET),-budget $(BUDGET))
 
 ## bench-peers: redsync v4 (as peers calls it and as the lab's rung), bsm/redislock and the lab's
 ## locks, N ops of GET+SET at C concurrency against one redis-server started for the run, then the

@@ -60,6 +60,10 @@ type client struct {
 
 	// The search's view.
 	gate, wdGate *gate
+	nodes        []*gate   // held for each master, for a target on masters
+	started      time.Time // when its attempt began (a target on masters)
+	setAnswers   int       // answers to its attempt's SETs so far
+	setYes       int       // of which yes
 	delivered    int
 	crashed      bool
 	skew         time.Duration
@@ -80,7 +84,7 @@ func (c *client) holding() bool {
 
 func (c *client) run() {
 	defer func() { c.w.events <- event{kind: evDone, c: c} }()
-	ctx := context.WithValue(context.Background(), mainKey{}, c.id)
+	ctx := context.WithValue(context.Background(), mainKey{}, c.w)
 	once := time.Duration(0)
 	business := c.w.ex.target.business()
 	for range c.w.ex.cfg.Sections {
@@ -94,7 +98,7 @@ func (c *client) run() {
 				return
 			}
 			c.attempt++
-			l, err := c.locker.Obtain(ctx, lockKey, lock.Call{Try: &once})
+			l, err := c.locker.Obtain(ctx, lockKey, lock.Call{Try: &once, Wait: c.w.ex.target.Wait})
 			if err == nil {
 				held = l
 				break

@@ -30,9 +30,13 @@ const (
 	// Idle: time passes only while every live client is between
 	// attempts: a dead holder's lease runs out, and nothing else.
 	Idle
+	// Restart: a master of a rung on masters (Redlock) restarts without
+	// persistence (no AOF with fsync) and comes back empty, forgetting
+	// the locks it granted.
+	Restart
 )
 
-var faultNames = []string{"crash", "pause", "skew", "slow", "late", "idle"}
+var faultNames = []string{"crash", "pause", "skew", "slow", "late", "idle", "restart"}
 
 func (f Faults) String() string {
 	var names []string
@@ -94,6 +98,9 @@ func (c Config) withDefaults(t Target) Config {
 		c.MaxClients = 3
 	}
 	c.MaxClients = min(c.MaxClients, 4)
+	if t.MaxClients > 0 {
+		c.MaxClients = min(c.MaxClients, t.MaxClients)
+	}
 	if c.Sections <= 0 {
 		c.Sections = 1
 	}

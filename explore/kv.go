@@ -63,6 +63,8 @@ func (r realKV) TTL(k string) time.Duration { return max(r.rdb.PTTL(bg, k).Val()
 
 func (r realKV) FlushAll() { r.rdb.FlushAll(bg) }
 
+func (r realKV) FlushDB() { r.rdb.FlushDB(bg) }
+
 func (r realKV) Set(k, v string) error { return r.rdb.Set(bg, k, v, 0).Err() }
 
 func (realKV) SetTime(time.Time) {}

@@ -17,7 +17,8 @@ type Options struct {
 	Out io.Writer
 }
 
-// RunAll explores each rung of names in turn (all Targets when empty) and
+// RunAll explores each rung of names (Targets or OnMasters) in turn (all
+// Targets when empty) and
 // ends its output with one line per rung: NAME  VERDICT  steps=N
 // schedules=M  replay=R.
 func RunAll(ctx context.Context, names []string, o Options) ([]Result, error) {
@@ -26,7 +27,7 @@ func RunAll(ctx context.Context, names []string, o Options) ([]Result, error) {
 		targets = Targets
 	}
 	for _, n := range names {
-		t, err := Lookup(n)
+		t, err := LookupAny(n)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
 )
 
 // Explorer searches the schedules of one target.
@@ -24,6 +25,13 @@ type Explorer struct {
 	hooks   []*gateHook
 	stores  []*inventory.Store // one per client, kept: its scripts stay loaded
 	scripts *scripts
+
+	// A target on masters (Redlock): their contents, each client's
+	// connections to them and its Locker, kept for the explorer.
+	masters    []masterKV
+	masterRdbs []*redis.Client
+	nodeHooks  []*gateHook
+	lockers    []lock.Locker
 
 	schedules, diverged int
 	quiet               bool // no trace: the search; the one found is run again to draw it
@@ -44,6 +52,9 @@ func New(t Target, cfg Config) (*Explorer, error) {
 		return a, nil
 	}, "miniredis")
 	ex.kv, ex.closeKV = srv, srv.Close
+	for m := range t.Masters {
+		ex.masters = append(ex.masters, srv.DB(m+1))
+	}
 	return ex, nil
 }
 
@@ -53,10 +64,18 @@ func newReal(t Target, cfg Config, addr string) *Explorer {
 	ex := newExplorer(t, cfg, nil, addr)
 	direct := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true})
 	ex.kv, ex.closeKV, ex.real = realKV{direct}, func() { _ = direct.Close() }, true
+	for m := range t.Masters {
+		db := redis.NewClient(&redis.Options{Addr: addr, DB: m + 1, Protocol: 2, DisableIdentity: true})
+		ex.masters = append(ex.masters, realKV{db})
+		closeDirect := ex.closeKV
+		ex.closeKV = func() { closeDirect(); _ = db.Close() }
+	}
 	return ex
 }
 
-func newExplorer(t Target, cfg Config, dial func(context.Context, string, string) (net.Conn, error), addr string) *Explorer {
+type dialer = func(context.Context, string, string) (net.Conn, error)
+
+func newExplorer(t Target, cfg Config, dial dialer, addr string) *Explorer {
 	cfg = cfg.withDefaults(t)
 	ex := &Explorer{target: t, cfg: cfg, scripts: &scripts{loaded: map[string]string{}}}
 	for i := range cfg.MaxClients {
@@ -68,12 +87,15 @@ func newExplorer(t Target, cfg Config, dial func(context.Context, string, string
 		ex.rdbs, ex.hooks = append(ex.rdbs, rdb), append(ex.hooks, h)
 		ex.stores = append(ex.stores, inventory.New(rdb))
 	}
+	if t.Masters > 0 {
+		ex.addMasters(addr, dial)
+	}
 	return ex
 }
 
 // Close stops the Redis (an in-process one) and the connections.
 func (ex *Explorer) Close() {
-	for _, r := range ex.rdbs {
+	for _, r := range append(ex.rdbs, ex.masterRdbs...) {
 		_ = r.Close()
 	}
 	ex.closeKV()
@@ -89,12 +111,16 @@ const (
 	CrashIt                     // the client dies
 	PauseIt                     // the client freezes past its lease
 	SkewIt                      // the client's clock runs ahead, from the start
+	RestartIt                   // master Node restarts empty
 )
 
 // Choice is one step of a schedule.
 type Choice struct {
 	Kind   ChoiceKind
 	Client int
+	// Node is where a Deliver goes: 0 the client's own server, m master
+	// m of a target on masters.
+	Node int
 }
 
 // choices lists what may happen next, in the order the search tries.
@@ -110,11 +136,13 @@ func (w *world) choices() []Choice {
 		if c.crashed {
 			continue
 		}
-		if c.gate != nil {
-			out = append(out, Choice{Deliver, c.id})
+		if w.multi() {
+			out = append(out, w.nodeChoices(c)...)
+		} else if c.gate != nil {
+			out = append(out, Choice{Kind: Deliver, Client: c.id})
 		}
 		if c.renewal() != nil {
-			out = append(out, Choice{DeliverWD, c.id})
+			out = append(out, Choice{Kind: DeliverWD, Client: c.id})
 		}
 	}
 	if !anyLive {
@@ -127,18 +155,21 @@ func (w *world) choices() []Choice {
 	if w.used.faults >= cfg.MaxFaults {
 		return out
 	}
+	if f&Restart != 0 && w.multi() {
+		out = append(out, w.restartChoices()...)
+	}
 	for _, c := range w.clients {
 		if !c.live() {
 			continue
 		}
 		if f&Crash != 0 && !c.idle() { // a client between attempts holds nothing: its crash is its end
-			out = append(out, Choice{CrashIt, c.id})
+			out = append(out, Choice{Kind: CrashIt, Client: c.id})
 		}
 		if f&Pause != 0 && c.holding() {
-			out = append(out, Choice{PauseIt, c.id})
+			out = append(out, Choice{Kind: PauseIt, Client: c.id})
 		}
 		if f&Skew != 0 && w.ex.target.Clocks && c.skew == 0 && !w.moved {
-			out = append(out, Choice{SkewIt, c.id})
+			out = append(out, Choice{Kind: SkewIt, Client: c.id})
 		}
 	}
 	return out
@@ -148,7 +179,7 @@ func (w *world) choices() []Choice {
 // replay went another way: a bug).
 func (w *world) apply(ch Choice) bool {
 	var c *client
-	if ch.Kind != Tick {
+	if ch.Kind != Tick && ch.Kind != RestartIt {
 		c = w.clients[ch.Client]
 	}
 	ttl := w.ex.cfg.TTL
@@ -157,6 +188,14 @@ func (w *world) apply(ch Choice) bool {
 	}
 	switch ch.Kind {
 	case Deliver, DeliverWD:
+		if w.multi() && ch.Kind == Deliver {
+			start := c.gate != nil && c.gate.cmds == nil
+			if c.crashed || ch.Node == 0 && c.gate == nil || ch.Node > 0 && !start && c.nodes[ch.Node-1] == nil {
+				return false
+			}
+			w.deliverNode(c, ch.Node)
+			break
+		}
 		wd := ch.Kind == DeliverWD
 		if c.crashed || wd && c.renewal() == nil || !wd && c.gate == nil {
 			return false
@@ -182,6 +221,10 @@ func (w *world) apply(ch Choice) bool {
 		w.step(c.id, fmt.Sprintf("** pauses %dms **", d.Milliseconds()), "", "", w.snapshot())
 		w.advance(w.time().Add(d), c)
 		w.step(-1, "", "", fmt.Sprintf("%s wakes at %dms", c.name, w.time().Sub(w.epoch).Milliseconds()), w.snapshot())
+	case RestartIt:
+		w.used.faults++
+		w.ex.masters[ch.Node-1].FlushDB()
+		w.step(-1, "", "", fmt.Sprintf("m%d restarts empty", ch.Node), w.snapshot())
 	case SkewIt:
 		return false // a skew is the world's from its start: replay applies it
 	}
@@ -198,6 +241,13 @@ func (w *world) nextDue() time.Time {
 	consider := func(t time.Time) {
 		if t.After(now) && (next.IsZero() || t.Before(next)) {
 			next = t
+		}
+	}
+	for _, db := range w.ex.masters {
+		for _, k := range db.Keys() {
+			if ttl := db.TTL(k); ttl > 0 {
+				consider(now.Add(ttl))
+			}
 		}
 	}
 	m := w.ex.kv

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,10 @@ func (w *world) snapshot() shot {
 	var s shot
 	s.stock, _ = strconv.ParseInt(must(m.Get(inventory.KeyStock)), 10, 64)
 	s.sold, _ = strconv.ParseInt(must(m.Get(inventory.KeySold)), 10, 64)
+	if w.multi() {
+		s.lock = w.masterLocks()
+		return s
+	}
 	if !m.Exists(lockKey) {
 		s.lock = "-"
 		return s
@@ -87,6 +92,9 @@ func (w *world) record(c *client, g *gate, before phase, att int) {
 	text, reply := w.show(c, g.cmds)
 	if g.wd {
 		text = "(watchdog) " + text
+	}
+	if g.node > 0 {
+		text = fmt.Sprintf("m%d: %s", g.node, text)
 	}
 	was := w.shown
 	now := w.snapshot()
@@ -273,7 +281,11 @@ func (w *world) key() uint64 {
 			b.WriteString(parts[i])
 		}
 		b.WriteString(rb.String())
-		s := w.canon(b.String())
+		names := map[string]int{}
+		s := w.canonWith(b.String(), names, true)
+		if w.multi() {
+			s += w.mastersKey(p, names)
+		}
 		if best == "" || s < best {
 			best = s
 		}
@@ -293,8 +305,18 @@ func (c *client) key() string {
 			b.WriteString("> " + rawCmds(g.cmds) + "\n")
 		}
 	}
-	for _, h := range c.hist {
+	hist := c.hist
+	if c.nodes != nil {
+		// A Redlock round counts its masters' answers, in whatever order
+		// they came: the order is not state.
+		hist = append([]string(nil), hist...)
+		sort.Strings(hist)
+	}
+	for _, h := range hist {
 		b.WriteString("| " + h + "\n")
+	}
+	if c.nodes != nil && c.phase == phaseObtain && c.gate == nil {
+		fmt.Fprintf(&b, "attempt since %d\n", c.w.time().Sub(c.started).Milliseconds())
 	}
 	for _, t := range c.w.tickers {
 		if t.c == c && t.live() {
@@ -304,23 +326,27 @@ func (c *client) key() string {
 	return b.String()
 }
 
-// canon renames tokens by first appearance and makes timestamps relative
-// to now, in one pass (it runs for every order of the clients of every
-// state reached).
-func (w *world) canon(s string) string {
-	names := map[string]int{}
+// canonWith renames tokens by first appearance (in names, which it
+// grows; or, unless grow, each one not in names as u?) and makes
+// timestamps relative to now, in one pass (it runs for every order of
+// the clients of every state reached).
+func (w *world) canonWith(s string, names map[string]int, grow bool) string {
 	now := w.time().UnixMilli()
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); {
 		if i+36 <= len(s) && isUUID(s[i:i+36]) {
 			u := s[i : i+36]
 			n, ok := names[u]
-			if !ok {
-				n = len(names)
+			if !ok && grow {
+				n, ok = len(names), true
 				names[u] = n
 			}
 			b = append(b, 'u')
-			b = strconv.AppendInt(b, int64(n), 10)
+			if ok {
+				b = strconv.AppendInt(b, int64(n), 10)
+			} else {
+				b = append(b, '?')
+			}
 			i += 36
 			continue
 		}

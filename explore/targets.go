@@ -23,14 +23,31 @@ var Targets = []Target{
 	{Name: "del-setnx", New: lock.NewDelSetNX, Faults: Crash | Idle, Clocks: true},
 	{Name: "getset", New: lock.NewGetSet, Faults: Skew | Idle, Clocks: true},
 	{Name: "reentrant", New: lock.NewReentrant, Faults: Pause | Idle},
+	// Redlock's plain algorithm: every attempt its own (WaitFixed), not
+	// a process's line, which only orders requests of one process.
 	{Name: "fenced", New: lock.NewFenced, Faults: Crash | Pause | Slow},
 	{Name: "fair", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker { return lock.NewFair(rdb, o) }, Faults: Crash | Pause | Slow},
 }
 
-// Lookup returns the target called name.
-func Lookup(name string) (Target, error) {
+// OnMasters are the rungs on independent masters: Redlock, on five. Not
+// among Targets (the page's list, searched within 20 s): its search takes
+// longer. Two clients: its flaws need no more, and a third multiplies
+// the interleavings of five masters past the budget.
+var OnMasters = []Target{
+	{Name: "redlock", Masters: 5, NewMasters: newRedlock, Wait: lock.WaitFixed, Faults: Pause, MaxClients: 2},
+}
+
+// Lookup returns the target called name among Targets.
+func Lookup(name string) (Target, error) { return lookupIn(Targets, name) }
+
+// LookupAny returns the target called name among Targets and OnMasters.
+func LookupAny(name string) (Target, error) {
+	return lookupIn(append(append([]Target(nil), Targets...), OnMasters...), name)
+}
+
+func lookupIn(targets []Target, name string) (Target, error) {
 	var names []string
-	for _, t := range Targets {
+	for _, t := range targets {
 		if t.Name == name {
 			return t, nil
 		}
@@ -45,6 +62,14 @@ type Target struct {
 	// New makes the rung's Locker, with the constructor the app's ladder
 	// uses (lock.NewLadder).
 	New func(redis.Cmdable, lock.Options) lock.Locker
+	// Masters, for a rung on independent masters (Redlock), is how many,
+	// and NewMasters makes it over them; New is then nil.
+	Masters    int
+	NewMasters func([]redis.Cmdable, lock.Options) lock.Locker
+	// Wait is the wait mode of each Obtain ("" the rung's default).
+	Wait lock.WaitMode
+	// MaxClients, when positive, caps Config.MaxClients.
+	MaxClients int
 	// Faults are the scenario the ladder names for the rung's flaw.
 	Faults Faults
 	// Clocks: the rung reads clocks (Options.Clock), so skew applies.

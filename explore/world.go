@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,7 +20,9 @@ import (
 // moment at most one goroutine of the world runs: the one whose command
 // was just delivered, or whose watchdog just ticked. The others wait at a
 // gate (their next command held back), on a tick, or are done. So each
-// run of a schedule does the same thing.
+// run of a schedule does the same thing. (A Redlock's rounds run a
+// goroutine per master at once: there a step ends when none of them can
+// run, see quiesce.)
 type world struct {
 	ex      *Explorer
 	now     time.Time // virtual: Redis's clock, and each client's (plus its skew)
@@ -39,6 +40,10 @@ type world struct {
 	shown   shot // Redis after the last step shown
 	stepNo  int  // the schedule's steps taken; 0 while probing
 	initial int64
+	// inflight counts the commands on their way to Redis or back (not
+	// held at a gate): on a real Redis, a goroutine waiting for its
+	// answer is not running, yet the world is not still (quiesce).
+	inflight atomic.Int32
 }
 
 // time is the world's now: virtual, or on a real Redis the real one.
@@ -78,9 +83,11 @@ type event struct {
 // delivers it.
 type gate struct {
 	c    *client
+	node int  // where it goes: 0 the client's server, m master m
 	wd   bool // sent by the client's watchdog, not its program
 	cmds []redis.Cmder
-	open chan bool // true: deliver it; false: the world ended
+	open chan bool     // true: deliver it; false: the world ended
+	sent chan struct{} // closed once delivered and answered
 	ctx  context.Context
 }
 
@@ -180,8 +187,15 @@ func (ex *Explorer) newWorld(n int, skews []int) *world {
 	for i := range n {
 		c := &client{w: w, id: i, name: string(rune('A' + i)), rdb: ex.rdbs[i]}
 		ex.hooks[i].w.Store(w)
-		o := lock.Options{TTL: ex.cfg.TTL, Clock: c.clock}
-		c.locker = ex.target.New(c.rdb, o)
+		if ex.target.Masters > 0 {
+			c.locker, c.nodes = ex.lockers[i], make([]*gate, ex.target.Masters)
+			for _, h := range ex.nodeHooks[i*ex.target.Masters : (i+1)*ex.target.Masters] {
+				h.w.Store(w)
+			}
+		} else {
+			o := lock.Options{TTL: ex.cfg.TTL, Clock: c.clock}
+			c.locker = ex.target.New(c.rdb, o)
+		}
 		c.store = ex.stores[i]
 		w.clients = append(w.clients, c)
 	}
@@ -253,6 +267,10 @@ func (w *world) handle(ev event) {
 			ev.g.open <- false
 			return
 		}
+		if ev.g.node > 0 {
+			ev.c.nodes[ev.g.node-1] = ev.g
+			return
+		}
 		if ev.g.wd {
 			ev.c.wdGate = ev.g
 			w.setTickers(ev.c, tickRunning, tickGated)
@@ -266,6 +284,9 @@ func (w *world) handle(ev event) {
 		}
 		if ev.c.gate == ev.g {
 			ev.c.gate = nil
+		}
+		if ev.g.node > 0 && ev.c.nodes[ev.g.node-1] == ev.g {
+			ev.c.nodes[ev.g.node-1] = nil
 		}
 	case evDone:
 		ev.c.finished = true
@@ -340,12 +361,13 @@ func (w *world) close() {
 	w.closed.Store(true)
 	close(w.halt)
 	for _, c := range w.clients {
-		for _, g := range []*gate{c.gate, c.wdGate} {
+		for _, g := range append([]*gate{c.gate, c.wdGate}, c.nodes...) {
 			if g != nil {
 				g.open <- false
 			}
 		}
 		c.gate, c.wdGate = nil, nil
+		clear(c.nodes)
 	}
 	deadline := time.After(stuck)
 	for !w.allEnded() {
@@ -369,92 +391,6 @@ func (w *world) allEnded() bool {
 		if t.state != tickStopped {
 			return false
 		}
-	}
-	return true
-}
-
-// endReplies answers the commands of an ended world without Redis: a
-// script's 0 (not taken, not held: the rung gives up), an error for the
-// rest.
-func endReplies(cmds []redis.Cmder) error {
-	for _, cmd := range cmds {
-		if c, ok := cmd.(*redis.Cmd); ok {
-			c.SetVal(int64(0))
-			continue
-		}
-		cmd.SetErr(errEnded)
-	}
-	if len(cmds) == 1 {
-		return cmds[0].Err()
-	}
-	return errEnded
-}
-
-// gateHook holds every command of one client at a gate until the search
-// delivers it. A script sent by digest that Redis does not know yet goes
-// straight through (NOSCRIPT changes nothing), as do SCRIPT LOAD and
-// the connection's own commands: they are not steps.
-type gateHook struct {
-	ex *Explorer
-	id int
-	w  atomic.Pointer[world]
-}
-
-func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		return h.pass(ctx, []redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
-	}
-}
-
-func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		return h.pass(ctx, cmds, func() error { return next(ctx, cmds) })
-	}
-}
-
-func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func() error) error {
-	w := h.w.Load()
-	if w == nil || !gated(cmds[0]) {
-		err := send()
-		h.ex.scripts.note(cmds)
-		return err
-	}
-	if w.closed.Load() {
-		return endReplies(cmds)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if h.ex.scripts.unknown(cmds[0]) {
-		return send()
-	}
-	c := w.clients[h.id]
-	g := &gate{c: c, wd: ctx.Value(mainKey{}) == nil, cmds: cmds, open: make(chan bool, 1), ctx: ctx}
-	w.events <- event{kind: evGate, c: c, g: g}
-	select {
-	case ok := <-g.open:
-		if !ok {
-			return endReplies(cmds)
-		}
-	case <-ctx.Done():
-		// A watchdog stopped while its renewal was held (the holder
-		// released): the renewal is never sent, as go-redis gives up a
-		// command whose context ends.
-		w.events <- event{kind: evGateGone, c: c, g: g}
-		return ctx.Err()
-	}
-	err := send()
-	h.ex.scripts.note(cmds)
-	return err
-}
-
-// gated says whether cmd is a step of a schedule.
-func gated(cmd redis.Cmder) bool {
-	switch strings.ToLower(cmd.Name()) {
-	case "hello", "client", "ping", "auth", "select", "script":
-		return false
 	}
 	return true
 }

@@ -1,0 +1,112 @@
+package explore
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// endReplies answers the commands of an ended world without Redis: a
+// script's 0 (not taken, not held: the rung gives up), an error for the
+// rest.
+func endReplies(cmds []redis.Cmder) error {
+	for _, cmd := range cmds {
+		if c, ok := cmd.(*redis.Cmd); ok {
+			c.SetVal(int64(0))
+			continue
+		}
+		cmd.SetErr(errEnded)
+	}
+	if len(cmds) == 1 {
+		return cmds[0].Err()
+	}
+	return errEnded
+}
+
+// gateHook holds every command of one client at a gate until the search
+// delivers it. A script sent by digest that Redis does not know yet goes
+// straight through (NOSCRIPT changes nothing), as do SCRIPT LOAD and
+// the connection's own commands: they are not steps.
+type gateHook struct {
+	ex   *Explorer
+	id   int
+	node int // 0: the client's server; m: master m
+	w    atomic.Pointer[world]
+}
+
+func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.pass(ctx, []redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+	}
+}
+
+func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return h.pass(ctx, cmds, func() error { return next(ctx, cmds) })
+	}
+}
+
+func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func() error) error {
+	w := h.w.Load()
+	if cw, ok := ctx.Value(mainKey{}).(*world); ok {
+		// A client's program, or a goroutine it started (a Redlock
+		// round's): its world, even once another has begun.
+		w = cw
+	}
+	if w != nil {
+		w.inflight.Add(1)
+		defer w.inflight.Add(-1)
+	}
+	if w == nil || !gated(cmds[0]) {
+		err := send()
+		h.ex.scripts.note(cmds)
+		return err
+	}
+	if w.closed.Load() {
+		return endReplies(cmds)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if h.ex.scripts.unknown(cmds[0]) {
+		return send()
+	}
+	c := w.clients[h.id]
+	g := &gate{c: c, node: h.node, wd: ctx.Value(mainKey{}) == nil, cmds: cmds, open: make(chan bool, 1), sent: make(chan struct{}), ctx: ctx}
+	w.inflight.Add(-1)
+	w.events <- event{kind: evGate, c: c, g: g}
+	select {
+	case ok := <-g.open:
+		w.inflight.Add(1)
+		if !ok {
+			return endReplies(cmds)
+		}
+	case <-w.halt:
+		w.inflight.Add(1)
+		return endReplies(cmds)
+	case <-ctx.Done():
+		// A watchdog stopped while its renewal was held (the holder
+		// released): the renewal is never sent, as go-redis gives up a
+		// command whose context ends.
+		w.inflight.Add(1)
+		w.events <- event{kind: evGateGone, c: c, g: g}
+		return ctx.Err()
+	}
+	err := send()
+	h.ex.scripts.note(cmds)
+	close(g.sent)
+	return err
+}
+
+// gated says whether cmd is a step of a schedule.
+func gated(cmd redis.Cmder) bool {
+	switch strings.ToLower(cmd.Name()) {
+	case "hello", "client", "ping", "auth", "select", "script":
+		return false
+	}
+	return true
+}

@@ -1,0 +1,90 @@
+package explore_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/explore"
+)
+
+// TestRedlockPause finds Redlock's flaw (docs/ladder.md, rung 10): a
+// holder paused past its validity still writes, beside the client that
+// took the lock from a majority of the masters meanwhile; and the schedule
+// oversells on a real redis-server too. On three masters, the rung's own
+// code with a quorum of two: five take longer (make explore runs them).
+func TestRedlockPause(t *testing.T) {
+	tg := lookupAny(t, "redlock")
+	tg.Masters = 3
+	r := run(t, tg, explore.Config{Budget: 20 * time.Second})
+	// A takes two masters and reads the stock, pauses, B takes two
+	// masters and reads, both write.
+	if r.Verdict != explore.Oversold || r.Steps != 9 || r.Clients != 2 {
+		t.Fatalf("redlock: %s in %d steps, %d clients (%s); want %s in 9 steps, 2 clients",
+			r.Verdict, r.Steps, r.Clients, r.Covered(), explore.Oversold)
+	}
+	paused := false
+	for _, s := range r.Trace {
+		paused = paused || strings.Contains(s.Event, "pauses")
+	}
+	if !paused {
+		t.Errorf("redlock: the counterexample has no pause: %+v", r.Trace)
+	}
+
+	if p := replayer(t); p != nil {
+		if got := p.Replay(context.Background(), tg, r); got != "reproduced" {
+			t.Errorf("redlock: %d steps replayed on redis-server: %s", r.Steps, got)
+		}
+	}
+}
+
+// TestRedlockRestart finds Redlock's other flaw: a master that restarts
+// without persistence forgets the lock it granted, and with it A's
+// majority is gone while A holds: B takes the lock from the others.
+func TestRedlockRestart(t *testing.T) {
+	tg := lookupAny(t, "redlock")
+	tg.Masters = 3
+	r := run(t, tg, explore.Config{Budget: 20 * time.Second, Faults: explore.Restart})
+	if r.Verdict != explore.Oversold || r.Clients != 2 {
+		t.Fatalf("redlock: %s in %d steps, %d clients (%s); want %s with 2 clients",
+			r.Verdict, r.Steps, r.Clients, r.Covered(), explore.Oversold)
+	}
+	restarted := false
+	for _, s := range r.Trace {
+		restarted = restarted || strings.Contains(s.Note, "restarts empty")
+	}
+	if !restarted {
+		t.Errorf("redlock: the counterexample has no restart: %+v", r.Trace)
+	}
+	if p := replayer(t); p != nil {
+		if got := p.Replay(context.Background(), tg, r); got != "reproduced" {
+			t.Errorf("redlock: %d steps replayed on redis-server: %s", r.Steps, got)
+		}
+	}
+}
+
+// replayer starts a redis-server for replays, or says why not (nil).
+func replayer(t *testing.T) *explore.Replayer {
+	t.Helper()
+	var out strings.Builder
+	p, stop, err := explore.StartReplayer(context.Background(), &out, os.Getenv("CI") == "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	if p == nil {
+		t.Log(strings.TrimSpace(out.String()))
+	}
+	return p
+}
+
+func lookupAny(t *testing.T, name string) explore.Target {
+	t.Helper()
+	tg, err := explore.LookupAny(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
