@@ -98,6 +98,7 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func() err
 	}
 	err := send()
 	h.ex.scripts.note(cmds)
+	g.answers = answersOf(cmds)
 	close(g.sent)
 	return err
 }

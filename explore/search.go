@@ -211,7 +211,7 @@ func (w *world) apply(ch Choice) bool {
 		c.crashed = true
 		what := "** crashes **"
 		if c.gate != nil && c.gate.cmds != nil {
-			next, _ := w.show(c, c.gate.cmds)
+			next, _ := w.show(c, c.gate.cmds, nil)
 			what += " (before " + next + ")"
 		}
 		w.step(c.id, what, "", "", w.snapshot())

@@ -84,12 +84,12 @@ func (w *world) record(c *client, g *gate, before phase, att int) {
 		if c.histAttempt != att {
 			c.hist, c.histAttempt = nil, att
 		}
-		c.hist = append(c.hist, rawCmds(g.cmds))
+		c.hist = append(c.hist, rawAnswered(g.cmds, g.answers))
 	}
 	if w.ex.quiet {
 		return
 	}
-	text, reply := w.show(c, g.cmds)
+	text, reply := w.show(c, g.cmds, g.answers)
 	if g.wd {
 		text = "(watchdog) " + text
 	}
@@ -136,9 +136,12 @@ var (
 // show renders cmds and their replies for the diagram: short key names,
 // each token named after the client that made it (A1: A's first), each
 // timestamp as @ms of virtual time.
-func (w *world) show(c *client, cmds []redis.Cmder) (string, string) {
+func (w *world) show(c *client, cmds []redis.Cmder, answers []string) (string, string) {
 	var texts, replies []string
-	for _, cmd := range cmds {
+	if answers == nil {
+		answers = answersOf(cmds)
+	}
+	for i, cmd := range cmds {
 		args := cmd.Args()
 		words := make([]string, 0, len(args))
 		name := strings.ToUpper(cmd.Name())
@@ -156,7 +159,7 @@ func (w *world) show(c *client, cmds []redis.Cmder) (string, string) {
 			words = append(words, argString(a))
 		}
 		texts = append(texts, w.display(strings.Join(words, " "), c.id))
-		replies = append(replies, w.display(replyString(cmd), c.id))
+		replies = append(replies, w.display(answers[i], c.id))
 	}
 	return strings.Join(texts, "; "), strings.Join(replies, "; ")
 }
@@ -214,15 +217,30 @@ func replyString(cmd redis.Cmder) string {
 	return s
 }
 
-func rawCmds(cmds []redis.Cmder) string {
+// answersOf is each of cmds' replies.
+func answersOf(cmds []redis.Cmder) []string {
+	out := make([]string, len(cmds))
+	for i, cmd := range cmds {
+		out[i] = replyString(cmd)
+	}
+	return out
+}
+
+func rawCmds(cmds []redis.Cmder) string { return rawAnswered(cmds, nil) }
+
+// rawAnswered is cmds with their answers (nil: read from cmds).
+func rawAnswered(cmds []redis.Cmder, answers []string) string {
+	if answers == nil {
+		answers = answersOf(cmds)
+	}
 	var b strings.Builder
-	for _, cmd := range cmds {
+	for i, cmd := range cmds {
 		for _, a := range cmd.Args() {
 			b.WriteString(argString(a))
 			b.WriteByte(' ')
 		}
 		b.WriteString("=> ")
-		b.WriteString(replyString(cmd))
+		b.WriteString(answers[i])
 		b.WriteString("; ")
 	}
 	return b.String()

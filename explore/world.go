@@ -89,6 +89,11 @@ type gate struct {
 	open chan bool     // true: deliver it; false: the world ended
 	sent chan struct{} // closed once delivered and answered
 	ctx  context.Context
+	// answers are cmds' replies as the sender saw them, read before sent
+	// is closed: go-redis sets a command's error again once the hook
+	// returns, in the sender's goroutine, which may still run (a Redlock
+	// round's worker) while the search records the step.
+	answers []string
 }
 
 // renewal is c's watchdog's held renewal, unless its holder has stopped
