@@ -163,6 +163,7 @@ var scriptNames = []struct{ prefix, name string }{
 	{"-- Renew a lease, only while", "fair-renew"},
 	{"-- Read a value under a fencing token", "fenced-read"},
 	{"-- Write a value under a fencing token", "fenced-write"},
+	{"-- Sell one item in one atomic step", "sell-atomic"},
 }
 
 func scriptName(src string) string {

@@ -27,6 +27,7 @@ var Targets = []Target{
 	// a process's line, which only orders requests of one process.
 	{Name: "fenced", New: lock.NewFenced, Faults: Crash | Pause | Slow},
 	{Name: "fair", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker { return lock.NewFair(rdb, o) }, Faults: Crash | Pause | Slow},
+	atomicTarget,
 }
 
 // OnMasters are the rungs on independent masters: Redlock, on five. Not

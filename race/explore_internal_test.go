@@ -121,7 +121,7 @@ func TestExploreRefuses(t *testing.T) {
 		q     string
 		named bool // the error names the explorable locks
 	}{
-		{"", true}, {"lock=", true}, {"lock=nosuch", true}, {"lock=redlock", true}, {"lock=atomic", true},
+		{"", true}, {"lock=", true}, {"lock=nosuch", true}, {"lock=redlock", true}, {"lock=zookeeper", true},
 		{"lock=lua&lock=lua", false}, {"lock=lua&depth=3", false}, {"%zz", false},
 	} {
 		code, body := post(t, srv.URL+"/explore?"+c.q)

@@ -1,0 +1,34 @@
+package explore
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// atomicTarget is the ceiling (lock.NewLadder's "atomic", which has no
+// Locker): no lock at all, the sale one script Redis runs whole
+// (inventory.Store.SellAtomic, as handlers.critical sells under it). The
+// explorer still runs each client's Obtain and Release, which do nothing
+// and send nothing, so that its faults (a crash, a pause, a slow section)
+// fall where they fall for the other rungs.
+var atomicTarget = Target{
+	Name:     "atomic",
+	New:      func(redis.Cmdable, lock.Options) lock.Locker { return noLock{} },
+	Faults:   Crash | Pause | Slow,
+	Business: sellAtomic,
+}
+
+func sellAtomic(ctx context.Context, _ redis.Cmdable, s *inventory.Store, _ lock.Lock) error {
+	_, err := s.SellAtomic(ctx)
+	return err
+}
+
+// noLock is the atomic rung's Locker: every Obtain holds at once.
+type noLock struct{}
+
+func (noLock) Obtain(context.Context, string, lock.Call) (lock.Lock, error) { return noLock{}, nil }
+func (noLock) Release(context.Context) error                                { return nil }
