@@ -1,19 +1,14 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/lockladder/lockladder/internal/redistest"
 )
 
 // TestPageShowsEachFlaw drives the page in a real headless Chromium, as a
@@ -28,13 +23,7 @@ import (
 // explorer's shortest counterexample. The screenshots of the ladder view
 // and of check-del's timeline are kept in the test's artifact directory.
 func TestPageShowsEachFlaw(t *testing.T) {
-	bin := chromium()
-	if bin == "" {
-		if redistest.CI() {
-			t.Fatal("chromium not found on PATH: under CI=true the page test needs it (apt-get install chromium)")
-		}
-		t.Skip("chromium not found on PATH: install Debian's chromium to drive the page in a real browser")
-	}
+	ctx := browser(t)
 	st := startStack(t)
 
 	// A fault comes only from the stack's own races: through the load
@@ -50,31 +39,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 		t.Fatalf("fault=crash from outside: %s %s, want a 400 that says it needs the fault key", resp.Status, body)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin),
-		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox will not start
-		chromedp.WindowSize(1280, 1800),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	shoot := func(name, sel string) {
-		var png []byte
-		var err error
-		if sel == "" {
-			png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		} else {
-			png, err = chromedp.Run(ctx, chromedp.Screenshot(sel))
-		}
-		if err == nil {
-			shot := filepath.Join(t.ArtifactDir(), name)
-			if os.WriteFile(shot, png, 0o644) == nil {
-				t.Logf("screenshot: %s", shot)
-			}
-		}
-	}
+	shoot := func(name, sel string) { screenshot(t, ctx, name, sel) }
 	step := func(what string, a chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, a); err != nil {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -35,35 +33,10 @@ func chromium() string {
 // articles' wait (wait=fixed), still SAFE, listed beside them. The screenshot is saved
 // in the test's artifact directory (go test -artifacts keeps it).
 func TestPageRacesInABrowser(t *testing.T) {
-	bin := chromium()
-	if bin == "" {
-		if redistest.CI() {
-			t.Fatal("chromium not found on PATH: under CI=true the page test needs it (apt-get install chromium)")
-		}
-		t.Skip("chromium not found on PATH: install Debian's chromium to drive the page in a real browser")
-	}
+	ctx := browser(t)
 	st := startStack(t)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin),
-		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox will not start
-		chromedp.WindowSize(1280, 1800),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	// The first Run starts the browser for the context's life: no timeout
-	// on it; the waits below are bounded on their own.
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	shoot := func() {
-		if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
-			shot := filepath.Join(t.ArtifactDir(), "page-race.png")
-			if os.WriteFile(shot, png, 0o644) == nil {
-				t.Logf("screenshot: %s", shot)
-			}
-		}
-	}
+	shoot := func() { screenshot(t, ctx, "page-race.png", "") }
 	step := func(what string, a chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, a); err != nil {
