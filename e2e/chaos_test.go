@@ -33,25 +33,7 @@ func TestChaos(t *testing.T) {
 		t.Logf("fault 8 (cluster failover) left out: %s", stack.Install("redis-server"))
 		faults, want = faults[:len(faults)-1], want-1
 	}
-	start := time.Now()
-	rows, err := suite.RunChaos(ctx, suite.ChaosConfig{
-		Faults:   faults,
-		Locks:    []string{"lua"},
-		Requests: 300, Concurrency: 20, Stock: 100,
-		Repeats:     2,
-		Stack:       ss.template(),
-		RequireReal: redistest.CI(),
-		Start:       ss.start,
-		Progress:    logWriter{t},
-		HistoryDir:  t.TempDir(),
-	})
-	var table strings.Builder
-	suite.WriteChaosTable(&table, rows)
-	t.Logf("took %s\n%s", time.Since(start).Round(time.Second), table.String())
-	if err != nil {
-		t.Fatalf("chaos: %v", err)
-	}
-	ss.checkGone()
+	rows := runChaos(t, ctx, ss, faults, []string{"lua"}, 2)
 
 	if len(rows) != want {
 		t.Fatalf("%d rows, want %d", len(rows), want)
@@ -98,24 +80,7 @@ func TestChaosLibraries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ss := &stacks{t: t}
-	start := time.Now()
-	rows, err := suite.RunChaos(ctx, suite.ChaosConfig{
-		Faults:   []int{1, 3},
-		Locks:    []string{"redsync", "etcd-mutex", "zk-lock"},
-		Requests: 300, Concurrency: 20, Stock: 100,
-		Stack:       ss.template(),
-		RequireReal: redistest.CI(),
-		Start:       ss.start,
-		Progress:    logWriter{t},
-		HistoryDir:  t.TempDir(),
-	})
-	var table strings.Builder
-	suite.WriteChaosTable(&table, rows)
-	t.Logf("took %s\n%s", time.Since(start).Round(time.Second), table.String())
-	if err != nil {
-		t.Fatalf("chaos: %v", err)
-	}
-	ss.checkGone()
+	rows := runChaos(t, ctx, ss, []int{1, 3}, []string{"redsync", "etcd-mutex", "zk-lock"}, 0)
 
 	var got []string
 	var measured []suite.ChaosRow
@@ -133,4 +98,31 @@ func TestChaosLibraries(t *testing.T) {
 		t.Fatalf("rows %v, want %v", got, want)
 	}
 	checkChaosRows(t, measured)
+}
+
+// runChaos runs faults on locks (each repeat fault repeats times) at the
+// e2e size, each on a fresh stack of ss, logs the table, and checks that
+// every process those stacks started is gone.
+func runChaos(t *testing.T, ctx context.Context, ss *stacks, faults []int, locks []string, repeats int) []suite.ChaosRow {
+	t.Helper()
+	start := time.Now()
+	rows, err := suite.RunChaos(ctx, suite.ChaosConfig{
+		Faults:   faults,
+		Locks:    locks,
+		Requests: 300, Concurrency: 20, Stock: 100,
+		Repeats:     repeats,
+		Stack:       ss.template(),
+		RequireReal: redistest.CI(),
+		Start:       ss.start,
+		Progress:    logWriter{t},
+		HistoryDir:  t.TempDir(),
+	})
+	var table strings.Builder
+	suite.WriteChaosTable(&table, rows)
+	t.Logf("took %s\n%s", time.Since(start).Round(time.Second), table.String())
+	if err != nil {
+		t.Fatalf("chaos: %v", err)
+	}
+	ss.checkGone()
+	return rows
 }
