@@ -331,8 +331,10 @@ func TestEarlyStopDeadlock(t *testing.T) {
 	if got := f.hits.Load(); int(got) != r.Requests {
 		t.Errorf("the app saw %d requests, the row counts %d", got, r.Requests)
 	}
-	// Hits 0-49 sell; up to the 10 workers' next hits may race the crash.
-	if r.OK < 50 || r.OK > 60 || r.Codes["502"] != 1 || r.Codes["503"] == 0 || f.faults.Load() != 1 {
+	// Hits 0-49 sell if they reach the app before hit 50's crash: with 10
+	// workers, up to 9 hits on either side of it are in flight together and
+	// may arrive in either order.
+	if r.OK < 50-9 || r.OK > 50+9 || r.Codes["502"] != 1 || r.Codes["503"] == 0 || f.faults.Load() != 1 {
 		t.Errorf("want 50 sales (give or take the hits in flight) before the crash, its 502, then 503s: %+v", r)
 	}
 	if len(r.Armed) != 1 || r.Armed["502"] != 1 {
