@@ -162,7 +162,7 @@ func (cl *carriedLock) Commit(rdb redis.Cmdable, q func(redis.Pipeliner) func() 
 	if released {
 		return func() error { return ErrNotHeld }
 	}
-	return cl.l.c.enqueue(cl.l.ln, rdb, q, sendBehind).wait
+	return cl.l.c.enqueue(context.Background(), cl.l.ln, rdb, q, sendBehind).wait
 }
 
 func (cl *carriedLock) Settle() error {

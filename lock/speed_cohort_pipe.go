@@ -67,7 +67,7 @@ func (s *lineSpeed) newCohort() {
 // queued (so a new line's commands, sent once it holds the lock again,
 // come after them), and waits for its answer.
 func (c *Cohort) giveBack(ctx context.Context, ln *cohortLine, held *fairLock) error {
-	return c.enqueue(ln, held.f.rdb, func(p redis.Pipeliner) func() error {
+	return c.enqueue(ctx, ln, held.f.rdb, func(p redis.Pipeliner) func() error {
 		return held.ReleaseIn(ctx, p)
 	}, sendNow).wait()
 }
@@ -76,11 +76,12 @@ var _ Piped = (*cohortLock)(nil)
 
 // Send queues q down the line's pipe (Piped).
 func (l *cohortLock) Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) func() error {
+	ctx := context.Background() // Send has no caller's context
 	if !later {
-		return l.c.enqueue(l.ln, rdb, q, sendNow).wait
+		return l.c.enqueue(ctx, l.ln, rdb, q, sendNow).wait
 	}
-	cmd := l.c.enqueue(l.ln, rdb, q, sendLater)
-	return func() error { return l.c.await(l.ln, cmd) }
+	cmd := l.c.enqueue(ctx, l.ln, rdb, q, sendLater)
+	return func() error { return l.c.await(ctx, l.ln, cmd) }
 }
 
 // Piped is a held lock whose sections send their commands to Redis down
@@ -131,8 +132,10 @@ const (
 	sendBehind               // by a goroutine of its own, unless a send is under way
 )
 
-// enqueue queues q on rdb behind ln's commands, sent as by says.
-func (c *Cohort) enqueue(ln *cohortLine, rdb redis.Cmdable, q func(redis.Pipeliner) func() error, by sendBy) *pipeCmd {
+// enqueue queues q on rdb behind ln's commands, sent as by says. The
+// pipelines it starts carry ctx's values, not its deadline or its end
+// (see send).
+func (c *Cohort) enqueue(ctx context.Context, ln *cohortLine, rdb redis.Cmdable, q func(redis.Pipeliner) func() error, by sendBy) *pipeCmd {
 	cmd := &pipeCmd{rdb: rdb, queue: q, done: make(chan struct{})}
 	c.mu.Lock()
 	ln.pipe.queued = append(ln.pipe.queued, cmd)
@@ -142,16 +145,16 @@ func (c *Cohort) enqueue(ln *cohortLine, rdb redis.Cmdable, q func(redis.Pipelin
 	c.mu.Unlock()
 	switch {
 	case start && by == sendNow:
-		c.flush(ln)
+		c.flush(ctx, ln)
 	case start:
-		go c.flush(ln)
+		go c.flush(ctx, ln)
 	}
 	return cmd
 }
 
 // await waits for cmd's outcome; a command left waiting for company past
 // parkFor is sent by the caller.
-func (c *Cohort) await(ln *cohortLine, cmd *pipeCmd) error {
+func (c *Cohort) await(ctx context.Context, ln *cohortLine, cmd *pipeCmd) error {
 	t := time.NewTimer(parkFor)
 	defer t.Stop()
 	select {
@@ -164,7 +167,7 @@ func (c *Cohort) await(ln *cohortLine, cmd *pipeCmd) error {
 	ln.pipe.flushing = true
 	c.mu.Unlock()
 	if start {
-		c.flush(ln)
+		c.flush(ctx, ln)
 	}
 	return cmd.wait()
 }
@@ -172,7 +175,7 @@ func (c *Cohort) await(ln *cohortLine, cmd *pipeCmd) error {
 // flush sends ln's queued commands, one pipeline per batch, in order,
 // until none is left. One runs per line at a time: its caller set
 // flushing.
-func (c *Cohort) flush(ln *cohortLine) {
+func (c *Cohort) flush(ctx context.Context, ln *cohortLine) {
 	for {
 		c.mu.Lock()
 		batch := ln.pipe.queued
@@ -189,7 +192,7 @@ func (c *Cohort) flush(ln *cohortLine) {
 			for n < len(batch) && batch[n].rdb == batch[0].rdb {
 				n++
 			}
-			c.send(ln, batch[:n], ask && batch[0].rdb == c.fair.rdb)
+			c.send(ctx, ln, batch[:n], ask && batch[0].rdb == c.fair.rdb)
 			batch = batch[n:]
 		}
 	}
@@ -200,12 +203,15 @@ func (c *Cohort) flush(ln *cohortLine) {
 // on the lock's client) it also asks, at the end of the pipeline, how
 // many instances wait in fair's queue.
 //
-// The pipeline's context has no deadline: the client's read and write
-// timeouts bound it (go-redis sets a socket's deadlines from them, and
-// from a context only with ContextTimeoutEnabled). A deadline of our own
-// bounded nothing more, for a timer set and stopped in every section.
-func (c *Cohort) send(ln *cohortLine, cmds []*pipeCmd, ask bool) {
-	ctx := context.Background()
+// The pipeline's context has no deadline and no end: the client's read
+// and write timeouts bound it (go-redis sets a socket's deadlines from
+// them, and from a context only with ContextTimeoutEnabled). A deadline
+// of our own bounded nothing more, for a timer set and stopped in every
+// section, and one section's end must not fail another's commands
+// batched with it. It keeps the values of the context that started it
+// (the explorer's gate tells whose commands they are by them).
+func (c *Cohort) send(ctx context.Context, ln *cohortLine, cmds []*pipeCmd, ask bool) {
+	ctx = context.WithoutCancel(ctx)
 	checks := make([]func() error, len(cmds))
 	var others *redis.IntCmd
 	// Each command's error is read by its own check.
