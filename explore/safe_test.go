@@ -1,10 +1,15 @@
 package explore_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockladder/lockladder/explore"
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
 )
 
 // TestAtomicSafe finds nothing wrong with the ceiling: no lock, the sale
@@ -29,4 +34,30 @@ func TestNoLockOversells(t *testing.T) {
 	if r.Verdict != explore.Oversold {
 		t.Fatalf("no lock, GET and SET: %s, want %s", r.Verdict, explore.Oversold)
 	}
+}
+
+// TestCohortSafe finds nothing wrong with cohort, one request per process:
+// its global lock is fair's and each section's write is fenced. The same
+// cohort with a sale that ignores its token oversells: the none is the
+// fence's doing, not a search that cannot see a cohort's sections.
+func TestCohortSafe(t *testing.T) {
+	r := run(t, lookup(t, "cohort"), explore.Config{MaxClients: 2, Depth: 9, Budget: 30 * time.Second})
+	if r.Verdict != explore.None {
+		t.Fatalf("cohort: %s in %d steps", r.Verdict, r.Steps)
+	}
+	if r.States < 100 || len(r.Covers) != 1 || r.Covers[0].Depth < 9 {
+		t.Errorf("cohort: covered too little to say: %s", r.Covered())
+	}
+
+	tg := lookup(t, "cohort")
+	tg.Name = "cohort-unfenced"
+	tg.Business = func(ctx context.Context, _ redis.Cmdable, s *inventory.Store, _ lock.Lock) error {
+		_, err := s.Sell(ctx)
+		return err
+	}
+	r = run(t, tg, explore.Config{MaxClients: 2, Budget: 30 * time.Second})
+	if r.Verdict != explore.Oversold {
+		t.Fatalf("cohort with an unfenced sale: %s, want %s (%s)", r.Verdict, explore.Oversold, r.Covered())
+	}
+	t.Logf("cohort with an unfenced sale: %s in %d steps", r.Verdict, r.Steps)
 }

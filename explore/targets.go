@@ -27,6 +27,11 @@ var Targets = []Target{
 	// a process's line, which only orders requests of one process.
 	{Name: "fenced", New: lock.NewFenced, Faults: Crash | Pause | Slow},
 	{Name: "fair", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker { return lock.NewFair(rdb, o) }, Faults: Crash | Pause | Slow},
+	// Cohort with one request per process: its global lock (fair's), its
+	// tokens and the release down its pipe. Not the passing inside a
+	// process: a waiter in the line that is not passed the lock takes it
+	// in Redis with fair's wait, on timers the explorer does not drive.
+	{Name: "cohort", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker { return lock.NewCohort(rdb, o, 0) }, Faults: Crash | Pause | Slow},
 	atomicTarget,
 }
 
