@@ -41,11 +41,14 @@ func TestNoLockOversells(t *testing.T) {
 // cohort with a sale that ignores its token oversells: the none is the
 // fence's doing, not a search that cannot see a cohort's sections.
 func TestCohortSafe(t *testing.T) {
-	r := run(t, lookup(t, "cohort"), explore.Config{MaxClients: 2, Depth: 9, Budget: 30 * time.Second})
+	// Depth 8: past the 7 steps the unfenced sale below takes (under the
+	// race detector, with other packages' tests beside it, depth 9 did
+	// not fit 30s).
+	r := run(t, lookup(t, "cohort"), explore.Config{MaxClients: 2, Depth: 8, Budget: 30 * time.Second})
 	if r.Verdict != explore.None {
 		t.Fatalf("cohort: %s in %d steps", r.Verdict, r.Steps)
 	}
-	if r.States < 100 || len(r.Covers) != 1 || r.Covers[0].Depth < 9 {
+	if r.States < 100 || len(r.Covers) != 1 || r.Covers[0].Depth < 8 {
 		t.Errorf("cohort: covered too little to say: %s", r.Covered())
 	}
 
