@@ -270,37 +270,25 @@ func (r Result) Visualize(w io.Writer) error {
 // would try each in every place: a crash run's thousand unanswered
 // requests took its whole time budget and decided nothing.
 func earliestUnknown(ops []Op, k int64) []Op {
-	var calls []int64
-	for _, op := range ops {
+	var unknown []int // indices of the Unknown ops, by call
+	for i, op := range ops {
 		if op.Outcome == Unknown {
-			calls = append(calls, op.Call)
+			unknown = append(unknown, i)
 		}
 	}
-	if int64(len(calls)) <= k {
+	if int64(len(unknown)) <= k {
 		return ops
 	}
-	slices.Sort(calls)
-	// Ties at the cut: keep the first ones met among those called then.
-	cut, ties := int64(-1), int64(0)
-	if k > 0 {
-		cut = calls[k-1]
-		first, _ := slices.BinarySearch(calls, cut)
-		ties = k - int64(first)
+	slices.SortStableFunc(unknown, func(a, b int) int { return cmp.Compare(ops[a].Call, ops[b].Call) })
+	drop := make(map[int]bool, len(unknown)-int(k))
+	for _, i := range unknown[k:] {
+		drop[i] = true
 	}
-	out := make([]Op, 0, len(ops)-len(calls)+int(k))
-	for _, op := range ops {
-		if op.Outcome == Unknown {
-			if op.Call > cut {
-				continue
-			}
-			if op.Call == cut {
-				if ties == 0 {
-					continue
-				}
-				ties--
-			}
+	out := make([]Op, 0, len(ops)-len(drop))
+	for i, op := range ops {
+		if !drop[i] {
+			out = append(out, op)
 		}
-		out = append(out, op)
 	}
 	return out
 }
