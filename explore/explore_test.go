@@ -52,7 +52,7 @@ func search(t *testing.T, name string) explore.Result {
 
 func lookup(t *testing.T, name string) explore.Target {
 	t.Helper()
-	tg, err := explore.Lookup(name)
+	tg, err := explore.LookupAny(name) // Targets and OnMasters
 	if err != nil {
 		t.Fatal(err)
 	}
