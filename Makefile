@@ -83,10 +83,9 @@ bench-peers: build
 ## spent waiting on leases and timeouts, not on the two cores. The end-to-end tests run last and
 ## alone, without it: their faults are timed against the machine (a killed instance's 502s, a
 ## lease running out), the instances they start are built without it anyway, and the packages'
-## tests have run the same harness under it. The explorer's tests run on their own too: it judges
-## when the goroutines it steps are still from the scheduler, and with three other packages
-## beside it under -race its Redlock search once took a round still running for a still world
-## (docs/explore.md). Their files (the page's screenshot) are kept under
+## tests have run the same harness under it. The explorer's tests run on their own too: each
+## search has a budget of wall time, and beside three other packages it would cover less in it.
+## Their files (the page's screenshot) are kept under
 ## $(OUT)/e2e/_artifacts.
 RACE ?= -race
 test: vet

@@ -294,10 +294,9 @@ func schedBusy() bool {
 	return v.Kind() == metrics.KindUint64 && v.Uint64() > 0
 }
 
-// goroutinesBusy says whether a goroutine of the explorer, of a Redlock
-// (its attempts and workers, the Redis client's calls in them) or of the
-// in-process Redis, other than the caller, is running or ready to run.
-// One driver at a time (running) uses it.
+// goroutinesBusy says whether a goroutine of a world (worldFrames), other
+// than the caller, may move on its own: it does not wait for another
+// goroutine (blocked). One driver at a time (running) uses it.
 func goroutinesBusy() bool {
 	if schedBusy() {
 		return true
@@ -324,15 +323,56 @@ func goroutinesBusy() bool {
 		if i := bytes.IndexByte(block, '\n'); i >= 0 {
 			head = block[:i]
 		}
-		if !bytes.Contains(head, []byte("[runnable")) && !bytes.Contains(head, []byte("[running")) {
+		if blocked(head) {
 			continue
 		}
-		if bytes.Contains(block, []byte("lockladder/explore.")) || bytes.Contains(block, []byte("lock.(*Redlock)")) ||
-			bytes.Contains(block, []byte("lock.(*workers)")) || bytes.Contains(block, []byte("miniredis")) {
-			return true
+		for _, f := range worldFrames {
+			if bytes.Contains(block, f) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// waits are the states of a goroutine that waits for another goroutine
+// (or for Redis, inside a command: inflight counts those). Any other
+// state may end on its own: runnable or running, in a system call,
+// asleep, or held by the garbage collector (waiting to assist it,
+// suspended while it scans the stack, or an allocation waiting for the
+// world the collector stops: "semacquire"). Under the race detector and a
+// busy CPU those last long enough for a world taken for still to move on
+// after the search has read it.
+var waits = []string{
+	"chan receive", "chan send", "select", "select (no cases)",
+	"chan receive (nil chan)", "chan send (nil chan)", "IO wait",
+	"sync.Mutex.Lock", "sync.RWMutex.Lock", "sync.RWMutex.RLock",
+	"sync.WaitGroup.Wait", "sync.Cond.Wait",
+}
+
+// blocked says whether a goroutine's header line ("goroutine 7 [chan
+// receive, 2 minutes]:") names one of waits.
+func blocked(head []byte) bool {
+	i := bytes.IndexByte(head, '[')
+	if i < 0 {
+		return false
+	}
+	state := head[i+1:]
+	if j := bytes.IndexAny(state, ",]"); j >= 0 {
+		state = state[:j]
+	}
+	return slices.Contains(waits, string(state))
+}
+
+// worldFrames mark the goroutines a world's steps run: the explorer's,
+// the lock package's (a Redlock's rounds and their workers), the Redis
+// client's (a new connection is dialled on a goroutine of its own while
+// the command that wants it waits) and the in-process Redis's.
+var worldFrames = [][]byte{
+	[]byte("github.com/lockladder/lockladder/explore."),
+	[]byte("github.com/lockladder/lockladder/lock."),
+	[]byte("github.com/redis/go-redis/"),
+	[]byte("github.com/alicebob/miniredis/"),
 }
 
 // masterLocks is the lock key on each master, for the diagram: the
