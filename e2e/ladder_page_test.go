@@ -101,6 +101,23 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	}
 	shoot("page-explore-setnx-px.png", "#exploreCard")
 
+	// redlock's why? runs on three masters: each master's SET in the
+	// diagram, the pause between the two quorums.
+	step("press why? for redlock", chromedp.Click(`#ladderGrid button.why[data-lock="redlock"]`))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.explored === 'redlock'`, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		shoot("page-flaws-failed.png", "")
+		t.Fatalf("waiting for redlock's counterexample: %v", err)
+	}
+	says := eval(`document.getElementById('exploreStatus').innerText`)
+	cols = eval(`[...document.querySelectorAll('#exploreDiagram thead th')].map(h => h.innerText).join(',')`)
+	cmds := eval(`[...document.querySelectorAll('#exploreDiagram td.cmd')].map(c => c.innerText).join('|')`)
+	if v := eval(`document.getElementById('exploreVerdict').innerText`); !strings.HasPrefix(v, "OVERSOLD") ||
+		!strings.Contains(says, "on 3 masters") || !strings.Contains(cols, "masters m1-m3") ||
+		!strings.Contains(cmds, "m1: SET lock") || !strings.Contains(cmds, "pauses") {
+		t.Errorf("redlock's why?: verdict %q, status %q, columns %q, commands %q; want OVERSOLD on 3 masters, a SET per master and a pause", v, says, cols, cmds)
+	}
+	shoot("page-explore-redlock.png", "#exploreCard")
+
 	// race picks lock alone under scenario, on /sale, at the ladder's
 	// size, and waits for the race to end.
 	race := func(lock, scenario string) {

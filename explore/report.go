@@ -18,6 +18,7 @@ const (
 // Result is what a search found, and what it covered.
 type Result struct {
 	Target  string
+	Masters int    // a rung on masters: how many; 0, one server
 	Verdict string // Oversold, Deadlock or None
 	// Steps is the counterexample's length: its schedule's steps (a
 	// DEADLOCK's probe, the live clients trying forever, not counted).

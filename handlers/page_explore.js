@@ -65,7 +65,8 @@ function drawExplained(j) {
     st.textContent = `${j.lock}: no violation found. Covered: ${j.covered}`;
     return;
   }
-  st.textContent = `${j.lock}: ${j.verdict} in ${j.steps} steps, ${j.clients} clients; faults ${j.faults}; ` +
+  const on = j.masters ? ` on ${j.masters} masters (quorum ${Math.floor(j.masters / 2) + 1}; mN: master N)` : '';
+  st.textContent = `${j.lock}: ${j.verdict} in ${j.steps} steps, ${j.clients} clients${on}; faults ${j.faults}; ` +
     `${j.schedules} schedules, ${j.states} states searched in ${(j.elapsed_ms / 1000).toFixed(1)} s. ` +
     `t is virtual milliseconds; @N, an expiry at virtual millisecond N; A1, A's first token.`;
   const head = table.createTHead().insertRow();

@@ -45,12 +45,13 @@ type ExploreResult struct {
 	// numbered 0, not counted).
 	Steps     int      `json:"steps"`
 	Clients   int      `json:"clients"`
+	Masters   int      `json:"masters,omitempty"` // a rung on masters (Redlock): how many
 	Faults    string   `json:"faults"`
 	Schedules int      `json:"schedules"`
 	States    int      `json:"states"`
 	ElapsedMS int64    `json:"elapsed_ms"`
 	Oversold  int64    `json:"oversold,omitempty"`
-	Columns   []string `json:"columns"` // a client's each, then "Redis"
+	Columns   []string `json:"columns"` // a client's each, then "Redis" (or "masters")
 	Rows      []Row    `json:"rows"`
 	// Covered says what a search that found nothing covered.
 	Covered string `json:"covered,omitempty"`
@@ -74,7 +75,7 @@ type Row struct {
 // Locks are the names of the rungs the explorer can explore.
 func (e *Explorer) Locks() []string {
 	var names []string
-	for _, t := range explore.Targets {
+	for _, t := range explore.Page() {
 		names = append(names, t.Name)
 	}
 	return names
@@ -161,14 +162,18 @@ func search(ctx context.Context, t explore.Target, cfg explore.Config) explore.R
 
 func answer(r explore.Result) ExploreResult {
 	a := ExploreResult{
-		Lock: r.Target, Verdict: r.Verdict, Steps: r.Steps, Clients: r.Clients, Faults: r.Faults.String(),
+		Lock: r.Target, Verdict: r.Verdict, Steps: r.Steps, Clients: r.Clients, Masters: r.Masters, Faults: r.Faults.String(),
 		Schedules: r.Schedules, States: r.States, ElapsedMS: r.Elapsed.Milliseconds(), Oversold: r.Oversold,
 		Rows: []Row{}, Summary: r.Line(),
 	}
 	for i := range r.Clients {
 		a.Columns = append(a.Columns, string(rune('A'+i)))
 	}
-	a.Columns = append(a.Columns, "Redis")
+	if r.Masters > 0 {
+		a.Columns = append(a.Columns, fmt.Sprintf("masters m1-m%d", r.Masters))
+	} else {
+		a.Columns = append(a.Columns, "Redis")
+	}
 	for _, s := range r.Trace {
 		row := Row{N: s.N, TMS: s.At.Milliseconds(), Command: s.Event, Reply: s.Reply, Note: s.Note, Lock: s.Lock, Stock: s.Stock}
 		if s.Client >= 0 {

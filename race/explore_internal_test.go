@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/explore"
+	"github.com/lockladder/lockladder/lock"
 )
 
 func post(t *testing.T, url string, header ...string) (int, map[string]any) {
@@ -92,6 +93,43 @@ func TestExploreCounterexample(t *testing.T) {
 	}
 }
 
+// Redlock is on the page too, on PageMasters masters: its pause found
+// within the page's budget, each master's command and the lock on each
+// in the rows.
+func TestExploreRedlockOnMasters(t *testing.T) {
+	srv := httptest.NewServer(New("http://127.0.0.1:1", nil))
+	t.Cleanup(srv.Close)
+	code, body := post(t, srv.URL+"/explore?lock=redlock")
+	if code != http.StatusOK {
+		t.Fatalf("POST /explore?lock=redlock: %d %v", code, body)
+	}
+	raw, _ := json.Marshal(body)
+	var r ExploreResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != explore.Oversold || r.Masters != explore.PageMasters || r.Clients != 2 {
+		t.Fatalf("redlock: %s on %d masters, %d clients (%s); want %s on %d masters, 2 clients",
+			r.Verdict, r.Masters, r.Clients, r.Covered, explore.Oversold, explore.PageMasters)
+	}
+	if want := "masters m1-m3"; r.Columns[len(r.Columns)-1] != want {
+		t.Errorf("columns %v, want the last %q", r.Columns, want)
+	}
+	onMaster, paused := 0, false
+	for _, row := range r.Rows {
+		if strings.HasPrefix(row.Command, "m") && strings.Contains(row.Command, ": SET lock") {
+			onMaster++
+		}
+		paused = paused || strings.Contains(row.Command, "pauses")
+		if row.Client != "" && len(strings.Fields(row.Lock)) < explore.PageMasters {
+			t.Errorf("row %d: lock %q, want the key on each of %d masters", row.N, row.Lock, explore.PageMasters)
+		}
+	}
+	if onMaster < 2*lock.Quorum(explore.PageMasters) || !paused {
+		t.Errorf("rows %+v: %d SETs on masters and pause %v; want both clients' quorum and a pause", r.Rows, onMaster, paused)
+	}
+}
+
 // A safe rung says what its search covered.
 func TestExploreNoneCovers(t *testing.T) {
 	e := &Explorer{Budget: time.Second}
@@ -121,7 +159,7 @@ func TestExploreRefuses(t *testing.T) {
 		q     string
 		named bool // the error names the explorable locks
 	}{
-		{"", true}, {"lock=", true}, {"lock=nosuch", true}, {"lock=redlock", true}, {"lock=zookeeper", true},
+		{"", true}, {"lock=", true}, {"lock=nosuch", true}, {"lock=cohort-carry", true}, {"lock=zookeeper", true},
 		{"lock=lua&lock=lua", false}, {"lock=lua&depth=3", false}, {"%zz", false},
 	} {
 		code, body := post(t, srv.URL+"/explore?"+c.q)

@@ -21,7 +21,7 @@ func runExplore(ctx context.Context, args []string) error {
 	budget := fs.Duration("budget", 60_000_000_000, "time bound per rung")
 	depth := fs.Int("depth", 0, "steps bound per schedule (default 18)")
 	clients := fs.Int("clients", 0, "clients, at most (2, then up to this; default 3)")
-	faults := fs.String("faults", "", "faults to search instead of each rung's own scenario: crash,pause,skew,slow,late,idle")
+	faults := fs.String("faults", "", "faults to search instead of each rung's own scenario: crash,pause,skew,slow,late,idle,restart (restart: redlock)")
 	maxFaults := fs.Int("max-faults", 0, "faults per schedule (default 1)")
 	replay := fs.Bool("replay", true, "replay each counterexample on a real redis-server (started on a free loopback port)")
 	if err := fs.Parse(args); err != nil {
