@@ -107,7 +107,7 @@ type cohortLine struct {
 	waiters []chan baton // oldest first; each gets one baton
 	held    *fairLock    // the lock in Redis while the cohort has it
 	seq     int64        // sections run under held
-	since   time.Time    // when held was obtained
+	since   time.Time    // when held was obtained, on the lock's clock (Options.Clock)
 	lease   bool         // held has an explicit lease: no renewal, so no passing
 
 	// The speed layer's: the line's pipe, who waits in Redis as it last
@@ -187,7 +187,7 @@ func (c *Cohort) takeGlobal(ctx context.Context, key string, ln *cohortLine, cal
 	}
 	fl := l.(*fairLock)
 	c.mu.Lock()
-	ln.held, ln.seq, ln.since, ln.lease = fl, 0, time.Now(), call.Lease > 0
+	ln.held, ln.seq, ln.since, ln.lease = fl, 0, c.fair.opts.Clock(), call.Lease > 0
 	ln.newCohort()
 	c.mu.Unlock()
 	return c.next(key, ln), nil
@@ -246,7 +246,7 @@ func (l *cohortLock) passTo() (to chan baton, held *fairLock) {
 	// Never pass a lease found lost, nor after a command of the cohort
 	// failed (spoiled): the lock goes back to Redis.
 	pass := len(ln.waiters) > 0 && !ln.lease && !ln.held.lost.Load() && !ln.pipe.spoiled
-	within := ln.seq < int64(c.bound) && time.Since(ln.since) < c.share
+	within := ln.seq < int64(c.bound) && c.fair.opts.Clock().Sub(ln.since) < c.share
 	alone := ln.others == 0 && ln.seq < cohortSeqMax
 	if pass && (within || alone) {
 		if !within {

@@ -321,3 +321,30 @@ func TestCohortDoesNotPassALostLease(t *testing.T) {
 		t.Errorf("the section after a lost lease has global token %d, want 2 (taken in Redis, not passed)", g)
 	}
 }
+
+// A cohort keeps the lock for half a lease on the lock's own clock
+// (Options.Clock, which the explorer runs on virtual time): past it, the
+// next section takes the lock in Redis, though the bound is far.
+func TestCohortSharesHalfALeaseOnItsClock(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	var mu sync.Mutex
+	now := time.Now()
+	o.Clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	c := lock.NewCohort(rdb, o, 0)
+	const key = "lock:share"
+	held := passAlong(t, c, key, 3, func(i int, _ lock.Lock) {
+		if i == 1 { // the second section outlives half a lease
+			mu.Lock()
+			now = now.Add(o.TTL/2 + time.Millisecond)
+			mu.Unlock()
+		}
+	})
+	toks := dottedAll(t, held)
+	if want := []string{"1.1", "1.2", "2.1", "2.2"}; !slices.Equal(toks, want) {
+		t.Errorf("sections' tokens (global.section) %v, want %v: back to Redis after the section that outlived half a lease", toks, want)
+	}
+	if err := held[len(held)-1].Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
