@@ -69,7 +69,7 @@ func barChart(title string, rows []Row, endpoint string, value func(Row) float64
 	return c
 }
 
-var htmlTmpl = template.Must(template.New("report").Parse(`<!doctype html>
+var htmlTmpl = template.Must(template.New("report").Parse(`{{define "top"}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>
  body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 78rem; padding: 0 1rem; color: #1d2430; }
@@ -84,15 +84,15 @@ var htmlTmpl = template.Must(template.New("report").Parse(`<!doctype html>
 </style></head><body>
 <h1>{{.Title}}</h1>
 <ul class="muted">{{range .Meta}}<li>{{.}}</li>{{end}}</ul>
-<div class="charts">
+{{end}}{{define "sections"}}{{range .Sections}}<h2>{{.Title}}</h2>
+{{.Body}}
+{{end}}{{end}}{{template "top" .}}<div class="charts">
 {{range .Charts}}<figure style="margin:0"><figcaption><b>{{.Title}}</b></figcaption>
 <svg width="640" height="{{.Height}}" viewBox="0 0 640 {{.Height}}" role="img" aria-label="{{.Title}}">
 {{range .Bars}}<text x="0" y="{{.Y}}" dy="14">{{.Label}}</text><rect x="120" y="{{.Y}}" width="{{.W}}" height="15" rx="2" fill="{{.Color}}"></rect><text x="{{.W}}" dx="126" y="{{.Y}}" dy="13">{{.Value}}</text>
 {{end}}</svg></figure>
 {{end}}</div>
-{{range .Sections}}<h2>{{.Title}}</h2>
-{{.Body}}
-{{end}}<h2>The table</h2>
+{{template "sections" .}}<h2>The table</h2>
 <div style="overflow-x:auto"><table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range $i, $c := .Cells}}<td>{{$c}}</td>{{end}}<td><span class="v" style="background:{{.Color}}">{{.Verdict}}</span></td></tr>
 {{end}}</table></div>
@@ -100,6 +100,32 @@ var htmlTmpl = template.Must(template.New("report").Parse(`<!doctype html>
 <p class="muted">Bars: green SAFE, red OVERSOLD, LOST UPDATES or OVERLAP, amber anything else. A lock that could not run here has no bar.</p>
 </body></html>
 `))
+
+// pageTmpl is a report of sections only, in the HTML report's style.
+var pageTmpl = template.Must(template.Must(htmlTmpl.Clone()).New("page").Parse(
+	`{{template "top" .}}{{template "sections" .}}</body></html>
+`))
+
+// WritePage writes an HTML report of sections only (the matrix's grid and
+// timelines), titled and with meta's list, in the HTML report's style.
+func WritePage(w io.Writer, title string, meta Meta, sections ...HTMLSection) error {
+	return pageTmpl.ExecuteTemplate(w, "page", struct {
+		Title    string
+		Meta     []string
+		Sections []HTMLSection
+	}{title, metaLines(meta), sections})
+}
+
+// metaLines is meta's list, a line each.
+func metaLines(meta Meta) []string {
+	var list strings.Builder
+	meta.WriteList(&list)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(list.String()), "\n") {
+		lines = append(lines, strings.TrimPrefix(l, "- "))
+	}
+	return lines
+}
 
 // HTMLSection is more of the HTML report, between its charts and its
 // table: a title and
@@ -121,12 +147,6 @@ type htmlRow struct {
 
 // WriteHTML writes the HTML report of rows, sections before its table.
 func WriteHTML(w io.Writer, rows []Row, meta Meta, sections ...HTMLSection) error {
-	var list strings.Builder
-	meta.WriteList(&list)
-	var metaLines []string
-	for _, l := range strings.Split(strings.TrimSpace(list.String()), "\n") {
-		metaLines = append(metaLines, strings.TrimPrefix(l, "- "))
-	}
 	cols := columnsFor(rows)
 	var head []string
 	for _, c := range cols {
@@ -157,7 +177,7 @@ func WriteHTML(w io.Writer, rows []Row, meta Meta, sections ...HTMLSection) erro
 		Sections []HTMLSection
 	}{
 		Title: "Lock ladder benchmark, " + meta.Started.Format("2006-01-02 15:04:05 MST"),
-		Meta:  metaLines,
+		Meta:  metaLines(meta),
 		Charts: []chart{
 			barChart("/sale: throughput", rows, "sale", rps, "req/s"),
 			barChart("/sale: p99 latency", rows, "sale", p99, "ms"),

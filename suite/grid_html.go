@@ -1,7 +1,10 @@
 package suite
 
 import (
+	"fmt"
 	"html/template"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -71,4 +74,29 @@ func GridHTML(rows []bench.Row, skips []Skip, took time.Duration) template.HTML 
 		return template.HTML(template.HTMLEscapeString(err.Error()))
 	}
 	return template.HTML(b.String())
+}
+
+// TimelinesTitle heads the reports' timelines.
+const TimelinesTitle = "Who held the lock, and when: the timeline of each run that failed, and of each fence's refusal"
+
+// WriteMatrixHTML writes the matrix's HTML report beside its JSON one
+// (same name, .html) and as matrix-latest.html: the grid (GridHTML), then
+// timelines (the timeline of each run that failed or whose fence refused
+// a stale write), when there are any. It returns the report's path.
+func WriteMatrixHTML(jsonPath string, rows []bench.Row, skips []Skip, meta bench.Meta, took time.Duration, timelines template.HTML) (string, error) {
+	sections := []bench.HTMLSection{{Title: "The ladder of flaws: each lock under each scenario", Body: GridHTML(rows, skips, took)}}
+	if timelines != "" {
+		sections = append(sections, bench.HTMLSection{Title: TimelinesTitle, Body: timelines})
+	}
+	var b strings.Builder
+	if err := bench.WritePage(&b, "Lock ladder matrix, "+meta.Started.Format("2006-01-02 15:04:05 MST"), meta, sections...); err != nil {
+		return "", fmt.Errorf("suite: the matrix's HTML report: %w", err)
+	}
+	path := strings.TrimSuffix(jsonPath, ".json") + ".html"
+	for _, p := range []string{path, filepath.Join(filepath.Dir(jsonPath), "matrix-latest.html")} {
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			return "", fmt.Errorf("suite: %w", err)
+		}
+	}
+	return path, nil
 }

@@ -3,6 +3,7 @@ package suite_test
 import (
 	"bytes"
 	"encoding/json"
+	"html/template"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -183,5 +184,42 @@ func TestGridHTML(t *testing.T) {
 	}
 	if strings.Contains(page, "<b>x</b>") {
 		t.Error("a lock's name went out unescaped")
+	}
+}
+
+// The matrix's HTML report is beside its JSON one and the latest: the
+// grid, then the timelines when there are any, in the reports' style.
+func TestWriteMatrixHTML(t *testing.T) {
+	rows, skips := matrixRows()
+	dir := t.TempDir()
+	meta := bench.Meta{Started: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), Requests: 600, Concurrency: 40, Stock: 150}
+	jsonPath := filepath.Join(dir, "matrix-20260304-050607.json")
+	path, err := suite.WriteMatrixHTML(jsonPath, rows, skips, meta, 90*time.Second, `<canvas id="tl"></canvas>`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != filepath.Join(dir, "matrix-20260304-050607.html") {
+		t.Errorf("path %s", path)
+	}
+	page := string(fakeshop.ReadFile(t, path))
+	for _, want := range []string{
+		"<title>Lock ladder matrix, 2026-03-04 05:06:07 UTC</title>", "600 requests per run, 40 concurrent",
+		"<h2>The ladder of flaws: each lock under each scenario</h2>", "SAFE ✗ want OVERSOLD",
+		"<h2>" + template.HTMLEscapeString(suite.TimelinesTitle) + "</h2>", `<canvas id="tl"></canvas>`, "</body></html>",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the matrix's HTML lacks %q:\n%s", want, page)
+		}
+	}
+	if latest := string(fakeshop.ReadFile(t, filepath.Join(dir, "matrix-latest.html"))); latest != page {
+		t.Error("matrix-latest.html is not the report")
+	}
+	// No timelines: no empty section.
+	path, err = suite.WriteMatrixHTML(jsonPath, rows, skips, meta, time.Second, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := string(fakeshop.ReadFile(t, path)); strings.Contains(page, "Who held the lock") {
+		t.Error("a timelines section with no timeline")
 	}
 }

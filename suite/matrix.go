@@ -3,6 +3,7 @@ package suite
 import (
 	"context"
 	"fmt"
+	"html/template"
 	"io"
 	"time"
 
@@ -56,6 +57,10 @@ type MatrixConfig struct {
 	// HistoryDir receives the HTML view of each illegal history, as in
 	// bench.Config; CompareMatrix defaults it to its report dir.
 	HistoryDir string
+	// Timelines, when set, draws the timelines of rows for the HTML
+	// report (race.ReportTimelines: package race, which the app links,
+	// is not this one's to import).
+	Timelines func([]bench.Row) template.HTML
 }
 
 // RunMatrix runs every pair of cfg.Scenarios and cfg.Locks the ladder gives
@@ -229,6 +234,14 @@ func CompareMatrix(ctx context.Context, cfg MatrixConfig, dir string, w io.Write
 	if err != nil {
 		return rows, skips, err
 	}
-	fmt.Fprintf(w, "\nreports: %s\n         %s\n", jsonPath, mdPath)
+	var timelines template.HTML
+	if cfg.Timelines != nil {
+		timelines = cfg.Timelines(rows)
+	}
+	htmlPath, err := WriteMatrixHTML(jsonPath, rows, skips, meta, took, timelines)
+	if err != nil {
+		return rows, skips, err
+	}
+	fmt.Fprintf(w, "\nreports: %s\n         %s\n         %s\n", htmlPath, jsonPath, mdPath)
 	return rows, skips, runErr
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lockladder/lockladder/internal/cli"
+	"github.com/lockladder/lockladder/race"
 	"github.com/lockladder/lockladder/stack"
 	"github.com/lockladder/lockladder/suite"
 )
@@ -18,7 +19,7 @@ import (
 // -masters, the app flags after --. Only /sale unless -endpoints is given.
 func runMatrix(ctx context.Context, args []string) error {
 	fs := newFlags("matrix", "Every lock under each scenario of docs/scenarios.md, each scenario on a fresh stack on free ports;\n"+
-		"a grid of verdicts against the ladder's and results/matrix-*.{json,md}.")
+		"a grid of verdicts against the ladder's and results/matrix-*.{html,json,md} (the HTML draws each failed run's timeline).")
 	verbose := fs.Bool("v", false, "show each stack's log (starts, crashes, restarts, masters)")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios (default all: "+strings.Join(suite.ScenarioNames(), ",")+")")
 	so, bo, err := cli.ParseStackBench(fs, args)
@@ -39,6 +40,7 @@ func runMatrix(ctx context.Context, args []string) error {
 		Stack:       template(so, *verbose),
 		RequireReal: so.Config.RequireReal,
 		Progress:    bo.Config.Progress,
+		Timelines:   race.ReportTimelines,
 	}
 	if set["endpoints"] {
 		cfg.Endpoints = bo.Config.Endpoints

@@ -106,7 +106,7 @@ func ladderReports(dir string, rep bench.Reports, plain, rows []bench.Row, skips
 	}}
 	if tl := race.ReportTimelines(rows); tl != "" {
 		sections = append(sections, bench.HTMLSection{
-			Title: "Who held the lock, and when: the timeline of each run that failed, and of each fence's refusal",
+			Title: suite.TimelinesTitle,
 			Body:  tl,
 		})
 	}
