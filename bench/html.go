@@ -5,9 +5,9 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/lockladder/lockladder/internal/report"
 )
 
 // The HTML report: the table, and bar charts of throughput and p99 per
@@ -195,11 +195,5 @@ func writeHTMLBeside(jsonPath string, rows []Row, meta Meta, sections ...HTMLSec
 	if err := WriteHTML(&b, rows, meta, sections...); err != nil {
 		return "", fmt.Errorf("bench: the HTML report: %w", err)
 	}
-	path := strings.TrimSuffix(jsonPath, ".json") + ".html"
-	for _, p := range []string{path, filepath.Join(filepath.Dir(jsonPath), "latest.html")} {
-		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-			return "", fmt.Errorf("bench: %w", err)
-		}
-	}
-	return path, nil
+	return report.WriteBeside(jsonPath, "latest", []byte(b.String()))
 }

@@ -3,12 +3,11 @@ package suite
 import (
 	"fmt"
 	"html/template"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/internal/report"
 )
 
 // gridTmpl is the grid as HTML: a table coloured by verdict, an
@@ -92,11 +91,5 @@ func WriteMatrixHTML(jsonPath string, rows []bench.Row, skips []Skip, meta bench
 	if err := bench.WritePage(&b, "Lock ladder matrix, "+meta.Started.Format("2006-01-02 15:04:05 MST"), meta, sections...); err != nil {
 		return "", fmt.Errorf("suite: the matrix's HTML report: %w", err)
 	}
-	path := strings.TrimSuffix(jsonPath, ".json") + ".html"
-	for _, p := range []string{path, filepath.Join(filepath.Dir(jsonPath), "matrix-latest.html")} {
-		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-			return "", fmt.Errorf("suite: %w", err)
-		}
-	}
-	return path, nil
+	return report.WriteBeside(jsonPath, "matrix-latest", []byte(b.String()))
 }

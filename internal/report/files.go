@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WriteFiles writes dir/stem.{json,md}, adding "-2", "-3"... to stem
@@ -77,4 +78,17 @@ func replaceFile(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// WriteBeside writes data beside the JSON report jsonPath (the same name,
+// .html) and, atomically, as dir/<latest>.html; it returns the first path.
+func WriteBeside(jsonPath, latest string, html []byte) (string, error) {
+	path := strings.TrimSuffix(jsonPath, ".json") + ".html"
+	if err := os.WriteFile(path, html, 0o644); err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	if err := replaceFile(filepath.Join(filepath.Dir(jsonPath), latest+".html"), html); err != nil {
+		return path, fmt.Errorf("bench: %w", err)
+	}
+	return path, nil
 }
