@@ -26,6 +26,10 @@ type Shape struct {
 	Every    url.Values // query parameters on every request (work=5ms)
 	Armed    url.Values // more on the armed requests (fault=crash)
 	ArmAt    []float64  // the armed requests, as fractions of the window
+	// ArmEvery, when positive, arms every ArmEvery-th hit of the window
+	// as well (the 3rd, 6th...): a share of the requests, whatever the
+	// window's size, where ArmAt places a count of them.
+	ArmEvery int
 	Hooks    []Hook
 	// StallBound: a run with no progress for longer than this after its
 	// first fault is stopped and judged DEADLOCK; 0: never.
@@ -51,12 +55,12 @@ func (s Shape) load(n, stock int) *load {
 		scenario:   s.Scenario,
 		every:      s.Every,
 		armed:      s.Armed,
-		armAt:      hitsAt(s.ArmAt, n, stock),
+		armAt:      hitsAt(s.ArmAt, s.ArmEvery, n, stock),
 		stallBound: s.StallBound,
 		expected:   s.Expected,
 	}
 	for _, h := range s.Hooks {
-		at := hitsAt([]float64{h.At}, n, stock)
+		at := hitsAt([]float64{h.At}, 0, n, stock)
 		if len(at) == 0 {
 			continue
 		}
@@ -120,21 +124,27 @@ func (l *load) bound() time.Duration {
 	return l.stallBound
 }
 
-// hitsAt turns fractions of a run's window into distinct 0-based hit
-// indices below n, in order. The window is min(n, stock): a sale only
+// hitsAt turns fractions of a run's window, and every every-th hit of it
+// (none when every is 0), into distinct 0-based hit indices below n, in
+// order. The window is min(n, stock): a sale only
 // reaches its read-modify-write (where work= and fault=pause strike) while
 // there is stock, and the first stock hits are sure to find some.
-func hitsAt(fractions []float64, n, stock int) []uint64 {
+func hitsAt(fractions []float64, every, n, stock int) []uint64 {
 	window := min(n, stock)
 	seen := map[uint64]bool{}
 	var out []uint64
-	for _, f := range fractions {
-		i := int(f * float64(window))
+	add := func(i int) {
 		i = max(0, min(i, n-1))
 		if n > 0 && !seen[uint64(i)] {
 			seen[uint64(i)] = true
 			out = append(out, uint64(i))
 		}
+	}
+	for _, f := range fractions {
+		add(int(f * float64(window)))
+	}
+	for i := every - 1; every > 0 && i < window; i += every {
+		add(i)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
 	return out

@@ -22,21 +22,25 @@ func TestHitsAt(t *testing.T) {
 	tests := []struct {
 		name      string
 		fractions []float64
+		every     int
 		n, stock  int
 		want      []uint64
 	}{
-		{"window is the stock", few, 600, 150, []uint64{15, 45, 75, 105}},
-		{"window is n", few, 100, 1000, []uint64{10, 30, 50, 70}},
-		{"default size", few, 5000, 1000, []uint64{100, 300, 500, 700}},
-		{"a third", []float64{1.0 / 3}, 600, 150, []uint64{50}},
-		{"duplicates once, sorted", []float64{0.5, 0.1, 0.5}, 10, 10, []uint64{1, 5}},
-		{"clamped to the last hit", []float64{1, 2}, 10, 100, []uint64{9}},
-		{"none", nil, 10, 10, nil},
+		{"window is the stock", few, 0, 600, 150, []uint64{15, 45, 75, 105}},
+		{"window is n", few, 0, 100, 1000, []uint64{10, 30, 50, 70}},
+		{"default size", few, 0, 5000, 1000, []uint64{100, 300, 500, 700}},
+		{"a third", []float64{1.0 / 3}, 0, 600, 150, []uint64{50}},
+		{"duplicates once, sorted", []float64{0.5, 0.1, 0.5}, 0, 10, 10, []uint64{1, 5}},
+		{"clamped to the last hit", []float64{1, 2}, 0, 10, 100, []uint64{9}},
+		{"none", nil, 0, 10, 10, nil},
+		{"every third: a share, in a small race", nil, 3, 10, 100, []uint64{2, 5, 8}},
+		{"every third: within the window", nil, 3, 600, 9, []uint64{2, 5, 8}},
+		{"every third and a fraction, once each", []float64{0.5}, 3, 12, 12, []uint64{2, 5, 6, 8, 11}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := hitsAt(tt.fractions, tt.n, tt.stock); !slices.Equal(got, tt.want) {
-				t.Errorf("hitsAt(%v, %d, %d) = %v, want %v", tt.fractions, tt.n, tt.stock, got, tt.want)
+			if got := hitsAt(tt.fractions, tt.every, tt.n, tt.stock); !slices.Equal(got, tt.want) {
+				t.Errorf("hitsAt(%v, %d, %d, %d) = %v, want %v", tt.fractions, tt.every, tt.n, tt.stock, got, tt.want)
 			}
 		})
 	}
@@ -129,7 +133,7 @@ func TestTargeterArmsByHitIndex(t *testing.T) {
 func TestTargeterConcurrent(t *testing.T) {
 	const n, workers = 20000, 64
 	ld := testLoad()
-	ld.armAt = hitsAt([]float64{0.1, 0.3, 0.5, 0.7}, n, n)
+	ld.armAt = hitsAt([]float64{0.1, 0.3, 0.5, 0.7}, 0, n, n)
 	var fired atomic.Int64
 	ld.hooks = []runHook{{at: 5000, about: "count", do: func(context.Context) error {
 		fired.Add(1)

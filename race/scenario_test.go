@@ -187,6 +187,17 @@ func TestRaceUnderSkew(t *testing.T) {
 		}
 		t.Logf("skew %s: %s, sold %d of %d, %d overlaps; codes %v armed %v, %.0fms, p50 %.0fms max %.0fms", tc.lock, res.Verdict, res.Sold, res.Initial, tl.Overlaps, res.Codes, res.Armed, res.DurationMs, res.P50Ms, res.MaxMs)
 	}
+	// A small race skews a third of its requests too, not every one
+	// (clocks that all run ahead agree again).
+	code, evs := readEvents(t, "POST", srv.URL+"/race?lock=lua&endpoint=sale&scenario=skew&n=60&c=10")
+	if code != 200 {
+		t.Fatalf("skew n=60: %d %v", code, evs)
+	}
+	if tl := result(t, evs).Timeline; tl == nil {
+		t.Error("skew n=60: no timeline")
+	} else if len(tl.Faults) != 20 {
+		t.Errorf("skew n=60: %d of 60 requests skewed, want 20", len(tl.Faults))
+	}
 }
 
 // What the matrix skips, and what the running stack cannot stage, is a

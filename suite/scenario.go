@@ -62,12 +62,14 @@ type Scenario struct {
 }
 
 // Running is a scenario's instance flags played per request, on a stack
-// already running (Stage): Armed on the requests at ArmAt, instead of
-// the scenario's own Armed and ArmAt (a scenario with InstanceArgs arms
+// already running (Stage): Armed on the requests at ArmAt, or on every
+// ArmEvery-th (an instance's share of the round robin), instead of the
+// scenario's own Armed and ArmAt (a scenario with InstanceArgs arms
 // nothing else).
 type Running struct {
-	Armed url.Values
-	ArmAt []float64
+	Armed    url.Values
+	ArmAt    []float64
+	ArmEvery int
 }
 
 // Hook acts on the stack once, when the run hands out the hit at fraction

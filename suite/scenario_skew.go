@@ -15,21 +15,10 @@ func skew() Scenario {
 		InstanceArgs: map[int][]string{2: {"-clock-skew", "2s"}}, // 0-based: app3
 		// A running stack cannot restart app3 skewed: every third
 		// request runs its own lock clock as far ahead, as app3's
-		// share of the load balancer's round robin would.
-		Running:   &Running{Armed: url.Values{"skew": {"2s"}}, ArmAt: everyThird()},
+		// share of the load balancer's round robin would, in a race
+		// of any size.
+		Running:   &Running{Armed: url.Values{"skew": {"2s"}}, ArmEvery: 3},
 		Expect:    map[string]string{"getset": oversold, "lua": safe},
 		SkipOther: "only getset reads the instance's clock; lua stands for the server-side TTLs",
 	}
-}
-
-// everyThird is every third hit of the ladder's window (LadderSize), as
-// fractions of it; a smaller window has fewer hits between them, and
-// arms a larger share.
-func everyThird() []float64 {
-	_, _, window := LadderSize("skew")
-	var at []float64
-	for i := 2; i < window; i += 3 {
-		at = append(at, (float64(i)+0.5)/float64(window))
-	}
-	return at
 }

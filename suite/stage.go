@@ -146,7 +146,7 @@ func (s Scenario) Stage(top Stack, cfg stack.Config, canFault bool, rung lock.In
 	st.Shape = s.shape(top)
 	st.Shape.Every, st.Shape.Expected = every, expected
 	if s.Running != nil {
-		st.Shape.Armed, st.Shape.ArmAt = s.Running.Armed, s.Running.ArmAt
+		st.Shape.Armed, st.Shape.ArmAt, st.Shape.ArmEvery = s.Running.Armed, s.Running.ArmAt, s.Running.ArmEvery
 	}
 	return st, nil
 }
