@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -73,4 +74,25 @@ func canvasPixels(t *testing.T, ctx context.Context, sel string, r, g, b int) in
 		t.Fatalf("counting %s's pixels: %v", sel, err)
 	}
 	return n
+}
+
+// click presses sel once the page has stopped scrolling. The page scrolls
+// smoothly to what a press opens (the explorer's card, a timeline), and a
+// press while it moves lands where sel was a moment before: a person
+// waits for it, and so does the test.
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.Evaluate[chromedp.Void](`delete window.__lastScrollY`)(ctx, t); err != nil {
+			return chromedp.Void{}, err
+		}
+		// Still: the same scroll offset two looks, 100 ms apart.
+		if _, err := chromedp.Poll[bool](`(() => {
+			const y = window.scrollY, same = window.__lastScrollY === y;
+			window.__lastScrollY = y;
+			return same;
+		})()`, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))(ctx, t); err != nil {
+			return chromedp.Void{}, fmt.Errorf("the page did not stop scrolling: %w", err)
+		}
+		return chromedp.Click(sel)(ctx, t)
+	}
 }

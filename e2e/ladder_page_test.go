@@ -81,7 +81,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 		shoot("page-flaws-failed.png", "")
 		t.Fatalf("no why? beside setnx-px in the ladder view (GET /explore: does the stack serve it?): %v", err)
 	}
-	step("press why? for setnx-px", chromedp.Click(`#ladderGrid button.why[data-lock="setnx-px"]`))
+	step("press why? for setnx-px", click(`#ladderGrid button.why[data-lock="setnx-px"]`))
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.explored === 'setnx-px'`, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 		shoot("page-flaws-failed.png", "")
 		t.Fatalf("waiting for setnx-px's counterexample: %v", err)
@@ -103,7 +103,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 
 	// redlock's why? runs on three masters: each master's SET in the
 	// diagram, the pause between the two quorums.
-	step("press why? for redlock", chromedp.Click(`#ladderGrid button.why[data-lock="redlock"]`))
+	step("press why? for redlock", click(`#ladderGrid button.why[data-lock="redlock"]`))
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.explored === 'redlock'`, chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 		shoot("page-flaws-failed.png", "")
 		t.Fatalf("waiting for redlock's counterexample: %v", err)
@@ -126,7 +126,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 			`document.querySelectorAll('input[name=lock]').forEach(x => x.checked = x.value === %q); delete document.body.dataset.races`, lock)))
 		step("pick "+scenario, chromedp.SetValue("#scenario", scenario))
 		step("let the picker size it", chromedp.Evaluate[chromedp.Void](`document.getElementById('scenario').dispatchEvent(new Event('change'))`))
-		step("press race: "+lock+" under "+scenario, chromedp.Click("#raceBtn"))
+		step("press race: "+lock+" under "+scenario, click("#raceBtn"))
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.races !== undefined`, chromedp.WithPollingTimeout(150*time.Second))); err != nil {
 			shoot("page-flaws-failed.png", "")
 			t.Fatalf("waiting for %s under %s: %v", lock, scenario, err)
@@ -162,7 +162,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	if _, err := fmt.Sscanf(overlaps, "%d overlap", &n); err != nil || n < 1 {
 		t.Errorf("check-del's timeline: %q beside it, want \"N overlaps\" with N >= 1", overlaps)
 	}
-	step("jump to check-del's first overlap", chromedp.Click("#timelineCard .tl-first"))
+	step("jump to check-del's first overlap", click("#timelineCard .tl-first"))
 	if red := pixels(196, 50, 10); red < 100 {
 		t.Errorf("check-del's first overlap: %d red pixels on the timeline, want the two holders drawn red", red)
 	}
@@ -171,7 +171,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 		t.Errorf("check-del's first overlap: %q", pair)
 	}
 	shoot("page-timeline-check-del.png", "#timelineCard")
-	step("whole race", chromedp.Click("#timelineCard .tl-all"))
+	step("whole race", click("#timelineCard .tl-all"))
 	shoot("page-timeline-check-del-whole.png", "#timelineCard")
 
 	// fenced under pause: the frozen holder's late write is refused.
@@ -197,7 +197,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 			t.Errorf("the ladder's %s: %q, want %q", pair, c, want)
 		}
 	}
-	step("open check-del's timeline from the ladder", chromedp.Click(`#ladderGrid td[data-pair="check-pause check-del"]`))
+	step("open check-del's timeline from the ladder", click(`#ladderGrid td[data-pair="check-pause check-del"]`))
 	if title := eval(`document.querySelector('#timelineCard .tl-title').innerText`); !strings.Contains(title, "check-del") {
 		t.Errorf("the ladder's check-del cell opened %q", title)
 	}

@@ -69,7 +69,7 @@ func TestPageRunsTheLadder(t *testing.T) {
 	}
 
 	began := time.Now()
-	if _, err := chromedp.Run(ctx, chromedp.Click("#ladderBtn")); err != nil {
+	if _, err := chromedp.Run(ctx, click("#ladderBtn")); err != nil {
 		t.Fatal(err)
 	}
 	// The page stops starting pairs once its three minutes are spent; the

@@ -48,7 +48,7 @@ func TestPageRacesInABrowser(t *testing.T) {
 	step("open the page", chromedp.Navigate(st.URL()+"/"))
 	step("wait for the race button", chromedp.WaitVisible("#raceBtn"))
 	step("set N", chromedp.SetValue("#n", "1500"))
-	step("press race", chromedp.Click("#raceBtn"))
+	step("press race", click("#raceBtn"))
 	// The page marks the body once its races are over, won or not.
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.races !== undefined`, chromedp.WithPollingTimeout(150*time.Second))); err != nil {
 		shoot()
@@ -57,7 +57,7 @@ func TestPageRacesInABrowser(t *testing.T) {
 	// Then lua alone, waiting the articles' way (the wait picker).
 	step("pick lua alone", chromedp.Evaluate[chromedp.Void](`document.querySelector('input[value=none]').checked = false; delete document.body.dataset.races`))
 	step("pick wait=fixed", chromedp.SetValue("#wait", "fixed"))
-	step("press race again", chromedp.Click("#raceBtn"))
+	step("press race again", click("#raceBtn"))
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.races !== undefined`, chromedp.WithPollingTimeout(150*time.Second))); err != nil {
 		shoot()
 		t.Fatalf("waiting for the second race to end: %v", err)
@@ -92,7 +92,7 @@ func TestPageRacesInABrowser(t *testing.T) {
 	step("pick none alone", chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('input[name=lock]').forEach(x => x.checked = x.value === 'none'); delete document.body.dataset.races`))
 	step("pick testLock", chromedp.SetValue("#endpoint", "testLock"))
 	step("pick each lock's own wait", chromedp.SetValue("#wait", ""))
-	step("press race for none", chromedp.Click("#raceBtn"))
+	step("press race for none", click("#raceBtn"))
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.races !== undefined`, chromedp.WithPollingTimeout(150*time.Second))); err != nil {
 		shoot()
 		t.Fatalf("waiting for none's race to end: %v", err)
@@ -121,7 +121,7 @@ func TestPageRacesInABrowser(t *testing.T) {
 	if s, _ := strconv.Atoi(sections); s < 100 || red() < 200 {
 		t.Errorf("the timeline drew %s sections, %d red pixels: want none's sections, overlapping", sections, red())
 	}
-	step("jump to the first overlap", chromedp.Click("#timelineCard .tl-first"))
+	step("jump to the first overlap", click("#timelineCard .tl-first"))
 	pair, _ := chromedp.Run(ctx, chromedp.Text("#timelineCard .tl-pair"))
 	if !strings.HasPrefix(pair, "overlap 1 of ") || red() < 200 {
 		t.Errorf("after first overlap: %q and %d red pixels, want the overlap zoomed on and said", pair, red())

@@ -112,7 +112,7 @@ func TestReportDrawsTimelines(t *testing.T) {
 		t.Errorf("check-del's lanes: %q", lanes)
 	}
 	screenshot(t, ctx, "report-timeline-check-del.png", delView)
-	if _, err := chromedp.Run(ctx, chromedp.Click(delView+" .tl-all")); err != nil {
+	if _, err := chromedp.Run(ctx, click(delView+" .tl-all")); err != nil {
 		t.Fatal(err)
 	}
 	if drawn := eval(`document.querySelector(` + jsString(delView+" .tl-canvas") + `).dataset.drawn`); drawn != "3001" {

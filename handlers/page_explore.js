@@ -36,7 +36,7 @@ async function explain(lock) {
   $('exploreDiagram').replaceChildren();
   $('exploreVerdict').replaceChildren();
   st.textContent = `searching ${lock}'s schedules for the shortest that breaks it (up to 20 s)…`;
-  card.scrollIntoView({behavior: 'smooth', block: 'start'});
+  bringIntoView(card);
   try {
     const r = await fetch('/explore?lock=' + encodeURIComponent(lock), {method: 'POST'});
     const j = await r.json();

@@ -123,7 +123,7 @@ async function clickCell(pair) {
   const c = ladder.cells[pair];
   if (c.entry) {
     showTimeline(c.entry.timeline, c.entry.title);
-    $('timelineCard').scrollIntoView({behavior: 'smooth', block: 'start'});
+    bringIntoView($('timelineCard'));
     return;
   }
   if (c.cell.skip || ladder.running || $('raceBtn').disabled) return;
