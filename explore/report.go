@@ -41,6 +41,8 @@ type Result struct {
 	Diverged int     // replays that went another way (should be 0)
 	Replay   string  // "reproduced", "not-reproduced" or "-"
 	Oversold int64   // sales the stock does not show, at the end of the trace
+	// Unexplored is what of the rung the search does not run (Target's).
+	Unexplored string
 }
 
 // Line is the one-line summary: NAME  VERDICT  steps=N  schedules=M  replay=R.
@@ -75,8 +77,12 @@ func (r Result) Covered() string {
 		}
 		parts = append(parts, fmt.Sprintf("%d clients: %s, %d states", cv.Clients, what, cv.States))
 	}
-	return fmt.Sprintf("%s; %d section each; faults %s (at most %d per schedule, time passing at most %d times); %d schedules in %.1fs",
+	s := fmt.Sprintf("%s; %d section each; faults %s (at most %d per schedule, time passing at most %d times); %d schedules in %.1fs",
 		strings.Join(parts, "; "), c.Sections, r.Faults, c.MaxFaults, c.MaxTicks, r.Schedules, r.Elapsed.Seconds())
+	if r.Unexplored != "" {
+		s += "; not explored: " + r.Unexplored
+	}
+	return s
 }
 
 // Write prints the result: the counterexample as a sequence diagram (a

@@ -2,6 +2,7 @@ package explore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,11 @@ func TestCohortSafe(t *testing.T) {
 	}
 	if r.States < 100 || len(r.Covers) != 1 || r.Covers[0].Depth < 8 {
 		t.Errorf("cohort: covered too little to say: %s", r.Covered())
+	}
+	// What it covered says what it did not: a reader of "none" must not
+	// take the passing inside a process for searched.
+	if c := r.Covered(); !strings.Contains(c, "not explored: the passing inside a process") {
+		t.Errorf("cohort's coverage does not say the passing is not explored: %s", c)
 	}
 
 	tg := lookup(t, "cohort")

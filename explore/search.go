@@ -365,7 +365,7 @@ func (ex *Explorer) Run(ctx context.Context) Result {
 func (ex *Explorer) run(ctx context.Context) Result {
 	start := time.Now()
 	deadline := start.Add(ex.cfg.Budget)
-	r := Result{Target: ex.target.Name, Masters: ex.target.Masters, Verdict: None, Faults: ex.cfg.Faults, Config: ex.cfg}
+	r := Result{Target: ex.target.Name, Masters: ex.target.Masters, Verdict: None, Faults: ex.cfg.Faults, Config: ex.cfg, Unexplored: ex.target.Unexplored}
 	for n := 2; n <= ex.cfg.MaxClients; n++ {
 		r.Clients = n
 		// Fewer clients first, and with no more than their share of the

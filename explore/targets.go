@@ -31,7 +31,8 @@ var Targets = []Target{
 	// tokens and the release down its pipe. Not the passing inside a
 	// process: a waiter in the line that is not passed the lock takes it
 	// in Redis with fair's wait, on timers the explorer does not drive.
-	{Name: "cohort", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker { return lock.NewCohort(rdb, o, 0) }, Faults: Crash | Pause | Slow},
+	{Name: "cohort", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker { return lock.NewCohort(rdb, o, 0) }, Faults: Crash | Pause | Slow,
+		Unexplored: "the passing inside a process (each client is a process of its own: no request waits in another's line)"},
 	atomicTarget,
 }
 
@@ -95,6 +96,9 @@ type Target struct {
 	Faults Faults
 	// Clocks: the rung reads clocks (Options.Clock), so skew applies.
 	Clocks bool
+	// Unexplored says what of the rung the search does not run ("":
+	// nothing); what it covered says so.
+	Unexplored string
 	// Business is the critical section, sending its commands down rdb
 	// (or through s, the app's store over rdb); nil is the app's sale
 	// (Sale).
