@@ -50,3 +50,20 @@ func (r realTicker) Wait(ctx context.Context) bool {
 }
 
 func (r realTicker) Stop() { r.t.Stop() }
+
+// afters makes the waits between two tries (waitTimer): time.Timer's
+// unless SetAfter replaced it.
+var afters atomic.Pointer[func(d time.Duration) <-chan time.Time]
+
+// SetAfter makes the waits between two tries that start from now on end
+// by f (nil: real time again): a waiter that sleeps d, or waits d for
+// its refresh tick, wakes when f's channel delivers. Only a program that
+// drives time itself, the explorer, calls it: there a waiter sleeps
+// until the search decides that it tries again.
+func SetAfter(f func(d time.Duration) <-chan time.Time) {
+	if f == nil {
+		afters.Store(nil)
+		return
+	}
+	afters.Store(&f)
+}

@@ -182,8 +182,12 @@ func (s *sleeper) done(bool) { s.timer.stop() }
 // handoffWait) wait between every two tries.
 type waitTimer struct{ t *time.Timer }
 
-// after arms the timer to fire once d has passed, and returns its channel.
+// after arms the timer to fire once d has passed, and returns its channel
+// (SetAfter's, where it is set).
 func (w *waitTimer) after(d time.Duration) <-chan time.Time {
+	if f := afters.Load(); f != nil {
+		return (*f)(d)
+	}
 	if w.t == nil {
 		w.t = time.NewTimer(d)
 	} else {

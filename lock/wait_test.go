@@ -187,3 +187,56 @@ func TestCountsRetriesAndHandoffs(t *testing.T) {
 		t.Errorf("fair after 200 contended sections: %+v, want handoffs", got)
 	}
 }
+
+// TestSetAfterDrivesTheWaits: with SetAfter, a waiter tries again when
+// the channel it was given delivers, not when its pause has passed (the
+// explorer's waits on its own clock).
+func TestSetAfterDrivesTheWaits(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	asked := make(chan time.Duration, 8)
+	fire := make(chan time.Time, 8)
+	lock.SetAfter(func(d time.Duration) <-chan time.Time {
+		asked <- d
+		return fire
+	})
+	t.Cleanup(func() { lock.SetAfter(nil) })
+	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, WaitMode: lock.WaitFixed, Retry: lock.FixedSleep(time.Millisecond)}
+	l := lock.NewLua(rdb, o)
+	held, err := l.Obtain(ctx, "lock:after", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		w, err := l.Obtain(ctx, "lock:after", lock.Call{})
+		if err == nil {
+			err = w.Release(ctx)
+		}
+		got <- err
+	}()
+	select {
+	case d := <-asked:
+		if d != time.Millisecond {
+			t.Errorf("the waiter asked to sleep %s, want its 1ms pause", d)
+		}
+	case err := <-got:
+		t.Fatalf("Obtain returned (%v) without waiting by SetAfter's timer", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter never asked SetAfter's timer")
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("Obtain returned (%v) before its wait was ended", err)
+	case d := <-asked:
+		t.Fatalf("tried again (and asked for %s) before its wait was ended", d)
+	case <-time.After(100 * time.Millisecond): // a hundred pauses
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fire <- time.Now()
+	if err := <-got; err != nil {
+		t.Fatalf("Obtain once woken, the lock free: %v", err)
+	}
+}
