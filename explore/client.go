@@ -47,6 +47,7 @@ func (p phase) String() string {
 type client struct {
 	w      *world
 	id     int
+	proc   *client // its process: the first client of it (line.go)
 	name   string
 	rdb    redis.Cmdable
 	locker lock.Locker
@@ -84,8 +85,11 @@ func (c *client) holding() bool {
 
 func (c *client) run() {
 	defer func() { c.w.events <- event{kind: evDone, c: c} }()
-	ctx := context.WithValue(context.Background(), mainKey{}, c.w)
+	ctx := context.WithValue(context.WithValue(c.w.ctx, mainKey{}, c.w), clientKey{}, c)
 	once := time.Duration(0)
+	if c.w.ex.target.Line {
+		once = waitInLine // B waits in A's line; C in fair's queue
+	}
 	business := c.w.ex.target.business()
 	for range c.w.ex.cfg.Sections {
 		var held lock.Lock
@@ -93,11 +97,13 @@ func (c *client) run() {
 			if c.w.closed.Load() {
 				return
 			}
+			// Both before the start's event: a request that parks in its
+			// process's line sends none after it (line.go).
 			c.phase = phaseObtain
+			c.attempt++
 			if !c.startGate() {
 				return
 			}
-			c.attempt++
 			l, err := c.locker.Obtain(ctx, lockKey, lock.Call{Try: &once, Wait: c.w.ex.target.Wait})
 			if err == nil {
 				held = l

@@ -76,6 +76,11 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func() err
 		return send()
 	}
 	c := w.clients[h.id]
+	if cc, ok := ctx.Value(clientKey{}).(*client); ok && cc.w == w {
+		// A process's requests share its Locker and so its connection:
+		// the command is the program's whose context it carries.
+		c = cc
+	}
 	g := &gate{c: c, node: h.node, wd: ctx.Value(mainKey{}) == nil, cmds: cmds, open: make(chan bool, 1), sent: make(chan struct{}), ctx: ctx}
 	w.inflight.Add(-1)
 	w.events <- event{kind: evGate, c: c, g: g}

@@ -190,25 +190,29 @@ func (w *world) deliverNode(c *client, node int) {
 
 // quiesce waits until none of the world's goroutines can run: each is
 // held at a gate, waits for another (a Redlock round for its masters'
-// answers), or is done; then it takes in their events.
+// answers, a request in its process's line), or is done; then it takes
+// in their events. With c, it returns as soon as c's program stopped at
+// its next gate and nothing is in flight; with nil, only once the stacks
+// say so.
 func (w *world) quiesce(c *client) {
 	deadline := time.Now().Add(stuck)
 	still, moved := 0, false
 	for spins := 0; ; spins++ {
 		moved = w.drain(c) || moved
-		if moved && !w.ex.real && w.inflight.Load() == 0 {
+		if moved && !w.ex.real && w.inflight.Load() == 0 && !w.busyTickers() {
 			// c's program has stopped at its next gate, or ended: it
 			// waits for no master, and what its workers still do
 			// (hand back an answer no one waits for) changes nothing.
 			return
 		}
-		if spins < 30 && !w.ex.real {
+		if !w.ex.real && (spins < 30 || c != nil && spins%4 != 0) {
 			// Most steps end with the program at its next gate: give
-			// it the time to get there before looking at the stacks.
+			// it the time to get there before looking at the stacks,
+			// and look only now and then while it may still get there.
 			runtime.Gosched()
 			continue
 		}
-		quiet := !goroutinesBusy() && w.inflight.Load() == 0
+		quiet := w.inflight.Load() == 0 && !goroutinesBusy() // a command in flight: no need to look
 		moved = w.drain(c) || moved
 		if quiet {
 			still++
@@ -222,7 +226,7 @@ func (w *world) quiesce(c *client) {
 			return
 		}
 		if time.Now().After(deadline) {
-			panic(fmt.Sprintf("explore: %s: client %s's goroutines still run after %s", w.ex.target.Name, c.name, stuck))
+			panic(fmt.Sprintf("explore: %s: the world's goroutines still run after %s", w.ex.target.Name, stuck))
 		}
 		if spins < 20 || quiet {
 			runtime.Gosched()

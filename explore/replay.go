@@ -71,12 +71,14 @@ func (p *Replayer) Replay(ctx context.Context, t Target, r Result) string {
 	return "not-reproduced"
 }
 
-// driving runs f with the watchdogs on the explorer's ticker, one
-// explorer at a time.
+// driving runs f with the watchdogs on the explorer's ticker and the
+// waits between two tries on its gates, one explorer at a time.
 func (ex *Explorer) driving(f func()) {
 	running.Lock()
 	defer running.Unlock()
 	lock.SetTicker(virtualTicker)
 	defer lock.SetTicker(nil)
+	lock.SetAfter(virtualAfter)
+	defer lock.SetAfter(nil)
 	f()
 }

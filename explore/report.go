@@ -43,6 +43,10 @@ type Result struct {
 	Oversold int64   // sales the stock does not show, at the end of the trace
 	// Unexplored is what of the rung the search does not run (Target's).
 	Unexplored string
+	// InLine: A and B were one process (Target's); Passed counts the
+	// schedules in which one passed the lock to the other in memory.
+	InLine bool
+	Passed int
 }
 
 // Line is the one-line summary: NAME  VERDICT  steps=N  schedules=M  replay=R.
@@ -77,8 +81,15 @@ func (r Result) Covered() string {
 		}
 		parts = append(parts, fmt.Sprintf("%d clients: %s, %d states", cv.Clients, what, cv.States))
 	}
-	s := fmt.Sprintf("%s; %d section each; faults %s (at most %d per schedule, time passing at most %d times); %d schedules in %.1fs",
-		strings.Join(parts, "; "), c.Sections, r.Faults, c.MaxFaults, c.MaxTicks, r.Schedules, r.Elapsed.Seconds())
+	line := ""
+	if r.InLine {
+		line = fmt.Sprintf("; A and B requests of one process (the lock passed in memory in %d schedules)", r.Passed)
+		if n := len(r.Covers); n > 0 && r.Covers[n-1].Clients > 2 {
+			line += ", C a process of its own"
+		}
+	}
+	s := fmt.Sprintf("%s%s; %d section each; faults %s (at most %d per schedule, time passing at most %d times); %d schedules in %.1fs",
+		strings.Join(parts, "; "), line, c.Sections, r.Faults, c.MaxFaults, c.MaxTicks, r.Schedules, r.Elapsed.Seconds())
 	if r.Unexplored != "" {
 		s += "; not explored: " + r.Unexplored
 	}

@@ -34,6 +34,7 @@ type Explorer struct {
 	lockers    []lock.Locker
 
 	schedules, diverged int
+	passed              int  // schedules in which a request was passed the lock in memory (line.go)
 	quiet               bool // no trace: the search; the one found is run again to draw it
 }
 
@@ -162,7 +163,7 @@ func (w *world) choices() []Choice {
 		if !c.live() {
 			continue
 		}
-		if f&Crash != 0 && !c.idle() { // a client between attempts holds nothing: its crash is its end
+		if f&Crash != 0 && (!c.idle() || c.sleeping()) { // a client between attempts holds nothing: its crash is its end
 			out = append(out, Choice{Kind: CrashIt, Client: c.id})
 		}
 		if f&Pause != 0 && c.holding() {
@@ -208,8 +209,13 @@ func (w *world) apply(ch Choice) bool {
 		w.step(-1, "", "", fmt.Sprintf("time passes to %dms", to.Sub(w.epoch).Milliseconds()), w.snapshot())
 	case CrashIt:
 		w.used.faults++
-		c.crashed = true
+		for _, o := range w.strikes(c) {
+			o.crashed = true
+		}
 		what := "** crashes **"
+		if len(w.strikes(c)) > 1 {
+			what = "** its process crashes **"
+		}
 		if c.gate != nil && c.gate.cmds != nil {
 			next, _ := w.show(c, c.gate.cmds, nil)
 			what += " (before " + next + ")"
@@ -219,7 +225,7 @@ func (w *world) apply(ch Choice) bool {
 		w.used.faults++
 		d := ttl + time.Millisecond
 		w.step(c.id, fmt.Sprintf("** pauses %dms **", d.Milliseconds()), "", "", w.snapshot())
-		w.advance(w.time().Add(d), c)
+		w.advance(w.time().Add(d), c.process())
 		w.step(-1, "", "", fmt.Sprintf("%s wakes at %dms", c.name, w.time().Sub(w.epoch).Milliseconds()), w.snapshot())
 	case RestartIt:
 		w.used.faults++
@@ -365,7 +371,7 @@ func (ex *Explorer) Run(ctx context.Context) Result {
 func (ex *Explorer) run(ctx context.Context) Result {
 	start := time.Now()
 	deadline := start.Add(ex.cfg.Budget)
-	r := Result{Target: ex.target.Name, Masters: ex.target.Masters, Verdict: None, Faults: ex.cfg.Faults, Config: ex.cfg, Unexplored: ex.target.Unexplored}
+	r := Result{Target: ex.target.Name, Masters: ex.target.Masters, Verdict: None, Faults: ex.cfg.Faults, Config: ex.cfg, Unexplored: ex.target.Unexplored, InLine: ex.target.Line}
 	for n := 2; n <= ex.cfg.MaxClients; n++ {
 		r.Clients = n
 		// Fewer clients first, and with no more than their share of the
@@ -382,7 +388,7 @@ func (ex *Explorer) run(ctx context.Context) Result {
 		}
 	}
 	r.Schedules, r.Elapsed = ex.schedules, time.Since(start)
-	r.Diverged = ex.diverged
+	r.Diverged, r.Passed = ex.diverged, ex.passed
 	return r
 }
 
@@ -437,6 +443,9 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 					continue
 				}
 				ex.schedules++
+				if w.passes > 0 {
+					ex.passed++
+				}
 				if w.oversold() > 0 {
 					w.close()
 					ex.draw(n, s, Oversold, r)

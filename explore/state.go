@@ -293,7 +293,15 @@ func (w *world) key() uint64 {
 		parts[i] = c.key()
 	}
 	best := ""
-	for _, p := range perms(len(parts)) {
+	orders := perms(len(parts))
+	if w.ex.target.Line {
+		// A and B are one process, the watchdog A's: not interchangeable.
+		orders = [][]int{make([]int, len(parts))}
+		for i := range parts {
+			orders[0][i] = i
+		}
+	}
+	for _, p := range orders {
 		var b strings.Builder
 		for _, i := range p {
 			b.WriteString(parts[i])
@@ -317,7 +325,9 @@ func (c *client) key() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s s%d crash=%v fin=%v skew=%d\n", c.phase, c.sections, c.crashed, c.finished, c.skew)
 	for _, g := range []*gate{c.gate, c.renewal()} {
-		if g != nil && g.cmds == nil {
+		if g != nil && g.wake != nil {
+			b.WriteString("> sleep\n")
+		} else if g != nil && g.cmds == nil {
 			b.WriteString("> start\n")
 		} else if g != nil {
 			b.WriteString("> " + rawCmds(g.cmds) + "\n")
@@ -339,6 +349,9 @@ func (c *client) key() string {
 	for _, t := range c.w.tickers {
 		if t.c == c && t.live() {
 			fmt.Fprintf(&b, "tick in %d\n", t.due.Sub(c.w.time()).Milliseconds())
+			if c.w.ex.target.Line { // a cohort passes for half a lease from here
+				fmt.Fprintf(&b, "held %d\n", c.w.time().Sub(t.born).Milliseconds())
+			}
 		}
 	}
 	return b.String()

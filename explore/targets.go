@@ -27,12 +27,13 @@ var Targets = []Target{
 	// a process's line, which only orders requests of one process.
 	{Name: "fenced", New: lock.NewFenced, Faults: Crash | Pause | Slow},
 	{Name: "fair", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker { return lock.NewFair(rdb, o) }, Faults: Crash | Pause | Slow},
-	// Cohort with one request per process: its global lock (fair's), its
-	// tokens and the release down its pipe. Not the passing inside a
-	// process: a waiter in the line that is not passed the lock takes it
-	// in Redis with fair's wait, on timers the explorer does not drive.
-	{Name: "cohort", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker { return lock.NewCohort(rdb, o, 0) }, Faults: Crash | Pause | Slow,
-		Unexplored: "the passing inside a process (each client is a process of its own: no request waits in another's line)"},
+	// Cohort with A and B one process: B waits in A's line and is passed
+	// the lock in memory, or takes it through Redis; C, a process of its
+	// own, waits in fair's queue. Its lesson, not its speed layer: each
+	// section sends its own commands (the app's pipe and carry are not
+	// run), and one section a client never reaches the bound.
+	{Name: "cohort", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker { return lock.NewCohort(rdb, o, 0) }, Faults: Crash | Pause | Slow, Line: true,
+		Unexplored: "its speed layer (the line's pipe, values carried from one section to the next) and a cohort at its bound (16 sections)"},
 	atomicTarget,
 }
 
@@ -96,6 +97,8 @@ type Target struct {
 	Faults Faults
 	// Clocks: the rung reads clocks (Options.Clock), so skew applies.
 	Clocks bool
+	// Line: B is a request of A's process, waiting in its line (line.go).
+	Line bool
 	// Unexplored says what of the rung the search does not run ("":
 	// nothing); what it covered says so.
 	Unexplored string

@@ -30,8 +30,11 @@ type world struct {
 	clients []*client
 	events  chan event
 	closed  atomic.Bool
-	halt    chan struct{} // closed with the world: everything blocked lets go
-	running *client       // whose goroutine runs now (a new watchdog is its)
+	halt    chan struct{}   // closed with the world: everything blocked lets go
+	running *client         // whose goroutine runs now (a new watchdog is its process's)
+	ctx     context.Context // the clients' programs': ended with the world where a line may hold them (line.go)
+	cancel  context.CancelFunc
+	passes  int // sections passed in memory (line.go)
 	tickers []*vticker
 	trace   []Step
 	names   map[string]string // token -> its name in the diagram
@@ -86,7 +89,10 @@ type gate struct {
 	node int  // where it goes: 0 the client's server, m master m
 	wd   bool // sent by the client's watchdog, not its program
 	cmds []redis.Cmder
-	open chan bool     // true: deliver it; false: the world ended
+	open chan bool // true: deliver it; false: the world ended
+	// wake, for a waiter's sleep between two tries (lock.SetAfter), is
+	// what delivering it fires: its next try is the step's command.
+	wake chan time.Time
 	sent chan struct{} // closed once delivered and answered
 	ctx  context.Context
 	// answers are cmds' replies as the sender saw them, read before sent
@@ -117,6 +123,7 @@ type vticker struct {
 	w     *world
 	c     *client
 	every time.Duration
+	born  time.Time // when its lease was taken: a cohort passes it for half a lease
 	due   time.Time
 	tick  chan struct{}
 	state tickState
@@ -166,7 +173,7 @@ func virtualTicker(every time.Duration) lock.Ticker {
 	if w == nil || w.closed.Load() {
 		return closedTicker{}
 	}
-	t := &vticker{w: w, c: w.running, every: every, due: w.time().Add(every), tick: make(chan struct{}, 1)}
+	t := &vticker{w: w, c: w.running.process(), born: w.time(), every: every, due: w.time().Add(every), tick: make(chan struct{}, 1)}
 	w.events <- event{kind: evTickNew, tk: t}
 	return t
 }
@@ -180,6 +187,10 @@ func (closedTicker) Stop()                     {}
 // command.
 func (ex *Explorer) newWorld(n int, skews []int) *world {
 	w := &world{ex: ex, epoch: epoch, now: epoch, events: make(chan event, 256), halt: make(chan struct{}), initial: initialStock, names: map[string]string{}}
+	w.ctx, w.cancel = context.Background(), func() {}
+	if ex.target.Line {
+		w.ctx, w.cancel = context.WithCancel(context.Background())
+	}
 	if ex.real {
 		w.epoch = time.Now().Truncate(time.Millisecond)
 	}
@@ -191,12 +202,15 @@ func (ex *Explorer) newWorld(n int, skews []int) *world {
 	current.Store(w)
 	for i := range n {
 		c := &client{w: w, id: i, name: string(rune('A' + i)), rdb: ex.rdbs[i]}
+		c.proc = w.processOf(c)
 		ex.hooks[i].w.Store(w)
 		if ex.target.Masters > 0 {
 			c.locker, c.nodes = ex.lockers[i], make([]*gate, ex.target.Masters)
 			for _, h := range ex.nodeHooks[i*ex.target.Masters : (i+1)*ex.target.Masters] {
 				h.w.Store(w)
 			}
+		} else if c.proc != c {
+			c.locker = c.proc.locker // a request of the same process
 		} else {
 			o := lock.Options{TTL: ex.cfg.TTL, Clock: c.clock}
 			c.locker = ex.target.New(c.rdb, o)
@@ -214,8 +228,7 @@ func (ex *Explorer) newWorld(n int, skews []int) *world {
 	}
 	for _, c := range w.clients {
 		w.running = c
-		go c.run()
-		w.settle(c, false)
+		w.move(c, false, func() { go c.run() })
 	}
 	return w
 }
@@ -307,15 +320,19 @@ func (w *world) handle(ev event) {
 // deliver lets c's held command (its watchdog's when wd) go to Redis, and
 // waits for what c does next.
 func (w *world) deliver(c *client, wd bool) {
+	was := w.parked()
+	defer w.notePasses(was)
 	if !wd && c.gate.cmds == nil {
 		// The start of an attempt: let the client read its clock and
 		// send its first command, and deliver that, in one step.
 		g := c.gate
 		c.gate = nil
 		w.running = c
-		g.open <- true
-		w.settle(c, false)
+		w.move(c, false, func() { g.let(w) })
 		if c.gate == nil || c.gate.cmds == nil {
+			if w.ex.target.Line && c.phase == phaseObtain && c.gate == nil && !c.finished {
+				w.step(c.id, "waits in its process's line", "", "", w.snapshot())
+			}
 			return
 		}
 	}
@@ -329,8 +346,7 @@ func (w *world) deliver(c *client, wd bool) {
 	}
 	phase, att := c.phase, c.attempt
 	w.running = c
-	g.open <- true
-	w.settle(c, wd)
+	w.move(c, wd, func() { g.open <- true })
 	c.delivered++
 	w.record(c, g, phase, att)
 }
@@ -354,8 +370,7 @@ func (w *world) advance(t time.Time, frozen *client) {
 		}
 		tk.state = tickRunning
 		w.running = tk.c
-		tk.tick <- struct{}{}
-		w.settle(tk.c, true)
+		w.move(tk.c, true, func() { tk.tick <- struct{}{} })
 	}
 }
 
@@ -365,9 +380,10 @@ func (w *world) advance(t time.Time, frozen *client) {
 func (w *world) close() {
 	w.closed.Store(true)
 	close(w.halt)
+	w.cancel() // a request waiting in its process's line, or asleep, gives up
 	for _, c := range w.clients {
 		for _, g := range append([]*gate{c.gate, c.wdGate}, c.nodes...) {
-			if g != nil {
+			if g != nil && g.wake == nil {
 				g.open <- false
 			}
 		}
