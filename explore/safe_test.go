@@ -2,7 +2,6 @@ package explore_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -78,14 +77,9 @@ func TestCohortSafe(t *testing.T) {
 	t.Logf("cohort with an unfenced sale: %s in %d steps", r.Verdict, r.Steps)
 
 	// Replayed with the real clients on a redis-server, the line and all.
-	var out strings.Builder
-	p, stop, err := explore.StartReplayer(context.Background(), &out, os.Getenv("CI") == "true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	p := replayer(t)
 	if p == nil {
-		t.Skip(strings.TrimSpace(out.String()))
+		t.Skip("no redis-server to replay on")
 	}
 	if got := p.Replay(context.Background(), tg, r); got != "reproduced" {
 		t.Errorf("cohort with an unfenced sale, replayed on redis-server: %s", got)
