@@ -18,8 +18,9 @@ import (
 // A pass wakes B while A goes on, with no command between them: a step
 // whose section ends with a request in its line lasts until that request
 // has stopped too (settleAny). A request that starts while its line is
-// busy parks with no command, so that its step lasts until the stacks
-// say that nothing of the world runs (quiesce). A waiter that sleeps between two tries (fair's
+// busy parks with no command, so that its step lasts until the line
+// counts it (Cohort.Waiting), or else until the stacks say that nothing
+// of the world runs (quiesce). A waiter that sleeps between two tries (fair's
 // queue, polling for its handoff) sleeps at a gate of its own, until the
 // search wakes it (lock.SetAfter). A fault strikes a process: a crash
 // kills both its requests, a pause freezes both and the watchdog that
@@ -68,9 +69,17 @@ func (w *world) move(c *client, wd bool, let func()) {
 			parked = append(parked, o)
 		}
 	}
+	line, ok := c.locker.(interface{ Waiting(string) int })
+	waiting := 0
+	if ok {
+		waiting = line.Waiting(lockKey)
+	}
 	let()
-	// c may park in its line: then no event of its says it stopped.
-	w.quiesce(c)
+	// c may park in its line: then no event of its says it stopped, but
+	// the line says it is in it, and it does nothing more until its turn.
+	if !ok || w.ex.real || !w.await(func() bool { return w.stopped(c) || line.Waiting(lockKey) > waiting }) {
+		w.quiesce(c)
+	}
 	if len(parked) > 0 && (c.sections != sections || c.attempt != attempt) {
 		// Its section ended, with requests in its line: it passed the
 		// lock to the oldest in memory, or released it and handed that
@@ -158,4 +167,10 @@ func (w *world) settleAny(cs []*client) {
 			panic(fmt.Sprintf("explore: %s: nobody in the line moved on in %s", w.ex.target.Name, stuck))
 		}
 	}
+}
+
+// stopped says c's program waits at a gate, or has ended, with no
+// command in flight and no watchdog starting.
+func (w *world) stopped(c *client) bool {
+	return (c.gate != nil || c.finished) && w.inflight.Load() == 0 && !w.busyTickers()
 }

@@ -178,6 +178,17 @@ func (c *Cohort) Obtain(ctx context.Context, key string, call Call) (Lock, error
 	return c.takeGlobal(ctx, key, ln, call)
 }
 
+// Waiting is how many requests of this process wait in key's line (not
+// counting the one that holds the lock or is taking it).
+func (c *Cohort) Waiting(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ln := c.lines[key]; ln != nil {
+		return len(ln.waiters)
+	}
+	return 0
+}
+
 // takeGlobal takes fair's lock for the line, whose head we are.
 func (c *Cohort) takeGlobal(ctx context.Context, key string, ln *cohortLine, call Call) (Lock, error) {
 	l, err := c.fair.Obtain(ctx, key, call)

@@ -348,3 +348,46 @@ func TestCohortSharesHalfALeaseOnItsClock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCohortWaiting counts the requests in a process's line: not the
+// holder, one while a second request waits, none once it was passed the
+// lock.
+func TestCohortWaiting(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	c, _ := cohortOn(t, rdb, 0)
+	held, err := c.Obtain(ctx, "lock:w", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Waiting("lock:w"); n != 0 {
+		t.Fatalf("Waiting with only the holder: %d", n)
+	}
+	got := make(chan lock.Lock, 1)
+	go func() {
+		l, err := c.Obtain(ctx, "lock:w", lock.Call{})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Waiting("lock:w") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second request never showed in the line")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := <-got
+	if n := c.Waiting("lock:w"); n != 0 {
+		t.Errorf("Waiting once passed the lock: %d", n)
+	}
+	if next != nil {
+		if err := next.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
