@@ -209,11 +209,12 @@ func (w *world) apply(ch Choice) bool {
 		w.step(-1, "", "", fmt.Sprintf("time passes to %dms", to.Sub(w.epoch).Milliseconds()), w.snapshot())
 	case CrashIt:
 		w.used.faults++
-		for _, o := range w.strikes(c) {
+		struck := w.strikes(c)
+		for _, o := range struck {
 			o.crashed = true
 		}
 		what := "** crashes **"
-		if len(w.strikes(c)) > 1 {
+		if len(struck) > 1 {
 			what = "** its process crashes **"
 		}
 		if c.gate != nil && c.gate.cmds != nil {
