@@ -39,18 +39,31 @@ func procUID(t *testing.T, pid int) (real, effective int) {
 	return 0, 0
 }
 
-// runsAsServerUser checks that pid runs as ServerUser when this process
-// is root, and as this process's user otherwise.
+// runsAsServerUser checks that pid runs as ServerUser, the account the
+// stack drops its servers to when it is root. Not root, the stack cannot
+// drop privileges and its servers run as it does, which the kernel sees
+// to: comparing their uid with this process's would prove nothing. So
+// the check is left out then, and says so; under CI=true (which runs as
+// root: it installs its servers with apt-get) leaving it out fails.
 func runsAsServerUser(t *testing.T, what string, pid int) {
 	t.Helper()
-	want := os.Geteuid()
-	if a, err := serverAccount(); err != nil {
+	a, err := serverAccount()
+	if err != nil {
 		t.Fatal(err)
-	} else if a != nil {
-		want = int(a.uid)
 	}
-	if real, eff := procUID(t, pid); real != want || eff != want {
-		t.Errorf("%s (pid %d) runs as uid %d/%d, want %d", what, pid, real, eff, want)
+	if a == nil {
+		if os.Getenv("CI") == "true" {
+			t.Errorf("%s: not root, so the drop to %s is not checked; CI runs as root", what, ServerUser)
+		} else {
+			t.Logf("%s: not root, so the drop to %s is not checked", what, ServerUser)
+		}
+		return
+	}
+	if int(a.uid) == os.Geteuid() {
+		t.Fatalf("%s is uid %d, as this process: the check would prove nothing", ServerUser, a.uid)
+	}
+	if real, eff := procUID(t, pid); real != int(a.uid) || eff != int(a.uid) {
+		t.Errorf("%s (pid %d) runs as uid %d/%d, want %s's %d", what, pid, real, eff, ServerUser, a.uid)
 	}
 }
 
