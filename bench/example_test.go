@@ -4,35 +4,64 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
 )
 
-// What cmd/bench does: the classic ab -n 5000 -c 100 against every lock the
-// app offers, a table on the terminal, reports under results/.
+// What cmd/bench does, on a small scale: runs of the classic ab test
+// against the locks the app offers, each judged from the counters read
+// back, then the reports. Here the app is the fake the package's tests
+// serve (fakeApp: "none" reads, sleeps and writes; "atomic" sells under a
+// mutex); cmd/bench points URL at the stack's load balancer, with 5000
+// requests, 100 at a time, a stock of 1000, and prints bench.WriteTable.
 func ExampleRun() {
+	app := httptest.NewServer(&fakeApp{strategies: []string{"none", "atomic"}, raceDelay: time.Millisecond})
+	defer app.Close()
 	cfg := bench.Config{
-		URL:         "http://127.0.0.1:8080",
-		Requests:    5000,
-		Concurrency: 100,
-		Stock:       1000,
-		Progress:    os.Stderr,
+		URL:         app.URL,
+		Locks:       []string{"none", "atomic"},
+		Requests:    300,
+		Concurrency: 30,
+		Stock:       100,
 	}
 	started := time.Now()
 	rows, err := bench.Run(context.Background(), cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := bench.WriteTable(os.Stdout, rows); err != nil {
+	for _, r := range rows {
+		switch {
+		case r.Verdict != bench.VerdictSafe: // how much varies from run to run
+			fmt.Printf("%-6s %-8s %s\n", r.Lock, r.Endpoint, r.Verdict)
+		case r.Endpoint == bench.EndpointSale:
+			fmt.Printf("%-6s %-8s %s: %d sold of %d, %d left, %d answered 409\n", r.Lock, r.Endpoint, r.Verdict, r.OK, r.Initial, r.Remaining, r.Codes["409"])
+		default:
+			fmt.Printf("%-6s %-8s %s: %d increments, num %d\n", r.Lock, r.Endpoint, r.Verdict, r.OK, r.Num)
+		}
+	}
+
+	dir, err := os.MkdirTemp("", "bench-example-")
+	if err != nil {
 		log.Fatal(err)
 	}
+	defer os.RemoveAll(dir)
 	meta := bench.NewMeta(cfg, started)
-	meta.Notes = append(meta.Notes, "3 app instances behind nginx, one Redis")
-	if _, _, err := bench.WriteReports("results", rows, meta); err != nil {
+	meta.Notes = append(meta.Notes, "the package's fake app")
+	js, md, err := bench.WriteReports(dir, rows, meta)
+	if err != nil {
 		log.Fatal(err)
 	}
+	fmt.Println("reports:", filepath.Ext(js), filepath.Ext(md))
+	// Output:
+	// none   sale     OVERSOLD
+	// none   testLock LOST UPDATES
+	// atomic sale     SAFE: 100 sold of 100, 0 left, 200 answered 409
+	// atomic testLock SAFE: 300 increments, num 300
+	// reports: .json .md
 }
 
 func ExampleJudge() {
