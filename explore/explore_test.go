@@ -3,6 +3,8 @@ package explore_test
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -102,24 +104,36 @@ func TestFencedSafe(t *testing.T) {
 	}
 }
 
-// fencedReadSrc is inventory's fenced_read.lua: the read that records the
-// token as the highest seen.
-const fencedReadSrc = `-- Read a value under a fencing token
-local highest = tonumber(redis.call("GET", KEYS[1]) or "0")
-local token = tonumber(ARGV[1])
-if token < highest then
+// writeCheck is the part of inventory's fenced_write.lua that refuses a
+// token lower than the highest seen: the fence.
+const writeCheck = `if token < highest then
   return {0, highest}
 end
-if token > highest then
-  redis.call("SET", KEYS[1], ARGV[1])
-end
-return {1, redis.call("GET", KEYS[2]) or "0"}`
+`
+
+// inventoryScript reads one of inventory's Lua scripts as it is in the
+// tree: the planted bug is made from them at test time, so that it
+// follows the scripts that serve rather than a copy that can drift.
+func inventoryScript(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "inventory", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 // TestFindsAPlantedBug plants a bug in the safe rung: its sale reads with
-// the fencing token but writes without checking it. The explorer finds
-// the stale holder's write that lands.
+// the fencing token (inventory's fenced_read.lua) but writes with
+// inventory's fenced_write.lua less its check of the token. The explorer
+// finds the stale holder's write that lands.
 func TestFindsAPlantedBug(t *testing.T) {
-	read := redis.NewScript(fencedReadSrc)
+	write := inventoryScript(t, "fenced_write.lua")
+	if n := strings.Count(write, writeCheck); n != 1 {
+		t.Fatalf("inventory/fenced_write.lua has its token check %d times, want once: the planted bug cannot be made from it:\n%s", n, write)
+	}
+	unchecked := redis.NewScript(strings.Replace(write, writeCheck, "", 1))
+	read := redis.NewScript(inventoryScript(t, "fenced_read.lua"))
 	tg := explore.Target{
 		Name: "fenced-unchecked-write",
 		New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
@@ -127,21 +141,17 @@ func TestFindsAPlantedBug(t *testing.T) {
 		},
 		Faults: explore.Crash | explore.Pause | explore.Slow,
 		Business: func(ctx context.Context, rdb redis.Cmdable, _ *inventory.Store, l lock.Lock) error {
-			res, err := read.Run(ctx, rdb, []string{inventory.StockFence, inventory.KeyStock}, lock.ShapeOf(l).Token).Slice()
+			token := lock.ShapeOf(l).Token
+			res, err := read.Run(ctx, rdb, []string{inventory.StockFence, inventory.KeyStock}, token).Slice()
 			if err != nil || res[0].(int64) != 1 {
 				return err
 			}
-			n, _ := res[1].(string)
-			var stock int64
-			for _, d := range n {
-				stock = 10*stock + int64(d-'0')
+			stock, err := strconv.ParseInt(res[1].(string), 10, 64)
+			if err != nil {
+				return err
 			}
-			_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				p.Set(ctx, inventory.KeyStock, stock-1, 0) // the check forgotten
-				p.Incr(ctx, inventory.KeySold)
-				return nil
-			})
-			return err
+			keys := []string{inventory.StockFence, inventory.KeyStock, inventory.KeySold}
+			return unchecked.Run(ctx, rdb, keys, token, stock-1).Err()
 		},
 	}
 	r := run(t, tg, explore.Config{MaxClients: 2, Budget: 20 * time.Second})
