@@ -14,7 +14,7 @@ import (
 // every call, and Redis hashes it again each time to find the script: two
 // of them per section made a cohort section's pipeline about 1.8 KB. By
 // digest, Redis spends less CPU per cohort request; the throughput moved
-// by less than the noise of a 2-core machine (docs/measurements.md).
+// by less than the noise of a 2-core machine (MEASUREMENTS.md).
 //
 // A pipeline cannot fall back to EVAL the way Script.Run does, since the
 // commands behind a missing script have gone out already. So the store

@@ -75,7 +75,7 @@ func (c *Cohort) Counts() Counts {
 // by default while another instance waits. The bound trades the other
 // instances' wait against the handoffs through Redis: a longer cohort
 // makes the others wait longer, a shorter one pays a handoff through
-// Redis more often (docs/measurements.md, "cohort's bound": measured
+// Redis more often (MEASUREMENTS.md, "cohort's bound": measured
 // against 64 and 8).
 const DefaultCohortBound = 16
 

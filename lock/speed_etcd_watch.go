@@ -20,7 +20,7 @@ import (
 // happens often, the watch starts behind the store, among the "unsynced"
 // watchers that etcd catches up every 100 ms: the waiter hears its
 // predecessor's release up to 100 ms late, and with a watch per
-// acquisition that was most of a run's time (docs/measurements.md, "etcd:
+// acquisition that was most of a run's time (MEASUREMENTS.md, "etcd:
 // one watch per lock per process"; BenchmarkEtcdHandoff). A watch that
 // stays open is caught up once and then hears every release as it
 // commits.

@@ -92,7 +92,7 @@ func TestEtcdWatchesHearDeletesAndEnd(t *testing.T) {
 // turns at one etcd lock with an empty section; handoffs/s is how fast
 // the lock passes from a release to the next holder, and slow/op the
 // share of handoffs that took over 5 ms (a waiter hearing its release
-// late). docs/measurements.md has its figures with a watch per waiter and
+// late). MEASUREMENTS.md has its figures with a watch per waiter and
 // with the watch kept open per lock.
 func BenchmarkEtcdHandoff(b *testing.B) {
 	cli := servertest.Etcd(b)

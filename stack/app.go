@@ -155,7 +155,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 // nginx and the load, hand goroutines between threads that then wait for
 // a core: every lock that is a chain of round trips pays that on every
 // hop. One thread per instance on a 2-core machine used less CPU in the
-// apps and ran the demo faster (docs/measurements.md).
+// apps and ran the demo faster (MEASUREMENTS.md).
 func instanceEnv(masters []string, n int) (env []string, procs, debug string) {
 	for _, kv := range os.Environ() {
 		switch {
@@ -191,7 +191,7 @@ func instanceEnv(masters []string, n int) (env []string, procs, debug string) {
 // thread switch is dear, sysmon then takes a large share of the apps'
 // CPU. Awake, it sleeps up to 10 ms at a time when there is nothing to
 // do. With it, the apps and the load's process used less CPU, and the
-// locks and the atomic sale ran faster (docs/measurements.md;
+// locks and the atomic sale ran faster (MEASUREMENTS.md;
 // golang/go#18236 is about the monitor's tick).
 const AwakeMonitor = "schedtrace=2147483647"
 

@@ -19,7 +19,7 @@ import (
 // thread per core, vegeta's 100 workers hand goroutines between threads
 // that wake each other (futexes, sysmon) on every request: on a 2-core
 // machine it took more CPU, taken from nginx, the apps and Redis, and the
-// locks that poll ran slower than with one thread (docs/measurements.md).
+// locks that poll ran slower than with one thread (MEASUREMENTS.md).
 func LoadProcs(inProcess bool) string {
 	if _, set := os.LookupEnv("GOMAXPROCS"); set || inProcess || runtime.NumCPU() < 2 {
 		return ""
