@@ -23,6 +23,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/internal/cli"
 	"github.com/lockladder/lockladder/internal/stackstate"
 	"github.com/lockladder/lockladder/stack"
@@ -72,7 +73,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stack:", strings.TrimPrefix(err.Error(), "stack: "))
-		os.Exit(1)
+		os.Exit(bound.ExitCode(err)) // 2: a flag refused before anything started
 	}
 }
 
@@ -97,7 +98,7 @@ func parseFlags(cmd string, args []string) (options, error) {
 	fs := flag.NewFlagSet("stack "+cmd, flag.ContinueOnError)
 	finish := cli.StackFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return options{}, err
+		return options{}, bound.Usage(err)
 	}
 	return finish(fs.Args())
 }
