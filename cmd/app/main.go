@@ -19,6 +19,7 @@ import (
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/internal/appwire"
 	"github.com/lockladder/lockladder/internal/bound"
+	"github.com/lockladder/lockladder/internal/httplimit"
 	"github.com/lockladder/lockladder/internal/origin"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
@@ -122,15 +123,13 @@ func run() error {
 		cfg.Optimistic = clients.Optimistic
 	}
 	router := handlers.New(cfg)
-	srv := &http.Server{
-		Addr:              *addr,
-		Handler:           router,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      *lockWait + 30*time.Second,
-		IdleTimeout:       90 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-	}
+	srv := httplimit.Bound(&http.Server{
+		Addr:         *addr,
+		Handler:      router,
+		ReadTimeout:  10 * time.Second,
+		WriteTimeout: *lockWait + 30*time.Second,
+		IdleTimeout:  90 * time.Second,
+	})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
