@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
@@ -23,23 +24,25 @@ import (
 // (no sku=) is not looked up: its keys are fixed, and the bench and the
 // scenarios reset it first.
 //
-// The items found are remembered, up to maxKnownItems, so that a request
-// for one costs no round trip: nothing deletes an item. An item not
+// The items found are remembered, up to maxKnownItems and for at most
+// knownFor, so that a request for one costs no round trip. An item not
 // found is asked of Redis again each time and never remembered, so a
 // client that names a new sku per request grows nothing here either. (A
 // Redis emptied behind the app's back, restarted without its data,
 // leaves remembered items that are gone: a sale of one finds no stock,
 // as it did before this check, and there are at most maxKnownItems.)
 //
-// How many items exist is bounded too: /reset notes the items it makes
-// in a set in Redis (ItemsKey), shared by the instances, and refuses to
-// make more than Config.MaxItems at once (a 409 too_many_items naming the
-// bound, nothing made). Each item's keys stay in Redis: nothing drops an
-// item, and an item made stays one of the bound. The bench's items, "1"
-// to "K" (/reset?skus=K), are the same items run after run.
+// How many items exist is bounded too: /reset notes the items it makes,
+// with when, in a sorted set in Redis (ItemsKey), shared by the
+// instances, and refuses to make more than Config.MaxItems at once (a
+// 409 too_many_items naming the bound, nothing made). So that the bound
+// is never used up for good, an item not made again (reset) for ItemIdle
+// is dropped, its keys deleted, when a /reset needs its room (dropIdle).
+// The bench's items, "1" to "K" (/reset?skus=K), are the same items run
+// after run, reset at each.
 type items struct {
 	mu    sync.RWMutex
-	known map[string]struct{}
+	known map[string]time.Time // when found
 	// registry is the Redis of ItemsKey; nil: items are not counted.
 	registry redis.Cmdable
 }
@@ -53,13 +56,31 @@ const maxKnownItems = 4 * inventory.MaxSKUs
 // (/reset?skus=K, K up to inventory.MaxSKUs) and as many more named ones.
 const DefaultMaxItems = 2 * inventory.MaxSKUs
 
-// ItemsKey is the set, in the main Redis, of the items /reset made.
-const ItemsKey = "lab:items"
+// ItemsKey is the sorted set, in the main Redis, of the items /reset
+// made, each scored by when it was last made (Unix ms).
+const ItemsKey = "lab:items:made"
+
+// ItemIdle is how long an item stays one of the bound after its last
+// reset, at least: longer than a run may hold the run guard, so no item
+// a run has reset is dropped under it.
+const ItemIdle = 30 * time.Minute
+
+// knownFor is how long an instance trusts that an item it found exists:
+// another instance may have dropped it since.
+const knownFor = time.Minute
+
+// maxDrop is the most idle items one refused /reset drops.
+const maxDrop = 2 * inventory.MaxSKUs
 
 //go:embed items_make.lua
 var itemsMakeSrc string
 
 var itemsMake = redis.NewScript(itemsMakeSrc)
+
+//go:embed items_forget.lua
+var itemsForgetSrc string
+
+var itemsForget = redis.NewScript(itemsForgetSrc)
 
 // makeItems notes skus as items that exist before a /reset makes them:
 // true when it may go on (the lab's item, or no count kept, or the items
@@ -71,12 +92,19 @@ func (h *handler) makeItems(c *gin.Context, skus []string) bool {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
-	args := make([]any, 0, len(skus)+1)
-	args = append(args, h.cfg.MaxItems)
+	args := make([]any, 0, len(skus)+2)
+	args = append(args, h.cfg.MaxItems, time.Now().UnixMilli())
 	for _, s := range skus {
 		args = append(args, s)
 	}
 	res, err := itemsMake.Run(ctx, h.items.registry, []string{ItemsKey}, args...).Int64Slice()
+	if err == nil && len(res) == 2 && res[0] == 0 {
+		var dropped int
+		if dropped, err = h.items.dropIdle(ctx, time.Now().Add(-ItemIdle)); err == nil && dropped > 0 {
+			args[1] = time.Now().UnixMilli()
+			res, err = itemsMake.Run(ctx, h.items.registry, []string{ItemsKey}, args...).Int64Slice()
+		}
+	}
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("the count of items answered %v", res)
 	}
@@ -103,8 +131,8 @@ func (h *handler) makeItems(c *gin.Context, skus []string) bool {
 func (it *items) knows(sku string) bool {
 	it.mu.RLock()
 	defer it.mu.RUnlock()
-	_, ok := it.known[sku]
-	return ok
+	found, ok := it.known[sku]
+	return ok && time.Since(found) < knownFor
 }
 
 // remember notes that sku exists, while there is room.
@@ -112,10 +140,10 @@ func (it *items) remember(sku string) {
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	if it.known == nil {
-		it.known = make(map[string]struct{})
+		it.known = make(map[string]time.Time)
 	}
-	if len(it.known) < maxKnownItems {
-		it.known[sku] = struct{}{}
+	if _, ok := it.known[sku]; ok || len(it.known) < maxKnownItems {
+		it.known[sku] = time.Now()
 	}
 }
 
@@ -148,4 +176,38 @@ func (h *handler) itemExists(c *gin.Context, sku, lock, reason string) bool {
 	}
 	h.items.remember(sku)
 	return true
+}
+
+// dropIdle drops the items last made before cutoff (at most maxDrop):
+// each item's keys are deleted, then the item is forgotten unless a
+// /reset made it again meanwhile. (The registry and an item's keys are
+// in different slots of a cluster, so the two steps are not one script:
+// a /reset of an item idle for ItemIdle landing between them keeps the
+// item counted without its keys, a 404 until its next reset.) It
+// returns how many it forgot.
+func (it *items) dropIdle(ctx context.Context, cutoff time.Time) (int, error) {
+	before := strconv.FormatInt(cutoff.UnixMilli(), 10)
+	idle, err := it.registry.ZRangeByScore(ctx, ItemsKey, &redis.ZRangeBy{Min: "-inf", Max: "(" + before, Count: maxDrop}).Result()
+	if err != nil {
+		return 0, err
+	}
+	dropped := 0
+	for _, sku := range idle {
+		k := inventory.ItemOf(sku)
+		// One item's keys share its hash tag: one DEL, in a cluster too.
+		if err := it.registry.Del(ctx, append([]string{k.Stock, k.Sold, k.Num}, k.LockKeys()...)...).Err(); err != nil {
+			return dropped, err
+		}
+		n, err := itemsForget.Run(ctx, it.registry, []string{ItemsKey}, sku, before).Int()
+		if err != nil {
+			return dropped, err
+		}
+		dropped += n
+	}
+	it.mu.Lock()
+	for _, sku := range idle {
+		delete(it.known, sku)
+	}
+	it.mu.Unlock()
+	return dropped, nil
 }

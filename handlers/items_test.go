@@ -1,9 +1,18 @@
 package handlers_test
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/handlers"
+	"github.com/lockladder/lockladder/inventory"
 )
 
 // TestSkuSellsThatItemOnly: under every lock, sku=ID sells and counts
@@ -92,4 +101,49 @@ func mustDo(t *testing.T, e *env, method, target string, code int) (int, map[str
 		t.Fatalf("%s %s: %d %v, want %d", method, target, got, body, code)
 	}
 	return got, h, body
+}
+
+// TestIdleItemsAreDropped: the bound of items is never used up for good.
+// Once MaxItems exist, an item not reset for ItemIdle is dropped when a
+// /reset needs its room: its keys deleted, the new item made; items
+// reset within ItemIdle stay, and while none is idle the bound holds (a
+// 409 too_many_items that changes nothing).
+func TestIdleItemsAreDropped(t *testing.T) {
+	e := newEnvRedis(t, func(c *handlers.Config, rdb *redis.Client) { c.Redis, c.MaxItems = rdb, 3 })
+	mustDo(t, e, "POST", "/reset?stock=5&skus=3", 200)
+	mustDo(t, e, "POST", "/sale?lock=lua&sku=1", 200)
+	before := e.mr.Dump()
+	if code, _, body := e.do(t, "POST", "/reset?stock=5&sku=new"); code != 409 || body["reason"] != contract.ReasonTooManyItems {
+		t.Fatalf("a 4th item with none idle: %d %v, want 409 too_many_items", code, body)
+	}
+	if after := e.mr.Dump(); after != before {
+		t.Fatalf("a refused reset changed Redis:\nbefore %s\nafter  %s", before, after)
+	}
+
+	// Items 1 and 2 were last made longer than ItemIdle ago; 3 was not.
+	old := float64(time.Now().Add(-handlers.ItemIdle - time.Minute).UnixMilli())
+	for _, sku := range []string{"1", "2"} {
+		if err := e.rdb.ZAdd(context.Background(), handlers.ItemsKey, redis.Z{Score: old, Member: sku}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustDo(t, e, "POST", "/reset?stock=7&sku=new", 200)
+	if _, _, body := mustDo(t, e, "GET", "/stock?sku=new", 200); body["stock"] != 7.0 {
+		t.Errorf("the new item: %v, want stock 7", body)
+	}
+	for _, sku := range []string{"1", "2"} {
+		k := inventory.ItemOf(sku)
+		if n := e.rdb.Exists(context.Background(), append([]string{k.Stock, k.Sold, k.Num}, k.LockKeys()...)...).Val(); n != 0 {
+			t.Errorf("idle item %s: %d of its keys left", sku, n)
+		}
+	}
+	if got := e.rdb.ZRange(context.Background(), handlers.ItemsKey, 0, -1).Val(); !slices.Equal(got, []string{"3", "new"}) {
+		t.Errorf("items now %v, want 3 and new", got)
+	}
+	mustDo(t, e, "GET", "/stock?sku=3", 200)
+	// The room the idle items left is there for one more; then the bound.
+	mustDo(t, e, "POST", "/reset?stock=5&sku=other", 200)
+	if code, _, body := e.do(t, "POST", "/reset?stock=5&sku=more"); code != 409 || body["reason"] != contract.ReasonTooManyItems {
+		t.Errorf("a 4th item with none idle: %d %v, want 409 too_many_items", code, body)
+	}
 }

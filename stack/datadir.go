@@ -119,3 +119,26 @@ func (r *dataRoot) remove() error {
 	}
 	return os.RemoveAll(r.dir)
 }
+
+// DataDir is the tmpfs dir the back ends keep their data in, or "" when
+// they keep it in the run dir (or there are none).
+func (s *Stack) DataDir() string {
+	if s.data == nil || !s.data.shm {
+		return ""
+	}
+	return s.data.dir
+}
+
+// RemoveData removes the tmpfs data dir that the stack supervised by pid
+// left behind (it died before its Stop), and says whether there was one.
+// Only a dir named as newDataRoot names that stack's is removed, so a
+// state file edited by hand cannot have anything else deleted.
+func RemoveData(dir string, pid int) (bool, error) {
+	if filepath.Dir(dir) != shmDir || !strings.HasPrefix(filepath.Base(dir), "lockladder-"+strconv.Itoa(pid)+"-") {
+		return false, fmt.Errorf("not a data dir of the stack of pid %d (%s/lockladder-%d-*): left alone", pid, shmDir, pid)
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return true, os.RemoveAll(dir)
+}

@@ -49,7 +49,8 @@ import (
 // back as Redis does. There is no cjson, cmsgpack or bit.
 //
 // Any client may send a script, so it runs sandboxed as in Redis
-// (sandbox, below): no file or OS access, at most scriptTimeout, and
+// (sandbox, below): no file or OS access, at most scriptTimeout and
+// about scriptMemory (minilua_memory.go), and
 // nothing it changes in the state outlives it. Scripts never reach
 // miniredis's own script engine, which has none of that: the hook
 // answers every EVAL, and a script's redis.call of EVAL is refused.
@@ -234,6 +235,9 @@ func (s *scripts) load(src string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("ERR Error compiling script (new function): %v", err)
 	}
+	if err := checkConcat(proto); err != nil {
+		return "", err
+	}
 	s.mu.Lock()
 	s.protos[sha] = proto
 	s.mu.Unlock()
@@ -285,16 +289,22 @@ func (s *scripts) eval(c *mserver.Peer, cmd string, args []string) {
 	s.rw.Lock()
 	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 	l.SetContext(ctx)
+	mem := watchMemory(cancel)
 	l.Push(l.NewFunctionFromProto(proto))
 	err = l.PCall(0, 1, nil)
 	l.RemoveContext()
+	overMemory := mem.stop() && err != nil
 	killed := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
 	s.rw.Unlock()
-	if killed {
+	if killed || overMemory {
 		// Stopped between two instructions, wherever it was: a fresh
 		// state serves the next script.
 		s.discard(st)
+		if overMemory {
+			c.WriteError(fmt.Sprintf(errScriptMemory, scriptMemory>>20))
+			return
+		}
 		c.WriteError(fmt.Sprintf(errScriptTimeout, scriptTimeout))
 		return
 	}
@@ -354,6 +364,7 @@ func (s *scripts) newState() *scriptState {
 		l.Call(1, 0)
 	}
 	sandbox(l)
+	boundLibs(l)
 	st := &scriptState{l: l, call: &scriptCall{}}
 	st.call.w = bufio.NewWriter(&st.call.buf)
 	st.call.peer = mserver.NewPeer(st.call.w)

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/lockladder/lockladder/internal/httplimit"
 )
 
 // directive is one nginx directive; block is non-nil for "name args { ... }".
@@ -321,11 +324,18 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 	// Logs into dir, temp files into temp; the source's user is dropped
 	// (see the user line below; unprivileged nginx ignores user).
 	http.block = drop(http.block, "access_log", "error_log",
+		"client_header_timeout", "client_header_buffer_size", "large_client_header_buffers",
 		"client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path")
 	// nginx creates each temp dir (the last path element) itself.
 	tempPath := func(kind string) string { return filepath.Join(temp, "nginx-"+kind+"-temp") }
 	http.block = append([]*directive{
 		{name: "access_log", args: []string{"off"}},
+		// The header bounds of the lab's Go servers (internal/httplimit),
+		// whatever the source says: a slow header is cut, a huge one
+		// refused.
+		{name: "client_header_timeout", args: []string{fmt.Sprintf("%ds", int(httplimit.HeaderTimeout/time.Second))}},
+		{name: "client_header_buffer_size", args: []string{"1k"}},
+		{name: "large_client_header_buffers", args: []string{"4", fmt.Sprintf("%dk", httplimit.Accepted>>10)}},
 		{name: "client_body_temp_path", args: []string{tempPath("client-body")}},
 		{name: "proxy_temp_path", args: []string{tempPath("proxy")}},
 		{name: "fastcgi_temp_path", args: []string{tempPath("fastcgi")}},

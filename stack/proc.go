@@ -15,6 +15,13 @@ import (
 	"time"
 )
 
+// NoDeathSignalEnv, set to 1 in the supervisor's environment, starts its
+// children without the parent-death signal, as outside Linux
+// (proc_other.go): a killed supervisor then leaves its servers running.
+// Tests set it to show that `stack down` itself, not the kernel, stops
+// them.
+const NoDeathSignalEnv = "LOCKLADDER_NO_DEATH_SIGNAL"
+
 // stopGrace is how long a process gets between SIGTERM and SIGKILL.
 const stopGrace = 5 * time.Second
 

@@ -1,6 +1,9 @@
 package stack
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // sysProcAttr puts each child in its own process group (stopped as a group)
 // and has the kernel send it deathSig if the supervising process dies, so
@@ -9,5 +12,8 @@ import "syscall"
 // the Go runtime does not end threads of goroutines that are not locked to
 // them, so in practice it is the process.)
 func sysProcAttr(deathSig syscall.Signal) *syscall.SysProcAttr {
+	if os.Getenv(NoDeathSignalEnv) == "1" {
+		deathSig = 0
+	}
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: deathSig}
 }

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockladder/lockladder/internal/httplimit"
 )
 
 // newProxy returns the built-in load balancer's handler: round robin over
@@ -193,11 +195,10 @@ func (p *proxyServer) start(context.Context) error {
 			h.ServeHTTP(w, r)
 		})
 	}
-	p.srv = &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	p.srv = httplimit.Bound(&http.Server{
+		Handler:     handler,
+		IdleTimeout: 120 * time.Second,
+	})
 	go func() {
 		defer close(p.done)
 		p.srv.Serve(ln)

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/lockladder/lockladder/internal/httplimit"
 )
 
 // raceServer serves Config.Races in this process, on a loopback port of
@@ -27,7 +29,7 @@ func (r *raceServer) start(context.Context) error {
 		return fmt.Errorf("stack: race server: %w", err)
 	}
 	r.ln, r.done = ln, make(chan struct{})
-	r.srv = &http.Server{Handler: r.h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	r.srv = httplimit.Bound(&http.Server{Handler: r.h, IdleTimeout: 120 * time.Second})
 	go func() {
 		defer close(r.done)
 		r.srv.Serve(ln)

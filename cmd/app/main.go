@@ -18,6 +18,8 @@ import (
 
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/internal/appwire"
+	"github.com/lockladder/lockladder/internal/bound"
+	"github.com/lockladder/lockladder/internal/httplimit"
 	"github.com/lockladder/lockladder/internal/origin"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
@@ -27,7 +29,7 @@ func main() {
 	handlers.ResumeIfAsked() // this binary also resumes itself after fault=pause
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "app:", err)
-		os.Exit(1)
+		os.Exit(bound.ExitCode(err)) // 2: a flag refused before anything started
 	}
 }
 
@@ -55,23 +57,32 @@ func run() error {
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", flag.Args())
+		return bound.Usagef("unexpected arguments %q", flag.Args())
 	}
 	if *name == "" {
 		*name = *addr
 	}
-	if *redisRetries < -1 {
-		return fmt.Errorf("-redis-retries %d: want -1 (none) or more", *redisRetries)
+	if err := bound.First(
+		bound.Addr("addr", *addr),
+		bound.Duration("lock-ttl", *lockTTL, bound.MaxTimeout),
+		bound.Duration("lock-wait", *lockWait, bound.MaxTimeout),
+		bound.Duration("retry", *retry, time.Minute),
+		bound.Duration("redis-timeout", *redisTimeout, time.Minute),
+		bound.IntIn("pool", *pool, 1, bound.MaxPool),
+		bound.IntIn("redis-retries", *redisRetries, -1, 10),
+		bound.DurationIn("clock-skew", *clockSkew, -bound.MaxTimeout, bound.MaxTimeout),
+	); err != nil {
+		return err
 	}
 	allowed, err := origin.ParseHosts(*hosts)
 	if err != nil {
-		return fmt.Errorf("-hosts: %w", err)
+		return bound.Usagef("-hosts: %w", err)
 	}
 	var waitMode lock.WaitMode
 	if *wait != "" {
 		m, err := lock.ParseWaitMode(*wait)
 		if err != nil {
-			return fmt.Errorf("-wait: %w", err)
+			return bound.Usagef("-wait: %w", err)
 		}
 		waitMode = m
 	}
@@ -112,15 +123,13 @@ func run() error {
 		cfg.Optimistic = clients.Optimistic
 	}
 	router := handlers.New(cfg)
-	srv := &http.Server{
-		Addr:              *addr,
-		Handler:           router,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      *lockWait + 30*time.Second,
-		IdleTimeout:       90 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-	}
+	srv := httplimit.Bound(&http.Server{
+		Addr:         *addr,
+		Handler:      router,
+		ReadTimeout:  10 * time.Second,
+		WriteTimeout: *lockWait + 30*time.Second,
+		IdleTimeout:  90 * time.Second,
+	})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/lockladder/lockladder/explore"
+	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/internal/cli"
 )
 
@@ -25,13 +26,21 @@ func runExplore(ctx context.Context, args []string) error {
 	maxFaults := fs.Int("max-faults", 0, "faults per schedule (default 1)")
 	replay := fs.Bool("replay", true, "replay each counterexample on a real redis-server (started on a free loopback port)")
 	if err := fs.Parse(args); err != nil {
+		return bound.Usage(err)
+	}
+	if err := bound.First(
+		bound.Duration("budget", *budget, bound.MaxTimeout),
+		bound.IntIn("depth", *depth, 0, 64),
+		bound.IntIn("clients", *clients, 0, 8),
+		bound.IntIn("max-faults", *maxFaults, 0, 4),
+	); err != nil {
 		return err
 	}
 	cfg := explore.Config{Budget: *budget, Depth: *depth, MaxClients: *clients, MaxFaults: *maxFaults}
 	if *faults != "" {
 		f, err := explore.ParseFaults(*faults)
 		if err != nil {
-			return err
+			return bound.Usage(err)
 		}
 		cfg.Faults = f
 	}

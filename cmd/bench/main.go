@@ -36,6 +36,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/internal/cli"
 )
 
@@ -50,7 +51,7 @@ func main() {
 	if err != nil {
 		// The bench and suite packages' errors say "bench: " already.
 		fmt.Fprintln(os.Stderr, "bench:", strings.TrimPrefix(err.Error(), "bench: "))
-		os.Exit(1)
+		os.Exit(bound.ExitCode(err)) // 2: a flag refused before anything started
 	}
 }
 
@@ -69,7 +70,7 @@ func dispatch(ctx context.Context, args []string) error {
 			return cmd(ctx, args[1:])
 		}
 		if !strings.HasPrefix(args[0], "-") {
-			return fmt.Errorf("no subcommand %q (bench run, bench matrix, bench chaos or bench explore; bench -h)", args[0])
+			return bound.Usagef("no subcommand %q (bench run, bench matrix, bench chaos or bench explore; bench -h)", args[0])
 		}
 	}
 	return runBench(ctx, args)
@@ -87,7 +88,7 @@ func refuseOldForm(args []string) error {
 			continue
 		}
 		rest := append(append([]string{}, args[:i]...), args[i+1:]...)
-		return fmt.Errorf("-%s is now a subcommand: bench %s", name, strings.TrimSpace(name+" "+strings.Join(rest, " ")))
+		return bound.Usagef("-%s is now a subcommand: bench %s", name, strings.TrimSpace(name+" "+strings.Join(rest, " ")))
 	}
 	return nil
 }

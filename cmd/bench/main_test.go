@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/lockladder/lockladder/internal/bound"
 )
 
 // The flags that became subcommands are refused with the command to type.
@@ -34,5 +37,33 @@ func TestUnknownSubcommand(t *testing.T) {
 	}
 	if err := dispatch(t.Context(), []string{"-matrix"}); err == nil || !strings.Contains(err.Error(), "bench matrix") {
 		t.Fatalf("error %v, want bench matrix named", err)
+	}
+}
+
+// Every subcommand refuses a flag out of its bounds before it starts
+// anything (no stack, no run: the context is already cancelled, so
+// anything started would fail otherwise), as a usage error: exit 2.
+func TestFlagsRefusedBeforeAnythingStarts(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-c", "100000000"}, "-c 100000000: want 1 to 1000"},
+		{[]string{"run", "-lb-port", "70000"}, "-lb-port 70000"},
+		{[]string{"matrix", "-masters", "100000"}, "-masters 100000: want 0 to 15"},
+		{[]string{"chaos", "-timeout", "-1s"}, "-timeout -1s: want more than 0"},
+		{[]string{"chaos", "-trials", "0"}, "-trials 0: want 1 to 1000"},
+		{[]string{"explore", "-budget", "0s"}, "-budget 0s: want more than 0"},
+		{[]string{"explore", "-clients", "100"}, "-clients 100: want 0 to 8"},
+		{[]string{"nope"}, "no subcommand"},
+	} {
+		err := dispatch(ctx, tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		} else if c := bound.ExitCode(err); c != 2 {
+			t.Errorf("%v: %v: exit code %d, want 2", tc.args, err, c)
+		}
 	}
 }

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/internal/cli"
 	"github.com/lockladder/lockladder/race"
 	"github.com/lockladder/lockladder/stack"
@@ -28,7 +28,7 @@ func runMatrix(ctx context.Context, args []string) error {
 	}
 	set := setFlags(fs)
 	if set["wait"] {
-		return errors.New("matrix takes no -wait: its requests wait as docs/scenarios.md says")
+		return bound.Usagef("matrix takes no -wait: its requests wait as docs/scenarios.md says")
 	}
 	cfg := suite.MatrixConfig{
 		Scenarios:   cli.Split(*scenarios),
@@ -47,7 +47,7 @@ func runMatrix(ctx context.Context, args []string) error {
 	}
 	for _, s := range cfg.Scenarios {
 		if _, err := suite.LookupScenario(s); err != nil {
-			return err
+			return bound.Usage(err)
 		}
 	}
 	fmt.Printf("matrix: %d requests at %d concurrent per run, stock %d, each scenario on a fresh stack\n",
@@ -70,10 +70,13 @@ func runChaos(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := bound.First(bound.IntIn("repeats", *repeats, 1, 1000), bound.IntIn("trials", *trials, 1, 1000)); err != nil {
+		return err
+	}
 	set := setFlags(fs)
 	for _, f := range []string{"wait", "endpoints"} {
 		if set[f] {
-			return fmt.Errorf("chaos takes no -%s: it starts a stack per fault and loads /sale", f)
+			return bound.Usagef("chaos takes no -%s: it starts a stack per fault and loads /sale", f)
 		}
 	}
 	cfg := suite.ChaosConfig{Repeats: *repeats, Trials: *trials, Seed: *seed,
@@ -82,7 +85,7 @@ func runChaos(ctx context.Context, args []string) error {
 	for _, f := range cli.Split(*faults) {
 		n, err := strconv.Atoi(f)
 		if err != nil {
-			return fmt.Errorf("-faults: %q is not a fault number (1 to 8)", f)
+			return bound.Usagef("-faults: %q is not a fault number (1 to 8)", f)
 		}
 		cfg.Faults = append(cfg.Faults, n)
 	}

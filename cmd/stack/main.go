@@ -8,7 +8,7 @@
 //
 // up re-runs this binary as `stack run` in a new session with its output in
 // .run/stack.log; run records itself and every process it started in
-// .run/stack.json, which down reads.
+// .run/stack.json (package stackstate), which down reads.
 package main
 
 import (
@@ -23,7 +23,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/internal/cli"
+	"github.com/lockladder/lockladder/internal/stackstate"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -33,7 +35,11 @@ func main() {
 		usage(os.Stderr)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed terminal (SIGHUP), or a gone reader of a piped output
+	// (SIGPIPE, ignored: the write fails, the stop goes on), stops the
+	// stack as Ctrl-C does, not the supervisor alone.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	cmd, args := os.Args[1], os.Args[2:]
 	var err error
@@ -53,7 +59,7 @@ func main() {
 	case "down":
 		var o options
 		if o, err = parseFlags(cmd, args); err == nil {
-			err = down(o)
+			err = stackstate.Down(o.State, os.Stdout)
 		}
 	case "-h", "-help", "--help", "help":
 		usage(os.Stdout)
@@ -67,7 +73,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stack:", strings.TrimPrefix(err.Error(), "stack: "))
-		os.Exit(1)
+		os.Exit(bound.ExitCode(err)) // 2: a flag refused before anything started
 	}
 }
 
@@ -92,7 +98,7 @@ func parseFlags(cmd string, args []string) (options, error) {
 	fs := flag.NewFlagSet("stack "+cmd, flag.ContinueOnError)
 	finish := cli.StackFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return options{}, err
+		return options{}, bound.Usage(err)
 	}
 	return finish(fs.Args())
 }
@@ -102,10 +108,11 @@ func parseFlags(cmd string, args []string) (options, error) {
 var errDone = errors.New("done")
 
 // run starts the stack, prints what runs, records it in the state file,
-// calls hook (if any) and then serves until ctx ends (SIGINT/SIGTERM), or
-// at once if hook returns errDone. Everything is stopped before it returns.
+// calls hook (if any) and then serves until ctx ends (SIGINT, SIGTERM or
+// SIGHUP: a closed terminal), or at once if hook returns errDone.
+// Everything is stopped before it returns.
 func run(ctx context.Context, o options, hook func(context.Context, *stack.Stack) error) (err error) {
-	if st, ok := liveState(o.State); ok {
+	if st, ok := stackstate.Live(o.State, os.Stderr); ok {
 		return fmt.Errorf("a stack is already up at %s (pid %d): stop it with `stack down` first", st.URL, st.Pid)
 	}
 	if err := prepareRunDir(o.Dir); err != nil {
@@ -128,13 +135,13 @@ func run(ctx context.Context, o options, hook func(context.Context, *stack.Stack
 		}
 	}()
 	fmt.Println("url:", s.URL())
-	if err := writeState(o.State, s); err != nil {
+	if err := stackstate.Write(o.State, s); err != nil {
 		close(stateDone)
 		return err
 	}
 	go func() {
 		defer close(stateDone)
-		keepState(stateCtx, o.State, s)
+		stackstate.Keep(stateCtx, o.State, s)
 	}()
 	if hook != nil {
 		if err := hook(ctx, s); errors.Is(err, errDone) {

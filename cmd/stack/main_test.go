@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/internal/stackstate"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -42,7 +43,7 @@ func TestUpDown(t *testing.T) {
 	out := stackCmd(append([]string{"up"}, append(flags, "--", "-lock-ttl", "3s")...)...)
 	t.Cleanup(func() { exec.Command(filepath.Join(bin, "stack"), "down", "-dir", dir).Run() })
 	t.Log(out)
-	st, err := readState(filepath.Join(dir, "stack.json"))
+	st, err := stackstate.Read(filepath.Join(dir, "stack.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestUpDown(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "stack.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("state file left behind: %v", err)
 	}
-	for _, p := range append(st.Procs, procRef{st.Pid, st.Start}) {
+	for _, p := range append(st.Procs, stackstate.Proc{Pid: st.Pid, Start: st.Start}) {
 		// The supervisor's parent is init here, which may reap it late.
 		for end := time.Now().Add(5 * time.Second); stack.ProcAlive(p.Pid, p.Start) && time.Now().Before(end); {
 			time.Sleep(20 * time.Millisecond)

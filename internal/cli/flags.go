@@ -3,9 +3,7 @@
 package cli
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/race"
 	"github.com/lockladder/lockladder/stack"
@@ -53,29 +52,23 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		o.Config.AppArgs = appArgs
 		o.Config.LBAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(o.LBPort))
 		o.Config.RedisAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(*redisPort))
-		if o.Config.Instances < 1 {
-			return o, fmt.Errorf("-instances %d: want at least 1", o.Config.Instances)
+		if err := checkStack(o, *redisPort, *masters, *cluster); err != nil {
+			return o, err
 		}
-		switch {
-		case *masters < 0:
-			return o, fmt.Errorf("-masters %d: want 0 (none) or more", *masters)
-		case *masters == 0:
+		if *masters == 0 {
 			o.Config.Masters = -1 // stack.Config's "none"
-		default:
+		} else {
 			o.Config.Masters = *masters
 		}
-		switch {
-		case *cluster < 0 || *cluster == 1 || *cluster == 2:
-			return o, fmt.Errorf("-cluster %d: want 0 (one Redis) or 3 masters or more", *cluster)
-		case *cluster > 0 && *redisMode == "embedded":
-			return o, errors.New("-cluster needs redis-server: the embedded miniredis (-redis embedded) has no cluster mode")
+		if *cluster > 0 && *redisMode == "embedded" {
+			return o, bound.Usagef("-cluster needs redis-server: the embedded miniredis (-redis embedded) has no cluster mode")
 		}
 		o.Config.Cluster = *cluster
 		switch *redisMode {
 		case "auto", "real", "embedded":
 			o.Config.Redis = stack.Mode(*redisMode)
 		default:
-			return o, fmt.Errorf("-redis %q: want auto, real or embedded", *redisMode)
+			return o, bound.Usagef("-redis %q: want auto, real or embedded", *redisMode)
 		}
 		for _, b := range []struct {
 			flag, value string
@@ -87,7 +80,7 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 			{"etcd", *etcdMode, []stack.Mode{stack.Auto, stack.Real, stack.Embedded, stack.Off}, &o.Config.Etcd},
 		} {
 			if !slices.Contains(b.modes, stack.Mode(b.value)) {
-				return o, fmt.Errorf("-%s %q: want one of %v", b.flag, b.value, b.modes)
+				return o, bound.Usagef("-%s %q: want one of %v", b.flag, b.value, b.modes)
 			}
 			*b.to = stack.Mode(b.value)
 		}
@@ -99,14 +92,14 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		case "builtin", "embedded":
 			o.Config.LB = stack.Embedded
 		default:
-			return o, fmt.Errorf("-lb %q: want auto, nginx or builtin", *lbMode)
+			return o, bound.Usagef("-lb %q: want auto, nginx or builtin", *lbMode)
 		}
 		switch *data {
 		case "auto":
 		case stack.DataMemory, stack.DataDisk:
 			o.Config.Data = *data
 		default:
-			return o, fmt.Errorf("-data %q: want auto, memory or disk", *data)
+			return o, bound.Usagef("-data %q: want auto, memory or disk", *data)
 		}
 		o.Config.Dir = o.Dir
 		o.Config.RequireReal = os.Getenv("CI") == "true"
@@ -115,6 +108,32 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		o.State = filepath.Join(o.Dir, "stack.json")
 		return o, nil
 	}
+}
+
+// checkStack refuses the stack's counts and ports outside their bounds.
+func checkStack(o StackOptions, redisPort, masters, cluster int) error {
+	if cluster != 0 {
+		if err := bound.IntIn("cluster", cluster, 3, bound.MaxCluster); err != nil {
+			return bound.Usagef("%v (or 0: one Redis)", err)
+		}
+	}
+	if err := bound.First(
+		bound.Dir("dir", o.Dir),
+		bound.IntIn("instances", o.Config.Instances, 1, bound.MaxInstances),
+		bound.IntIn("masters", masters, 0, bound.MaxMasters),
+		bound.Port("redis-port", redisPort, true),
+		bound.Port("lb-port", o.LBPort, true),
+		bound.Port("app-port", o.Config.AppBasePort, true),
+	); err != nil {
+		return err
+	}
+	if p := o.Config.AppBasePort; p != 0 && p+o.Config.Instances-1 > 65535 {
+		return bound.Usagef("-app-port %d: the %d instances' ports go past 65535", p, o.Config.Instances)
+	}
+	if cluster > 0 && redisPort != 0 && redisPort+2*cluster-1+10000 > 65535 {
+		return bound.Usagef("-redis-port %d: the cluster's %d nodes' ports, and their bus ports 10000 higher, go past 65535", redisPort, 2*cluster)
+	}
+	return nil
 }
 
 // BenchOptions is a parsed benchmark command line.
@@ -142,19 +161,19 @@ func benchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 	return func() (BenchOptions, error) {
 		o.Config.Locks = Split(*locks)
 		o.Config.Endpoints = Split(*endpoints)
-		if o.Config.Requests < 1 || o.Config.Concurrency < 1 || o.Config.Stock < 1 {
-			return o, fmt.Errorf("-n, -c and -stock must be at least 1 (got %d, %d, %d)",
-				o.Config.Requests, o.Config.Concurrency, o.Config.Stock)
-		}
-		if o.Config.SKUs < 0 || o.Config.SKUs > bench.MaxSKUs || o.Config.SKUs > o.Config.Requests {
-			return o, fmt.Errorf("-skus must be in [0, %d] and at most -n (got %d with -n %d)", bench.MaxSKUs, o.Config.SKUs, o.Config.Requests)
-		}
-		if strings.TrimSpace(o.Out) == "" {
-			return o, fmt.Errorf("-out must name a folder for the reports (default %s)", defaultOut)
+		if err := bound.First(
+			bound.IntIn("n", o.Config.Requests, 1, bound.MaxRequests),
+			bound.IntIn("c", o.Config.Concurrency, 1, bound.MaxConcurrency),
+			bound.IntIn("stock", o.Config.Stock, 1, bound.MaxStock),
+			bound.IntIn("skus", o.Config.SKUs, 0, min(bench.MaxSKUs, o.Config.Requests)),
+			bound.Duration("timeout", o.Config.Timeout, bound.MaxTimeout),
+			bound.Dir("out", o.Out),
+		); err != nil {
+			return o, err
 		}
 		if o.Config.Wait != "" {
 			if _, err := lock.ParseWaitMode(o.Config.Wait); err != nil {
-				return o, fmt.Errorf("-wait: %w", err) // before any stack starts
+				return o, bound.Usagef("-wait: %w", err) // before any stack starts
 			}
 		}
 		o.Config.Progress = os.Stderr
@@ -169,7 +188,7 @@ func ParseStackBench(fs *flag.FlagSet, args []string) (StackOptions, BenchOption
 	finishStack := StackFlags(fs)
 	finishBench := benchFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return StackOptions{}, BenchOptions{}, err
+		return StackOptions{}, BenchOptions{}, bound.Usage(err)
 	}
 	so, err := finishStack(fs.Args())
 	if err != nil {

@@ -3,9 +3,12 @@ package cli_test
 import (
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/internal/cli"
 	"github.com/lockladder/lockladder/stack"
 )
@@ -90,6 +93,44 @@ func TestClusterFlag(t *testing.T) {
 	for _, args := range [][]string{{"-cluster", "2"}, {"-cluster", "-1"}, {"-cluster", "3", "-redis", "embedded"}} {
 		if _, _, err := parse(t, args...); err == nil {
 			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+// Each flag is bounded, refused before anything starts with its name and
+// its bound, as a usage error (exit status 2).
+func TestFlagBounds(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-c", "100000000"}, "-c 100000000: want 1 to 1000"},
+		{[]string{"-n", "100000000"}, "-n 100000000: want 1 to 10000000"},
+		{[]string{"-stock", "0"}, "-stock 0: want 1 to"},
+		{[]string{"-lb-port", "70000"}, "-lb-port 70000: want a port, 1 to 65535"},
+		{[]string{"-redis-port", "-1"}, "-redis-port -1: want a port"},
+		{[]string{"-app-port", "65535"}, "-app-port 65535: the 3 instances' ports go past 65535"},
+		{[]string{"-masters", "100000"}, "-masters 100000: want 0 to 15"},
+		{[]string{"-instances", "1000"}, "-instances 1000: want 1 to 16"},
+		{[]string{"-cluster", "50"}, "-cluster 50: want 3 to 9"},
+		{[]string{"-cluster", "3", "-redis-port", "60000"}, "bus ports"},
+		{[]string{"-timeout", "-1s"}, "-timeout -1s: want more than 0"},
+		{[]string{"-timeout", "0s"}, "-timeout 0s: want more than 0"},
+		{[]string{"-out", file}, "-out " + file + ": want a folder (or one to create), not a file"},
+		{[]string{"-dir", file}, "-dir " + file + ": want a folder"},
+		{[]string{"-no-such-flag"}, "flag provided but not defined"},
+	} {
+		_, _, err := parse(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+			continue
+		}
+		if c := bound.ExitCode(err); c != 2 {
+			t.Errorf("%v: exit code %d, want 2", tc.args, c)
 		}
 	}
 }

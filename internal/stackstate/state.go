@@ -1,4 +1,10 @@
-package main
+// Package stackstate is the state file of cmd/stack (.run/stack.json): the
+// supervisor (a `stack run` process) and every process it started, each
+// with its start time, and the tmpfs dir of the back ends' data, so that
+// `stack down`, or the next `stack run`, can stop exactly those processes
+// and remove that data after the supervisor died without its Stop (a
+// SIGKILL, a crash).
+package stackstate
 
 import (
 	"context"
@@ -12,12 +18,10 @@ import (
 	"github.com/lockladder/lockladder/stack"
 )
 
-// state is .run/stack.json: the supervisor (a `stack run` process) and
-// every process it started (Redis, the redis-server masters, nginx, the
-// instances). Each pid comes with its start time (stack.ProcStart), so
-// down never signals a pid the kernel has since given to an unrelated
-// process.
-type state struct {
+// State is the file's content. Each pid comes with its start time
+// (stack.ProcStart), so nothing here ever signals a pid the kernel has
+// since given to an unrelated process.
+type State struct {
 	Pid       int       `json:"pid"`
 	Start     uint64    `json:"start"`
 	URL       string    `json:"url"`
@@ -25,18 +29,21 @@ type state struct {
 	Redis     string    `json:"redis"`
 	Masters   []string  `json:"masters,omitempty"`
 	Summary   []string  `json:"summary"`
-	Procs     []procRef `json:"procs"`
+	Procs     []Proc    `json:"procs"`
 	Dir       string    `json:"dir"`
+	Data      string    `json:"data,omitempty"` // the back ends' tmpfs data dir, if any
 	Updated   time.Time `json:"updated"`
 }
 
-type procRef struct {
+// Proc is one recorded process: its pid and its start time (0: unknown).
+type Proc struct {
 	Pid   int    `json:"pid"`
 	Start uint64 `json:"start"`
 }
 
-func writeState(path string, s *stack.Stack) error {
-	st := state{
+// Write records s, run by this process, in path (atomically).
+func Write(path string, s *stack.Stack) error {
+	st := State{
 		Pid:       os.Getpid(),
 		Start:     stack.ProcStart(os.Getpid()),
 		URL:       s.URL(),
@@ -45,10 +52,11 @@ func writeState(path string, s *stack.Stack) error {
 		Masters:   s.MasterAddrs(),
 		Summary:   s.Summary(),
 		Dir:       s.Dir(),
+		Data:      s.DataDir(),
 		Updated:   time.Now(),
 	}
 	for _, pid := range s.Pids() {
-		st.Procs = append(st.Procs, procRef{pid, stack.ProcStart(pid)})
+		st.Procs = append(st.Procs, Proc{pid, stack.ProcStart(pid)})
 	}
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
@@ -64,9 +72,9 @@ func writeState(path string, s *stack.Stack) error {
 	return os.Rename(tmp, path)
 }
 
-// keepState rewrites the state file when the supervisor has restarted an
-// instance, so down knows the current pids.
-func keepState(ctx context.Context, path string, s *stack.Stack) {
+// Keep rewrites the state file when the supervisor has restarted an
+// instance, so down knows the current pids, until ctx ends.
+func Keep(ctx context.Context, path string, s *stack.Stack) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	last := s.Pids()
@@ -78,13 +86,14 @@ func keepState(ctx context.Context, path string, s *stack.Stack) {
 		}
 		if pids := s.Pids(); !slices.Equal(pids, last) {
 			last = pids
-			writeState(path, s)
+			Write(path, s)
 		}
 	}
 }
 
-func readState(path string) (state, error) {
-	var st state
+// Read reads the state file at path.
+func Read(path string) (State, error) {
+	var st State
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return st, err
@@ -93,18 +102,4 @@ func readState(path string) (state, error) {
 		return st, fmt.Errorf("%s: %w", path, err)
 	}
 	return st, nil
-}
-
-// liveState returns the recorded stack if its supervisor still runs; a
-// stale state file is removed.
-func liveState(path string) (state, bool) {
-	st, err := readState(path)
-	if err != nil {
-		return st, false
-	}
-	if stack.ProcAlive(st.Pid, st.Start) {
-		return st, true
-	}
-	os.Remove(path)
-	return st, false
 }

@@ -1,8 +1,7 @@
-package main
+package stackstate
 
 import (
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,9 +33,9 @@ func TestDownSignalsOnlyPidsItCanTell(t *testing.T) {
 	}
 	supervisor, unknown, other, ours := sleep(), sleep(), sleep(), sleep()
 	start := func(c *exec.Cmd) uint64 { return stack.ProcStart(c.Process.Pid) }
-	st := state{
+	st := State{
 		Pid: supervisor.Process.Pid, Start: 0, // an old state file, or no /proc when it was written
-		Procs: []procRef{
+		Procs: []Proc{
 			{unknown.Process.Pid, 0},
 			{other.Process.Pid, start(other) + 1}, // its pid given to another process since
 			{ours.Process.Pid, start(ours)},
@@ -51,11 +50,11 @@ func TestDownSignalsOnlyPidsItCanTell(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out := captureStdout(t, func() {
-		if err := down(options{State: path}); err != nil {
-			t.Fatal(err)
-		}
-	})
+	var w strings.Builder
+	if err := Down(path, &w); err != nil {
+		t.Fatal(err)
+	}
+	out := w.String()
 	t.Log(out)
 	for _, c := range []*exec.Cmd{supervisor, unknown, other} {
 		if !stack.ProcAlive(c.Process.Pid, start(c)) {
@@ -75,21 +74,4 @@ func TestDownSignalsOnlyPidsItCanTell(t *testing.T) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("state file left: %v", err)
 	}
-}
-
-// captureStdout returns what f printed.
-func captureStdout(t *testing.T, f func()) string {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := os.Stdout
-	os.Stdout = w
-	defer func() { os.Stdout = saved }()
-	done := make(chan string)
-	go func() { b, _ := io.ReadAll(r); done <- string(b) }()
-	f()
-	w.Close()
-	return <-done
 }

@@ -1,0 +1,29 @@
+// Package httplimit is the request-header bounds of every HTTP server
+// the lab runs (the app, the race port, the built-in load balancer; nginx
+// is given the same in stack/nginxconf.go): a client that sends its
+// header slowly is cut after HeaderTimeout, and a header over a few KB
+// is refused, so no stranger on the host can hold connections open or
+// make a server buffer megabytes.
+package httplimit
+
+import (
+	"net/http"
+	"time"
+)
+
+const (
+	// HeaderTimeout is how long a client has to send a whole header.
+	HeaderTimeout = 5 * time.Second
+	// MaxHeaderBytes is net/http's MaxHeaderBytes: it accepts 4096 bytes
+	// more, so a header of up to 8 KB passes (nginx's buffers, the same).
+	MaxHeaderBytes = 4 << 10
+	// Accepted is the largest header all the lab's servers accept.
+	Accepted = 8 << 10
+)
+
+// Bound sets s's header limits and returns s.
+func Bound(s *http.Server) *http.Server {
+	s.ReadHeaderTimeout = HeaderTimeout
+	s.MaxHeaderBytes = MaxHeaderBytes
+	return s
+}

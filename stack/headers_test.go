@@ -1,0 +1,40 @@
+package stack
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/internal/httplimit/httplimittest"
+)
+
+// The race port refuses a 900 KB header and cuts a slow one within
+// httplimit.HeaderTimeout.
+func TestRaceServerHeaderLimits(t *testing.T) {
+	t.Parallel()
+	r := &raceServer{h: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})}
+	if err := r.start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer r.stop()
+	httplimittest.WantBounded(t, r.addr(), "/race")
+}
+
+// nginx, on the derived config, does the same.
+func TestNginxHeaderLimits(t *testing.T) {
+	t.Parallel()
+	bin, err := LookPath("nginx")
+	needReal(t, "nginx", err)
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer up.Close()
+	n := newNginx(bin, readRepoFile(t, "nginx.conf"), t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := launch(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	defer n.stop()
+	httplimittest.WantBounded(t, n.addr(), "/healthz")
+}
