@@ -100,6 +100,20 @@ type Section struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
+// LockState is GET /lock's answer: the lock key of an item's stock (or,
+// with endpoint=testLock, of its num) as the main Redis holds it now. A
+// race that ends in DEADLOCK reads it to draw the stuck lock: a key a
+// crashed holder left, with its TTL, or none ("no TTL": held for good).
+type LockState struct {
+	Key string `json:"key"`
+	// Held says the key exists: some holder's lock is there.
+	Held bool `json:"held"`
+	// TTLMs is what is left of its lease, in milliseconds; -1: it has
+	// none (setnx's lock, setnx-expire's before its EXPIRE), and only a
+	// DEL frees it. 0 when not held.
+	TTLMs int64 `json:"ttl_ms"`
+}
+
 // Recorder keeps an instance's latest sections, a fixed number of them:
 // recording costs a mutex (and an allocation once every chunk of 1024),
 // and no Redis round trip at all; opened on a file (OpenRecorder), two

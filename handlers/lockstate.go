@@ -11,20 +11,6 @@ import (
 	"github.com/lockladder/lockladder/contract"
 )
 
-// LockState is GET /lock's answer: the lock key of an item's stock (or,
-// with endpoint=testLock, of its num) as the main Redis holds it now. A
-// race that ends in DEADLOCK reads it to draw the stuck lock: a key a
-// crashed holder left, with its TTL, or none ("no TTL": held for good).
-type LockState struct {
-	Key string `json:"key"`
-	// Held says the key exists: some holder's lock is there.
-	Held bool `json:"held"`
-	// TTLMs is what is left of its lease, in milliseconds; -1: it has
-	// none (setnx's lock, setnx-expire's before its EXPIRE), and only a
-	// DEL frees it. 0 when not held.
-	TTLMs int64 `json:"ttl_ms"`
-}
-
 // lockState answers GET /lock?endpoint=sale|testLock[&sku=ID]. It reads
 // the lab's own lock key of the item, in the main Redis (the rungs of
 // other servers keep theirs elsewhere: this says not held), never a key
@@ -61,7 +47,7 @@ func (h *handler) lockState(c *gin.Context) {
 	}
 	// PTTL answers -2 for no key, -1 for a key without a TTL (go-redis
 	// passes them on as durations of -2 and -1 nanoseconds).
-	st := LockState{Key: key}
+	st := contract.LockState{Key: key}
 	switch {
 	case ttl == -1:
 		st.Held, st.TTLMs = true, -1

@@ -370,11 +370,34 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params, held *gu
 			res := Result{Row: o.row}
 			if s.Stage != nil {
 				res.Timeline = newTimeline(o.row, lease)
+				if st := res.Timeline.Stuck; st != nil {
+					s.readStuck(r.Context(), st, p.endpoint)
+				}
 			}
 			event(w, rc, r, "result", res)
 			return
 		}
 	}
+}
+
+// readStuck reads the stuck lock back from Redis (GET /lock through the
+// load balancer): still held, and with what TTL. A lock the instances
+// cannot read (another key, another server) stays not read.
+func (s *Service) readStuck(ctx context.Context, st *Stuck, endpoint string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.LB+"/lock?endpoint="+url.QueryEscape(endpoint), nil)
+	if err != nil {
+		return
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var got contract.LockState
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&got) != nil || got.Key != st.Key {
+		return
+	}
+	st.Read, st.Held, st.TTLMs = true, got.Held, got.TTLMs
 }
 
 // runStaged runs p's scenario on the stack, as the matrix runs it on a

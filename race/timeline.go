@@ -47,6 +47,35 @@ type Timeline struct {
 	// it (lease=); 0: the instances' own, not known here.
 	LeaseMs float64 `json:"lease_ms,omitempty"`
 	Faults  []Fault `json:"faults"`
+	// Verdict is the race's: the page colours what it draws by it.
+	Verdict string `json:"verdict,omitempty"`
+	// Interrupted counts the sections an instance died inside (a crash):
+	// each begun and never ended, drawn to the instance's restart.
+	Interrupted int `json:"interrupted,omitempty"`
+	// Stuck is the lock a DEADLOCK left held: nil when none.
+	Stuck *Stuck `json:"stuck,omitempty"`
+	// GaveUp are the requests that waited for the lock and gave up (a
+	// 503: lock not had in time), [lane, called, answered] (lane -1: no
+	// instance named), the latest MaxGaveUp of them.
+	GaveUp [][3]int64 `json:"gave_up"`
+}
+
+// MaxGaveUp is the most waiters that gave up a timeline carries.
+const MaxGaveUp = 2000
+
+// Stuck is the lock a DEADLOCK left held: the crashed holder's, from its
+// acquisition (the section it died inside) to the end of the race.
+type Stuck struct {
+	Lane    int    `json:"lane"`
+	Section int    `json:"section"` // the interrupted section
+	FromUs  int64  `json:"from_us"`
+	Key     string `json:"key"`
+	// Read says the key was read back from Redis at the end of the race
+	// (GET /lock); then Held says it was still there and TTLMs what was
+	// left of its lease (-1: none, held for good).
+	Read  bool  `json:"read"`
+	Held  bool  `json:"held"`
+	TTLMs int64 `json:"ttl_ms"`
 }
 
 // Section flags, the fifth field of a timeline section.
@@ -58,6 +87,9 @@ const (
 	FlagRefused
 	// FlagOverlap: one of a pair in Pairs.
 	FlagOverlap
+	// FlagInterrupted: the instance died inside the section
+	// (contract.Section.Interrupted); it ends when the instance restarted.
+	FlagInterrupted
 )
 
 // Fault is a fault on the timeline: an armed request, or a hook on the
@@ -179,7 +211,8 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 	start := row.Began.UnixNano()
 	held := row.Held
 	t := &Timeline{Start: start, Complete: row.Sections >= 0, Overlaps: max(row.Overlaps, 0),
-		Instances: []string{}, Sections: [][5]int64{}, Pairs: [][2]int{}, Faults: []Fault{}, LeaseMs: float64(lease) / float64(time.Millisecond)}
+		Instances: []string{}, Sections: [][5]int64{}, Pairs: [][2]int{}, Faults: []Fault{}, GaveUp: [][3]int64{},
+		LeaseMs: float64(lease) / float64(time.Millisecond), Verdict: row.Verdict}
 	held = slices.Clone(held)
 	slices.SortStableFunc(held, func(a, b contract.Section) int { return cmp.Compare(a.Acquired, b.Acquired) })
 	if len(held) > MaxSections {
@@ -194,6 +227,11 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 	for _, f := range row.Faults {
 		if f.Instance != "" {
 			lane[f.Instance] = 0
+		}
+	}
+	for _, op := range row.Ops {
+		if op.Code == http.StatusServiceUnavailable && op.Instance != "" {
+			lane[op.Instance] = 0 // an instance whose requests all gave up
 		}
 	}
 	for name := range lane {
@@ -213,6 +251,10 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 		if s.Refused {
 			flags |= FlagRefused
 			t.Refused++
+		}
+		if s.Interrupted {
+			flags |= FlagInterrupted
+			t.Interrupted++
 		}
 		t.Sections = append(t.Sections, [5]int64{int64(lane[s.Instance]), us(s.Acquired), us(s.Released), s.Token, flags})
 		t.EndUs = max(t.EndUs, us(s.Released))
@@ -237,7 +279,35 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 		t.Faults = append(t.Faults, tf)
 		t.EndUs = max(t.EndUs, tf.UntilUs)
 	}
+	for _, op := range row.Ops {
+		if op.Code == http.StatusServiceUnavailable {
+			l, ok := lane[op.Instance]
+			if !ok {
+				l = -1
+			}
+			t.GaveUp = append(t.GaveUp, [3]int64{int64(l), op.Call / int64(time.Microsecond), op.Return / int64(time.Microsecond)})
+			t.EndUs = max(t.EndUs, op.Return/int64(time.Microsecond))
+		}
+	}
+	slices.SortFunc(t.GaveUp, func(a, b [3]int64) int { return cmp.Compare(a[2], b[2]) })
+	if len(t.GaveUp) > MaxGaveUp {
+		t.GaveUp = t.GaveUp[len(t.GaveUp)-MaxGaveUp:]
+	}
+	if row.Verdict == bench.VerdictDeadlock {
+		t.Stuck = stuck(t, held)
+	}
 	return t
+}
+
+// stuck is the lock a DEADLOCK's crashed holder left: the latest section
+// an instance died inside (nil: none was read back).
+func stuck(t *Timeline, held []contract.Section) *Stuck {
+	for i := len(t.Sections) - 1; i >= 0; i-- {
+		if s := t.Sections[i]; s[4]&FlagInterrupted != 0 {
+			return &Stuck{Lane: int(s[0]), Section: i, FromUs: s[1], Key: held[i].Key}
+		}
+	}
+	return nil
 }
 
 // overlapPairs finds, among secs (sorted by acquired), each section that
