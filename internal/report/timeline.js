@@ -159,8 +159,8 @@ function makeTimeline(root) {
     if (t.pairs.length) { v.showPair(0); return true; }
     const zoom = (from, to) => { const pad = (to - from) * 0.4 + 300; v.v0 = from - pad; v.v1 = to + pad; v.pair = -1; draw(); };
     if (t.stuck) {
-      const st = t.stuck, end = Math.max(t.end_us, st.from_us + 1);
-      zoom(st.from_us - (end - st.from_us) * 0.1, end);
+      const st = t.stuck, end = Math.max(t.end_us, st.from_us + 1), pad = (end - st.from_us) * 0.04;
+      v.v0 = st.from_us - pad; v.v1 = end + pad; v.pair = -1; draw();
       el('pair').textContent = `the stuck lock: ${t.instances[st.lane] || 'an instance'} took ${st.key} at ${tlMs(st.from_us)} ms and died holding it; ` +
         `nobody could take it to the end of the race (${tlTTL(st)})` + ((t.gave_up || []).length ? `, and ${t.gave_up.length} waiters gave up (✕).` : '.');
       return true;

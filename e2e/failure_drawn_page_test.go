@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The page draws every failure: setnx under crash shows its stuck lock
+// (a dark red strip to the end of the race, key and "no TTL"), and a
+// failing verdict never sits beside a green badge; del-setnx under
+// crash-wait shows its double grant as overlapping sections (red), though
+// the instances that held them crashed. Screenshots kept as artifacts.
+func TestPageDrawsEveryFailure(t *testing.T) {
+	ctx := browser(t)
+	st := startStack(t)
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.WaitVisible("#raceBtn")); err != nil {
+		t.Fatal(err)
+	}
+	run := func(lock, scenario string) (verdict, badge, about string) {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`raceOnce('`+lock+`', 'sale', {scenario: '`+scenario+`'}).then(e => e ? e.verdict : 'failed: ' + document.getElementById('raceStatus').textContent)`, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("%s under %s: %v", lock, scenario, err)
+		}
+		cls, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#timelineCard .tl-overlaps').className`))
+		ab, _ := chromedp.Run(ctx, chromedp.Text("#timelineCard .tl-about"))
+		screenshot(t, ctx, lock+"-"+scenario+".png", "#timelineCard")
+		return v, cls, ab
+	}
+
+	verdict, badge, about := run("setnx", "crash")
+	if verdict != "DEADLOCK" {
+		t.Fatalf("setnx under crash: %s, want DEADLOCK", verdict)
+	}
+	if strings.Contains(badge, " ok") || !strings.Contains(badge, "bad") {
+		t.Errorf("setnx's DEADLOCK beside the badge %q: want bad, never ok", badge)
+	}
+	if !strings.Contains(about, "no TTL") || !strings.Contains(about, "stuck") {
+		t.Errorf("the timeline says %q: want the stuck lock with no TTL", about)
+	}
+	if n := canvasPixels(t, ctx, "#timelineCard .tl-canvas", 0x7a, 0x27, 0x1a); n < 200 {
+		t.Errorf("the stuck lock's strip: %d pixels, want it drawn", n)
+	}
+	status, _ := chromedp.Run(ctx, chromedp.Text("#raceStatus"))
+	if strings.Contains(status, "-1") || strings.Contains(status, "oversold -") {
+		t.Errorf("a negative count in the status: %q", status)
+	}
+
+	verdict, badge, _ = run("del-setnx", "crash-wait")
+	if verdict != "OVERSOLD" {
+		t.Fatalf("del-setnx under crash-wait: %s, want OVERSOLD", verdict)
+	}
+	if !strings.Contains(badge, "bad") {
+		t.Errorf("del-setnx's OVERSOLD beside the badge %q: want bad", badge)
+	}
+	if n := canvasPixels(t, ctx, "#timelineCard .tl-canvas", 0xc4, 0x32, 0x0a); n < 50 {
+		t.Errorf("the overlapping sections: %d red pixels, want them drawn", n)
+	}
+}
