@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/lockladder/lockladder/suite"
 )
 
 // The page draws every failure: setnx under crash shows its stuck lock
@@ -46,6 +48,20 @@ func TestPageDrawsEveryFailure(t *testing.T) {
 	if n := canvasPixels(t, ctx, "#timelineCard .tl-canvas", 0x7a, 0x27, 0x1a); n < 200 {
 		t.Errorf("the stuck lock's strip: %d pixels, want it drawn", n)
 	}
+	// The story beside it, from the one source: the rung's Info, the
+	// scenario's About; and where to look.
+	story, _ := chromedp.Run(ctx, chromedp.Text("#raceStory"))
+	want := suite.StoryFor("setnx", "crash")
+	for _, part := range []string{want.Does, want.Flaw, want.Did, "the stuck lock"} {
+		if !strings.Contains(story, part) {
+			t.Errorf("the story beside setnx's DEADLOCK does not say %q: %q", part, story)
+		}
+	}
+	screenshot(t, ctx, "race-card-setnx-crash.png", "#raceStory")
+	flaw, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector('#ladderGrid td[data-pair="crash setnx"]').parentElement.querySelector('td.flaw') || {}).textContent || ''`))
+	if flaw != want.Flaw {
+		t.Errorf("the ladder grid's flaw column says %q for setnx, want %q", flaw, want.Flaw)
+	}
 	status, _ := chromedp.Run(ctx, chromedp.Text("#raceStatus"))
 	if strings.Contains(status, "-1") || strings.Contains(status, "oversold -") {
 		t.Errorf("a negative count in the status: %q", status)
@@ -61,4 +77,9 @@ func TestPageDrawsEveryFailure(t *testing.T) {
 	if n := canvasPixels(t, ctx, "#timelineCard .tl-canvas", 0xc4, 0x32, 0x0a); n < 50 {
 		t.Errorf("the overlapping sections: %d red pixels, want them drawn", n)
 	}
+	if story, _ := chromedp.Run(ctx, chromedp.Text("#raceStory")); !strings.Contains(story, "two holders wrote at once") || !strings.Contains(story, suite.StoryFor("del-setnx", "").Flaw) {
+		t.Errorf("the story beside del-setnx's OVERSOLD: %q", story)
+	}
+	screenshot(t, ctx, "ladder-card.png", "#ladderCard")
+	screenshot(t, ctx, "page-del-setnx-crash-wait.png", "")
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
@@ -122,8 +121,7 @@ func scenarioLease(scenario, lockName string) time.Duration {
 	if err != nil {
 		return 0
 	}
-	rung, _, ok := ladderInfo().Lookup(lockName)
-	if !ok || !rung.Lease {
+	if i := slices.IndexFunc(suite.Rungs(), func(r lock.Info) bool { return r.Name == lockName }); i < 0 || !suite.Rungs()[i].Lease {
 		return 0
 	}
 	for i, a := range sc.AppArgs {
@@ -134,12 +132,6 @@ func scenarioLease(scenario, lockName string) time.Duration {
 	}
 	return 0
 }
-
-// ladderInfo is the ladder's rungs as they are described (no server
-// beneath: only their Info is read).
-var ladderInfo = sync.OnceValue(func() *lock.Ladder {
-	return lock.NewLadder(lock.Backends{}, lock.Options{}, lock.RedlockOptions{})
-})
 
 // ReportTimelines is the timelines an HTML report draws of rows (the
 // demo's ladder of flaws), in their order: each run that oversold, lost
