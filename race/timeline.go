@@ -136,7 +136,8 @@ func scenarioLease(scenario, lockName string) time.Duration {
 // ReportTimelines is the timelines an HTML report draws of rows (the
 // demo's ladder of flaws), in their order: each run that oversold, lost
 // updates or saw two holders write at once, and each a fence kept safe
-// by refusing a stale write; "" when none did, or none has its sections.
+// by refusing a stale write, and each DEADLOCK whose dead holder's lock
+// is drawn (Stuck); "" when none did, or none has its sections.
 func ReportTimelines(rows []bench.Row) template.HTML {
 	var views []report.TimelineView
 	for _, r := range rows {
@@ -145,7 +146,7 @@ func ReportTimelines(rows []bench.Row) template.HTML {
 		}
 		t := TimelineOf(r)
 		failed := r.Verdict == bench.VerdictOversold || r.Verdict == bench.VerdictLostUpdates || r.Verdict == bench.VerdictOverlap
-		if !failed && t.Refused == 0 {
+		if !failed && t.Refused == 0 && t.Stuck == nil {
 			continue
 		}
 		v := report.TimelineView{Scenario: r.Scenario, Lock: r.Lock, Verdict: r.Verdict, Color: bench.VerdictColor(r.Verdict), Timeline: t}
@@ -169,12 +170,14 @@ func ReportTimelines(rows []bench.Row) template.HTML {
 			what = append(what, fmt.Sprintf("%d updates lost", r.LostUpdates))
 		}
 		switch {
+		case t.Stuck != nil:
+			what = append(what, fmt.Sprintf("%s died holding the lock at %.1f ms: nobody could take it to the end of the run", t.Instances[t.Stuck.Lane], float64(t.Stuck.FromUs)/1000))
 		case len(t.Sections) == 0:
-			what = append(what, "no critical section was read back: an instance that crashes forgets those it held")
+			what = append(what, "no critical section was read back")
 		case t.Overlaps > 0:
 			what = append(what, fmt.Sprintf("%d critical section%s wrote while another holder also wrote", t.Overlaps, plural(t.Overlaps)))
 		case failed && !t.Complete:
-			what = append(what, "no two sections read back overlapped; an instance crashed and forgot those it held")
+			what = append(what, "no two sections read back overlapped; an instance did not answer, or forgot some")
 		case failed:
 			what = append(what, "no two sections read back overlapped: the damage came from outside them")
 		}
