@@ -13,7 +13,8 @@ import (
 // (a dark red strip to the end of the race, key and "no TTL"), and a
 // failing verdict never sits beside a green badge; del-setnx under
 // crash-wait shows its double grant as overlapping sections (red), though
-// the instances that held them crashed. Screenshots kept as artifacts.
+// the instances that held them crashed; lua under slow, its leases that
+// ran out while held. Screenshots kept as artifacts.
 func TestPageDrawsEveryFailure(t *testing.T) {
 	ctx := browser(t)
 	st := startStack(t)
@@ -81,5 +82,14 @@ func TestPageDrawsEveryFailure(t *testing.T) {
 		t.Errorf("the story beside del-setnx's OVERSOLD: %q", story)
 	}
 	screenshot(t, ctx, "ladder-card.png", "#ladderCard")
+
+	// lua under slow: a lease that ran out while held is red under its
+	// bar from that moment.
+	if verdict, _, _ = run("lua", "slow"); verdict != "OVERSOLD" {
+		t.Fatalf("lua under slow: %s, want OVERSOLD", verdict)
+	}
+	if n := canvasPixels(t, ctx, "#timelineCard .tl-canvas", 0xf0, 0x44, 0x38); n < 20 {
+		t.Errorf("lua's lapsed leases: %d red pixels under the bars, want them drawn", n)
+	}
 	screenshot(t, ctx, "page-del-setnx-crash-wait.png", "")
 }

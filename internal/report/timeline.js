@@ -250,7 +250,7 @@ function makeTimeline(root) {
         g.fillStyle = '#475467'; g.fillRect(x0, y + bh + 2, Math.max(Math.min(xl, x1, X(v.v1)) - x0, 1), 2);
         if (s[1] + t.lease_ms * 1000 < s[2]) {
           // the lease ran out while held: red from then to the release
-          g.fillStyle = '#d92d20'; g.fillRect(xl, y + bh + 1, Math.max(x1 - xl, 1), 4);
+          g.fillStyle = '#f04438'; g.fillRect(xl, y + bh + 1, Math.max(x1 - xl, 1), 4);
           g.fillRect(xl - 1, y - 3, 2, bh + 8);
         }
       }
