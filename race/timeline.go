@@ -121,7 +121,8 @@ func scenarioLease(scenario, lockName string) time.Duration {
 	if err != nil {
 		return 0
 	}
-	if i := slices.IndexFunc(suite.Rungs(), func(r lock.Info) bool { return r.Name == lockName }); i < 0 || !suite.Rungs()[i].Lease {
+	rungs := suite.Rungs()
+	if i := slices.IndexFunc(rungs, func(r lock.Info) bool { return r.Name == lockName }); i < 0 || !rungs[i].Lease {
 		return 0
 	}
 	for i, a := range sc.AppArgs {

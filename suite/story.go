@@ -2,6 +2,7 @@ package suite
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -23,7 +24,9 @@ type Story struct {
 
 // Rungs is the ladder's rungs as they are described (no server beneath:
 // only their Info is read).
-var Rungs = sync.OnceValue(func() []lock.Info {
+func Rungs() []lock.Info { return slices.Clone(rungs()) }
+
+var rungs = sync.OnceValue(func() []lock.Info {
 	return lock.NewLadder(lock.Backends{}, lock.Options{}, lock.RedlockOptions{}).Rungs()
 })
 
@@ -39,7 +42,7 @@ func StoryOf(rung lock.Info, scenario string) Story {
 // StoryFor is StoryOf the rung called lockName (the flaw left empty for
 // a name the ladder does not have).
 func StoryFor(lockName, scenario string) Story {
-	for _, r := range Rungs() {
+	for _, r := range rungs() {
 		if r.Name == lockName {
 			return StoryOf(r, scenario)
 		}
