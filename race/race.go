@@ -386,26 +386,6 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params, held *gu
 	}
 }
 
-// readStuck reads the stuck lock back from Redis (GET /lock through the
-// load balancer): still held, and with what TTL. A lock the instances
-// cannot read (another key, another server) stays not read.
-func (s *Service) readStuck(ctx context.Context, st *Stuck, endpoint string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.LB+"/lock?endpoint="+url.QueryEscape(endpoint), nil)
-	if err != nil {
-		return
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	var got contract.LockState
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&got) != nil || got.Key != st.Key {
-		return
-	}
-	st.Read, st.Held, st.TTLMs = true, got.Held, got.TTLMs
-}
-
 // runStaged runs p's scenario on the stack, as the matrix runs it on a
 // stack of its own (a bench session: each run once the stack is whole,
 // the ladder's verdict beside the one measured), with the stack's fault

@@ -2,9 +2,12 @@ package race
 
 import (
 	"cmp"
+	"context"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -342,4 +345,24 @@ func struck(secs [][5]int64, lane int, at, until int64) int {
 		}
 	}
 	return best
+}
+
+// readStuck reads the stuck lock back from Redis (GET /lock through the
+// load balancer): still held, and with what TTL. A lock the instances
+// cannot read (another key, another server) stays not read.
+func (s *Service) readStuck(ctx context.Context, st *Stuck, endpoint string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.LB+"/lock?endpoint="+url.QueryEscape(endpoint), nil)
+	if err != nil {
+		return
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var got contract.LockState
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&got) != nil || got.Key != st.Key {
+		return
+	}
+	st.Read, st.Held, st.TTLMs = true, got.Held, got.TTLMs
 }
