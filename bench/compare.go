@@ -49,7 +49,7 @@ func CompareReports(ctx context.Context, cfg Config, dir string, notes []string,
 		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, legend)
+	fmt.Fprintln(w, ShortKey)
 	meta := NewMeta(cfg, started)
 	meta.Notes = notes
 	jsonPath, mdPath, err := WriteReports(dir, rows, meta)

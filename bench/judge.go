@@ -28,8 +28,10 @@ const (
 // from the fields read back after the run (Initial, Remaining, Sold, Num)
 // and the answers counted (OK, Codes). It is pure and idempotent.
 //
-// For /sale: oversold = ok - (initial - remaining), the sales answered 200
-// beyond the stock that actually left the shelf. The sold counter settles
+// For /sale: oversold counts the sales beyond the stock, never below
+// zero: the 200s beyond the stock that left the shelf (ok - (initial -
+// remaining)), the sales the sold counter holds beyond it, or the stock
+// below zero, whichever is most. The sold counter settles
 // what the answers cannot: every sale INCRs it with its SET (one pipeline,
 // or one script), so two sales of the same item count twice in sold but
 // once on the shelf. SAFE needs remaining >= 0 and sold == initial -
@@ -41,8 +43,8 @@ const (
 // that crashed after selling, say). LostAnswers counts those sales.
 // Anything else is OVERSOLD: a script Redis ran twice for one request, say.
 //
-// For /testLock: lost updates = ok - num, increments answered 200 that the
-// counter does not hold. SAFE needs 0, else LOST UPDATES. There is no
+// For /testLock: lost updates = ok - num (at least 0), increments
+// answered 200 that the counter does not hold. SAFE needs 0, else LOST UPDATES. There is no
 // counter beside num to tell an answer lost with a crash from an increment
 // lost to a race (they cancel out), so a num ahead of the 200s is not SAFE
 // either.
@@ -74,15 +76,17 @@ func Judge(r *Row) {
 	ok := int64(r.OK)
 	switch strings.TrimPrefix(r.Endpoint, "/") {
 	case EndpointSale:
-		r.Oversold = ok - (r.Initial - r.Remaining)
+		left := r.Initial - r.Remaining
 		if r.Balanced() {
-			r.Verdict, r.LostAnswers = VerdictSafe, -r.Oversold
+			r.Verdict, r.LostAnswers = VerdictSafe, left-ok
 		} else {
 			r.Verdict = VerdictOversold
+			// Never below zero: a count of sales, not a difference.
+			r.Oversold = max(ok-left, r.Sold-left, -r.Remaining, 0)
 		}
 	case EndpointTestLock:
-		r.LostUpdates = ok - r.Num
-		if r.LostUpdates == 0 {
+		r.LostUpdates = max(ok-r.Num, 0)
+		if ok == r.Num {
 			r.Verdict = VerdictSafe
 		} else {
 			r.Verdict = VerdictLostUpdates

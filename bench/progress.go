@@ -51,6 +51,10 @@ func NewProgress(w io.Writer) *Progress {
 	return &Progress{w: w, live: isTerminal(w)}
 }
 
+// IsTerminal reports whether w is a terminal that takes cursor tricks
+// (\r and erasing a line), as Progress's live line needs.
+func IsTerminal(w io.Writer) bool { return isTerminal(w) }
+
 // isTerminal reports whether w is a character device, and TERM allows
 // cursor tricks.
 func isTerminal(w io.Writer) bool {

@@ -257,11 +257,17 @@ func ReportRows(rows []Row) []Row {
 	return out
 }
 
+// ShortKey is the key under the table in the terminal: the long one
+// (legend) is in the reports, and in docs/reading-results.md.
+const ShortKey = "oversold = sold beyond the stock, lost = increments the counter lost (both SAFE at 0); " +
+	"overlaps = sections that wrote while another holder was inside; history = porcupine's check of the answers. " +
+	"The full key: docs/reading-results.md, and under the table in the reports."
+
 // legend explains the table's derived columns; WriteMarkdown prints it
 // under the table.
-const legend = "oversold = ok - (initial - remaining) on /sale (SAFE needs 0, remaining >= 0, and sold = initial - remaining: " +
+const legend = "oversold = the sales beyond the stock, never below 0: ok - (initial - remaining), the sold counter beyond it, or the stock below 0, the most of them, on /sale (SAFE needs 0, remaining >= 0, and sold = initial - remaining: " +
 	"the sold counter, INCRed with each sale's write, counts an item sold twice twice); " +
-	"lost = ok - num on /testLock (SAFE needs 0); other = non-200 answers by status, error = transport error; " +
+	"lost = ok - num on /testLock, never below 0 (SAFE needs ok = num); other = non-200 answers by status, error = transport error; " +
 	"latencies in ms per request; wait max ms = per instance (in name order), the longest a request that got the lock waited for it, as the app measured it; history = porcupine's check that some order of the requests explains every answer " +
 	"(ok, illegal: OVERSOLD or LOST UPDATES whatever the counters say, unknown: out of time), each request without a definite answer " +
 	"counted as possibly applied; overlaps = critical sections the instances report that wrote while another holder of the lock " +
@@ -277,11 +283,35 @@ const itemLegend = " items = how many items the run spread its requests over (sk
 // scenarioLegend adds what scenario runs show to legend.
 const scenarioLegend = legend + " stall ms = the longest time with no answer from inside the lock " +
 	"(a 200, or on /sale a 409 sold out) after the first fault of the run, or over the whole run when it has none; " +
-	"a negative oversold is SAFE only when the sold counter equals the stock that left and the missing 200s are " +
+	"fewer 200s than the stock that left is SAFE only when the sold counter equals it and the missing 200s are " +
 	"within the requests the app never answered (502, 504, error): answers lost with a crashed instance; " +
 	"armed = the outcomes of the requests that carried the scenario's fault (one that answered 503 never held the lock, so its fault never struck); " +
 	"DEADLOCK = books that balance but a stall past the scenario's bound (the run is then stopped); " +
 	"expected = the ladder's verdict for the pair."
+
+// FullKey is the whole key to the tables, every column and verdict, as a
+// list: docs/reading-results.md carries it (a test keeps it so).
+func FullKey() string {
+	var b strings.Builder
+	var items []string
+	for _, part := range strings.Split(scenarioLegend+itemLegend, "; ") {
+		// "... missing). stall ms = ...": a sentence that names a column
+		// is an item of its own.
+		for i, sentence := range strings.Split(part, ". ") {
+			if i > 0 && strings.Contains(sentence, " = ") {
+				items = append(items, sentence)
+			} else if i > 0 {
+				items[len(items)-1] += ". " + sentence
+			} else {
+				items = append(items, sentence)
+			}
+		}
+	}
+	for _, it := range items {
+		b.WriteString("- " + strings.TrimSpace(it) + "\n")
+	}
+	return b.String()
+}
 
 // LegendFor is the legend that explains rows' columns, with what scenario
 // runs show when rows come from them. WriteMarkdown prints it under the

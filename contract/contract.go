@@ -92,11 +92,32 @@ type Section struct {
 	// Refused says a fence refused the business's read or write: a newer
 	// token had been there (the timeline marks it).
 	Refused bool `json:"refused,omitempty"`
+	// Interrupted says the instance died inside the section (a crash):
+	// its beginning was written down and its end never was. Released is
+	// then when the instance was started again, the latest the crash can
+	// have come, and Wrote is false (not known). Its lock may outlive it:
+	// a lock without a lease stays held for good.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// LockState is GET /lock's answer: the lock key of an item's stock (or,
+// with endpoint=testLock, of its num) as the main Redis holds it now. A
+// race that ends in DEADLOCK reads it to draw the stuck lock: a key a
+// crashed holder left, with its TTL, or none ("no TTL": held for good).
+type LockState struct {
+	Key string `json:"key"`
+	// Held says the key exists: some holder's lock is there.
+	Held bool `json:"held"`
+	// TTLMs is what is left of its lease, in milliseconds; -1: it has
+	// none (setnx's lock, setnx-expire's before its EXPIRE), and only a
+	// DEL frees it. 0 when not held.
+	TTLMs int64 `json:"ttl_ms"`
 }
 
 // Recorder keeps an instance's latest sections, a fixed number of them:
 // recording costs a mutex (and an allocation once every chunk of 1024),
-// and no Redis round trip at all. The sections sit in chunks that are
+// and no Redis round trip at all; opened on a file (OpenRecorder), two
+// appends to it more, and its sections outlive a crash. The sections sit in chunks that are
 // only ever appended to, so a reader holds the mutex only to note where
 // they are, and filters, sorts and copies them outside it: the requests
 // that record never wait behind a read.
@@ -111,6 +132,7 @@ type Recorder struct {
 	started int64       // when recording began: nothing older is known
 	holding map[uint64]Section
 	nextID  uint64
+	j       *journal // nil: memory only (OpenRecorder)
 }
 
 // NewRecorder keeps up to size sections (at least 1).
@@ -127,7 +149,13 @@ func (r *Recorder) Hold(s Section) (done func(Section)) {
 	r.nextID++
 	r.holding[id] = s
 	r.mu.Unlock()
+	if r.j != nil {
+		r.j.section(id+1, 0, s)
+	}
 	return func(s Section) {
+		if r.j != nil {
+			r.j.section(0, id+1, s)
+		}
 		r.mu.Lock()
 		delete(r.holding, id)
 		r.mu.Unlock()

@@ -105,6 +105,9 @@ func TestPageRacesInABrowser(t *testing.T) {
 	if _, err := fmt.Sscanf(overlaps, "%d overlap", &n); err != nil || n < 1 {
 		t.Errorf("beside the timeline: %q, want \"N overlaps\" with N >= 1", overlaps)
 	}
+	// A finished race's timeline opens zoomed on its evidence: the whole
+	// race is a click away.
+	step("show the whole race", click("#timelineCard .tl-all"))
 	sections, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#timelineCard .tl-canvas').dataset.drawn`))
 	red := func() int {
 		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`(() => {

@@ -149,6 +149,7 @@ func New(cfg Config) *gin.Engine {
 	r.GET("/healthz", h.healthz)
 	r.GET("/strategies", h.strategies)
 	r.GET("/sections", h.sections)
+	r.GET("/lock", h.lockState)
 	r.GET("/metrics", h.m.serve())
 	h.guardRoutes(r)
 	return r

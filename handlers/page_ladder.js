@@ -54,6 +54,7 @@ function drawLadder() {
   }
   const head = table.createTHead().insertRow();
   head.append(Object.assign(document.createElement('th'), {textContent: 'lock'}));
+  head.append(Object.assign(document.createElement('th'), {textContent: 'its flaw', className: 'flaw'}));
   for (const s of scenarios) {
     const about = (plan.scenarios.find(x => x.name === s) || {}).about || '';
     // a break allowed after each hyphen: crash-before-expire fits a column
@@ -66,6 +67,7 @@ function drawLadder() {
     th.append(Object.assign(document.createElement('code'), {textContent: l}));
     if (typeof whyButton === 'function') whyButton(th, l);
     tr.append(th);
+    tr.append(Object.assign(document.createElement('td'), {textContent: (plan.flaws || {})[l] || '', className: 'flaw'}));
     for (const s of scenarios) {
       const td = tr.insertCell(), c = plan.ladder.find(x => x.lock === l && x.scenario === s);
       if (!c) continue;
@@ -116,6 +118,7 @@ function ladderResult(entry) {
   if (!c) return;
   c.entry = entry;
   paintCell(entry.scenario + ' ' + entry.lock);
+  tellStory($('ladderStory'), entry, entry.timeline);
   $('timelineCard').dataset.pair = entry.scenario + ' ' + entry.lock;
 }
 
@@ -123,6 +126,7 @@ async function clickCell(pair) {
   const c = ladder.cells[pair];
   if (c.entry) {
     showTimeline(c.entry.timeline, c.entry.title);
+    tellStory($('ladderStory'), c.entry, c.entry.timeline);
     bringIntoView($('timelineCard'));
     return;
   }

@@ -18,6 +18,9 @@ import (
 type Plan struct {
 	Scenarios []PlanScenario `json:"scenarios"`
 	Ladder    []Cell         `json:"ladder"`
+	// Flaws are the ladder's locks' flaws (lock.Info.Flaw, as the
+	// instances describe them), by lock: the grid's flaw column.
+	Flaws map[string]string `json:"flaws"`
 }
 
 // PlanScenario is a scenario of the matrix: its name, what it does, the
@@ -52,7 +55,7 @@ func (s *Service) plan(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusServiceUnavailable, contract.ReasonNoRace, "the instances' ladder could not be read: "+err.Error())
 		return
 	}
-	var p Plan
+	p := Plan{Flaws: map[string]string{}}
 	for _, sc := range suite.Scenarios() {
 		ps := PlanScenario{Name: sc.Name, About: sc.About, Expect: sc.Expect}
 		ps.Requests, ps.Concurrency, ps.Stock = suite.LadderSize(sc.Name)
@@ -64,6 +67,9 @@ func (s *Service) plan(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		c := Cell{Scenario: f.Scenario, Lock: f.Lock}
+		if i := slices.IndexFunc(rungs, func(x lock.Info) bool { return x.Name == f.Lock }); i >= 0 {
+			p.Flaws[f.Lock] = rungs[i].Flaw
+		}
 		c.Expected, _, _ = sc.Expected(f.Lock, bench.EndpointSale)
 		i := slices.IndexFunc(rungs, func(x lock.Info) bool { return x.Name == f.Lock })
 		switch {

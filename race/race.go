@@ -101,6 +101,10 @@ func New(lb string, st Stage) *Service {
 type Result struct {
 	bench.Row
 	Timeline *Timeline `json:"timeline,omitempty"`
+	// Story is what the page says beside the verdict: what the lock
+	// does, its flaw, what the scenario did (suite.StoryOf: the texts of
+	// GET /strategies and docs/ladder.md).
+	Story suite.Story `json:"story"`
 }
 
 // ServeHTTP answers POST /race, and GET /race with the races the stack
@@ -190,6 +194,7 @@ type params struct {
 	n, c, stock    int // stock 0: the bench's default
 	wait           lock.WaitMode
 	staged         *suite.Staged // scenario=: the scenario on this stack
+	rung           lock.Info     // as the instances describe it
 }
 
 // parse validates the query against the ladder the instances serve (GET
@@ -244,6 +249,7 @@ func (s *Service) parse(r *http.Request) (params, int, string, error) {
 		return bad("unknown lock %q", truncate(p.lock, 64))
 	}
 	rung := rungs[i]
+	p.rung = rung
 	if q.Has("wait") {
 		if p.wait, err = lock.ParseWaitMode(q.Get("wait")); err != nil {
 			return bad("wait: unknown wait mode %q (valid: %v)", truncate(q.Get("wait"), 32), lock.WaitModes)
@@ -367,9 +373,12 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params, held *gu
 				event(w, rc, r, "failed", map[string]string{"lock": p.lock, "endpoint": p.endpoint, "error": o.err.Error()})
 				return
 			}
-			res := Result{Row: o.row}
+			res := Result{Row: o.row, Story: suite.StoryOf(p.rung, p.scenario())}
 			if s.Stage != nil {
 				res.Timeline = newTimeline(o.row, lease)
+				if st := res.Timeline.Stuck; st != nil {
+					s.readStuck(r.Context(), st, p.endpoint)
+				}
 			}
 			event(w, rc, r, "result", res)
 			return

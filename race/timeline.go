@@ -2,12 +2,14 @@ package race
 
 import (
 	"cmp"
+	"context"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
@@ -47,6 +49,35 @@ type Timeline struct {
 	// it (lease=); 0: the instances' own, not known here.
 	LeaseMs float64 `json:"lease_ms,omitempty"`
 	Faults  []Fault `json:"faults"`
+	// Verdict is the race's: the page colours what it draws by it.
+	Verdict string `json:"verdict,omitempty"`
+	// Interrupted counts the sections an instance died inside (a crash):
+	// each begun and never ended, drawn to the instance's restart.
+	Interrupted int `json:"interrupted,omitempty"`
+	// Stuck is the lock a DEADLOCK left held: nil when none.
+	Stuck *Stuck `json:"stuck,omitempty"`
+	// GaveUp are the requests that waited for the lock and gave up (a
+	// 503: lock not had in time), [lane, called, answered] (lane -1: no
+	// instance named), the latest MaxGaveUp of them.
+	GaveUp [][3]int64 `json:"gave_up"`
+}
+
+// MaxGaveUp is the most waiters that gave up a timeline carries.
+const MaxGaveUp = 2000
+
+// Stuck is the lock a DEADLOCK left held: the crashed holder's, from its
+// acquisition (the section it died inside) to the end of the race.
+type Stuck struct {
+	Lane    int    `json:"lane"`
+	Section int    `json:"section"` // the interrupted section
+	FromUs  int64  `json:"from_us"`
+	Key     string `json:"key"`
+	// Read says the key was read back from Redis at the end of the race
+	// (GET /lock); then Held says it was still there and TTLMs what was
+	// left of its lease (-1: none, held for good).
+	Read  bool  `json:"read"`
+	Held  bool  `json:"held"`
+	TTLMs int64 `json:"ttl_ms"`
 }
 
 // Section flags, the fifth field of a timeline section.
@@ -58,6 +89,9 @@ const (
 	FlagRefused
 	// FlagOverlap: one of a pair in Pairs.
 	FlagOverlap
+	// FlagInterrupted: the instance died inside the section
+	// (contract.Section.Interrupted); it ends when the instance restarted.
+	FlagInterrupted
 )
 
 // Fault is a fault on the timeline: an armed request, or a hook on the
@@ -90,8 +124,8 @@ func scenarioLease(scenario, lockName string) time.Duration {
 	if err != nil {
 		return 0
 	}
-	rung, _, ok := ladderInfo().Lookup(lockName)
-	if !ok || !rung.Lease {
+	rungs := suite.Rungs()
+	if i := slices.IndexFunc(rungs, func(r lock.Info) bool { return r.Name == lockName }); i < 0 || !rungs[i].Lease {
 		return 0
 	}
 	for i, a := range sc.AppArgs {
@@ -103,16 +137,11 @@ func scenarioLease(scenario, lockName string) time.Duration {
 	return 0
 }
 
-// ladderInfo is the ladder's rungs as they are described (no server
-// beneath: only their Info is read).
-var ladderInfo = sync.OnceValue(func() *lock.Ladder {
-	return lock.NewLadder(lock.Backends{}, lock.Options{}, lock.RedlockOptions{})
-})
-
 // ReportTimelines is the timelines an HTML report draws of rows (the
 // demo's ladder of flaws), in their order: each run that oversold, lost
 // updates or saw two holders write at once, and each a fence kept safe
-// by refusing a stale write; "" when none did, or none has its sections.
+// by refusing a stale write, and each DEADLOCK whose dead holder's lock
+// is drawn (Stuck); "" when none did, or none has its sections.
 func ReportTimelines(rows []bench.Row) template.HTML {
 	var views []report.TimelineView
 	for _, r := range rows {
@@ -121,7 +150,7 @@ func ReportTimelines(rows []bench.Row) template.HTML {
 		}
 		t := TimelineOf(r)
 		failed := r.Verdict == bench.VerdictOversold || r.Verdict == bench.VerdictLostUpdates || r.Verdict == bench.VerdictOverlap
-		if !failed && t.Refused == 0 {
+		if !failed && t.Refused == 0 && t.Stuck == nil {
 			continue
 		}
 		v := report.TimelineView{Scenario: r.Scenario, Lock: r.Lock, Verdict: r.Verdict, Color: bench.VerdictColor(r.Verdict), Timeline: t}
@@ -145,12 +174,14 @@ func ReportTimelines(rows []bench.Row) template.HTML {
 			what = append(what, fmt.Sprintf("%d updates lost", r.LostUpdates))
 		}
 		switch {
+		case t.Stuck != nil:
+			what = append(what, fmt.Sprintf("%s died holding the lock at %.1f ms: nobody could take it to the end of the run", t.Instances[t.Stuck.Lane], float64(t.Stuck.FromUs)/1000))
 		case len(t.Sections) == 0:
-			what = append(what, "no critical section was read back: an instance that crashes forgets those it held")
+			what = append(what, "no critical section was read back")
 		case t.Overlaps > 0:
 			what = append(what, fmt.Sprintf("%d critical section%s wrote while another holder also wrote", t.Overlaps, plural(t.Overlaps)))
 		case failed && !t.Complete:
-			what = append(what, "no two sections read back overlapped; an instance crashed and forgot those it held")
+			what = append(what, "no two sections read back overlapped; an instance did not answer, or forgot some")
 		case failed:
 			what = append(what, "no two sections read back overlapped: the damage came from outside them")
 		}
@@ -179,7 +210,8 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 	start := row.Began.UnixNano()
 	held := row.Held
 	t := &Timeline{Start: start, Complete: row.Sections >= 0, Overlaps: max(row.Overlaps, 0),
-		Instances: []string{}, Sections: [][5]int64{}, Pairs: [][2]int{}, Faults: []Fault{}, LeaseMs: float64(lease) / float64(time.Millisecond)}
+		Instances: []string{}, Sections: [][5]int64{}, Pairs: [][2]int{}, Faults: []Fault{}, GaveUp: [][3]int64{},
+		LeaseMs: float64(lease) / float64(time.Millisecond), Verdict: row.Verdict}
 	held = slices.Clone(held)
 	slices.SortStableFunc(held, func(a, b contract.Section) int { return cmp.Compare(a.Acquired, b.Acquired) })
 	if len(held) > MaxSections {
@@ -194,6 +226,11 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 	for _, f := range row.Faults {
 		if f.Instance != "" {
 			lane[f.Instance] = 0
+		}
+	}
+	for _, op := range row.Ops {
+		if op.Code == http.StatusServiceUnavailable && op.Instance != "" {
+			lane[op.Instance] = 0 // an instance whose requests all gave up
 		}
 	}
 	for name := range lane {
@@ -213,6 +250,10 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 		if s.Refused {
 			flags |= FlagRefused
 			t.Refused++
+		}
+		if s.Interrupted {
+			flags |= FlagInterrupted
+			t.Interrupted++
 		}
 		t.Sections = append(t.Sections, [5]int64{int64(lane[s.Instance]), us(s.Acquired), us(s.Released), s.Token, flags})
 		t.EndUs = max(t.EndUs, us(s.Released))
@@ -237,7 +278,35 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 		t.Faults = append(t.Faults, tf)
 		t.EndUs = max(t.EndUs, tf.UntilUs)
 	}
+	for _, op := range row.Ops {
+		if op.Code == http.StatusServiceUnavailable {
+			l, ok := lane[op.Instance]
+			if !ok {
+				l = -1
+			}
+			t.GaveUp = append(t.GaveUp, [3]int64{int64(l), op.Call / int64(time.Microsecond), op.Return / int64(time.Microsecond)})
+			t.EndUs = max(t.EndUs, op.Return/int64(time.Microsecond))
+		}
+	}
+	slices.SortFunc(t.GaveUp, func(a, b [3]int64) int { return cmp.Compare(a[2], b[2]) })
+	if len(t.GaveUp) > MaxGaveUp {
+		t.GaveUp = t.GaveUp[len(t.GaveUp)-MaxGaveUp:]
+	}
+	if row.Verdict == bench.VerdictDeadlock {
+		t.Stuck = stuck(t, held)
+	}
 	return t
+}
+
+// stuck is the lock a DEADLOCK's crashed holder left: the latest section
+// an instance died inside (nil: none was read back).
+func stuck(t *Timeline, held []contract.Section) *Stuck {
+	for i := len(t.Sections) - 1; i >= 0; i-- {
+		if s := t.Sections[i]; s[4]&FlagInterrupted != 0 {
+			return &Stuck{Lane: int(s[0]), Section: i, FromUs: s[1], Key: held[i].Key}
+		}
+	}
+	return nil
 }
 
 // overlapPairs finds, among secs (sorted by acquired), each section that
@@ -276,4 +345,24 @@ func struck(secs [][5]int64, lane int, at, until int64) int {
 		}
 	}
 	return best
+}
+
+// readStuck reads the stuck lock back from Redis (GET /lock through the
+// load balancer): still held, and with what TTL. A lock the instances
+// cannot read (another key, another server) stays not read.
+func (s *Service) readStuck(ctx context.Context, st *Stuck, endpoint string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.LB+"/lock?endpoint="+url.QueryEscape(endpoint), nil)
+	if err != nil {
+		return
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var got contract.LockState
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&got) != nil || got.Key != st.Key {
+		return
+	}
+	st.Read, st.Held, st.TTLMs = true, got.Held, got.TTLMs
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/bench/history"
 	"github.com/lockladder/lockladder/contract"
 )
 
@@ -75,5 +76,41 @@ func TestTimelineMarksOverlapsRefusalsAndFaults(t *testing.T) {
 	}
 	if tl := newTimeline(row, 0); len(tl.Sections) != MaxSections || tl.Omitted != 10 || tl.Sections[0][1] != 10000 {
 		t.Errorf("%d sections, %d omitted, first at %dus", len(tl.Sections), tl.Omitted, tl.Sections[0][1])
+	}
+}
+
+// A DEADLOCK's timeline carries the stuck lock: the section its holder
+// died inside (cut), from its acquisition; and the requests that gave up
+// (503), each on the lane of the instance that answered it. A run judged
+// otherwise has no stuck lock, though a crash cut a section.
+func TestTimelineStuckLockAndWaitersThatGaveUp(t *testing.T) {
+	began := time.Unix(1000, 0)
+	ms := func(d int64) int64 { return began.UnixNano() + d*int64(time.Millisecond) }
+	cut := contract.Section{Instance: "app2", Lock: "setnx", Key: "lock:{item}:stock", Acquired: ms(30), Released: ms(150), Interrupted: true}
+	row := bench.Row{Began: began, Verdict: bench.VerdictDeadlock, Sections: 2, Held: []contract.Section{
+		{Instance: "app1", Lock: "setnx", Key: "lock:{item}:stock", Acquired: ms(10), Released: ms(20), Wrote: true},
+		cut,
+	}, Ops: []history.Op{
+		{Call: int64(40 * time.Millisecond), Return: int64(5040 * time.Millisecond), Instance: "app3", Code: 503},
+		{Call: int64(50 * time.Millisecond), Return: int64(5050 * time.Millisecond), Instance: "app1", Code: 503},
+		{Call: int64(5 * time.Millisecond), Return: int64(25 * time.Millisecond), Instance: "app1", Code: 200},
+	}}
+	tl := newTimeline(row, 0)
+	if tl.Interrupted != 1 || tl.Sections[1][4]&FlagInterrupted == 0 {
+		t.Fatalf("the cut section is not marked: %+v", tl.Sections)
+	}
+	if s := tl.Stuck; s == nil || s.Section != 1 || s.FromUs != 30000 || s.Key != cut.Key || tl.Instances[s.Lane] != "app2" || s.Read {
+		t.Fatalf("stuck = %+v, want app2's lock from 30 ms, not read", s)
+	}
+	if !slices.Equal(tl.Instances, []string{"app1", "app2", "app3"}) || len(tl.GaveUp) != 2 ||
+		tl.GaveUp[0] != [3]int64{2, 40000, 5040000} || tl.GaveUp[1] != [3]int64{0, 50000, 5050000} || tl.EndUs != 5050000 {
+		t.Fatalf("lanes %v, gave up %v, end %d: want app3's and app1's 503s, the race to 5050 ms", tl.Instances, tl.GaveUp, tl.EndUs)
+	}
+	if !strings.Contains(string(ReportTimelines([]bench.Row{row})), "app2 died holding the lock at 30.0 ms") {
+		t.Error("the report draws no timeline of the DEADLOCK, or does not say whose lock stuck")
+	}
+	row.Verdict = bench.VerdictSafe
+	if tl := newTimeline(row, 0); tl.Stuck != nil || tl.Interrupted != 1 {
+		t.Errorf("a SAFE run with a stuck lock %+v", tl.Stuck)
 	}
 }

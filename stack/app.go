@@ -116,7 +116,9 @@ func (s *Stack) startInstances(ctx context.Context) error {
 			env:     env,
 		}
 		// Ours first: a flag repeated in AppArgs or InstanceArgs wins.
-		in.args = append([]string{"-addr", in.addr, "-name", name}, redisFlag...)
+		// Its critical sections in a file of the run dir, which outlives
+		// its crashes (contract.OpenRecorder).
+		in.args = append([]string{"-addr", in.addr, "-name", name, "-sections", filepath.Join(s.dir, name+".sections")}, redisFlag...)
 		in.args = append(in.args, mastersFlag...)
 		in.args = append(in.args, s.backendFlags()...)
 		in.args = append(in.args, s.cfg.AppArgs...)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/internal/appwire"
 	"github.com/lockladder/lockladder/internal/bound"
@@ -55,6 +56,7 @@ func run() error {
 		hosts        = flag.String("hosts", env("ALLOWED_HOSTS", ""), "comma-separated host names a request's Host may give besides loopback and -addr's host, e.g. nginx,app1 (any other: 421) [ALLOWED_HOSTS]")
 		mysqlDSN     = flag.String("mysql", env("MYSQL_DSN", ""), "MariaDB DSN without a database, e.g. lockladder:PASSWORD@tcp(127.0.0.1:3306)/, for the db-for-update and db-optimistic rungs (the stack passes it in the environment, not on the command line) [MYSQL_DSN]")
 	)
+	sectionsFile := flag.String("sections", "", "append the critical sections this instance holds to this file, and read back at start those its earlier processes held, so that a crash does not erase them (the stack gives each instance one in its run dir); default: in memory only")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return bound.Usagef("unexpected arguments %q", flag.Args())
@@ -118,6 +120,14 @@ func run() error {
 		Log:       log,
 		Faults:    faultActions,
 		FaultKey:  *faultKey,
+	}
+	if *sectionsFile != "" {
+		rec, err := contract.OpenRecorder(1<<16, *sectionsFile)
+		if err != nil {
+			return err
+		}
+		defer rec.Close()
+		cfg.Sections = rec
 	}
 	if clients.Optimistic != nil { // a nil *DBStore in the interface would not be nil
 		cfg.Optimistic = clients.Optimistic

@@ -7,7 +7,7 @@
 // report one per race it shows: makeTimeline(root) is one of them. What
 // a race names (instances, faults) is drawn, or set as text, never as
 // markup.
-const TL_WROTE = 1, TL_REFUSED = 2, TL_OVERLAP = 4;   // a section's flags
+const TL_WROTE = 1, TL_REFUSED = 2, TL_OVERLAP = 4, TL_CUT = 8;   // a section's flags (TL_CUT: its instance died in it)
 const TL_LEFT = 64, TL_BAND = 22, TL_AXIS = 22, TL_TRACKS = 3;
 
 // setup sizes a canvas to its box at the screen's resolution, clears it,
@@ -23,6 +23,16 @@ function setup(cv) {
 }
 
 function tlMs(us) { return (us / 1000).toFixed(Math.abs(us) < 10000 ? 2 : 1); }
+
+// tlFailed says a verdict is a failure: the lock did not do its job.
+const tlFailed = v => !!v && v !== 'SAFE' && v !== 'NOT RUN';
+
+// tlTTL says what was left of a stuck lock's lease when the race ended.
+function tlTTL(st) {
+  if (!st.read) return 'TTL not read';
+  if (!st.held) return 'gone by the end';
+  return st.ttl_ms < 0 ? 'no TTL: held for good' : `TTL ${st.ttl_ms} ms left`;
+}
 
 // tlFault names a fault shortly: "pause 800ms", "crash", "slow 600ms".
 function tlFault(f) {
@@ -62,7 +72,7 @@ function makeTimeline(root) {
   const v = {t: null, title: '', v0: 0, v1: 1, pair: -1, drag: null, track: [], tracks: 1, barH: 16};
   // a lane: room above its bars for a fault's marker and label, then
   // its tracks of bars, each with its lease's line under it
-  const laneH = () => 14 + v.tracks * (v.barH + 5) + 4;
+  const laneH = () => 14 + v.tracks * (v.barH + 5) + 4 + (v.t && v.t.stuck ? 16 : 0);
   const laneY = l => TL_BAND + l * laneH();
   const barY = i => laneY(v.t.sections[i][0]) + 14 + v.track[i] * (v.barH + 5);
   const viewW = () => cv.clientWidth - TL_LEFT - 8;
@@ -70,16 +80,21 @@ function makeTimeline(root) {
   v.show = (t, title) => {
     v.t = t; v.title = title || ''; v.pair = -1;
     tracks();
-    const n = t ? t.overlaps : 0;
-    el('overlaps').textContent = t ? `${n} overlap${n === 1 ? '' : 's'}` : '';
-    el('overlaps').classList.toggle('bad', !!t && n > 0);
-    el('overlaps').classList.toggle('ok', !!t && n === 0);
+    const n = t ? t.overlaps : 0, failed = !!t && (n > 0 || tlFailed(t.verdict));
+    // The badge's colour follows the verdict: a failing one is never green.
+    el('overlaps').textContent = !t ? '' : t.stuck ? 'stuck lock' : `${n} overlap${n === 1 ? '' : 's'}`;
+    el('overlaps').classList.toggle('bad', failed);
+    el('overlaps').classList.toggle('ok', !!t && !failed && (t.verdict === 'SAFE' || !t.verdict));
+    el('overlaps').classList.toggle('warn', !!t && !failed && !!t.verdict && t.verdict !== 'SAFE');
     el('first').disabled = el('next').disabled = !(t && t.pairs.length);
     el('all').disabled = !t;
     let about = '';
     if (t) {
       about = `${t.sections.length} critical sections` + (t.omitted ? ` (the latest; ${t.omitted} earlier left out)` : '') +
-        (t.complete ? '' : ', at least: an instance forgot some (it crashed) or did not answer') +
+        (t.complete ? '' : ', at least: an instance forgot some or did not answer') +
+        (t.interrupted ? `; ${t.interrupted} cut short by a crash (drawn to the restart)` : '') +
+        (t.stuck ? `; the lock ${t.stuck.key} stuck from ${tlMs(t.stuck.from_us)} ms, ${tlTTL(t.stuck)}` : '') +
+        ((t.gave_up || []).length ? `; ${t.gave_up.length} waiter${t.gave_up.length === 1 ? '' : 's'} gave up (503, ✕)` : '') +
         (t.refused ? `; ${t.refused} stale write${t.refused === 1 ? '' : 's'} refused by the fence` : '') +
         (t.lease_ms ? `; lease ${t.lease_ms} ms` : '; lease: the instances\' own') +
         (t.faults.length ? `; ${t.faults.length} fault${t.faults.length === 1 ? '' : 's'}` : '');
@@ -135,6 +150,38 @@ function makeTimeline(root) {
     draw();
   };
 
+  // showEvidence zooms on what the verdict rests on and says it: the first
+  // overlap, the stuck lock, the first stale write refused, the first
+  // section a crash cut; false when there is none.
+  v.showEvidence = () => {
+    const t = v.t;
+    if (!t) return false;
+    if (t.pairs.length) { v.showPair(0); return true; }
+    const zoom = (from, to) => { const pad = (to - from) * 0.4 + 300; v.v0 = from - pad; v.v1 = to + pad; v.pair = -1; draw(); };
+    if (t.stuck) {
+      const st = t.stuck, end = Math.max(t.end_us, st.from_us + 1), pad = (end - st.from_us) * 0.04;
+      v.v0 = st.from_us - pad; v.v1 = end + pad; v.pair = -1; draw();
+      el('pair').textContent = `the stuck lock: ${t.instances[st.lane] || 'an instance'} took ${st.key} at ${tlMs(st.from_us)} ms and died holding it; ` +
+        `nobody could take it to the end of the race (${tlTTL(st)})` + ((t.gave_up || []).length ? `, and ${t.gave_up.length} waiters gave up (✕).` : '.');
+      return true;
+    }
+    const i = t.sections.findIndex(s => s[4] & TL_REFUSED);
+    if (i >= 0) {
+      const s = t.sections[i];
+      zoom(s[1], s[2]);
+      el('pair').textContent = `the fence at work: ${t.instances[s[0]]} held the lock with token ${s[3]} from ${tlMs(s[1])} ms, but a newer token had written: its write was refused.`;
+      return true;
+    }
+    const c = t.sections.findIndex(s => s[4] & TL_CUT);
+    if (c >= 0) {
+      const s = t.sections[c];
+      zoom(s[1], s[2]);
+      el('pair').textContent = `${t.instances[s[0]]} died inside this section (from ${tlMs(s[1])} ms); it is drawn to the instance's restart.`;
+      return true;
+    }
+    return false;
+  };
+
   function draw() {
     const t = v.t;
     const lanes = t ? Math.max(t.instances.length, 1) : 1, H = TL_BAND + lanes * laneH() + TL_AXIS, r = window.devicePixelRatio || 1;
@@ -179,11 +226,20 @@ function makeTimeline(root) {
     let drawn = 0;
     const labels = [], marked = [];
     const bar = (s, i) => {
-      const f = s[4], wide = f & (TL_OVERLAP | TL_REFUSED) ? 3 : 1;
+      const f = s[4], wide = f & (TL_OVERLAP | TL_REFUSED | TL_CUT) ? 3 : 1;
       const x0 = X(s[1]), x1 = Math.max(X(s[2]), x0 + wide), y = barY(i), bh = v.barH;
       if (f & TL_REFUSED) {
         g.fillStyle = '#fff3e8'; g.fillRect(x0, y, x1 - x0, bh);
         g.strokeStyle = '#b54708'; g.lineWidth = 2; g.strokeRect(x0 + 1, y + 1, Math.max(x1 - x0 - 2, 1), bh - 2);
+      } else if (f & TL_CUT) {
+        // cut by a crash: hatched, a ✕ where its instance came back
+        g.fillStyle = '#e4e7ec'; g.fillRect(x0, y, x1 - x0, bh);
+        g.strokeStyle = '#475467'; g.lineWidth = 1;
+        g.save(); g.beginPath(); g.rect(x0, y, x1 - x0, bh); g.clip();
+        for (let hx = x0 - bh; hx < x1; hx += 6) { g.beginPath(); g.moveTo(hx, y + bh); g.lineTo(hx + bh, y); g.stroke(); }
+        g.restore();
+        g.strokeRect(x0 + .5, y + .5, Math.max(x1 - x0 - 1, 1), bh - 1);
+        g.fillStyle = '#1d2430'; g.fillText('✕', x1 - 4, y + bh - 3);
       } else {
         g.fillStyle = f & TL_OVERLAP ? '#c4320a' : f & TL_WROTE ? '#3056d3' : '#98a2b3';
         g.fillRect(x0, y, x1 - x0, bh);
@@ -191,8 +247,12 @@ function makeTimeline(root) {
       if (t.lease_ms) {
         // the lease granted: a thin line under the bar, ticked where it ran out inside the section
         const xl = X(s[1] + t.lease_ms * 1000);
-        g.fillStyle = '#475467'; g.fillRect(x0, y + bh + 2, Math.max(Math.min(xl, X(v.v1)) - x0, 1), 2);
-        if (s[1] + t.lease_ms * 1000 < s[2]) { g.fillStyle = '#c4320a'; g.fillRect(xl - 1, y - 3, 2, bh + 8); }
+        g.fillStyle = '#475467'; g.fillRect(x0, y + bh + 2, Math.max(Math.min(xl, x1, X(v.v1)) - x0, 1), 2);
+        if (s[1] + t.lease_ms * 1000 < s[2]) {
+          // the lease ran out while held: red from then to the release
+          g.fillStyle = '#f04438'; g.fillRect(xl, y + bh + 1, Math.max(x1 - xl, 1), 4);
+          g.fillRect(xl - 1, y - 3, 2, bh + 8);
+        }
       }
       const text = f & TL_REFUSED ? `token ${s[3]}: write refused (stale)` : s[3] ? String(s[3]) : '';
       if (text) labels.push([text, x0, x1, y, f]);
@@ -200,7 +260,7 @@ function makeTimeline(root) {
     t.sections.forEach((s, i) => {
       if (s[2] < v.v0 || s[1] > v.v1) return;
       drawn++;
-      if (s[4] & (TL_OVERLAP | TL_REFUSED)) marked.push(i); else bar(s, i);
+      if (s[4] & (TL_OVERLAP | TL_REFUSED | TL_CUT)) marked.push(i); else bar(s, i);
     });
     for (const i of marked) bar(t.sections[i], i);
     // the pair in focus, outlined
@@ -217,6 +277,22 @@ function makeTimeline(root) {
       if (x1 - x0 < tw + 6) continue;
       g.fillStyle = f & TL_REFUSED ? '#b54708' : '#fff';
       g.fillText(text, Math.max(x0, TL_LEFT) + 3, y + v.barH - 3);
+    }
+    // the stuck lock: a dark red strip at the bottom of its holder's lane,
+    // from the dead holder's acquisition to the end of the race
+    if (t.stuck) {
+      const st = t.stuck, y = laneY(st.lane) + LANE - 18, x0 = X(st.from_us), x1 = X(Math.max(t.end_us, st.from_us));
+      g.fillStyle = '#7a271a'; g.fillRect(x0, y, Math.max(x1 - x0, 3), 12);
+      g.fillStyle = '#fff';
+      const label = `stuck: ${st.key}, ${tlTTL(st)}`, lx = Math.max(x0, TL_LEFT) + 4;
+      g.fillText(tlFit(g, label, Math.max(x1 - lx - 4, 0)), lx, y + 10);
+    }
+    // the waiters that gave up: a ✕ where each was answered 503
+    g.strokeStyle = '#b54708'; g.lineWidth = 1.5;
+    for (const [l, , ret] of (t.gave_up || [])) {
+      if (ret < v.v0 || ret > v.v1) continue;
+      const x = X(ret), y = l >= 0 ? laneY(l) + 8 : 8;
+      g.beginPath(); g.moveTo(x - 3, y - 3); g.lineTo(x + 3, y + 3); g.moveTo(x + 3, y - 3); g.lineTo(x - 3, y + 3); g.stroke();
     }
     // the faults: a marker where each struck, on its instance's lane, or in
     // the band above when no instance answered (it crashed); a line under
@@ -257,6 +333,8 @@ function makeTimeline(root) {
     }
     const lane = Math.floor((py - TL_BAND) / laneH());
     if (lane < 0 || lane >= t.instances.length) return '';
+    if (t.stuck && t.stuck.lane === lane && us >= t.stuck.from_us && py >= laneY(lane) + laneH() - 20)
+      return `the stuck lock ${t.stuck.key}: taken at ${tlMs(t.stuck.from_us)} ms by ${t.instances[lane]}, which died holding it; ${tlTTL(t.stuck)} when the race ended`;
     let best = null;
     t.sections.forEach((s, i) => {
       const y = barY(i);
@@ -266,7 +344,7 @@ function makeTimeline(root) {
     const f = best[4];
     return `${t.instances[lane]}: held ${tlMs(best[1])} to ${tlMs(best[2])} ms (${tlMs(best[2] - best[1])} ms)` +
       (best[3] ? `, token ${best[3]}` : '') +
-      (f & TL_REFUSED ? ', its write refused: a newer token had written' : f & TL_WROTE ? ', wrote' : ', wrote nothing (sold out, or failed)') +
+      (f & TL_CUT ? ', then its instance died inside it (drawn to its restart)' : f & TL_REFUSED ? ', its write refused: a newer token had written' : f & TL_WROTE ? ', wrote' : ', wrote nothing (sold out, or failed)') +
       (f & TL_OVERLAP ? '; overlapped another holder that wrote' : '') +
       (t.lease_ms && best[2] - best[1] > t.lease_ms * 1000 ? `; held past its ${t.lease_ms} ms lease` : '');
   }
