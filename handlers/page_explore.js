@@ -11,22 +11,27 @@ const explorable = fetch('/explore')
   .catch(() => []);
 let exploring = false;
 
-// whyButton puts the button in th, the ladder's row header of lock, once
-// the explorer says it can run it.
-function whyButton(th, lock) {
+// whyButton puts the button in el, once the explorer says it can run
+// lock: the ladder's row header of lock, or the row of race n (entry,
+// whose instances, lease and stock the answer is told in). Each button
+// is named for its lock (and its race): a screen reader lists them
+// apart.
+function whyButton(el, lock, entry, n) {
   explorable.then(locks => {
     if (!locks.includes(lock)) return;
     const b = document.createElement('button');
     b.className = 'why';
     b.dataset.lock = lock;
     b.textContent = 'why?';
+    b.setAttribute('aria-label', n ? `why? ${lock}, race ${n}: the schedule that breaks it` : `why? ${lock}: the schedule that breaks it`);
     b.title = `search ${lock}'s own code for the shortest interleaving of commands that breaks it (up to 20 s)`;
-    b.addEventListener('click', () => explain(lock));
-    th.append(' ', b);
+    b.disabled = exploring;
+    b.addEventListener('click', () => explain(lock, entry));
+    el.append(' ', b);
   });
 }
 
-async function explain(lock) {
+async function explain(lock, entry) {
   if (exploring) return;
   exploring = true;
   const card = $('exploreCard'), st = $('exploreStatus');
