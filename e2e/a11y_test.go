@@ -71,12 +71,16 @@ func overflow(t *testing.T, ctx context.Context) string {
 
 // tabTo presses Tab until the focused element matches the CSS selector
 // sel, as a reader with a keyboard alone would, at most limit presses;
-// it returns how many it took.
-func tabTo(t *testing.T, ctx context.Context, sel string, limit int) int {
+// it returns how many it took. back: Shift+Tab, backwards.
+func tabTo(t *testing.T, ctx context.Context, sel string, limit int, back ...bool) int {
 	t.Helper()
 	var path []string
+	var opts []chromedp.KeyOption
+	if len(back) > 0 && back[0] {
+		opts = append(opts, chromedp.KeyModifiers(chromedp.ModifierShift))
+	}
 	for i := 1; i <= limit; i++ {
-		if _, err := chromedp.Run(ctx, chromedp.KeyEvent(kb.Tab)); err != nil {
+		if _, err := chromedp.Run(ctx, chromedp.KeyEvent(kb.Tab, opts...)); err != nil {
 			t.Fatal(err)
 		}
 		at, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(() => {
@@ -204,6 +208,55 @@ func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 		t.Errorf("the oversold chart's text alternative %q: want each race's verdict", a)
 	}
 
+	// why? beside lua's race, with the keyboard: its answer in the race's
+	// language, stepped with the keyboard.
+	tabTo(t, ctx, `#results button.why[data-lock=lua]`, 80)
+	key(t, ctx, kb.Enter)
+	wait("lua's why?", `document.body.dataset.explored === 'lua'`, 60*time.Second)
+	says := eval(`document.getElementById('exploreStatus').innerText`)
+	brk := eval(`document.getElementById('exploreBreak').innerText`)
+	if !strings.Contains(says, "app1") || !strings.Contains(brk, "app1's lease runs out") {
+		t.Errorf("lua's why?: status %q, what breaks it %q; want the instances' names and app1's lease running out", says, brk)
+	}
+	steps := eval(`String(document.querySelectorAll('#exploreLanes .lstep').length) + ' ' + document.querySelectorAll('#exploreDiagram tbody tr').length + ' ' + document.querySelectorAll('#exploreLanes .lbreak').length`)
+	if f := strings.Fields(steps); len(f) != 3 || f[0] != f[1] || f[0] == "0" || f[2] != "1" {
+		t.Errorf("lua's lanes: %q (steps drawn, rows, steps marked as the break), want a lane step per row and one break", steps)
+	}
+	if say := eval(`document.getElementById('stepSay').innerText`); !strings.HasPrefix(say, "Step 1 of") {
+		t.Errorf("lua's lanes open on %q, want step 1", say)
+	}
+	tabTo(t, ctx, `#stepNext`, 10)
+	key(t, ctx, " ")
+	key(t, ctx, kb.Enter)
+	if say := eval(`document.getElementById('stepSay').innerText`); !strings.HasPrefix(say, "Step 3 of") || !strings.Contains(say, "app1") {
+		t.Errorf("after next step twice: %q, want step 3, told with the instances' names", say)
+	}
+	tabTo(t, ctx, `#stepPrev`, 10, true)
+	key(t, ctx, kb.Enter)
+	if say := eval(`document.getElementById('stepSay').innerText`); !strings.HasPrefix(say, "Step 2 of") {
+		t.Errorf("after previous step: %q, want step 2", say)
+	}
+	tabTo(t, ctx, `#stepBreak`, 10)
+	key(t, ctx, kb.Enter)
+	if say := eval(`document.getElementById('stepSay').innerText`); !strings.Contains(say, "the step that breaks it") {
+		t.Errorf("the step that breaks it: %q", say)
+	}
+	screenshot(t, ctx, "page-phone-why-lua.png", "#exploreCard")
+
+	// check-del's why? from the ladder: told on its scenario's lease, its
+	// stale DEL named.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('#ladderGrid button.why[data-lock="check-del"]').focus()`)); err != nil {
+		t.Fatal(err)
+	}
+	key(t, ctx, kb.Enter)
+	wait("check-del's why?", `document.body.dataset.explored === 'check-del'`, 60*time.Second)
+	brk = eval(`document.getElementById('exploreBreak').innerText`)
+	cmds := eval(`[...document.querySelectorAll('#exploreDiagram td.cmd')].map(c => c.textContent).join('|')`)
+	if !strings.Contains(brk, "app1's DEL deletes app2's lock") || !strings.Contains(cmds, "px 200") || !strings.Contains(cmds, "app1#1") {
+		t.Errorf("check-del's why?: what breaks it %q, commands %q; want app1's DEL deleting app2's lock, on check-pause's 200 ms lease", brk, cmds)
+	}
+	screenshot(t, ctx, "page-phone-why-check-del.png", "#exploreCard")
+
 	if o := overflow(t, ctx); o != "" {
 		t.Errorf("at 390 px, after the races: %s", o)
 	}
@@ -221,4 +274,5 @@ func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 		t.Errorf("at 1280 px: %s", o)
 	}
 	screenshot(t, ctx, "page-desktop.png", "")
+	screenshot(t, ctx, "page-desktop-why.png", "#exploreCard")
 }

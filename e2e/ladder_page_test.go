@@ -96,8 +96,11 @@ func TestPageShowsEachFlaw(t *testing.T) {
 		t.Fatal(err)
 	}
 	if parts := strings.Split(nums, ","); len(parts) < 5 || parts[0] != "1" || parts[len(parts)-1] != fmt.Sprint(len(parts)) ||
-		!strings.Contains(cols, ",A,B,") || !strings.Contains(cols, "Redis") || sold < 2 {
-		t.Errorf("setnx-px's diagram: rows %q, columns %q, %d sales; want rows 1..N, a column per client and Redis, two sales", nums, cols, sold)
+		!strings.Contains(cols, ",app1,app2,") || !strings.Contains(cols, "Redis") || sold < 2 {
+		t.Errorf("setnx-px's diagram: rows %q, columns %q, %d sales; want rows 1..N, a column per client (named as the instances) and Redis, two sales", nums, cols, sold)
+	}
+	if brk := eval(`document.getElementById('exploreBreak').innerText`); !strings.Contains(brk, "app1's DEL deletes app2's lock") {
+		t.Errorf("setnx-px's why? names what breaks it %q, want app1's DEL deleting app2's lock", brk)
 	}
 	shoot("page-explore-setnx-px.png", "#exploreCard")
 
