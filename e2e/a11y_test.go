@@ -162,6 +162,34 @@ func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 		seen[name] = true
 	}
 
+	// The picker: under check-pause only check-del and lua run, the rest
+	// disabled saying why; the run's size, stock and lease are said before
+	// it starts; plain load gives the locks back.
+	pick := func(scenario string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+			`(() => { const s = document.getElementById('scenario'); s.value = %q; s.dispatchEvent(new Event('change')); })()`, scenario))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pick("check-pause")
+	enabled := eval(`[...document.querySelectorAll('input[name=lock]:not(:disabled)')].map(x => x.value).sort().join(',')`)
+	noneSays := eval(`document.querySelector('input[value=none]').closest('label').innerText`)
+	plan := eval(`document.getElementById('runPlan').innerText`)
+	if enabled != "check-del,lua" || !strings.Contains(noneSays, "check-pause does not run it") {
+		t.Errorf("under check-pause: %q can be picked, none says %q; want check-del and lua alone, none saying why not", enabled, noneSays)
+	}
+	if !strings.Contains(plan, "600 requests, 40 at a time, stock reset to 300, a lease of 200 ms") {
+		t.Errorf("under check-pause the run's plan says %q", plan)
+	}
+	pick("")
+	if n := eval(`String(document.querySelectorAll('input[name=lock]:not(:disabled)').length)`); n == "2" {
+		t.Errorf("back to plain load: %s locks can be picked", n)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('input[value=none], input[value=lua]').forEach(x => x.checked = true)`)); err != nil {
+		t.Fatal(err)
+	}
+
 	// A race with the keyboard alone: none unpicked with Space (lua stays
 	// picked), fewer requests typed in, race pressed with Enter.
 	tabTo(t, ctx, `input[name=lock][value=none]`, 40)

@@ -89,8 +89,8 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	if v := eval(`document.getElementById('exploreVerdict').innerText`); !strings.HasPrefix(v, "OVERSOLD") {
 		t.Errorf("setnx-px's why?: the verdict says %q (status %q), want OVERSOLD", v, eval(`document.getElementById('exploreStatus').innerText`))
 	}
-	nums := eval(`[...document.querySelectorAll('#exploreDiagram tbody tr')].map(r => r.cells[0].innerText).join(',')`)
-	cols := eval(`[...document.querySelectorAll('#exploreDiagram thead th')].map(h => h.innerText).join(',')`)
+	nums := eval(`[...document.querySelectorAll('#exploreDiagram tbody tr')].map(r => r.cells[0].textContent).join(',')`)
+	cols := eval(`[...document.querySelectorAll('#exploreDiagram thead th')].map(h => h.textContent).join(',')`)
 	sold, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#exploreDiagram td.sold').length`))
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +112,8 @@ func TestPageShowsEachFlaw(t *testing.T) {
 		t.Fatalf("waiting for redlock's counterexample: %v", err)
 	}
 	says := eval(`document.getElementById('exploreStatus').innerText`)
-	cols = eval(`[...document.querySelectorAll('#exploreDiagram thead th')].map(h => h.innerText).join(',')`)
-	cmds := eval(`[...document.querySelectorAll('#exploreDiagram td.cmd')].map(c => c.innerText).join('|')`)
+	cols = eval(`[...document.querySelectorAll('#exploreDiagram thead th')].map(h => h.textContent).join(',')`)
+	cmds := eval(`[...document.querySelectorAll('#exploreDiagram td.cmd')].map(c => c.textContent).join('|')`)
 	if v := eval(`document.getElementById('exploreVerdict').innerText`); !strings.HasPrefix(v, "OVERSOLD") ||
 		!strings.Contains(says, "on 3 masters") || !strings.Contains(cols, "masters m1-m3") ||
 		!strings.Contains(cmds, "m1: SET lock") || !strings.Contains(cmds, "pauses") {
@@ -152,6 +152,27 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	}
 	if c := cell("crash setnx"); !strings.HasPrefix(c, "DEADLOCK ✓") {
 		t.Errorf("setnx under crash: the ladder's cell says %q", c)
+	}
+	// One sale with setnx after it: the crashed holder's lock is still
+	// there; the page says so, and its reset frees it.
+	step("one sale with setnx", click(`button[aria-label="sale with setnx"]`))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.getElementById('lockHint').hidden`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Errorf("after setnx under crash, one sale with setnx: no word of the lock still held (answer %q)", eval(`document.getElementById('out').innerText`))
+	} else {
+		hint := eval(`document.getElementById('lockHint').innerText`)
+		if !strings.Contains(hint, "setnx under crash") || !strings.Contains(hint, "never expires") {
+			t.Errorf("the lock hint says %q, want setnx under crash's lock, which never expires", hint)
+		}
+		step("reset from the hint", click(`#lockHint button`))
+		waitFor := func(what, js string) {
+			t.Helper()
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+				t.Errorf("%s: %v (answer %q)", what, err, eval(`document.getElementById('out').innerText`))
+			}
+		}
+		waitFor("the reset from the hint", `document.getElementById('out').innerText.startsWith('POST /reset') && document.getElementById('lockHint').hidden`)
+		step("one sale with setnx again", click(`button[aria-label="sale with setnx"]`))
+		waitFor("a sale with setnx after the reset", `/^POST \/sale\?lock=setnx\n200 /.test(document.getElementById('out').innerText)`)
 	}
 
 	// check-del under check-pause: a stale DEL frees the next holder's
