@@ -119,6 +119,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 		!strings.Contains(cmds, "m1: SET lock") || !strings.Contains(cmds, "pauses") {
 		t.Errorf("redlock's why?: verdict %q, status %q, columns %q, commands %q; want OVERSOLD on 3 masters, a SET per master and a pause", v, says, cols, cmds)
 	}
+	step("show the step that breaks redlock", click("#stepBreak"))
 	shoot("page-explore-redlock.png", "#exploreCard")
 
 	// race picks lock alone under scenario, on /sale, at the ladder's

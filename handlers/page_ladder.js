@@ -215,6 +215,7 @@ async function runLadder() {
       st.textContent = `${asExpected} of ${todo.length} pairs as the ladder expects; took ${Math.round((Date.now() - started) / 1000)} s` +
         (todo.length < ladder.plan.ladder.length ? `; ${ladder.plan.ladder.length - todo.length} not shown here (-: hover for why)` : '');
     }
+    announce('the ladder: ' + st.textContent);
   } finally {
     ladder.running = false;
     $('ladderBtn').disabled = $('raceBtn').disabled = false;
