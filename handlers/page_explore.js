@@ -216,9 +216,10 @@ function drawLanes(j, brk) {
   // The lanes fit the card where they can (a phone's narrower), and
   // scroll inside it where they cannot.
   const box = svg.closest('.scroll'), fit = box ? box.clientWidth : 700;
-  const cols = why.columns, left = 84, rowH = 46, top = 34;
-  const lane = Math.max(110, Math.min(170, Math.floor((fit - left - 50) / (cols.length - 1))));
-  const W = left + lane * (cols.length - 1) + 60, H = top + rowH * j.rows.length + 12;
+  const cols = why.columns, narrow = fit < 500, left = narrow ? 64 : 84, rowH = 46, top = 34;
+  const right = Math.max(30, Math.ceil(cols[cols.length - 1].length * 4.5));
+  const lane = Math.max(narrow ? 84 : 110, Math.min(170, Math.floor((fit - left - right) / (cols.length - 1))));
+  const W = left + lane * (cols.length - 1) + right, H = top + rowH * j.rows.length + 12;
   svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
   svg.setAttribute('width', W); svg.setAttribute('height', H);
   const el = (tag, attrs, text) => {
@@ -255,10 +256,12 @@ function drawLanes(j, brk) {
     } else {
       const x1 = x(ci) + 4, x2 = redisX - 4;
       g.append(el('line', {x1, y1: y + 16, x2, y2: y + 16, stroke: color, 'stroke-width': bad ? 2.5 : 1.5, 'marker-end': `url(#${bad ? 'arrBad' : 'arr'})`}));
-      g.append(el('text', {x: x1 + 4, y: y + 12, 'font-size': 12, 'font-family': 'monospace', fill: color}, name(row.command)));
+      // a command too long for the lanes to its right is pulled left
+      const cmd = name(row.command), cw = cmd.length * 7.3;
+      g.append(el('text', {x: Math.max(2, Math.min(x1 + 4, W - 2 - cw)), y: y + 12, 'font-size': 12, 'font-family': 'monospace', fill: color}, cmd));
       if (row.reply) {
         g.append(el('line', {x1: x2, y1: y + 30, x2: x1, y2: y + 30, stroke: '#667085', 'stroke-dasharray': '4 3', 'marker-end': 'url(#arr)'}));
-        g.append(el('text', {x: x2 - 4, y: y + 41, 'text-anchor': 'end', 'font-size': 11, fill: '#5f6b7a'}, '→ ' + name(row.reply)));
+        g.append(el('text', {x: x2 - 4, y: y + 27, 'text-anchor': 'end', 'font-size': 11, fill: '#5f6b7a'}, '→ ' + name(row.reply)));
       }
       if (row.note) g.append(el('text', {x: x1 + 4, y: y + 41, 'font-size': 11, fill: row.note === 'sold one' ? '#c4320a' : '#12805c', 'font-weight': 600}, name(row.note)));
     }
