@@ -135,13 +135,16 @@ function breakStep(rows, verdict, name) {
   return {i: -1, says: ''};
 }
 
+// lockSays is a lock column's value in words: free, or its value.
+const lockSays = (lock, name) => /^(-\s*)+$/.test(lock || '-') ? 'free' : name(lock);
+
 // sentence tells step row in one sentence.
 function sentence(row, name) {
   const at = `at ${row.t_ms} ms`, cmd = name(row.command), note = name(row.note);
-  if (!row.client) return `${at}: ${note}; the lock is ${row.lock === '-' ? 'free' : name(row.lock)}.`;
+  if (!row.client) return `${at}: ${note}; the lock is ${lockSays(row.lock, name)}.`;
   if (cmd.startsWith('**')) return `${at}: ${name(row.client)} ${cmd.replace(/\*\*/g, '').trim()}.`;
   return `${at}: ${name(row.client)} sends ${cmd}; Redis answers ${name(row.reply) || 'nothing'}` +
-    (note ? ` (${name(row.client)} ${note})` : '') + `; lock after: ${row.lock === '-' ? 'free' : name(row.lock)}, stock/sold ${row.stock}.`;
+    (note ? ` (${name(row.client)} ${note})` : '') + `; lock after: ${lockSays(row.lock, name)}, stock/sold ${row.stock}.`;
 }
 
 // drawExplained draws one answer of POST /explore in the race's terms.
@@ -159,8 +162,8 @@ function drawExplained(j, terms) {
   const columns = j.columns.map((c, i) => i < j.columns.length - 1 ? name(c) : c);
   const stock0 = j.rows.length ? j.rows[0].stock.split('/')[0] : '?';
   const on = j.masters ? ` on ${j.masters} masters (quorum ${Math.floor(j.masters / 2) + 1}; mN: master N)` : '';
-  st.textContent = `${j.lock}: ${j.verdict} in ${j.steps} steps, ${j.clients} clients named as the race's instances (${columns.slice(0, -1).join(', ')})${on}, ` +
-    `each one request, on a lease of ${j.lease_ms} ms` + (!terms.lease ? ' (the explorer\'s own)' : terms.race ? ' (the race\'s)' : ` (${terms.scenario}'s, as in the ladder)`) +
+  st.textContent = `${j.lock}: ${j.verdict} in ${j.steps} steps, ${j.clients} clients named as the ${terms.race ? 'race' : 'stack'}'s instances (${columns.slice(0, -1).join(', ')})${on}, ` +
+    `each one request, on a lease of ${j.lease_ms} ms` + (!terms.lease ? ' (the explorer\'s own)' : terms.race ? ' (the race\'s)' : ` (the lease of ${terms.scenario}, as in the ladder)`) +
     `, from a stock of ${stock0}` + (terms.stock ? ` (the race's was ${terms.stock}: any stock above the clients' sales breaks the same way)` : '') +
     `; faults ${j.faults}; ${j.schedules} schedules, ${j.states} states searched in ${(j.elapsed_ms / 1000).toFixed(1)} s. ` +
     `t is virtual milliseconds; @N, an expiry at virtual millisecond N; app1#1, app1's first token.`;
