@@ -156,16 +156,21 @@ func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 	}
 	screenshot(t, ctx, "page-phone.png", "")
 
-	// Each why? is named for its lock: no two alike, each naming one.
-	names := eval(`[...document.querySelectorAll('button.why')].map(b => b.dataset.lock + '=' + (b.getAttribute('aria-label') || b.textContent)).join('\n')`)
-	seen := map[string]bool{}
-	for _, l := range strings.Split(names, "\n") {
-		lock, name, _ := strings.Cut(l, "=")
-		if seen[name] || !strings.Contains(name, lock) {
-			t.Errorf("why? button for %s is named %q: want a name of its own, naming its lock (all: %q)", lock, name, names)
+	// Each why? is named for its lock (and race): no two alike, each
+	// naming its lock.
+	whyNamed := func(when string) {
+		t.Helper()
+		names := eval(`[...document.querySelectorAll('button.why')].map(b => b.dataset.lock + '=' + (b.getAttribute('aria-label') || b.textContent)).join('\n')`)
+		seen := map[string]bool{}
+		for _, l := range strings.Split(names, "\n") {
+			lock, name, _ := strings.Cut(l, "=")
+			if seen[name] || !strings.Contains(name, lock) {
+				t.Errorf("%s, the why? button for %s is named %q: want a name of its own, naming its lock (all: %q)", when, lock, name, names)
+			}
+			seen[name] = true
 		}
-		seen[name] = true
 	}
+	whyNamed("before a race")
 
 	// The picker: under check-pause only check-del and lua run, the rest
 	// disabled saying why; the run's size, stock and lease are said before
@@ -290,6 +295,7 @@ func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 	}
 	screenshot(t, ctx, "page-phone-why-check-del.png", "#exploreCard")
 
+	whyNamed("after the races")
 	if o := overflow(t, ctx); o != "" {
 		t.Errorf("at 390 px, after the races: %s", o)
 	}
@@ -305,6 +311,9 @@ func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 	}
 	if o := overflow(t, ctx); o != "" {
 		t.Errorf("at 1280 px: %s", o)
+	}
+	if v := axeSerious(t, ctx); len(v) > 0 {
+		t.Errorf("axe-core, at 1280 px: %d serious or critical violations:\n%s", len(v), strings.Join(v, "\n"))
 	}
 	screenshot(t, ctx, "page-desktop.png", "")
 	screenshot(t, ctx, "page-desktop-why.png", "#exploreCard")
