@@ -295,6 +295,16 @@ func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 	}
 	screenshot(t, ctx, "page-phone-why-check-del.png", "#exploreCard")
 
+	// setnx's why?: a DEADLOCK, its holder crashing with a lock no TTL frees.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('#ladderGrid button.why[data-lock="setnx"]').focus()`)); err != nil {
+		t.Fatal(err)
+	}
+	key(t, ctx, " ")
+	wait("setnx's why?", `document.body.dataset.explored === 'setnx'`, 60*time.Second)
+	if brk := eval(`document.getElementById('exploreBreak').innerText`); !strings.Contains(brk, "app1 crashes with the lock set and no TTL") {
+		t.Errorf("setnx's why?: what breaks it %q, want app1 crashing with the lock set and no TTL", brk)
+	}
+
 	whyNamed("after the races")
 	if o := overflow(t, ctx); o != "" {
 		t.Errorf("at 390 px, after the races: %s", o)
