@@ -245,6 +245,11 @@ func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 	if a := eval(`document.getElementById('cmpBad').getAttribute('aria-label')`); !strings.Contains(a, "OVERSOLD") || !strings.Contains(a, "SAFE") {
 		t.Errorf("the oversold chart's text alternative %q: want each race's verdict", a)
 	}
+	for _, sel := range []string{"#liveRps", "#liveP99", "#timelineCard canvas"} {
+		if a := eval(fmt.Sprintf(`document.querySelector(%q).getAttribute('aria-label')`, sel)); !strings.Contains(a, "OVERSOLD") {
+			t.Errorf("%s's text alternative %q: want the verdict of none's race, OVERSOLD", sel, a)
+		}
+	}
 
 	// why? beside lua's race, with the keyboard: its answer in the race's
 	// language, stepped with the keyboard.

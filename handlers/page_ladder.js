@@ -176,7 +176,7 @@ function ladderResult(entry) {
 async function clickCell(pair) {
   const c = ladder.cells[pair];
   if (c.entry) {
-    showTimeline(c.entry.timeline, c.entry.title);
+    showTimeline(c.entry.timeline, c.entry.title, c.entry.verdict);
     bringIntoView($('timelineCard'));
     return;
   }
