@@ -89,15 +89,18 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	if v := eval(`document.getElementById('exploreVerdict').innerText`); !strings.HasPrefix(v, "OVERSOLD") {
 		t.Errorf("setnx-px's why?: the verdict says %q (status %q), want OVERSOLD", v, eval(`document.getElementById('exploreStatus').innerText`))
 	}
-	nums := eval(`[...document.querySelectorAll('#exploreDiagram tbody tr')].map(r => r.cells[0].innerText).join(',')`)
-	cols := eval(`[...document.querySelectorAll('#exploreDiagram thead th')].map(h => h.innerText).join(',')`)
+	nums := eval(`[...document.querySelectorAll('#exploreDiagram tbody tr')].map(r => r.cells[0].textContent).join(',')`)
+	cols := eval(`[...document.querySelectorAll('#exploreDiagram thead th')].map(h => h.textContent).join(',')`)
 	sold, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#exploreDiagram td.sold').length`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if parts := strings.Split(nums, ","); len(parts) < 5 || parts[0] != "1" || parts[len(parts)-1] != fmt.Sprint(len(parts)) ||
-		!strings.Contains(cols, ",A,B,") || !strings.Contains(cols, "Redis") || sold < 2 {
-		t.Errorf("setnx-px's diagram: rows %q, columns %q, %d sales; want rows 1..N, a column per client and Redis, two sales", nums, cols, sold)
+		!strings.Contains(cols, ",app1,app2,") || !strings.Contains(cols, "Redis") || sold < 2 {
+		t.Errorf("setnx-px's diagram: rows %q, columns %q, %d sales; want rows 1..N, a column per client (named as the instances) and Redis, two sales", nums, cols, sold)
+	}
+	if brk := eval(`document.getElementById('exploreBreak').innerText`); !strings.Contains(brk, "app1's DEL deletes app2's lock") {
+		t.Errorf("setnx-px's why? names what breaks it %q, want app1's DEL deleting app2's lock", brk)
 	}
 	shoot("page-explore-setnx-px.png", "#exploreCard")
 
@@ -109,13 +112,14 @@ func TestPageShowsEachFlaw(t *testing.T) {
 		t.Fatalf("waiting for redlock's counterexample: %v", err)
 	}
 	says := eval(`document.getElementById('exploreStatus').innerText`)
-	cols = eval(`[...document.querySelectorAll('#exploreDiagram thead th')].map(h => h.innerText).join(',')`)
-	cmds := eval(`[...document.querySelectorAll('#exploreDiagram td.cmd')].map(c => c.innerText).join('|')`)
+	cols = eval(`[...document.querySelectorAll('#exploreDiagram thead th')].map(h => h.textContent).join(',')`)
+	cmds := eval(`[...document.querySelectorAll('#exploreDiagram td.cmd')].map(c => c.textContent).join('|')`)
 	if v := eval(`document.getElementById('exploreVerdict').innerText`); !strings.HasPrefix(v, "OVERSOLD") ||
 		!strings.Contains(says, "on 3 masters") || !strings.Contains(cols, "masters m1-m3") ||
 		!strings.Contains(cmds, "m1: SET lock") || !strings.Contains(cmds, "pauses") {
 		t.Errorf("redlock's why?: verdict %q, status %q, columns %q, commands %q; want OVERSOLD on 3 masters, a SET per master and a pause", v, says, cols, cmds)
 	}
+	step("show the step that breaks redlock", click("#stepBreak"))
 	shoot("page-explore-redlock.png", "#exploreCard")
 
 	// race picks lock alone under scenario, on /sale, at the ladder's
@@ -149,6 +153,27 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	}
 	if c := cell("crash setnx"); !strings.HasPrefix(c, "DEADLOCK ✓") {
 		t.Errorf("setnx under crash: the ladder's cell says %q", c)
+	}
+	// One sale with setnx after it: the crashed holder's lock is still
+	// there; the page says so, and its reset frees it.
+	step("one sale with setnx", click(`button[aria-label="sale with setnx"]`))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.getElementById('lockHint').hidden`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Errorf("after setnx under crash, one sale with setnx: no word of the lock still held (answer %q)", eval(`document.getElementById('out').innerText`))
+	} else {
+		hint := eval(`document.getElementById('lockHint').innerText`)
+		if !strings.Contains(hint, "setnx under crash") || !strings.Contains(hint, "never expires") {
+			t.Errorf("the lock hint says %q, want setnx under crash's lock, which never expires", hint)
+		}
+		step("reset from the hint", click(`#lockHint button`))
+		waitFor := func(what, js string) {
+			t.Helper()
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+				t.Errorf("%s: %v (answer %q)", what, err, eval(`document.getElementById('out').innerText`))
+			}
+		}
+		waitFor("the reset from the hint", `document.getElementById('out').innerText.startsWith('POST /reset') && document.getElementById('lockHint').hidden`)
+		step("one sale with setnx again", click(`button[aria-label="sale with setnx"]`))
+		waitFor("a sale with setnx after the reset", `/^POST \/sale\?lock=setnx\n200 /.test(document.getElementById('out').innerText)`)
 	}
 
 	// check-del under check-pause: a stale DEL frees the next holder's

@@ -1,50 +1,82 @@
 // ---- why? the explorer's shortest counterexample (POST /explore) ----
-// Beside each rung of the ladder view that the explorer can run (GET
-// /explore names them), a "why?" button asks the stack's explorer for
-// the shortest schedule of commands that breaks the rung's own code, and
-// draws it as a numbered sequence diagram: a column per client and one
-// for Redis, each step with its virtual time, and the lock and the
-// stock after it. Text goes in through textContent only.
+// Beside each rung of the ladder view and each race's result that the
+// explorer can run (GET /explore names them), a "why?" button asks the
+// stack's explorer for the shortest schedule of commands that breaks the
+// rung's own code, told in the race's language: its clients named as
+// the instances (app1, app2...), on the race's lease. It is drawn as
+// lanes (a column per client and one for Redis, an arrow per command and
+// one per reply) that step forward and back, a sentence per step, the
+// step that breaks the lock named in words and marked; the steps are
+// also a table. Text goes in through textContent only.
 const explorable = fetch('/explore')
   .then(r => r.ok ? r.json() : {locks: []})
   .then(j => j.locks || [])
   .catch(() => []);
 let exploring = false;
+const why = {rows: [], at: 0, brk: -1, names: [], svg: null};
 
-// whyButton puts the button in th, the ladder's row header of lock, once
-// the explorer says it can run it.
-function whyButton(th, lock) {
+// whyButton puts the button in el, once the explorer says it can run
+// lock: the ladder's row header of lock, or the row of race n (entry,
+// whose instances, lease and stock the answer is told in). Each button
+// is named for its lock (and its race): a screen reader lists them
+// apart.
+function whyButton(el, lock, entry, n) {
   explorable.then(locks => {
     if (!locks.includes(lock)) return;
     const b = document.createElement('button');
     b.className = 'why';
     b.dataset.lock = lock;
     b.textContent = 'why?';
+    b.setAttribute('aria-label', n ? `why? ${lock}, race ${n}: the schedule that breaks it` : `why? ${lock}: the schedule that breaks it`);
     b.title = `search ${lock}'s own code for the shortest interleaving of commands that breaks it (up to 20 s)`;
-    b.addEventListener('click', () => explain(lock));
-    th.append(' ', b);
+    b.disabled = exploring;
+    b.addEventListener('click', () => explain(lock, entry));
+    el.append(' ', b);
   });
 }
 
-async function explain(lock) {
+// raceTerms is the language of the answer: the instances' names, the
+// lease and the stock of entry (a race), or of the ladder's scenario for
+// lock and the last race's instances when asked from the ladder.
+function raceTerms(lock, entry) {
+  const last = races.length ? races[races.length - 1] : null;
+  const t = (entry && entry.timeline) || (last && last.timeline) || null;
+  const names = t && t.instances && t.instances.length ? t.instances.slice() : ['app1', 'app2', 'app3'];
+  let lease = entry && entry.timeline && entry.timeline.lease_ms ? Math.round(entry.timeline.lease_ms) : 0;
+  let scenario = entry ? entry.scenario : '';
+  if (!scenario && !entry && typeof ladder !== 'undefined' && ladder.plan) {
+    const c = ladder.plan.ladder.find(x => x.lock === lock);
+    if (c) scenario = c.scenario;
+  }
+  if (!lease && scenario && typeof ladder !== 'undefined' && ladder.plan) {
+    const s = ladder.plan.scenarios.find(x => x.name === scenario);
+    if (s && s.lease_ms) lease = s.lease_ms;
+  }
+  return {names, lease, stock: entry ? entry.stock : 0, scenario, race: entry ? entry.title : ''};
+}
+
+async function explain(lock, entry) {
   if (exploring) return;
   exploring = true;
   const card = $('exploreCard'), st = $('exploreStatus');
   document.querySelectorAll('button.why').forEach(b => b.disabled = true);
   card.hidden = false;
-  $('exploreTitle').textContent = `why ${lock}?`;
-  $('exploreDiagram').replaceChildren();
-  $('exploreVerdict').replaceChildren();
+  const terms = raceTerms(lock, entry);
+  $('exploreTitle').textContent = `why ${lock}?` + (terms.race ? ` (${terms.race})` : '');
+  for (const id of ['exploreDiagram', 'exploreVerdict', 'exploreLanes', 'exploreBreak', 'stepSay']) $(id).replaceChildren();
+  $('exploreSteps').hidden = true;
   st.textContent = `searching ${lock}'s schedules for the shortest that breaks it (up to 20 s)…`;
   bringIntoView(card);
   try {
-    const r = await fetch('/explore?lock=' + encodeURIComponent(lock), {method: 'POST'});
+    const q = new URLSearchParams({lock});
+    if (terms.lease) q.set('lease_ms', terms.lease);
+    const r = await fetch('/explore?' + q, {method: 'POST'});
     const j = await r.json();
     if (!r.ok) {
       st.textContent = `${lock}: ${j.error || r.status}`;
       return;
     }
-    drawExplained(j);
+    drawExplained(j, terms);
   } catch (e) {
     st.textContent = `${lock}: the explorer did not answer (${e})`;
   } finally {
@@ -54,46 +86,218 @@ async function explain(lock) {
   }
 }
 
-// drawExplained draws one answer of POST /explore.
-function drawExplained(j) {
+// renamer turns the explorer's client letters into the race's names:
+// A into app1, A's first token A1 into app1#1.
+function renamer(columns, names) {
+  const letters = columns.slice(0, -1), of = {};
+  letters.forEach((l, i) => { of[l] = names[i] || ('app' + (i + 1)); });
+  const set = letters.join('');
+  if (!set) return s => s;
+  const tok = new RegExp(`\\b([${set}])(\\d+)\\b`, 'g'), lone = new RegExp(`\\b([${set}])\\b`, 'g');
+  return s => String(s || '').replace(tok, (_, l, n) => `${of[l]}#${n}`).replace(lone, (_, l) => of[l]);
+}
+
+// breakStep finds the step that breaks the lock, and says it in words:
+// a client's command deletes or overwrites the lock another client still
+// holds; else a holder's lease runs out while it holds; else a client
+// takes the lock while another holds it; a DEADLOCK's: its holder
+// crashes with the lock set. It returns {i, says}, i -1 when none.
+function breakStep(rows, verdict, name) {
+  const holders = new Set(), theft = [], lapse = [], both = [], crash = [];
+  let owner = null, lockBefore = '-';
+  const tokenOwner = lock => { const m = /\b([A-Z])\d+\b/.exec(lock); return m ? m[1] : null; };
+  rows.forEach((row, i) => {
+    const byToken = tokenOwner(lockBefore), own = byToken || owner;
+    const changed = row.lock !== lockBefore;
+    const verb = (row.command || '').replace(/^m\d+: /, '').replace(/^\(watchdog\) /, '').split(' ')[0];
+    if (row.client && own && own !== row.client && holders.has(own) && changed) {
+      theft.push({i, says: `${name(row.client)}'s ${verb} ${verb === 'DEL' ? 'deletes' : 'overwrites'} ${name(own)}'s lock, which ${name(own)} still holds`});
+    }
+    if (!row.client && own && holders.has(own) && changed) {
+      lapse.push({i, says: `${name(own)}'s lease runs out while ${name(own)} still holds the lock: the lock is free for another`});
+    }
+    if (row.note && row.note.includes('holds the lock')) {
+      const others = [...holders].filter(h => h !== row.client);
+      if (others.length) both.push({i, says: `${name(row.client)} takes the lock while ${name(others[0])} still holds it`});
+    }
+    if (row.client && (row.command || '').includes('** crashes') && row.lock && row.lock !== '-') {
+      crash.push({i, says: `${name(row.client)} crashes with the lock set${/\(\d+ms\)/.test(row.lock) ? '' : ' and no TTL'}: no one will ever delete it`});
+    }
+    // after the step
+    if (row.note && row.note.includes('holds the lock')) { holders.add(row.client); owner = row.client; }
+    if (row.note && row.note.includes('released')) holders.delete(row.client);
+    if ((row.command || '').includes('** crashes')) holders.delete(row.client);
+    if (row.lock === '-' || /^(- )*-$/.test(row.lock)) owner = null;
+    lockBefore = row.lock;
+  });
+  const pick = verdict === 'DEADLOCK' ? [crash] : [theft, lapse, both];
+  for (const list of pick) if (list.length) return list[0];
+  return {i: -1, says: ''};
+}
+
+// lockSays is a lock column's value in words: free, or its value.
+const lockSays = (lock, name) => /^(-\s*)+$/.test(lock || '-') ? 'free' : name(lock);
+
+// sentence tells step row in one sentence.
+function sentence(row, name) {
+  const at = `at ${row.t_ms} ms`, cmd = name(row.command), note = name(row.note);
+  if (!row.client) return `${at}: ${note}; the lock is ${lockSays(row.lock, name)}.`;
+  if (cmd.startsWith('**')) return `${at}: ${name(row.client)} ${cmd.replace(/\*\*/g, '').trim()}.`;
+  return `${at}: ${name(row.client)} sends ${cmd}; Redis answers ${name(row.reply) || 'nothing'}` +
+    (note ? ` (${name(row.client)} ${note})` : '') + `; lock after: ${lockSays(row.lock, name)}, stock/sold ${row.stock}.`;
+}
+
+// drawExplained draws one answer of POST /explore in the race's terms.
+function drawExplained(j, terms) {
   const st = $('exploreStatus'), v = $('exploreVerdict'), table = $('exploreDiagram');
+  const name = renamer(j.columns, terms.names);
   const badge = document.createElement('span');
   badge.className = 'badge ' + verdictClass(j.verdict === 'none' ? 'SAFE' : j.verdict);
   badge.textContent = j.verdict;
   v.append(badge, ' ', j.explain || '');
   if (j.verdict === 'none') {
-    st.textContent = `${j.lock}: no violation found. Covered: ${j.covered}`;
+    st.textContent = `${j.lock}: no violation found. Covered: ${name(j.covered)}`;
     return;
   }
+  const columns = j.columns.map((c, i) => i < j.columns.length - 1 ? name(c) : c);
+  const stock0 = j.rows.length ? j.rows[0].stock.split('/')[0] : '?';
   const on = j.masters ? ` on ${j.masters} masters (quorum ${Math.floor(j.masters / 2) + 1}; mN: master N)` : '';
-  st.textContent = `${j.lock}: ${j.verdict} in ${j.steps} steps, ${j.clients} clients${on}; faults ${j.faults}; ` +
-    `${j.schedules} schedules, ${j.states} states searched in ${(j.elapsed_ms / 1000).toFixed(1)} s. ` +
-    `t is virtual milliseconds; @N, an expiry at virtual millisecond N; A1, A's first token.`;
+  st.textContent = `${j.lock}: ${j.verdict} in ${j.steps} steps, ${j.clients} clients named as the ${terms.race ? 'race' : 'stack'}'s instances (${columns.slice(0, -1).join(', ')})${on}, ` +
+    `each one request, on a lease of ${j.lease_ms} ms` + (!terms.lease ? ' (the explorer\'s own)' : terms.race ? ' (the race\'s)' : ` (the lease of ${terms.scenario}, as in the ladder)`) +
+    `, from a stock of ${stock0}` + (terms.stock ? ` (the race's was ${terms.stock}: any stock above the clients' sales breaks the same way)` : '') +
+    `; faults ${j.faults}; ${j.schedules} schedules, ${j.states} states searched in ${(j.elapsed_ms / 1000).toFixed(1)} s. ` +
+    `t is virtual milliseconds; @N, an expiry at virtual millisecond N; app1#1, app1's first token.`;
+
+  const brk = breakStep(j.rows, j.verdict, name);
+  why.rows = j.rows; why.brk = brk.i; why.says = brk.says; why.name = name; why.columns = columns;
+  if (brk.i >= 0) {
+    const b = $('exploreBreak');
+    b.append(Object.assign(document.createElement('b'), {textContent: `What breaks it, step ${j.rows[brk.i].n || '*'}: `}), brk.says + '.');
+    b.hidden = false;
+  }
+
+  // The table: every step, the text alternative of the lanes.
   const head = table.createTHead().insertRow();
-  for (const h of ['#', 't (ms)', ...j.columns, 'lock after', 'stock/sold']) {
+  for (const h of ['#', 't (ms)', ...columns, 'lock after', 'stock/sold']) {
     head.append(Object.assign(document.createElement('th'), {textContent: h}));
   }
   const body = table.createTBody();
   const clients = j.columns.slice(0, -1);
-  for (const row of j.rows) {
+  j.rows.forEach((row, i) => {
     const tr = body.insertRow();
     tr.dataset.n = row.n;
     if (row.n === 0) tr.className = 'probe';
+    if (i === brk.i) tr.classList.add('break');
     tr.insertCell().textContent = row.n === 0 ? '*' : String(row.n);
     tr.insertCell().textContent = String(row.t_ms);
     for (const c of clients) {
       const td = tr.insertCell();
       if (row.client !== c) continue;
       td.className = 'cmd';
-      td.append(Object.assign(document.createElement('code'), {textContent: row.command}));
-      if (row.note) td.append(' ', Object.assign(document.createElement('small'), {textContent: row.note}));
+      td.append(Object.assign(document.createElement('code'), {textContent: name(row.command)}));
+      if (row.note) td.append(' ', Object.assign(document.createElement('small'), {textContent: name(row.note)}));
       if (row.command.startsWith('**')) td.classList.add('fault');
       if (row.note === 'sold one') td.classList.add('sold');
     }
     const redis = tr.insertCell();
-    redis.textContent = row.client ? (row.reply ? '→ ' + row.reply : '') : `— ${row.note} —`;
+    redis.textContent = row.client ? (row.reply ? '→ ' + name(row.reply) : '') : `— ${name(row.note)} —`;
     if (!row.client) redis.className = 'tick';
-    tr.insertCell().textContent = row.lock;
+    tr.insertCell().textContent = name(row.lock);
     tr.insertCell().textContent = row.stock;
+  });
+  $('exploreSteps').hidden = false;
+  drawLanes(j, brk);
+  showStep(0);
+}
+
+// drawLanes draws the steps as lanes in an SVG: a column per client and
+// one for Redis, a row per step: the command an arrow to Redis, its
+// reply an arrow back; a fault a mark on its client's lane; time passing
+// a band across. The step that breaks the lock is drawn red.
+function drawLanes(j, brk) {
+  const NS = 'http://www.w3.org/2000/svg', svg = $('exploreLanes'), name = why.name;
+  // The lanes fit the card where they can (a phone's narrower), and
+  // scroll inside it where they cannot.
+  const box = svg.closest('.scroll'), fit = box ? box.clientWidth : 700;
+  const cols = why.columns, narrow = fit < 500, left = narrow ? 64 : 84, rowH = 46, top = 34;
+  const right = Math.max(30, Math.ceil(cols[cols.length - 1].length * 4.5));
+  const lane = Math.max(narrow ? 84 : 110, Math.min(170, Math.floor((fit - left - right) / (cols.length - 1))));
+  const W = left + lane * (cols.length - 1) + right, H = top + rowH * j.rows.length + 12;
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  svg.setAttribute('width', W); svg.setAttribute('height', H);
+  const el = (tag, attrs, text) => {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, val] of Object.entries(attrs)) e.setAttribute(k, val);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+  const defs = el('defs', {});
+  for (const [id, color] of [['arr', '#1d2430'], ['arrBad', '#c4320a']]) {
+    const m = el('marker', {id, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse'});
+    m.append(el('path', {d: 'M0,0 L10,5 L0,10 z', fill: color}));
+    defs.append(m);
+  }
+  svg.append(defs);
+  const x = i => left + lane * i;
+  cols.forEach((c, i) => {
+    svg.append(el('text', {x: x(i), y: 16, 'text-anchor': 'middle', 'font-weight': 700, 'font-size': 13}, c));
+    svg.append(el('line', {x1: x(i), y1: 22, x2: x(i), y2: H - 4, stroke: '#c9ced6', 'stroke-width': 2}));
+  });
+  const redisX = x(cols.length - 1), clients = j.columns.slice(0, -1);
+  j.rows.forEach((row, i) => {
+    const g = el('g', {class: 'lstep' + (i === brk.i ? ' lbreak' : ''), 'data-i': i});
+    const y = top + rowH * i, bad = i === brk.i, color = bad ? '#c4320a' : '#1d2430';
+    g.append(el('text', {x: 2, y: y + 18, 'font-size': 10, fill: '#5f6b7a'}, `${row.n || '*'} · ${row.t_ms}ms`));
+    if (bad) g.append(el('rect', {x: left - 14, y: y - 2, width: W - left + 10, height: rowH - 4, fill: '#fde8e0', rx: 6}));
+    const ci = clients.indexOf(row.client);
+    if (ci < 0) {
+      g.append(el('rect', {x: left - 10, y: y + 6, width: W - left, height: 22, fill: bad ? '#f8c9b8' : '#eef0f3', rx: 4}));
+      g.append(el('text', {x: (left + redisX) / 2, y: y + 21, 'text-anchor': 'middle', 'font-size': 12, 'font-style': 'italic'}, name(row.note)));
+    } else if (row.command.startsWith('**')) {
+      g.append(el('path', {d: `M${x(ci) - 8},${y + 8} L${x(ci) + 8},${y + 8} L${x(ci)},${y + 22} z`, fill: '#b54708'}));
+      g.append(el('text', {x: x(ci) + 12, y: y + 20, 'font-size': 12, fill: '#b54708', 'font-weight': 700}, name(row.command).replace(/\*\*/g, '').trim()));
+    } else {
+      const x1 = x(ci) + 4, x2 = redisX - 4;
+      g.append(el('line', {x1, y1: y + 16, x2, y2: y + 16, stroke: color, 'stroke-width': bad ? 2.5 : 1.5, 'marker-end': `url(#${bad ? 'arrBad' : 'arr'})`}));
+      // a command too long for the lanes to its right is pulled left
+      const cmd = name(row.command), cw = cmd.length * 7.3;
+      g.append(el('text', {x: Math.max(2, Math.min(x1 + 4, W - 2 - cw)), y: y + 12, 'font-size': 12, 'font-family': 'monospace', fill: color}, cmd));
+      if (row.reply) {
+        g.append(el('line', {x1: x2, y1: y + 30, x2: x1, y2: y + 30, stroke: '#667085', 'stroke-dasharray': '4 3', 'marker-end': 'url(#arr)'}));
+        g.append(el('text', {x: x2 - 4, y: y + 27, 'text-anchor': 'end', 'font-size': 11, fill: '#5f6b7a'}, '→ ' + name(row.reply)));
+      }
+      if (row.note) g.append(el('text', {x: x1 + 4, y: y + 41, 'font-size': 11, fill: row.note === 'sold one' ? '#c4320a' : '#12805c', 'font-weight': 600}, name(row.note)));
+    }
+    svg.append(g);
+  });
+  svg.setAttribute('aria-label', `${j.lock}: ${j.verdict} in ${j.steps} steps as lanes, ${cols.join(', ')}` +
+    (brk.i >= 0 ? `; step ${j.rows[brk.i].n || '*'} breaks it: ${brk.says}` : '') + '; the table below has every step');
+}
+
+// showStep moves the lanes to step i: the steps before it drawn, i
+// marked, the ones after faded; its sentence said.
+function showStep(i) {
+  const n = why.rows.length;
+  if (!n) return;
+  why.at = Math.max(0, Math.min(n - 1, i));
+  document.querySelectorAll('#exploreLanes .lstep').forEach(g => {
+    const k = +g.dataset.i;
+    g.setAttribute('opacity', k <= why.at ? '1' : '0.18');
+    g.classList.toggle('now', k === why.at);
+  });
+  document.querySelectorAll('#exploreDiagram tbody tr').forEach((tr, k) => tr.classList.toggle('now', k === why.at));
+  const row = why.rows[why.at];
+  $('stepSay').textContent = `Step ${row.n || '*'} of ${why.rows[n - 1].n || n}: ` + sentence(row, why.name) +
+    (why.at === why.brk ? ` This is the step that breaks it: ${why.says}.` : '');
+  $('stepPrev').disabled = why.at === 0;
+  $('stepNext').disabled = why.at === n - 1;
+  $('stepBreak').disabled = why.brk < 0;
+  const g = document.querySelector(`#exploreLanes .lstep[data-i="${why.at}"]`), box = g && g.closest('.scroll');
+  if (g && box) {
+    const r = g.getBBox();
+    if (r.y < box.scrollTop || r.y + r.height > box.scrollTop + box.clientHeight) box.scrollTop = Math.max(0, r.y - 40);
   }
 }
+$('stepPrev').addEventListener('click', () => showStep(why.at - 1));
+$('stepNext').addEventListener('click', () => showStep(why.at + 1));
+$('stepBreak').addEventListener('click', () => showStep(why.brk));

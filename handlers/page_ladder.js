@@ -35,12 +35,51 @@ async function loadPlan() {
     $('c').value = s ? s.concurrency : 100;
     if (s) {
       const locks = Object.entries(s.expect).map(([l, v]) => `${l} ${v}`).join(', ');
-      $('scenarioAbout').textContent = `${s.name}: ${s.about}. Stock ${s.stock}. The ladder says: ${locks}; any other lock is refused.`;
+      $('scenarioAbout').textContent = `${s.name}: ${s.about}. The ladder says: ${locks}.`;
     } else {
       $('scenarioAbout').textContent = '';
     }
+    pickable(s);
+    showPlan();
   });
+  for (const id of ['n', 'c', 'endpoint']) $(id).addEventListener('input', showPlan);
+  $('endpoint').addEventListener('change', showPlan);
+  showPlan();
   drawLadder();
+}
+
+// pickable disables the locks scenario s cannot run, each saying why
+// beside its name (the plan's reason: not in the matrix, or this stack
+// cannot stage it), and gives the others back; s null: plain load, every
+// lock the instances offer.
+function pickable(s) {
+  for (const box of document.querySelectorAll('input[name=lock]')) {
+    const label = box.closest('label'), own = label.dataset.unavailable;
+    let why = own ? 'unavailable here' : '';
+    if (s && !why) {
+      const c = ladder.plan.ladder.find(x => x.scenario === s.name && x.lock === box.value);
+      if (c && c.skip) why = `not here under ${s.name}: ${c.skip}`;
+      else if (!(box.value in s.expect)) why = `${s.name} does not run it`;
+    }
+    box.disabled = !!why;
+    if (why) box.checked = false;
+    label.classList.toggle('na', !!why);
+    label.title = own || why;
+    let note = label.querySelector('small');
+    if (!why) { if (note) note.remove(); continue; }
+    if (!note) { note = document.createElement('small'); label.append(' ', note); }
+    note.textContent = `(${why})`;
+  }
+}
+
+// showPlan says, before a race starts, what it will run: its requests,
+// concurrency, stock and lease.
+function showPlan() {
+  const s = ladder.plan && ladder.plan.scenarios.find(x => x.name === $('scenario').value);
+  const sale = $('endpoint').value === 'sale';
+  const stock = s ? s.stock : 1000, lease = s && s.lease_ms ? `a lease of ${s.lease_ms} ms` : 'each lock\'s own lease (the instances\' -lock-ttl)';
+  $('runPlan').textContent = `This run: ${$('n').value} requests, ${$('c').value} at a time, ` +
+    (sale ? `stock reset to ${stock}` : 'num reset to 0') + `, ${lease}` + (s ? `, under ${s.name}` : '') + '.';
 }
 
 // drawLadder builds the grid: a row per lock in ladder order, a column
@@ -74,7 +113,6 @@ function drawLadder() {
       td.dataset.pair = s + ' ' + l;
       ladder.cells[td.dataset.pair] = {td, cell: c, entry: null};
       paintCell(td.dataset.pair);
-      td.addEventListener('click', () => clickCell(td.dataset.pair));
     }
   }
 }
@@ -82,32 +120,48 @@ function drawLadder() {
 // paintCell shows a pair: the ladder's verdict waiting to be run, why the
 // stack cannot show it, or the verdict measured, marked against the
 // ladder's.
+// A cell that can be raced, or was, is a button (Tab reaches it, Enter
+// and Space press it); on a phone, where the grid is a card per rung,
+// its scenario's name is drawn in it.
 function paintCell(pair) {
   const {td, cell, entry} = ladder.cells[pair];
+  const focused = td.contains(document.activeElement); // keep it on the new button
   td.replaceChildren();
   td.className = 'lcell';
+  const scen = Object.assign(document.createElement('span'), {className: 'scen', textContent: cell.scenario});
+  if (cell.skip && !entry) {
+    td.append(scen, Object.assign(document.createElement('span'), {textContent: '-', title: `not here: ${cell.skip}`}),
+      Object.assign(document.createElement('small'), {className: 'why', textContent: ` not here: ${cell.skip}`}));
+    td.title = `not here: ${cell.skip}`;
+    td.classList.add('skip');
+    return;
+  }
+  const btn = document.createElement('button');
+  btn.addEventListener('click', () => clickCell(pair));
+  btn.append(scen);
   if (entry) {
     const b = document.createElement('span');
     b.className = 'badge ' + verdictClass(entry.verdict);
     const ok = entry.verdict === cell.expected;
     b.textContent = entry.verdict + (ok ? ' ✓' : ' ✗');
     if (!ok) b.classList.add('unexpected');
-    td.append(b);
+    btn.append(b);
     const n = entry.timeline ? entry.timeline.overlaps : 0, refused = entry.timeline ? entry.timeline.refused : 0;
     const note = n ? `${n} overlap${n === 1 ? '' : 's'}` : refused ? `${refused} refused` : '';
-    if (note) td.append(Object.assign(document.createElement('small'), {textContent: note}));
-    td.title = `${entry.title}: ${entry.verdict}` + (ok ? ', as the ladder says' : `, the ladder says ${cell.expected}`) + '. Click: its timeline';
+    if (note) btn.append(Object.assign(document.createElement('small'), {textContent: note}));
+    btn.title = `${entry.title}: ${entry.verdict}` + (ok ? ', as the ladder says' : `, the ladder says ${cell.expected}`) + '. Press: its timeline';
+    btn.setAttribute('aria-label', `${cell.lock} under ${cell.scenario}: ${entry.verdict}` + (ok ? ', as the ladder says' : `, the ladder says ${cell.expected}`) +
+      (note ? `, ${note}` : '') + '; show its timeline');
     td.dataset.verdict = entry.verdict;
     td.classList.add('run');
-  } else if (cell.skip) {
-    td.textContent = '-';
-    td.title = `not here: ${cell.skip}`;
-    td.classList.add('skip');
   } else {
-    td.replaceChildren(Object.assign(document.createElement('small'), {textContent: 'want'}), cell.expected);
-    td.title = `${cell.lock} under ${cell.scenario}: the ladder says ${cell.expected}. Click to race it`;
+    btn.append(Object.assign(document.createElement('small'), {textContent: 'want'}), ' ' + cell.expected);
+    btn.title = `${cell.lock} under ${cell.scenario}: the ladder says ${cell.expected}. Press to race it`;
+    btn.setAttribute('aria-label', `race ${cell.lock} under ${cell.scenario}: the ladder says ${cell.expected}`);
     td.classList.add('todo');
   }
+  td.append(btn);
+  if (focused) btn.focus({preventScroll: true});
 }
 
 // ladderResult takes every race's result: one of a ladder pair (on
@@ -125,7 +179,7 @@ function ladderResult(entry) {
 async function clickCell(pair) {
   const c = ladder.cells[pair];
   if (c.entry) {
-    showTimeline(c.entry.timeline, c.entry.title);
+    showTimeline(c.entry.timeline, c.entry.title, c.entry.verdict);
     tellStory($('ladderStory'), c.entry, c.entry.timeline);
     bringIntoView($('timelineCard'));
     return;
@@ -165,6 +219,7 @@ async function runLadder() {
       st.textContent = `${asExpected} of ${todo.length} pairs as the ladder expects; took ${Math.round((Date.now() - started) / 1000)} s` +
         (todo.length < ladder.plan.ladder.length ? `; ${ladder.plan.ladder.length - todo.length} not shown here (-: hover for why)` : '');
     }
+    announce('the ladder: ' + st.textContent);
   } finally {
     ladder.running = false;
     $('ladderBtn').disabled = $('raceBtn').disabled = false;

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -51,7 +52,8 @@ type ExploreResult struct {
 	States    int      `json:"states"`
 	ElapsedMS int64    `json:"elapsed_ms"`
 	Oversold  int64    `json:"oversold,omitempty"`
-	Columns   []string `json:"columns"` // a client's each, then "Redis" (or "masters")
+	LeaseMS   int64    `json:"lease_ms"` // the lease the clients took
+	Columns   []string `json:"columns"`  // a client's each, then "Redis" (or "masters")
 	Rows      []Row    `json:"rows"`
 	// Covered says what a search that found nothing covered.
 	Covered string `json:"covered,omitempty"`
@@ -98,6 +100,10 @@ func (e *Explorer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := e.parse(r)
+	var lease time.Duration
+	if err == nil {
+		lease, err = leaseParam(r)
+	}
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "locks": e.Locks()})
 		return
@@ -111,7 +117,7 @@ func (e *Explorer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if run == nil {
 		run = search
 	}
-	res := run(r.Context(), t, explore.Config{Budget: e.budget()})
+	res := run(r.Context(), t, explore.Config{Budget: e.budget(), TTL: lease})
 	if r.Context().Err() != nil {
 		return // the asker left
 	}
@@ -131,8 +137,8 @@ func (e *Explorer) parse(r *http.Request) (explore.Target, error) {
 		return explore.Target{}, fmt.Errorf("malformed query: %v", err)
 	}
 	for k, vs := range q {
-		if k != "lock" {
-			return explore.Target{}, fmt.Errorf("unknown parameter %q (allowed: lock)", truncate(k, 32))
+		if k != "lock" && k != "lease_ms" {
+			return explore.Target{}, fmt.Errorf("unknown parameter %q (allowed: lock, lease_ms)", truncate(k, 32))
 		}
 		if len(vs) > 1 {
 			return explore.Target{}, fmt.Errorf("parameter %q given %d times", k, len(vs))
@@ -147,6 +153,25 @@ func (e *Explorer) parse(r *http.Request) (explore.Target, error) {
 		return explore.Target{}, fmt.Errorf("lock %q cannot be explored (explorable: %s)", truncate(name, 32), strings.Join(e.Locks(), ", "))
 	}
 	return t, nil
+}
+
+// MaxExploreLease bounds ?lease_ms=: the explorer's time is virtual, so
+// any lease costs the same; the bound keeps the figures readable.
+const MaxExploreLease = time.Minute
+
+// leaseParam reads ?lease_ms=, the lease the explorer's clients take (a
+// race's, so that its answer speaks in the race's figures); 0 when
+// absent: the explorer's default.
+func leaseParam(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("lease_ms")
+	if v == "" {
+		return 0, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 1 || ms > MaxExploreLease.Milliseconds() {
+		return 0, fmt.Errorf("lease_ms: %q is not a whole number of milliseconds in [1, %d]", truncate(v, 32), MaxExploreLease.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // search is the explorer's search, without a replay on a real server: an
@@ -164,7 +189,7 @@ func answer(r explore.Result) ExploreResult {
 	a := ExploreResult{
 		Lock: r.Target, Verdict: r.Verdict, Steps: r.Steps, Clients: r.Clients, Masters: r.Masters, Faults: r.Faults.String(),
 		Schedules: r.Schedules, States: r.States, ElapsedMS: r.Elapsed.Milliseconds(), Oversold: r.Oversold,
-		Rows: []Row{}, Summary: r.Line(),
+		Rows: []Row{}, Summary: r.Line(), LeaseMS: r.Config.TTL.Milliseconds(),
 	}
 	for i := range r.Clients {
 		a.Columns = append(a.Columns, string(rune('A'+i)))

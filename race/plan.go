@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/contract"
@@ -33,6 +34,10 @@ type PlanScenario struct {
 	Requests    int               `json:"requests"`
 	Concurrency int               `json:"concurrency"`
 	Stock       int               `json:"stock"`
+	// LeaseMS is the lease the scenario grants a lock that takes one
+	// (its -lock-ttl; 0: the instances' own), for the page to say
+	// before the race starts.
+	LeaseMS int64 `json:"lease_ms,omitempty"`
 }
 
 // Cell is one pair of the ladder of flaws.
@@ -59,6 +64,12 @@ func (s *Service) plan(w http.ResponseWriter, r *http.Request) {
 	for _, sc := range suite.Scenarios() {
 		ps := PlanScenario{Name: sc.Name, About: sc.About, Expect: sc.Expect}
 		ps.Requests, ps.Concurrency, ps.Stock = suite.LadderSize(sc.Name)
+		for i, a := range sc.AppArgs {
+			if a == "-lock-ttl" && i+1 < len(sc.AppArgs) {
+				d, _ := time.ParseDuration(sc.AppArgs[i+1])
+				ps.LeaseMS = d.Milliseconds()
+			}
+		}
 		p.Scenarios = append(p.Scenarios, ps)
 	}
 	for _, f := range suite.Flaws() {
