@@ -85,6 +85,9 @@ func (c *client) holding() bool {
 
 func (c *client) run() {
 	defer func() { c.w.events <- event{kind: evDone, c: c} }()
+	if c.w.ex.target.strict {
+		defer c.caught() // a checked lock's panic fails the check, not the process
+	}
 	ctx := context.WithValue(context.WithValue(c.w.ctx, mainKey{}, c.w), clientKey{}, c)
 	once := time.Duration(0)
 	if c.w.ex.target.Line {
@@ -110,6 +113,7 @@ func (c *client) run() {
 				break
 			}
 			if !errors.Is(err, lock.ErrNotObtained) {
+				c.obtainFailed(err)
 				return // the world ended under it
 			}
 		}

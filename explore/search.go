@@ -36,6 +36,7 @@ type Explorer struct {
 	schedules, diverged int
 	passed              int  // schedules in which a request was passed the lock in memory (line.go)
 	quiet               bool // no trace: the search; the one found is run again to draw it
+	failed              failures
 }
 
 // one explorer at a time per process: the watchdogs' ticker is global.

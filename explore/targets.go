@@ -106,6 +106,12 @@ type Target struct {
 	// (or through s, the app's store over rdb); nil is the app's sale
 	// (Sale).
 	Business func(ctx context.Context, rdb redis.Cmdable, s *inventory.Store, l lock.Lock) error
+	// tokens: the lock's tokens are not UUIDs (a library's random
+	// strings): learn them from the commands (tokens.go).
+	tokens bool
+	// strict: a lock under Check; an Obtain that fails other than busy,
+	// or panics, fails the check.
+	strict bool
 }
 
 func (t Target) business() func(context.Context, redis.Cmdable, *inventory.Store, lock.Lock) error {

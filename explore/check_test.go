@@ -1,0 +1,182 @@
+package explore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/explore"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// tb is a testing.TB that keeps what Check reports instead of failing.
+type tb struct {
+	testing.TB
+	mu         sync.Mutex
+	errs, logs []string
+}
+
+func (r *tb) Helper() {}
+
+func (r *tb) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func (r *tb) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
+
+// fencedLock is leaseLock with a fencing token: one script takes the
+// lease and, if it did, increments the lock's counter.
+type fencedLock struct{ leaseLock }
+
+type fencedHeld struct {
+	leaseHeld
+	token int64
+}
+
+func (h *fencedHeld) Token() int64 { return h.token }
+
+var fencedObtain = redis.NewScript(`if redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return redis.call("incr", KEYS[2]) end return 0`)
+
+func (l *fencedLock) Obtain(ctx context.Context, key string) (explore.Held, error) {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	token := hex.EncodeToString(b)
+	n, err := fencedObtain.Run(ctx, l.rdb, []string{key, key + ":counter"}, token, l.ttl.Milliseconds()).Int64()
+	switch {
+	case err != nil:
+		return nil, err
+	case n == 0:
+		return nil, explore.ErrNotObtained
+	}
+	return &fencedHeld{leaseHeld{&l.leaseLock, key, token}, n}, nil
+}
+
+var (
+	naive = explore.Lock{Name: "lease", New: func(rdb redis.UniversalClient, env explore.Env) explore.Locker {
+		return &leaseLock{rdb: rdb, ttl: env.TTL}
+	}}
+	fenced = explore.Lock{Name: "lease-fenced", New: func(rdb redis.UniversalClient, env explore.Env) explore.Locker {
+		return &fencedLock{leaseLock{rdb: rdb, ttl: env.TTL}}
+	}}
+)
+
+// TestCheckFailsANaiveLock: Check fails the test of a lease lock with the
+// shortest schedule that oversells it, drawn; the schedule is replayed on
+// a real redis-server with the lock's own code.
+func TestCheckFailsANaiveLock(t *testing.T) {
+	rec := &tb{TB: t}
+	r := explore.Check(rec, naive, explore.Config{Budget: 30 * time.Second})
+	if r.Verdict != explore.Oversold || r.Steps != 7 || r.Clients != 2 {
+		t.Fatalf("lease: %s in %d steps with %d clients, want %s in 7 with 2", r.Verdict, r.Steps, r.Clients, explore.Oversold)
+	}
+	if len(rec.errs) != 1 {
+		t.Fatalf("Check reported %d errors, want 1: %q", len(rec.errs), rec.errs)
+	}
+	for _, want := range []string{"lease: OVERSOLD in 7 steps", "| A ", "| B ", "SET lock A1 ex 2 nx  [holds the lock]", "-- time passes to 2000ms --", "two clients wrote inside their sections at once"} {
+		if !strings.Contains(rec.errs[0], want) {
+			t.Errorf("Check's failure does not show %q:\n%s", want, rec.errs[0])
+		}
+	}
+	p := replayer(t)
+	if p == nil {
+		t.Skip("no redis-server to replay on")
+	}
+	if got := p.Replay(context.Background(), naive.Target(), r); got != "reproduced" {
+		t.Errorf("lease's counterexample replayed on redis-server: %s", got)
+	}
+	if got := p.Replay(context.Background(), fenced.Target(), r); got != "not-reproduced" {
+		t.Errorf("lease's counterexample replayed on the fenced lock: %s, want not-reproduced", got)
+	}
+}
+
+// TestCheckPassesAFencedLock: the same lock with a fencing token the
+// write checks: nothing found, and what was covered is logged.
+func TestCheckPassesAFencedLock(t *testing.T) {
+	rec := &tb{TB: t}
+	r := explore.Check(rec, fenced, explore.Config{MaxClients: 2, Budget: 30 * time.Second})
+	if len(rec.errs) != 0 || r.Verdict != explore.None {
+		t.Fatalf("fenced lease: %s, errors %q", r.Verdict, rec.errs)
+	}
+	if len(r.Covers) != 1 || r.Covers[0].Bound != "exhausted" || r.States < 100 {
+		t.Errorf("fenced lease: covered too little to say: %s", r.Covered())
+	}
+	if len(rec.logs) != 1 || !strings.Contains(rec.logs[0], "lease-fenced: no violation found") || !strings.Contains(rec.logs[0], "covered: 2 clients: every state") {
+		t.Errorf("Check's log does not say what it covered: %q", rec.logs)
+	}
+	if testing.Verbose() {
+		fmt.Fprintln(os.Stdout, rec.logs)
+	}
+}
+
+// TestCheckTheLabsRung: a lab rung checked through the public API, as
+// an engineer would adapt a lock of the lab's shape, is found broken as
+// the explorer's own target finds it.
+func TestCheckTheLabsRung(t *testing.T) {
+	l := explore.Lock{Name: "lua", New: func(rdb redis.UniversalClient, env explore.Env) explore.Locker {
+		return labLocker{lock.NewLua(rdb, lock.Options{TTL: env.TTL, Clock: env.Now})}
+	}}
+	r, err := explore.Search(context.Background(), l, explore.Config{Faults: explore.Slow, Budget: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := search(t, "lua"); r.Verdict != want.Verdict || r.Steps != want.Steps || r.Clients != want.Clients {
+		t.Errorf("lua through Check: %s in %d steps, %d clients; the explorer's target: %s in %d, %d", r.Verdict, r.Steps, r.Clients, want.Verdict, want.Steps, want.Clients)
+	}
+}
+
+type labLocker struct{ l lock.Locker }
+
+func (a labLocker) Obtain(ctx context.Context, key string) (explore.Held, error) {
+	zero := time.Duration(0)
+	return a.l.Obtain(ctx, key, lock.Call{Try: &zero}) // ErrBusy is an ErrNotObtained
+}
+
+// brokenLock's Obtain fails other than busy once the lock is held.
+type brokenLock struct{ leaseLock }
+
+func (b *brokenLock) Obtain(ctx context.Context, key string) (explore.Held, error) {
+	h, err := b.leaseLock.Obtain(ctx, key)
+	if errors.Is(err, explore.ErrNotObtained) {
+		return nil, errors.New("taken") // busy, but not said so
+	}
+	return h, err
+}
+
+// TestCheckSaysWhatCouldNotRun: a lock that does not say busy as
+// ErrNotObtained, or panics, fails the check with what it did, not with
+// a verdict about it.
+func TestCheckSaysWhatCouldNotRun(t *testing.T) {
+	broken := explore.Lock{Name: "broken", New: func(rdb redis.UniversalClient, env explore.Env) explore.Locker {
+		return &brokenLock{leaseLock{rdb: rdb, ttl: env.TTL}}
+	}}
+	rec := &tb{TB: t}
+	explore.Check(rec, broken, explore.Config{MaxClients: 2, Budget: 10 * time.Second})
+	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "broken: Obtain: taken") {
+		t.Errorf("an Obtain that fails: Check reported %q", rec.errs)
+	}
+	panics := explore.Lock{Name: "panics", New: func(redis.UniversalClient, explore.Env) explore.Locker { return panicLock{} }}
+	rec = &tb{TB: t}
+	explore.Check(rec, panics, explore.Config{MaxClients: 2, Budget: 10 * time.Second})
+	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "client A panicked: boom") {
+		t.Errorf("an Obtain that panics: Check reported %q", rec.errs)
+	}
+}
+
+type panicLock struct{}
+
+func (panicLock) Obtain(context.Context, string) (explore.Held, error) { panic("boom") }
