@@ -174,6 +174,11 @@ var scriptNames = []struct{ prefix, name string }{
 	{"-- Read a value under a fencing token", "fenced-read"},
 	{"-- Write a value under a fencing token", "fenced-write"},
 	{"-- Sell one item in one atomic step", "sell-atomic"},
+	// The libraries' (Libraries), by their own source.
+	{"\nif redis.call(\"set\", KEYS[1], ARGV[1], \"NX\", \"PX\", ARGV[3])", "redislock-obtain"},
+	{`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`, "redislock-refresh"},
+	{`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`, "redislock-release"},
+	{"\n\tlocal val = redis.call(\"GET\", KEYS[1])\n\tif val == ARGV[1] then\n\t\treturn redis.call(\"DEL\"", "redsync-delete"},
 }
 
 func scriptName(src string) string {

@@ -63,9 +63,10 @@ func Page() []Target {
 // Lookup returns the target called name among Page.
 func Lookup(name string) (Target, error) { return lookupIn(Page(), name) }
 
-// LookupAny returns the target called name among Targets and OnMasters.
+// LookupAny returns the target called name among Targets, OnMasters
+// and Libraries.
 func LookupAny(name string) (Target, error) {
-	return lookupIn(append(append([]Target(nil), Targets...), OnMasters...), name)
+	return lookupIn(append(append(append([]Target(nil), Targets...), OnMasters...), Libraries...), name)
 }
 
 func lookupIn(targets []Target, name string) (Target, error) {
