@@ -1,6 +1,8 @@
 package explore
 
 import (
+	"time"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
@@ -29,7 +31,7 @@ import (
 var Libraries = []Target{
 	{Name: "redsync", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
 		return lock.NewRedsync([]redis.UniversalClient{rdb.(redis.UniversalClient)}, o)
-	}, Faults: Slow, tokens: true},
+	}, Faults: Slow, tokens: true, replayTTL: redsyncReplayTTL},
 	{Name: "redislock", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
 		return lock.NewRedislock(rdb, o)
 	}, Faults: Slow, tokens: true},
@@ -37,3 +39,10 @@ var Libraries = []Target{
 		return lock.NewRedislockRefresh(rdb, o)
 	}, Faults: Pause | Idle, tokens: true},
 }
+
+// redsyncReplayTTL is redsync's lease in a replay on redis-server: the
+// app's. redsync gives each call to Redis a wall-clock deadline of 5% of
+// the expiry: 15 ms at the replay's usual 300 ms, which a loaded machine
+// can miss between holding a command and delivering it; 100 ms at 2 s,
+// as in the search.
+const redsyncReplayTTL = 2 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -113,6 +114,10 @@ type Target struct {
 	// strict: a lock under Check; an Obtain that fails other than busy,
 	// or panics, fails the check.
 	strict bool
+	// replayTTL, when positive, is the lease of a replay unless the
+	// Replayer sets one: a library whose wall-clock deadlines are a share
+	// of the lease needs a longer one than the replay's 300 ms.
+	replayTTL time.Duration
 }
 
 func (t Target) business() func(context.Context, redis.Cmdable, *inventory.Store, lock.Lock) error {
