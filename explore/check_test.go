@@ -183,3 +183,39 @@ func TestCheckSaysWhatCouldNotRun(t *testing.T) {
 type panicLock struct{}
 
 func (panicLock) Obtain(context.Context, string) (explore.Held, error) { panic("boom") }
+
+// noLeaseLock is SETNX with no lease, released by DEL: a holder that
+// dies leaves it held for ever.
+type noLeaseLock struct{ rdb redis.UniversalClient }
+
+func (l noLeaseLock) Obtain(ctx context.Context, key string) (explore.Held, error) {
+	ok, err := l.rdb.SetNX(ctx, key, "held", 0).Result()
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, explore.ErrNotObtained
+	}
+	return noLeaseHeld{l.rdb, key}, nil
+}
+
+type noLeaseHeld struct {
+	rdb redis.UniversalClient
+	key string
+}
+
+func (h noLeaseHeld) Release(ctx context.Context) error { return h.rdb.Del(ctx, h.key).Err() }
+
+// TestCheckFindsADeadlock: a lock without a lease is found to deadlock
+// when its holder crashes: two steps, the probe's rows drawn after them.
+func TestCheckFindsADeadlock(t *testing.T) {
+	l := explore.Lock{Name: "no-lease", New: func(rdb redis.UniversalClient, _ explore.Env) explore.Locker { return noLeaseLock{rdb} }}
+	rec := &tb{TB: t}
+	r := explore.Check(rec, l, explore.Config{Budget: 30 * time.Second})
+	if r.Verdict != explore.Deadlock || r.Steps != 2 || len(rec.errs) != 1 {
+		t.Fatalf("no-lease: %s in %d steps, %d errors; want %s in 2, one error", r.Verdict, r.Steps, len(rec.errs), explore.Deadlock)
+	}
+	if !strings.Contains(rec.errs[0], "** crashes **") || !strings.Contains(rec.errs[0], "never get a lock that no live client holds") {
+		t.Errorf("no-lease: the failure does not show the crash and the deadlock:\n%s", rec.errs[0])
+	}
+}
