@@ -151,7 +151,9 @@ func Search(ctx context.Context, l Lock, cfg Config) (r Result, err error) {
 
 // Check searches l's schedules (Search) and fails t with the shortest
 // schedule that breaks l, drawn as a sequence diagram, or logs what the
-// search covered. It returns the Result for further assertions.
+// search covered. It returns the Result for further assertions. One
+// search runs at a time in a process (the lab's watchdogs tick by one
+// process-wide Ticker): Checks in parallel tests take turns.
 //
 //	func TestMyLock(t *testing.T) {
 //		explore.Check(t, explore.Lock{Name: "mylock", New: newMyLock}, explore.Config{})

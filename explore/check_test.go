@@ -129,16 +129,101 @@ func TestCheckPassesAFencedLock(t *testing.T) {
 // TestCheckTheLabsRung: a lab rung checked through the public API, as
 // an engineer would adapt a lock of the lab's shape, is found broken as
 // the explorer's own target finds it.
+// getset reads its clock through Env.Now, so a skewed client's runs
+// ahead; reentrant renews by Env.NewTicker's ticks (lock.SetTicker's
+// here, the same), frozen in a pause.
 func TestCheckTheLabsRung(t *testing.T) {
-	l := explore.Lock{Name: "lua", New: func(rdb redis.UniversalClient, env explore.Env) explore.Locker {
-		return labLocker{lock.NewLua(rdb, lock.Options{TTL: env.TTL, Clock: env.Now})}
-	}}
-	r, err := explore.Search(context.Background(), l, explore.Config{Faults: explore.Slow, Budget: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name   string
+		new    func(redis.Cmdable, lock.Options) lock.Locker
+		faults explore.Faults
+	}{
+		{"lua", lock.NewLua, explore.Slow},
+		{"getset", lock.NewGetSet, explore.Skew | explore.Idle},
+		{"reentrant", lock.NewReentrant, explore.Pause | explore.Idle},
+	} {
+		l := explore.Lock{Name: c.name, New: func(rdb redis.UniversalClient, env explore.Env) explore.Locker {
+			return labLocker{c.new(rdb, lock.Options{TTL: env.TTL, Clock: env.Now})}
+		}}
+		r, err := explore.Search(context.Background(), l, explore.Config{Faults: c.faults, Budget: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := search(t, c.name); r.Verdict != want.Verdict || r.Steps != want.Steps || r.Clients != want.Clients {
+			t.Errorf("%s through Check: %s in %d steps, %d clients; the explorer's target: %s in %d, %d", c.name, r.Verdict, r.Steps, r.Clients, want.Verdict, want.Steps, want.Clients)
+		}
 	}
-	if want := search(t, "lua"); r.Verdict != want.Verdict || r.Steps != want.Steps || r.Clients != want.Clients {
-		t.Errorf("lua through Check: %s in %d steps, %d clients; the explorer's target: %s in %d, %d", r.Verdict, r.Steps, r.Clients, want.Verdict, want.Steps, want.Clients)
+}
+
+// watchdogLock is leaseLock renewing its lease every third of it by
+// Env.NewTicker, until released.
+type watchdogLock struct {
+	leaseLock
+	env explore.Env
+}
+
+var renewScript = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) end return 0`)
+
+type watchdogHeld struct {
+	*leaseHeld
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func (l *watchdogLock) Obtain(ctx context.Context, key string) (explore.Held, error) {
+	h, err := l.leaseLock.Obtain(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	lh := h.(*leaseHeld)
+	every := l.ttl / 3
+	tick := l.env.NewTicker(every) // made by the holder, before its goroutine
+	wctx, stop := context.WithCancel(context.Background())
+	w := &watchdogHeld{lh, stop, make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		defer tick.Stop()
+		for tick.Wait(wctx) {
+			rctx, cancel := context.WithTimeout(wctx, every)
+			n, err := renewScript.Run(rctx, l.rdb, []string{key}, lh.token, l.ttl.Milliseconds()).Int()
+			cancel()
+			if err == nil && n == 0 {
+				return
+			}
+		}
+	}()
+	return w, nil
+}
+
+func (w *watchdogHeld) Release(ctx context.Context) error {
+	w.stop()
+	<-w.done
+	return w.leaseHeld.Release(ctx)
+}
+
+// TestCheckDrivesARenewal: a lock that renews by Env.NewTicker keeps its
+// lease through a slow section; it breaks only when its renewal is held
+// back past the lease (8 steps, one more than without a renewal), or
+// when its holder pauses, renewal and all (7).
+func TestCheckDrivesARenewal(t *testing.T) {
+	l := explore.Lock{Name: "watchdog", New: func(rdb redis.UniversalClient, env explore.Env) explore.Locker {
+		return &watchdogLock{leaseLock{rdb: rdb, ttl: env.TTL}, env}
+	}}
+	for _, c := range []struct {
+		faults explore.Faults
+		steps  int
+		shows  string
+	}{
+		{explore.Slow, 8, "-- time passes to 666ms --"},
+		{explore.Pause, 7, "** pauses 2001ms **"},
+	} {
+		r, err := explore.Search(context.Background(), l, explore.Config{MaxClients: 2, Faults: c.faults, Budget: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Verdict != explore.Oversold || r.Steps != c.steps || !strings.Contains(r.Diagram(), c.shows) {
+			t.Errorf("watchdog under %s: %s in %d steps, want %s in %d showing %q:\n%s", c.faults, r.Verdict, r.Steps, explore.Oversold, c.steps, c.shows, r.Diagram())
+		}
 	}
 }
 
