@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,24 @@ func TestLeaseIsFoundBroken(t *testing.T) {
 		}
 	}
 	t.Logf("what Check reports:\n%s", rec.errs[0])
+
+	// The same schedule, Lease's own code on a real redis-server (started
+	// on a free loopback port; required under CI=true).
+	var out strings.Builder
+	p, stop, err := explore.StartReplayer(context.Background(), &out, os.Getenv("CI") == "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if p == nil {
+		t.Skip(strings.TrimSpace(out.String()))
+	}
+	if got := p.Replay(context.Background(), lease.Target(), r); got != "reproduced" {
+		t.Errorf("lease's schedule replayed on redis-server: %s", got)
+	}
+	if got := p.Replay(context.Background(), fenced.Target(), r); got != "not-reproduced" {
+		t.Errorf("lease's schedule replayed on Fenced: %s, want not-reproduced", got)
+	}
 }
 
 // recorder is a testing.TB whose Errorf is kept, not failed.
