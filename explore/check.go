@@ -151,7 +151,11 @@ func Search(ctx context.Context, l Lock, cfg Config) (r Result, err error) {
 
 // Check searches l's schedules (Search) and fails t with the shortest
 // schedule that breaks l, drawn as a sequence diagram, or logs what the
-// search covered. It returns the Result for further assertions. One
+// search covered. It returns the Result for further assertions. A lock
+// found safe is searched until the states run out or the budget does
+// (Config's defaults: 2 then 3 clients, depth 18, 60 s): a test bounds
+// it with MaxClients, Depth or Budget, and the log says which bound
+// stopped it. One
 // search runs at a time in a process (the lab's watchdogs tick by one
 // process-wide Ticker): Checks in parallel tests take turns.
 //
