@@ -67,7 +67,7 @@ chaos: build
 ## for the shortest that oversells or deadlocks, print it as a sequence diagram and replay it on a
 ## real redis-server (docs/explore.md); LOCKS=setnx,lua to choose (default EXPLORE_LOCKS), BUDGET=60s per rung
 BUDGET  ?=
-EXPLORE_LOCKS = setnx,setnx-expire,setnx-px,check-del,lua,del-setnx,getset,reentrant,redlock,fenced,fair,cohort,atomic
+EXPLORE_LOCKS = setnx,setnx-expire,setnx-px,check-del,lua,del-setnx,getset,reentrant,redlock,fenced,fair,cohort,atomic,redsync,redislock,redislock-refresh
 explore: build
 	$(BIN)/bench explore -locks $(or $(LOCKS),$(EXPLORE_LOCKS)) $(if $(BUDGET),-budget $(BUDGET))
 
@@ -86,11 +86,13 @@ bench-peers: build
 ## tests have run the same harness under it. The explorer's tests run on their own too: each
 ## search has a budget of wall time, and beside three other packages it would cover less in it.
 ## Their files (the page's screenshot) are kept under
-## $(OUT)/e2e/_artifacts.
+## $(OUT)/e2e/_artifacts. examples/checklock, a module of its own, checks its locks through the
+## explorer's public API (explore.Check).
 RACE ?= -race
 test: vet
 	$(GO) test $(RACE) -p 4 -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$\|/explore$$')
 	$(GO) test $(RACE) -count=1 -timeout 30m ./explore
+	cd examples/checklock && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 10m ./...
 	mkdir -p $(OUT)/e2e
 	$(GO) test -count=1 -timeout 30m -artifacts -outputdir $(abspath $(OUT))/e2e ./e2e
 

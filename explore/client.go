@@ -85,6 +85,9 @@ func (c *client) holding() bool {
 
 func (c *client) run() {
 	defer func() { c.w.events <- event{kind: evDone, c: c} }()
+	if c.w.ex.target.strict {
+		defer c.caught() // a checked lock's panic fails the check, not the process
+	}
 	ctx := context.WithValue(context.WithValue(c.w.ctx, mainKey{}, c.w), clientKey{}, c)
 	once := time.Duration(0)
 	if c.w.ex.target.Line {
@@ -110,6 +113,7 @@ func (c *client) run() {
 				break
 			}
 			if !errors.Is(err, lock.ErrNotObtained) {
+				c.obtainFailed(err)
 				return // the world ended under it
 			}
 		}
@@ -170,6 +174,11 @@ var scriptNames = []struct{ prefix, name string }{
 	{"-- Read a value under a fencing token", "fenced-read"},
 	{"-- Write a value under a fencing token", "fenced-write"},
 	{"-- Sell one item in one atomic step", "sell-atomic"},
+	// The libraries' (Libraries), by their own source.
+	{"\nif redis.call(\"set\", KEYS[1], ARGV[1], \"NX\", \"PX\", ARGV[3])", "redislock-obtain"},
+	{`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`, "redislock-refresh"},
+	{`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`, "redislock-release"},
+	{"\n\tlocal val = redis.call(\"GET\", KEYS[1])\n\tif val == ARGV[1] then\n\t\treturn redis.call(\"DEL\"", "redsync-delete"},
 }
 
 func scriptName(src string) string {

@@ -38,6 +38,7 @@ const (
 
 var faultNames = []string{"crash", "pause", "skew", "slow", "late", "idle", "restart"}
 
+// String names the faults, comma-separated, as ParseFaults reads them.
 func (f Faults) String() string {
 	var names []string
 	for i, n := range faultNames {

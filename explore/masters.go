@@ -419,7 +419,7 @@ func (w *world) mastersKey(order []int, names map[string]int) string {
 				b.WriteString(rawCmds(g.cmds))
 			}
 		}
-		ms[m] = w.canonWith(b.String(), names, false)
+		ms[m] = w.canonWith(w.untoken(b.String()), names, false)
 	}
 	sort.Strings(ms)
 	return strings.Join(ms, "\n")

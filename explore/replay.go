@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -49,7 +50,7 @@ func (p *Replayer) Replay(ctx context.Context, t Target, r Result) string {
 	cfg := r.Config
 	cfg.TTL = p.TTL
 	if cfg.TTL <= 0 {
-		cfg.TTL = 300 * time.Millisecond
+		cfg.TTL = cmp.Or(t.replayTTL, 300*time.Millisecond)
 	}
 	cfg.MaxClients = r.Clients
 	ex := newReal(t, cfg, p.Addr)

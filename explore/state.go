@@ -167,7 +167,7 @@ func (w *world) show(c *client, cmds []redis.Cmder, answers []string) (string, s
 // display shortens keys, names tokens (a token first seen in a command
 // of client id is that client's) and shows timestamps as virtual time.
 func (w *world) display(s string, id int) string {
-	s = keys.Replace(s)
+	s = keys.Replace(w.untoken(s))
 	s = uuidRe.ReplaceAllStringFunc(s, func(u string) string {
 		if n, ok := w.names[u]; ok {
 			return n
@@ -308,7 +308,7 @@ func (w *world) key() uint64 {
 		}
 		b.WriteString(rb.String())
 		names := map[string]int{}
-		s := w.canonWith(b.String(), names, true)
+		s := w.canonWith(w.untoken(b.String()), names, true)
 		if w.multi() {
 			s += w.mastersKey(p, names)
 		}

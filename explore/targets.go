@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -63,9 +64,10 @@ func Page() []Target {
 // Lookup returns the target called name among Page.
 func Lookup(name string) (Target, error) { return lookupIn(Page(), name) }
 
-// LookupAny returns the target called name among Targets and OnMasters.
+// LookupAny returns the target called name among Targets, OnMasters
+// and Libraries.
 func LookupAny(name string) (Target, error) {
-	return lookupIn(append(append([]Target(nil), Targets...), OnMasters...), name)
+	return lookupIn(append(append(append([]Target(nil), Targets...), OnMasters...), Libraries...), name)
 }
 
 func lookupIn(targets []Target, name string) (Target, error) {
@@ -106,6 +108,16 @@ type Target struct {
 	// (or through s, the app's store over rdb); nil is the app's sale
 	// (Sale).
 	Business func(ctx context.Context, rdb redis.Cmdable, s *inventory.Store, l lock.Lock) error
+	// tokens: the lock's tokens are not UUIDs (a library's random
+	// strings): learn them from the commands (tokens.go).
+	tokens bool
+	// strict: a lock under Check; an Obtain that fails other than busy,
+	// or panics, fails the check.
+	strict bool
+	// replayTTL, when positive, is the lease of a replay unless the
+	// Replayer sets one: a library whose wall-clock deadlines are a share
+	// of the lease needs a longer one than the replay's 300 ms.
+	replayTTL time.Duration
 }
 
 func (t Target) business() func(context.Context, redis.Cmdable, *inventory.Store, lock.Lock) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -38,11 +39,15 @@ type world struct {
 	tickers []*vticker
 	trace   []Step
 	names   map[string]string // token -> its name in the diagram
-	used    budget
-	moved   bool // a step other than a skew was taken
-	shown   shot // Redis after the last step shown
-	stepNo  int  // the schedule's steps taken; 0 while probing
-	initial int64
+	// learned maps a target's own tokens to UUIDs (tokens.go); untokens
+	// replaces them, made again when one is learned.
+	learned  map[string]string
+	untokens *strings.Replacer
+	used     budget
+	moved    bool // a step other than a skew was taken
+	shown    shot // Redis after the last step shown
+	stepNo   int  // the schedule's steps taken; 0 while probing
+	initial  int64
 	// inflight counts the commands on their way to Redis or back (not
 	// held at a gate): on a real Redis, a goroutine waiting for its
 	// answer is not running, yet the world is not still (quiesce).
@@ -284,6 +289,9 @@ func (w *world) handle(ev event) {
 		if w.closed.Load() {
 			ev.g.open <- false
 			return
+		}
+		if w.ex.target.tokens && ev.g.cmds != nil {
+			w.learn(ev.g.cmds)
 		}
 		if ev.g.node > 0 {
 			ev.c.nodes[ev.g.node-1] = ev.g

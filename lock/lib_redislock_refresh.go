@@ -38,34 +38,31 @@ func (r *RedislockRefresh) Obtain(ctx context.Context, key string, c Call) (Lock
 	if err != nil {
 		return nil, err
 	}
-	h := &refreshedLock{l: l, stop: make(chan struct{}), done: make(chan struct{})}
-	go h.refresh(lease)
+	rctx, cancel := context.WithCancel(context.Background())
+	h := &refreshedLock{l: l, cancel: cancel, done: make(chan struct{})}
+	// The ticker is made here, by the holder, as the lab's watchdog makes
+	// its own (clock.go): time.NewTicker's, unless the explorer set one.
+	every := max(lease/3, time.Millisecond)
+	go h.refresh(rctx, newTicker(every), every, lease)
 	return h, nil
 }
 
 type refreshedLock struct {
-	l    *redislock.Lock
-	stop chan struct{} // closed by Release
-	done chan struct{} // closed when the loop has returned
-	once sync.Once
+	l      *redislock.Lock
+	cancel context.CancelFunc // called by Release
+	done   chan struct{}      // closed when the loop has returned
+	once   sync.Once
 }
 
 // refresh extends the lease to a full lease every third of one, until
 // Release or until the lock is found lost. A Redis error is retried at
 // the next tick: the lease may still outlive it.
-func (h *refreshedLock) refresh(lease time.Duration) {
+func (h *refreshedLock) refresh(ctx context.Context, t Ticker, every, lease time.Duration) {
 	defer close(h.done)
-	every := max(lease/3, time.Millisecond)
-	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
-		select {
-		case <-h.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		err := h.l.Refresh(ctx, lease, nil)
+	for t.Wait(ctx) {
+		rctx, cancel := context.WithTimeout(ctx, every)
+		err := h.l.Refresh(rctx, lease, nil)
 		cancel()
 		if errors.Is(err, redislock.ErrNotObtained) {
 			return // lost: the key expired, or another holder has it
@@ -77,7 +74,7 @@ func (h *refreshedLock) refresh(lease time.Duration) {
 func (h *refreshedLock) Release(ctx context.Context) error {
 	err := ErrNotHeld
 	h.once.Do(func() {
-		close(h.stop)
+		h.cancel()
 		<-h.done
 		err = redislockReleased(h.l.Key(), h.l.Release(ctx))
 	})

@@ -18,7 +18,7 @@ func runExplore(ctx context.Context, args []string) error {
 	fs := newFlags("explore", "Search each Redis rung's interleavings, with crashes, pauses, clock skew and time passing as choices,\n"+
 		"for the shortest that oversells or deadlocks; print it as a sequence diagram, replay it on a real redis-server,\n"+
 		"and end with one line per rung (docs/explore.md).")
-	locks := fs.String("locks", "", "comma-separated rungs (default the rungs on one server: "+names(explore.Targets)+"; also "+names(explore.OnMasters)+")")
+	locks := fs.String("locks", "", "comma-separated rungs (default the rungs on one server: "+names(explore.Targets)+"; also "+names(explore.OnMasters)+" and the libraries "+names(explore.Libraries)+")")
 	budget := fs.Duration("budget", 60_000_000_000, "time bound per rung")
 	depth := fs.Int("depth", 0, "steps bound per schedule (default 18)")
 	clients := fs.Int("clients", 0, "clients, at most (2, then up to this; default 3)")
