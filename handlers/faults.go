@@ -16,7 +16,7 @@ import (
 )
 
 // The faults a request may arm on an instance started with -faults
-// (docs/scenarios.md): work=, takeover=, fault=, pause= and skew=. A
+// (docs/scenarios.md): work=, takeover=, fault=, pause=, until= and skew=. A
 // request arms its own, and only its own: the plan travels in its context
 // to the fault points of package fault, and skew= in its lock.Call.
 
@@ -41,7 +41,11 @@ const maxFaultDuration = 10 * time.Second
 const ExitCode = 3
 
 // faultParams are the query parameters that arm faults.
-var faultParams = []string{"work", "takeover", "fault", "pause", "skew"}
+var faultParams = []string{"work", "takeover", "fault", "pause", "until", "skew"}
+
+// untilWritten is until='s one value: a pause that lasts until another
+// request has written the item (fault=pause only).
+const untilWritten = "written"
 
 // faultsAllowed reports whether the request may arm faults: on an
 // instance started with -faults, any request; with only a fault key
@@ -67,6 +71,11 @@ type plan struct {
 	Takeover time.Duration // a waiter that read an expired lease sleeps this long before taking it over
 	Kind     faultKind
 	Pause    time.Duration // for check-pause and pause
+	// Until: a pause (fault=pause) lasts pause= at least, then until
+	// another request has written the item since the stop, at most pause=
+	// more: the lease has lapsed and a second holder has written when the
+	// paused one wakes, however slowly the others ran (until=written).
+	Until bool
 	// Skew runs this request's lock clock ahead (lock.Call.Skew), as an
 	// instance's -clock-skew runs all of its requests'.
 	Skew time.Duration
@@ -93,6 +102,15 @@ func parsePlan(q url.Values) (plan, error) {
 	}
 	if p.Skew, err = duration(q, "skew"); err != nil {
 		return plan{}, err
+	}
+	if q.Has("until") {
+		if v := q.Get("until"); v != untilWritten {
+			return plan{}, fmt.Errorf("until: %q is not %q (a pause that lasts until another request wrote the item)", truncate(v, 32), untilWritten)
+		}
+		if faultKind(q.Get("fault")) != pause {
+			return plan{}, errors.New("until: only with fault=pause")
+		}
+		p.Until = true
 	}
 	if q.Has("fault") {
 		k := faultKind(q.Get("fault"))
@@ -133,18 +151,29 @@ func duration(q url.Values, name string) (time.Duration, error) {
 // FaultActions are what faults do to the process: Config.Faults. Tests
 // replace them.
 type FaultActions struct {
-	Exit  func(code int)        // default os.Exit
-	Stop  func(d time.Duration) // default: SIGSTOP this process for d (StopProcess)
-	Sleep func(d time.Duration) // default time.Sleep
+	Exit func(code int)        // default os.Exit
+	Stop func(d time.Duration) // default: SIGSTOP this process for d (StopProcess)
+	// StopUntil stops the process as Stop does, then until w's counter
+	// moves, at most d more (until=written). Default StopProcessUntil;
+	// when only Stop is replaced, Stop(d).
+	StopUntil func(d time.Duration, w Written)
+	Sleep     func(d time.Duration) // default time.Sleep
 }
 
-// injector returns the plan's fault.Injector, doing its harm through a.
-func (p plan) injector(a FaultActions) fault.Injector {
+// injector returns the plan's fault.Injector, doing its harm through a;
+// w is what until=written watches.
+func (p plan) injector(a FaultActions, w Written, log func(error)) fault.Injector {
 	if a.Exit == nil {
 		a.Exit = os.Exit
 	}
+	if a.StopUntil == nil && a.Stop == nil {
+		a.StopUntil = func(d time.Duration, w Written) { log(StopProcessUntil(d, &w)) }
+	}
 	if a.Stop == nil {
-		a.Stop = func(d time.Duration) { _ = StopProcess(d) }
+		a.Stop = func(d time.Duration) { log(StopProcess(d)) }
+	}
+	if a.StopUntil == nil {
+		a.StopUntil = func(d time.Duration, _ Written) { a.Stop(d) }
 	}
 	if a.Sleep == nil {
 		a.Sleep = time.Sleep
@@ -162,7 +191,10 @@ func (p plan) injector(a FaultActions) fault.Injector {
 			if p.Work > 0 {
 				a.Sleep(p.Work)
 			}
-			if p.Kind == pause {
+			switch {
+			case p.Kind == pause && p.Until:
+				a.StopUntil(p.Pause, w)
+			case p.Kind == pause:
 				a.Stop(p.Pause)
 			}
 		}

@@ -206,10 +206,17 @@ func pauseSession() Scenario {
 // fencing token refuses its late write.
 func pause() Scenario {
 	return Scenario{
-		Name:       "pause",
-		About:      "lock TTL 200ms; a few requests SIGSTOP their instance for 800ms inside the business",
-		AppArgs:    faultArgs(),
-		Armed:      url.Values{"fault": {"pause"}, "pause": {"800ms"}},
+		Name:    "pause",
+		About:   "lock TTL 200ms; a few requests (waiting up to try=5s) SIGSTOP their instance inside the business for 800ms, and on until another request has written the item (until=written, at most 1.6s)",
+		AppArgs: faultArgs(),
+		// A pause of 800ms showed the flaw only if, within it, the lease
+		// lapsed and a request of another instance took the lock and
+		// wrote: the others' luck, and the ladder once judged reentrant
+		// SAFE. until=written keeps the holder frozen until another
+		// request has written the item (docs/scenarios.md, "Stagings
+		// that land where the flaw is"); try=5s, so that an armed request
+		// waits out the line and its pause strikes.
+		Armed:      url.Values{"fault": {"pause"}, "pause": {"800ms"}, "until": {"written"}, "try": {"5s"}},
 		ArmAt:      few,
 		StallBound: stallBound,
 		Expect: map[string]string{"reentrant": oversold, "redlock": oversold, "fenced": safe, "fair": safe, "cohort": safe, "cohort-carry": safe,
