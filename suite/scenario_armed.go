@@ -216,9 +216,13 @@ func pause() Scenario {
 		// request has written the item (docs/scenarios.md, "Stagings
 		// that land where the flaw is"); try=5s, so that an armed request
 		// waits out the line and its pause strikes.
-		Armed:      url.Values{"fault": {"pause"}, "pause": {"800ms"}, "until": {"written"}, "try": {"5s"}},
-		ArmAt:      few,
-		StallBound: stallBound,
+		Armed: url.Values{"fault": {"pause"}, "pause": {"800ms"}, "until": {"written"}, "try": {"5s"}},
+		ArmAt: few,
+		// fair and cohort let nobody in while their holder is frozen on
+		// a running stack (its waiters' places in the queue stay theirs):
+		// each pause lasts its whole bound, 1.6s, with no answer. No lock
+		// is expected to deadlock here.
+		StallBound: 2 * stallBound,
 		Expect: map[string]string{"reentrant": oversold, "redlock": oversold, "fenced": safe, "fair": safe, "cohort": safe, "cohort-carry": safe,
 			// The libraries' Redis leases: redislock's Refresh loop
 			// freezes with the process, as reentrant's watchdog does.
