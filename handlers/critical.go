@@ -203,6 +203,10 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 				return lockRequest{}, false
 			}
 		}
+		if plan.UntilTaken && h.cfg.Redis == nil {
+			h.badRequest(c, "until=taken: this instance has no Redis to watch the lock on")
+			return lockRequest{}, false
+		}
 		req.plan = plan
 	}
 	if req.rung.Unavailable != "" {
@@ -231,15 +235,16 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	}
 	if req.plan.armed() {
 		w, _ := writtenOf(h.cfg.Redis, res.counter)
-		ctx = fault.With(ctx, req.plan.injector(*h.cfg.Faults, w, func(err error) {
+		taken := func(bound time.Duration) { takenBy(ctx, h.cfg.Redis, res.lockKey, bound) }
+		ctx = fault.With(ctx, req.plan.injector(*h.cfg.Faults, w, taken, func(err error) {
 			if err != nil {
 				h.cfg.Log.Error("fault=pause did not stop the process", "err", err)
 			}
 		}))
 	}
 	budget := h.cfg.OpTimeout + req.plan.Work + req.plan.Pause
-	if req.plan.Until {
-		budget += req.plan.Pause // until=written: at most twice pause=
+	if req.plan.Until || req.plan.UntilTaken {
+		budget += req.plan.Pause // until=: at most twice pause=
 	}
 	if req.rung.Atomic {
 		ctx, cancel := context.WithTimeout(ctx, budget)

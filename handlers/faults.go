@@ -43,9 +43,13 @@ const ExitCode = 3
 // faultParams are the query parameters that arm faults.
 var faultParams = []string{"work", "takeover", "fault", "pause", "until", "skew"}
 
-// untilWritten is until='s one value: a pause that lasts until another
-// request has written the item (fault=pause only).
-const untilWritten = "written"
+// until='s values: a pause that lasts until another request has written
+// the item (fault=pause), a check-pause that lasts until another holder
+// has just taken the lock (fault=check-pause).
+const (
+	untilWritten = "written"
+	untilTaken   = "taken"
+)
 
 // faultsAllowed reports whether the request may arm faults: on an
 // instance started with -faults, any request; with only a fault key
@@ -76,6 +80,12 @@ type plan struct {
 	// more: the lease has lapsed and a second holder has written when the
 	// paused one wakes, however slowly the others ran (until=written).
 	Until bool
+	// UntilTaken: a check-pause lasts pause= at least, then until another
+	// holder has just taken the lock (its key holds a token it did not
+	// hold at the last look), at most pause= more: the stale DEL lands at
+	// the start of that holder's business, before its write
+	// (until=taken).
+	UntilTaken bool
 	// Skew runs this request's lock clock ahead (lock.Call.Skew), as an
 	// instance's -clock-skew runs all of its requests'.
 	Skew time.Duration
@@ -104,13 +114,17 @@ func parsePlan(q url.Values) (plan, error) {
 		return plan{}, err
 	}
 	if q.Has("until") {
-		if v := q.Get("until"); v != untilWritten {
-			return plan{}, fmt.Errorf("until: %q is not %q (a pause that lasts until another request wrote the item)", truncate(v, 32), untilWritten)
+		switch v, k := q.Get("until"), faultKind(q.Get("fault")); {
+		case v != untilWritten && v != untilTaken:
+			return plan{}, fmt.Errorf("until: %q is neither %q (fault=pause: until another request wrote the item) nor %q (fault=check-pause: until another holder took the lock)",
+				truncate(v, 32), untilWritten, untilTaken)
+		case v == untilWritten && k == pause:
+			p.Until = true
+		case v == untilTaken && k == checkPause:
+			p.UntilTaken = true
+		default:
+			return plan{}, errors.New("until: written only with fault=pause, taken only with fault=check-pause")
 		}
-		if faultKind(q.Get("fault")) != pause {
-			return plan{}, errors.New("until: only with fault=pause")
-		}
-		p.Until = true
 	}
 	if q.Has("fault") {
 		k := faultKind(q.Get("fault"))
@@ -161,8 +175,9 @@ type FaultActions struct {
 }
 
 // injector returns the plan's fault.Injector, doing its harm through a;
-// w is what until=written watches.
-func (p plan) injector(a FaultActions, w Written, log func(error)) fault.Injector {
+// w is what until=written watches, taken waits (at most its bound) until
+// another holder has just taken the lock (until=taken).
+func (p plan) injector(a FaultActions, w Written, taken func(bound time.Duration), log func(error)) fault.Injector {
 	if a.Exit == nil {
 		a.Exit = os.Exit
 	}
@@ -185,6 +200,9 @@ func (p plan) injector(a FaultActions, w Written, log func(error)) fault.Injecto
 			a.Exit(ExitCode)
 		case at == fault.BeforeDelete && p.Kind == checkPause:
 			a.Sleep(p.Pause)
+			if p.UntilTaken && taken != nil {
+				taken(p.Pause)
+			}
 		case at == fault.Expired && p.Takeover > 0:
 			a.Sleep(p.Takeover)
 		case at == fault.Business:

@@ -40,9 +40,11 @@ func TestParsePlan(t *testing.T) {
 		{"fault=check-pause&pause=600ms", plan{Kind: checkPause, Pause: 600 * time.Millisecond}, ""},
 		{"fault=pause&pause=1s&work=5ms", plan{Kind: pause, Pause: time.Second, Work: 5 * time.Millisecond}, ""},
 		{"fault=pause&pause=800ms&until=written", plan{Kind: pause, Pause: 800 * time.Millisecond, Until: true}, ""},
-		{"fault=pause&pause=800ms&until=later", plan{}, `until: "later" is not "written"`},
-		{"fault=check-pause&pause=800ms&until=written", plan{}, "until: only with fault=pause"},
-		{"until=written", plan{}, "until: only with fault=pause"},
+		{"fault=check-pause&pause=600ms&until=taken", plan{Kind: checkPause, Pause: 600 * time.Millisecond, UntilTaken: true}, ""},
+		{"fault=pause&pause=800ms&until=later", plan{}, `until: "later" is neither "written"`},
+		{"fault=check-pause&pause=800ms&until=written", plan{}, "until: written only with fault=pause"},
+		{"fault=pause&pause=800ms&until=taken", plan{}, "taken only with fault=check-pause"},
+		{"until=written", plan{}, "until: written only with fault=pause"},
 		{"takeover=40ms", plan{Takeover: 40 * time.Millisecond}, ""},
 		{"takeover=40ms&fault=crash", plan{Takeover: 40 * time.Millisecond, Kind: crash}, ""},
 		{"takeover=0s", plan{}, "takeover: 0s is out of range"},
@@ -97,6 +99,7 @@ func TestInjectorStrikesOnlyAtItsPoint(t *testing.T) {
 		{plan{Kind: crash}, record{exits: []string{"acquired"}}},
 		{plan{Kind: crashBeforeExpire}, record{exits: []string{"before-expire"}}},
 		{plan{Kind: checkPause, Pause: time.Second}, record{sleeps: []string{"before-delete 1s"}}},
+		{plan{Kind: checkPause, Pause: time.Second, UntilTaken: true}, record{sleeps: []string{"before-delete 1s", "before-delete until taken, at most 1s"}}},
 		{plan{Kind: pause, Pause: time.Second}, record{stops: []string{"business 1s"}}},
 		{plan{Kind: pause, Pause: time.Second, Until: true}, record{stops: []string{"business 1s until k written"}}},
 		{plan{Work: time.Millisecond}, record{sleeps: []string{"business 1ms"}}},
@@ -112,7 +115,9 @@ func TestInjectorStrikesOnlyAtItsPoint(t *testing.T) {
 				got.stops = append(got.stops, string(at)+" "+d.String()+" until "+w.Key+" written")
 			},
 			Sleep: func(d time.Duration) { got.sleeps = append(got.sleeps, string(at)+" "+d.String()) },
-		}, Written{Key: "k"}, func(err error) { t.Error(err) })
+		}, Written{Key: "k"}, func(bound time.Duration) {
+			got.sleeps = append(got.sleeps, string(at)+" until taken, at most "+bound.String())
+		}, func(err error) { t.Error(err) })
 		ctx := fault.With(context.Background(), in)
 		for _, p := range points {
 			at = p
@@ -258,4 +263,38 @@ func TestStopProcessUntilWritten(t *testing.T) {
 			t.Fatalf("with no write, stopped %s; want twice pause=, %s", elapsed, 2*pause)
 		}
 	})
+}
+
+// TestTakenByWaitsForANewHolder: until=taken's wait returns once the lock
+// key holds a token it did not hold at the last look, not before; with no
+// new holder, at its bound.
+func TestTakenByWaitsForANewHolder(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	rdb.Set(ctx, "lock", "A", 0)
+	done := make(chan struct{})
+	go func() {
+		takenBy(ctx, rdb, "lock", time.Minute)
+		close(done)
+	}()
+	// Still A, then gone: nobody new has taken it.
+	select {
+	case <-done:
+		t.Fatal("returned while the lock still held the token it first saw")
+	case <-time.After(50 * time.Millisecond):
+	}
+	rdb.Del(ctx, "lock")
+	select {
+	case <-done:
+		t.Fatal("returned when the lock was freed, not taken")
+	case <-time.After(50 * time.Millisecond):
+	}
+	rdb.Set(ctx, "lock", "B", 0)
+	<-done // a minute's bound: only a new holder ends it sooner
+
+	start := time.Now()
+	takenBy(ctx, rdb, "lock", 100*time.Millisecond)
+	if e := time.Since(start); e < 100*time.Millisecond {
+		t.Fatalf("no new holder, returned after %s; want its bound", e)
+	}
 }

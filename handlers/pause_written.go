@@ -98,3 +98,23 @@ func resumeWhen(start time.Time, d, bound, tick time.Duration, moved func() bool
 		time.Sleep(tick)
 	}
 }
+
+// takenBy waits, at most bound, until key on rdb holds a token it did not
+// hold at the last look: another holder has just taken the lock (a
+// check-pause with until=taken). A key it cannot read is no token.
+func takenBy(ctx context.Context, rdb redis.Cmdable, key string, bound time.Duration) {
+	look := func() string {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		v, _ := rdb.Get(ctx, key).Result()
+		return v
+	}
+	last := look()
+	for end := time.Now().Add(bound); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		now := look()
+		if now != "" && now != last {
+			return
+		}
+		last = now
+	}
+}
