@@ -208,7 +208,7 @@ func writeWhenStopped(v string) {
 
 // TestStopProcessUntilWritten: with until=written, the process stays
 // stopped past pause= until another process has written the counter (a
-// writer that writes 300ms after the pause's end finds it still stopped),
+// writer that writes 200ms after the pause's end finds it still stopped),
 // and without a write, until twice pause=. On a real redis-server: the
 // resumer is another process, and this one, embedded Redis and all, is
 // stopped.
@@ -222,7 +222,7 @@ func TestStopProcessUntilWritten(t *testing.T) {
 		if !ok {
 			t.Fatal("no watch of a *redis.Client")
 		}
-		const pause, delay = time.Second, 1300 * time.Millisecond
+		const pause, delay = 2 * time.Second, 2200 * time.Millisecond
 		job, _ := json.Marshal(map[string]any{"Pid": os.Getpid(), "Delay": delay, "W": w})
 		exe, _ := os.Executable()
 		cmd := exec.Command(exe)
