@@ -10,6 +10,13 @@ import (
 	"github.com/lockladder/lockladder/explore"
 )
 
+// bySteps bounds the Redlock searches by their depth, not by time: each
+// counterexample is 9 steps deep with 2 clients, and the search exhausts
+// every schedule to that depth however slow the machine is. With a 20s
+// budget, on two cores under -race beside CPU hogs, it reached depth 8
+// only and found nothing. The budget is only a guard against a hang.
+var bySteps = explore.Config{MaxClients: 2, Depth: 9, Budget: 10 * time.Minute}
+
 // TestRedlockPause finds Redlock's flaw (docs/ladder.md, rung 10): a
 // holder paused past its validity still writes, beside the client that
 // took the lock from a majority of the masters meanwhile; and the schedule
@@ -18,7 +25,7 @@ import (
 func TestRedlockPause(t *testing.T) {
 	tg := lookup(t, "redlock")
 	tg.Masters = 3
-	r := run(t, tg, explore.Config{Budget: 20 * time.Second})
+	r := run(t, tg, bySteps)
 	// A takes two masters and reads the stock, pauses, B takes two
 	// masters and reads, both write.
 	if r.Verdict != explore.Oversold || r.Steps != 9 || r.Clients != 2 {
@@ -42,7 +49,9 @@ func TestRedlockPause(t *testing.T) {
 func TestRedlockRestart(t *testing.T) {
 	tg := lookup(t, "redlock")
 	tg.Masters = 3
-	r := run(t, tg, explore.Config{Budget: 20 * time.Second, Faults: explore.Restart})
+	cfg := bySteps
+	cfg.Faults = explore.Restart
+	r := run(t, tg, cfg)
 	if r.Verdict != explore.Oversold || r.Clients != 2 {
 		t.Fatalf("redlock: %s in %d steps, %d clients (%s); want %s with 2 clients",
 			r.Verdict, r.Steps, r.Clients, r.Covered(), explore.Oversold)

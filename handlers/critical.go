@@ -24,6 +24,9 @@ import (
 type resource struct {
 	lockKey  string
 	fenceKey string
+	// counter is the key every write of op moves (sold, num): what a
+	// pause with until=written watches.
+	counter  string
 	op       func(context.Context, ...inventory.Then) (int64, error)                              // the non-atomic read-modify-write
 	atomic   func(context.Context) (int64, error)                                                 // the one-script ceiling
 	optimist func(context.Context, lock.WaitMode) (int64, error)                                  // db-optimistic's compare-and-set, nil without a database
@@ -35,7 +38,7 @@ type resource struct {
 func (h *handler) stockResource(sku string) resource {
 	inv := h.cfg.Inventory.Item(sku)
 	k := inv.Keys()
-	r := resource{lockKey: k.StockLock, fenceKey: k.StockFence}
+	r := resource{lockKey: k.StockLock, fenceKey: k.StockFence, counter: k.Sold}
 	r.op, r.atomic, r.fenced, r.piped, r.carried = inv.Sell, inv.SellAtomic, inv.SellFenced, inv.SellPiped, inv.SellCarried
 	if h.cfg.Optimistic != nil {
 		r.optimist = h.cfg.Optimistic.SellOptimistic
@@ -46,7 +49,7 @@ func (h *handler) stockResource(sku string) resource {
 func (h *handler) numResource(sku string) resource {
 	inv := h.cfg.Inventory.Item(sku)
 	k := inv.Keys()
-	r := resource{lockKey: k.NumLock, fenceKey: k.NumFence}
+	r := resource{lockKey: k.NumLock, fenceKey: k.NumFence, counter: k.Num}
 	r.op, r.atomic, r.fenced, r.piped, r.carried = inv.Incr, inv.IncrAtomic, inv.IncrFenced, inv.IncrPiped, inv.IncrCarried
 	if h.cfg.Optimistic != nil {
 		r.optimist = h.cfg.Optimistic.IncrOptimistic
@@ -194,6 +197,16 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 			h.badRequest(c, err.Error())
 			return lockRequest{}, false
 		}
+		if plan.Until && h.cfg.Faults.Stop == nil && h.cfg.Faults.StopUntil == nil {
+			if _, ok := writtenOf(h.cfg.Redis, ""); !ok {
+				h.badRequest(c, "until=written: this instance cannot watch its Redis from another process (it was given none, or an unknown client)")
+				return lockRequest{}, false
+			}
+		}
+		if plan.UntilTaken && h.cfg.Redis == nil {
+			h.badRequest(c, "until=taken: this instance has no Redis to watch the lock on")
+			return lockRequest{}, false
+		}
 		req.plan = plan
 	}
 	if req.rung.Unavailable != "" {
@@ -221,9 +234,18 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 		call.Owner = h.cfg.Instance + ":" + uuid.NewString()
 	}
 	if req.plan.armed() {
-		ctx = fault.With(ctx, req.plan.injector(*h.cfg.Faults))
+		w, _ := writtenOf(h.cfg.Redis, res.counter)
+		taken := func(bound time.Duration) { takenBy(ctx, h.cfg.Redis, res.lockKey, bound) }
+		ctx = fault.With(ctx, req.plan.injector(*h.cfg.Faults, w, taken, func(err error) {
+			if err != nil {
+				h.cfg.Log.Error("fault=pause did not stop the process", "err", err)
+			}
+		}))
 	}
 	budget := h.cfg.OpTimeout + req.plan.Work + req.plan.Pause
+	if req.plan.Until || req.plan.UntilTaken {
+		budget += req.plan.Pause // until=: at most twice pause=
+	}
 	if req.rung.Atomic {
 		ctx, cancel := context.WithTimeout(ctx, budget)
 		defer cancel()

@@ -16,7 +16,7 @@ import (
 )
 
 // The faults a request may arm on an instance started with -faults
-// (docs/scenarios.md): work=, takeover=, fault=, pause= and skew=. A
+// (docs/scenarios.md): work=, takeover=, fault=, pause=, until= and skew=. A
 // request arms its own, and only its own: the plan travels in its context
 // to the fault points of package fault, and skew= in its lock.Call.
 
@@ -41,7 +41,15 @@ const maxFaultDuration = 10 * time.Second
 const ExitCode = 3
 
 // faultParams are the query parameters that arm faults.
-var faultParams = []string{"work", "takeover", "fault", "pause", "skew"}
+var faultParams = []string{"work", "takeover", "fault", "pause", "until", "skew"}
+
+// until='s values: a pause that lasts until another request has written
+// the item (fault=pause), a check-pause that lasts until another holder
+// has just taken the lock (fault=check-pause).
+const (
+	untilWritten = "written"
+	untilTaken   = "taken"
+)
 
 // faultsAllowed reports whether the request may arm faults: on an
 // instance started with -faults, any request; with only a fault key
@@ -67,6 +75,17 @@ type plan struct {
 	Takeover time.Duration // a waiter that read an expired lease sleeps this long before taking it over
 	Kind     faultKind
 	Pause    time.Duration // for check-pause and pause
+	// Until: a pause (fault=pause) lasts pause= at least, then until
+	// another request has written the item since the stop, at most pause=
+	// more: the lease has lapsed and a second holder has written when the
+	// paused one wakes, however slowly the others ran (until=written).
+	Until bool
+	// UntilTaken: a check-pause lasts pause= at least, then until another
+	// holder has just taken the lock (its key holds a token it did not
+	// hold at the last look), at most pause= more: the stale DEL lands at
+	// the start of that holder's business, before its write
+	// (until=taken).
+	UntilTaken bool
 	// Skew runs this request's lock clock ahead (lock.Call.Skew), as an
 	// instance's -clock-skew runs all of its requests'.
 	Skew time.Duration
@@ -93,6 +112,19 @@ func parsePlan(q url.Values) (plan, error) {
 	}
 	if p.Skew, err = duration(q, "skew"); err != nil {
 		return plan{}, err
+	}
+	if q.Has("until") {
+		switch v, k := q.Get("until"), faultKind(q.Get("fault")); {
+		case v != untilWritten && v != untilTaken:
+			return plan{}, fmt.Errorf("until: %q is neither %q (fault=pause: until another request wrote the item) nor %q (fault=check-pause: until another holder took the lock)",
+				truncate(v, 32), untilWritten, untilTaken)
+		case v == untilWritten && k == pause:
+			p.Until = true
+		case v == untilTaken && k == checkPause:
+			p.UntilTaken = true
+		default:
+			return plan{}, errors.New("until: written only with fault=pause, taken only with fault=check-pause")
+		}
 	}
 	if q.Has("fault") {
 		k := faultKind(q.Get("fault"))
@@ -133,18 +165,30 @@ func duration(q url.Values, name string) (time.Duration, error) {
 // FaultActions are what faults do to the process: Config.Faults. Tests
 // replace them.
 type FaultActions struct {
-	Exit  func(code int)        // default os.Exit
-	Stop  func(d time.Duration) // default: SIGSTOP this process for d (StopProcess)
-	Sleep func(d time.Duration) // default time.Sleep
+	Exit func(code int)        // default os.Exit
+	Stop func(d time.Duration) // default: SIGSTOP this process for d (StopProcess)
+	// StopUntil stops the process as Stop does, then until w's counter
+	// moves, at most d more (until=written). Default StopProcessUntil;
+	// when only Stop is replaced, Stop(d).
+	StopUntil func(d time.Duration, w Written)
+	Sleep     func(d time.Duration) // default time.Sleep
 }
 
-// injector returns the plan's fault.Injector, doing its harm through a.
-func (p plan) injector(a FaultActions) fault.Injector {
+// injector returns the plan's fault.Injector, doing its harm through a;
+// w is what until=written watches, taken waits (at most its bound) until
+// another holder has just taken the lock (until=taken).
+func (p plan) injector(a FaultActions, w Written, taken func(bound time.Duration), log func(error)) fault.Injector {
 	if a.Exit == nil {
 		a.Exit = os.Exit
 	}
+	if a.StopUntil == nil && a.Stop == nil {
+		a.StopUntil = func(d time.Duration, w Written) { log(StopProcessUntil(d, &w)) }
+	}
 	if a.Stop == nil {
-		a.Stop = func(d time.Duration) { _ = StopProcess(d) }
+		a.Stop = func(d time.Duration) { log(StopProcess(d)) }
+	}
+	if a.StopUntil == nil {
+		a.StopUntil = func(d time.Duration, _ Written) { a.Stop(d) }
 	}
 	if a.Sleep == nil {
 		a.Sleep = time.Sleep
@@ -156,13 +200,19 @@ func (p plan) injector(a FaultActions) fault.Injector {
 			a.Exit(ExitCode)
 		case at == fault.BeforeDelete && p.Kind == checkPause:
 			a.Sleep(p.Pause)
+			if p.UntilTaken && taken != nil {
+				taken(p.Pause)
+			}
 		case at == fault.Expired && p.Takeover > 0:
 			a.Sleep(p.Takeover)
 		case at == fault.Business:
 			if p.Work > 0 {
 				a.Sleep(p.Work)
 			}
-			if p.Kind == pause {
+			switch {
+			case p.Kind == pause && p.Until:
+				a.StopUntil(p.Pause, w)
+			case p.Kind == pause:
 				a.Stop(p.Pause)
 			}
 		}

@@ -16,17 +16,33 @@ import (
 // of a stopped process rather than whatever it normally is.
 const resumeEnv = "LOCKLADDER_RESUME"
 
+// resumeUntilEnv carries what the resumer watches for until=written
+// (Written, as JSON).
+const resumeUntilEnv = "LOCKLADDER_RESUME_UNTIL"
+
 // StopProcess stops this whole process with SIGSTOP for d: every
 // goroutine, timers and watchdogs included, as a long GC pause or a
 // frozen VM would. A child (this same binary, see ResumeIfAsked) sends
 // SIGCONT after d.
-func StopProcess(d time.Duration) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("handlers: pause: %w", err)
+func StopProcess(d time.Duration) error { return StopProcessUntil(d, nil) }
+
+// StopProcessUntil is StopProcess, and with w, the child also waits,
+// after d, until w's counter has moved since the stop (another request
+// wrote the item), at most d more.
+func StopProcessUntil(d time.Duration, w *Written) error {
+	// This binary as the kernel holds it, not its path: a binary rebuilt
+	// in place while the stack runs (make build) still resumes us.
+	exe := "/proc/self/exe"
+	if _, err := os.Stat(exe); err != nil {
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("handlers: pause: %w", err)
+		}
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%d", resumeEnv, os.Getpid(), d))
+	if w != nil {
+		cmd.Env = append(cmd.Env, resumeUntilEnv+"="+w.encode())
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("handlers: pause: %w", err)
 	}
@@ -39,8 +55,9 @@ func StopProcess(d time.Duration) error {
 }
 
 // ResumeIfAsked must be the first thing main does in a binary that serves
-// these handlers with faults (StopProcess re-runs it as the resumer): in the resumer child it waits, resumes the stopped parent
-// and exits; otherwise it returns at once.
+// these handlers with faults (StopProcess re-runs it as the resumer): in
+// the resumer child it waits, resumes the stopped parent and exits;
+// otherwise it returns at once.
 func ResumeIfAsked() {
 	v, ok := os.LookupEnv(resumeEnv)
 	if !ok {
@@ -53,8 +70,25 @@ func ResumeIfAsked() {
 		fmt.Fprintf(os.Stderr, "app: bad %s=%q\n", resumeEnv, v)
 		os.Exit(2)
 	}
+	var moved func() bool
+	if u, ok := os.LookupEnv(resumeUntilEnv); ok {
+		w, err := decodeWritten(u)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "app: bad %s: %v\n", resumeUntilEnv, err)
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+			os.Exit(2)
+		}
+		moved = w.watcher() // its connection ends with this process
+	}
 	waitStopped(pid)
-	time.Sleep(time.Duration(d))
+	start := time.Now()
+	if moved == nil {
+		time.Sleep(time.Duration(d))
+	} else {
+		// The counter's first read is taken in watcher, before the
+		// stop is seen: a write that lands between the two counts.
+		resumeWhen(start, time.Duration(d), 2*time.Duration(d), 2*time.Millisecond, moved)
+	}
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		fmt.Fprintf(os.Stderr, "app: resume %d: %v\n", pid, err)
 		os.Exit(1)

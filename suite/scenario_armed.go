@@ -146,7 +146,7 @@ func crashBeforeExpire() Scenario {
 func checkPause() Scenario {
 	return Scenario{
 		Name:  "check-pause",
-		About: "lock TTL 200ms, wait 3s, work=20ms on every request; a few sleep 600ms between the release's GET and DEL",
+		About: "lock TTL 200ms, wait 3s, work=20ms on every request; a few sleep 600ms between the release's GET and DEL, and on until another holder has just taken the lock (until=taken, at most 1.2s)",
 		// The stale DEL oversells only when it lands on another holder
 		// between its read and its write, and the next waiter reads
 		// before that holder writes. With a 5ms business, on two
@@ -162,7 +162,14 @@ func checkPause() Scenario {
 		// their bound (503) without ever holding the lock, so their
 		// fault never struck. How a request waits is not the flaw
 		// shown here, which is in the release.
-		Armed: url.Values{"fault": {"check-pause"}, "pause": {"600ms"}, "wait": {"notify"}},
+		//
+		// Where in another holder's section the stale DEL landed was
+		// luck still (each run oversold by 1 to 6 of its six): after its
+		// 600ms, an armed release now waits until another holder has
+		// just taken the lock (until=taken, at most 600ms more), so that
+		// its DEL lands at the start of that holder's 20ms business and
+		// the next waiter, woken by the DEL, reads before it writes.
+		Armed: url.Values{"fault": {"check-pause"}, "pause": {"600ms"}, "until": {"taken"}, "wait": {"notify"}},
 		// Six, spread over the stock: a DEL that lands after the
 		// sell-out has no sale to overlap.
 		ArmAt:      []float64{0.1, 0.25, 0.4, 0.55, 0.7, 0.85},
@@ -206,12 +213,23 @@ func pauseSession() Scenario {
 // fencing token refuses its late write.
 func pause() Scenario {
 	return Scenario{
-		Name:       "pause",
-		About:      "lock TTL 200ms; a few requests SIGSTOP their instance for 800ms inside the business",
-		AppArgs:    faultArgs(),
-		Armed:      url.Values{"fault": {"pause"}, "pause": {"800ms"}},
-		ArmAt:      few,
-		StallBound: stallBound,
+		Name:    "pause",
+		About:   "lock TTL 200ms; a few requests (waiting up to try=5s) SIGSTOP their instance inside the business for 800ms, and on until another request has written the item (until=written, at most 1.6s)",
+		AppArgs: faultArgs(),
+		// A pause of 800ms showed the flaw only if, within it, the lease
+		// lapsed and a request of another instance took the lock and
+		// wrote: the others' luck, and the ladder once judged reentrant
+		// SAFE. until=written keeps the holder frozen until another
+		// request has written the item (docs/scenarios.md, "Stagings
+		// that land where the flaw is"); try=5s, so that an armed request
+		// waits out the line and its pause strikes.
+		Armed: url.Values{"fault": {"pause"}, "pause": {"800ms"}, "until": {"written"}, "try": {"5s"}},
+		ArmAt: few,
+		// fair and cohort let nobody in while their holder is frozen on
+		// a running stack (its waiters' places in the queue stay theirs):
+		// each pause lasts its whole bound, 1.6s, with no answer. No lock
+		// is expected to deadlock here.
+		StallBound: 2 * stallBound,
 		Expect: map[string]string{"reentrant": oversold, "redlock": oversold, "fenced": safe, "fair": safe, "cohort": safe, "cohort-carry": safe,
 			// The libraries' Redis leases: redislock's Refresh loop
 			// freezes with the process, as reentrant's watchdog does.

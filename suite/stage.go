@@ -152,7 +152,7 @@ func (s Scenario) Stage(top Stack, cfg stack.Config, canFault bool, rung lock.In
 }
 
 // faultParams are the query parameters that arm a fault (the app's).
-var faultParams = []string{"work", "takeover", "fault", "pause", "skew"}
+var faultParams = []string{"work", "takeover", "fault", "pause", "until", "skew"}
 
 // LadderSize is the size of a scenario's runs in the ladder of flaws
 // (the demo's, the page's): e2e's TestMatrix's stock and concurrency,
