@@ -79,7 +79,7 @@ func run() error {
 
 	clients := appwire.Connect(appwire.Servers{
 		Redis: *redisAddr, Cluster: *clusterAddrs, Masters: *masters,
-		ZooKeeper: *zkAddr, Etcd: *etcdURL, MySQL: *mysqlDSN,
+		ZooKeeper: *zkAddr, Etcd: *etcdURL, MySQL: *mysqlDSN, Password: os.Getenv(appwire.PasswordEnv),
 		Timeout: *redisTimeout, Pool: *pool, Retries: *redisRetries, Lease: *lockTTL, Wait: *lockWait,
 	}, log)
 	defer clients.Close()
