@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench/history"
 	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/internal/report"
 )
 
@@ -92,9 +93,12 @@ func (h *harness) attack(ctx context.Context, row *Row, p *Progress, ld *load) (
 func (h *harness) newAttack(ctx context.Context, row *Row, ld *load) *attack {
 	n, c := h.cfg.Requests, h.cfg.Concurrency
 	d := newDialer(h.cfg.Timeout, h.cfg.AllowRemote)
-	var header http.Header
+	header := http.Header{}
 	if h.cfg.FaultKey != "" {
-		header = http.Header{contract.HeaderFaultKey: {h.cfg.FaultKey}}
+		header.Set(contract.HeaderFaultKey, h.cfg.FaultKey)
+	}
+	if t := h.lease.Token(); t != "" {
+		header.Set(guard.Header, t) // the run's own requests pass the guard
 	}
 	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, row.Wait, h.skus(), header, ld)
 	row.Instances = map[string]int{}

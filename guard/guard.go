@@ -42,6 +42,19 @@ const Key = "lab:run"
 // /reset through while the guard is held only with the holder's token.
 const Header = "X-Run-Token"
 
+// KeyHeader carries the run key on a request to take, renew or release
+// the guard: the stack's Redis password (stack.RedisPasswordFile), which
+// only the stack's owner can read. Without it the app hands out no
+// guard: nobody else on the host can hold the stack, or pass for the
+// run that does.
+const KeyHeader = "X-Run-Key"
+
+// MaxHold bounds one holding of the guard, renewals included: a run
+// that hangs, or loops renewing, frees the stack after it at the latest.
+// The lab's longest run (the demo's ladder at the articles' size) takes
+// a few minutes.
+const MaxHold = 15 * time.Minute
+
 // DefaultTTL is the guard's lease: how long it outlives its holder's
 // last renewal. A run renews every third of it.
 const DefaultTTL = 15 * time.Second
@@ -52,6 +65,9 @@ const DefaultTTL = 15 * time.Second
 const (
 	ReasonBusy = contract.ReasonRunInProgress
 	ReasonLost = contract.ReasonGuardLost
+	// ReasonNoKey: a 403 on POST, PUT and DELETE /guard without the
+	// stack's run key (KeyHeader).
+	ReasonNoKey = "run_key_required"
 )
 
 // MaxOwner bounds a run's name, in bytes.
@@ -66,6 +82,10 @@ var (
 	// ErrNotServed: the app answers no /guard (404): an app without a
 	// guard, which refuses no /reset either. Runs go on without one.
 	ErrNotServed = errors.New("guard: the app serves no run guard")
+	// ErrNoKey: the app takes the guard only from the stack's owner,
+	// who shows its Redis password (KeyHeader), and this caller did not.
+	ErrNoKey = errors.New("guard: the stack's run guard is taken with the stack's Redis password (its run dir's " +
+		"redis.pass, readable by the stack's owner alone), and this run has it not")
 )
 
 // Holder is the run that holds the guard: its name and when it took it.
@@ -87,9 +107,13 @@ func (h Holder) String() string {
 type BusyError struct {
 	Holder Holder
 	Lost   bool // the caller held it, and another run has it now
+	Bound  bool // with Lost: the caller's holding reached MaxHold
 }
 
 func (e *BusyError) Error() string {
+	if e.Bound {
+		return fmt.Sprintf("the stack's run guard was held %s, its bound, renewals included: %s let it go; what this run reads back from now on is unguarded", MaxHold, e.Holder)
+	}
 	if e.Lost {
 		return fmt.Sprintf("the stack's run guard expired and another run took it: %s; what this run read back may include its resets", e.Holder)
 	}

@@ -66,6 +66,9 @@ type Service struct {
 	Log   func(format string, args ...any) // nil: silent
 	// Explore serves /explore beside the races (nil: a 404).
 	Explore *Explorer
+	// Key is the run guard's key (guard.KeyHeader): "" for the Stage's
+	// Redis password, when it is a stack.
+	Key string
 
 	client http.Client
 }
@@ -155,7 +158,7 @@ func letGo(r *http.Request, held *guard.Lease) {
 // serves none), or answers why not: a 409 run_in_progress naming the run
 // that holds it and since when, a 503 when it cannot be had.
 func (s *Service) hold(w http.ResponseWriter, r *http.Request, p params) (*guard.Lease, bool) {
-	lease, err := guard.Take(r.Context(), &s.client, s.LB, p.owner())
+	lease, err := guard.Take(r.Context(), &s.client, s.LB, s.runKey(), p.run())
 	var busy *guard.BusyError
 	switch {
 	case err == nil:
@@ -175,13 +178,21 @@ func (s *Service) hold(w http.ResponseWriter, r *http.Request, p params) (*guard
 	return nil, false
 }
 
-// owner is the race's name in the run guard.
-func (p params) owner() string {
-	o := "race of " + p.lock + " on " + p.endpoint
-	if sc := p.scenario(); sc != "" {
-		o += " under " + sc
+// run is the race, as the app names it in the run guard.
+func (p params) run() guard.Run {
+	return guard.Run{Kind: "race", Lock: p.lock, Endpoint: p.endpoint, Scenario: p.scenario()}
+}
+
+// runKey is the key the race takes the guard with: Key, or the stack's
+// Redis password when the Stage is a stack.
+func (s *Service) runKey() string {
+	if s.Key != "" {
+		return s.Key
 	}
-	return truncate(o, guard.MaxOwner-len("…"))
+	if k, ok := s.Stage.(interface{ RedisPassword() string }); ok {
+		return k.RedisPassword()
+	}
+	return ""
 }
 
 // params is one race's validated input.

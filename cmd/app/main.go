@@ -107,6 +107,7 @@ func run() error {
 		Log:       log,
 		Faults:    faultActions,
 		FaultKey:  *faultKey,
+		RunKey:    os.Getenv(appwire.PasswordEnv), // the stack's runs show it to take the run guard
 	}
 	if clients.Optimistic != nil { // a nil *DBStore in the interface would not be nil
 		cfg.Optimistic = clients.Optimistic
