@@ -50,7 +50,7 @@ func (r *miniRedis) start(context.Context) error {
 	if r.password != "" {
 		r.m.RequireAuth(r.password)
 	}
-	installScripts(r.m)
+	installScripts(r.m, r.password)
 	r.tickDone = make(chan struct{})
 	go r.tick()
 	return nil
@@ -107,7 +107,7 @@ func (r *miniRedis) restart(context.Context) error {
 	if err := r.m.StartAddr(r.at); err != nil {
 		return fmt.Errorf("stack: embedded miniredis on %s: restart: %w", r.at, err)
 	}
-	installScripts(r.m)
+	installScripts(r.m, r.password)
 	r.mu.Lock()
 	r.isDown = false
 	r.mu.Unlock()

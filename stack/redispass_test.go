@@ -31,13 +31,26 @@ func TestRedisNeedsThePassword(t *testing.T) {
 			servers := append([]string{s.RedisAddr()}, s.MasterAddrs()...)
 			for _, addr := range servers {
 				anon := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1})
-				err := anon.Get(ctx, "lab:run").Err()
-				anon.Close()
-				if err == nil || !strings.Contains(err.Error(), "NOAUTH") {
-					t.Errorf("GET lab:run on %s without the password: %v, want NOAUTH", addr, err)
+				for _, cmd := range [][]any{
+					{"GET", "lab:run"},
+					{"EVAL", "return redis.call('GET', 'lab:run')", 0},
+					{"EVAL", "return 1", 0},
+					{"SCRIPT", "LOAD", "return 1"},
+					{"CONFIG", "SET", "notify-keyspace-events", ""},
+				} {
+					err := anon.Do(ctx, cmd...).Err()
+					if err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+						t.Errorf("%v on %s without the password: %v, want NOAUTH", cmd, addr, err)
+					}
 				}
+				anon.Close()
+				authed := redis.NewClient(&redis.Options{Addr: addr, Password: pw, MaxRetries: -1, DialerRetries: 1})
+				if v, err := authed.Do(ctx, "EVAL", "redis.call('SET', 'k', 'v') return redis.call('GET', 'k')", 0).Text(); err != nil || v != "v" {
+					t.Errorf("a script on %s with the password: %q %v", addr, v, err)
+				}
+				authed.Close()
 				wrong := redis.NewClient(&redis.Options{Addr: addr, Password: "guessed", MaxRetries: -1, DialerRetries: 1})
-				err = wrong.Ping(ctx).Err()
+				err := wrong.Ping(ctx).Err()
 				wrong.Close()
 				if err == nil {
 					t.Errorf("PING on %s with a wrong password answered", addr)
