@@ -116,7 +116,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusNotFound, "", "this stack serves no explorations")
 			return
 		}
-		s.Explore.ServeHTTP(w, r)
+		s.Explore.serve(w, r, s.holdExplore)
 		return
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -139,7 +139,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, status, reason, err.Error())
 		return
 	}
-	held, ok := s.hold(w, r, p)
+	held, ok := s.hold(w, r, p.run())
 	if !ok {
 		return
 	}
@@ -154,11 +154,11 @@ func letGo(r *http.Request, held *guard.Lease) {
 	held.Release(ctx) // if it fails, the guard expires on its own
 }
 
-// hold takes the stack's run guard for the race p (nil when the app
-// serves none), or answers why not: a 409 run_in_progress naming the run
+// hold takes the stack's run guard for run (nil when the app serves
+// none), or answers why not: a 409 run_in_progress naming the run
 // that holds it and since when, a 503 when it cannot be had.
-func (s *Service) hold(w http.ResponseWriter, r *http.Request, p params) (*guard.Lease, bool) {
-	lease, err := guard.Take(r.Context(), &s.client, s.LB, s.runKey(), p.run())
+func (s *Service) hold(w http.ResponseWriter, r *http.Request, run guard.Run) (*guard.Lease, bool) {
+	lease, err := guard.Take(r.Context(), &s.client, s.LB, s.runKey(), run)
 	var busy *guard.BusyError
 	switch {
 	case err == nil:
@@ -176,6 +176,19 @@ func (s *Service) hold(w http.ResponseWriter, r *http.Request, p params) (*guard
 		fail(w, http.StatusServiceUnavailable, contract.ReasonNoRace, "the stack's run guard could not be taken: "+err.Error())
 	}
 	return nil, false
+}
+
+// holdExplore takes the run guard for an exploration of lock (Hold):
+// while a run holds the stack, no search takes a core from under it.
+func (s *Service) holdExplore(w http.ResponseWriter, r *http.Request, lock string) (func(), bool) {
+	if s.runKey() == "" {
+		return func() {}, true // no stack known: no guard to take
+	}
+	held, ok := s.hold(w, r, guard.Run{Kind: "explore", Lock: lock})
+	if !ok {
+		return nil, false
+	}
+	return func() { letGo(r, held) }, true
 }
 
 // run is the race, as the app names it in the run guard.
