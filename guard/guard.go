@@ -1,10 +1,15 @@
 // Package guard is the stack's run guard: one run at a time on a stack,
-// and nobody else's POST /reset while it runs. A run (the bench, a race
-// from the page, the demo, a scenario of the matrix) resets the stock,
-// loads it and reads the counters back; a reset from anyone else in
-// between (another race, the page's reset button, a curl) puts the
-// stock back up mid-run, and the read-back then shows more sold than
-// there was: a false OVERSOLD.
+// and nobody else's POST /reset, /sale or /testLock while it runs. A run
+// (the bench, a race from the page, the demo, a scenario of the matrix,
+// a search of the explorer) resets the stock, loads it and reads the
+// counters back; a reset or a sale from anyone else in between (another
+// race, the page's buttons, a curl) changes the books mid-run, and the
+// read-back then shows more sold than there was: a false OVERSOLD.
+//
+// Only the lab's runs take it: a take, renewal or release shows the
+// stack's run key (KeyHeader: its Redis password, which only the stack's
+// owner reads), the app names the holder from what runs (Run) and makes
+// the token, and no holding lasts over MaxHold, renewals included.
 //
 // The guard is a lease in the stack's Redis, the one the instances
 // share: a key written with SET NX PX holding a random token, the time
