@@ -481,7 +481,7 @@ func TestBadInput(t *testing.T) {
 		t.Log(l)
 	}
 	behindNginx := slices.ContainsFunc(st.Summary(), func(l string) bool { return strings.HasPrefix(l, "lb: nginx") })
-	rdb := redis.NewClient(&redis.Options{Addr: st.RedisAddr(), MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: st.RedisAddr(), Password: st.RedisPassword(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	lb, direct := st.URL(), st.InstanceURLs()[0]
 
