@@ -105,8 +105,25 @@ func TestRunsHoldTheGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Run(ctx, "lua", "sale", bench.Shape{}); err != nil {
+	// A hook beside the load (a scenario's own sale) carries the run's
+	// token, and passes the guard.
+	hookSale := 0
+	hook := bench.Hook{At: 0.5, About: "a sale of the hook's own", Do: func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/sale?lock=none", nil)
+		req.Header.Set(guard.Header, guard.TokenOf(ctx))
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		hookSale = resp.StatusCode
+		return nil
+	}}
+	if _, err := s.Run(ctx, "lua", "sale", bench.Shape{Hooks: []bench.Hook{hook}}); err != nil {
 		t.Fatal(err)
+	}
+	if hookSale != http.StatusOK {
+		t.Errorf("the hook's own sale during the run: %d, want 200 (it carries the run's token)", hookSale)
 	}
 	if h, held, _ := store.Holder(ctx); !held || h.Owner != "matrix" {
 		t.Errorf("a session between runs: guard %+v held %v, want held by the bench", h, held)

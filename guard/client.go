@@ -205,3 +205,21 @@ func (l *Lease) call(ctx context.Context, method string, out any) error {
 	}
 	return fmt.Errorf("guard: %s /guard: %s: %s", method, resp.Status, truncate(strings.TrimSpace(string(body)), 200))
 }
+
+type tokenKey struct{}
+
+// WithToken is ctx carrying a run's token, for what runs beside its
+// load (a scenario's hook that sends a request of its own to the run's
+// item): TokenOf reads it back.
+func WithToken(ctx context.Context, token string) context.Context {
+	if token == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, tokenKey{}, token)
+}
+
+// TokenOf is the run's token WithToken put in ctx, "" for none.
+func TokenOf(ctx context.Context) string {
+	t, _ := ctx.Value(tokenKey{}).(string)
+	return t
+}
