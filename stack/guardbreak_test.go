@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/stack"
 )
@@ -45,11 +46,17 @@ func TestGuardBreak(t *testing.T) {
 			if err := stack.GuardCommand(ctx, []string{"-dir", dir, "-break"}, &out); err != nil || !strings.Contains(out.String(), `freed the run guard held by "race of lua on sale"`) {
 				t.Errorf("stack guard -break: %v %q, want the race named", err, out.String())
 			}
-			l, err := guard.Take(ctx, c, s.URL(), s.RedisPassword(), guard.Run{Kind: "bench"})
+			// A bench session on the stack takes it with the stack's key
+			// (bench.Open asks the stack for it), as the matrix does.
+			sess, err := bench.Open(ctx, bench.Config{URL: s.URL(), Instances: s.InstanceURLs(), Run: guard.Run{Kind: "matrix"}}, s, nil)
 			if err != nil {
-				t.Fatalf("a take once the guard was broken: %v", err)
+				t.Fatalf("a session once the guard was broken: %v", err)
 			}
-			l.Release(ctx)
+			out.Reset()
+			if err := stack.GuardCommand(ctx, []string{"-dir", dir}, &out); err != nil || !strings.Contains(out.String(), `held by "matrix"`) {
+				t.Errorf("stack guard during a session: %v %q, want the matrix named", err, out.String())
+			}
+			sess.Close()
 			out.Reset()
 			if err := stack.GuardCommand(ctx, []string{"-dir", dir, "-break"}, &out); err != nil || !strings.Contains(out.String(), "nobody held") {
 				t.Errorf("stack guard -break of a free guard: %v %q", err, out.String())
