@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench/history"
 	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/internal/report"
 )
 
@@ -92,11 +93,16 @@ func (h *harness) attack(ctx context.Context, row *Row, p *Progress, ld *load) (
 func (h *harness) newAttack(ctx context.Context, row *Row, ld *load) *attack {
 	n, c := h.cfg.Requests, h.cfg.Concurrency
 	d := newDialer(h.cfg.Timeout, h.cfg.AllowRemote)
-	var header http.Header
+	header := http.Header{}
 	if h.cfg.FaultKey != "" {
-		header = http.Header{contract.HeaderFaultKey: {h.cfg.FaultKey}}
+		header.Set(contract.HeaderFaultKey, h.cfg.FaultKey)
 	}
-	tg := newLoadTargeter(ctx, h.cfg.URL, row.Endpoint, row.Lock, row.Wait, h.skus(), header, ld)
+	if t := h.lease.Token(); t != "" {
+		header.Set(guard.Header, t) // the run's own requests pass the guard
+	}
+	// The hooks beside the load get the run's token: a request of their
+	// own to the run's item passes the guard (guard.TokenOf).
+	tg := newLoadTargeter(guard.WithToken(ctx, h.lease.Token()), h.cfg.URL, row.Endpoint, row.Lock, row.Wait, h.skus(), header, ld)
 	row.Instances = map[string]int{}
 	row.Began = tg.start
 	return &attack{

@@ -73,12 +73,17 @@ type Config struct {
 	// AllowRemote lifts the loopback-only guard on the URL and on every
 	// connection dialled.
 	AllowRemote bool
-	// Owner names the runs in the stack's run guard (package guard),
-	// which they hold from before their first reset to their last
-	// read-back, so that no other run resets the stock under them:
-	// whoever finds the stack busy reads it. Default: this program's
-	// name and process id.
-	Owner string
+	// Run says what runs to the stack's run guard (package guard), which
+	// the runs hold from before their first reset to their last
+	// read-back, so that no other run resets the stock or sells under
+	// them; the app names the holder from it, for whoever finds the
+	// stack busy. Default: Kind "bench".
+	Run guard.Run
+	// RunKey is the key the guard is taken with (guard.KeyHeader): the
+	// stack's Redis password. "": the Topology's (Open), when it has one
+	// (*stack.Stack does); without it a stack with a guard refuses the
+	// runs (guard.ErrNoKey).
+	RunKey string
 	// Guard is a guard the caller holds already (a race from the page
 	// takes it before it answers): the runs' resets carry its token and
 	// they take none of their own. nil: they take one.
@@ -161,10 +166,11 @@ func (c Config) Normalize() (Config, error) {
 	case c.CheckTimeout == 0:
 		c.CheckTimeout = defaultCheckTimeout
 	}
-	if c.Owner != "" {
-		if err := guard.CheckOwner(c.Owner); err != nil {
-			return c, fmt.Errorf("bench: Owner: %w", err)
-		}
+	if c.Run.Kind == "" {
+		c.Run.Kind = "bench"
+	}
+	if err := c.Run.Check(); err != nil {
+		return c, fmt.Errorf("bench: Run: %w", err)
 	}
 	insts := make([]string, len(c.Instances))
 	for i, in := range c.Instances {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/lockladder/lockladder/guard"
@@ -21,7 +19,7 @@ func (h *harness) hold(ctx context.Context) error {
 		h.lease = h.cfg.Guard
 		return nil
 	}
-	l, err := guard.Take(ctx, h.client, h.cfg.URL, h.cfg.owner())
+	l, err := guard.Take(ctx, h.client, h.cfg.URL, h.cfg.RunKey, h.cfg.Run)
 	switch {
 	case errors.Is(err, guard.ErrNotServed):
 		return nil
@@ -48,15 +46,11 @@ func (h *harness) letGo() {
 // whose resets may be in what a run read back since.
 func (h *harness) guardLost() error { return h.lease.Err() }
 
-// owner is the name the runs hold the guard under: Config.Owner, or
-// this program's name and process id.
-func (c Config) owner() string {
-	if c.Owner != "" {
-		return c.Owner
+// keyOf is the run key top holds (*stack.Stack's Redis password), ""
+// when it has none.
+func keyOf(top Topology) string {
+	if k, ok := top.(interface{ RedisPassword() string }); ok {
+		return k.RedisPassword()
 	}
-	name := filepath.Base(os.Args[0])
-	if len(name) > 48 {
-		name = name[:48]
-	}
-	return fmt.Sprintf("%s (pid %d)", name, os.Getpid())
+	return ""
 }

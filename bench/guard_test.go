@@ -20,9 +20,12 @@ import (
 	"github.com/lockladder/lockladder/lock"
 )
 
+// runKey is guardedApp's run key.
+const runKey = "the-stacks-redis-password"
+
 // guardedApp is the app (with its run guard) over a miniredis. Its
 // first three sales each first have someone else reset the stock to
-// 1000, and count the resets refused.
+// 1000 and sell one, and count those refused.
 func guardedApp(t *testing.T) (*httptest.Server, *redis.Client, *atomic.Int32) {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
@@ -30,18 +33,20 @@ func guardedApp(t *testing.T) (*httptest.Server, *redis.Client, *atomic.Int32) {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	app := handlers.New(handlers.Config{
-		Instance: "b-1", Inventory: inventory.New(rdb), Redis: rdb,
+		Instance: "b-1", Inventory: inventory.New(rdb), Redis: rdb, RunKey: runKey,
 		Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 2 * time.Second}, lock.RedlockOptions{}),
 	})
 	var sales, refused atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/sale" && sales.Add(1) <= 3 {
-			stray := httptest.NewRequest("POST", "/reset?stock=1000", nil)
-			stray.Host = "127.0.0.1"
-			rec := httptest.NewRecorder()
-			app.ServeHTTP(rec, stray)
-			if rec.Code == http.StatusConflict {
-				refused.Add(1)
+			for _, target := range []string{"/reset?stock=1000", "/sale?lock=none"} {
+				stray := httptest.NewRequest("POST", target, nil)
+				stray.Host = "127.0.0.1"
+				rec := httptest.NewRecorder()
+				app.ServeHTTP(rec, stray)
+				if rec.Code == http.StatusConflict {
+					refused.Add(1)
+				}
 			}
 		}
 		app.ServeHTTP(w, r)
@@ -59,13 +64,13 @@ func guardedApp(t *testing.T) (*httptest.Server, *redis.Client, *atomic.Int32) {
 func TestRunsHoldTheGuard(t *testing.T) {
 	srv, rdb, refused := guardedApp(t)
 	ctx := context.Background()
-	cfg := bench.Config{URL: srv.URL, Requests: 300, Concurrency: 8, Stock: 100, Owner: "the bench test"}
+	cfg := bench.Config{URL: srv.URL, Requests: 300, Concurrency: 8, Stock: 100, Run: guard.Run{Kind: "matrix"}, RunKey: runKey}
 	row, err := bench.RunOne(ctx, cfg, "lua", "sale")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := refused.Load(); n != 3 {
-		t.Errorf("%d of 3 resets during the run refused, want all", n)
+	if n := refused.Load(); n != 6 {
+		t.Errorf("%d of 3 resets and 3 sales during the run refused, want all", n)
 	}
 	if row.Verdict != bench.VerdictSafe || row.Sold != 100 {
 		t.Errorf("lua under refused resets: %s, %d sold, want SAFE and 100", row.Verdict, row.Sold)
@@ -100,14 +105,37 @@ func TestRunsHoldTheGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Run(ctx, "lua", "sale", bench.Shape{}); err != nil {
+	// A hook beside the load (a scenario's own sale) carries the run's
+	// token, and passes the guard.
+	hookSale := 0
+	hook := bench.Hook{At: 0.5, About: "a sale of the hook's own", Do: func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/sale?lock=none", nil)
+		req.Header.Set(guard.Header, guard.TokenOf(ctx))
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		hookSale = resp.StatusCode
+		return nil
+	}}
+	if _, err := s.Run(ctx, "lua", "sale", bench.Shape{Hooks: []bench.Hook{hook}}); err != nil {
 		t.Fatal(err)
 	}
-	if h, held, _ := store.Holder(ctx); !held || h.Owner != "the bench test" {
+	if hookSale != http.StatusOK {
+		t.Errorf("the hook's own sale during the run: %d, want 200 (it carries the run's token)", hookSale)
+	}
+	if h, held, _ := store.Holder(ctx); !held || h.Owner != "matrix" {
 		t.Errorf("a session between runs: guard %+v held %v, want held by the bench", h, held)
 	}
 	s.Close()
 	if rdb.Exists(ctx, guard.Key).Val() != 0 {
 		t.Error("the session closed and still holds the guard")
+	}
+
+	// Without the stack's key, no run: the app hands out no guard.
+	cfg.RunKey = ""
+	if _, err := bench.RunOne(ctx, cfg, "lua", "sale"); !errors.Is(err, guard.ErrNoKey) {
+		t.Errorf("a run without the key: %v, want guard.ErrNoKey", err)
 	}
 }

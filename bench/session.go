@@ -35,6 +35,9 @@ func Open(ctx context.Context, cfg Config, top Topology, p *Progress) (*Session,
 	if err != nil {
 		return nil, err
 	}
+	if cfg.RunKey == "" {
+		cfg.RunKey = keyOf(top)
+	}
 	s := &Session{h: newHarness(cfg), top: top, p: p}
 	if err := settle(ctx, s.h, top); err != nil {
 		s.Close()

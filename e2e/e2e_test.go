@@ -138,6 +138,7 @@ func TestLadderThroughLoadBalancer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	rows, err := bench.Run(ctx, bench.Config{
+		RunKey:      st.RedisPassword(),
 		URL:         st.URL(),
 		Locks:       []string{"none", "local", "lua", "atomic"},
 		Endpoints:   []string{"sale", "testLock"},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/stack"
 	"github.com/lockladder/lockladder/suite"
 )
 
@@ -101,9 +102,13 @@ func TestEmbeddedFallbackServesEveryRung(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const requests, concurrency, stock = 600, 100, 200
+	key, err := stack.ReadPassword(dir) // the run guard's key: the stack's owner's
+	if err != nil {
+		t.Fatal(err)
+	}
 	rows, err := bench.Run(ctx, bench.Config{
 		URL: st.URL, Requests: requests, Concurrency: concurrency, Stock: stock,
-		Instances: st.Instances, HistoryDir: t.TempDir(),
+		Instances: st.Instances, HistoryDir: t.TempDir(), RunKey: key,
 	})
 	if err != nil {
 		t.Fatalf("bench: %v", err)

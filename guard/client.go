@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,7 +19,8 @@ import (
 type Lease struct {
 	c      *http.Client
 	target string // base + "/guard"
-	owner  string
+	key    string // KeyHeader's
+	run    Run
 	token  string
 	holder Holder
 	ttl    time.Duration
@@ -32,14 +33,16 @@ type Lease struct {
 }
 
 // Take takes the guard through the app at base (the load balancer, or an
-// instance: they share the guard's Redis) as owner, with c. A
-// *BusyError (errors.Is ErrBusy) when another run holds it; ErrNotServed
-// when the app has no /guard. Release the lease when the run ends.
-func Take(ctx context.Context, c *http.Client, base, owner string) (*Lease, error) {
-	if err := CheckOwner(owner); err != nil {
+// instance: they share the guard's Redis) for run, with c, showing key
+// (KeyHeader: the stack's Redis password). A *BusyError (errors.Is
+// ErrBusy) when another run holds it; ErrNotServed when the app takes no
+// guard (it has no /guard, or was given no key); ErrNoKey when key is
+// not the stack's. Release the lease when the run ends.
+func Take(ctx context.Context, c *http.Client, base, key string, run Run) (*Lease, error) {
+	if err := run.Check(); err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}
-	l := &Lease{c: c, target: strings.TrimRight(base, "/") + "/guard", owner: owner}
+	l := &Lease{c: c, target: strings.TrimRight(base, "/") + "/guard", key: key, run: run}
 	var got taken
 	if err := l.call(ctx, http.MethodPost, &got); err != nil {
 		return nil, err
@@ -50,6 +53,19 @@ func Take(ctx context.Context, c *http.Client, base, owner string) (*Lease, erro
 	l.token, l.holder, l.ttl = got.Token, got.Holder, time.Duration(got.TTLms)*time.Millisecond
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
 	go l.renew()
+	// The instances check the run's token on the requests that change
+	// its counters against their view of the guard, at most SettleMs
+	// old: the run's first reset waits until every view has it.
+	if got.SettleMs > 0 {
+		t := time.NewTimer(time.Duration(got.SettleMs) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			l.Release(context.WithoutCancel(ctx))
+			return nil, ctx.Err()
+		}
+	}
 	return l, nil
 }
 
@@ -57,8 +73,9 @@ func Take(ctx context.Context, c *http.Client, base, owner string) (*Lease, erro
 // holder.
 type taken struct {
 	Holder
-	Token string `json:"token"`
-	TTLms int64  `json:"ttl_ms"`
+	Token    string `json:"token"`
+	TTLms    int64  `json:"ttl_ms"`
+	SettleMs int64  `json:"settle_ms"`
 }
 
 // Token is the run's token, for Header on its own resets ("" for no
@@ -132,19 +149,25 @@ func (l *Lease) Release(ctx context.Context) error {
 	return err
 }
 
-// call sends one request about the guard (the run's name on a take and
-// a renewal, its token from the take on) and decodes a 200's body into
-// out (nil: ignored).
+// call sends one request about the guard (the run on a take and a
+// renewal, with the time it took it on a renewal; the key, and its
+// token from the take on) and decodes a 200's body into out (nil:
+// ignored).
 func (l *Lease) call(ctx context.Context, method string, out any) error {
 	target := l.target
 	if method != http.MethodDelete {
-		target += "?" + url.Values{"owner": {l.owner}}.Encode()
+		q := l.run.Values()
+		if method == http.MethodPut {
+			q.Set("since", strconv.FormatInt(l.holder.Since.UnixMilli(), 10))
+		}
+		target += "?" + q.Encode()
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, nil)
 	if err != nil {
 		return fmt.Errorf("guard: %s /guard: %w", method, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set(KeyHeader, l.key)
 	if l.token != "" {
 		req.Header.Set(Header, l.token)
 	}
@@ -161,6 +184,7 @@ func (l *Lease) call(ctx context.Context, method string, out any) error {
 		Holder
 		Error  string `json:"error"`
 		Reason string `json:"reason"`
+		Bound  bool   `json:"bound"`
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
@@ -173,9 +197,29 @@ func (l *Lease) call(ctx context.Context, method string, out any) error {
 		return nil
 	case resp.StatusCode == http.StatusNotFound && method == http.MethodPost:
 		return ErrNotServed
+	case resp.StatusCode == http.StatusForbidden && json.Unmarshal(body, &refusal) == nil && refusal.Reason == ReasonNoKey:
+		return ErrNoKey
 	case resp.StatusCode == http.StatusConflict && json.Unmarshal(body, &refusal) == nil &&
 		(refusal.Reason == ReasonBusy || refusal.Reason == ReasonLost):
-		return &BusyError{Holder: refusal.Holder, Lost: refusal.Reason == ReasonLost}
+		return &BusyError{Holder: refusal.Holder, Lost: refusal.Reason == ReasonLost, Bound: refusal.Bound}
 	}
 	return fmt.Errorf("guard: %s /guard: %s: %s", method, resp.Status, truncate(strings.TrimSpace(string(body)), 200))
+}
+
+type tokenKey struct{}
+
+// WithToken is ctx carrying a run's token, for what runs beside its
+// load (a scenario's hook that sends a request of its own to the run's
+// item): TokenOf reads it back.
+func WithToken(ctx context.Context, token string) context.Context {
+	if token == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, tokenKey{}, token)
+}
+
+// TokenOf is the run's token WithToken put in ctx, "" for none.
+func TokenOf(ctx context.Context) string {
+	t, _ := ctx.Value(tokenKey{}).(string)
+	return t
 }

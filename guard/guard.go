@@ -1,10 +1,15 @@
 // Package guard is the stack's run guard: one run at a time on a stack,
-// and nobody else's POST /reset while it runs. A run (the bench, a race
-// from the page, the demo, a scenario of the matrix) resets the stock,
-// loads it and reads the counters back; a reset from anyone else in
-// between (another race, the page's reset button, a curl) puts the
-// stock back up mid-run, and the read-back then shows more sold than
-// there was: a false OVERSOLD.
+// and nobody else's POST /reset, /sale or /testLock while it runs. A run
+// (the bench, a race from the page, the demo, a scenario of the matrix,
+// a search of the explorer) resets the stock, loads it and reads the
+// counters back; a reset or a sale from anyone else in between (another
+// race, the page's buttons, a curl) changes the books mid-run, and the
+// read-back then shows more sold than there was: a false OVERSOLD.
+//
+// Only the lab's runs take it: a take, renewal or release shows the
+// stack's run key (KeyHeader: its Redis password, which only the stack's
+// owner reads), the app names the holder from what runs (Run) and makes
+// the token, and no holding lasts over MaxHold, renewals included.
 //
 // The guard is a lease in the stack's Redis, the one the instances
 // share: a key written with SET NX PX holding a random token, the time
@@ -42,6 +47,19 @@ const Key = "lab:run"
 // /reset through while the guard is held only with the holder's token.
 const Header = "X-Run-Token"
 
+// KeyHeader carries the run key on a request to take, renew or release
+// the guard: the stack's Redis password (stack.RedisPasswordFile), which
+// only the stack's owner can read. Without it the app hands out no
+// guard: nobody else on the host can hold the stack, or pass for the
+// run that does.
+const KeyHeader = "X-Run-Key"
+
+// MaxHold bounds one holding of the guard, renewals included: a run
+// that hangs, or loops renewing, frees the stack after it at the latest.
+// The lab's longest run (the demo's ladder at the articles' size) takes
+// a few minutes.
+const MaxHold = 15 * time.Minute
+
 // DefaultTTL is the guard's lease: how long it outlives its holder's
 // last renewal. A run renews every third of it.
 const DefaultTTL = 15 * time.Second
@@ -52,6 +70,9 @@ const DefaultTTL = 15 * time.Second
 const (
 	ReasonBusy = contract.ReasonRunInProgress
 	ReasonLost = contract.ReasonGuardLost
+	// ReasonNoKey: a 403 on POST, PUT and DELETE /guard without the
+	// stack's run key (KeyHeader).
+	ReasonNoKey = "run_key_required"
 )
 
 // MaxOwner bounds a run's name, in bytes.
@@ -66,6 +87,10 @@ var (
 	// ErrNotServed: the app answers no /guard (404): an app without a
 	// guard, which refuses no /reset either. Runs go on without one.
 	ErrNotServed = errors.New("guard: the app serves no run guard")
+	// ErrNoKey: the app takes the guard only from the stack's owner,
+	// who shows its Redis password (KeyHeader), and this caller did not.
+	ErrNoKey = errors.New("guard: the stack's run guard is taken with the stack's Redis password (its run dir's " +
+		"redis.pass, readable by the stack's owner alone), and this run has it not")
 )
 
 // Holder is the run that holds the guard: its name and when it took it.
@@ -87,9 +112,13 @@ func (h Holder) String() string {
 type BusyError struct {
 	Holder Holder
 	Lost   bool // the caller held it, and another run has it now
+	Bound  bool // with Lost: the caller's holding reached MaxHold
 }
 
 func (e *BusyError) Error() string {
+	if e.Bound {
+		return fmt.Sprintf("the stack's run guard was held %s, its bound, renewals included: %s let it go; what this run reads back from now on is unguarded", MaxHold, e.Holder)
+	}
 	if e.Lost {
 		return fmt.Sprintf("the stack's run guard expired and another run took it: %s; what this run read back may include its resets", e.Holder)
 	}

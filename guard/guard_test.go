@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestStore(t *testing.T) {
 			t.Errorf("Admit with %q: %v, want ErrBusy", other, err)
 		}
 	}
-	if _, err := s.Renew(ctx, token[:len(token)-1], "bench"); !errors.Is(err, guard.ErrLost) {
+	if _, err := s.Renew(ctx, token[:len(token)-1], "bench", time.Now()); !errors.Is(err, guard.ErrLost) {
 		t.Errorf("Renew with a prefix of the token: %v, want ErrLost", err)
 	}
 	if ok, err := s.Release(ctx, token[:len(token)-1]); ok || err != nil {
@@ -61,7 +62,7 @@ func TestStore(t *testing.T) {
 	// Renewed, it outlives its lease; not renewed, it expires.
 	for range 4 {
 		time.Sleep(ttl / 3)
-		if _, err := s.Renew(ctx, token, "bench (pid 1)"); err != nil {
+		if _, err := s.Renew(ctx, token, "bench (pid 1)", h.Since); err != nil {
 			t.Fatalf("Renew: %v", err)
 		}
 	}
@@ -76,7 +77,7 @@ func TestStore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Take once the dead holder's guard expired: %v", err)
 	}
-	if _, err := s.Renew(ctx, token, "bench (pid 1)"); !errors.As(err, &busy) || !errors.Is(err, guard.ErrLost) || busy.Holder.Owner != "race" {
+	if _, err := s.Renew(ctx, token, "bench (pid 1)", h.Since); !errors.As(err, &busy) || !errors.Is(err, guard.ErrLost) || busy.Holder.Owner != "race" {
 		t.Errorf("the dead holder's renewal: %v, want ErrLost naming race", err)
 	}
 	if ok, err := s.Release(ctx, token); ok || err != nil {
@@ -84,7 +85,7 @@ func TestStore(t *testing.T) {
 	}
 
 	rdb.Del(ctx, guard.Key) // Redis restarted without it
-	if h, err := s.Renew(ctx, token2, "race"); err != nil || h.Owner != "race" {
+	if h, err := s.Renew(ctx, token2, "race", time.Now()); err != nil || h.Owner != "race" {
 		t.Fatalf("Renew of a guard Redis lost: %+v %v", h, err)
 	}
 	if pttl := rdb.PTTL(ctx, guard.Key).Val(); pttl <= 0 || pttl > ttl {
@@ -98,12 +99,69 @@ func TestStore(t *testing.T) {
 	}
 }
 
+// TestHoldIsBounded: no holding outlasts guard.MaxHold, renewals
+// included: a renewal past it frees the guard and says so (Bound), one
+// near it renews only to it, and a renewal of a lost guard takes it
+// again only within it. Break frees anyone's guard and names it.
+func TestHoldIsBounded(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	s := guard.NewStore(rdb, time.Minute)
+	held := func(token string, since time.Time) {
+		t.Helper()
+		v := token + " " + strconv.FormatInt(since.UnixMilli(), 10) + " bench"
+		if err := rdb.Set(ctx, guard.Key, v, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held("t1", time.Now().Add(-guard.MaxHold-time.Second))
+	var busy *guard.BusyError
+	if _, err := s.Renew(ctx, "t1", "bench", time.Now()); !errors.As(err, &busy) || !busy.Bound || !errors.Is(err, guard.ErrLost) {
+		t.Errorf("a renewal past MaxHold: %v, want a Bound ErrLost", err)
+	}
+	if n := rdb.Exists(ctx, guard.Key).Val(); n != 0 {
+		t.Error("a holding past MaxHold was renewed")
+	}
+	held("t2", time.Now().Add(-guard.MaxHold+2*time.Second))
+	if _, err := s.Renew(ctx, "t2", "bench", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if pttl := rdb.PTTL(ctx, guard.Key).Val(); pttl <= 0 || pttl > 2*time.Second {
+		t.Errorf("a renewal 2s before MaxHold: a lease of %s, want at most 2s", pttl)
+	}
+	rdb.Del(ctx, guard.Key)
+	if _, err := s.Renew(ctx, "t3", "bench", time.Now().Add(-guard.MaxHold)); !errors.As(err, &busy) || !busy.Bound {
+		t.Errorf("taking again a guard first taken MaxHold ago: %v, want Bound", err)
+	}
+	if n := rdb.Exists(ctx, guard.Key).Val(); n != 0 {
+		t.Error("a renewal took again a guard first taken MaxHold ago")
+	}
+
+	if _, ok, err := s.Break(ctx); ok || err != nil {
+		t.Errorf("Break of a free guard: %v %v, want false", ok, err)
+	}
+	_, h, err := s.Take(ctx, "race of lua on sale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := s.Break(ctx)
+	if !ok || err != nil || got.Owner != "race of lua on sale" || !got.Since.Equal(h.Since) {
+		t.Errorf("Break: %+v %v %v, want the race's holding", got, ok, err)
+	}
+	if n := rdb.Exists(ctx, guard.Key).Val(); n != 0 {
+		t.Error("held after Break")
+	}
+}
+
+// key is the run key of app's handlers.
+const key = "the-stacks-redis-password"
+
 // app serves the handlers over rdb, with the guard's lease ttl.
 func app(t *testing.T, rdb *redis.Client, ttl time.Duration) *httptest.Server {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
 	srv := httptest.NewServer(handlers.New(handlers.Config{
-		Instance: "g-1", Inventory: inventory.New(rdb), Redis: rdb, GuardTTL: ttl,
+		Instance: "g-1", Inventory: inventory.New(rdb), Redis: rdb, GuardTTL: ttl, RunKey: key,
 		Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second}, lock.RedlockOptions{}),
 	}))
 	t.Cleanup(srv.Close)
@@ -122,19 +180,22 @@ func TestLeaseThroughTheApp(t *testing.T) {
 	srv := app(t, rdb, ttl)
 	c := srv.Client()
 
-	l, err := guard.Take(ctx, c, srv.URL, "bench (pid 2)")
+	if _, err := guard.Take(ctx, c, srv.URL, "", guard.Run{Kind: "bench"}); !errors.Is(err, guard.ErrNoKey) {
+		t.Fatalf("a take without the key: %v, want ErrNoKey", err)
+	}
+	l, err := guard.Take(ctx, c, srv.URL, key, guard.Run{Kind: "bench"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Token() == "" || l.Holder().Owner != "bench (pid 2)" {
+	if l.Token() == "" || l.Holder().Owner != "bench" {
 		t.Fatalf("lease %q %+v", l.Token(), l.Holder())
 	}
 	time.Sleep(3 * ttl) // renewed meanwhile
-	if _, err := guard.Take(ctx, c, srv.URL, "race"); !errors.Is(err, guard.ErrBusy) {
+	if _, err := guard.Take(ctx, c, srv.URL, key, guard.Run{Kind: "race"}); !errors.Is(err, guard.ErrBusy) {
 		t.Fatalf("a take past the lease of the holder's: %v, want ErrBusy", err)
 	}
-	reset := func(token string) int {
-		req, _ := http.NewRequest("POST", srv.URL+"/reset?stock=5", nil)
+	post := func(target, token string) int {
+		req, _ := http.NewRequest("POST", srv.URL+target, nil)
 		if token != "" {
 			req.Header.Set(guard.Header, token)
 		}
@@ -145,11 +206,13 @@ func TestLeaseThroughTheApp(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if code := reset(""); code != http.StatusConflict {
-		t.Errorf("anyone's reset: %d, want 409", code)
-	}
-	if code := reset(l.Token()); code != http.StatusOK {
-		t.Errorf("the run's own reset: %d, want 200", code)
+	for _, target := range []string{"/reset?stock=5", "/sale?lock=lua", "/testLock?lock=lua"} {
+		if code := post(target, ""); code != http.StatusConflict {
+			t.Errorf("anyone's POST %s: %d, want 409", target, code)
+		}
+		if code := post(target, l.Token()); code != http.StatusOK {
+			t.Errorf("the run's own POST %s: %d, want 200", target, code)
+		}
 	}
 	if err := l.Err(); err != nil {
 		t.Errorf("Err while held: %v", err)
@@ -163,7 +226,7 @@ func TestLeaseThroughTheApp(t *testing.T) {
 
 	// Lost: the guard expires under the run (Redis lost it here) and
 	// another run takes it before the run renews.
-	l, err = guard.Take(ctx, c, srv.URL, "slow")
+	l, err = guard.Take(ctx, c, srv.URL, key, guard.Run{Kind: "chaos"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +247,7 @@ func TestLeaseThroughTheApp(t *testing.T) {
 
 	plain := httptest.NewServer(http.NotFoundHandler())
 	defer plain.Close()
-	if l, err := guard.Take(ctx, c, plain.URL, "bench"); l != nil || !errors.Is(err, guard.ErrNotServed) {
+	if l, err := guard.Take(ctx, c, plain.URL, key, guard.Run{Kind: "bench"}); l != nil || !errors.Is(err, guard.ErrNotServed) {
 		t.Errorf("Take where /guard is a 404: %v %v, want ErrNotServed", l, err)
 	}
 	var none *guard.Lease

@@ -1,17 +1,33 @@
 -- Renew a run's hold on the guard; take it again when nobody holds it
--- (it expired, or Redis restarted without it), never from another run.
+-- (it expired, or Redis restarted without it), never from another run;
+-- and never past the bound of one holding, renewals included.
 -- KEYS[1] the guard's key
 -- ARGV[1] the run's token
--- ARGV[2] the value to write when taking it again (token, time, name)
+-- ARGV[2] the value to write when taking it again (token, the time the
+--         run first took it, name)
 -- ARGV[3] the lease, in milliseconds
--- Returns the value of the run that holds it now: the caller's own
--- (renewed, or taken again), or another run's.
+-- ARGV[4] now, Unix milliseconds
+-- ARGV[5] the bound of one holding, in milliseconds
+-- Returns {0, value}: the caller's own, renewed or taken again;
+-- {1, value}: another run's; {2, value}: the caller's holding reached its
+-- bound and the guard is free again.
+local now, bound = tonumber(ARGV[4]), tonumber(ARGV[5])
 local v = redis.call("GET", KEYS[1])
 if not v then
-  redis.call("SET", KEYS[1], ARGV[2], "PX", ARGV[3])
-  return ARGV[2]
+  local since = tonumber(string.match(ARGV[2], "^%S+ (%d+)"))
+  if now - since >= bound then
+    return {2, ARGV[2]}
+  end
+  redis.call("SET", KEYS[1], ARGV[2], "PX", math.min(tonumber(ARGV[3]), since + bound - now))
+  return {0, ARGV[2]}
 end
-if string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. " " then
-  redis.call("PEXPIRE", KEYS[1], ARGV[3])
+if string.sub(v, 1, #ARGV[1] + 1) ~= ARGV[1] .. " " then
+  return {1, v}
 end
-return v
+local left = tonumber(string.match(v, "^%S+ (%d+)")) + bound - now
+if left <= 0 then
+  redis.call("DEL", KEYS[1])
+  return {2, v}
+end
+redis.call("PEXPIRE", KEYS[1], math.min(tonumber(ARGV[3]), left))
+return {0, v}

@@ -60,7 +60,7 @@ func (h *handler) numResource(sku string) resource {
 // sale sells one item under the chosen lock.
 func (h *handler) sale(c *gin.Context) {
 	req, ok := h.lockRequest(c)
-	if !ok {
+	if !ok || !h.admitRun(c) {
 		return
 	}
 	remaining, err := h.critical(c, req, h.stockResource(req.sku))
@@ -81,7 +81,7 @@ func (h *handler) sale(c *gin.Context) {
 // testLock increments num under the chosen lock.
 func (h *handler) testLock(c *gin.Context) {
 	req, ok := h.lockRequest(c)
-	if !ok {
+	if !ok || !h.admitRun(c) {
 		return
 	}
 	num, err := h.critical(c, req, h.numResource(req.sku))

@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -13,18 +15,25 @@ import (
 	"github.com/lockladder/lockladder/guard"
 )
 
-// The run guard (package guard) as the app serves it: the runs take,
-// renew and release it at /guard, through the load balancer, and /reset
-// is refused while one holds it but for its own (guard.Header).
+// The run guard (package guard) as the app serves it: the lab's runs
+// take, renew and release it at /guard, through the load balancer,
+// showing the stack's run key (guard.KeyHeader: its Redis password, which
+// only the stack's owner reads); the app names the holder from what
+// runs and makes its token. While a run holds it, the requests that
+// change the counters (/reset, /sale, /testLock) are refused but for
+// the run's own (guard.Header: its token).
 //
-//	GET    /guard                 who holds it: {"held": false} or the holder
-//	POST   /guard?owner=NAME      take it: {"token", "owner", "since", "ttl_ms"}
-//	PUT    /guard?owner=NAME      renew it (guard.Header: the token)
-//	DELETE /guard                 release it (guard.Header: the token)
+//	GET    /guard                                  who holds it: {"held": false} or the holder
+//	POST   /guard?run=KIND[&lock=&endpoint=&scenario=]  take it: {"token", "owner", "since", "ttl_ms", "settle_ms"}
+//	PUT    /guard?run=...&since=UNIXMS             renew it (guard.Header: the token)
+//	DELETE /guard                                  release it (guard.Header: the token)
 //
-// A take while another run holds it, and a /reset, are a 409
-// run_in_progress naming the holder and since when; a renewal of a guard
-// another run took since is a 409 guard_lost.
+// Without the key, POST, PUT and DELETE are a 403 run_key_required; an
+// app given no key (Config.RunKey) takes no guard (a 404). A take while
+// another run holds it, and a request that would change the counters
+// under it, are a 409 run_in_progress naming the holder and since when;
+// a renewal of a guard another run took since, or past guard.MaxHold,
+// is a 409 guard_lost.
 
 // guardRoutes adds /guard to r when the app has a guard.
 func (h *handler) guardRoutes(r *gin.Engine) {
@@ -32,9 +41,9 @@ func (h *handler) guardRoutes(r *gin.Engine) {
 		return
 	}
 	r.GET("/guard", h.guardHolder)
-	r.POST("/guard", h.guardTake)
-	r.PUT("/guard", h.guardRenew)
-	r.DELETE("/guard", h.guardRelease)
+	r.POST("/guard", h.guardKey, h.guardTake)
+	r.PUT("/guard", h.guardKey, h.guardRenew)
+	r.DELETE("/guard", h.guardKey, h.guardRelease)
 }
 
 func (h *handler) guardHolder(c *gin.Context) {
@@ -55,25 +64,48 @@ func (h *handler) guardHolder(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"held": true, "owner": holder.Owner, "since": holder.Since})
 }
 
+// guardKey lets through a request that shows the run key: a 404 when the
+// app has none, a 403 without it.
+func (h *handler) guardKey(c *gin.Context) {
+	if h.cfg.RunKey == "" {
+		c.AbortWithStatusJSON(http.StatusNotFound, gin.H{"error": "this app takes no run guard: it was given no run key (GET /guard says who holds one)"})
+		return
+	}
+	got := c.GetHeader(guard.KeyHeader)
+	if subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.RunKey)) != 1 {
+		c.AbortWithStatusJSON(http.StatusForbidden, gin.H{"reason": guard.ReasonNoKey,
+			"error": fmt.Sprintf("the run guard is the lab's runs' alone: header %s must carry the stack's Redis password (the run dir's redis.pass, readable by the stack's owner)", guard.KeyHeader)})
+		return
+	}
+	c.Next()
+}
+
 func (h *handler) guardTake(c *gin.Context) {
-	owner, ok := h.guardOwner(c)
+	run, ok := h.guardRun(c)
 	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
-	token, holder, err := h.guard.Take(ctx, owner)
+	token, holder, err := h.guard.Take(ctx, run.Name())
 	if err != nil {
 		h.guardRefused(c, err)
 		return
 	}
+	h.view.forget() // this instance knows at once
 	c.JSON(http.StatusOK, gin.H{"token": token, "owner": holder.Owner, "since": holder.Since,
-		"ttl_ms": h.guard.TTL().Milliseconds()})
+		"ttl_ms": h.guard.TTL().Milliseconds(), "settle_ms": settle.Milliseconds()})
 }
 
 func (h *handler) guardRenew(c *gin.Context) {
-	owner, ok := h.guardOwner(c)
+	run, ok := h.guardRun(c, "since")
 	if !ok {
+		return
+	}
+	ms, err := strconv.ParseInt(c.Query("since"), 10, 64)
+	since := time.UnixMilli(ms)
+	if err != nil || time.Since(since) < -time.Minute || time.Since(since) > guard.MaxHold {
+		h.badRequest(c, fmt.Sprintf("since: the Unix milliseconds the run took the guard, within the last %s", guard.MaxHold))
 		return
 	}
 	token, ok := h.guardToken(c)
@@ -82,7 +114,7 @@ func (h *handler) guardRenew(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
-	holder, err := h.guard.Renew(ctx, token, owner)
+	holder, err := h.guard.Renew(ctx, token, run.Name(), since)
 	if err != nil {
 		h.guardRefused(c, err)
 		return
@@ -105,25 +137,29 @@ func (h *handler) guardRelease(c *gin.Context) {
 		h.guardUnavailable(c, err)
 		return
 	}
+	h.view.forget()
 	c.JSON(http.StatusOK, gin.H{"released": released})
 }
 
-// guardOwner reads ?owner=NAME, the run's name (a 400 when bad).
-func (h *handler) guardOwner(c *gin.Context) (string, bool) {
-	q, ok := h.query(c, "owner")
+// guardRun reads what runs (guard.RunOf; a 400 when bad): the app names
+// the holder from it, and a lock it serves not is no run of the lab's.
+func (h *handler) guardRun(c *gin.Context, more ...string) (guard.Run, bool) {
+	q, ok := h.query(c, append([]string{"run", "lock", "endpoint", "scenario"}, more...)...)
 	if !ok {
-		return "", false
+		return guard.Run{}, false
 	}
-	if !q.Has("owner") {
-		h.badRequest(c, "missing owner: say ?owner=NAME, the run's name (shown to whoever finds the stack busy)")
-		return "", false
+	run, err := guard.RunOf(q)
+	if err != nil {
+		h.badRequest(c, err.Error())
+		return guard.Run{}, false
 	}
-	owner := q.Get("owner")
-	if err := guard.CheckOwner(owner); err != nil {
-		h.badRequest(c, "owner: "+err.Error())
-		return "", false
+	if run.Lock != "" {
+		if _, _, known := h.cfg.Ladder.Lookup(run.Lock); !known {
+			h.badRequest(c, fmt.Sprintf("lock: this stack serves no lock %q", run.Lock))
+			return guard.Run{}, false
+		}
 	}
-	return owner, true
+	return run, true
 }
 
 // guardToken reads the run's token (guard.Header; a 400 without it).
@@ -140,7 +176,7 @@ func (h *handler) guardToken(c *gin.Context) (string, bool) {
 // when it may go on (no guard here, nobody holds it, or the request
 // carries the holder's token); otherwise it has answered a 409
 // run_in_progress naming the holder, or a 503 when Redis could not say,
-// and nothing was done.
+// and nothing was done. It reads the guard afresh: a reset is rare.
 //
 // The check and the reset are two steps, not one: a run that takes the
 // guard between them finds its own reset after this one, which it sends
@@ -167,13 +203,14 @@ func (h *handler) guardRefused(c *gin.Context, err error) {
 		return
 	}
 	reason, msg := guard.ReasonBusy, busy.Error()
-	if busy.Lost {
+	switch {
+	case busy.Lost:
 		reason = guard.ReasonLost
-	} else if c.Request.URL.Path == "/reset" {
-		msg = fmt.Sprintf("a run holds the stack: %s; /reset would put the stock back under it, and is refused until the run ends (a guard whose holder died expires %s after its last renewal)",
-			busy.Holder, h.guard.TTL())
+	case c.Request.URL.Path != "/guard":
+		msg = fmt.Sprintf("a run holds the stack: %s; %s would change the counters it reads back, and is refused until the run ends (a guard whose holder died expires %s after its last renewal, and none is held over %s)",
+			busy.Holder, c.Request.URL.Path, h.guard.TTL(), guard.MaxHold)
 	}
-	c.AbortWithStatusJSON(http.StatusConflict, gin.H{"error": msg, "reason": reason,
+	c.AbortWithStatusJSON(http.StatusConflict, gin.H{"error": msg, "reason": reason, "bound": busy.Bound,
 		"owner": busy.Holder.Owner, "since": busy.Holder.Since.Format(time.RFC3339Nano)})
 }
 

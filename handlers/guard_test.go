@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,14 +15,30 @@ import (
 	"github.com/lockladder/lockladder/handlers"
 )
 
+// testKey is the run key of guardEnv's app.
+const testKey = "the-stacks-redis-password"
+
 // doToken is env.do with the run guard's token in guard.Header ("":
-// none).
+// none), and the run key on /guard.
 func doToken(t *testing.T, e *env, method, target, token string) (int, map[string]any) {
+	t.Helper()
+	key := ""
+	if strings.HasPrefix(target, "/guard") {
+		key = testKey
+	}
+	return doKey(t, e, method, target, token, key)
+}
+
+// doKey is doToken with the run key in guard.KeyHeader ("": none).
+func doKey(t *testing.T, e *env, method, target, token, key string) (int, map[string]any) {
 	t.Helper()
 	w := httptest.NewRecorder()
 	req := httptest.NewRequest(method, target, nil)
 	if token != "" {
 		req.Header.Set(guard.Header, token)
+	}
+	if key != "" {
+		req.Header.Set(guard.KeyHeader, key)
 	}
 	e.router.ServeHTTP(w, req)
 	var body map[string]any
@@ -31,24 +48,28 @@ func doToken(t *testing.T, e *env, method, target, token string) (int, map[strin
 	return w.Code, body
 }
 
-// guardEnv is an app with the run guard over its miniredis.
+// guardEnv is an app with the run guard over its miniredis, and a key.
 func guardEnv(t *testing.T, ttl time.Duration, maxItems int) *env {
 	t.Helper()
 	return newEnvRedis(t, func(c *handlers.Config, rdb *redis.Client) {
-		c.Redis, c.GuardTTL, c.MaxItems = rdb, ttl, maxItems
+		c.Redis, c.GuardTTL, c.MaxItems, c.RunKey = rdb, ttl, maxItems, testKey
 	})
 }
 
-// take takes the guard as owner and returns its token.
-func take(t *testing.T, e *env, owner string) string {
+// take takes the guard for run (a query: "run=bench") and returns its
+// token, checking the app named it want.
+func take(t *testing.T, e *env, run, want string) string {
 	t.Helper()
-	code, body := doToken(t, e, "POST", "/guard?owner="+owner, "")
+	code, body := doToken(t, e, "POST", "/guard?"+run, "")
 	token, _ := body["token"].(string)
-	if code != 200 || token == "" || body["owner"] != owner || body["ttl_ms"] == nil || body["since"] == nil {
-		t.Fatalf("POST /guard?owner=%s: %d %v, want 200 with a token, the owner, since and ttl_ms", owner, code, body)
+	if code != 200 || len(token) != 32 || body["owner"] != want || body["ttl_ms"] == nil || body["since"] == nil {
+		t.Fatalf("POST /guard?%s: %d %v, want 200 with a token, owner %q, since and ttl_ms", run, code, body, want)
 	}
 	return token
 }
+
+// since is the renewal's since= of a run that took the guard now.
+func since() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
 
 // TestResetWhileARunHoldsTheGuard: while a run holds the guard, a /reset
 // without its token is a 409 run_in_progress naming the run and since
@@ -59,7 +80,7 @@ func TestResetWhileARunHoldsTheGuard(t *testing.T) {
 	e := guardEnv(t, 0, 0)
 	mustDo(t, e, "POST", "/reset?stock=7", 200)
 	mustDo(t, e, "POST", "/sale?lock=lua", 200)
-	token := take(t, e, "bench")
+	token := take(t, e, "run=bench", "bench")
 	before := e.mr.Dump()
 	for _, req := range []struct{ target, token string }{
 		{"/reset?stock=5", ""},
@@ -74,10 +95,10 @@ func TestResetWhileARunHoldsTheGuard(t *testing.T) {
 			t.Errorf("POST %s (token %q) while bench holds the guard: %d %v, want 409 run_in_progress naming it", req.target, req.token, code, body)
 		}
 	}
-	if code, body := doToken(t, e, "POST", "/guard?owner=race", ""); code != 409 || body["reason"] != guard.ReasonBusy || body["owner"] != "bench" {
+	if code, body := doToken(t, e, "POST", "/guard?run=race&lock=lua&endpoint=sale", ""); code != 409 || body["reason"] != guard.ReasonBusy || body["owner"] != "bench" {
 		t.Errorf("a second take: %d %v, want 409 run_in_progress naming bench", code, body)
 	}
-	if code, body := doToken(t, e, "PUT", "/guard?owner=race", "not-the-token"); code != 409 || body["reason"] != guard.ReasonLost {
+	if code, body := doToken(t, e, "PUT", "/guard?run=race&since="+since(), "not-the-token"); code != 409 || body["reason"] != guard.ReasonLost {
 		t.Errorf("renewing with another token: %d %v, want 409 guard_lost", code, body)
 	}
 	if code, body := doToken(t, e, "DELETE", "/guard", "not-the-token"); code != 200 || body["released"] != false {
@@ -93,7 +114,7 @@ func TestResetWhileARunHoldsTheGuard(t *testing.T) {
 	if code, body := doToken(t, e, "POST", "/reset?stock=5", token); code != 200 || body["stock"] != 5.0 {
 		t.Errorf("the run's own reset: %d %v, want 200", code, body)
 	}
-	if code, body := doToken(t, e, "PUT", "/guard?owner=bench", token); code != 200 || body["owner"] != "bench" {
+	if code, body := doToken(t, e, "PUT", "/guard?run=bench&since="+since(), token); code != 200 || body["owner"] != "bench" {
 		t.Errorf("the run's renewal: %d %v, want 200", code, body)
 	}
 	if code, body := doToken(t, e, "DELETE", "/guard", token); code != 200 || body["released"] != true {
@@ -105,24 +126,67 @@ func TestResetWhileARunHoldsTheGuard(t *testing.T) {
 	mustDo(t, e, "POST", "/reset?stock=6", 200)
 }
 
+// TestGuardNeedsTheRunKey: nobody without the stack's run key takes,
+// renews or releases the guard (the curl: a token and a name of
+// the caller's choosing), and nobody names the holder: the app composes
+// it from what runs, and makes the token.
+func TestGuardNeedsTheRunKey(t *testing.T) {
+	e := guardEnv(t, 0, 0)
+	for _, key := range []string{"", "guessed", testKey[:len(testKey)-1]} {
+		for _, req := range []struct{ method, target string }{
+			{"POST", "/guard?run=bench"},
+			{"PUT", "/guard?run=bench&since=" + since()},
+			{"PUT", "/guard?owner=x"},
+			{"DELETE", "/guard"},
+		} {
+			code, body := doKey(t, e, req.method, req.target, "mine", key)
+			if code != 403 || body["reason"] != guard.ReasonNoKey {
+				t.Errorf("%s %s with key %q: %d %v, want 403 %s", req.method, req.target, key, code, body, guard.ReasonNoKey)
+			}
+		}
+	}
+	if e.mr.Exists(guard.Key) {
+		t.Fatal("a caller without the key took the guard")
+	}
+	// With the key: the holder is named from the run, never as asked.
+	take(t, e, "run=race&lock=lua&endpoint=sale&scenario=pause", "race of lua on sale under pause")
+	if code, body := doToken(t, e, "POST", "/guard?owner=race%20of%20lua%20on%20sale", ""); code != 400 {
+		t.Errorf("POST /guard?owner=...: %d %v, want 400", code, body)
+	}
+	// A renewal of a free guard takes it again only for the time the run
+	// took it first: never more than guard.MaxHold in all.
+	e.mr.Del(guard.Key)
+	old := strconv.FormatInt(time.Now().Add(-guard.MaxHold-time.Second).UnixMilli(), 10)
+	if code, body := doToken(t, e, "PUT", "/guard?run=bench&since="+old, "0123456789abcdef0123456789abcdef"); code != 400 {
+		t.Errorf("renewal since more than MaxHold ago: %d %v, want 400", code, body)
+	}
+	if e.mr.Exists(guard.Key) {
+		t.Error("a renewal since more than MaxHold ago took the guard")
+	}
+	bare := newEnvRedis(t, func(c *handlers.Config, rdb *redis.Client) { c.Redis = rdb }) // no key
+	if code, _ := doKey(t, bare, "POST", "/guard?run=bench", "", ""); code != 404 {
+		t.Errorf("POST /guard on an app given no key: %d, want 404 (it takes no guard)", code)
+	}
+}
+
 // TestGuardOfADeadRunExpires: a run that stops renewing (its process
 // died) holds the guard one lease more, then /reset and another run's
 // take pass; a renewal after Redis lost the guard takes it again.
 func TestGuardOfADeadRunExpires(t *testing.T) {
 	e := guardEnv(t, 2*time.Second, 0)
-	take(t, e, "dead")
+	take(t, e, "run=matrix", "matrix")
 	mustDo(t, e, "POST", "/reset?stock=5", 409)
 	e.mr.FastForward(time.Second)
 	mustDo(t, e, "POST", "/reset?stock=5", 409)
 	e.mr.FastForward(1100 * time.Millisecond)
 	mustDo(t, e, "POST", "/reset?stock=5", 200)
-	token := take(t, e, "alive")
+	token := take(t, e, "run=chaos", "chaos")
 
 	e.mr.Del(guard.Key) // Redis restarted without it
-	if code, body := doToken(t, e, "PUT", "/guard?owner=alive", token); code != 200 || body["owner"] != "alive" {
+	if code, body := doToken(t, e, "PUT", "/guard?run=chaos&since="+since(), token); code != 200 || body["owner"] != "chaos" {
 		t.Fatalf("renewal of a guard Redis lost: %d %v, want 200", code, body)
 	}
-	if code, body := doToken(t, e, "POST", "/reset?stock=5", ""); code != 409 || body["owner"] != "alive" {
+	if code, body := doToken(t, e, "POST", "/reset?stock=5", ""); code != 409 || body["owner"] != "chaos" {
 		t.Errorf("POST /reset once the renewal took the guard again: %d %v, want 409", code, body)
 	}
 	if ttl := e.mr.TTL(guard.Key); ttl <= 0 || ttl > 2*time.Second {
@@ -130,25 +194,30 @@ func TestGuardOfADeadRunExpires(t *testing.T) {
 	}
 }
 
-// TestGuardBadInput: /guard without an owner, with a bad one, with
-// unknown parameters, a renewal or release without a token: each a 400
-// that takes nothing; and without a Redis the app serves no /guard and
+// TestGuardBadInput: /guard without a run, with a bad one, with unknown
+// parameters, a renewal or release without a token: each a 400 that
+// takes nothing; and without a Redis the app serves no /guard and
 // refuses no reset.
 func TestGuardBadInput(t *testing.T) {
 	e := guardEnv(t, 0, 0)
 	for _, req := range []struct{ method, target, token string }{
 		{"POST", "/guard", ""},
-		{"POST", "/guard?owner=", ""},
-		{"POST", "/guard?owner=" + strings.Repeat("x", guard.MaxOwner+1), ""},
-		{"POST", "/guard?owner=a%0Ab", ""},
-		{"POST", "/guard?owner=%ff", ""},
-		{"POST", "/guard?owner=a&owner=b", ""},
-		{"POST", "/guard?owner=a&ttl=1h", ""},
-		{"PUT", "/guard?owner=a", ""},
-		{"PUT", "/guard", "t"},
-		{"PUT", "/guard?owner=a", strings.Repeat("t", 65)},
+		{"POST", "/guard?run=", ""},
+		{"POST", "/guard?run=mine", ""},
+		{"POST", "/guard?owner=x", ""},
+		{"POST", "/guard?run=bench&owner=x", ""},
+		{"POST", "/guard?run=race&lock=nosuch", ""},
+		{"POST", "/guard?run=race&lock=lua&endpoint=buy", ""},
+		{"POST", "/guard?run=race&endpoint=sale", ""},
+		{"POST", "/guard?run=race&lock=lua&scenario=a%0Ab", ""},
+		{"POST", "/guard?run=bench&run=race", ""},
+		{"POST", "/guard?run=bench&ttl=1h", ""},
+		{"PUT", "/guard?run=bench&since=" + since(), ""},
+		{"PUT", "/guard?run=bench", "t"},
+		{"PUT", "/guard?run=bench&since=x", "t"},
+		{"PUT", "/guard?run=bench&since=" + since(), strings.Repeat("t", 65)},
 		{"DELETE", "/guard", ""},
-		{"DELETE", "/guard?owner=a", "t"},
+		{"DELETE", "/guard?run=bench", "t"},
 		{"GET", "/guard?x=1", ""},
 	} {
 		code, body := doToken(t, e, req.method, req.target, req.token)
@@ -160,7 +229,7 @@ func TestGuardBadInput(t *testing.T) {
 		t.Error("bad requests took the guard")
 	}
 	bare := newEnv(t) // no Config.Redis
-	mustDo(t, bare, "POST", "/guard?owner=a", 404)
+	mustDo(t, bare, "POST", "/guard?run=bench", 404)
 	mustDo(t, bare, "POST", "/reset?stock=5", 200)
 }
 

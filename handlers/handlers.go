@@ -90,6 +90,11 @@ type Config struct {
 	// (at most MaxItems). nil: neither, /reset unguarded and items
 	// unbounded (tests of other things).
 	Redis redis.Cmdable
+	// RunKey is the key a caller shows (guard.KeyHeader) to take, renew
+	// or release the run guard: the stack's Redis password, which only
+	// the stack's owner reads. "": /guard only says who holds it, and
+	// the app takes no guard (a run goes on without one).
+	RunKey string
 	// GuardTTL is the run guard's lease. Default guard.DefaultTTL.
 	GuardTTL time.Duration
 	// MaxItems is the most items (sku=) that may exist at once.
@@ -161,6 +166,7 @@ type handler struct {
 	hosts origin.Hosts // what a request's Host may name
 	items items        // the items seen to exist
 	guard *guard.Store // nil: none
+	view  guardView    // the guard as this instance last read it
 }
 
 func (h *handler) instanceHeader(c *gin.Context) {

@@ -37,7 +37,7 @@ func viaLB(ctx context.Context, cfg config, o options, mode stack.Mode, locks []
 	brows, err := bench.Run(ctx, bench.Config{
 		URL: s.URL(), Locks: locks, Endpoints: []string{"testLock"},
 		Requests: cfg.n, Concurrency: cfg.c, Timeout: cfg.bound + cfg.bound/6,
-		Instances: s.InstanceURLs(), Progress: os.Stderr,
+		Instances: s.InstanceURLs(), Progress: os.Stderr, RunKey: s.RedisPassword(),
 	})
 	if err != nil {
 		return nil, summary, err

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,11 +30,24 @@ const ExploreBudget = 20 * time.Second
 // takes a core for up to its budget.
 type Explorer struct {
 	Budget time.Duration // 0: ExploreBudget
+	// PerMinute bounds the searches started in any minute (0:
+	// ExplorePerMinute): beyond it, a 429 with Retry-After. Each search
+	// keeps a core busy for up to its budget, in the process that sends
+	// the races' load.
+	PerMinute int
 
 	busy atomic.Bool
+	mu   sync.Mutex
+	// starts are when the searches of the last minute started, oldest
+	// first (at most PerMinute).
+	starts []time.Time
 	// run searches; nil: the explorer itself (tests put a stand-in).
 	run func(context.Context, explore.Target, explore.Config) explore.Result
 }
+
+// ExplorePerMinute is how many searches a stack starts in a minute at
+// most, by default.
+const ExplorePerMinute = 4
 
 // NewExplorer returns an Explorer with the default budget.
 func NewExplorer() *Explorer { return &Explorer{Budget: ExploreBudget} }
@@ -83,7 +97,19 @@ func (e *Explorer) Locks() []string {
 	return names
 }
 
-func (e *Explorer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Hold takes the stack's run guard for an exploration of lock, or
+// answers why not (a 409 naming the run that holds it) and returns
+// false; release lets it go. The Service's takes the guard through the
+// load balancer, as a race does.
+type Hold func(w http.ResponseWriter, r *http.Request, lock string) (release func(), ok bool)
+
+// ServeHTTP serves /explore without the run guard (an Explorer of its
+// own, outside a stack); a Service serves it with (serve).
+func (e *Explorer) ServeHTTP(w http.ResponseWriter, r *http.Request) { e.serve(w, r, nil) }
+
+// serve answers /explore; a search takes the run guard with hold (nil:
+// none) once it is known good, under the rate bound and alone.
+func (e *Explorer) serve(w http.ResponseWriter, r *http.Request, hold Hold) {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		writeJSON(w, http.StatusOK, map[string]any{"locks": e.Locks(), "budget_ms": e.budget().Milliseconds()})
 		return
@@ -113,6 +139,22 @@ func (e *Explorer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.busy.Store(false)
+	if wait := e.admit(time.Now()); wait > 0 {
+		secs := int(wait.Round(time.Second) / time.Second)
+		secs = max(secs, 1)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"reason": ReasonRateLimited, "retry_after_s": secs,
+			"error": fmt.Sprintf("%d searches a minute at most on this stack (each keeps a core busy for up to %s beside the races' load): try again in %d s", e.perMinute(), e.budget(), secs)})
+		return
+	}
+	if hold != nil {
+		release, ok := hold(w, r, t.Name)
+		if !ok {
+			e.unadmit()
+			return
+		}
+		defer release()
+	}
 	run := e.run
 	if run == nil {
 		run = search
@@ -122,6 +164,40 @@ func (e *Explorer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the asker left
 	}
 	writeJSON(w, http.StatusOK, answer(res))
+}
+
+// ReasonRateLimited is the reason of a 429 from /explore.
+const ReasonRateLimited = "rate_limited"
+
+func (e *Explorer) perMinute() int {
+	if e.PerMinute <= 0 {
+		return ExplorePerMinute
+	}
+	return e.PerMinute
+}
+
+// admit counts a search starting at now and returns 0, or how long until
+// one may start when the last minute had perMinute already.
+func (e *Explorer) admit(now time.Time) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for len(e.starts) > 0 && now.Sub(e.starts[0]) >= time.Minute {
+		e.starts = e.starts[1:]
+	}
+	if len(e.starts) >= e.perMinute() {
+		return e.starts[0].Add(time.Minute).Sub(now)
+	}
+	e.starts = append(e.starts, now)
+	return 0
+}
+
+// unadmit uncounts the last search admit counted: it did not start.
+func (e *Explorer) unadmit() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n := len(e.starts); n > 0 {
+		e.starts = e.starts[:n-1]
+	}
 }
 
 func (e *Explorer) budget() time.Duration {

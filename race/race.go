@@ -66,6 +66,9 @@ type Service struct {
 	Log   func(format string, args ...any) // nil: silent
 	// Explore serves /explore beside the races (nil: a 404).
 	Explore *Explorer
+	// Key is the run guard's key (guard.KeyHeader): "" for the Stage's
+	// Redis password, when it is a stack.
+	Key string
 
 	client http.Client
 }
@@ -117,7 +120,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusNotFound, "", "this stack serves no explorations")
 			return
 		}
-		s.Explore.ServeHTTP(w, r)
+		s.Explore.serve(w, r, s.holdExplore)
 		return
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -140,7 +143,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, status, reason, err.Error())
 		return
 	}
-	held, ok := s.hold(w, r, p)
+	held, ok := s.hold(w, r, p.run())
 	if !ok {
 		return
 	}
@@ -155,11 +158,11 @@ func letGo(r *http.Request, held *guard.Lease) {
 	held.Release(ctx) // if it fails, the guard expires on its own
 }
 
-// hold takes the stack's run guard for the race p (nil when the app
-// serves none), or answers why not: a 409 run_in_progress naming the run
+// hold takes the stack's run guard for run (nil when the app serves
+// none), or answers why not: a 409 run_in_progress naming the run
 // that holds it and since when, a 503 when it cannot be had.
-func (s *Service) hold(w http.ResponseWriter, r *http.Request, p params) (*guard.Lease, bool) {
-	lease, err := guard.Take(r.Context(), &s.client, s.LB, p.owner())
+func (s *Service) hold(w http.ResponseWriter, r *http.Request, run guard.Run) (*guard.Lease, bool) {
+	lease, err := guard.Take(r.Context(), &s.client, s.LB, s.runKey(), run)
 	var busy *guard.BusyError
 	switch {
 	case err == nil:
@@ -179,13 +182,34 @@ func (s *Service) hold(w http.ResponseWriter, r *http.Request, p params) (*guard
 	return nil, false
 }
 
-// owner is the race's name in the run guard.
-func (p params) owner() string {
-	o := "race of " + p.lock + " on " + p.endpoint
-	if sc := p.scenario(); sc != "" {
-		o += " under " + sc
+// holdExplore takes the run guard for an exploration of lock (Hold):
+// while a run holds the stack, no search takes a core from under it.
+func (s *Service) holdExplore(w http.ResponseWriter, r *http.Request, lock string) (func(), bool) {
+	if s.runKey() == "" {
+		return func() {}, true // no stack known: no guard to take
 	}
-	return truncate(o, guard.MaxOwner-len("…"))
+	held, ok := s.hold(w, r, guard.Run{Kind: "explore", Lock: lock})
+	if !ok {
+		return nil, false
+	}
+	return func() { letGo(r, held) }, true
+}
+
+// run is the race, as the app names it in the run guard.
+func (p params) run() guard.Run {
+	return guard.Run{Kind: "race", Lock: p.lock, Endpoint: p.endpoint, Scenario: p.scenario()}
+}
+
+// runKey is the key the race takes the guard with: Key, or the stack's
+// Redis password when the Stage is a stack.
+func (s *Service) runKey() string {
+	if s.Key != "" {
+		return s.Key
+	}
+	if k, ok := s.Stage.(interface{ RedisPassword() string }); ok {
+		return k.RedisPassword()
+	}
+	return ""
 }
 
 // params is one race's validated input.

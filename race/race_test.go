@@ -48,12 +48,18 @@ func raceEnvApp(t *testing.T) (*redis.Client, *httptest.Server, *httptest.Server
 			Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{}),
 		MaxStock: 1000,
 		Redis:    rdb, // the run guard
+		RunKey:   runKey,
 	}))
 	t.Cleanup(app.Close)
-	races := httptest.NewServer(race.New(app.URL, stage{app.URL}))
+	svc := race.New(app.URL, stage{app.URL})
+	svc.Key = runKey
+	races := httptest.NewServer(svc)
 	t.Cleanup(races.Close)
 	return rdb, app, races
 }
+
+// runKey is the run guard's key of raceEnvApp's app.
+const runKey = "the-stacks-redis-password"
 
 // stage is the one instance behind the race's load balancer.
 type stage []string
@@ -205,7 +211,7 @@ func TestRaceRefusesBadInputAndASecondRace(t *testing.T) {
 		evs[0].data["owner"] != "race of lua on sale" || evs[0].data["since"] == nil {
 		t.Errorf("a race while another runs: %d %v, want 409 run_in_progress naming the race and since when", code, evs)
 	}
-	_, err = bench.RunOne(ctx, bench.Config{URL: app.URL, Requests: 10, Concurrency: 2, Owner: "a bench"}, "lua", "sale")
+	_, err = bench.RunOne(ctx, bench.Config{URL: app.URL, Requests: 10, Concurrency: 2, RunKey: runKey}, "lua", "sale")
 	var busy *guard.BusyError
 	if !errors.As(err, &busy) || !errors.Is(err, guard.ErrBusy) || busy.Holder.Owner != "race of lua on sale" {
 		t.Errorf("a bench while a race runs: %v, want guard.ErrBusy naming the race", err)

@@ -103,7 +103,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 	}
 	env, procs, debug := instanceEnv(masters, len(ports))
 	env = append(env, s.backendEnv()...)
-	env = append(env, FaultKeyEnv+"="+s.faultKey)
+	env = append(env, FaultKeyEnv+"="+s.faultKey, RedisPasswordEnv+"="+s.redisPass)
 	var all group
 	for i, port := range ports {
 		name := fmt.Sprintf("app%d", i+1)
@@ -161,7 +161,8 @@ func (s *Stack) startInstances(ctx context.Context) error {
 func instanceEnv(masters []string, n int) (env []string, procs, debug string) {
 	for _, kv := range os.Environ() {
 		switch {
-		case strings.HasPrefix(kv, MastersEnv+"="), strings.HasPrefix(kv, MySQLEnv+"="), strings.HasPrefix(kv, FaultKeyEnv+"="):
+		case strings.HasPrefix(kv, MastersEnv+"="), strings.HasPrefix(kv, MySQLEnv+"="), strings.HasPrefix(kv, FaultKeyEnv+"="),
+			strings.HasPrefix(kv, RedisPasswordEnv+"="):
 		case strings.HasPrefix(kv, "GODEBUG="):
 			debug = strings.TrimPrefix(kv, "GODEBUG=")
 		default:

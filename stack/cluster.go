@@ -93,7 +93,7 @@ func (c *cluster) ready(ctx context.Context) error {
 	defer cancel()
 	clients := make([]*redis.Client, len(c.nodes))
 	for i, n := range c.nodes {
-		clients[i] = redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1})
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.addr(), Password: n.password, MaxRetries: -1})
 		defer clients[i].Close()
 	}
 	first := c.nodes[0]
@@ -256,6 +256,9 @@ func (s *Stack) startCluster(ctx context.Context) (*cluster, error) {
 		c, err := newCluster(bin, host, base, s.cfg.Cluster, s.dir, s.lg)
 		if err != nil {
 			return nil, err
+		}
+		for _, n := range c.nodes {
+			n.password = s.redisPass
 		}
 		err = launch(ctx, c)
 		if err == nil {

@@ -45,7 +45,7 @@ func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time
 			s.lg.printf("cluster: %s, started as a replica, serves %s's slot: the cluster failed over before the kill", addr, key)
 		}
 	}
-	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	cl := redis.NewClient(&redis.Options{Addr: addr, Password: s.redisPass, MaxRetries: -1})
 	pctx, cancel := withDefaultTimeout(ctx, 10*time.Second)
 	err = poll(pctx, func() error { return streaming(pctx, cl) })
 	cl.Close()
@@ -101,7 +101,7 @@ func (s *Stack) WaitClusterFailover(ctx context.Context, key, killed string, sin
 			if n.down() {
 				continue
 			}
-			cl := redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1})
+			cl := redis.NewClient(&redis.Options{Addr: n.addr(), Password: n.password, MaxRetries: -1})
 			info, err := cl.ClusterInfo(ctx).Result()
 			cl.Close()
 			if err != nil {
@@ -130,7 +130,7 @@ func (c *cluster) masterOf(ctx context.Context, key, skip string) (string, error
 		if n.down() || n.addr() == skip {
 			continue
 		}
-		cl := redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second})
+		cl := redis.NewClient(&redis.Options{Addr: n.addr(), Password: n.password, MaxRetries: -1, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second})
 		slot, err := cl.ClusterKeySlot(ctx, key).Result()
 		var slots []redis.ClusterSlot
 		if err == nil {

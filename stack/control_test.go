@@ -41,7 +41,7 @@ func TestStopStartRedis(t *testing.T) {
 			if code, _, body := get(t, http.MethodPost, s.URL()+"/sale?lock=lua"); code != http.StatusOK {
 				t.Fatalf("POST /sale: %d %s", code, body)
 			}
-			rdb := redis.NewClient(&redis.Options{Addr: s.RedisAddr(), MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond})
+			rdb := redis.NewClient(&redis.Options{Addr: s.RedisAddr(), Password: s.RedisPassword(), MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond})
 			defer rdb.Close()
 			if err := rdb.Set(ctx, "kept", "across a restart", 0).Err(); err != nil {
 				t.Fatal(err)
@@ -192,7 +192,7 @@ func TestMasterProxies(t *testing.T) {
 		t.Errorf("Summary() does not name the proxies:\n%s", strings.Join(s.Summary(), "\n"))
 	}
 
-	through := redis.NewClient(&redis.Options{Addr: via[0], ReadTimeout: 300 * time.Millisecond, MaxRetries: -1, DialerRetries: 1})
+	through := redis.NewClient(&redis.Options{Addr: via[0], Password: s.RedisPassword(), ReadTimeout: 300 * time.Millisecond, MaxRetries: -1, DialerRetries: 1})
 	defer through.Close()
 	if err := through.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestMasterProxies(t *testing.T) {
 	if took := time.Since(start); took < 250*time.Millisecond {
 		t.Errorf("the timeout came after %v, not the read timeout", took)
 	}
-	if err := pingAddr(ctx, addrs[0]); err != nil {
+	if err := pingAddr(ctx, addrs[0], s.RedisPassword()); err != nil {
 		t.Errorf("master 0 itself: %v, want it running", err)
 	}
 	// Four of five masters answer: redlock still takes its lock, each try

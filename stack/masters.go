@@ -32,7 +32,8 @@ type masters struct {
 	mode        Mode   // Real or Embedded, as the main Redis
 	kind        string // the main Redis's kind, theirs too
 	requireReal bool
-	aof         bool // Config.MastersAOF
+	aof         bool   // Config.MastersAOF
+	password    string // required of their clients: the stack's
 	dir         string
 	lg          *logger
 
@@ -86,7 +87,7 @@ func (m *masters) start(ctx context.Context) error {
 	}
 	return each(len(m.ms), func(i int) error {
 		// Quiet: one summary line for all of them (summary).
-		r, err := newRedis(addrs[i], m.mode, m.requireReal, m.masterDir(i), &logger{})
+		r, err := newRedis(addrs[i], m.mode, m.requireReal, m.masterDir(i), m.password, &logger{})
 		if err == nil {
 			m.ms[i].r = r
 			err = r.start(ctx)
@@ -208,7 +209,7 @@ func (m *masters) startOne(ctx context.Context, i int) error {
 	if ms.r != nil {
 		return nil
 	}
-	r, err := startRedis(ctx, ms.addr, m.mode, m.requireReal, m.dir, &logger{})
+	r, err := startRedis(ctx, ms.addr, m.mode, m.requireReal, m.dir, m.password, &logger{})
 	if err != nil {
 		return fmt.Errorf("stack: redlock master %d: %w", i, err)
 	}

@@ -51,8 +51,8 @@ func envValue(env []string, key string) (string, bool) {
 	return "", false
 }
 
-func pingAddr(ctx context.Context, addr string) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond})
+func pingAddr(ctx context.Context, addr, password string) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond})
 	defer rdb.Close()
 	return rdb.Ping(ctx).Err()
 }
@@ -110,7 +110,7 @@ func TestMasters(t *testing.T) {
 				t.Fatalf("masters and Redis share an address: %v", all)
 			}
 			for _, a := range addrs {
-				if err := pingAddr(ctx, a); err != nil {
+				if err := pingAddr(ctx, a, s.RedisPassword()); err != nil {
 					t.Errorf("PING master %s: %v", a, err)
 				}
 			}
@@ -149,7 +149,7 @@ func TestMasters(t *testing.T) {
 
 			// Master 1 down: refused there, the others answer; a client
 			// connected to it sees errors.
-			rdb := redis.NewClient(&redis.Options{Addr: addrs[1], MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond})
+			rdb := redis.NewClient(&redis.Options{Addr: addrs[1], Password: s.RedisPassword(), MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond})
 			defer rdb.Close()
 			if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
 				t.Fatal(err)
@@ -164,7 +164,7 @@ func TestMasters(t *testing.T) {
 			}
 			for i, a := range addrs {
 				if i != 1 {
-					if err := pingAddr(ctx, a); err != nil {
+					if err := pingAddr(ctx, a, s.RedisPassword()); err != nil {
 						t.Errorf("PING master %d (%s) while master 1 is down: %v", i, a, err)
 					}
 				}
@@ -332,7 +332,7 @@ func TestCrashMaster(t *testing.T) {
 			}
 			ctx := context.Background()
 			addr := s.MasterAddrs()[2]
-			rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond})
+			rdb := redis.NewClient(&redis.Options{Addr: addr, Password: s.RedisPassword(), MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond})
 			defer rdb.Close()
 			if err := rdb.Set(ctx, "lock", "token-a", 10*time.Second).Err(); err != nil {
 				t.Fatal(err)

@@ -68,6 +68,8 @@ type scripts struct {
 	states      sync.Pool              // *scriptState
 
 	events *keyspace // the deletions it announces (minievents.go)
+
+	password string // the server's (miniauth.go): "" for none
 }
 
 // scriptState is one Lua state and the script call it serves.
@@ -107,8 +109,9 @@ type scriptCall struct {
 
 // installScripts puts the script runner in front of m's server. Call it
 // again after every (re)start: a restarted miniredis has a new server.
-func installScripts(m *miniredis.Miniredis) {
+func installScripts(m *miniredis.Miniredis, password string) {
 	s := &scripts{
+		password:    password,
 		srv:         m.Server(),
 		protos:      make(map[string]*lua.FunctionProto),
 		nested:      make(map[*mserver.Peer]struct{}),
@@ -146,6 +149,9 @@ func (s *scripts) hook(c *mserver.Peer, cmd string, args ...string) bool {
 			s.events.deleted(cmd, args)
 		}
 		return false
+	}
+	if s.refused(c, cmd) {
+		return true
 	}
 	switch cmd {
 	case "CONFIG":
@@ -370,6 +376,9 @@ func (s *scripts) newState() *scriptState {
 	st.call.peer = mserver.NewPeer(st.call.w)
 	s.mu.Lock()
 	s.nested[st.call.peer] = struct{}{}
+	s.mu.Unlock()
+	s.authenticate(st.call)
+	s.mu.Lock()
 	s.scriptPeers[st.call.peer] = struct{}{}
 	s.mu.Unlock()
 

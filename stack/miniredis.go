@@ -19,10 +19,11 @@ const expireTick = 10 * time.Millisecond
 // over TCP from this process, its clock advanced with the wall clock, its
 // scripts run by minilua.go.
 type miniRedis struct {
-	listen  string // as asked; port 0: miniredis binds a free one
-	at      string // where it listens, once started (fixed for its life)
-	version string
-	m       *miniredis.Miniredis
+	listen   string // as asked; port 0: miniredis binds a free one
+	at       string // where it listens, once started (fixed for its life)
+	version  string
+	password string // required of every client (RequireAuth): "" for none
+	m        *miniredis.Miniredis
 
 	stopTick chan struct{}
 	tickDone chan struct{} // nil until start runs the ticker
@@ -46,7 +47,10 @@ func (r *miniRedis) start(context.Context) error {
 		return fmt.Errorf("stack: embedded miniredis on %s: %w", r.listen, err)
 	}
 	r.at = r.m.Addr()
-	installScripts(r.m)
+	if r.password != "" {
+		r.m.RequireAuth(r.password)
+	}
+	installScripts(r.m, r.password)
 	r.tickDone = make(chan struct{})
 	go r.tick()
 	return nil
@@ -103,7 +107,7 @@ func (r *miniRedis) restart(context.Context) error {
 	if err := r.m.StartAddr(r.at); err != nil {
 		return fmt.Errorf("stack: embedded miniredis on %s: restart: %w", r.at, err)
 	}
-	installScripts(r.m)
+	installScripts(r.m, r.password)
 	r.mu.Lock()
 	r.isDown = false
 	r.mu.Unlock()

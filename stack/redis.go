@@ -13,7 +13,8 @@ import (
 // process (miniredis.go). Both can be stopped keeping their data and
 // brought back with it (Stack.StopRedis, Stack.StartRedis).
 type Redis struct {
-	srv redisKind
+	srv      redisKind
+	password string // required of its clients: "" for none
 
 	opMu    sync.Mutex // serialises shutdown, restart and Stop
 	stopped bool       // Stop ran (guarded by opMu)
@@ -54,13 +55,14 @@ func StartRedis(ctx context.Context, addr string, mode Mode, requireReal bool, l
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis address: %w", err)
 	}
-	return startRedis(ctx, addr, mode, requireReal, "", &logger{w: log})
+	return startRedis(ctx, addr, mode, requireReal, "", "", &logger{w: log})
 }
 
 // startRedis is StartRedis with a run dir ("" = a temp dir of its own);
-// addr has a host already (loopback). It logs the server's summary line.
-func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, dir string, lg *logger) (*Redis, error) {
-	r, err := newRedis(addr, mode, requireReal, dir, lg)
+// addr has a host already (loopback) and a password ("" for none). It
+// logs the server's summary line.
+func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, dir, password string, lg *logger) (*Redis, error) {
+	r, err := newRedis(addr, mode, requireReal, dir, password, lg)
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +73,10 @@ func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, d
 	return r, nil
 }
 
-// newRedis is a Redis of the kind mode asks for, not started. It says so
-// when Auto falls back to miniredis.
-func newRedis(addr string, mode Mode, requireReal bool, dir string, lg *logger) (*Redis, error) {
+// newRedis is a Redis of the kind mode asks for, not started, requiring
+// password of its clients ("" for none). It says so when Auto falls back
+// to miniredis.
+func newRedis(addr string, mode Mode, requireReal bool, dir, password string, lg *logger) (*Redis, error) {
 	real, bin, err := resolveMode(mode, "redis-server", requireReal)
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis: %w", err)
@@ -82,13 +85,16 @@ func newRedis(addr string, mode Mode, requireReal bool, dir string, lg *logger) 
 		if mode != Embedded {
 			lg.printf("redis-server not found on PATH: using embedded miniredis (Redis-compatible, in this process)")
 		}
-		return &Redis{srv: newMiniRedis(addr)}, nil
+		mr := newMiniRedis(addr)
+		mr.password = password
+		return &Redis{srv: mr, password: password}, nil
 	}
 	rs, err := newRedisServer(bin, addr, dir)
 	if err != nil {
 		return nil, err
 	}
-	return &Redis{srv: rs}, nil
+	rs.password = password
+	return &Redis{srv: rs, password: password}, nil
 }
 
 func (r *Redis) start(ctx context.Context) error { return r.srv.start(ctx) }
@@ -133,6 +139,11 @@ func (r *Redis) isDown() bool { return r.srv.down() }
 
 // Addr is the host:port the server listens on.
 func (r *Redis) Addr() string { return r.srv.addr() }
+
+// Password is what the server requires of its clients (AUTH), "" when
+// it requires nothing (StartRedis's). A stack's servers all require its
+// own (Stack.RedisPassword).
+func (r *Redis) Password() string { return r.password }
 
 // Embedded reports whether this is miniredis in this process.
 func (r *Redis) Embedded() bool {

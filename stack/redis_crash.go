@@ -21,7 +21,7 @@ func (r *Redis) Persist(ctx context.Context) error {
 	if !ok {
 		return errors.New("stack: redis: Persist needs redis-server (miniredis has no append-only file)")
 	}
-	c := redis.NewClient(&redis.Options{Addr: rs.addr(), MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: rs.addr(), Password: rs.password, MaxRetries: -1})
 	defer c.Close()
 	if err := c.ConfigSet(ctx, "appendfsync", "always").Err(); err != nil {
 		return fmt.Errorf("stack: redis: appendfsync always: %w", err)

@@ -28,6 +28,11 @@ type redisServer struct {
 	rmWork   bool   // work is a temp dir of serverDir's, removed by stop
 	version  string
 	extra    []string // more redis-server options (a cluster node's)
+	// password, when set, is required of every client (requirepass) and
+	// given to the masters a replica follows (masterauth). It reaches
+	// the server in a config file only its account can read, never on
+	// the command line, which ps shows to every user of the host.
+	password string
 
 	// next is the process start or restart started and ready has not
 	// yet found serving (start, ready, restart and stop are serialised
@@ -172,8 +177,17 @@ func (r *redisServer) spawn() error {
 	if aof { // Redis.Persist: restarts load the file and keep writing it
 		persist = []string{"--appendonly", "yes", "--appendfsync", "always"}
 	}
-	args := []string{
-		"--port", r.port, "--bind", r.host, "--save", ""}
+	var args []string
+	if r.password != "" {
+		conf := filepath.Join(r.work, "redis-"+r.port+".conf")
+		auth := "requirepass " + r.password + "\nmasterauth " + r.password + "\n"
+		if err := writeServerFile(conf, []byte(auth), 0o600); err != nil {
+			return fmt.Errorf("stack: redis-server on %s: its config: %w", r.addr(), err)
+		}
+		args = append(args, conf) // a config file comes first, options after it
+	}
+	args = append(args,
+		"--port", r.port, "--bind", r.host, "--save", "")
 	args = append(args, persist...)
 	args = append(args, "--maxmemory", RedisMaxMemory, "--maxmemory-policy", "noeviction")
 	args = append(args,
@@ -205,12 +219,12 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
 	defer cancel()
 	for {
-		if pid, err := serverPid(ctx, addr); err == nil {
+		if pid, err := serverPid(ctx, addr, r.password); err == nil {
 			if pid != p.pid() {
 				// Someone else's Redis answers there: ours will fail to bind.
 				return fmt.Errorf("stack: redis-server on %s: %w (pid %d answers)", addr, errPortTaken, pid)
 			}
-			if redisPing(ctx, addr) == nil {
+			if redisPing(ctx, addr, r.password) == nil {
 				break
 			}
 		}
@@ -254,7 +268,7 @@ func (r *redisServer) shutdown(ctx context.Context) error {
 	p, addr := r.current(), r.addr()
 	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := shutdownSave(ctx, addr); err != nil {
+	if err := shutdownSave(ctx, addr, r.password); err != nil {
 		return fmt.Errorf("stack: redis-server on %s (pid %d): SHUTDOWN SAVE: %w", addr, p.pid(), err)
 	}
 	select {

@@ -141,7 +141,7 @@ func (s *sentinel) stop() error {
 // waitOwnServer waits until the server at addr answers with p's pid.
 func waitOwnServer(ctx context.Context, p *proc, addr string) error {
 	for {
-		if pid, err := serverPid(ctx, addr); err == nil {
+		if pid, err := serverPid(ctx, addr, ""); err == nil {
 			if pid == p.pid() {
 				return nil
 			}

@@ -25,12 +25,13 @@ import (
 
 // Stack is a running topology. Its methods are safe for concurrent use.
 type Stack struct {
-	cfg      Config
-	faultKey string // FaultKey
-	dir      string
-	rmDir    bool
-	lg       *logger
-	appPorts []string // the instances' ports; nil: free ones, picked at start
+	cfg       Config
+	faultKey  string // FaultKey
+	redisPass string // RedisPassword
+	dir       string
+	rmDir     bool
+	lg        *logger
+	appPorts  []string // the instances' ports; nil: free ones, picked at start
 
 	// servers are those launched, in order: Stop stops them in reverse.
 	servers []server
@@ -70,6 +71,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if s.faultKey, err = newFaultKey(); err != nil {
 		return nil, err
 	}
+	s.redisPass = newPassword()
 	s.life, s.end = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -107,6 +109,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := s.makeDir(); err != nil {
 		return nil, err
 	}
+	if err := s.writePassword(); err != nil {
+		return nil, err
+	}
 
 	// Each part once the ones it needs serve: Redis and the masters, the
 	// fault proxies in front of them, the instances that dial those, the
@@ -119,7 +124,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 		kind = s.cluster.nodes[0].kind()
 	} else {
-		if s.redis, err = newRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.lg); err != nil {
+		if s.redis, err = newRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.redisPass, s.lg); err != nil {
 			return nil, err
 		}
 		if err := s.up(ctx, s.redis); err != nil {
@@ -130,6 +135,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 
 	s.masters = newMasters(cfg.Masters, embedded, kind, cfg.RedisAddr, cfg.RequireReal, cfg.MastersAOF, s.dir, s.lg)
+	s.masters.password = s.redisPass
 	if err := s.up(ctx, s.masters); err != nil {
 		return nil, err
 	}
@@ -402,7 +408,7 @@ func (s *Stack) Stop() error {
 		for i := len(s.servers) - 1; i >= 0; i-- {
 			errs = append(errs, s.servers[i].stop())
 		}
-		errs = append(errs, s.removeBackends(), s.data.remove())
+		errs = append(errs, s.removeBackends(), s.data.remove(), s.removePassword())
 		if s.rmDir {
 			errs = append(errs, os.RemoveAll(s.dir))
 		}

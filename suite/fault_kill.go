@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/internal/report"
 	"github.com/lockladder/lockladder/stack"
 )
@@ -223,6 +224,7 @@ func holdAt(ctx context.Context, base, lock string) (string, error) {
 			if err != nil {
 				return
 			}
+			req.Header.Set(guard.Header, guard.TokenOf(ctx)) // the run's own: it passes the guard
 			resp, err := hold.Do(req)
 			if err != nil {
 				return // killed, or the hold is over

@@ -92,7 +92,7 @@ func run() error {
 
 	clients := appwire.Connect(appwire.Servers{
 		Redis: *redisAddr, Cluster: *clusterAddrs, Masters: *masters,
-		ZooKeeper: *zkAddr, Etcd: *etcdURL, MySQL: *mysqlDSN,
+		ZooKeeper: *zkAddr, Etcd: *etcdURL, MySQL: *mysqlDSN, Password: os.Getenv(appwire.PasswordEnv),
 		Timeout: *redisTimeout, Pool: *pool, Retries: *redisRetries, Lease: *lockTTL, Wait: *lockWait,
 	}, log)
 	defer clients.Close()
@@ -120,6 +120,7 @@ func run() error {
 		Log:       log,
 		Faults:    faultActions,
 		FaultKey:  *faultKey,
+		RunKey:    os.Getenv(appwire.PasswordEnv), // the stack's runs show it to take the run guard
 	}
 	if *sectionsFile != "" {
 		rec, err := contract.OpenRecorder(1<<16, *sectionsFile)

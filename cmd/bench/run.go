@@ -50,6 +50,7 @@ func runBench(ctx context.Context, args []string) error {
 			}()
 			cfg.URL = s.URL()
 			cfg.Instances = s.InstanceURLs()
+			cfg.RunKey = s.RedisPassword()
 			notes = s.Summary()
 			inProcess = s.InProcess()
 		} else {
@@ -58,6 +59,9 @@ func runBench(ctx context.Context, args []string) error {
 		}
 	} else if err := healthy(ctx, cfg.URL, cfg.AllowRemote); err != nil {
 		return fmt.Errorf("nothing healthy answers at %s/healthz: %w", cfg.URL, err)
+	}
+	if cfg.RunKey == "" { // make up's stack: the run guard's key is its owner's
+		cfg.RunKey, _ = stack.ReadPassword(so.Dir)
 	}
 	if l := cli.LoadProcs(inProcess); l != "" {
 		fmt.Println(l)

@@ -26,6 +26,7 @@ func demo(ctx context.Context, args []string) error {
 		cfg := bo.Config
 		cfg.URL = s.URL()
 		cfg.Instances = s.InstanceURLs()
+		cfg.Run.Kind, cfg.RunKey = "demo", s.RedisPassword()
 		if l := cli.LoadProcs(s.InProcess()); l != "" {
 			fmt.Println(l)
 		}

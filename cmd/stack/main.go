@@ -61,6 +61,8 @@ func main() {
 		if o, err = parseFlags(cmd, args); err == nil {
 			err = stackstate.Down(o.State, os.Stdout)
 		}
+	case "guard": // who holds the run guard; -break frees it
+		err = stack.GuardCommand(ctx, args, os.Stdout)
 	case "-h", "-help", "--help", "help":
 		usage(os.Stdout)
 		return
@@ -82,6 +84,7 @@ func usage(w io.Writer) {
   stack run  [flags] [-- app flags]   start the stack in the foreground; Ctrl-C stops it
   stack up   [flags] [-- app flags]   start it in the background (log and state in .run/)
   stack down [-dir DIR]               stop what up started
+  stack guard [-dir DIR] [-break]     who holds the run guard; -break frees it
   stack demo [flags] [-- app flags]   run, benchmark every lock through the load
                                       balancer, print the table, serve until Ctrl-C
 

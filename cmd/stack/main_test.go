@@ -57,10 +57,17 @@ func TestUpDown(t *testing.T) {
 	if len(st.Masters) != 4 {
 		t.Fatalf("state records masters %q, want 4", st.Masters)
 	}
+	pw, err := stack.ReadPassword(dir) // every Redis of the stack requires it
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, m := range st.Masters {
-		if err := ping(m); err != nil {
+		if err := ping(m, pw); err != nil {
 			t.Errorf("master %s: %v", m, err)
 		}
+	}
+	if out := stackCmd("guard", "-dir", dir); !strings.Contains(out, "nobody holds the run guard") {
+		t.Errorf("stack guard printed %q, want nobody holding it", out)
 	}
 	resp, err := http.Get(st.URL + "/healthz")
 	if err != nil {
@@ -96,7 +103,7 @@ func TestUpDown(t *testing.T) {
 		}
 	}
 	for _, m := range st.Masters {
-		if err := ping(m); err == nil {
+		if err := ping(m, pw); err == nil {
 			t.Errorf("master %s still answers after down", m)
 		}
 	}
@@ -106,17 +113,22 @@ func TestUpDown(t *testing.T) {
 }
 
 // ping sends one PING to the Redis at addr and wants +PONG.
-func ping(addr string) error {
+func ping(addr, password string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+	auth := fmt.Sprintf("*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(password), password)
+	if _, err := c.Write([]byte(auth + "*1\r\n$4\r\nPING\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	rd := bufio.NewReader(c)
+	if line, err := rd.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		return fmt.Errorf("AUTH: %q %v", line, err)
+	}
+	line, err := rd.ReadString('\n')
 	if err != nil {
 		return err
 	}

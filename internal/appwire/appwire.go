@@ -17,6 +17,11 @@ import (
 	"github.com/lockladder/lockladder/lock"
 )
 
+// PasswordEnv is the variable the app reads its Redis servers' password
+// from (the stack's RedisPasswordEnv): in the environment, which other
+// users cannot read, never on the command line, which they can.
+const PasswordEnv = "LOCKLADDER_REDIS_PASSWORD"
+
 // Servers are the addresses and client settings from the app's flags.
 type Servers struct {
 	Redis     string // one Redis, host:port
@@ -25,6 +30,9 @@ type Servers struct {
 	ZooKeeper string
 	Etcd      string
 	MySQL     string // a DSN without a database
+	// Password is what every Redis here requires (AUTH): the stack's,
+	// from PasswordEnv; "" for none.
+	Password string
 
 	Timeout time.Duration // dial, read and write timeout of each Redis call
 	Pool    int           // Redis connection pool size
@@ -61,6 +69,7 @@ func Connect(s Servers, log *slog.Logger) *Clients {
 	newClient := func(addr string, maxRetries int) *redis.Client {
 		return redis.NewClient(&redis.Options{
 			Addr:         addr,
+			Password:     s.Password,
 			DialTimeout:  s.Timeout,
 			ReadTimeout:  s.Timeout,
 			WriteTimeout: s.Timeout,
@@ -127,6 +136,7 @@ func Connect(s Servers, log *slog.Logger) *Clients {
 func (c *Clients) cluster(s Servers, log *slog.Logger) lock.NotifierOptions {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs:         strings.Split(s.Cluster, ","),
+		Password:      s.Password,
 		DialTimeout:   s.Timeout,
 		ReadTimeout:   s.Timeout,
 		WriteTimeout:  s.Timeout,
