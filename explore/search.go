@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,7 +38,9 @@ type Explorer struct {
 }
 
 // one explorer at a time per process: the watchdogs' ticker is global.
-var running sync.Mutex
+// A channel, so that a game can wait for its turn no longer than its
+// context (drivingCtx).
+var running = make(chan struct{}, 1)
 
 // New starts the in-process Redis and the clients' connections to it.
 func New(t Target, cfg Config) (*Explorer, error) {
