@@ -24,10 +24,11 @@ import (
 const MaxMoves = 60
 
 // gameConfig is a game's world: the search's lease, with room for more
-// faults and more time passing than the search needs (a learner tries
-// things the shortest schedule does not).
+// faults, more time passing and more sections than the search needs (a
+// learner tries things the shortest schedule does not, and a client that
+// sold may come back for more).
 func gameConfig(clients int) Config {
-	return Config{MaxClients: clients, MaxFaults: 3, MaxTicks: 12}
+	return Config{MaxClients: clients, Sections: 2, MaxFaults: 3, MaxTicks: 12}
 }
 
 // Game is the state a game's moves reached: what the page draws.

@@ -68,6 +68,16 @@ func TestGameFollowsTheCounterexample(t *testing.T) {
 			if g.Verdict != r.Verdict {
 				t.Fatalf("after the %d moves %v: verdict %q, the search's %q", len(moves), moves, g.Verdict, r.Verdict)
 			}
+			// The step that breaks it is named: a client deletes the lock
+			// another holds (check-del, del-setnx), or takes it while
+			// another holds it.
+			named := false
+			for _, s := range g.Trace {
+				named = named || strings.Contains(s.Note, "'s lock") || strings.Contains(s.Note, "holds it too")
+			}
+			if name != "setnx" && !named {
+				t.Errorf("no step of %+v names the break", g.Trace)
+			}
 			t.Logf("%s: %s in %d moves: %s", name, g.Verdict, len(moves), strings.Join(moves, ", "))
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
@@ -77,6 +78,14 @@ func newReal(t Target, cfg Config, addr string) *Explorer {
 
 type dialer = func(context.Context, string, string) (net.Conn, error)
 
+// noMaint turns off go-redis's maintenance notifications for the
+// explorer's clients: left on, NewClient resolves the address's host
+// ("miniredis", a name no resolver knows) and waits up to 2s for the
+// answer, which every game move would pay.
+func noMaint() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+}
+
 func newExplorer(t Target, cfg Config, dial dialer, addr string) *Explorer {
 	cfg = cfg.withDefaults(t)
 	ex := &Explorer{target: t, cfg: cfg, scripts: &scripts{loaded: map[string]string{}}}
@@ -84,6 +93,7 @@ func newExplorer(t Target, cfg Config, dial dialer, addr string) *Explorer {
 		h := &gateHook{ex: ex, id: i}
 		rdb := redis.NewClient(&redis.Options{
 			Addr: addr, Dialer: dial, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
+			MaintNotificationsConfig: noMaint(),
 		})
 		rdb.AddHook(h)
 		ex.rdbs, ex.hooks = append(ex.rdbs, rdb), append(ex.hooks, h)

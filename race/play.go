@@ -250,20 +250,47 @@ func (p *Player) Close() {
 // Level is one rung of the path through the ladder: what to break.
 type Level struct {
 	Lock    string `json:"lock"`
+	Brief   string `json:"brief"` // what the sources say of the rung
 	Goal    string `json:"goal"`
+	Safe    bool   `json:"safe,omitempty"` // a rung that should hold: try to break it
 	Faults  string `json:"faults"`
 	Clients int    `json:"clients"`
 	Masters int    `json:"masters,omitempty"`
 }
 
+// path is the ladder's order for the levels, each with its brief: what
+// the source articles ([000] to [004], README's References) say of it.
+var path = []struct {
+	lock, brief string
+	safe        bool
+}{
+	{"setnx", "SETNX takes the lock if nobody has it; DEL gives it back [004]. Nothing gives it back if the holder dies first.", false},
+	{"setnx-expire", "SETNX, then EXPIRE so that a dead holder's lock lapses [000]: two commands, and a holder can die between them.", false},
+	{"setnx-px", "SET NX PX: the lock and its lease in one command [000]. The holder's business can outlive the lease, and its DEL then frees whoever holds the lock next.", false},
+	{"check-del", "GET the lock, compare it with my token, then DEL [000][002]: two commands, and the lease can lapse between them.", false},
+	{"lua", "The compare-and-delete in one Lua script, atomic in Redis [003][001]: the release is right; the lease still is not.", false},
+	{"del-setnx", "A lock that holds an expiry time: a waiter that finds it past DELs it and SETNXes its own [004]. Two waiters can both find it past.", false},
+	{"getset", "GETSET swaps in a new expiry and reads the old one, so only one waiter wins [004]; it trusts every client's clock.", false},
+	{"reentrant", "A hash with an owner and a count, renewed by a watchdog while held [001][003]: a process that freezes freezes its watchdog too.", false},
+	{"redlock", "The lock on a majority of independent masters (Redlock, [002]; Kleppmann's \"How to do distributed locking\" and antirez's \"Is Redlock safe?\"): a pause past the lease still lets a second holder in.", false},
+	{"fenced", "Each grant hands out a larger fencing token, and the write refuses a token older than one it has seen (Kleppmann). Try to sell an item twice.", true},
+	{"fair", "A FIFO queue with a lease and direct handoff: clients take the lock in the order they asked. Try to sell an item twice.", true},
+	{"cohort", "Requests of one process pass the lock in memory, fenced by the shared token. Try to sell an item twice.", true},
+	{"atomic", "No lock: the sale is one Lua script, atomic in Redis. Try to sell an item twice.", true},
+}
+
 func (p *Player) levels() map[string]any {
 	var out []Level
-	for _, t := range explore.Page() {
+	for _, l := range path {
+		t, err := explore.Lookup(l.lock)
+		if err != nil {
+			continue
+		}
 		c := 3
 		if t.MaxClients > 0 {
 			c = min(c, t.MaxClients)
 		}
-		out = append(out, Level{Lock: t.Name, Goal: explore.Goal(t), Faults: t.Faults.String(), Clients: c, Masters: t.Masters})
+		out = append(out, Level{Lock: t.Name, Brief: l.brief, Goal: explore.Goal(t), Safe: l.safe, Faults: t.Faults.String(), Clients: c, Masters: t.Masters})
 	}
 	return map[string]any{"levels": out, "max_moves": explore.MaxMoves}
 }
