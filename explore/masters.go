@@ -57,6 +57,7 @@ func (ex *Explorer) addMasters(addr string, dial dialer) {
 			h := &gateHook{ex: ex, id: i, node: m + 1}
 			rdb := redis.NewClient(&redis.Options{
 				Addr: addr, Dialer: dial, DB: m + 1, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
+				MaintNotificationsConfig: noMaint(),
 			})
 			rdb.AddHook(h)
 			ex.masterRdbs = append(ex.masterRdbs, rdb)

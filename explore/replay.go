@@ -75,8 +75,14 @@ func (p *Replayer) Replay(ctx context.Context, t Target, r Result) string {
 // driving runs f with the watchdogs on the explorer's ticker and the
 // waits between two tries on its gates, one explorer at a time.
 func (ex *Explorer) driving(f func()) {
-	running.Lock()
-	defer running.Unlock()
+	running <- struct{}{}
+	defer func() { <-running }()
+	drive(f)
+}
+
+// drive runs f with the explorer's ticker and waits; the caller holds
+// running.
+func drive(f func()) {
 	lock.SetTicker(virtualTicker)
 	defer lock.SetTicker(nil)
 	lock.SetAfter(virtualAfter)

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
@@ -40,7 +40,9 @@ type Explorer struct {
 }
 
 // one explorer at a time per process: the watchdogs' ticker is global.
-var running sync.Mutex
+// A channel, so that a game can wait for its turn no longer than its
+// context (drivingCtx).
+var running = make(chan struct{}, 1)
 
 // New starts the in-process Redis and the clients' connections to it.
 func New(t Target, cfg Config) (*Explorer, error) {
@@ -81,6 +83,14 @@ func newReal(t Target, cfg Config, addr string) *Explorer {
 
 type dialer = func(context.Context, string, string) (net.Conn, error)
 
+// noMaint turns off go-redis's maintenance notifications for the
+// explorer's clients: left on, NewClient resolves the address's host
+// ("miniredis", a name no resolver knows) and waits up to 2s for the
+// answer, which every game move would pay.
+func noMaint() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+}
+
 func newExplorer(t Target, cfg Config, dial dialer, addr string) *Explorer {
 	cfg = cfg.withDefaults(t)
 	ex := &Explorer{target: t, cfg: cfg, scripts: &scripts{loaded: map[string]string{}}}
@@ -88,6 +98,7 @@ func newExplorer(t Target, cfg Config, dial dialer, addr string) *Explorer {
 		h := &gateHook{ex: ex, id: i}
 		rdb := redis.NewClient(&redis.Options{
 			Addr: addr, Dialer: dial, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
+			MaintNotificationsConfig: noMaint(),
 		})
 		rdb.AddHook(h)
 		ex.rdbs, ex.hooks = append(ex.rdbs, rdb), append(ex.hooks, h)

@@ -99,8 +99,18 @@ func (w *world) record(c *client, g *gate, before phase, att int) {
 	was := w.shown
 	now := w.snapshot()
 	var notes []string
+	others := w.otherHolders(c)
 	if before == phaseObtain && c.phase != phaseObtain {
-		notes = append(notes, "holds the lock")
+		if len(others) > 0 {
+			notes = append(notes, "holds the lock while "+strings.Join(others, " and ")+" holds it too")
+		} else {
+			notes = append(notes, "holds the lock")
+		}
+	}
+	if !w.multi() && was.lock != "-" && now.lock == "-" && len(others) > 0 {
+		// The step that breaks check-del and del-setnx: a client frees
+		// the lock another one holds.
+		notes = append(notes, "deletes "+strings.Join(others, " and ")+"'s lock")
 	}
 	if now.sold > was.sold {
 		notes = append(notes, "sold one")
@@ -109,6 +119,18 @@ func (w *world) record(c *client, g *gate, before phase, att int) {
 		notes = append(notes, "released")
 	}
 	w.step(c.id, text, reply, strings.Join(notes, ", "), now)
+}
+
+// otherHolders names the clients other than c that are between their
+// Obtain and their Release.
+func (w *world) otherHolders(c *client) []string {
+	var out []string
+	for _, o := range w.clients {
+		if o != c && o.holding() {
+			out = append(out, o.name)
+		}
+	}
+	return out
 }
 
 // step appends a row to the trace.

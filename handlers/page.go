@@ -24,11 +24,15 @@ var ladderSrc string
 //go:embed page_explore.js
 var exploreSrc string
 
+//go:embed page_play.js
+var playSrc string
+
 var pageTmpl = func() *template.Template {
 	t := template.Must(template.New("page").Parse(pageSrc))
 	report.TimelineTemplates(t)
 	template.Must(t.New("ladder").Parse(ladderSrc))
 	template.Must(t.New("explore").Parse(exploreSrc))
+	template.Must(t.New("play").Parse(playSrc))
 	return t
 }()
 

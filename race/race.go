@@ -69,6 +69,8 @@ type Service struct {
 	// Key is the run guard's key (guard.KeyHeader): "" for the Stage's
 	// Redis password, when it is a stack.
 	Key string
+	// Play serves /play beside them: "break it yourself" (nil: a 404).
+	Play *Player
 
 	client http.Client
 }
@@ -95,7 +97,15 @@ var _ Theatre = (*stack.Stack)(nil)
 // New returns a Service that races through lb, on st (nil: the stack is
 // not known, and the races draw no timeline).
 func New(lb string, st Stage) *Service {
-	return &Service{LB: lb, Stage: st, Explore: NewExplorer(), client: http.Client{Timeout: 5 * time.Second}}
+	return &Service{LB: lb, Stage: st, Explore: NewExplorer(), Play: NewPlayer(), client: http.Client{Timeout: 5 * time.Second}}
+}
+
+// Close stops what the service started for itself (the games' replay
+// server).
+func (s *Service) Close() {
+	if s.Play != nil {
+		s.Play.Close()
+	}
 }
 
 // Result is a race's "result" event: the bench's row, judged as the bench
@@ -115,6 +125,14 @@ type Result struct {
 // cannot serve is a 503 naming the server it lacks. /explore goes to
 // Explore.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/play" {
+		if s.Play == nil {
+			fail(w, http.StatusNotFound, "", "this stack serves no games")
+			return
+		}
+		s.Play.ServeHTTP(w, r)
+		return
+	}
 	if r.URL.Path == "/explore" {
 		if s.Explore == nil {
 			fail(w, http.StatusNotFound, "", "this stack serves no explorations")

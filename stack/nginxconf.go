@@ -234,7 +234,7 @@ func DeriveNginxConf(src []byte, listen string, upstreams []string, dir string) 
 	return deriveNginxConf(src, listen, upstreams, nil, "", dir, dir)
 }
 
-// raceLocation sends path (/race, /explore) to the race server at addr:
+// raceLocation sends path (/race, /explore, /play) to the race server at addr:
 // unbuffered, so each event of a race reaches the page at once, and read
 // for as long as a race (or an exploration) may run.
 func raceLocation(addr, path string) *directive {
@@ -314,7 +314,7 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 			listens++
 		}
 		if race != "" {
-			srv.block = append(srv.block, raceLocation(race, "/race"), raceLocation(race, "/explore"))
+			srv.block = append(srv.block, raceLocation(race, "/race"), raceLocation(race, "/explore"), raceLocation(race, "/play"))
 		}
 	}
 	if listens == 0 {

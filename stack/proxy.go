@@ -161,7 +161,7 @@ func (b *balancer) idle(ctx context.Context, i int) error {
 type proxyServer struct {
 	listen  string // as asked; port 0: a free one
 	targets []string
-	race    http.Handler // serves /race and /explore in process; nil: they go to the targets
+	race    http.Handler // serves /race, /explore and /play in process; nil: they go to the targets
 	srv     *http.Server
 	bal     *balancer
 	ln      net.Listener
@@ -188,7 +188,7 @@ func (p *proxyServer) start(context.Context) error {
 		// Not a ServeMux: it would clean paths and redirect (//sale, a
 		// dot segment) where nginx passes them on for the app to refuse.
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/race" || r.URL.Path == "/explore" {
+			if r.URL.Path == "/race" || r.URL.Path == "/explore" || r.URL.Path == "/play" {
 				p.race.ServeHTTP(w, r)
 				return
 			}

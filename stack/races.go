@@ -49,5 +49,8 @@ func (r *raceServer) stop() error {
 	}
 	err := r.srv.Close()
 	<-r.done
+	if c, ok := r.h.(interface{ Close() }); ok {
+		c.Close() // what the races started for themselves (a replay server)
+	}
 	return err
 }

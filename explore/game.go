@@ -1,0 +1,509 @@
+package explore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A game is the search turned over to a learner: the same world, the
+// rung's own code against the gated Redis, but each step is the
+// learner's move instead of the search's choice. Nothing is kept between
+// two moves: every answer replays the moves so far from the start (a
+// world is rebuilt for every schedule anyway), so the same moves give the
+// same state every time, and a game survives a restart of whatever
+// serves it.
+
+// MaxMoves bounds a game's moves.
+const MaxMoves = 60
+
+// gameConfig is a game's world: the search's lease, with room for more
+// faults, more time passing and more sections than the search needs (a
+// learner tries things the shortest schedule does not, and a client that
+// sold may come back for more).
+func gameConfig(clients int) Config {
+	return Config{MaxClients: clients, Sections: 2, MaxFaults: 3, MaxTicks: 12}
+}
+
+// Game is the state a game's moves reached: what the page draws.
+type Game struct {
+	Lock    string `json:"lock"`
+	Masters int    `json:"masters,omitempty"`
+	Goal    string `json:"goal"`
+	// Moves are the moves played, as the learner sent them.
+	Moves   []string     `json:"moves"`
+	NowMS   int64        `json:"now_ms"` // the virtual clock, since the start
+	LeaseMS int64        `json:"lease_ms"`
+	Clients []ClientView `json:"clients"`
+	Keys    []KeyView    `json:"keys"`
+	Stock   int64        `json:"stock"`
+	Sold    int64        `json:"sold"`
+	Holders []string     `json:"holders"` // the clients between Obtain and Release
+	// Next are the moves possible now, in the order the search tries
+	// them; none once the game has ended.
+	Next []Option `json:"next"`
+	// Trace is the diagram of the moves so far: a row per step.
+	Trace []Step `json:"trace"`
+	// Verdict is OVERSOLD or DEADLOCK once the lock is broken (the
+	// explorer's own judge), else "".
+	Verdict string `json:"verdict,omitempty"`
+	// Explain says what the verdict means, or what stopped the moves so
+	// far from breaking the lock.
+	Explain string `json:"explain"`
+}
+
+// ClientView is one client as the game shows it.
+type ClientView struct {
+	Name  string `json:"name"`
+	Phase string `json:"phase"` // obtain, section, release, done
+	// Next is what its program is about to do: the command held at its
+	// gate, or a wait.
+	Next    string `json:"next"`
+	Crashed bool   `json:"crashed,omitempty"`
+	SkewMS  int64  `json:"skew_ms,omitempty"`
+	Holding bool   `json:"holding,omitempty"`
+}
+
+// KeyView is one Redis key: its short name, its value, its TTL (0: none).
+type KeyView struct {
+	Server string `json:"server"` // "redis", or a master "m1".."m5"
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	TTLMS  int64  `json:"ttl_ms"`
+}
+
+// Option is a move possible now, with what it does in words.
+type Option struct {
+	Move  string `json:"move"`
+	Label string `json:"label"`
+}
+
+// MoveError is a move the game refuses: which, and why.
+type MoveError struct {
+	Index  int // 0-based
+	Move   string
+	Reason string
+}
+
+func (e *MoveError) Error() string {
+	return fmt.Sprintf("move %d (%q): %s", e.Index+1, e.Move, e.Reason)
+}
+
+// ErrBusy is the answer while another search or game drives the
+// explorer for longer than the caller would wait.
+var ErrBusy = errors.New("explore: the explorer is busy with another search")
+
+// Goal states what breaking t means: its flaw's verdict.
+func Goal(t Target) string {
+	if t.Faults&Crash != 0 && t.Faults&Idle != 0 && !t.Clocks {
+		return "leave a live client waiting forever for a lock nobody holds (DEADLOCK)"
+	}
+	return "sell an item twice: two clients write the stock inside their sections at once (OVERSOLD)"
+}
+
+// Play replays moves on a fresh world of t with clients clients, each
+// move checked against the moves possible at that point, and says what
+// they reached. A move that is not possible is a *MoveError naming it.
+// ctx bounds the wait for the explorer (one world at a time per
+// process): ErrBusy when it ends first.
+func Play(ctx context.Context, t Target, clients int, moves []string) (Game, error) {
+	if clients < 2 || clients > 3 {
+		return Game{}, fmt.Errorf("explore: a game has 2 or 3 clients, not %d", clients)
+	}
+	if t.MaxClients > 0 && clients > t.MaxClients {
+		return Game{}, fmt.Errorf("explore: %s is played with at most %d clients", t.Name, t.MaxClients)
+	}
+	if len(moves) > MaxMoves {
+		return Game{}, &MoveError{Index: MaxMoves, Move: moves[MaxMoves], Reason: fmt.Sprintf("a game has at most %d moves", MaxMoves)}
+	}
+	chs := make([]Choice, len(moves))
+	for i, m := range moves {
+		ch, err := ParseMove(m, clients, t.Masters)
+		if err != nil {
+			return Game{}, &MoveError{Index: i, Move: m, Reason: err.Error()}
+		}
+		chs[i] = ch
+	}
+	ex, err := New(t, gameConfig(clients))
+	if err != nil {
+		return Game{}, err
+	}
+	defer ex.Close()
+	var g Game
+	var perr error
+	if err := ex.drivingCtx(ctx, func() { g, perr = ex.play(clients, moves, chs) }); err != nil {
+		return Game{}, err
+	}
+	return g, perr
+}
+
+func (ex *Explorer) play(n int, moves []string, chs []Choice) (Game, error) {
+	var skews []int
+	for len(skews) < len(chs) && chs[len(skews)].Kind == SkewIt {
+		skews = append(skews, chs[len(skews)].Client)
+	}
+	// A clock runs ahead from the start, or not at all: check the skews
+	// on a world without them first.
+	w := ex.newWorld(n, nil)
+	for i, ch := range chs[:len(skews)] {
+		if !slices.Contains(w.choices(), ch) || slices.Contains(skews[:i], ch.Client) {
+			w.close()
+			return Game{}, &MoveError{Index: i, Move: moves[i], Reason: "not possible here: " + ex.notPossible(ch)}
+		}
+	}
+	w.close()
+	w = ex.newWorld(n, skews)
+	open := true
+	defer func() {
+		if open {
+			w.close()
+		}
+	}()
+	for i := len(skews); i < len(chs); i++ {
+		ch := chs[i]
+		if !slices.Contains(w.playable(), ch) {
+			return Game{}, &MoveError{Index: i, Move: moves[i], Reason: "not possible here: " + ex.notPossible(ch)}
+		}
+		if !w.apply(ch) {
+			return Game{}, &MoveError{Index: i, Move: moves[i], Reason: "the world went another way (a bug: please report the moves)"}
+		}
+	}
+	g := w.view()
+	g.Moves = append([]string{}, moves...)
+	if g.Verdict == "" && w.deadlockSuspect() {
+		w.close() // the probe replays the moves on a world of its own
+		open = false
+		if _, dead := ex.probe(n, chs); dead {
+			g.Verdict, g.Next = Deadlock, []Option{}
+			g.Explain = fmt.Sprintf("DEADLOCK: a client died holding the lock, and the live ones try for ever: with time run on by %s, three times over, none gets a lock that no live client holds", 2*ex.cfg.TTL)
+		}
+	}
+	return g, nil
+}
+
+// playable are the moves possible now: the search's choices, with every
+// master a Redlock client may send to or that may restart, not only one
+// of each kind (the search prunes the others as leading to the same
+// states; a learner may pick any).
+func (w *world) playable() []Choice {
+	chs := w.choices()
+	if !w.multi() {
+		return chs
+	}
+	var out []Choice
+	add := func(ch Choice) {
+		if !slices.Contains(out, ch) {
+			out = append(out, ch)
+		}
+	}
+	for _, ch := range chs {
+		switch {
+		case ch.Kind == Deliver && ch.Node > 0:
+			c := w.clients[ch.Client]
+			start := c.gate != nil && c.gate.cmds == nil
+			for m := range w.ex.masters {
+				if start || c.nodes[m] != nil {
+					add(Choice{Kind: Deliver, Client: c.id, Node: m + 1})
+				}
+			}
+		case ch.Kind == RestartIt:
+			for m, kv := range w.ex.masters {
+				if kv.Exists(lockKey) {
+					add(Choice{Kind: RestartIt, Client: -1, Node: m + 1})
+				}
+			}
+		default:
+			add(ch)
+		}
+	}
+	return out
+}
+
+// notPossible says why ch cannot be played (in general terms: the game
+// lists what can).
+func (ex *Explorer) notPossible(ch Choice) string {
+	f := ex.cfg.Faults
+	switch ch.Kind {
+	case Tick:
+		return fmt.Sprintf("time passes only as the rung's scenario lets it (faults %s), at most %d times", f, ex.cfg.MaxTicks)
+	case CrashIt, PauseIt, SkewIt, RestartIt:
+		if f&kindFault[ch.Kind] == 0 || ch.Kind == SkewIt && !ex.target.Clocks {
+			return fmt.Sprintf("%s is not among this rung's faults (%s)", kindWord[ch.Kind], f)
+		}
+		return fmt.Sprintf("at most %d faults a game; a crash strikes a live client that has started, a pause a holder, a skew is from the start, a restart a master that holds the lock", ex.cfg.MaxFaults)
+	}
+	return "that client has no command waiting there (it waits, has crashed or is done)"
+}
+
+var kindFault = map[ChoiceKind]Faults{CrashIt: Crash, PauseIt: Pause, SkewIt: Skew, RestartIt: Restart}
+
+var kindWord = map[ChoiceKind]string{
+	Deliver: "deliver", DeliverWD: "renew", Tick: "tick", CrashIt: "crash", PauseIt: "pause", SkewIt: "skew", RestartIt: "restart",
+}
+
+// ParseMove reads a move: "A" (deliver A's next command), "A@m2" (A's
+// command for master 2 of a rung on masters), "renew A" (A's watchdog's
+// renewal), "tick" (time passes to the next thing due), "crash A",
+// "pause A", "skew A", "restart m2".
+func ParseMove(s string, clients, masters int) (Choice, error) {
+	s = strings.TrimSpace(s)
+	if len(s) > 16 {
+		return Choice{}, errors.New("not a move: too long")
+	}
+	client := func(name string) (int, error) {
+		if len(name) == 1 && name[0] >= 'A' && int(name[0]-'A') < clients {
+			return int(name[0] - 'A'), nil
+		}
+		return 0, fmt.Errorf("no client %q (clients: %s)", name, clientNames(clients))
+	}
+	master := func(name string) (int, error) {
+		n, err := strconv.Atoi(strings.TrimPrefix(name, "m"))
+		if masters == 0 || !strings.HasPrefix(name, "m") || err != nil || n < 1 || n > masters {
+			if masters == 0 {
+				return 0, errors.New("this rung has one Redis, no masters")
+			}
+			return 0, fmt.Errorf("no master %q (masters: m1 to m%d)", name, masters)
+		}
+		return n, nil
+	}
+	if s == "tick" {
+		return Choice{Kind: Tick}, nil // as choices() lists it
+	}
+	if verb, arg, ok := strings.Cut(s, " "); ok {
+		if verb == "restart" {
+			m, err := master(arg)
+			return Choice{Kind: RestartIt, Client: -1, Node: m}, err
+		}
+		kinds := map[string]ChoiceKind{"renew": DeliverWD, "crash": CrashIt, "pause": PauseIt, "skew": SkewIt}
+		k, ok := kinds[verb]
+		if !ok {
+			return Choice{}, fmt.Errorf("no move %q (moves: A, A@m1, renew A, tick, crash A, pause A, skew A, restart m1)", verb)
+		}
+		c, err := client(arg)
+		return Choice{Kind: k, Client: c}, err
+	}
+	name, node, hasNode := strings.Cut(s, "@")
+	c, err := client(name)
+	if err != nil {
+		return Choice{}, err
+	}
+	ch := Choice{Kind: Deliver, Client: c}
+	if hasNode {
+		if ch.Node, err = master(node); err != nil {
+			return Choice{}, err
+		}
+	}
+	return ch, nil
+}
+
+// FormatMove writes ch as ParseMove reads it.
+func FormatMove(ch Choice) string {
+	name := func() string { return string(rune('A' + ch.Client)) }
+	switch ch.Kind {
+	case Deliver:
+		if ch.Node > 0 {
+			return fmt.Sprintf("%s@m%d", name(), ch.Node)
+		}
+		return name()
+	case Tick:
+		return "tick"
+	case RestartIt:
+		return fmt.Sprintf("restart m%d", ch.Node)
+	}
+	return kindWord[ch.Kind] + " " + name()
+}
+
+func clientNames(n int) string {
+	var names []string
+	for i := range n {
+		names = append(names, string(rune('A'+i)))
+	}
+	return strings.Join(names, ", ")
+}
+
+// view is the game's state now.
+func (w *world) view() Game {
+	t := w.ex.target
+	s := w.snapshot()
+	g := Game{
+		Lock: t.Name, Masters: t.Masters, Goal: Goal(t), NowMS: w.time().Sub(w.epoch).Milliseconds(),
+		LeaseMS: w.ex.cfg.TTL.Milliseconds(), Stock: s.stock, Sold: s.sold,
+		Holders: []string{}, Next: []Option{}, Trace: append([]Step{}, w.trace...), Keys: w.keyViews(),
+	}
+	for _, c := range w.clients {
+		v := ClientView{Name: c.name, Phase: c.phase.String(), Crashed: c.crashed, SkewMS: c.skew.Milliseconds(), Holding: c.holding()}
+		if c.finished {
+			v.Phase = phaseDone.String()
+		}
+		v.Next = w.nextOf(c)
+		if v.Holding {
+			g.Holders = append(g.Holders, c.name)
+		}
+		g.Clients = append(g.Clients, v)
+	}
+	if over := w.oversold(); over > 0 {
+		g.Verdict = Oversold
+		g.Explain = fmt.Sprintf("OVERSOLD: %d sale(s) more than the stock went down: two clients wrote inside their sections at once, and one sale overwrote the other", over)
+		return g
+	}
+	for _, ch := range w.playable() {
+		g.Next = append(g.Next, Option{Move: FormatMove(ch), Label: w.label(ch)})
+	}
+	g.Explain = w.whatStopped()
+	return g
+}
+
+// nextOf says what c's program is about to do.
+func (w *world) nextOf(c *client) string {
+	switch {
+	case c.crashed:
+		return "nothing: it crashed"
+	case c.finished:
+		return "nothing: done"
+	case c.gate != nil && c.gate.wake != nil:
+		return "sleeps before its next try"
+	case c.gate != nil && c.gate.cmds == nil:
+		return "starts an attempt: reads its clock, sends its first command"
+	case c.gate != nil:
+		text := w.command(c, c.gate.cmds)
+		return "sends " + text
+	}
+	var held []string
+	for m, g := range c.nodes {
+		if g != nil {
+			text := w.command(c, g.cmds)
+			held = append(held, fmt.Sprintf("m%d: %s", m+1, text))
+		}
+	}
+	if len(held) > 0 {
+		return "sends " + strings.Join(held, "; ")
+	}
+	if w.ex.target.Line && c.phase == phaseObtain {
+		return "waits in its process's line"
+	}
+	return "waits"
+}
+
+// command is cmds as the diagram shows them, before they are sent.
+func (w *world) command(c *client, cmds []redis.Cmder) string {
+	text, _ := w.show(c, cmds, make([]string, len(cmds)))
+	return text
+}
+
+// label says what ch does, in words.
+func (w *world) label(ch Choice) string {
+	var c *client
+	if ch.Client >= 0 && ch.Client < len(w.clients) {
+		c = w.clients[ch.Client]
+	}
+	switch ch.Kind {
+	case Deliver:
+		if ch.Node > 0 {
+			if g := c.nodes[ch.Node-1]; g != nil {
+				text := w.command(c, g.cmds)
+				return fmt.Sprintf("deliver %s's %s to m%d", c.name, text, ch.Node)
+			}
+			return fmt.Sprintf("%s starts an attempt, its first SET to m%d", c.name, ch.Node)
+		}
+		return fmt.Sprintf("%s %s", c.name, w.nextOf(c))
+	case DeliverWD:
+		text := w.command(c, c.renewal().cmds)
+		return fmt.Sprintf("%s's watchdog sends %s", c.name, text)
+	case Tick:
+		return fmt.Sprintf("time passes to %dms, the next thing due", w.nextDue().Sub(w.epoch).Milliseconds())
+	case CrashIt:
+		return fmt.Sprintf("crash %s", c.name)
+	case PauseIt:
+		return fmt.Sprintf("pause %s for %dms, its lease and a millisecond (its watchdog freezes with it)", c.name, (w.ex.cfg.TTL + time.Millisecond).Milliseconds())
+	case SkewIt:
+		return fmt.Sprintf("run %s's clock %dms ahead, from the start", c.name, (w.ex.cfg.TTL + w.ex.cfg.TTL/2).Milliseconds())
+	case RestartIt:
+		return fmt.Sprintf("restart m%d empty (no AOF): it forgets the locks it granted", ch.Node)
+	}
+	return "?"
+}
+
+// keyViews are Redis's keys (and each master's) with values and TTLs.
+func (w *world) keyViews() []KeyView {
+	out := []KeyView{}
+	read := func(server string, keys []string, get func(string) string, ttl func(string) time.Duration) {
+		for _, k := range keys {
+			out = append(out, KeyView{Server: server, Key: w.display(k, -1), Value: w.display(get(k), -1), TTLMS: ttl(k).Milliseconds()})
+		}
+	}
+	m := w.ex.kv
+	read("redis", m.Keys(), func(k string) string { return w.valueOf(m, k) }, m.TTL)
+	for i, db := range w.ex.masters {
+		read(fmt.Sprintf("m%d", i+1), db.Keys(), func(k string) string { return must(db.Get(k)) }, db.TTL)
+	}
+	return out
+}
+
+func (w *world) valueOf(m kv, k string) string {
+	switch m.Type(k) {
+	case "hash":
+		fields, _ := m.HKeys(k)
+		var parts []string
+		for _, f := range fields {
+			parts = append(parts, f+":"+m.HGet(k, f))
+		}
+		return "{" + strings.Join(parts, " ") + "}"
+	case "list":
+		l, _ := m.List(k)
+		return "[" + strings.Join(l, " ") + "]"
+	}
+	return must(m.Get(k))
+}
+
+// stopped says what kept the moves so far from breaking the lock, from
+// what the trace shows.
+func (w *world) whatStopped() string {
+	var refused []string
+	for _, s := range w.trace {
+		if s.Client >= 0 && strings.Contains(s.Event, "fenced-write") && strings.HasPrefix(s.Reply, "0") {
+			refused = append(refused, fmt.Sprintf("the fence refused %s's stale write (step %d)", w.clients[s.Client].name, s.N))
+		}
+	}
+	if len(refused) > 0 {
+		return "not broken: " + strings.Join(refused, "; ")
+	}
+	if slices.ContainsFunc(w.clients, func(c *client) bool { return c.live() }) {
+		return "not broken yet"
+	}
+	return "not broken: every section ran, and no sale was lost"
+}
+
+// drivingCtx is driving, waiting for the explorer no longer than ctx.
+func (ex *Explorer) drivingCtx(ctx context.Context, f func()) error {
+	select {
+	case running <- struct{}{}:
+	case <-ctx.Done():
+		return ErrBusy
+	}
+	defer func() { <-running }()
+	drive(f)
+	return nil
+}
+
+// PageNames are the names of the rungs Page offers.
+func PageNames() []string {
+	var names []string
+	for _, t := range Page() {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// ReplayGame replays a game's moves (its schedule) on p's real
+// redis-server, as Replay does a search's counterexample, and says
+// whether verdict happened there too.
+func (p *Replayer) ReplayGame(ctx context.Context, t Target, clients int, s []Choice, verdict string) string {
+	cfg := gameConfig(clients).withDefaults(t)
+	return p.Replay(ctx, t, Result{Target: t.Name, Verdict: verdict, Schedule: s, Clients: clients, Config: cfg})
+}

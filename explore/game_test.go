@@ -1,0 +1,125 @@
+package explore_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/explore"
+)
+
+// shortest runs the search for name and returns its counterexample as
+// moves.
+func shortest(t *testing.T, name string) (explore.Target, explore.Result, []string) {
+	t.Helper()
+	tg, err := explore.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := explore.New(tg, explore.Config{Budget: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ex.Run(context.Background())
+	ex.Close()
+	if r.Verdict == explore.None {
+		t.Fatalf("%s: the search found nothing", name)
+	}
+	var moves []string
+	for _, ch := range r.Schedule {
+		moves = append(moves, explore.FormatMove(ch))
+	}
+	return tg, r, moves
+}
+
+func play(t *testing.T, tg explore.Target, clients int, moves []string) explore.Game {
+	t.Helper()
+	g, err := explore.Play(context.Background(), tg, clients, moves)
+	if err != nil {
+		t.Fatalf("play %v: %v", moves, err)
+	}
+	return g
+}
+
+// A scripted game breaks check-del and del-setnx move by move, along the
+// explorer's own counterexample: every move is among the moves offered
+// before it, the lock is not broken before the last, and is after it.
+func TestGameFollowsTheCounterexample(t *testing.T) {
+	for _, name := range []string{"check-del", "del-setnx", "setnx"} {
+		t.Run(name, func(t *testing.T) {
+			tg, r, moves := shortest(t, name)
+			for i := range moves {
+				g := play(t, tg, r.Clients, moves[:i])
+				if g.Verdict != "" {
+					t.Fatalf("broken after %d of %d moves: %s", i, len(moves), g.Verdict)
+				}
+				offered := false
+				for _, o := range g.Next {
+					offered = offered || o.Move == moves[i]
+				}
+				if !offered {
+					t.Fatalf("move %d %q not offered after %v: %+v", i+1, moves[i], moves[:i], g.Next)
+				}
+			}
+			g := play(t, tg, r.Clients, moves)
+			if g.Verdict != r.Verdict {
+				t.Fatalf("after the %d moves %v: verdict %q, the search's %q", len(moves), moves, g.Verdict, r.Verdict)
+			}
+			// The step that breaks it is named: a client deletes the lock
+			// another holds (check-del, del-setnx), or takes it while
+			// another holds it.
+			named := false
+			for _, s := range g.Trace {
+				named = named || strings.Contains(s.Note, "'s lock") || strings.Contains(s.Note, "holds it too")
+			}
+			if name != "setnx" && !named {
+				t.Errorf("no step of %+v names the break", g.Trace)
+			}
+			t.Logf("%s: %s in %d moves: %s", name, g.Verdict, len(moves), strings.Join(moves, ", "))
+		})
+	}
+}
+
+// The same moves give the same state, every time.
+func TestGameIsDeterministic(t *testing.T) {
+	tg, r, moves := shortest(t, "check-del")
+	first, _ := json.Marshal(play(t, tg, r.Clients, moves))
+	for range 5 {
+		again, _ := json.Marshal(play(t, tg, r.Clients, moves))
+		if string(again) != string(first) {
+			t.Fatalf("the same moves gave another state:\n%s\n%s", first, again)
+		}
+	}
+}
+
+// Bad moves are refused, naming the move and why.
+func TestGameRefusesBadMoves(t *testing.T) {
+	tg, _ := explore.Lookup("check-del")
+	for _, c := range []struct {
+		moves []string
+		index int
+		why   string
+	}{
+		{[]string{"Z"}, 0, "no client"},
+		{[]string{"A", "D"}, 1, "no client"},
+		{[]string{"A", "dance A"}, 1, "no move"},
+		{[]string{"A", "crash A"}, 1, "not among this rung's faults"},
+		{[]string{"A@m1"}, 0, "one Redis"},
+		{[]string{"renew A"}, 0, "not possible here"},
+		{[]string{"skew A"}, 0, "not among this rung's faults"},
+		{[]string{strings.Repeat("A", 40)}, 0, "too long"},
+		{make([]string, explore.MaxMoves+1), explore.MaxMoves, "at most"},
+	} {
+		_, err := explore.Play(context.Background(), tg, 2, c.moves)
+		var me *explore.MoveError
+		if !errors.As(err, &me) || me.Index != c.index || !strings.Contains(me.Reason, c.why) {
+			t.Errorf("%v: got %v, want move %d refused with %q", c.moves, err, c.index+1, c.why)
+		}
+	}
+	if _, err := explore.Play(context.Background(), tg, 4, nil); err == nil {
+		t.Error("4 clients: no error")
+	}
+}

@@ -1,0 +1,319 @@
+package race
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockladder/lockladder/explore"
+	"github.com/lockladder/lockladder/internal/origin"
+)
+
+// Player serves POST /play: "break it yourself", the explorer's world
+// played one move at a time by a learner. A request carries the whole
+// game (the rung, the clients, every move so far) and the answer is the
+// state those moves reach, rebuilt by replaying them: nothing is kept
+// per visitor, the same moves give the same state, and a restarted stack
+// loses no game. A few games at a time (MaxGames); more is a 429.
+type Player struct {
+	// Replayer replays a broken game on a real redis-server; nil: started
+	// on the first replay asked for (StartReplayer), stopped by Close.
+	Replayer *explore.Replayer
+
+	slots    chan struct{} // games in flight
+	mu       sync.Mutex    // the replayer's start, and one replay at a time
+	stopRepl func()
+	shortest sync.Map // name/clients -> explore.Result: the search's shortest, once found
+}
+
+// MaxGames is how many moves are answered at once; the explorer runs one
+// world at a time, so the others wait their turn.
+const MaxGames = 4
+
+// maxPlayBody bounds a request's body: 60 moves of a few bytes each.
+const maxPlayBody = 4 << 10
+
+// turnWait is the longest a move waits for the explorer (busy with a
+// search for the page's why?, say) before it is a 503.
+const turnWait = 2 * time.Second
+
+// NewPlayer returns a Player.
+func NewPlayer() *Player { return &Player{slots: make(chan struct{}, MaxGames)} }
+
+// PlayRequest is the body of POST /play.
+type PlayRequest struct {
+	Lock    string   `json:"lock"`
+	Clients int      `json:"clients"` // 2 or 3; 0: 3 (2 on masters)
+	Moves   []string `json:"moves"`
+	// Hint asks for the next move of the explorer's shortest schedule
+	// (found by a search the first time: up to ExploreBudget).
+	Hint bool `json:"hint,omitempty"`
+	// Replay asks, of a broken game, whether the same moves break the
+	// lock on a real redis-server too.
+	Replay bool `json:"replay,omitempty"`
+}
+
+// PlayResult is the answer: the game's state, its diagram, and what was
+// asked beside.
+type PlayResult struct {
+	explore.Game
+	Trace   []Row    `json:"trace"`
+	Columns []string `json:"columns"`
+	// Shortest is the length of the explorer's shortest breaking
+	// schedule, once known (0: not yet searched, or none found).
+	Shortest int `json:"shortest,omitempty"`
+	// Hint is the next move of that schedule, when asked and the game
+	// is on it; HintNote says why there is none.
+	Hint     string `json:"hint,omitempty"`
+	HintNote string `json:"hint_note,omitempty"`
+	// Replay is "reproduced" or "not-reproduced", when asked.
+	Replay string `json:"replay,omitempty"`
+}
+
+func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		writeJSON(w, http.StatusOK, p.levels())
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		fail(w, http.StatusMethodNotAllowed, "", `a move is POST /play with {"lock":NAME,"moves":[...]}`)
+		return
+	}
+	if status, reason, msg := (origin.Hosts{}).Check(r); status != 0 {
+		fail(w, status, reason, msg)
+		return
+	}
+	req, err := parsePlay(r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		return
+	}
+	t, err := explore.Lookup(req.Lock)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("lock %q cannot be played", truncate(req.Lock, 32)), "locks": explore.PageNames()})
+		return
+	}
+	if req.Clients == 0 {
+		req.Clients = 3
+		if t.MaxClients > 0 {
+			req.Clients = min(req.Clients, t.MaxClients)
+		}
+	}
+	select {
+	case p.slots <- struct{}{}:
+		defer func() { <-p.slots }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		fail(w, http.StatusTooManyRequests, "too_many_games", fmt.Sprintf("%d games are being answered: try again in a second", MaxGames))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), turnWait)
+	g, err := explore.Play(ctx, t, req.Clients, req.Moves)
+	cancel()
+	var me *explore.MoveError
+	switch {
+	case errors.As(err, &me):
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": me.Error(), "move": me.Index + 1})
+		return
+	case errors.Is(err, explore.ErrBusy):
+		w.Header().Set("Retry-After", "5")
+		fail(w, http.StatusServiceUnavailable, "explorer_busy", "the explorer is searching (a why?): try again in a few seconds")
+		return
+	case err != nil:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		return
+	}
+	res := PlayResult{Game: g, Trace: rows(g.Trace), Columns: columns(req.Clients, t.Masters)}
+	if req.Hint || g.Verdict != "" {
+		p.hint(r.Context(), t, req, &res)
+	}
+	if req.Replay && g.Verdict != "" {
+		res.Replay, err = p.replay(r.Context(), t, req, g.Verdict)
+		if err != nil {
+			fail(w, http.StatusServiceUnavailable, "server_missing", err.Error())
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func parsePlay(r *http.Request) (PlayRequest, error) {
+	var req PlayRequest
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return req, errors.New("the body is JSON: Content-Type: application/json")
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxPlayBody+1))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("malformed body: %v", err)
+	}
+	if dec.More() {
+		return req, errors.New("malformed body: one JSON object")
+	}
+	if req.Lock == "" {
+		return req, fmt.Errorf("lock is required (playable: %s)", strings.Join(explore.PageNames(), ", "))
+	}
+	if req.Clients != 0 && (req.Clients < 2 || req.Clients > 3) {
+		return req, fmt.Errorf("clients %d is out of range [2, 3]", req.Clients)
+	}
+	if len(req.Moves) > explore.MaxMoves {
+		return req, fmt.Errorf("%d moves: a game has at most %d", len(req.Moves), explore.MaxMoves)
+	}
+	return req, nil
+}
+
+// hint finds (once per rung and clients) the explorer's shortest
+// schedule and, when the game's moves so far are its first moves, says
+// the next.
+func (p *Player) hint(ctx context.Context, t explore.Target, req PlayRequest, res *PlayResult) {
+	key := t.Name + "/" + strconv.Itoa(req.Clients)
+	v, ok := p.shortest.Load(key)
+	if !ok {
+		if !req.Hint {
+			return // the length is told when known; a search only when asked
+		}
+		ex, err := explore.New(t, explore.Config{MaxClients: req.Clients, Budget: ExploreBudget})
+		if err != nil {
+			return
+		}
+		r := ex.Run(ctx)
+		ex.Close()
+		if ctx.Err() != nil {
+			return
+		}
+		v, _ = p.shortest.LoadOrStore(key, r)
+	}
+	r := v.(explore.Result)
+	if r.Verdict == explore.None {
+		res.HintNote = "the explorer found no schedule that breaks " + t.Name + ": " + r.Covered()
+		return
+	}
+	res.Shortest = r.Steps
+	if !req.Hint || res.Verdict != "" {
+		return
+	}
+	for i, ch := range r.Schedule {
+		m := explore.FormatMove(ch)
+		if i == len(req.Moves) {
+			res.Hint = m
+			return
+		}
+		if req.Moves[i] != m {
+			res.HintNote = fmt.Sprintf("your move %d (%s) left the shortest schedule, which plays %s there: undo to move %d to follow it", i+1, req.Moves[i], m, i)
+			return
+		}
+	}
+	res.HintNote = "your moves go past the shortest schedule"
+}
+
+// replay plays the game's moves on a real redis-server, with real clients
+// on real time, and says whether the lock broke there too.
+func (p *Player) replay(ctx context.Context, t explore.Target, req PlayRequest, verdict string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.Replayer == nil {
+		rp, stop, err := explore.StartReplayer(ctx, io.Discard, true)
+		if err != nil {
+			return "", fmt.Errorf("replay needs redis-server (Debian package redis-server): %v", err)
+		}
+		p.Replayer, p.stopRepl = rp, stop
+	}
+	var s []explore.Choice
+	for _, m := range req.Moves {
+		ch, err := explore.ParseMove(m, req.Clients, t.Masters)
+		if err != nil {
+			return "", err
+		}
+		s = append(s, ch)
+	}
+	return p.Replayer.ReplayGame(ctx, t, req.Clients, s, verdict), nil
+}
+
+// Close stops the replays' redis-server, if one was started.
+func (p *Player) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopRepl != nil {
+		p.stopRepl()
+		p.stopRepl, p.Replayer = nil, nil
+	}
+}
+
+// Level is one rung of the path through the ladder: what to break.
+type Level struct {
+	Lock    string `json:"lock"`
+	Brief   string `json:"brief"` // what the sources say of the rung
+	Goal    string `json:"goal"`
+	Safe    bool   `json:"safe,omitempty"` // a rung that should hold: try to break it
+	Faults  string `json:"faults"`
+	Clients int    `json:"clients"`
+	Masters int    `json:"masters,omitempty"`
+}
+
+// path is the ladder's order for the levels, each with its brief: what
+// the source articles ([000] to [004], README's References) say of it.
+var path = []struct {
+	lock, brief string
+	safe        bool
+}{
+	{"setnx", "SETNX takes the lock if nobody has it; DEL gives it back [004]. Nothing gives it back if the holder dies first.", false},
+	{"setnx-expire", "SETNX, then EXPIRE so that a dead holder's lock lapses [000]: two commands, and a holder can die between them.", false},
+	{"setnx-px", "SET NX PX: the lock and its lease in one command [000]. The holder's business can outlive the lease, and its DEL then frees whoever holds the lock next.", false},
+	{"check-del", "GET the lock, compare it with my token, then DEL [000][002]: two commands, and the lease can lapse between them.", false},
+	{"lua", "The compare-and-delete in one Lua script, atomic in Redis [003][001]: the release is right; the lease still is not.", false},
+	{"del-setnx", "A lock that holds an expiry time: a waiter that finds it past DELs it and SETNXes its own [004]. Two waiters can both find it past.", false},
+	{"getset", "GETSET swaps in a new expiry and reads the old one, so only one waiter wins [004]; it trusts every client's clock.", false},
+	{"reentrant", "A hash with an owner and a count, renewed by a watchdog while held [001][003]: a process that freezes freezes its watchdog too.", false},
+	{"redlock", "The lock on a majority of independent masters (Redlock, [002]; Kleppmann's \"How to do distributed locking\" and antirez's \"Is Redlock safe?\"): a pause past the lease still lets a second holder in.", false},
+	{"fenced", "Each grant hands out a larger fencing token, and the write refuses a token older than one it has seen (Kleppmann). Try to sell an item twice.", true},
+	{"fair", "A FIFO queue with a lease and direct handoff: clients take the lock in the order they asked. Try to sell an item twice.", true},
+	{"cohort", "Requests of one process pass the lock in memory, fenced by the shared token. Try to sell an item twice.", true},
+	{"atomic", "No lock: the sale is one Lua script, atomic in Redis. Try to sell an item twice.", true},
+}
+
+func (p *Player) levels() map[string]any {
+	var out []Level
+	for _, l := range path {
+		t, err := explore.Lookup(l.lock)
+		if err != nil {
+			continue
+		}
+		c := 3
+		if t.MaxClients > 0 {
+			c = min(c, t.MaxClients)
+		}
+		out = append(out, Level{Lock: t.Name, Brief: l.brief, Goal: explore.Goal(t), Safe: l.safe, Faults: t.Faults.String(), Clients: c, Masters: t.Masters})
+	}
+	return map[string]any{"levels": out, "max_moves": explore.MaxMoves}
+}
+
+func rows(trace []explore.Step) []Row {
+	out := []Row{}
+	for _, s := range trace {
+		row := Row{N: s.N, TMS: s.At.Milliseconds(), Command: s.Event, Reply: s.Reply, Note: s.Note, Lock: s.Lock, Stock: s.Stock}
+		if s.Client >= 0 {
+			row.Client = string(rune('A' + s.Client))
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func columns(clients, masters int) []string {
+	var out []string
+	for i := range clients {
+		out = append(out, string(rune('A'+i)))
+	}
+	if masters > 0 {
+		return append(out, fmt.Sprintf("masters m1-m%d", masters))
+	}
+	return append(out, "Redis")
+}
