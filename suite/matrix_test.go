@@ -78,13 +78,13 @@ func TestRunMatrixWithFakes(t *testing.T) {
 			}
 		}
 	}
-	// 99 pairs in the ladder, fenced in 3 of them not offered, the 3
+	// 118 pairs in the ladder, fenced in 3 of them not offered, the 3
 	// majority crashes of redlock and redsync-redlock unavailable on these
 	// miniredis stand-ins.
-	if want := 99 - 3 - 6; len(rows) != want {
+	if want := 118 - 3 - 6; len(rows) != want {
 		t.Errorf("%d rows, want %d", len(rows), want)
 	}
-	if !strings.Contains(grid.String(), "90 of 90 pairs as the ladder expects; took ") {
+	if !strings.Contains(grid.String(), "109 of 109 pairs as the ladder expects; took ") {
 		t.Errorf("grid summary:\n%s", grid.String())
 	}
 
@@ -99,15 +99,21 @@ func TestRunMatrixWithFakes(t *testing.T) {
 		}
 	}
 	// The other back ends start only where their rungs run.
-	for name, want := range map[string][3]stack.Mode{
-		"normal":        {stack.Auto, stack.Auto, stack.Auto},
-		"pause-session": {stack.Auto, stack.Auto, stack.Auto},
-		"skew":          {stack.Off, stack.Off, stack.Off},
+	for name, want := range map[string][4]stack.Mode{
+		"normal":        {stack.Auto, stack.Auto, stack.Auto, stack.Auto},
+		"pause-session": {stack.Auto, stack.Auto, stack.Auto, stack.Auto},
+		"skew":          {stack.Off, stack.Off, stack.Off, stack.Off},
+		"session-cut":   {stack.Off, stack.Off, stack.Off, stack.Auto},
 	} {
 		c := fs.started[name].cfg
-		if got := [3]stack.Mode{c.ZooKeeper, c.MariaDB, c.Etcd}; got != want {
-			t.Errorf("%s: back ends (zookeeper, mariadb, etcd) %v, want %v", name, got, want)
+		if got := [4]stack.Mode{c.ZooKeeper, c.MariaDB, c.Etcd, c.Postgres}; got != want {
+			t.Errorf("%s: back ends (zookeeper, mariadb, etcd, postgres) %v, want %v", name, got, want)
 		}
+	}
+	// The session-cut hooks cut a session once per armed request: 4 in
+	// each of its 3 locks' runs.
+	if log := fs.started["session-cut"].log; len(log) != 12 || log[0] != "cut postgres" {
+		t.Errorf("session-cut: the stack saw %v, want 12 cuts", log)
 	}
 	for name, s := range fs.started {
 		c := s.cfg
@@ -287,6 +293,13 @@ func TestExpected(t *testing.T) {
 		{"backend-restart", "zk-lock", "sale", "DEADLOCK", true, ""},
 		{"majority-crash", "redsync-redlock", "sale", "OVERSOLD", true, ""},
 		{"majority-crash-aof", "redsync-redlock", "sale", "SAFE", true, ""},
+		{"session-cut", "pg-advisory", "sale", "OVERSOLD", true, ""},
+		{"session-cut", "pg-advisory-xact", "testLock", "LOST UPDATES", true, ""},
+		{"session-cut", "pg-advisory-fenced", "sale", "SAFE", true, ""},
+		{"session-cut", "lua", "sale", "", false, "only the PostgreSQL rungs' locks are sessions the lab cuts (ZooKeeper's and etcd's sessions lapse under pause-session)"},
+		{"pause-session", "pg-advisory", "sale", "SAFE", true, ""},
+		{"pause", "rueidislock", "sale", "OVERSOLD", true, ""},
+		{"slow", "rueidislock", "sale", "SAFE", true, ""},
 		{"slow", "none", "sale", "", false, "unsafe with no fault at all: shown in normal"},
 		{"normal", "nope", "sale", "", false, "not in the ladder's table"},
 	}
@@ -296,7 +309,7 @@ func TestExpected(t *testing.T) {
 			t.Errorf("%s %s/%s: %q %v %q; want %q %v %q", tt.scenario, tt.lock, tt.endpoint, v, run, reason, tt.want, tt.run, tt.reason)
 		}
 	}
-	// 99 pairs in all, every lock of the ladder in normal.
+	// 118 pairs in all, every lock of the ladder in normal.
 	n := 0
 	for _, s := range suite.Scenarios() {
 		n += len(s.Expect)
@@ -306,7 +319,7 @@ func TestExpected(t *testing.T) {
 			}
 		}
 	}
-	if n != 99 {
-		t.Errorf("%d pairs, want 99", n)
+	if n != 118 {
+		t.Errorf("%d pairs, want 118", n)
 	}
 }
