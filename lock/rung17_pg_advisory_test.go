@@ -40,6 +40,7 @@ func TestPGAdvisoryExcludes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { held.Release(ctx) })
 			if _, err := l.Obtain(ctx, "lock:"+name, lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
 				t.Fatalf("try=0 while held: %v, want ErrBusy", err)
 			}
@@ -57,6 +58,7 @@ func TestPGAdvisoryExcludes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("after the release: %v", err)
 			}
+			t.Cleanup(func() { again.Release(ctx) })
 			if err := again.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -95,6 +97,9 @@ func TestPGAdvisorySessionCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A held connection would hold the pool's Close for good:
+			// give it back however the test ends (Release is once).
+			t.Cleanup(func() { a.Release(ctx) })
 			if n, err := backend.CutAdvisoryHolders(ctx, control, 0); err != nil || n != 1 {
 				t.Fatalf("cut: %d sessions, %v; want 1", n, err)
 			}
@@ -102,6 +107,7 @@ func TestPGAdvisorySessionCut(t *testing.T) {
 			if err != nil {
 				t.Fatalf("B, after A's session was cut: %v, want the lock", err)
 			}
+			t.Cleanup(func() { b.Release(ctx) })
 			// Two holders now. Only a fence tells them apart.
 			ta, tb := lock.ShapeOf(a).Token, lock.ShapeOf(b).Token
 			if name == "pg-advisory-fenced" {

@@ -59,7 +59,7 @@ func TestPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer holder.Release()
+	defer holder.Release() // before the pool's Close, which waits for it
 	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock(42)"); err != nil {
 		t.Fatal(err)
 	}
