@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,12 +75,23 @@ func (r *Rueidislock) get() (rueidislock.Locker, error) {
 	if r.locker != nil {
 		return r.locker, nil
 	}
-	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-		ClientOption:   r.opt,
-		KeyMajority:    1,    // one Redis, as its README says
-		NoLoopTracking: true, // Redis >= 7.0.5, as its README says
-		KeyValidity:    r.ttl,
-	})
+	newLocker := func(opt rueidis.ClientOption) (rueidislock.Locker, error) {
+		return rueidislock.NewLocker(rueidislock.LockerOption{
+			ClientOption:   opt,
+			KeyMajority:    1,    // one Redis, as its README says
+			NoLoopTracking: true, // Redis >= 7.0.5, as its README says
+			KeyValidity:    r.ttl,
+		})
+	}
+	l, err := newLocker(r.opt)
+	if err != nil && strings.Contains(err.Error(), "DisableCache") {
+		// A Redis without client-side caching (the embedded miniredis):
+		// its README's setting for those. Waiters then try again every
+		// 20ms, and a lost key is learnt at the next extension only.
+		opt := r.opt
+		opt.DisableCache = true
+		l, err = newLocker(opt)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock: rueidislock: redis %v: %w", r.opt.InitAddress, err)
 	}
