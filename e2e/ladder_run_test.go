@@ -102,12 +102,12 @@ func TestPageRunsTheLadder(t *testing.T) {
 	}
 }
 
-// startStackWithEveryServer is startStack with ZooKeeper, MariaDB and
-// etcd as make demo starts them (each when installed; required under
+// startStackWithEveryServer is startStack with ZooKeeper, MariaDB, etcd
+// and PostgreSQL as make demo starts them (each when installed; required under
 // CI=true).
 func startStackWithEveryServer(t *testing.T) *stack.Stack {
 	t.Helper()
 	return startStack(t, func(c *stack.Config) {
-		c.ZooKeeper, c.MariaDB, c.Etcd = stack.Auto, stack.Auto, stack.Auto
+		c.ZooKeeper, c.MariaDB, c.Etcd, c.Postgres = stack.Auto, stack.Auto, stack.Auto, stack.Auto
 	})
 }

@@ -286,6 +286,15 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	// on its own afterwards.
 	release := func() error { sec.Released = time.Now().UnixNano(); return held.Release(bctx) }
 	shape := lock.ShapeOf(held)
+	if shape.Held != nil {
+		// The lock says when it is lost (rueidislock): the business's
+		// context ends with it, and the business checks it before its
+		// write (inventory: not written, lock.ErrLost).
+		var lost context.CancelCauseFunc
+		bctx, lost = context.WithCancelCause(bctx)
+		defer lost(nil)
+		defer context.AfterFunc(shape.Held, func() { lost(lock.ErrLost) })()
+	}
 	var then []inventory.Then
 	if shape.ReleaseIn != nil && !req.reenter {
 		then = append(then, func(p redis.Pipeliner) {
@@ -380,6 +389,9 @@ func (h *handler) unavailable(c *gin.Context, rung lock.Info, err error) {
 		return
 	case errors.Is(err, inventory.ErrContended):
 		msg, reason = fmt.Sprintf("lock %q: %v", rung.Name, err), contract.ReasonContended
+	case errors.Is(err, lock.ErrLost):
+		// The business stopped before its write: nothing changed.
+		msg, reason = fmt.Sprintf("lock %q lost while held: nothing written: %v", rung.Name, err), contract.ReasonLockUnavailable
 	case errors.Is(err, lock.ErrBusy):
 		msg, reason = fmt.Sprintf("lock %q is held (try=0: one attempt, no wait)", rung.Name), contract.ReasonLockBusy
 	case errors.Is(err, lock.ErrNotObtained):

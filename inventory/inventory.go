@@ -198,6 +198,9 @@ func (s *Store) Sell(ctx context.Context, then ...Then) (int64, error) {
 		return 0, ErrSoldOut
 	}
 	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
+	if err := written(ctx); err != nil {
+		return 0, err
+	}
 	var set *redis.StatusCmd
 	var incr *redis.IntCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -217,6 +220,16 @@ func (s *Store) Sell(ctx context.Context, then ...Then) (int64, error) {
 	return n - 1, nil
 }
 
+// written is the business's check before its write: a context that
+// ended (a lock that says it was lost ends it: rueidislock's) writes
+// nothing, and says why.
+func written(ctx context.Context) error {
+	if err := context.Cause(ctx); err != nil {
+		return fmt.Errorf("inventory: not written: %w", err)
+	}
+	return nil
+}
+
 // Incr adds one to num the non-atomic way: GET num, SET num+1 (with any
 // Thens behind the SET).
 func (s *Store) Incr(ctx context.Context, then ...Then) (int64, error) {
@@ -225,6 +238,9 @@ func (s *Store) Incr(ctx context.Context, then ...Then) (int64, error) {
 		return 0, err
 	}
 	fault.Inject(ctx, fault.Business)
+	if err := written(ctx); err != nil {
+		return 0, err
+	}
 	var set *redis.StatusCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		set = p.Set(ctx, s.it.Num, n+1, 0)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -54,6 +55,7 @@ type Backends struct {
 	ZooKeeper *zk.Conn
 	Etcd      *clientv3.Client
 	DB        *sql.DB
+	Postgres  *pgxpool.Pool
 	// Down says why a server the process was pointed at could not be
 	// reached when it started ("zookeeper", "etcd", "mariadb" to the
 	// error): its rungs answer that instead of how to configure it.
@@ -104,6 +106,10 @@ func NewLadder(b Backends, o Options, ro RedlockOptions) *Ladder {
 			dbLock = d
 		}
 		cancel()
+	}
+	pgAdvisory, pgXact, pgFenced := missing("postgres", "-postgres DSN"), missing("postgres", "-postgres DSN"), missing("postgres", "-postgres DSN")
+	if b.Postgres != nil {
+		pgAdvisory, pgXact, pgFenced = NewPGAdvisory(b.Postgres, o), NewPGAdvisoryXact(b.Postgres, o), NewPGAdvisoryFenced(b.Postgres, o)
 	}
 	// db-optimistic has no Locker (its store does the work), only a
 	// server that may be missing.
@@ -169,6 +175,15 @@ func NewLadder(b Backends, o Options, ro RedlockOptions) *Ladder {
 		{Info{Name: "db-for-update", Try: true,
 			Summary: "MariaDB: BEGIN; SELECT ... FOR UPDATE on a lock row; the business; COMMIT",
 			Flaw:    "as available as one database; a holder frees it only when its connection ends; no lease: a paused holder keeps it"}, dbLock},
+		{Info{Name: "pg-advisory", Try: true, Waits: pgWaits,
+			Summary: "PostgreSQL through pgx v5: a connection from the pool, pg_try_advisory_lock(key) in the wait loop, the business, pg_advisory_unlock, the connection back",
+			Flaw:    "the lock is the session's: a session cut under its holder (a pooler, a failover, a network cut) frees it at once, and the holder writes on; no lease: a paused holder keeps it"}, pgAdvisory},
+		{Info{Name: "pg-advisory-xact", Try: true, Waits: pgWaits,
+			Summary: "PostgreSQL through pgx v5: BEGIN; pg_try_advisory_xact_lock(key) in the wait loop; the business; COMMIT releases it",
+			Flaw:    "as pg-advisory: a cut session aborts the transaction and frees the lock; the holder learns at COMMIT, after its Redis writes"}, pgXact},
+		{Info{Name: "pg-advisory-fenced", Try: true, Waits: pgWaits,
+			Summary: "pg-advisory plus a fencing token drawn on the holder's session (nextval of a sequence); the stock refuses a token lower than the highest seen",
+			Flaw:    "none under these scenarios: a cut holder's late write carries the lower token and is refused; still as available as one database"}, pgFenced},
 		// The libraries, called as their READMEs show (lib_*.go).
 		{Info{Name: "redsync", Try: true, Lease: true,
 			Summary: "go-redsync/redsync v4.18.1 as its README shows: NewMutex(key, WithExpiry(lease)), Lock, business, Unlock, on the lab's Redis; every request retries on its own every 50-250ms (its default) until its bound",
@@ -188,6 +203,9 @@ func NewLadder(b Backends, o Options, ro RedlockOptions) *Ladder {
 		{Info{Name: "zk-lock", Try: true,
 			Summary: "go-zookeeper/zk v1.0.4's Lock as shipped: NewLock(conn, path, WorldACL), Lock, business, Unlock, on the process's session (its timeout the lease); Lock takes no context: the request stops waiting at its bound, and a Lock that gets the lock after that unlocks it at once",
 			Flaw:    "a holder paused past its session loses its znode and writes anyway (no fence); a waiter that gave up keeps its place in line until its turn"}, libs.zkLock},
+		{Info{Name: "rueidislock", Try: true,
+			Summary: "redis/rueidis v1.0.79's rueidislock as its README shows: NewLocker (KeyMajority 1, the lease its KeyValidity, extended every half of it), WithContext(ctx, key) until the request's bound, the business checks the returned context before its write, cancel releases; waiters wake on Redis's client-side-caching invalidations",
+			Flaw:    "a process frozen past the lease freezes the extension and the check with it, and on waking writes before it learns the lock is gone"}, libs.rueidislock},
 		{Info{Name: "db-optimistic", Atomic: true, Store: StoreMariaDB, Unavailable: noDB, Waits: []WaitMode{WaitQueue, WaitBackoff},
 			Summary: "no lock: the stock row carries a version; UPDATE ... WHERE version = ? retried when another write got there first; a process's writers line up in memory (wait=queue), or each retries on its own (wait=backoff)",
 			Flaw:    "under contention most tries lose and retry: cost, not safety (wait=backoff: a hundred writers mostly lose, and some lose every try)"}, nil},

@@ -15,8 +15,8 @@ import (
 func TestLadder(t *testing.T) {
 	l := lock.NewLadder(lock.Backends{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, lock.Options{}, lock.RedlockOptions{})
 	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "cohort", "cohort-carry",
-		"zookeeper", "etcd", "db-for-update",
-		"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock",
+		"zookeeper", "etcd", "db-for-update", "pg-advisory", "pg-advisory-xact", "pg-advisory-fenced",
+		"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock", "rueidislock",
 		"db-optimistic", "atomic"}
 	got := l.Names()
 	if len(got) != len(want) {
@@ -43,6 +43,7 @@ func TestLadder(t *testing.T) {
 	// server they lack, and how to give it, and take no lock.
 	for rung, server := range map[string]string{"redlock": "-masters", "zookeeper": "-zookeeper", "etcd": "-etcd",
 		"db-for-update": "-mysql", "db-optimistic": "-mysql",
+		"pg-advisory": "-postgres", "pg-advisory-xact": "-postgres", "pg-advisory-fenced": "-postgres",
 		"redsync-redlock": "-masters", "etcd-mutex": "-etcd", "zk-lock": "-zookeeper"} {
 		r, lk, _ := l.Lookup(rung)
 		if !strings.Contains(r.Unavailable, server) {
@@ -57,7 +58,7 @@ func TestLadder(t *testing.T) {
 	}
 	for _, r := range l.Rungs() {
 		if r.Unavailable != "" && !slices.Contains([]string{"redlock", "zookeeper", "etcd", "db-for-update", "db-optimistic",
-			"redsync-redlock", "etcd-mutex", "zk-lock"}, r.Name) {
+			"pg-advisory", "pg-advisory-xact", "pg-advisory-fenced", "redsync-redlock", "etcd-mutex", "zk-lock"}, r.Name) {
 			t.Errorf("%s unavailable over Redis alone: %s", r.Name, r.Unavailable)
 		}
 	}

@@ -17,6 +17,9 @@ import (
 //	                        not against pauses
 //	lib_etcd_mutex.go       etcd's concurrency.Mutex, unfenced: etcd-mutex
 //	lib_zk_lock.go          go-zookeeper/zk's Lock, unfenced, no context: zk-lock
+//	lib_rueidislock.go      redis/rueidis's rueidislock: a context cancelled
+//	                        when the lock is lost, checked before the write;
+//	                        not against pauses
 //
 // Each implements only Locker and Lock: the handler runs the business
 // between Obtain and Release, and a Lock that fences nothing writes
@@ -24,7 +27,7 @@ import (
 
 // libraryLockers are the library rungs' Lockers in a ladder.
 type libraryLockers struct {
-	redsync, redlock, redislock, redislockRefresh, etcdMutex, zkLock Locker
+	redsync, redlock, redislock, redislockRefresh, etcdMutex, zkLock, rueidislock Locker
 }
 
 // libraryRungs builds the library rungs over b's servers; a missing one
@@ -32,11 +35,16 @@ type libraryLockers struct {
 func libraryRungs(b Backends, o Options, missing func(server, flag string) Locker) libraryLockers {
 	noRedis := unavailable{fmt.Errorf("%w: redis", ErrNoServer)}
 	l := libraryLockers{
-		redsync: noRedis, redlock: unavailable{ErrNoMasters}, redislock: noRedis, redislockRefresh: noRedis,
+		redsync: noRedis, redlock: unavailable{ErrNoMasters}, redislock: noRedis, redislockRefresh: noRedis, rueidislock: noRedis,
 		etcdMutex: missing("etcd", "-etcd URL"), zkLock: missing("zookeeper", "-zookeeper host:port"),
 	}
 	if b.Redis != nil {
 		l.redislock, l.redislockRefresh = NewRedislock(b.Redis, o), NewRedislockRefresh(b.Redis, o)
+		if opt, err := RueidisOption(b.Redis); err == nil {
+			l.rueidislock = NewRueidislock(opt, o)
+		} else {
+			l.rueidislock = unavailable{err}
+		}
 		if u, ok := b.Redis.(redis.UniversalClient); ok {
 			l.redsync = NewRedsync([]redis.UniversalClient{u}, o)
 		} else {

@@ -49,6 +49,12 @@
 //	                        revision a fencing token
 //	rung16_db_for_update.go SELECT ... FOR UPDATE in MariaDB: no lease, a
 //	                        frozen holder stalls everyone
+//	rung17_pg_advisory.go   PostgreSQL's session advisory lock (pgx): a
+//	                        session cut under its holder frees it
+//	rung18_pg_advisory_xact.go the transaction advisory lock: the same, learnt
+//	                        at COMMIT
+//	rung19_pg_advisory_fenced.go a token drawn on the holder's session
+//	                        fences the cut holder's write
 //
 // The library rungs call the Go lock libraries as their READMEs show, on
 // the same ladder (lib.go lists them):
@@ -116,6 +122,9 @@ var (
 	ErrNotObtained = errors.New("lock: not obtained")
 	// ErrNotHeld means a release found the lock gone or held by someone else.
 	ErrNotHeld = errors.New("lock: not held")
+	// ErrLost means the lock said, through its context (Shape.Held),
+	// that it was lost while held: the section wrote nothing.
+	ErrLost = errors.New("lock: lost while held")
 	// ErrBusy means a call that tries once (Call.Try 0) found the lock
 	// held. It is an ErrNotObtained.
 	ErrBusy = fmt.Errorf("%w: busy, and one attempt was asked", ErrNotObtained)
@@ -186,13 +195,17 @@ type Lock interface {
 
 // Shape is what a held Lock offers its critical section besides Release:
 // the zero Shape for a plain lock. ShapeOf reads it from the methods the
-// Lock has (Tokened, Carrier, Piped, PipelineReleaser), so a rung that
+// Lock has (Tokened, Carrier, Piped, PipelineReleaser, a Context), so a rung that
 // offers nothing more needs nothing more than Release.
 type Shape struct {
 	// Token is the fencing token the storage checks (fenced, fair, the
 	// cohorts, etcd): every acquisition of the lock gets a larger one
 	// than the acquisition before it. 0 for a lock without one.
 	Token int64
+	// Held, when set, is the lock's own context, which its library
+	// cancels when it learns the lock is lost (rueidislock): the section
+	// checks it before its write. nil for a lock that says nothing.
+	Held context.Context
 
 	// The speed layer: how the section's commands share round trips with
 	// the lock's. A section uses the first of these that is set.
@@ -212,6 +225,9 @@ func ShapeOf(l Lock) Shape {
 	var s Shape
 	if t, ok := l.(Tokened); ok {
 		s.Token = t.Token()
+	}
+	if c, ok := l.(interface{ Context() context.Context }); ok {
+		s.Held = c.Context()
 	}
 	s.Carrier, _ = l.(Carrier)
 	s.Pipe, _ = l.(Piped)

@@ -144,8 +144,8 @@ func (s *Stack) startInstances(ctx context.Context) error {
 
 // instanceEnv is the environment of every instance: this process's, with
 // MastersEnv set to the masters (or removed when there are none, so that
-// a value from the caller's shell never leaks in), MySQLEnv removed
-// (the stack's MariaDB, if it runs one, sets it) and FaultKeyEnv removed
+// a value from the caller's shell never leaks in), MySQLEnv and PostgresEnv
+// removed (the stack's MariaDB and PostgreSQL, if it runs them, set them) and FaultKeyEnv removed
 // (the stack sets its own), and, unless the caller
 // set GOMAXPROCS, the machine's cores shared among the n instances (at
 // least one each), which it returns too ("" when the caller's stands);
@@ -162,7 +162,8 @@ func instanceEnv(masters []string, n int) (env []string, procs, debug string) {
 	for _, kv := range os.Environ() {
 		switch {
 		case strings.HasPrefix(kv, MastersEnv+"="), strings.HasPrefix(kv, MySQLEnv+"="), strings.HasPrefix(kv, FaultKeyEnv+"="),
-			strings.HasPrefix(kv, RedisPasswordEnv+"="):
+			strings.HasPrefix(kv, RedisPasswordEnv+"="),
+			strings.HasPrefix(kv, PostgresEnv+"="):
 		case strings.HasPrefix(kv, "GODEBUG="):
 			debug = strings.TrimPrefix(kv, "GODEBUG=")
 		default:

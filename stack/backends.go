@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// Off, for Config.ZooKeeper, MariaDB and Etcd, starts no such server: its
+// Off, for Config.ZooKeeper, MariaDB, Etcd and Postgres, starts no such server: its
 // rung answers 503, naming the server it lacks. "" means Off there.
 const Off Mode = "off"
 
 // backend is a server the stack may start for a rung that is not Redis's:
-// ZooKeeper (zookeeper.go), MariaDB (mariadb.go), etcd (etcd.go). Every
+// ZooKeeper (zookeeper.go), MariaDB (mariadb.go), etcd (etcd.go),
+// PostgreSQL (postgres.go). Every
 // instance is told where it is: by a flag, or where that holds a
 // password, in its environment.
 type backend interface {
@@ -84,6 +85,17 @@ func newBackends(cfg Config, dir string, data *dataRoot, lg *logger) ([]backend,
 			return nil, fmt.Errorf("stack: mariadb: %w", err)
 		default:
 			lg.printf("mariadb: not started (%v): the db-for-update and db-optimistic rungs answer 503", err)
+		}
+	}
+	if want(cfg.Postgres) {
+		bin, err := findPostgres()
+		switch {
+		case err == nil:
+			out = append(out, newPostgres(bin, "127.0.0.1", dir, data.of("postgres"), lg))
+		case cfg.Postgres == Real || cfg.RequireReal:
+			return nil, fmt.Errorf("stack: postgres: %w", err)
+		default:
+			lg.printf("postgres: not started (%v): the pg-advisory rungs answer 503", err)
 		}
 	}
 	if want(cfg.Etcd) {
@@ -227,8 +239,10 @@ func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool,
 		cfg.MariaDB = mode
 	case "etcd":
 		cfg.Etcd = mode
+	case "postgres":
+		cfg.Postgres = mode
 	default:
-		return "", nil, fmt.Errorf("stack: no back end %q (zookeeper, mariadb, etcd)", kind)
+		return "", nil, fmt.Errorf("stack: no back end %q (zookeeper, mariadb, etcd, postgres)", kind)
 	}
 	if mode == "" || mode == Off {
 		return "", nil, fmt.Errorf("stack: %s: mode %q starts nothing", kind, mode)

@@ -69,6 +69,9 @@ type Config struct {
 	// process); a missing one is left out, and logged, unless RequireReal.
 	// Real: required. Embedded: etcd in this process.
 	ZooKeeper, MariaDB, Etcd Mode
+	// Postgres is PostgreSQL, the back end of pg-advisory and
+	// pg-advisory-xact: Auto, Real or Off, as MariaDB.
+	Postgres Mode
 
 	// Data is where those back ends keep their data: DataMemory (a
 	// tmpfs dir of the stack's own in /dev/shm, removed by Stop),

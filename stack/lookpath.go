@@ -37,6 +37,7 @@ func Install(name string) string {
 		"redis-server": "redis-server",
 		"nginx":        "nginx",
 		"mariadbd":     "mariadb-server",
+		"postgres":     "postgresql",
 		"etcd":         "etcd-server",
 		"zookeeper":    "zookeeper",
 		"java":         "zookeeper",

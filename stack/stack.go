@@ -144,7 +144,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 
 	want := func(m Mode) bool { return m != "" && m != Off }
-	if want(cfg.ZooKeeper) || want(cfg.MariaDB) || want(cfg.Etcd) {
+	if want(cfg.ZooKeeper) || want(cfg.MariaDB) || want(cfg.Etcd) || want(cfg.Postgres) {
 		if s.data, err = newDataRoot(cfg.Data, s.dir, s.lg); err != nil {
 			return nil, err
 		}

@@ -33,6 +33,9 @@ import (
 //     request on a skewed stack: a stale write (read, sleep while others
 //     sell, write);
 //   - redlock and redsync-redlock with 3 masters down: 503;
+//   - pg-advisory and pg-advisory-xact under session-cut (a slow
+//     business that waits up to try=), rueidislock under fault=pause: a
+//     stale write;
 //   - zk-lock once ZooKeeper stopped: held for good, as fault=crash on setnx.
 //
 // Everything else sells exactly.
@@ -71,7 +74,7 @@ func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request, instance st
 		fakeshop.WriteJSON(w, 200, f.inv.Counters())
 	case "/sale":
 		work, _ := time.ParseDuration(q.Get("work"))
-		f.sale(w, r, q.Get("lock"), q.Get("fault"), work > 200*time.Millisecond)
+		f.sale(w, r, q.Get("lock"), q.Get("fault"), work > 200*time.Millisecond, q.Has("try"))
 	default:
 		http.NotFound(w, r)
 	}
@@ -86,7 +89,7 @@ func (f *fakeShop) crashed(lock string) bool {
 
 // sale sells one item under lock; slow says the business outlives the
 // scenarios' 200ms TTL.
-func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault string, slow bool) {
+func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault string, slow, tries bool) {
 	f.mu.Lock()
 	for k, vs := range r.URL.Query() {
 		if k != "lock" {
@@ -121,6 +124,10 @@ func (f *fakeShop) sale(w http.ResponseWriter, r *http.Request, lock, fault stri
 		fault == "check-pause" && lock == "check-del",
 		fault == "pause" && slices.Contains([]string{"reentrant", "redlock", "zookeeper",
 			"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock"}, lock),
+		// session-cut's armed requests (a slow business waiting up to
+		// try=5s) have their session cut under them.
+		slow && tries && slices.Contains([]string{"pg-advisory", "pg-advisory-xact"}, lock),
+		fault == "pause" && lock == "rueidislock",
 		lock == "del-setnx" && f.crashed(lock), // two waiters took the expired lock
 		f.skewed && lock == "getset":
 		f.inv.Sell(w, 30*time.Millisecond) // a stale write
@@ -172,6 +179,15 @@ func (s *fakeStack) StopMaster(i int) error {
 	defer s.mu.Unlock()
 	s.log = append(s.log, fmt.Sprintf("stop %d", i))
 	return nil
+}
+
+// CutPostgresHolders stands for the cut: the shop's flaw is its
+// sale's (a session-cut request writes stale).
+func (s *fakeStack) CutPostgresHolders(context.Context, time.Duration) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, "cut postgres")
+	return 1, nil
 }
 
 func (s *fakeStack) Backends() []string { return []string{"zookeeper", "mariadb", "etcd"} }

@@ -35,6 +35,9 @@ func Flaws() []Pair {
 		{"pause-session", "zookeeper"},
 		{"pause-session", "etcd"},
 		{"pause-session", "db-for-update"},
+		{"session-cut", "pg-advisory"},
+		{"session-cut", "pg-advisory-xact"},
+		{"session-cut", "pg-advisory-fenced"},
 		{"normal", "db-optimistic"},
 		{"slow", "atomic"},
 	}

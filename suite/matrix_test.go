@@ -78,13 +78,13 @@ func TestRunMatrixWithFakes(t *testing.T) {
 			}
 		}
 	}
-	// 99 pairs in the ladder, fenced in 3 of them not offered, the 3
+	// 121 pairs in the ladder, fenced in 3 of them not offered, the 3
 	// majority crashes of redlock and redsync-redlock unavailable on these
 	// miniredis stand-ins.
-	if want := 99 - 3 - 6; len(rows) != want {
+	if want := 121 - 3 - 6; len(rows) != want {
 		t.Errorf("%d rows, want %d", len(rows), want)
 	}
-	if !strings.Contains(grid.String(), "90 of 90 pairs as the ladder expects; took ") {
+	if !strings.Contains(grid.String(), "112 of 112 pairs as the ladder expects; took ") {
 		t.Errorf("grid summary:\n%s", grid.String())
 	}
 
@@ -99,15 +99,21 @@ func TestRunMatrixWithFakes(t *testing.T) {
 		}
 	}
 	// The other back ends start only where their rungs run.
-	for name, want := range map[string][3]stack.Mode{
-		"normal":        {stack.Auto, stack.Auto, stack.Auto},
-		"pause-session": {stack.Auto, stack.Auto, stack.Auto},
-		"skew":          {stack.Off, stack.Off, stack.Off},
+	for name, want := range map[string][4]stack.Mode{
+		"normal":        {stack.Auto, stack.Auto, stack.Auto, stack.Auto},
+		"pause-session": {stack.Auto, stack.Auto, stack.Auto, stack.Auto},
+		"skew":          {stack.Off, stack.Off, stack.Off, stack.Off},
+		"session-cut":   {stack.Off, stack.Off, stack.Off, stack.Auto},
 	} {
 		c := fs.started[name].cfg
-		if got := [3]stack.Mode{c.ZooKeeper, c.MariaDB, c.Etcd}; got != want {
-			t.Errorf("%s: back ends (zookeeper, mariadb, etcd) %v, want %v", name, got, want)
+		if got := [4]stack.Mode{c.ZooKeeper, c.MariaDB, c.Etcd, c.Postgres}; got != want {
+			t.Errorf("%s: back ends (zookeeper, mariadb, etcd, postgres) %v, want %v", name, got, want)
 		}
+	}
+	// The session-cut hooks cut a session once per armed request: 4 in
+	// each of its 3 locks' runs.
+	if log := fs.started["session-cut"].log; len(log) != 12 || log[0] != "cut postgres" {
+		t.Errorf("session-cut: the stack saw %v, want 12 cuts", log)
 	}
 	for name, s := range fs.started {
 		c := s.cfg
@@ -141,9 +147,10 @@ func TestRunMatrixWithFakes(t *testing.T) {
 		// A run per lock on the masters: redlock, redsync-redlock.
 		"masters-down":   slices.Repeat([]string{"stop 0", "stop 1", "start 0", "start 1"}, 2),
 		"masters-down-3": slices.Repeat([]string{"stop 0", "stop 1", "stop 2", "start 0", "start 1", "start 2"}, 2),
-		// A run per lock: zookeeper, etcd, etcd-mutex, zk-lock, db-optimistic.
+		// A run per lock: zookeeper, etcd, etcd-mutex, zk-lock,
+		// db-optimistic and the three pg rungs.
 		"backend-restart": slices.Repeat([]string{"stop zookeeper", "stop mariadb", "stop etcd",
-			"start zookeeper", "start mariadb", "start etcd"}, 5),
+			"start zookeeper", "start mariadb", "start etcd"}, 8),
 	} {
 		// The masters of one hook go down (and come back) at once: within
 		// a run of stops or starts, in any order.
@@ -287,6 +294,13 @@ func TestExpected(t *testing.T) {
 		{"backend-restart", "zk-lock", "sale", "DEADLOCK", true, ""},
 		{"majority-crash", "redsync-redlock", "sale", "OVERSOLD", true, ""},
 		{"majority-crash-aof", "redsync-redlock", "sale", "SAFE", true, ""},
+		{"session-cut", "pg-advisory", "sale", "OVERSOLD", true, ""},
+		{"session-cut", "pg-advisory-xact", "testLock", "LOST UPDATES", true, ""},
+		{"session-cut", "pg-advisory-fenced", "sale", "SAFE", true, ""},
+		{"session-cut", "lua", "sale", "", false, "only the PostgreSQL rungs' locks are sessions the lab cuts (ZooKeeper's and etcd's sessions lapse under pause-session)"},
+		{"pause-session", "pg-advisory", "sale", "SAFE", true, ""},
+		{"pause", "rueidislock", "sale", "OVERSOLD", true, ""},
+		{"slow", "rueidislock", "sale", "SAFE", true, ""},
 		{"slow", "none", "sale", "", false, "unsafe with no fault at all: shown in normal"},
 		{"normal", "nope", "sale", "", false, "not in the ladder's table"},
 	}
@@ -296,7 +310,7 @@ func TestExpected(t *testing.T) {
 			t.Errorf("%s %s/%s: %q %v %q; want %q %v %q", tt.scenario, tt.lock, tt.endpoint, v, run, reason, tt.want, tt.run, tt.reason)
 		}
 	}
-	// 99 pairs in all, every lock of the ladder in normal.
+	// 121 pairs in all, every lock of the ladder in normal.
 	n := 0
 	for _, s := range suite.Scenarios() {
 		n += len(s.Expect)
@@ -306,7 +320,7 @@ func TestExpected(t *testing.T) {
 			}
 		}
 	}
-	if n != 99 {
-		t.Errorf("%d pairs, want 99", n)
+	if n != 121 {
+		t.Errorf("%d pairs, want 121", n)
 	}
 }

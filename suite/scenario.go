@@ -159,7 +159,7 @@ func (s Scenario) stackConfig(cfg MatrixConfig) stack.Config {
 	}
 	c.RedisProxy, c.MasterProxies, c.MastersAOF = s.RedisProxy, s.MasterProxies, s.MastersAOF
 	c.Cluster = s.Cluster
-	c.ZooKeeper, c.MariaDB, c.Etcd = s.backends(cfg.Locks, cfg.Stack)
+	c.ZooKeeper, c.MariaDB, c.Etcd, c.Postgres = s.backends(cfg.Locks, cfg.Stack)
 	c.RequireReal = cfg.RequireReal || cfg.Stack.RequireReal
 	if cfg.Stack.Dir != "" {
 		c.Dir = filepath.Join(cfg.Stack.Dir, s.Name)
@@ -168,10 +168,10 @@ func (s Scenario) stackConfig(cfg MatrixConfig) stack.Config {
 }
 
 // backends are the modes of the back ends the scenario's rungs need
-// (ZooKeeper, MariaDB, etcd): started only where a lock it runs (of locks,
+// (ZooKeeper, MariaDB, etcd, PostgreSQL): started only where a lock it runs (of locks,
 // all when empty) is theirs, as the template says (Auto if it says
 // nothing); the others off, so that a Redis scenario starts no JVM.
-func (s Scenario) backends(locks []string, tmpl stack.Config) (zk, db, etcd stack.Mode) {
+func (s Scenario) backends(locks []string, tmpl stack.Config) (zk, db, etcd, pg stack.Mode) {
 	runs := func(names ...string) bool {
 		for _, n := range names {
 			if _, ok := s.Expect[n]; ok && (len(locks) == 0 || slices.Contains(locks, n)) {
@@ -191,7 +191,8 @@ func (s Scenario) backends(locks []string, tmpl stack.Config) (zk, db, etcd stac
 	}
 	return mode(runs("zookeeper", "zk-lock"), tmpl.ZooKeeper),
 		mode(runs("db-for-update", "db-optimistic"), tmpl.MariaDB),
-		mode(runs("etcd", "etcd-mutex"), tmpl.Etcd)
+		mode(runs("etcd", "etcd-mutex"), tmpl.Etcd),
+		mode(runs("pg-advisory", "pg-advisory-xact", "pg-advisory-fenced"), tmpl.Postgres)
 }
 
 // shape is the scenario as the bench runs it, its hooks acting on top.

@@ -35,6 +35,12 @@ func slow() Scenario {
 			// and ZooKeeper's pings keep a slow holder's lease.
 			"redsync": oversold, "redsync-redlock": oversold, "redislock": oversold,
 			"redislock-refresh": safe, "etcd-mutex": safe, "zk-lock": safe,
+			// rueidislock extends its keys every half lease; were one
+			// lost all the same, the business checks the lock's context
+			// before its write.
+			"rueidislock": safe,
+			// A session lock has no lease: a slow business only slows it.
+			"pg-advisory": safe, "pg-advisory-xact": safe, "pg-advisory-fenced": safe,
 		},
 		Skip: map[string]string{
 			"none":          unsafe,
@@ -72,7 +78,10 @@ func crash() Scenario {
 			// The libraries' leases and sessions expire with the dead
 			// holder.
 			"redsync": safe, "redsync-redlock": safe, "redislock": safe, "redislock-refresh": safe,
-			"etcd-mutex": safe, "zk-lock": safe,
+			"etcd-mutex": safe, "zk-lock": safe, "rueidislock": safe,
+			// The dead process's socket closes, the server ends its
+			// session and frees the lock with it.
+			"pg-advisory": safe, "pg-advisory-xact": safe, "pg-advisory-fenced": safe,
 		},
 		Skip: map[string]string{
 			"none":          "no lock to leave behind",
@@ -201,6 +210,9 @@ func pauseSession() Scenario {
 			// rungs, without a fence: the frozen holder's write lands
 			// (Jepsen's etcd 3.4.3 finding).
 			"etcd-mutex": oversold, "zk-lock": oversold,
+			// A PostgreSQL session lives while its process is frozen:
+			// the others wait the pause out.
+			"pg-advisory": safe, "pg-advisory-xact": safe, "pg-advisory-fenced": safe,
 		},
 		Skip: map[string]string{
 			"db-optimistic": "no lock to pause in: a paused write only loses its version check",
@@ -234,6 +246,10 @@ func pause() Scenario {
 			// The libraries' Redis leases: redislock's Refresh loop
 			// freezes with the process, as reentrant's watchdog does.
 			"redsync": oversold, "redsync-redlock": oversold, "redislock": oversold, "redislock-refresh": oversold,
+			// rueidislock's extension and its check of the lock's
+			// context freeze with the process; on waking it writes
+			// before it learns the keys are gone.
+			"rueidislock": oversold,
 		},
 		Skip: map[string]string{
 			"none":   unsafe,

@@ -43,7 +43,7 @@ func backendRestart() Scenario {
 	}
 	return Scenario{
 		Name:    "backend-restart",
-		About:   fmt.Sprintf("ZooKeeper, etcd and MariaDB stopped a third of the way in and started again %s later, their data kept; wait 1s", backendDowntime),
+		About:   fmt.Sprintf("ZooKeeper, etcd, MariaDB and PostgreSQL stopped a third of the way in and started again %s later, their data kept; wait 1s", backendDowntime),
 		AppArgs: []string{"-lock-wait", "1s"},
 		Hooks: []Hook{{
 			At:    1.0 / 3,
@@ -74,6 +74,10 @@ func backendRestart() Scenario {
 			// line for good. The lab's zookeeper rung deletes until the
 			// znode is gone.
 			"zk-lock": deadlock,
+			// PostgreSQL stopped ends every session: a holder's lock goes
+			// with its session, and nobody can take it until the server
+			// is back, by when the holder's short section has ended.
+			"pg-advisory": safe, "pg-advisory-xact": safe, "pg-advisory-fenced": safe,
 		},
 		Skip: map[string]string{
 			// Measured: SAFE in one run, OVERLAP in another (the books

@@ -18,7 +18,8 @@ func normal() Scenario {
 			"atomic": safe,
 			// The libraries (docs/libraries.md).
 			"redsync": safe, "redsync-redlock": safe, "redislock": safe, "redislock-refresh": safe,
-			"etcd-mutex": safe, "zk-lock": safe,
+			"etcd-mutex": safe, "zk-lock": safe, "rueidislock": safe,
+			"pg-advisory": safe, "pg-advisory-xact": safe, "pg-advisory-fenced": safe,
 		},
 	}
 }

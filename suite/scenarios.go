@@ -14,8 +14,8 @@ func LadderLocks() []string {
 	return []string{
 		"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del",
 		"lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "cohort", "cohort-carry",
-		"zookeeper", "etcd", "db-for-update",
-		"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock",
+		"zookeeper", "etcd", "db-for-update", "pg-advisory", "pg-advisory-xact", "pg-advisory-fenced",
+		"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock", "rueidislock",
 		"db-optimistic", "atomic",
 	}
 }
@@ -23,13 +23,13 @@ func LadderLocks() []string {
 // LibraryLocks are the rungs that call the Go lock libraries people pick
 // (lock/lib.go), a part of LadderLocks.
 func LibraryLocks() []string {
-	return []string{"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock"}
+	return []string{"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock", "rueidislock"}
 }
 
 // Scenarios lists every scenario in the order of docs/scenarios.md. Each
 // family has its file: no fault (normal, single), armed requests (slow,
 // crash, crash-before-expire, check-pause, pause, pause-session), a clock
-// skewed (skew),
+// skewed (skew), a PostgreSQL session cut under its holder (session-cut),
 // Redlock masters stopped (masters-down, masters-down-3) or crashed under
 // a holder (majority-crash, -aof, -delayed), the other back
 // ends' servers restarted (backend-restart).
@@ -44,6 +44,7 @@ func Scenarios() []Scenario {
 		checkPause(),
 		pause(),
 		pauseSession(),
+		sessionCut(),
 		skew(),
 		mastersDown(2),
 		mastersDown(3),

@@ -54,6 +54,7 @@ func run() error {
 		zkAddr       = flag.String("zookeeper", env("ZOOKEEPER_ADDR", ""), "ZooKeeper address host:port for the zookeeper rung; its session timeout is -lock-ttl [ZOOKEEPER_ADDR]")
 		etcdURL      = flag.String("etcd", env("ETCD_URL", ""), "etcd client URL for the etcd rung [ETCD_URL]")
 		hosts        = flag.String("hosts", env("ALLOWED_HOSTS", ""), "comma-separated host names a request's Host may give besides loopback and -addr's host, e.g. nginx,app1 (any other: 421) [ALLOWED_HOSTS]")
+		pgDSN        = flag.String("postgres", env("POSTGRES_DSN", ""), "PostgreSQL DSN, e.g. postgres://lockladder:PASSWORD@127.0.0.1:5432/lockladder, for the pg-advisory rungs (the stack passes it in the environment) [POSTGRES_DSN]")
 		mysqlDSN     = flag.String("mysql", env("MYSQL_DSN", ""), "MariaDB DSN without a database, e.g. lockladder:PASSWORD@tcp(127.0.0.1:3306)/, for the db-for-update and db-optimistic rungs (the stack passes it in the environment, not on the command line) [MYSQL_DSN]")
 	)
 	sectionsFile := flag.String("sections", "", "append the critical sections this instance holds to this file, and read back at start those its earlier processes held, so that a crash does not erase them (the stack gives each instance one in its run dir); default: in memory only")
@@ -92,7 +93,7 @@ func run() error {
 
 	clients := appwire.Connect(appwire.Servers{
 		Redis: *redisAddr, Cluster: *clusterAddrs, Masters: *masters,
-		ZooKeeper: *zkAddr, Etcd: *etcdURL, MySQL: *mysqlDSN, Password: os.Getenv(appwire.PasswordEnv),
+		ZooKeeper: *zkAddr, Etcd: *etcdURL, MySQL: *mysqlDSN, Postgres: *pgDSN, Password: os.Getenv(appwire.PasswordEnv),
 		Timeout: *redisTimeout, Pool: *pool, Retries: *redisRetries, Lease: *lockTTL, Wait: *lockWait,
 	}, log)
 	defer clients.Close()

@@ -33,6 +33,7 @@ type Servers struct {
 	// Password is what every Redis here requires (AUTH): the stack's,
 	// from PasswordEnv; "" for none.
 	Password string
+	Postgres  string // a DSN (a URL)
 
 	Timeout time.Duration // dial, read and write timeout of each Redis call
 	Pool    int           // Redis connection pool size
@@ -126,7 +127,7 @@ func Connect(s Servers, log *slog.Logger) *Clients {
 
 	c.Backends.Redis = c.Redis
 	var closeOthers func()
-	c.Optimistic, closeOthers = others(log, &c.Backends, s.ZooKeeper, s.Etcd, s.MySQL, s.Lease, s.Wait)
+	c.Optimistic, closeOthers = others(log, &c.Backends, s)
 	c.closers = append(c.closers, closeOthers)
 	return c
 }

@@ -14,7 +14,8 @@ import (
 // one given (a flag not empty) that answers within a few seconds. One that
 // does not is logged and left out: its rungs answer 503 naming it, and
 // the rest serve. It returns what to close when the app ends.
-func others(log *slog.Logger, b *lock.Backends, zkAddr, etcdURL, dsn string, lease, wait time.Duration) (optimistic *inventory.DBStore, closeAll func()) {
+func others(log *slog.Logger, b *lock.Backends, s Servers) (optimistic *inventory.DBStore, closeAll func()) {
+	zkAddr, etcdURL, dsn, lease, wait := s.ZooKeeper, s.Etcd, s.MySQL, s.Lease, s.Wait
 	var closers []func()
 	closeAll = func() {
 		for _, c := range closers {
@@ -56,6 +57,13 @@ func others(log *slog.Logger, b *lock.Backends, zkAddr, etcdURL, dsn string, lea
 			down("mariadb", err)
 		} else {
 			b.DB, closers = db, append(closers, func() { db.Close() })
+		}
+	}
+	if s.Postgres != "" {
+		if pool, err := backend.Postgres(ctx, s.Postgres, backend.PostgresPool); err != nil {
+			down("postgres", err)
+		} else {
+			b.Postgres, closers = pool, append(closers, pool.Close)
 		}
 	}
 	return optimistic, closeAll

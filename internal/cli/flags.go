@@ -39,6 +39,7 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		masters   = fs.Int("masters", stack.DefaultMasters, "Redlock masters for the redlock rung: independent Redis servers on free ports, real or embedded as -redis (0: none)")
 		zkMode    = fs.String("zookeeper", "auto", "ZooKeeper for the zookeeper rung: auto (if installed, else the rung answers 503), real or off")
 		dbMode    = fs.String("mariadb", "auto", "MariaDB for the db-for-update and db-optimistic rungs: auto (if installed, else they answer 503), real or off")
+		pgMode    = fs.String("postgres", "auto", "PostgreSQL for the pg-advisory rungs: auto (if installed, else they answer 503), real or off")
 		etcdMode  = fs.String("etcd", "auto", "etcd for the etcd rung: auto (the etcd binary if on PATH, else embedded), real, embedded or off")
 		data      = fs.String("data", "auto", "where ZooKeeper, etcd and MariaDB keep their data: memory (tmpfs in /dev/shm: their fsyncs cost no disk flush; a killed process loses nothing), disk (the run dir: each lock pays the disk's fsync), or auto (memory where /dev/shm has 1 GiB free)")
 	)
@@ -78,6 +79,7 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 			{"zookeeper", *zkMode, []stack.Mode{stack.Auto, stack.Real, stack.Off}, &o.Config.ZooKeeper},
 			{"mariadb", *dbMode, []stack.Mode{stack.Auto, stack.Real, stack.Off}, &o.Config.MariaDB},
 			{"etcd", *etcdMode, []stack.Mode{stack.Auto, stack.Real, stack.Embedded, stack.Off}, &o.Config.Etcd},
+			{"postgres", *pgMode, []stack.Mode{stack.Auto, stack.Real, stack.Off}, &o.Config.Postgres},
 		} {
 			if !slices.Contains(b.modes, stack.Mode(b.value)) {
 				return o, bound.Usagef("-%s %q: want one of %v", b.flag, b.value, b.modes)

@@ -1,5 +1,5 @@
 // Package servertest starts, for a test, the back ends of the rungs that
-// are not Redis's (ZooKeeper, MariaDB, etcd) as the stack does, on free
+// are not Redis's (ZooKeeper, MariaDB, etcd, PostgreSQL) as the stack does, on free
 // loopback ports, stopped when the test ends. Where one is not installed
 // the test is skipped and says so, except under CI=true, where a missing
 // server fails it: CI proves the real thing. (etcd falls back to an
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockladder/lockladder/internal/backend"
@@ -88,4 +89,20 @@ func MariaDB(t testing.TB) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// Postgres returns a pool on the apps' database of a fresh PostgreSQL
+// server (pgx v5), and the server's DSN (the apps' role, password and
+// all), for a control connection of the test's own.
+func Postgres(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	dsn := start(t, "postgres")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := backend.Postgres(ctx, dsn, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, dsn
 }

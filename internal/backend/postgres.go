@@ -1,0 +1,84 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PostgresPool is the most connections one app instance opens to
+// PostgreSQL. A pg-advisory holder keeps one for its whole section; a
+// waiter borrows one per try (the head of each process's line, or every
+// request under wait=fixed). The stack's three instances together (96)
+// stay under its server's max_connections (200, stack/postgres.go).
+const PostgresPool = 32
+
+// Postgres returns a pool on the PostgreSQL of dsn (a URL,
+// postgres://user:password@127.0.0.1:5432/db), once the server answers.
+// Its errors never quote the DSN: its password would end up in a log.
+func Postgres(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres DSN: %w", redactPG(err))
+	}
+	cfg.MaxConns = maxConns
+	// A connection cut under a holder is found dead by its next query;
+	// the pool's health check would only find it sooner.
+	cfg.HealthCheckPeriod = 5 * time.Second
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	return pool, nil
+}
+
+// redactPG drops a parse error's detail, which may quote the DSN.
+func redactPG(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("cannot parse it (the DSN is not quoted: it holds a password)")
+}
+
+// CutAdvisoryHolders terminates, from a connection of its own (conn), the
+// server sessions that hold a granted advisory lock and have been idle, or
+// idle in their transaction, for at least idle: a holder inside its
+// critical section, doing its business elsewhere. It is what a pooler
+// that recycles an idle server connection, a failover or a network cut
+// does to such a holder: the server frees the lock with the session, and
+// the holder learns it only at its next query. It returns how many
+// sessions it cut. The caller's role must be the holders' (or a member of
+// pg_signal_backend).
+func CutAdvisoryHolders(ctx context.Context, conn *pgx.Conn, idle time.Duration) (int, error) {
+	rows, err := conn.Query(ctx, `
+		SELECT pg_terminate_backend(a.pid)
+		FROM pg_stat_activity a
+		WHERE a.pid <> pg_backend_pid()
+		  AND a.state IN ('idle', 'idle in transaction')
+		  AND now() - a.state_change >= make_interval(secs => $1)
+		  AND EXISTS (SELECT 1 FROM pg_locks l
+		              WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted)`,
+		idle.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("postgres: cut advisory holders: %w", err)
+	}
+	n := 0
+	for rows.Next() {
+		var ok bool
+		if err := rows.Scan(&ok); err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, rows.Err()
+}

@@ -1,0 +1,183 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+)
+
+// Rueidislock is github.com/redis/rueidis v1.0.79's rueidislock, the lock
+// of Redis's own Go client, called as its README shows: NewLocker with
+// the lab's Redis (KeyMajority 1: one Redis), WithContext(ctx, name)
+// waits for the lock and returns a context that the library cancels
+// when the lock is lost (its keys deleted or expired, Redis down), the
+// business, then the returned cancel, which releases it. Its keys live
+// for Options.TTL (KeyValidity) and a goroutine extends them every half
+// of it; a waiter is woken by Redis's client-side-caching invalidation
+// of the holder's key, not by polling.
+//
+// The business checks the lock's context before its write (the Lock's
+// Context, which the handler's section passes down: a section whose
+// context ended writes nothing, ErrLost). What that saves: a slow
+// business, whose lease the extension keeps, and a lease lost while the
+// business is still running. What it cannot: a process frozen past its
+// lease (a GC pause, SIGSTOP) freezes the extension and the check with
+// it; when it wakes, its next instruction may be the write, before the
+// library's goroutines have learnt from Redis that the keys are gone.
+// The check is only as close to the write as one round trip is short.
+type Rueidislock struct {
+	opt       rueidis.ClientOption
+	ttl, wait time.Duration
+
+	mu     sync.Mutex
+	locker rueidislock.Locker // made at the first Obtain: NewLocker dials
+}
+
+var _ Locker = (*Rueidislock)(nil)
+
+// RueidisOption is the rueidis client option for the Redis rdb talks to:
+// its address (a cluster's nodes) and credentials, so that the library's
+// client logs in as the lab's other clients do.
+func RueidisOption(rdb redis.Cmdable) (rueidis.ClientOption, error) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		o := c.Options()
+		return rueidis.ClientOption{InitAddress: []string{o.Addr}, Username: o.Username, Password: o.Password,
+			Dialer: net.Dialer{Timeout: o.DialTimeout}}, nil
+	case *redis.ClusterClient:
+		o := c.Options()
+		return rueidis.ClientOption{InitAddress: o.Addrs, Username: o.Username, Password: o.Password,
+			Dialer: net.Dialer{Timeout: o.DialTimeout}}, nil
+	}
+	return rueidis.ClientOption{}, fmt.Errorf("%w: rueidislock needs the address of a go-redis client, not a %T", ErrNoServer, rdb)
+}
+
+// NewRueidislock returns the library's lock on the Redis opt names:
+// Options.TTL is its KeyValidity, Options.Wait the bound of a wait.
+func NewRueidislock(opt rueidis.ClientOption, o Options) *Rueidislock {
+	o = o.withDefaults()
+	return &Rueidislock{opt: opt, ttl: o.TTL, wait: o.Wait}
+}
+
+// get returns the library's Locker, made the first time (again after a
+// failure: Redis down when the first request came).
+func (r *Rueidislock) get() (rueidislock.Locker, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.locker != nil {
+		return r.locker, nil
+	}
+	newLocker := func(opt rueidis.ClientOption) (rueidislock.Locker, error) {
+		return rueidislock.NewLocker(rueidislock.LockerOption{
+			ClientOption:   opt,
+			KeyMajority:    1,    // one Redis, as its README says
+			NoLoopTracking: true, // Redis >= 7.0.5, as its README says
+			KeyValidity:    r.ttl,
+		})
+	}
+	l, err := newLocker(r.opt)
+	if err != nil && strings.Contains(err.Error(), "DisableCache") {
+		// A Redis without client-side caching (the embedded miniredis):
+		// its README's setting for those. Waiters then try again every
+		// 20ms, and a lost key is learnt at the next extension only.
+		opt := r.opt
+		opt.DisableCache = true
+		l, err = newLocker(opt)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock: rueidislock: redis %v: %w", r.opt.InitAddress, err)
+	}
+	r.locker = l
+	return l, nil
+}
+
+// Obtain waits in the library's WithContext until the call's bound
+// (TryWithContext for try=0). The lock's context is not the request's:
+// the library cancels it, and releases the lock, when its parent ends,
+// and a holder runs its business to the end even if its client goes.
+func (r *Rueidislock) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+	l, err := r.get()
+	if err != nil {
+		return nil, err
+	}
+	parent, stop := context.WithCancel(context.WithoutCancel(ctx))
+	bound := c.bound(r.wait)
+	if bound == 0 {
+		held, cancel, err := l.TryWithContext(parent, key)
+		switch {
+		case errors.Is(err, rueidislock.ErrNotLocked):
+			stop()
+			return nil, fmt.Errorf("%w: rueidislock: %w", ErrBusy, err)
+		case err != nil:
+			stop()
+			return nil, fmt.Errorf("lock: rueidislock: %s: %w", key, err)
+		}
+		return &rueidisLock{ctx: held, cancel: cancel, stop: stop}, nil
+	}
+	type result struct {
+		ctx    context.Context
+		cancel context.CancelFunc
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		held, cancel, err := l.WithContext(parent, key)
+		got <- result{held, cancel, err}
+	}()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case res := <-got:
+		if res.err != nil {
+			stop()
+			return nil, fmt.Errorf("lock: rueidislock: %s: %w", key, res.err)
+		}
+		return &rueidisLock{ctx: res.ctx, cancel: res.cancel, stop: stop}, nil
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	// Given up: end the wait; a lock it won meanwhile goes back at once.
+	stop()
+	if res := <-got; res.err == nil {
+		res.cancel()
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("%w: rueidislock: %w", ErrNotObtained, ctx.Err())
+	}
+	return nil, fmt.Errorf("%w: rueidislock: waited %s", ErrNotObtained, bound)
+}
+
+type rueidisLock struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   context.CancelFunc
+	once   sync.Once
+}
+
+// Context is the library's lock context: cancelled when the lock is
+// lost. The section checks it before its write.
+func (l *rueidisLock) Context() context.Context { return l.ctx }
+
+// Release calls the library's cancel, which deletes the keys; ErrNotHeld
+// when the library had already cancelled the lock's context (the lock
+// was lost while held).
+func (l *rueidisLock) Release(context.Context) error {
+	err := ErrNotHeld
+	l.once.Do(func() {
+		err = nil
+		if l.ctx.Err() != nil {
+			err = fmt.Errorf("%w: rueidislock: its context was cancelled while held: %w", ErrNotHeld, context.Cause(l.ctx))
+		}
+		l.cancel()
+		l.stop()
+	})
+	return err
+}

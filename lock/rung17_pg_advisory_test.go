@@ -1,0 +1,137 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockladder/lockladder/internal/backend"
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/internal/servertest"
+	"github.com/lockladder/lockladder/inventory"
+	"github.com/lockladder/lockladder/lock"
+)
+
+// pgRungs are the PostgreSQL advisory-lock rungs over pool.
+func pgRungs(pool *pgxpool.Pool, o lock.Options) map[string]lock.Locker {
+	return map[string]lock.Locker{
+		"pg-advisory":        lock.NewPGAdvisory(pool, o),
+		"pg-advisory-xact":   lock.NewPGAdvisoryXact(pool, o),
+		"pg-advisory-fenced": lock.NewPGAdvisoryFenced(pool, o),
+	}
+}
+
+// TestPGAdvisoryExcludes: each PostgreSQL rung is exact under
+// contention, refuses at once with try=0, gives up at its bound, and
+// frees the lock at its release; and leaves no lock on a pooled
+// connection.
+func TestPGAdvisoryExcludes(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	pool, _ := servertest.Postgres(t)
+	ctx := context.Background()
+	for name, l := range pgRungs(pool, lock.Options{Wait: 10 * time.Second}) {
+		t.Run(name, func(t *testing.T) {
+			contend(t, rdb, l, lock.Call{}, "n:"+name, 8, 15)
+			held, err := l.Obtain(ctx, "lock:"+name, lock.Call{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { held.Release(ctx) })
+			if _, err := l.Obtain(ctx, "lock:"+name, lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
+				t.Fatalf("try=0 while held: %v, want ErrBusy", err)
+			}
+			start := time.Now()
+			if _, err := l.Obtain(ctx, "lock:"+name, lock.Call{Try: dur(300 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
+				t.Fatalf("a 300ms try while held: %v, want ErrNotObtained", err)
+			}
+			if took := time.Since(start); took < 300*time.Millisecond || took > 3*time.Second {
+				t.Errorf("gave up after %s", took)
+			}
+			if err := held.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			again, err := l.Obtain(ctx, "lock:"+name, lock.Call{Try: dur(0)})
+			if err != nil {
+				t.Fatalf("after the release: %v", err)
+			}
+			t.Cleanup(func() { again.Release(ctx) })
+			if err := again.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Every connection back in the pool holds no advisory lock.
+			var n int
+			if err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Errorf("%d advisory locks left after every release", n)
+			}
+		})
+	}
+}
+
+// TestPGAdvisorySessionCut is the PostgreSQL rungs' flaw at the lock's
+// level: A holds; the lab cuts A's session from a control connection (as
+// a pooler, a failover or a network cut would); the server frees the
+// lock and B takes it while A, who was told nothing, still holds its
+// Lock. A learns at its release (ErrNotHeld). With the token drawn on
+// the session (pg-advisory-fenced), A's late write is refused after B's.
+func TestPGAdvisorySessionCut(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	pool, dsn := servertest.Postgres(t)
+	ctx := context.Background()
+	control, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer control.Close(ctx)
+	store := inventory.New(rdb)
+	for name, l := range pgRungs(pool, lock.Options{Wait: 5 * time.Second}) {
+		t.Run(name, func(t *testing.T) {
+			key := "lock:cut:" + name
+			a, err := l.Obtain(ctx, key, lock.Call{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A held connection would hold the pool's Close for good:
+			// give it back however the test ends (Release is once).
+			t.Cleanup(func() { a.Release(ctx) })
+			if n, err := backend.CutAdvisoryHolders(ctx, control, 0); err != nil || n != 1 {
+				t.Fatalf("cut: %d sessions, %v; want 1", n, err)
+			}
+			b, err := l.Obtain(ctx, key, lock.Call{})
+			if err != nil {
+				t.Fatalf("B, after A's session was cut: %v, want the lock", err)
+			}
+			t.Cleanup(func() { b.Release(ctx) })
+			// Two holders now. Only a fence tells them apart.
+			ta, tb := lock.ShapeOf(a).Token, lock.ShapeOf(b).Token
+			if name == "pg-advisory-fenced" {
+				if ta == 0 || tb <= ta {
+					t.Fatalf("tokens A %d, B %d: want 0 < A < B", ta, tb)
+				}
+				if err := store.Reset(ctx, 10); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := store.SellFenced(ctx, inventory.StockFence, tb); err != nil {
+					t.Fatalf("B's write: %v", err)
+				}
+				if _, err := store.SellFenced(ctx, inventory.StockFence, ta); !errors.Is(err, inventory.ErrStaleToken) {
+					t.Fatalf("A's late write: %v, want ErrStaleToken", err)
+				}
+			} else if ta != 0 || tb != 0 {
+				t.Fatalf("tokens %d, %d from an unfenced rung", ta, tb)
+			}
+			if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+				t.Errorf("A's release after the cut: %v, want ErrNotHeld", err)
+			}
+			if err := b.Release(ctx); err != nil {
+				t.Errorf("B's release: %v", err)
+			}
+		})
+	}
+}

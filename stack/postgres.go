@@ -1,0 +1,275 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	pgbackend "github.com/lockladder/lockladder/internal/backend"
+)
+
+// postgres is a PostgreSQL server, the pg-advisory rungs' back end: a
+// fresh cluster where Config.Data says (initdb), postgres listening on a
+// loopback port only, its unix socket in its own dir (mode 0700). Two
+// roles, each with a password made for this server (scram-sha-256, on
+// the socket too): postgresSuper, the bootstrap superuser, which only
+// the stack knows, and postgresUser, which the apps log in as, owner of
+// their database and nothing else.
+type postgres struct {
+	bin           string // the dir of initdb and postgres
+	host, port    string
+	password      string // postgresUser's
+	superPassword string // postgresSuper's
+	dir           string // its log
+	work          string // socket, password file: serverDir of dir
+	data, dataDir string
+	temps         []string
+	version       string
+	picked        bool
+	lg            *logger
+	proc          *proc
+}
+
+const (
+	postgresSuper = "postgres"
+	postgresUser  = "lockladder"
+	// postgresDatabase is the apps' database, postgresUser's.
+	postgresDatabase = "lockladder"
+	// postgresMaxConnections is above what the instances' pools may open
+	// together (backend.PostgresPool each), with room for the tests and
+	// the lab's control connection.
+	postgresMaxConnections = 200
+)
+
+// PostgresEnv is the variable the app reads its PostgreSQL DSN from
+// (-postgres's default): the stack passes it there, password and all,
+// where other users cannot read it.
+const PostgresEnv = "POSTGRES_DSN"
+
+// findPostgres returns the dir of Debian's initdb and postgres (under
+// /usr/lib/postgresql/VERSION/bin, the newest, which no PATH names), or
+// why there is none.
+func findPostgres() (string, error) {
+	if Hidden() {
+		return "", fmt.Errorf("postgres: %s", Install("postgres"))
+	}
+	if p, err := exec.LookPath("postgres"); err == nil {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "initdb")); err == nil {
+			return filepath.Dir(p), nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int { return pgVersion(a) - pgVersion(b) })
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if _, err := os.Stat(filepath.Join(dirs[i], "postgres")); err == nil {
+			return dirs[i], nil
+		}
+	}
+	return "", fmt.Errorf("postgres not found in /usr/lib/postgresql/*/bin nor on PATH (install Debian's postgresql)")
+}
+
+// pgVersion is VERSION in /usr/lib/postgresql/VERSION/bin, 0 if not a number.
+func pgVersion(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+func newPostgres(bin, host, dir, data string, lg *logger) *postgres {
+	return &postgres{bin: bin, host: host, password: newPassword(), superPassword: newPassword(),
+		dir: filepath.Join(dir, "postgres"), data: data, lg: lg}
+}
+
+func (p *postgres) addr() string { return net.JoinHostPort(p.host, p.port) }
+
+// dsn is how a client logs in as user: a URL pgx reads.
+func (p *postgres) dsnAs(user, password, database string) string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(user, password), Host: p.addr(), Path: "/" + database,
+		RawQuery: "sslmode=disable"}
+	return u.String()
+}
+
+// dsn is the apps' DSN (PostgresEnv), in their environment, never on
+// their command line.
+func (p *postgres) dsn() string { return p.dsnAs(postgresUser, p.password, postgresDatabase) }
+
+func (p *postgres) kind() string       { return "postgres" }
+func (p *postgres) clientAddr() string { return p.dsn() }
+func (p *postgres) flags() []string    { return nil }
+func (p *postgres) env() []string      { return []string{PostgresEnv + "=" + p.dsn()} }
+func (p *postgres) pid() int {
+	if p.proc == nil {
+		return 0
+	}
+	return p.proc.pid()
+}
+
+func (p *postgres) dirs() error {
+	if p.work != "" {
+		return nil
+	}
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return fmt.Errorf("stack: postgres: %w", err)
+	}
+	var err error
+	p.work, p.dataDir, p.temps, err = serverDirs(p.lg, "postgres", p.dir, p.data)
+	return err
+}
+
+// start makes an empty cluster (the first time) and starts the server on
+// it; started again after a stop, it keeps the port, the passwords and
+// the data.
+func (p *postgres) start(ctx context.Context) error {
+	if err := p.dirs(); err != nil {
+		return err
+	}
+	a, err := serverAccount()
+	if err != nil {
+		return err
+	}
+	p.picked = p.port == ""
+	if p.picked {
+		port, err := freePort(p.host)
+		if err != nil {
+			return err
+		}
+		p.port = port
+		if err := emptyDir(p.dataDir); err != nil {
+			return fmt.Errorf("stack: postgres: %w", err)
+		}
+		// initdb reads the superuser's password from a file, which it
+		// must be able to read as the server's account; removed after.
+		pwfile := filepath.Join(p.work, "pwfile")
+		if err := writeServerFile(pwfile, []byte(p.superPassword+"\n"), 0o600); err != nil {
+			return fmt.Errorf("stack: postgres: %w", err)
+		}
+		initdb := exec.CommandContext(ctx, filepath.Join(p.bin, "initdb"), "-D", p.dataDir,
+			"-U", postgresSuper, "--pwfile="+pwfile, "--auth=scram-sha-256",
+			"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+		initdb.Dir = p.work
+		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: a.credential()}
+		out, err := initdb.CombinedOutput()
+		os.Remove(pwfile)
+		if err != nil {
+			return fmt.Errorf("stack: postgres: initdb: %w\n%s", err, out)
+		}
+	}
+	args := []string{
+		"-D", p.dataDir, "-p", p.port,
+		"-c", "listen_addresses=" + p.host,
+		"-c", "unix_socket_directories=" + p.work,
+		"-c", "unix_socket_permissions=0700",
+		"-c", "max_connections=" + strconv.Itoa(postgresMaxConnections),
+		"-c", "shared_buffers=32MB",
+		"-c", "password_encryption=scram-sha-256",
+		"-c", "logging_collector=off",
+	}
+	p.proc, err = startServer("postgres", filepath.Join(p.bin, "postgres"), args, p.work,
+		filepath.Join(p.dir, "postgres.log"), syscall.SIGKILL)
+	return err
+}
+
+// ready waits until the server serves, then makes the apps' role and
+// database (again at every start: the role's password is this stack's).
+func (p *postgres) ready(ctx context.Context) error {
+	return readyOnFreePort(ctx, p.lg, "postgres", &p.picked, p.addr, p.serving, func(ctx context.Context) error {
+		p.port = ""
+		return p.start(ctx)
+	})
+}
+
+// serving waits until the superuser can log in, and sets the apps' role
+// and database up.
+func (p *postgres) serving(ctx context.Context) error {
+	super := p.dsnAs(postgresSuper, p.superPassword, "postgres")
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		conn, err := pgx.Connect(cctx, super)
+		cancel()
+		if err == nil {
+			defer conn.Close(context.Background())
+			return p.setUp(ctx, conn)
+		}
+		select {
+		case <-p.proc.done:
+			return fmt.Errorf("stack: postgres %w: %v\n%s", errExitedStarting, p.proc.exitErr(), logTail(p.proc.logPath, 2048))
+		case <-ctx.Done():
+			return fmt.Errorf("stack: postgres on %s not serving: %w", p.addr(), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// setUp makes postgresUser (LOGIN, no other privilege) with this
+// server's password, and its database.
+func (p *postgres) setUp(ctx context.Context, conn *pgx.Conn) error {
+	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&p.version); err != nil {
+		return fmt.Errorf("stack: postgres: %w", err)
+	}
+	// The password is 32 hex digits: nothing to escape, and no
+	// placeholder is allowed in a utility statement.
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", postgresUser).Scan(&exists); err != nil {
+		return fmt.Errorf("stack: postgres: %w", err)
+	}
+	verb := "CREATE"
+	if exists {
+		verb = "ALTER"
+	}
+	if _, err := conn.Exec(ctx, verb+" ROLE "+postgresUser+" LOGIN PASSWORD '"+p.password+"'"); err != nil {
+		return fmt.Errorf("stack: postgres: role %s: %w", postgresUser, err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", postgresDatabase).Scan(&exists); err != nil {
+		return fmt.Errorf("stack: postgres: %w", err)
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+postgresDatabase+" OWNER "+postgresUser); err != nil {
+			return fmt.Errorf("stack: postgres: database %s: %w", postgresDatabase, err)
+		}
+	}
+	return nil
+}
+
+func (p *postgres) stop() error {
+	if p.proc == nil {
+		return nil
+	}
+	// SIGTERM to its process group: every backend ends its session, and
+	// the postmaster, with no client left, shuts down.
+	return p.proc.stop(stopGrace)
+}
+
+func (p *postgres) remove() error { return removeAll(p.temps) }
+
+func (p *postgres) summary() string {
+	v, _, _ := strings.Cut(p.version, " ")
+	return fmt.Sprintf("postgres: PostgreSQL %s on %s (pid %d)", v, p.addr(), p.proc.pid())
+}
+
+// CutPostgresHolders terminates the sessions of the stack's PostgreSQL
+// that hold an advisory lock and have been idle for at least idle (a
+// holder in the middle of its section), from a control connection of
+// the stack's own, as a pooler, a failover or a network cut would end
+// them; it returns how many it cut. The session-cut scenario calls it.
+func (s *Stack) CutPostgresHolders(ctx context.Context, idle time.Duration) (int, error) {
+	b, err := s.backend("postgres")
+	if err != nil {
+		return 0, err
+	}
+	conn, err := pgx.Connect(ctx, b.clientAddr())
+	if err != nil {
+		return 0, fmt.Errorf("stack: postgres: control connection: %w", err)
+	}
+	defer conn.Close(context.Background())
+	return pgbackend.CutAdvisoryHolders(ctx, conn, idle)
+}

@@ -1,0 +1,79 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// postgresControl is what sessionCut needs of a stack: a control
+// connection to its PostgreSQL that ends the sessions of the holders
+// idle in their section (*stack.Stack has it).
+type postgresControl interface {
+	CutPostgresHolders(ctx context.Context, idle time.Duration) (int, error)
+}
+
+// cutIdle is how long a holder's session must have been idle in its
+// section to be cut: far beyond an unarmed section (a GET and a SET on
+// Redis), well within an armed one's work=600ms.
+const cutIdle = 150 * time.Millisecond
+
+// cutHolder ends the PostgreSQL session of a holder idle in its section
+// for cutIdle, trying until one is found (the armed request may wait for
+// the lock first) for at most 5s: its try= bound.
+func cutHolder(ctx context.Context, t Stack) error {
+	pc, ok := t.(postgresControl)
+	if !ok {
+		return errors.New("the stack has no PostgreSQL to cut a session of")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for {
+		n, err := pc.CutPostgresHolders(ctx, cutIdle)
+		switch {
+		case err != nil:
+			return err
+		case n > 0:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no holder idle %s in its section within 5s", cutIdle)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// sessionCut: the session a PostgreSQL advisory lock belongs to ends
+// under its holder. The lab terminates it from a control connection
+// (pg_terminate_backend), as a pooler recycling a server connection it
+// thinks idle, a failover or a network cut would; the server frees the
+// lock at once, the next holder enters, and the first, told nothing,
+// writes its stale stock when its business ends.
+func sessionCut() Scenario {
+	hooks := make([]Hook, len(few))
+	for i, at := range few {
+		hooks[i] = Hook{At: at, About: fmt.Sprintf("cut the PostgreSQL session of a holder idle %s in its section", cutIdle), Do: cutHolder}
+	}
+	return Scenario{
+		Name: "session-cut",
+		About: fmt.Sprintf("a few requests' business takes work=600ms (waiting up to try=5s); while each holds the lock, "+
+			"the lab ends its PostgreSQL session (pg_terminate_backend of a holder idle %s), as a pooler, a failover or a network cut would", cutIdle),
+		AppArgs:    faultArgs(),
+		Armed:      url.Values{"work": {"600ms"}, "try": {"5s"}},
+		ArmAt:      few,
+		Hooks:      hooks,
+		StallBound: stallBound,
+		Expect: map[string]string{
+			// The holder learns at its unlock, or its COMMIT, after its
+			// Redis write landed.
+			"pg-advisory": oversold, "pg-advisory-xact": oversold,
+			// Its token, drawn on the cut session, is below the next
+			// holder's: its late write is refused.
+			"pg-advisory-fenced": safe,
+		},
+		SkipOther: "only the PostgreSQL rungs' locks are sessions the lab cuts (ZooKeeper's and etcd's sessions lapse under pause-session)",
+	}
+}
