@@ -70,13 +70,13 @@ func ExampleSearch() {
 	fmt.Print(r.Diagram())
 	// Output:
 	// OVERSOLD in 7 steps, 2 clients
-	//   # | t(ms) | A                                     | B                                     | Redis                       | lock after  | stock/sold
-	//   --+-------+---------------------------------------+---------------------------------------+-----------------------------+-------------+-----------
-	//   1 |     0 | SET lock A1 ex 2 nx  [holds the lock] |                                       | -> 1                        | A1 (2000ms) | 10/0
-	//   2 |     0 | GET stock                             |                                       | -> 10                       | A1 (2000ms) | 10/0
-	//   3 |  2000 |                                       |                                       | -- time passes to 2000ms -- | -           | 10/0
-	//   4 |  2000 |                                       | SET lock B1 ex 2 nx  [holds the lock] | -> 1                        | B1 (2000ms) | 10/0
-	//   5 |  2000 |                                       | GET stock                             | -> 10                       | B1 (2000ms) | 10/0
-	//   6 |  2000 | SET stock 9; INCR sold  [sold one]    |                                       | -> OK; 1                    | B1 (2000ms) | 9/1
-	//   7 |  2000 |                                       | SET stock 9; INCR sold  [sold one]    | -> OK; 2                    | B1 (2000ms) | 9/2
+	//   # | t(ms) | A                                     | B                                                          | Redis                       | lock after  | stock/sold
+	//   --+-------+---------------------------------------+------------------------------------------------------------+-----------------------------+-------------+-----------
+	//   1 |     0 | SET lock A1 ex 2 nx  [holds the lock] |                                                            | -> 1                        | A1 (2000ms) | 10/0
+	//   2 |     0 | GET stock                             |                                                            | -> 10                       | A1 (2000ms) | 10/0
+	//   3 |  2000 |                                       |                                                            | -- time passes to 2000ms -- | -           | 10/0
+	//   4 |  2000 |                                       | SET lock B1 ex 2 nx  [holds the lock while A holds it too] | -> 1                        | B1 (2000ms) | 10/0
+	//   5 |  2000 |                                       | GET stock                                                  | -> 10                       | B1 (2000ms) | 10/0
+	//   6 |  2000 | SET stock 9; INCR sold  [sold one]    |                                                            | -> OK; 1                    | B1 (2000ms) | 9/1
+	//   7 |  2000 |                                       | SET stock 9; INCR sold  [sold one]                         | -> OK; 2                    | B1 (2000ms) | 9/2
 }

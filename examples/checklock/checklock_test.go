@@ -65,7 +65,7 @@ func TestLeaseIsFoundBroken(t *testing.T) {
 	if r.Verdict != explore.Oversold || len(rec.errs) != 1 {
 		t.Fatalf("lease: %s, %d errors reported; want %s and one", r.Verdict, len(rec.errs), explore.Oversold)
 	}
-	for _, want := range []string{"lease: OVERSOLD in 7 steps", "SET lock A1 ex 2 nx  [holds the lock]", "time passes to 2000ms", "SET lock B1 ex 2 nx  [holds the lock]"} {
+	for _, want := range []string{"lease: OVERSOLD in 7 steps", "SET lock A1 ex 2 nx  [holds the lock]", "time passes to 2000ms", "SET lock B1 ex 2 nx  [holds the lock while A holds it too]"} {
 		if !strings.Contains(rec.errs[0], want) {
 			t.Errorf("the failure does not show %q:\n%s", want, rec.errs[0])
 		}
