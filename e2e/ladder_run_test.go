@@ -94,7 +94,7 @@ func TestPageRunsTheLadder(t *testing.T) {
 		pair, expected, skip := f[0], f[1], f[2]
 		got := eval(fmt.Sprintf(`(document.querySelector('#ladderGrid td[data-pair=%q]') || {}).innerText || ''`, pair))
 		switch {
-		case skip != "" && got != "-":
+		case skip != "" && !strings.HasPrefix(got, "-"): // then, for a screen reader, why not
 			t.Errorf("%s, which this stack cannot show: its cell says %q", pair, got)
 		case skip == "" && !strings.HasPrefix(got, expected+" ✓"):
 			t.Errorf("%s: its cell says %q, want %s ✓", pair, got, expected)

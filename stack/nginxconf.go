@@ -335,7 +335,7 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 		// refused.
 		{name: "client_header_timeout", args: []string{fmt.Sprintf("%ds", int(httplimit.HeaderTimeout/time.Second))}},
 		{name: "client_header_buffer_size", args: []string{"1k"}},
-		{name: "large_client_header_buffers", args: []string{"4", fmt.Sprintf("%dk", httplimit.Accepted>>10)}},
+		{name: "large_client_header_buffers", args: []string{"4", fmt.Sprintf("%dk", httplimit.LineBuffer>>10)}},
 		{name: "client_body_temp_path", args: []string{tempPath("client-body")}},
 		{name: "proxy_temp_path", args: []string{tempPath("proxy")}},
 		{name: "fastcgi_temp_path", args: []string{tempPath("fastcgi")}},

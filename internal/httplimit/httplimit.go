@@ -15,10 +15,17 @@ const (
 	// HeaderTimeout is how long a client has to send a whole header.
 	HeaderTimeout = 5 * time.Second
 	// MaxHeaderBytes is net/http's MaxHeaderBytes: it accepts 4096 bytes
-	// more, so a header of up to 8 KB passes (nginx's buffers, the same).
-	MaxHeaderBytes = 4 << 10
-	// Accepted is the largest header all the lab's servers accept.
-	Accepted = 8 << 10
+	// more, so a header of up to 16 KB passes: room for the app's own
+	// bound on a request target (8 KB, handlers.MaxURIBytes), which
+	// answers a longer one with a JSON 414 where net/http would answer a
+	// plain-text 431.
+	MaxHeaderBytes = 12 << 10
+	// Accepted is the largest header the lab's Go servers accept.
+	Accepted = 16 << 10
+	// LineBuffer is nginx's buffer for one header line or the request
+	// line (large_client_header_buffers): a longer one is refused there
+	// (414, or 400 for a header line).
+	LineBuffer = 8 << 10
 )
 
 // Bound sets s's header limits and returns s.
