@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -41,9 +40,7 @@ func playPost(t *testing.T, url string, body any, header ...string) (int, map[st
 // says so and how short the shortest is, and the moves break the lock on
 // a real redis-server too.
 func TestPlayBreaksCheckDel(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil && !redistest.CI() {
-		t.Skip("redis-server not installed (Debian package redis-server): the replay needs it")
-	}
+	redistest.NeedServer(t, "redis-server") // the replay's
 	svc := New("http://127.0.0.1:1", nil)
 	t.Cleanup(svc.Close)
 	srv := httptest.NewServer(svc)
