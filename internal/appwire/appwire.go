@@ -33,7 +33,7 @@ type Servers struct {
 	// Password is what every Redis here requires (AUTH): the stack's,
 	// from PasswordEnv; "" for none.
 	Password string
-	Postgres  string // a DSN (a URL)
+	Postgres string // a DSN (a URL)
 
 	Timeout time.Duration // dial, read and write timeout of each Redis call
 	Pool    int           // Redis connection pool size
