@@ -250,17 +250,36 @@ func TestStartFailureStopsEverything(t *testing.T) {
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The start fails when the test cancels it, once all three fake
+	// instances run (their pids are in the file), not at a time: a
+	// timeout short enough to keep the test quick ran out, on a loaded
+	// machine, before Redis and the masters were up, and the instances
+	// were never started.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		for ctx.Err() == nil {
+			if b, _ := os.ReadFile(pidFile); len(strings.Fields(string(b))) == stack.DefaultInstances {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	start := time.Now()
-	_, err := stack.Start(context.Background(), stack.Config{
-		Dir:          filepath.Join(dir, "run"),
-		LBAddr:       "127.0.0.1:0",
-		RedisAddr:    "127.0.0.1:0",
-		Redis:        stack.Auto,
-		LB:           stack.Embedded,
-		AppBinary:    fake,
-		StartTimeout: time.Second,
-		Log:          testLog{t},
+	_, err := stack.Start(ctx, stack.Config{
+		Dir:       filepath.Join(dir, "run"),
+		LBAddr:    "127.0.0.1:0",
+		RedisAddr: "127.0.0.1:0",
+		Redis:     stack.Auto,
+		LB:        stack.Embedded,
+		AppBinary: fake,
+		Log:       testLog{t},
 	})
+	cancel()
+	<-started
 	if err == nil {
 		t.Fatal("Start succeeded with an app that never serves")
 	}
