@@ -368,15 +368,14 @@ func TestReenter(t *testing.T) {
 		t.Fatalf("local after a re-entry: %d %v: the monitor was left held", code, body)
 	}
 	before := e.mr.Dump()
+	// A request that waited for its own lock would end in a 503
+	// lock_timeout after its try=5s, not in this 400: the answer, not a
+	// clock, says it was refused before any lock was taken.
 	for _, name := range []string{"lua", "setnx", "setnx-px", "fenced", "fair", "cohort", "atomic", "none"} {
-		start := time.Now()
 		code, _, body := e.do(t, "POST", "/sale?lock="+name+"&reenter=1&try=5s")
 		msg, _ := body["error"].(string)
 		if code != 400 || !strings.Contains(msg, "cannot re-enter") || !strings.Contains(msg, "local, reentrant") {
 			t.Errorf("%s with reenter=1: %d %v, want 400 naming local and reentrant", name, code, body)
-		}
-		if took := time.Since(start); took > time.Second {
-			t.Errorf("%s with reenter=1 took %s: it waited for its own lock", name, took)
 		}
 	}
 	if e.mr.Dump() != before {

@@ -260,8 +260,14 @@ func (p *postgres) summary() string {
 // that hold an advisory lock and have been idle for at least idle (a
 // holder in the middle of its section), from a control connection of
 // the stack's own, as a pooler, a failover or a network cut would end
-// them; it returns how many it cut. The session-cut scenario calls it.
-func (s *Stack) CutPostgresHolders(ctx context.Context, idle time.Duration) (int, error) {
+// them. It looks every poll until it has cut one, and returns how many
+// it cut, or ctx's error when none was found before ctx ended. The
+// session-cut scenario calls it.
+//
+// One control connection serves every look: a connection per look (a
+// PostgreSQL backend forked and a SCRAM login each time) took so long on
+// a loaded machine that the looks missed the holder's idle window.
+func (s *Stack) CutPostgresHolders(ctx context.Context, idle, poll time.Duration) (int, error) {
 	b, err := s.backend("postgres")
 	if err != nil {
 		return 0, err
@@ -271,5 +277,15 @@ func (s *Stack) CutPostgresHolders(ctx context.Context, idle time.Duration) (int
 		return 0, fmt.Errorf("stack: postgres: control connection: %w", err)
 	}
 	defer conn.Close(context.Background())
-	return pgbackend.CutAdvisoryHolders(ctx, conn, idle)
+	for {
+		n, err := pgbackend.CutAdvisoryHolders(ctx, conn, idle)
+		if err != nil || n > 0 {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
 }

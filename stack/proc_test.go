@@ -38,11 +38,12 @@ func TestStopNeverSignalsAReusedPid(t *testing.T) {
 	// Its pid names another process now: stop refuses to signal it.
 	p := sleeper(t)
 	p.start++
-	start := time.Now()
 	if err := p.stop(50 * time.Millisecond); !errors.Is(err, errPidReused) {
 		t.Fatalf("stop of a pid with another start time: %v, want errPidReused", err)
 	}
-	if time.Since(start) > time.Second || !ProcAlive(p.pid(), p.start-1) {
+	// Refused at its first signal: no clock says how soon (the bound of
+	// a second that stood here is a loaded machine's luck, not the rule).
+	if !ProcAlive(p.pid(), p.start-1) {
 		t.Fatal("stop signalled a pid whose start time differs from the one recorded")
 	}
 	// The one it recorded: stopped.

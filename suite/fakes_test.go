@@ -183,7 +183,7 @@ func (s *fakeStack) StopMaster(i int) error {
 
 // CutPostgresHolders stands for the cut: the shop's flaw is its
 // sale's (a session-cut request writes stale).
-func (s *fakeStack) CutPostgresHolders(context.Context, time.Duration) (int, error) {
+func (s *fakeStack) CutPostgresHolders(context.Context, time.Duration, time.Duration) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log = append(s.log, "cut postgres")

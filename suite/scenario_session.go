@@ -9,10 +9,11 @@ import (
 )
 
 // postgresControl is what sessionCut needs of a stack: a control
-// connection to its PostgreSQL that ends the sessions of the holders
-// idle in their section (*stack.Stack has it).
+// connection to its PostgreSQL that ends the session of a holder idle in
+// its section, looking every poll until it finds one (*stack.Stack has
+// it).
 type postgresControl interface {
-	CutPostgresHolders(ctx context.Context, idle time.Duration) (int, error)
+	CutPostgresHolders(ctx context.Context, idle, poll time.Duration) (int, error)
 }
 
 // cutIdle is how long a holder's session must have been idle in its
@@ -20,30 +21,34 @@ type postgresControl interface {
 // Redis), well within an armed one's work=600ms.
 const cutIdle = 150 * time.Millisecond
 
+// The armed request's bounds: it waits for the lock up to cutTry, then
+// works cutWork in its section.
+const (
+	cutTry  = 5 * time.Second
+	cutWork = 600 * time.Millisecond
+)
+
 // cutHolder ends the PostgreSQL session of a holder idle in its section
-// for cutIdle, trying until one is found (the armed request may wait for
-// the lock first) for at most 5s: its try= bound.
+// for cutIdle, looking until one is found: the armed request may wait
+// for the lock first. It looks for as long as that request can be in
+// its section (its try= and its work=), not for a time of its own: a
+// bound of try= alone ran out, on a loaded machine, before a request
+// that took the lock late had been idle cutIdle.
 func cutHolder(ctx context.Context, t Stack) error {
 	pc, ok := t.(postgresControl)
 	if !ok {
 		return errors.New("the stack has no PostgreSQL to cut a session of")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, cutTry+cutWork)
 	defer cancel()
-	for {
-		n, err := pc.CutPostgresHolders(ctx, cutIdle)
-		switch {
-		case err != nil:
-			return err
-		case n > 0:
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("no holder idle %s in its section within 5s", cutIdle)
-		case <-time.After(10 * time.Millisecond):
-		}
+	n, err := pc.CutPostgresHolders(ctx, cutIdle, 10*time.Millisecond)
+	switch {
+	case n > 0:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("no holder idle %s in its section within its try= and work= (%s)", cutIdle, cutTry+cutWork)
 	}
+	return err
 }
 
 // sessionCut: the session a PostgreSQL advisory lock belongs to ends
@@ -62,7 +67,7 @@ func sessionCut() Scenario {
 		About: fmt.Sprintf("a few requests' business takes work=600ms (waiting up to try=5s); while each holds the lock, "+
 			"the lab ends its PostgreSQL session (pg_terminate_backend of a holder idle %s), as a pooler, a failover or a network cut would", cutIdle),
 		AppArgs:    faultArgs(),
-		Armed:      url.Values{"work": {"600ms"}, "try": {"5s"}},
+		Armed:      url.Values{"work": {cutWork.String()}, "try": {cutTry.String()}},
 		ArmAt:      few,
 		Hooks:      hooks,
 		StallBound: stallBound,
