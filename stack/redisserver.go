@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -230,7 +231,14 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("stack: redis-server on %s exited: %v%s", addr, p.exitErr(), logTail(p.logPath, 2048))
+			tail := logTail(p.logPath, 2048)
+			if r.pickPort && strings.Contains(tail, "bind: Address already in use") {
+				// The port was free when picked and taken before ours
+				// bound it (another package's server, or a connection's
+				// source port): the same race as above, found by ours.
+				return fmt.Errorf("stack: redis-server on %s: %w (bind: address already in use)%s", addr, errPortTaken, tail)
+			}
+			return fmt.Errorf("stack: redis-server on %s exited: %v%s", addr, p.exitErr(), tail)
 		case <-ctx.Done():
 			return fmt.Errorf("stack: redis-server on %s: no PONG: %w%s", addr, ctx.Err(), logTail(p.logPath, 2048))
 		case <-time.After(20 * time.Millisecond):
