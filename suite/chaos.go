@@ -212,13 +212,13 @@ func (c *chaos) fault(ctx context.Context, f int) ([]ChaosRow, error) {
 	case 1:
 		return c.kills(ctx)
 	case 2:
-		return c.perLock(ctx, 2, "drain", c.drain)
+		return c.perLock(ctx, 2, "drain", c.base, c.drain)
 	case 3:
-		rows, err := c.perLock(ctx, 3, "redis-stop", c.redisStop)
+		rows, err := c.perLock(ctx, 3, "redis-stop", c.base, c.redisStop)
 		if err != nil {
 			return rows, err
 		}
-		pg, err := c.perLock(ctx, 3, "postgres-stop", c.postgresStop)
+		pg, err := c.perLock(ctx, 3, "postgres-stop", c.postgresBase(), c.postgresStop)
 		return append(rows, pg...), err
 	case 4:
 		return c.retryTrap(ctx)
