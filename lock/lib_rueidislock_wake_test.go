@@ -39,13 +39,27 @@ func rueidisWaiter(t *testing.T, hold func(ctx context.Context) (release func())
 	release := hold(ctx)
 	base := scriptCalls(t, rdb)
 	got = obtain(ctx)
-	// W has tried once (and failed: H holds it).
+	// W has tried once (and failed: H holds it), and had its answer: a
+	// loopback round trip, with a wide margin for a loaded machine.
 	untilScripts(t, rdb, base+1)
+	time.Sleep(100 * time.Millisecond)
 	p.SetLatency(200 * time.Millisecond)
-	release() // returns once H's delete is answered
 	base = scriptCalls(t, rdb)
-	// W's attempt (which sets the key: it is free) and its delete of it.
-	untilScripts(t, rdb, base+2)
+	release() // returns once H's delete is answered
+	// H's delete, W's attempt (which sets the key: it is free) and W's
+	// delete of it: the key gone again.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		n, err := rdb.Exists(ctx, "rueidislock:0:k").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scriptCalls(t, rdb) >= base+3 && n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("in 10s the server ran %d scripts since the delay began (want 3), the key exists: %d", scriptCalls(t, rdb)-base, n)
+		}
+	}
 	p.SetLatency(0)
 	return time.Now(), got
 }
