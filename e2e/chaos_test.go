@@ -62,14 +62,16 @@ func checkChaosRows(t *testing.T, rows []suite.ChaosRow) {
 	}
 }
 
-// TestChaosLibraries is make chaos for the library rungs, reduced to a
-// representative subset: make chaos runs all six under every fault that
-// strikes their back end, about ten minutes more than the lab's rungs,
-// which would double make test's end-to-end time. Here one rung per kind
-// of lease under the holder's kill (a Redis key: redsync; an etcd
-// session: etcd-mutex; a ZooKeeper session: zk-lock), each against its
-// own bound, and redsync, which waits a Redis outage out where the lab's
-// rungs answer 503, under redis-stop. What the others would add is the
+// TestChaosLibraries is make chaos for the library and PostgreSQL rungs,
+// reduced to a representative subset: make chaos runs all ten under
+// every fault that strikes their back end, about ten minutes more than
+// the lab's rungs, which would double make test's end-to-end time. Here
+// one rung per kind of lease under the holder's kill (a Redis key:
+// redsync, and rueidislock's through its own client; an etcd session:
+// etcd-mutex; a ZooKeeper session: zk-lock; a PostgreSQL session:
+// pg-advisory), each against its own bound; redsync, which waits a Redis
+// outage out where the lab's rungs answer 503, and rueidislock under
+// redis-stop; pg-advisory under postgres-stop. What the others would add is the
 // lab's own rows' mechanism again (drain, the repeats, the cluster), or
 // is reproduced in package lock (redsync-redlock under a partition:
 // TestLibRedsyncRedlockCutMasterHoldsEveryAttempt).
@@ -80,21 +82,23 @@ func TestChaosLibraries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ss := &stacks{t: t}
-	rows := runChaos(t, ctx, ss, []int{1, 3}, []string{"redsync", "etcd-mutex", "zk-lock"}, 0)
+	rows := runChaos(t, ctx, ss, []int{1, 3}, []string{"redsync", "etcd-mutex", "zk-lock", "rueidislock", "pg-advisory"}, 0)
 
 	var got []string
 	var measured []suite.ChaosRow
 	for _, r := range rows {
-		got = append(got, fmt.Sprintf("%d %s", r.Fault, r.Lock))
+		got = append(got, fmt.Sprintf("%d %s %s", r.Fault, r.Name, r.Lock))
 		// Only where the server is not installed and CI does not
 		// require it: RequireReal fails the stack's start instead.
-		if r.Lock == "zk-lock" && r.NotRun == 1 && len(r.Why) == 1 && strings.HasPrefix(r.Why[0], "needs zookeeper") && !redistest.CI() {
-			t.Logf("zk-lock left out: %s", r.Why[0])
+		need := map[string]string{"zk-lock": "zookeeper", "pg-advisory": "postgres"}[r.Lock]
+		if need != "" && r.NotRun == 1 && len(r.Why) == 1 && strings.HasPrefix(r.Why[0], "needs "+need) && !redistest.CI() {
+			t.Logf("%s left out: %s", r.Lock, r.Why[0])
 			continue
 		}
 		measured = append(measured, r)
 	}
-	if want := []string{"1 redsync", "1 etcd-mutex", "1 zk-lock", "3 redsync"}; !slices.Equal(got, want) {
+	if want := []string{"1 kill redsync", "1 kill etcd-mutex", "1 kill zk-lock", "1 kill rueidislock", "1 kill pg-advisory",
+		"3 redis-stop redsync", "3 redis-stop rueidislock", "3 postgres-stop pg-advisory"}; !slices.Equal(got, want) {
 		t.Fatalf("rows %v, want %v", got, want)
 	}
 	checkChaosRows(t, measured)

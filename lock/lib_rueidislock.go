@@ -20,8 +20,8 @@ import (
 // when the lock is lost (its keys deleted or expired, Redis down), the
 // business, then the returned cancel, which releases it. Its keys live
 // for Options.TTL (KeyValidity) and a goroutine extends them every half
-// of it; a waiter is woken by Redis's client-side-caching invalidation
-// of the holder's key, not by polling.
+// of it. It runs with its README's DisableCache (see get): a waiter tries
+// again every 20ms, and a lost key is learnt at the next extension.
 //
 // The business checks the lock's context before its write (the Lock's
 // Context, which the handler's section passes down: a section whose
@@ -75,12 +75,21 @@ func (r *Rueidislock) get() (rueidislock.Locker, error) {
 		return r.locker, nil
 	}
 	// DisableCache, the README's setting for a Redis without client-side
-	// caching, here on every Redis: with the cache on, the library's
-	// waiters of one process share a gate that one invalidation wakes
-	// one of, and under load (make test's -race run on two cores) 7 of 8
-	// waiters of TestLibRueidislockExcludes waited out their whole 10s
-	// bound with the lock free. With it off each waiter tries again every
-	// 20ms (TryNextAfter), and a lost key is learnt at the next extension.
+	// caching, here on every Redis: with the cache on, the library loses
+	// a wake-up (lib_rueidislock_wake_test.go stages it). Its waiters
+	// sleep until an invalidation of the key or a release in their own
+	// process. An attempt whose reply comes later than TryNextAfter
+	// (20ms, the library's bound on an attempt) may have set the key; the
+	// library then deletes it from the same connection, to which NOLOOP
+	// tracking sends no invalidation, and signals no waiter: the lock is
+	// free and the process's waiters sleep until another process touches
+	// the key, or their bound (under make test's -race run on two cores, 7
+	// of 8 waiters of TestLibRueidislockExcludes waited out their 10s).
+	// Tracking without NOLOOP would wake them, but then each extension
+	// invalidates the holder's own key and triggers the next: thousands
+	// of scripts a second. With DisableCache each waiter tries again
+	// every 20ms (TryNextAfter), and a lost key is learnt at the next
+	// extension, not at once.
 	opt := r.opt
 	opt.DisableCache = true
 	l, err := rueidislock.NewLocker(rueidislock.LockerOption{

@@ -8,6 +8,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
@@ -19,6 +20,10 @@ import (
 type contender struct {
 	name, settings string
 	setup          func(rdb *redis.Client, masters []*redis.Client) (op func(ctx context.Context, key string) (bool, error), closeFn func())
+	// ownClient: the lock talks to its server through a client of its
+	// own (rueidis, pgx), whose round trips the go-redis hook does not
+	// see: rtt/op is unknown.
+	ownClient bool
 }
 
 // critical is the business: GET the counter, SET it one higher. then, if
@@ -116,7 +121,7 @@ local n = tonumber(redis.call("GET", KEYS[1]) or "0") + 1
 redis.call("SET", KEYS[1], n)
 return n`)
 
-func contenders(cfg config) []contender {
+func contenders(cfg config, pg *pgServer) []contender {
 	labLock := func(name, settings string, mk func(rdb *redis.Client, masters []*redis.Client, n *lock.Notifier) lock.Locker) contender {
 		return contender{name: name, settings: settings, setup: func(rdb *redis.Client, masters []*redis.Client) (func(context.Context, string) (bool, error), func()) {
 			if err := lock.EnableKeyspaceEvents(context.Background(), rdb); err != nil {
@@ -181,6 +186,27 @@ func contenders(cfg config) []contender {
 			}, func() {}
 		}}
 	}
+	// ownRung is a rung whose lock has a client of its own (libRung's
+	// shape): mk returns the Locker, or why there is none.
+	ownRung := func(name, settings string, mk func(rdb *redis.Client) (lock.Locker, error)) contender {
+		return contender{name: name, settings: settings, ownClient: true, setup: func(rdb *redis.Client, masters []*redis.Client) (func(context.Context, string) (bool, error), func()) {
+			l, err := mk(rdb)
+			if err != nil { // every operation fails, saying why
+				return func(context.Context, string) (bool, error) { return false, err }, func() {}
+			}
+			return libRung(name, settings, func(*redis.Client, []*redis.Client) lock.Locker { return l }).setup(rdb, masters)
+		}}
+	}
+	pgRung := func(name, settings string, mk func(pool *pgxpool.Pool, o lock.Options) lock.Locker) contender {
+		return ownRung(name, settings, func(*redis.Client) (lock.Locker, error) {
+			pool, err := pg.get(context.Background())
+			if err != nil {
+				return nil, err
+			}
+			// The app's wait: one try per process every 2ms (queue).
+			return mk(pool, lock.Options{TTL: cfg.ttl, Wait: cfg.bound}), nil
+		})
+	}
 	opts := func(n *lock.Notifier, m lock.WaitMode) lock.Options {
 		return lock.Options{TTL: cfg.ttl, Wait: cfg.bound, WaitMode: m, Retry: lock.FixedSleep(cfg.retry), Notifier: n}
 	}
@@ -215,6 +241,18 @@ func contenders(cfg config) []contender {
 			func(rdb *redis.Client, _ []*redis.Client) lock.Locker {
 				return lock.NewRedislock(rdb, lock.Options{TTL: cfg.ttl, Wait: cfg.bound})
 			}),
+		ownRung("rueidislock", fmt.Sprintf("redis/rueidis v1.0.79's rueidislock, the lab's rung (lock.NewRueidislock): NewLocker (KeyMajority 1, NoLoopTracking, KeyValidity %s, DisableCache: a waiter tries again every 20ms), WithContext until the %s bound, the returned cancel releases; its own rueidis client", cfg.ttl, cfg.bound),
+			func(rdb *redis.Client) (lock.Locker, error) {
+				opt, err := lock.RueidisOption(rdb)
+				if err != nil {
+					return nil, err
+				}
+				return lock.NewRueidislock(opt, lock.Options{TTL: cfg.ttl, Wait: cfg.bound}), nil
+			}),
+		pgRung("pg-advisory", "the lab's rung 17 (lock.NewPGAdvisory) on a PostgreSQL of its own, pgx v5.12.0, a pool of 32 as an app instance's: pg_try_advisory_lock on a connection borrowed per try, in the lab's wait (one try per process at a time, every 2ms), the connection held for the section, pg_advisory_unlock",
+			func(pool *pgxpool.Pool, o lock.Options) lock.Locker { return lock.NewPGAdvisory(pool, o) }),
+		pgRung("pg-advisory-xact", "the lab's rung 18 (lock.NewPGAdvisoryXact): the same with BEGIN; pg_try_advisory_xact_lock; COMMIT releases",
+			func(pool *pgxpool.Pool, o lock.Options) lock.Locker { return lock.NewPGAdvisoryXact(pool, o) }),
 		labLock("lua-fixed", fmt.Sprintf("SET NX PX + Lua release; wait=fixed, sleep %s (the articles)%s", cfg.retry, pipe),
 			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
 				return lock.NewLua(rdb, opts(n, lock.WaitFixed))

@@ -74,7 +74,7 @@ func parseFlags() (config, options, error) {
 	flag.StringVar(&o.profile, "profile", "fair", "which contender -cpuprofile profiles")
 	flag.StringVar(&o.app, "app", "../bin/app", "the app binary the through-nginx part's stack runs (make build)")
 	flag.StringVar(&o.nginxConf, "nginx-conf", "../nginx.conf", "the nginx.conf that stack derives its own from")
-	flag.StringVar(&o.lbLocks, "lb-locks", "redsync,redsync-redlock,redislock,lua,fair,cohort,atomic", "the app's locks to run through the load balancer after the direct runs (\"\": none)")
+	flag.StringVar(&o.lbLocks, "lb-locks", "redsync,redsync-redlock,redislock,rueidislock,pg-advisory,pg-advisory-xact,pg-advisory-fenced,lua,fair,cohort,atomic", "the app's locks to run through the load balancer after the direct runs (\"\": none)")
 	flag.StringVar(&o.commit, "commit", "", "the lab's commit, named in the report")
 	flag.IntVar(&cfg.n, "n", 5000, "operations per contender")
 	flag.IntVar(&cfg.c, "c", 100, "concurrent goroutines")
@@ -94,7 +94,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	all := contenders(cfg)
+	pg := &pgServer{requireReal: !o.embedded}
+	defer pg.close()
+	all := contenders(cfg, pg)
 	if o.only != "" {
 		want := strings.Split(o.only, ",")
 		all = slices.DeleteFunc(all, func(c contender) bool { return !slices.Contains(want, c.name) })

@@ -120,6 +120,10 @@ func measure(ctx context.Context, addr string, redisPid int, masterAddrs []strin
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return row{}, err
 	}
+	rtt := float64(rt.n.Load()) / float64(cfg.n)
+	if ct.ownClient {
+		rtt = -1
+	}
 	slices.Sort(lat)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return row{
@@ -127,7 +131,7 @@ func measure(ctx context.Context, addr string, redisPid int, masterAddrs []strin
 		Counter: counter, Exact: counter == ok.Load(),
 		Seconds: took.Seconds(), OpsPerS: float64(ok.Load()) / took.Seconds(),
 		P50ms: ms(lat[len(lat)/2]), P99ms: ms(lat[len(lat)*99/100]), MaxMs: ms(lat[len(lat)-1]),
-		RTTPerOp: float64(rt.n.Load()) / float64(cfg.n),
+		RTTPerOp: rtt,
 		RedisCPU: 100 * redisCPU.Seconds() / took.Seconds(),
 		SelfCPU:  100 * selfCPU.Seconds() / took.Seconds(),
 	}, nil

@@ -22,6 +22,7 @@ func viaLB(ctx context.Context, cfg config, o options, mode stack.Mode, locks []
 	s, err := stack.Start(ctx, stack.Config{
 		Instances: 3, LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0",
 		Redis: mode, LB: stack.Auto, RequireReal: !o.embedded,
+		Postgres:  pgMode(locks), // for the pg-advisory rungs
 		AppBinary: o.app, NginxConf: o.nginxConf,
 		AppArgs: []string{"-lock-ttl", cfg.ttl.String(), "-lock-wait", cfg.bound.String()},
 	})
@@ -61,4 +62,15 @@ func viaLB(ctx context.Context, cfg config, o options, mode stack.Mode, locks []
 		rows = append(rows, r)
 	}
 	return rows, summary, nil
+}
+
+// pgMode starts PostgreSQL for the stack when locks name a pg-advisory
+// rung (Auto: RequireReal makes it required), and none otherwise.
+func pgMode(locks []string) stack.Mode {
+	for _, l := range locks {
+		if strings.HasPrefix(l, "pg-advisory") {
+			return stack.Auto
+		}
+	}
+	return stack.Off
 }

@@ -77,7 +77,7 @@ func (r report) markdown() string {
 	versus("redlock", "redsync-5", 2, 4)
 	versus("redlock-cohort", "redsync-5", 2, 4)
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "\nrtt/op: Redis round trips per operation (a command or a pipeline each), the lock's and the GET and SET's.")
+	fmt.Fprintln(&b, "\nrtt/op: Redis round trips per operation (a command or a pipeline each), the lock's and the GET and SET's; - where the lock talks through a client of its own (rueidis, pgx), which this count does not see.")
 	fmt.Fprintln(&b, "redis cpu, client cpu: CPU time during the run, in % of one core, of redis-server and of this process.")
 	fmt.Fprintln(&b, "via direct: this process calls the lock; via nginx: 3 app instances behind nginx serve GET /testLock with the lock, ops/s counting their 200s,")
 	fmt.Fprintln(&b, "the latency a whole HTTP request's, failed the non-200s, exact bench's verdict; round trips and CPU are the app's, not measured there (-).")

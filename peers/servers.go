@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"sync"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/internal/backend"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -41,4 +45,49 @@ func redisVersion(ctx context.Context, addr string) (string, error) {
 		}
 	}
 	return "", io.EOF
+}
+
+// pgServer is the PostgreSQL of the pg-advisory contenders, started the
+// first time one of them runs (stack.StartBackend: a loopback port, a
+// password of its own, its data in a temporary directory), so that a run
+// without them starts none.
+type pgServer struct {
+	requireReal bool
+
+	once sync.Once
+	pool *pgxpool.Pool
+	stop func() error
+	dir  string
+	err  error
+}
+
+// get starts the server and a pool on it the first time.
+func (p *pgServer) get(ctx context.Context) (*pgxpool.Pool, error) {
+	p.once.Do(func() {
+		if p.dir, p.err = os.MkdirTemp("", "peers-postgres-"); p.err != nil {
+			return
+		}
+		var dsn string
+		dsn, p.stop, p.err = stack.StartBackend(ctx, "postgres", stack.Auto, p.requireReal, p.dir)
+		if p.err != nil {
+			p.err = fmt.Errorf("start postgres: %w (%s)", p.err, stack.Install("postgres"))
+			return
+		}
+		// The app's pool: what one instance opens.
+		p.pool, p.err = backend.Postgres(ctx, dsn, backend.PostgresPool)
+	})
+	return p.pool, p.err
+}
+
+// close stops the pool and the server, if they were started.
+func (p *pgServer) close() {
+	if p.pool != nil {
+		p.pool.Close()
+	}
+	if p.stop != nil {
+		p.stop()
+	}
+	if p.dir != "" {
+		os.RemoveAll(p.dir)
+	}
 }

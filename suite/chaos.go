@@ -23,7 +23,8 @@ import (
 //                  load balancer first): it finishes what it serves
 //                  (fault_drain.go).
 //  3. redis-stop:  Redis shut down mid-run and started again with its data
-//                  (fault_redis.go).
+//                  (fault_redis.go); for the PostgreSQL rungs, PostgreSQL
+//                  (postgres-stop, fault_postgres.go).
 //  4. retry-trap:  Redis answers slower than the client's read timeout: with
 //                  go-redis's default retries a sale script runs twice
 //                  (fault_retry.go).
@@ -46,9 +47,10 @@ type ChaosConfig struct {
 	// Faults to run, by number (1..8); default all.
 	Faults []int
 	// Locks are the rungs loaded under faults 1, 2, 3, 7 and 8: the lab's
-	// safe rungs, and the library rungs (LibraryLocks), each library under
-	// the faults that strike its back end (chaos_libs.go); default lua,
-	// fenced, fair, cohort and cohort-carry, then every library. Faults 4,
+	// safe rungs, and the library and PostgreSQL rungs (LibraryLocks,
+	// PGLocks), each under the faults that strike its back end
+	// (chaos_libs.go); default lua, fenced, fair, cohort and cohort-carry,
+	// then every library, then the PostgreSQL rungs. Faults 4,
 	// 5 and 6 use the locks they are about (atomic; lua and redlock;
 	// redlock), 5 the libraries on the one Redis beside lua and 6 the
 	// library over the masters beside redlock.
@@ -171,7 +173,7 @@ func newChaos(cfg ChaosConfig) (*chaos, error) {
 		}
 	}
 	if len(cfg.Locks) == 0 {
-		cfg.Locks = append([]string{"lua", "fenced", "fair", "cohort", "cohort-carry"}, LibraryLocks()...)
+		cfg.Locks = append(append([]string{"lua", "fenced", "fair", "cohort", "cohort-carry"}, LibraryLocks()...), PGLocks()...)
 	}
 	for _, d := range []struct {
 		v   *int
@@ -210,9 +212,14 @@ func (c *chaos) fault(ctx context.Context, f int) ([]ChaosRow, error) {
 	case 1:
 		return c.kills(ctx)
 	case 2:
-		return c.perLock(ctx, 2, "drain", c.drain)
+		return c.perLock(ctx, 2, "drain", c.base, c.drain)
 	case 3:
-		return c.perLock(ctx, 3, "redis-stop", c.redisStop)
+		rows, err := c.perLock(ctx, 3, "redis-stop", c.base, c.redisStop)
+		if err != nil {
+			return rows, err
+		}
+		pg, err := c.perLock(ctx, 3, "postgres-stop", c.postgresBase(), c.postgresStop)
+		return append(rows, pg...), err
 	case 4:
 		return c.retryTrap(ctx)
 	case 5:

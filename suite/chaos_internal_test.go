@@ -223,14 +223,15 @@ func TestChaosLibraryFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	safe := []string{"lua", "fenced", "fair", "cohort", "cohort-carry"}
-	all := append(slices.Clone(safe), LibraryLocks()...)
+	all := append(append(slices.Clone(safe), LibraryLocks()...), PGLocks()...)
 	onRedis := append(slices.Clone(safe), "redsync", "redislock", "redislock-refresh")
 	for _, tc := range []struct {
 		got, want []string
 	}{
 		{c.locksFor("kill"), all},
 		{c.locksFor("drain"), all},
-		{c.locksFor("redis-stop"), onRedis},
+		{c.locksFor("redis-stop"), append(slices.Clone(onRedis), "rueidislock")},
+		{c.locksFor("postgres-stop"), PGLocks()},
 		{c.locksFor("cluster failover"), onRedis},
 		{c.libraries("failover"), []string{"redsync", "redislock", "redislock-refresh"}},
 		{c.partitionLocks(), []string{"redlock", "redsync-redlock"}},
@@ -275,6 +276,12 @@ func TestChaosLibraryFaults(t *testing.T) {
 	}
 	if d, _ := orphanBound("lua"); d != chaosLockTTL+500*time.Millisecond {
 		t.Errorf("a Redis key's orphan bound %s, want the lease and half a second", d)
+	}
+	if cfg := withServers(stack.Config{Postgres: stack.Off}, stack.Config{}, []string{"pg-advisory-xact"}); cfg.Postgres != stack.Auto {
+		t.Errorf("pg-advisory-xact's stack starts postgres %q, want auto", cfg.Postgres)
+	}
+	if d, _ := orphanBound("pg-advisory"); d >= chaosLockTTL {
+		t.Errorf("a PostgreSQL session's orphan bound %s, want less than a lease: the server ends it when the socket closes", d)
 	}
 	if d, _ := orphanBound("etcd-mutex"); d <= chaosLockTTL+500*time.Millisecond {
 		t.Errorf("etcd's orphan bound %s, want more than a Redis key's: etcd revokes at its next check", d)

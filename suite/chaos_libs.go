@@ -8,60 +8,70 @@ import (
 	"github.com/lockladder/lockladder/stack"
 )
 
-// The library rungs (LibraryLocks) under the fault suite. Each meets the
-// faults that strike the back end its lock lives on, as the lab's rungs on
-// that back end do:
+// The library rungs (LibraryLocks) and the PostgreSQL rungs (PGLocks)
+// under the fault suite. Each meets the faults that strike the back end
+// its lock lives on, as the lab's rungs on that back end do:
 //
-//   - kill and drain (faults 1, 2 and 7): every library. The app instance
+//   - kill and drain (faults 1, 2 and 7): every one. The app instance
 //     holding the lock dies or leaves; what frees an orphan is the lock's
-//     lease: a Redis key's expiry (redsync, redislock, on the masters for
-//     redsync-redlock), an etcd session's TTL (etcd-mutex), a ZooKeeper
-//     session (zk-lock).
-//   - redis-stop (3 and 7), the Sentinel failover (5) and the cluster
-//     failover (8): the rungs on the one Redis (redsync, redislock,
-//     redislock-refresh). Fault 5 runs them as it runs lua: two clients
-//     of their own through package failover, not under load. The
-//     masters, etcd and ZooKeeper stopped or crashed are the matrix's
-//     masters-down, majority-crash and backend-restart.
+//     lease: a Redis key's expiry (redsync, redislock, rueidislock, on
+//     the masters for redsync-redlock), an etcd session's TTL
+//     (etcd-mutex), a ZooKeeper session (zk-lock), or a PostgreSQL
+//     session, which the server ends when the killed process's socket
+//     closes (the pg-advisory rungs).
+//   - redis-stop (3 and 7): the rungs on the one Redis (redsync,
+//     redislock, redislock-refresh, rueidislock); postgres-stop (3 and
+//     7): the PostgreSQL rungs. The Sentinel failover (5) and the
+//     cluster failover (8): redsync, redislock and redislock-refresh.
+//     Fault 5 runs them as it runs lua: two clients of their own through
+//     package failover, not under load. The masters, etcd and ZooKeeper
+//     stopped or crashed are the matrix's masters-down, majority-crash
+//     and backend-restart.
 //   - partition (6 and 7): redsync-redlock, over the masters as redlock.
 //   - the retry trap (4): none, as for the lab's locks: it is about the
 //     sale's script, run on atomic.
 //   - redsync-redlock under fault 5: not run. Package failover's trials
 //     over the masters are redlock's own; redsync-redlock's majority
 //     crash is in the matrix.
+//   - rueidislock under faults 5 and 8: not run. Package failover drives
+//     go-redis clients through Sentinel, and the rung's client is
+//     rueidis's own, which the app points at the one Redis only.
 //
 // The expectation beside each is the lab's (the fault's Want): the ladder
 // (../shared/ladder.md) expects every library SAFE under a crash and
 // unaffected by faults that pause no holder, and none of the suite's
 // faults pauses a holder or runs a business past its lease. Fault 5 is
 // the exception: it is built to lose the key, and each library's want is
-// lua's, a double grant shown (failoverWant). Where a library's own
-// lease differs from the Redis key's the bound follows it (orphanBound).
+// lua's, a double grant shown (failoverWant). Where a lock's own lease
+// differs from the Redis key's the bound follows it (orphanBound).
 
-// libraryBackEnd is the back end each library rung's lock lives on.
-var libraryBackEnd = map[string]string{
+// ownBackEnd is the back end each library rung's and PostgreSQL rung's
+// lock lives on; the lab's other rungs of ChaosConfig.Locks are its safe
+// rungs on Redis, loaded under every fault that strikes Redis.
+var ownBackEnd = map[string]string{
 	"redsync": "redis", "redislock": "redis", "redislock-refresh": "redis",
 	"redsync-redlock": "masters", "etcd-mutex": "etcd", "zk-lock": "zookeeper",
-	// rueidislock's own client on the one Redis: under kill and drain
-	// for now. Redis stopped, failed over or clustered has not been run
-	// with it (package failover drives the other libraries' clients).
+	// rueidislock's own client on the one Redis: stopped, as the
+	// others'; not failed over (see above).
 	"rueidislock": "redis-rueidis",
+	"pg-advisory": "postgres", "pg-advisory-xact": "postgres", "pg-advisory-fenced": "postgres",
 }
 
 // faultBackEnds are the back ends each fault, by its schedule's name,
-// strikes: the library rungs on them run it.
+// strikes: the rungs of ownBackEnd on them run it.
 var faultBackEnds = map[string][]string{
-	"kill":             {"redis", "masters", "etcd", "zookeeper", "redis-rueidis"},
-	"drain":            {"redis", "masters", "etcd", "zookeeper", "redis-rueidis"},
-	"redis-stop":       {"redis"},
+	"kill":             {"redis", "masters", "etcd", "zookeeper", "redis-rueidis", "postgres"},
+	"drain":            {"redis", "masters", "etcd", "zookeeper", "redis-rueidis", "postgres"},
+	"redis-stop":       {"redis", "redis-rueidis"},
+	"postgres-stop":    {"postgres"},
 	"partition":        {"masters"},
 	"cluster failover": {"redis"},
 	"failover":         {"redis"},
 }
 
-// isLibrary reports whether lock is a library rung.
-func isLibrary(lock string) bool {
-	_, ok := libraryBackEnd[lock]
+// hasOwnBackEnd reports whether lock is a rung of ownBackEnd.
+func hasOwnBackEnd(lock string) bool {
+	_, ok := ownBackEnd[lock]
 	return ok
 }
 
@@ -69,28 +79,32 @@ func isLibrary(lock string) bool {
 func (c *chaos) safeLocks(n int) []string {
 	var out []string
 	for _, l := range c.cfg.Locks {
-		if !isLibrary(l) && (n <= 0 || len(out) < n) {
+		if !hasOwnBackEnd(l) && (n <= 0 || len(out) < n) {
 			out = append(out, l)
 		}
 	}
 	return out
 }
 
-// libraries are the library rungs of cfg.Locks that fault strikes, in
-// the order given.
+// libraries are the rungs of cfg.Locks with a back end of their own
+// (ownBackEnd) that fault strikes, in the order given.
 func (c *chaos) libraries(fault string) []string {
 	var out []string
 	for _, l := range c.cfg.Locks {
-		if be, ok := libraryBackEnd[l]; ok && slices.Contains(faultBackEnds[fault], be) {
+		if be, ok := ownBackEnd[l]; ok && slices.Contains(faultBackEnds[fault], be) {
 			out = append(out, l)
 		}
 	}
 	return out
 }
 
-// locksFor are the locks fault loads: the lab's safe rungs of cfg.Locks,
-// then the library rungs it strikes.
+// locksFor are the locks fault loads: the lab's safe rungs of cfg.Locks
+// where it strikes Redis, then the rungs with a back end of their own it
+// strikes.
 func (c *chaos) locksFor(fault string) []string {
+	if !slices.Contains(faultBackEnds[fault], "redis") {
+		return c.libraries(fault)
+	}
 	return append(c.safeLocks(0), c.libraries(fault)...)
 }
 
@@ -175,9 +189,11 @@ const (
 
 // waitsOutOutages are the library rungs whose wait tries again after an
 // attempt that failed (Redis down) as after one that lost, until the
-// request's bound: redsync. Under redis-stop their requests wait the
-// outage out, where the lab's rungs and redislock answer a fast 503.
-var waitsOutOutages = map[string]bool{"redsync": true, "redsync-redlock": true}
+// request's bound: redsync, and rueidislock (its WithContext tries again
+// after any failed attempt, every 20ms with DisableCache). Under
+// redis-stop their requests wait the outage out, where the lab's rungs
+// and redislock answer a fast 503 (rueidislock: 0 and 1 503 in two runs).
+var waitsOutOutages = map[string]bool{"redsync": true, "redsync-redlock": true, "rueidislock": true}
 
 // waitsForEveryMaster are the rungs over the masters whose attempt waits
 // for every master's answer: redsync's does unless WithFailFast, and its

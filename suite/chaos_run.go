@@ -22,8 +22,9 @@ type faultRun struct {
 	applied func(r bench.Row) error
 }
 
-// perLock runs a fault once for each of its locks (locksFor), on one stack.
-func (c *chaos) perLock(ctx context.Context, f int, name string, mk func(lock string, at float64, inst int) faultRun) ([]ChaosRow, error) {
+// perLock runs a fault once for each of its locks (locksFor), on one
+// stack, each run of base's size.
+func (c *chaos) perLock(ctx context.Context, f int, name string, base bench.Config, mk func(lock string, at float64, inst int) faultRun) ([]ChaosRow, error) {
 	locks := c.locksFor(name)
 	if len(locks) == 0 {
 		return nil, nil
@@ -35,7 +36,7 @@ func (c *chaos) perLock(ctx context.Context, f int, name string, mk func(lock st
 	defer top.Stop()
 	var rows []ChaosRow
 	for _, lock := range locks {
-		row, err := c.once(ctx, f, name, top, lock, c.base, func() faultRun { return mk(lock, 0.3, 1) })
+		row, err := c.once(ctx, f, name, top, lock, base, func() faultRun { return mk(lock, 0.3, 1) })
 		if err != nil {
 			return rows, err
 		}

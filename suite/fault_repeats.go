@@ -9,8 +9,8 @@ import (
 	"github.com/lockladder/lockladder/bench"
 )
 
-// repeats: faults 1 (any instance, holding the lock or not), 2, 3 and 6
-// (2 of 5 cut) again and again, at random moments, against random
+// repeats: faults 1 (any instance, holding the lock or not), 2, 3 (Redis,
+// and PostgreSQL for its rungs) and 6 (2 of 5 cut) again and again, at random moments, against random
 // instances, on the first two safe locks and the library rungs whose back
 // end each strikes; a row per fault and lock sums them.
 func (c *chaos) repeats(ctx context.Context) ([]ChaosRow, error) {
@@ -32,6 +32,7 @@ func (c *chaos) repeats(ctx context.Context) ([]ChaosRow, error) {
 		{"kill", append(slices.Clone(safe), c.libraries("kill")...), c.killAny, small},
 		{"drain", append(slices.Clone(safe), c.libraries("drain")...), c.drain, small},
 		{"redis-stop", append(slices.Clone(safe), c.libraries("redis-stop")...), c.redisStop, small},
+		{"postgres-stop", c.libraries("postgres-stop"), c.postgresStop, small},
 		{"partition 2/5", c.partitionLocks(), c.partition(2), rl},
 	}
 	var rows []ChaosRow

@@ -26,6 +26,12 @@ func LibraryLocks() []string {
 	return []string{"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock", "rueidislock"}
 }
 
+// PGLocks are the rungs on PostgreSQL's advisory lock (lock/rung17..19),
+// a part of LadderLocks.
+func PGLocks() []string {
+	return []string{"pg-advisory", "pg-advisory-xact", "pg-advisory-fenced"}
+}
+
 // Scenarios lists every scenario in the order of docs/scenarios.md. Each
 // family has its file: no fault (normal, single), armed requests (slow,
 // crash, crash-before-expire, check-pause, pause, pause-session), a clock

@@ -1,0 +1,97 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/internal/report"
+)
+
+// postgresBase is the size of postgres-stop's runs: three times the
+// suite's requests, so that the load outlasts a restart of PostgreSQL
+// (a second or more on a loaded machine: it starts, then lets the apps'
+// role in again).
+func (c *chaos) postgresBase() bench.Config {
+	b := c.base
+	b.Requests *= 3
+	return b
+}
+
+// postgresDowntime is how long postgresStop keeps PostgreSQL down: a
+// restart, not an outage (backend-restart in the matrix keeps it down
+// for backendDowntime under a 1s wait).
+const postgresDowntime = 200 * time.Millisecond
+
+// postgresStop: fault 3 for the rungs on PostgreSQL (the pg-advisory
+// rungs), what redisStop is for the rungs on Redis: the server stopped
+// mid-run (SIGTERM: every backend ends its session, freeing the advisory
+// locks it held) and started again on the same port with its data.
+// Requests that find it down fail with a 503 and change nothing; a
+// holder whose session ends under it has a section of a few
+// milliseconds left, while nobody can take the lock before the server
+// is back (session-cut, in the matrix, is the slow holder's case).
+func (c *chaos) postgresStop(_ string, at float64, _ int) faultRun {
+	var down, stopped, back time.Time
+	sc := Scenario{
+		Name: "postgres-stop", About: "PostgreSQL stopped mid-run (SIGTERM: every session ends) and started again with its data",
+		Hooks: []Hook{{At: at, About: "stop and start PostgreSQL", Do: func(ctx context.Context, t Stack) error {
+			bc, ok := t.(backendControl)
+			if !ok {
+				return errors.New("the stack cannot stop its PostgreSQL")
+			}
+			down = time.Now()
+			if err := bc.StopBackend("postgres"); err != nil {
+				return err
+			}
+			stopped = time.Now()
+			time.Sleep(postgresDowntime)
+			if err := bc.StartBackend("postgres"); err != nil {
+				return err
+			}
+			back = time.Now()
+			return nil
+		}}},
+	}
+	return faultRun{sc: sc, figure: func(r bench.Row) ChaosRow {
+		var lat []time.Duration
+		for _, op := range r.Ops {
+			if op.Code == 503 {
+				lat = append(lat, time.Duration(op.Return-op.Call))
+			}
+		}
+		p := percentile(lat, 0.99)
+		row := ChaosRow{
+			RecoveryMs: -1, Recovery: "PostgreSQL back to the next sale through the lock",
+			Figure: fmt.Sprintf("503 ×%d, p99 %s; PostgreSQL down %s (its stop took %s, its start %s); sold %d = stock gone %d",
+				len(lat), p.Round(100*time.Microsecond), back.Sub(down).Round(time.Millisecond),
+				stopped.Sub(down).Round(time.Millisecond), back.Sub(stopped.Add(postgresDowntime)).Round(time.Millisecond),
+				r.Sold, r.Initial-r.Remaining),
+			Want: "503s fast (p99 < 1s); stock and sold unchanged by them; sales again once it is back, if the load outlasts the restart",
+		}
+		// After the restart the pools in the instances dial again. A
+		// restart slower than the rest of the load (seconds, on a loaded
+		// machine) shows no recovery, only the outage's 503s.
+		var last int64 // the last answer, from the run's start
+		for _, op := range r.Ops {
+			last = max(last, op.Return)
+		}
+		recovered := true
+		if last > int64(back.Sub(r.Began)) {
+			rec, ok := firstProgress(r, back)
+			if ok {
+				row.RecoveryMs = report.Ms(rec)
+			}
+			recovered = ok
+		} else {
+			row.Figure += "; the load ended before it was back"
+		}
+		if !recovered {
+			row.Figure += "; no sale after it was back"
+		}
+		row.Pass = len(lat) > 0 && p < time.Second && recovered && violations(r) == 0
+		return row
+	}}
+}
