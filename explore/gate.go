@@ -104,6 +104,10 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func() err
 	err := send()
 	h.ex.scripts.note(cmds)
 	g.answers = answersOf(cmds)
+	if g.node > 0 {
+		// Before the sender hands the answer back to its program.
+		w.events <- event{kind: evAnswered, c: c, g: g}
+	}
 	close(g.sent)
 	return err
 }

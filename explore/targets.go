@@ -91,6 +91,10 @@ type Target struct {
 	// and NewMasters makes it over them; New is then nil.
 	Masters    int
 	NewMasters func([]redis.Cmdable, lock.Options) lock.Locker
+	// WaitsAll: a library on masters whose every call asks each master
+	// and waits for every answer (redsync), its rounds known from the
+	// commands at the gates, not reported (rounds.go).
+	WaitsAll bool
 	// Wait is the wait mode of each Obtain ("" the rung's default).
 	Wait lock.WaitMode
 	// MaxClients, when positive, caps Config.MaxClients.

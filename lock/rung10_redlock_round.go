@@ -98,6 +98,14 @@ func (r *Redlock) onMasters(ctx context.Context, call masterCall, o roundOpts) r
 	answers := make(chan answer, len(r.nodes)) // late answers never block
 	ends := make(settled, len(r.nodes))
 	asked := 0
+	watch := roundWatchOf(ctx)
+	if watch != nil {
+		mask := make([]bool, len(r.nodes))
+		for i := range mask {
+			mask[i] = o.only == nil || o.only[i]
+		}
+		watch.Begin(mask)
+	}
 	for i, nd := range r.nodes {
 		if o.only != nil && !o.only[i] {
 			continue
@@ -128,6 +136,9 @@ func (r *Redlock) onMasters(ctx context.Context, call masterCall, o roundOpts) r
 	yes, timedOut, pending := 0, false, asked
 collect:
 	for pending > 0 {
+		if watch != nil {
+			watch.Wait(asked - pending)
+		}
 		select {
 		case a := <-answers:
 			answered[a.node] = true
