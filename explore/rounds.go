@@ -151,3 +151,17 @@ func (w *world) handleRound(ev event) {
 		}
 	}
 }
+
+// midRound says a live client is inside a library's round (asked, not
+// every answer in).
+func (w *world) midRound() bool {
+	if !w.ex.target.WaitsAll {
+		return false
+	}
+	for _, c := range w.clients {
+		if !c.crashed && c.round != nil && !c.round.complete() {
+			return true
+		}
+	}
+	return false
+}

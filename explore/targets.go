@@ -43,6 +43,11 @@ var Targets = []Target{
 // third multiplies the interleavings of five masters past the budget.
 var OnMasters = []Target{
 	{Name: "redlock", Masters: 5, NewMasters: newRedlock, Wait: lock.WaitFixed, Faults: Pause, MaxClients: 2},
+	// redsync's Mutex over the masters, the library's code unchanged
+	// (libraries.go): every call asks each master and waits for every
+	// answer.
+	{Name: "redsync-redlock", Masters: 5, NewMasters: newRedsyncRedlock, WaitsAll: true, Faults: Pause, MaxClients: 2,
+		tokens: true, replayTTL: redsyncReplayTTL},
 }
 
 // PageMasters is how many masters Redlock has on the page: three, a
