@@ -16,8 +16,9 @@ import (
 //     so through lock.RoundWatch: Begin before it asks, Wait before each
 //     wait for an answer);
 //   - each master a round asks has the round's command held at its gate,
-//     or answered, or waits behind the client's earlier command to that
-//     master, still held (a release waits for the SET it removes).
+//     or answered, or, where the round says its call waits for the
+//     client's earlier call to that master (a release waits for the SET
+//     it removes), that earlier command is still held.
 //
 // A library's rounds (redsync's, Target.WaitsAll) report nothing: each
 // asks every master and waits for every answer, so a round begins with
@@ -28,6 +29,7 @@ import (
 // round is one call a client's program sent to its masters.
 type round struct {
 	asked    []bool  // the masters it asks
+	after    []bool  // where its call waits for the client's earlier one
 	gates    []*gate // its command to each, once at its gate
 	answered []bool
 	produced int  // answers handed back to the program so far
@@ -35,9 +37,9 @@ type round struct {
 	library  bool // a library's round (Target.WaitsAll): no Wait reports
 }
 
-func newRound(asked []bool, library bool) *round {
+func newRound(asked, after []bool, library bool) *round {
 	n := len(asked)
-	return &round{asked: asked, gates: make([]*gate, n), answered: make([]bool, n), taken: -1, library: library}
+	return &round{asked: asked, after: after, gates: make([]*gate, n), answered: make([]bool, n), taken: -1, library: library}
 }
 
 // complete says every master asked has answered.
@@ -55,8 +57,8 @@ func (r *round) complete() bool {
 // commands they precede.
 type roundWatch struct{ c *client }
 
-func (r roundWatch) Begin(asked []bool) {
-	r.c.w.events <- event{kind: evRoundBegin, c: r.c, asked: asked}
+func (r roundWatch) Begin(asked, after []bool) {
+	r.c.w.events <- event{kind: evRoundBegin, c: r.c, asked: asked, after: after}
 }
 
 func (r roundWatch) Wait(taken int) {
@@ -64,7 +66,8 @@ func (r roundWatch) Wait(taken int) {
 }
 
 // accounted says each goroutine of c's round has stopped: its command at
-// its gate, or answered, or waiting behind an earlier one still held.
+// its gate, or answered, or waiting, as the round said it would, behind
+// an earlier one still held.
 func (r *round) accounted(c *client) bool {
 	for i, a := range r.asked {
 		switch {
@@ -73,7 +76,7 @@ func (r *round) accounted(c *client) bool {
 			if c.nodes[i] != r.gates[i] {
 				return false // delivered: on its way to the master or back
 			}
-		case c.nodes[i] == nil || c.nodes[i].round == r:
+		case !r.after[i] || c.nodes[i] == nil || c.nodes[i].round == r:
 			return false // not at its gate yet
 		}
 	}
@@ -128,7 +131,7 @@ func (w *world) handleRound(ev event) {
 	c := ev.c
 	switch ev.kind {
 	case evRoundBegin:
-		c.round = newRound(ev.asked, false)
+		c.round = newRound(ev.asked, ev.after, false)
 	case evRoundWait:
 		if c.round != nil {
 			c.round.taken = ev.taken
@@ -139,7 +142,7 @@ func (w *world) handleRound(ev event) {
 			for i := range all {
 				all[i] = true
 			}
-			c.round = newRound(all, true)
+			c.round = newRound(all, make([]bool, len(all)), true)
 		}
 		if r := c.round; r != nil && r.gates[ev.g.node-1] == nil && !r.answered[ev.g.node-1] && r.asked[ev.g.node-1] {
 			ev.g.round, r.gates[ev.g.node-1] = r, ev.g

@@ -88,7 +88,8 @@ type event struct {
 	c     *client
 	g     *gate
 	tk    *vticker
-	asked []bool // evRoundBegin: the masters the round asks
+	asked []bool // evRoundBegin: the masters the round asks,
+	after []bool // and where it waits for an earlier call
 	taken int    // evRoundWait: the answers the round has taken
 }
 

@@ -100,11 +100,12 @@ func (r *Redlock) onMasters(ctx context.Context, call masterCall, o roundOpts) r
 	asked := 0
 	watch := roundWatchOf(ctx)
 	if watch != nil {
-		mask := make([]bool, len(r.nodes))
-		for i := range mask {
-			mask[i] = o.only == nil || o.only[i]
+		asked, after := make([]bool, len(r.nodes)), make([]bool, len(r.nodes))
+		for i := range asked {
+			asked[i] = o.only == nil || o.only[i]
+			after[i] = o.after != nil && o.after[i] != nil
 		}
-		watch.Begin(mask)
+		watch.Begin(asked, after)
 	}
 	for i, nd := range r.nodes {
 		if o.only != nil && !o.only[i] {
