@@ -58,7 +58,7 @@ func (r *round) complete() bool {
 type roundWatch struct{ c *client }
 
 func (r roundWatch) Begin(asked, after []bool) {
-	r.c.w.events <- event{kind: evRoundBegin, c: r.c, asked: asked, after: after}
+	r.c.w.events <- event{kind: evRoundBegin, c: r.c, r: newRound(asked, after, false)}
 }
 
 func (r roundWatch) Wait(taken int) {
@@ -131,7 +131,7 @@ func (w *world) handleRound(ev event) {
 	c := ev.c
 	switch ev.kind {
 	case evRoundBegin:
-		c.round = newRound(ev.asked, ev.after, false)
+		c.round = ev.r
 	case evRoundWait:
 		if c.round != nil {
 			c.round.taken = ev.taken

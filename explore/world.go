@@ -88,8 +88,7 @@ type event struct {
 	c     *client
 	g     *gate
 	tk    *vticker
-	asked []bool // evRoundBegin: the masters the round asks,
-	after []bool // and where it waits for an earlier call
+	r     *round // evRoundBegin: the round begun
 	taken int    // evRoundWait: the answers the round has taken
 }
 
