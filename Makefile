@@ -67,7 +67,7 @@ chaos: build
 ## for the shortest that oversells or deadlocks, print it as a sequence diagram and replay it on a
 ## real redis-server (docs/explore.md); LOCKS=setnx,lua to choose (default EXPLORE_LOCKS), BUDGET=60s per rung
 BUDGET  ?=
-EXPLORE_LOCKS = setnx,setnx-expire,setnx-px,check-del,lua,del-setnx,getset,reentrant,redlock,fenced,fair,cohort,atomic,redsync,redislock,redislock-refresh
+EXPLORE_LOCKS = setnx,setnx-expire,setnx-px,check-del,lua,del-setnx,getset,reentrant,redlock,fenced,fair,cohort,atomic,redsync,redislock,redislock-refresh,redsync-redlock
 explore: build
 	$(BIN)/bench explore -locks $(or $(LOCKS),$(EXPLORE_LOCKS)) $(if $(BUDGET),-budget $(BUDGET))
 

@@ -63,8 +63,7 @@ type client struct {
 	gate, wdGate *gate
 	nodes        []*gate   // held for each master, for a target on masters
 	started      time.Time // when its attempt began (a target on masters)
-	setAnswers   int       // answers to its attempt's SETs so far
-	setYes       int       // of which yes
+	round        *round    // its latest round on its masters (rounds.go)
 	delivered    int
 	crashed      bool
 	skew         time.Duration
@@ -89,6 +88,9 @@ func (c *client) run() {
 		defer c.caught() // a checked lock's panic fails the check, not the process
 	}
 	ctx := context.WithValue(context.WithValue(c.w.ctx, mainKey{}, c.w), clientKey{}, c)
+	if c.w.multi() {
+		ctx = lock.WithRoundWatch(ctx, roundWatch{c})
+	}
 	once := time.Duration(0)
 	if c.w.ex.target.Line {
 		once = waitInLine // B waits in A's line; C in fair's queue

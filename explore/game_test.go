@@ -123,3 +123,29 @@ func TestGameRefusesBadMoves(t *testing.T) {
 		t.Error("4 clients: no error")
 	}
 }
+
+// A game on masters, whose attempts and releases fan out to three
+// masters at once from a goroutine each, gives the same state every time
+// its moves are replayed, move by move: each step ends when every
+// goroutine of the client is accounted for (rounds.go), not when the
+// goroutines look still. So do cohort's, whose requests pass the lock in
+// memory.
+func TestGameOnMastersReplaysIdentically(t *testing.T) {
+	for _, name := range []string{"redlock", "redsync-redlock", "cohort"} {
+		tg, moves := scripted(t, name, 50)
+		states := make([]string, len(moves)+1)
+		for k := range states {
+			b, _ := json.Marshal(play(t, tg, clientsOf(tg), moves[:k]))
+			states[k] = string(b)
+		}
+		for range 5 {
+			for k := range states {
+				b, _ := json.Marshal(play(t, tg, clientsOf(tg), moves[:k]))
+				if string(b) != states[k] {
+					t.Fatalf("%s: moves %v gave another state:\n%s\n%s", name, moves[:k], states[k], b)
+				}
+			}
+		}
+		t.Logf("%s: %d moves, each prefix the same state 6 times", name, len(moves))
+	}
+}

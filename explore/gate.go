@@ -40,17 +40,23 @@ func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		return h.pass(ctx, []redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+		return h.pass(ctx, []redis.Cmder{cmd}, func(ctx context.Context) error { return next(ctx, cmd) })
 	}
 }
 
 func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		return h.pass(ctx, cmds, func() error { return next(ctx, cmds) })
+		return h.pass(ctx, cmds, func(ctx context.Context) error { return next(ctx, cmds) })
 	}
 }
 
-func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func() error) error {
+func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(context.Context) error) error {
+	if h.ex.target.WaitsAll && ctx.Value(mainKey{}) != nil {
+		// A library's own wall-clock deadlines (redsync's, 5% of the
+		// expiry for each call) never pass in a schedule: for them no
+		// time passes (libraries.go), however long a command is held.
+		ctx = context.WithoutCancel(ctx)
+	}
 	w := h.w.Load()
 	if cw, ok := ctx.Value(mainKey{}).(*world); ok {
 		// A client's program, or a goroutine it started (a Redlock
@@ -62,7 +68,7 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func() err
 		defer w.inflight.Add(-1)
 	}
 	if w == nil || !gated(cmds[0]) {
-		err := send()
+		err := send(ctx)
 		h.ex.scripts.note(cmds)
 		return err
 	}
@@ -73,7 +79,7 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func() err
 		return err
 	}
 	if h.ex.scripts.unknown(cmds[0]) {
-		return send()
+		return send(ctx)
 	}
 	c := w.clients[h.id]
 	if cc, ok := ctx.Value(clientKey{}).(*client); ok && cc.w == w {
@@ -101,9 +107,13 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func() err
 		w.events <- event{kind: evGateGone, c: c, g: g}
 		return ctx.Err()
 	}
-	err := send()
+	err := send(ctx)
 	h.ex.scripts.note(cmds)
 	g.answers = answersOf(cmds)
+	if g.node > 0 {
+		// Before the sender hands the answer back to its program.
+		w.events <- event{kind: evAnswered, c: c, g: g}
+	}
 	close(g.sent)
 	return err
 }

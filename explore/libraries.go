@@ -46,3 +46,13 @@ var Libraries = []Target{
 // can miss between holding a command and delivering it; 100 ms at 2 s,
 // as in the search.
 const redsyncReplayTTL = 2 * time.Second
+
+// newRedsyncRedlock is the rung redsync-redlock as lock.NewLadder makes
+// it: redsync over the masters, a pool each.
+func newRedsyncRedlock(masters []redis.Cmdable, o lock.Options) lock.Locker {
+	servers := make([]redis.UniversalClient, len(masters))
+	for i, m := range masters {
+		servers[i] = m.(redis.UniversalClient)
+	}
+	return lock.NewRedsync(servers, o)
+}

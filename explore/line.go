@@ -19,8 +19,7 @@ import (
 // whose section ends with a request in its line lasts until that request
 // has stopped too (settleAny). A request that starts while its line is
 // busy parks with no command, so that its step lasts until the line
-// counts it (Cohort.Waiting), or else until the stacks say that nothing
-// of the world runs (quiesce). A waiter that sleeps between two tries (fair's
+// counts it (Cohort.Waiting). A waiter that sleeps between two tries (fair's
 // queue, polling for its handoff) sleeps at a gate of its own, until the
 // search wakes it (lock.SetAfter). A fault strikes a process: a crash
 // kills both its requests, a pause freezes both and the watchdog that
@@ -77,8 +76,8 @@ func (w *world) move(c *client, wd bool, let func()) {
 	let()
 	// c may park in its line: then no event of its says it stopped, but
 	// the line says it is in it, and it does nothing more until its turn.
-	if !ok || w.ex.real || !w.await(func() bool { return w.stopped(c) || line.Waiting(lockKey) > waiting }) {
-		w.quiesce(c)
+	if !w.await(func() bool { return w.stopped(c) || ok && line.Waiting(lockKey) > waiting }) {
+		panic(fmt.Sprintf("explore: %s: client %s neither stopped nor waits in its line after %s", w.ex.target.Name, c.name, stuck))
 	}
 	if len(parked) > 0 && (c.sections != sections || c.attempt != attempt) {
 		// Its section ended, with requests in its line: it passed the

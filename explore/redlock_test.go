@@ -91,3 +91,29 @@ func replayer(t *testing.T) *explore.Replayer {
 	}
 	return p
 }
+
+// TestRedsyncRedlockPause explores redsync's own Redlock (the rung
+// redsync-redlock, the library's code unchanged) on three masters, as
+// the page does: a holder paused past its lease writes beside the
+// client that took every master meanwhile (redsync waits for each
+// master's answer, so both rounds ask all three); the schedule oversells
+// on a real redis-server too.
+func TestRedsyncRedlockPause(t *testing.T) {
+	tg := lookup(t, "redsync-redlock")
+	tg.Masters = 3
+	cfg := bySteps
+	cfg.Depth = 11
+	r := run(t, tg, cfg)
+	if r.Verdict != explore.Oversold || r.Steps != 11 || r.Clients != 2 {
+		t.Fatalf("redsync-redlock: %s in %d steps, %d clients (%s); want %s in 11 steps, 2 clients",
+			r.Verdict, r.Steps, r.Clients, r.Covered(), explore.Oversold)
+	}
+	paused := false
+	for _, s := range r.Trace {
+		paused = paused || strings.Contains(s.Event, "pauses")
+	}
+	if !paused {
+		t.Errorf("redsync-redlock: the counterexample has no pause: %+v", r.Trace)
+	}
+	wantReproduced(t, tg, r)
+}

@@ -43,6 +43,11 @@ var Targets = []Target{
 // third multiplies the interleavings of five masters past the budget.
 var OnMasters = []Target{
 	{Name: "redlock", Masters: 5, NewMasters: newRedlock, Wait: lock.WaitFixed, Faults: Pause, MaxClients: 2},
+	// redsync's Mutex over the masters, the library's code unchanged
+	// (libraries.go): every call asks each master and waits for every
+	// answer.
+	{Name: "redsync-redlock", Masters: 5, NewMasters: newRedsyncRedlock, WaitsAll: true, Faults: Pause, MaxClients: 2,
+		tokens: true, replayTTL: redsyncReplayTTL},
 }
 
 // PageMasters is how many masters Redlock has on the page: three, a
@@ -91,6 +96,10 @@ type Target struct {
 	// and NewMasters makes it over them; New is then nil.
 	Masters    int
 	NewMasters func([]redis.Cmdable, lock.Options) lock.Locker
+	// WaitsAll: a library on masters whose every call asks each master
+	// and waits for every answer (redsync), its rounds known from the
+	// commands at the gates, not reported (rounds.go).
+	WaitsAll bool
 	// Wait is the wait mode of each Obtain ("" the rung's default).
 	Wait lock.WaitMode
 	// MaxClients, when positive, caps Config.MaxClients.

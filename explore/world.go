@@ -22,8 +22,8 @@ import (
 // was just delivered, or whose watchdog just ticked. The others wait at a
 // gate (their next command held back), on a tick, or are done. So each
 // run of a schedule does the same thing. (A Redlock's rounds run a
-// goroutine per master at once: there a step ends when none of them can
-// run, see quiesce.)
+// goroutine per master at once: there a step ends when each of them is
+// accounted for, see rounds.go.)
 type world struct {
 	ex      *Explorer
 	now     time.Time // virtual: Redis's clock, and each client's (plus its skew)
@@ -50,7 +50,7 @@ type world struct {
 	initial  int64
 	// inflight counts the commands on their way to Redis or back (not
 	// held at a gate): on a real Redis, a goroutine waiting for its
-	// answer is not running, yet the world is not still (quiesce).
+	// answer is not running, yet the world is not still (line.go).
 	inflight atomic.Int32
 }
 
@@ -72,19 +72,24 @@ type budget struct{ faults, ticks int }
 type evKind int
 
 const (
-	evGate     evKind = iota // a command waits at its gate
-	evDone                   // a client's program returned
-	evTickNew                // a watchdog was started
-	evTickWait               // a watchdog waits for its tick
-	evTickStop               // a watchdog ended
-	evGateGone               // a held command's context ended: it was never sent
+	evGate       evKind = iota // a command waits at its gate
+	evDone                     // a client's program returned
+	evTickNew                  // a watchdog was started
+	evTickWait                 // a watchdog waits for its tick
+	evTickStop                 // a watchdog ended
+	evGateGone                 // a held command's context ended: it was never sent
+	evAnswered                 // a held command, delivered, has its answer (rounds.go)
+	evRoundBegin               // a client's program begins a round on its masters
+	evRoundWait                // ... and waits for an answer in it
 )
 
 type event struct {
-	kind evKind
-	c    *client
-	g    *gate
-	tk   *vticker
+	kind  evKind
+	c     *client
+	g     *gate
+	tk    *vticker
+	r     *round // evRoundBegin: the round begun
+	taken int    // evRoundWait: the answers the round has taken
 }
 
 // gate is one command (or one pipeline) held back until the search
@@ -105,6 +110,7 @@ type gate struct {
 	// returns, in the sender's goroutine, which may still run (a Redlock
 	// round's worker) while the search records the step.
 	answers []string
+	round   *round // a command for a master: the round it belongs to (rounds.go)
 }
 
 // renewal is c's watchdog's held renewal, unless its holder has stopped
@@ -294,6 +300,7 @@ func (w *world) handle(ev event) {
 			w.learn(ev.g.cmds)
 		}
 		if ev.g.node > 0 {
+			w.handleRound(ev)
 			ev.c.nodes[ev.g.node-1] = ev.g
 			return
 		}
@@ -314,6 +321,8 @@ func (w *world) handle(ev event) {
 		if ev.g.node > 0 && ev.c.nodes[ev.g.node-1] == ev.g {
 			ev.c.nodes[ev.g.node-1] = nil
 		}
+	case evAnswered, evRoundBegin, evRoundWait:
+		w.handleRound(ev)
 	case evDone:
 		ev.c.finished = true
 	case evTickNew:

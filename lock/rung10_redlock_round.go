@@ -98,6 +98,15 @@ func (r *Redlock) onMasters(ctx context.Context, call masterCall, o roundOpts) r
 	answers := make(chan answer, len(r.nodes)) // late answers never block
 	ends := make(settled, len(r.nodes))
 	asked := 0
+	watch := roundWatchOf(ctx)
+	if watch != nil {
+		asked, after := make([]bool, len(r.nodes)), make([]bool, len(r.nodes))
+		for i := range asked {
+			asked[i] = o.only == nil || o.only[i]
+			after[i] = o.after != nil && o.after[i] != nil
+		}
+		watch.Begin(asked, after)
+	}
 	for i, nd := range r.nodes {
 		if o.only != nil && !o.only[i] {
 			continue
@@ -128,6 +137,9 @@ func (r *Redlock) onMasters(ctx context.Context, call masterCall, o roundOpts) r
 	yes, timedOut, pending := 0, false, asked
 collect:
 	for pending > 0 {
+		if watch != nil {
+			watch.Wait(asked - pending)
+		}
 		select {
 		case a := <-answers:
 			answered[a.node] = true
