@@ -18,7 +18,7 @@ var pageSrc string
 // its own, its style rules and scripts, inlined where the page calls
 // their template: the race card and its timeline, the charts and table
 // of every race, the single requests, the ladder of flaws, the
-// explorer's why and the game.
+// explorer's why, the predictions and the game.
 var (
 	//go:embed page.css
 	pageCSS string
@@ -40,6 +40,8 @@ var (
 	exploreSrc string
 	//go:embed page_play.js
 	playSrc string
+	//go:embed page_predict.js
+	predictSrc string
 )
 
 var pageTmpl = func() *template.Template {
@@ -48,7 +50,7 @@ var pageTmpl = func() *template.Template {
 	for name, src := range map[string]string{
 		"page.css": pageCSS, "ladder.css": ladderCSS, "explore.css": exploreCSS, "play.css": playCSS,
 		"race": raceSrc, "charts": chartsSrc, "request": requestSrc,
-		"ladder": ladderSrc, "explore": exploreSrc, "play": playSrc,
+		"ladder": ladderSrc, "explore": exploreSrc, "play": playSrc, "predict": predictSrc,
 	} {
 		template.Must(t.New(name).Parse(src))
 	}

@@ -45,6 +45,8 @@ const verdictClass = v => v === 'SAFE' ? 'SAFE' : v === 'OVERSOLD' ? 'OVERSOLD' 
 // null when it failed or was refused (the status line says why).
 async function race(lock, endpoint, o) {
   try {
+    // predict, then run: a scenario's race asks the learner first
+    if (o.scenario && typeof predictFirst === 'function') await predictFirst(lock, o.scenario, endpoint, o.ladder ? $('ladderCard') : $('raceCard'));
     return await raceOnce(lock, endpoint, o);
   } catch (e) { // the stream broke, say
     raceErr($('raceStatus'), `${lock}${o.scenario ? ' under ' + o.scenario : ''}: ${e}`);
@@ -144,6 +146,7 @@ async function raceOnce(lock, endpoint, o) {
   announce(`${lock} on /${endpoint}${sc}: ${result.verdict}${mark}; ${result.ok} ok of ${result.requests} requests, ` +
     (endpoint === 'sale' ? `oversold ${Math.max(result.oversold, 0)}` : `lost updates ${Math.max(result.lost_updates, 0)}`));
   lastRace = entry;
+  if (typeof predictResult === 'function') predictResult(entry);
   if (typeof ladderResult === 'function') ladderResult(entry);
   races.push(entry); redrawCompare();
   return entry;
