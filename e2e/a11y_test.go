@@ -225,6 +225,10 @@ func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 	tabTo(t, ctx, `#ladderGrid [data-pair="normal none"] button`, 120)
 	before := eval(`String(document.querySelectorAll('#results tbody tr').length)`)
 	key(t, ctx, " ")
+	// It asks for a prediction first, the focus on the first verdict
+	// (OVERSOLD): Enter picks it.
+	wait("the prediction's question", `!document.getElementById('predict').hidden && document.activeElement.matches('#predictPicks button') && document.activeElement.innerText === 'OVERSOLD'`, 10*time.Second)
+	key(t, ctx, kb.Enter)
 	wait("the ladder cell's race", `document.querySelector('#ladderGrid [data-pair="normal none"]').dataset.verdict !== undefined`, 150*time.Second)
 	if c := eval(`document.querySelector('#ladderGrid [data-pair="normal none"]').innerText`); !strings.Contains(c, "OVERSOLD") {
 		t.Errorf("none under normal, raced from the keyboard: its cell says %q, want OVERSOLD", c)

@@ -74,6 +74,8 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	step("open the page", chromedp.Navigate(st.URL()+"/"))
 	step("wait for the scenario picker", chromedp.WaitVisible("#scenarioPick"))
 	step("wait for the ladder view", chromedp.WaitVisible(`#ladderGrid td[data-pair="crash setnx"]`))
+	// Races without predicting first (TestPagePredictsThenRuns predicts).
+	step("predictions off", chromedp.Evaluate[chromedp.Void](`document.getElementById('predictOn').click()`))
 
 	// why? beside setnx-px asks the stack's explorer, which draws the
 	// shortest schedule that oversells, its rows numbered in order.

@@ -53,6 +53,9 @@ func TestPageRunsTheLadder(t *testing.T) {
 		screenshot(t, ctx, "page-ladder-failed.png", "")
 		t.Fatalf("waiting for the ladder view: %v", err)
 	}
+	// The ladder runs without predicting first (TestPagePredictsThenRuns
+	// predicts), every verdict shown.
+	eval(`(() => { document.getElementById('predictOn').click(); return ''; })()`)
 	// Each cell: its pair, and the ladder's verdict, or why the stack
 	// cannot show it.
 	cells := strings.Split(eval(`Object.values(ladder.cells).map(c => c.td.dataset.pair + '|' + c.cell.expected + '|' + (c.cell.skip || '')).join('\n')`), "\n")

@@ -14,25 +14,46 @@ import (
 //go:embed page.html
 var pageSrc string
 
-// The page's scripts that are more than a few lines, each in a file of
-// its own, inlined where the page calls their template: the timeline of a
-// race, the scenarios and the ladder of flaws, and the explorer's why.
-//
-//go:embed page_ladder.js
-var ladderSrc string
-
-//go:embed page_explore.js
-var exploreSrc string
-
-//go:embed page_play.js
-var playSrc string
+// The page is cut by card: its markup (page.html) and, each in a file of
+// its own, its style rules and scripts, inlined where the page calls
+// their template: the race card and its timeline, the charts and table
+// of every race, the single requests, the ladder of flaws, the
+// explorer's why, the predictions and the game.
+var (
+	//go:embed page.css
+	pageCSS string
+	//go:embed page_ladder.css
+	ladderCSS string
+	//go:embed page_explore.css
+	exploreCSS string
+	//go:embed page_play.css
+	playCSS string
+	//go:embed page_race.js
+	raceSrc string
+	//go:embed page_charts.js
+	chartsSrc string
+	//go:embed page_request.js
+	requestSrc string
+	//go:embed page_ladder.js
+	ladderSrc string
+	//go:embed page_explore.js
+	exploreSrc string
+	//go:embed page_play.js
+	playSrc string
+	//go:embed page_predict.js
+	predictSrc string
+)
 
 var pageTmpl = func() *template.Template {
 	t := template.Must(template.New("page").Parse(pageSrc))
 	report.TimelineTemplates(t)
-	template.Must(t.New("ladder").Parse(ladderSrc))
-	template.Must(t.New("explore").Parse(exploreSrc))
-	template.Must(t.New("play").Parse(playSrc))
+	for name, src := range map[string]string{
+		"page.css": pageCSS, "ladder.css": ladderCSS, "explore.css": exploreCSS, "play.css": playCSS,
+		"race": raceSrc, "charts": chartsSrc, "request": requestSrc,
+		"ladder": ladderSrc, "explore": exploreSrc, "play": playSrc, "predict": predictSrc,
+	} {
+		template.Must(t.New(name).Parse(src))
+	}
 	return t
 }()
 

@@ -33,12 +33,7 @@ async function loadPlan() {
     $('wait').disabled = !!s;
     $('n').value = s ? s.requests : 2000;
     $('c').value = s ? s.concurrency : 100;
-    if (s) {
-      const locks = Object.entries(s.expect).map(([l, v]) => `${l} ${v}`).join(', ');
-      $('scenarioAbout').textContent = `${s.name}: ${s.about}. The ladder says: ${locks}.`;
-    } else {
-      $('scenarioAbout').textContent = '';
-    }
+    sayScenario();
     pickable(s);
     showPlan();
   });
@@ -46,6 +41,26 @@ async function loadPlan() {
   $('endpoint').addEventListener('change', showPlan);
   showPlan();
   drawLadder();
+}
+
+// sayScenario says what the scenario picked does and what the ladder
+// says of its locks: "?" for a pair whose verdict the learner is to
+// predict first (page_predict.js).
+function sayScenario() {
+  const s = ladder.plan && ladder.plan.scenarios.find(x => x.name === $('scenario').value);
+  if (!s) { $('scenarioAbout').textContent = ''; return; }
+  const hide = l => typeof hiddenVerdict === 'function' && hiddenVerdict(s.name + ' ' + l);
+  const locks = Object.entries(s.expect).map(([l, v]) => `${l} ${hide(l) ? '?' : v}`).join(', ');
+  $('scenarioAbout').textContent = `${s.name}: ${s.about}. The ladder says: ${locks}.` +
+    (Object.keys(s.expect).some(hide) ? ' (?: predict it first, when you race it)' : '');
+}
+
+// repaintLadder paints every cell and the scenario's line again (a
+// prediction made or forgotten shows or hides the ladder's verdicts).
+function repaintLadder() {
+  if (!ladder.plan) return;
+  for (const pair of Object.keys(ladder.cells)) paintCell(pair);
+  sayScenario();
 }
 
 // pickable disables the locks scenario s cannot run, each saying why
@@ -154,11 +169,25 @@ function paintCell(pair) {
       (note ? `, ${note}` : '') + '; show its timeline');
     td.dataset.verdict = entry.verdict;
     td.classList.add('run');
+  } else if (typeof hiddenVerdict === 'function' && hiddenVerdict(pair)) {
+    // the ladder's verdict hidden until the learner predicts or skips
+    btn.append(Object.assign(document.createElement('small'), {textContent: 'predict'}), ' ?');
+    btn.title = `${cell.lock} under ${cell.scenario}: press to predict its verdict, then race it`;
+    btn.setAttribute('aria-label', `race ${cell.lock} under ${cell.scenario}: predict its verdict first`);
+    td.classList.add('todo');
   } else {
     btn.append(Object.assign(document.createElement('small'), {textContent: 'want'}), ' ' + cell.expected);
     btn.title = `${cell.lock} under ${cell.scenario}: the ladder says ${cell.expected}. Press to race it`;
     btn.setAttribute('aria-label', `race ${cell.lock} under ${cell.scenario}: the ladder says ${cell.expected}`);
     td.classList.add('todo');
+  }
+  const p = typeof predict === 'object' && predict.pairs[pair];
+  if (entry && p && p.guess && p.verdict) {
+    // the learner's prediction, marked against what the race read back
+    const right = p.guess === p.verdict;
+    btn.append(Object.assign(document.createElement('small'), {className: 'you', textContent: `you ${right ? '✓' : '✗'}`}));
+    btn.title += ` (you predicted ${p.guess})`;
+    btn.setAttribute('aria-label', btn.getAttribute('aria-label').replace('; show its timeline', `; you predicted ${p.guess}, ${right ? 'right' : 'wrong'}; show its timeline`));
   }
   td.append(btn);
   if (focused) btn.focus({preventScroll: true});

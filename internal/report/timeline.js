@@ -182,6 +182,63 @@ function makeTimeline(root) {
     return false;
   };
 
+  // put writes text at x, y (its baseline) and keeps its box in v.texts
+  // (what a test checks for overlaps), of kind ('fault': a fault's
+  // label): the part inside the plot, when
+  // W (the plot's width) says it is drawn there, clipped.
+  function put(g, text, x, y, W, kind) {
+    if (!text) return;
+    const m = g.measureText(text);
+    let x0 = x - m.actualBoundingBoxLeft, x1 = x + m.actualBoundingBoxRight;
+    if (W) { x0 = Math.max(x0, TL_LEFT); x1 = Math.min(x1, TL_LEFT + W); }
+    g.fillText(text, x, y);
+    if (x1 > x0) v.texts.push({text, kind: kind || '', x0, x1, y0: y - m.actualBoundingBoxAscent, y1: y + m.actualBoundingBoxDescent});
+  }
+
+  // faultLabels names the faults drawn (shown: {f, n, x, y} in time
+  // order), each beside its marker, where it overlaps no other label nor
+  // marker of its row: to the marker's right, else its left; where its
+  // name does not fit, its number (#3) and the line under the canvas
+  // names it; where not even that fits, the line counts it. On a phone
+  // a crash scenario's faults come a few pixels apart: without this their
+  // names were drawn over one another.
+  function faultLabels(g, shown, W) {
+    const rows = {}, note = [];
+    let unnamed = 0;
+    const box = (text, x, y) => { const w = g.measureText(text).width; return {x0: x, x1: x + w, y0: y - 10, y1: y + 3}; };
+    const clash = (a, b) => a.x0 < b.x1 + 2 && b.x0 < a.x1 + 2 && a.y0 < b.y1 && b.y0 < a.y1;
+    // every marker first: a label goes over none
+    for (const s of shown) {
+      const row = rows[s.y] || (rows[s.y] = []);
+      if (s.f.at_us >= v.v0) row.push({x0: s.x - 6, x1: s.x + 6, y0: s.y, y1: s.y + 9});
+    }
+    for (const s of shown) {
+      const row = rows[s.y], ly = s.y + (s.lane >= 0 ? 9 : 11), before = s.f.at_us < v.v0;
+      const name = before ? '◂ ' + tlFault(s.f) + ', until ' + tlMs(s.f.until_us) + ' ms' : tlFault(s.f), num = '#' + (s.n + 1);
+      const at = text => before ? [TL_LEFT + 2] : [s.x + 8, s.x - 8 - g.measureText(text).width];
+      let placed = null;
+      for (const text of [name, num]) {
+        for (const x of at(text)) {
+          const b = box(text, x, ly);
+          if (b.x0 < TL_LEFT + 1 || b.x1 > TL_LEFT + W - 1 || row.some(o => clash(o, b))) continue;
+          placed = {text, x, b};
+          break;
+        }
+        if (placed) break;
+      }
+      if (!placed) { unnamed++; continue; }
+      row.push(placed.b);
+      // on the lane's colour, so that a waiter's ✕ under it does not cross it
+      g.fillStyle = s.lane < 0 ? '#ffffff' : s.lane % 2 ? '#fafbfc' : '#f3f4f7';
+      g.fillRect(placed.b.x0 - 1, placed.b.y0, placed.b.x1 - placed.b.x0 + 2, placed.b.y1 - placed.b.y0);
+      g.fillStyle = '#b54708';
+      put(g, placed.text, placed.x, ly, W, 'fault');
+      if (placed.text === num) note.push(`${num} ${tlFault(s.f)}${s.lane >= 0 ? ' on ' + v.t.instances[s.lane] : ', no answer'} at ${tlMs(s.f.at_us)} ms`);
+    }
+    const line = el('faults');
+    if (line) line.textContent = note.concat(unnamed ? [`${unnamed} more fault${unnamed === 1 ? '' : 's'} too close to name here: zoom in, or point at a marker`] : []).join('; ');
+  }
+
   function draw() {
     const t = v.t;
     const lanes = t ? Math.max(t.instances.length, 1) : 1, H = TL_BAND + lanes * laneH() + TL_AXIS, r = window.devicePixelRatio || 1;
@@ -192,22 +249,27 @@ function makeTimeline(root) {
     const X = us => TL_LEFT + (us - v.v0) / span * W;
     const LANE = laneH();
     g.fillStyle = '#667085';
+    v.texts = [];
+    if (!t && el('faults')) el('faults').textContent = '';
     if (!t) { g.fillText('race a lock: its critical sections appear here, a lane per instance', TL_LEFT, TL_BAND + 20); cv.dataset.drawn = 0; return; }
 
     // lanes and the time axis
     for (let l = 0; l < lanes; l++) {
       g.fillStyle = l % 2 ? '#fafbfc' : '#f3f4f7'; g.fillRect(TL_LEFT, laneY(l), W, LANE);
-      g.fillStyle = '#1d2430'; g.fillText(tlFit(g, t.instances[l] || '', TL_LEFT - 8), 4, laneY(l) + LANE / 2 + 4);
+      g.fillStyle = '#1d2430'; put(g, tlFit(g, t.instances[l] || '', TL_LEFT - 8), 4, laneY(l) + LANE / 2 + 4);
     }
-    g.fillStyle = '#667085'; g.fillText('faults', 4, 15);
+    g.fillStyle = '#667085'; put(g, 'faults', 4, 15);
     const step = tlStep(span, Math.max(2, Math.floor(W / 110)));
     g.strokeStyle = '#e4e7ec'; g.lineWidth = 1;
+    let axisEnd = -Infinity;
     for (let x0 = Math.ceil(v.v0 / step) * step; x0 <= v.v1; x0 += step) {
       const x = X(x0);
       g.beginPath(); g.moveTo(x, TL_BAND); g.lineTo(x, h - TL_AXIS); g.stroke();
       g.fillStyle = '#667085';
       const label = (x0 / 1000).toFixed(Math.max(0, -Math.floor(Math.log10(step / 1000) + 1e-9))) + ' ms';
-      g.fillText(label, x - g.measureText(label).width / 2, h - 6);
+      // within the canvas, and clear of the label before it
+      const lw = g.measureText(label).width, lx = Math.min(Math.max(x - lw / 2, 2), w - lw - 2);
+      if (lx > axisEnd) { put(g, label, lx, h - 6); axisEnd = lx + lw + 6; }
     }
 
     g.save();
@@ -239,7 +301,7 @@ function makeTimeline(root) {
         for (let hx = x0 - bh; hx < x1; hx += 6) { g.beginPath(); g.moveTo(hx, y + bh); g.lineTo(hx + bh, y); g.stroke(); }
         g.restore();
         g.strokeRect(x0 + .5, y + .5, Math.max(x1 - x0 - 1, 1), bh - 1);
-        g.fillStyle = '#1d2430'; g.fillText('✕', x1 - 4, y + bh - 3);
+        g.fillStyle = '#1d2430'; put(g, '✕', x1 - 4, y + bh - 3, W);
       } else {
         g.fillStyle = f & TL_OVERLAP ? '#c4320a' : f & TL_WROTE ? '#3056d3' : '#98a2b3';
         g.fillRect(x0, y, x1 - x0, bh);
@@ -274,9 +336,9 @@ function makeTimeline(root) {
     // tokens (and refusals) where the bar has room for them
     for (const [text, x0, x1, y, f] of labels) {
       const tw = g.measureText(text).width;
-      if (x1 - x0 < tw + 6) continue;
+      if (x1 - Math.max(x0, TL_LEFT) < tw + 6 + (f & TL_CUT ? 12 : 0)) continue;   // beside a cut bar's ✕
       g.fillStyle = f & TL_REFUSED ? '#b54708' : '#fff';
-      g.fillText(text, Math.max(x0, TL_LEFT) + 3, y + v.barH - 3);
+      put(g, text, Math.max(x0, TL_LEFT) + 3, y + v.barH - 3, W);
     }
     // the stuck lock: a dark red strip at the bottom of its holder's lane,
     // from the dead holder's acquisition to the end of the race
@@ -285,7 +347,7 @@ function makeTimeline(root) {
       g.fillStyle = '#7a271a'; g.fillRect(x0, y, Math.max(x1 - x0, 3), 12);
       g.fillStyle = '#fff';
       const label = `stuck: ${st.key}, ${tlTTL(st)}`, lx = Math.max(x0, TL_LEFT) + 4;
-      g.fillText(tlFit(g, label, Math.max(x1 - lx - 4, 0)), lx, y + 10);
+      put(g, tlFit(g, label, Math.max(Math.min(x1, TL_LEFT + W) - lx - 4, 0)), lx, y + 10, W);
     }
     // the waiters that gave up: a ✕ where each was answered 503
     g.strokeStyle = '#b54708'; g.lineWidth = 1.5;
@@ -297,23 +359,20 @@ function makeTimeline(root) {
     // the faults: a marker where each struck, on its instance's lane, or in
     // the band above when no instance answered (it crashed); a line under
     // the lane for as long as its request ran, ticked where it answered
-    const lastLabel = {};   // by row: where the last label ended
-    for (const f of t.faults) {
-      if (f.until_us < v.v0 || f.at_us > v.v1) continue;
-      const x = X(f.at_us), xe = X(f.until_us), y = f.lane >= 0 ? laneY(f.lane) + 1 : 3, ys = f.lane >= 0 ? laneY(f.lane) + LANE - 4 : 17;
+    const shown = [];
+    t.faults.forEach((f, n) => {
+      if (f.until_us < v.v0 || f.at_us > v.v1) return;
+      // (in the band, under the labels' row: its tick no taller than the line)
+      const x = X(f.at_us), xe = X(f.until_us), y = f.lane >= 0 ? laneY(f.lane) + 1 : 3, ys = f.lane >= 0 ? laneY(f.lane) + LANE - 4 : 18;
       g.fillStyle = 'rgba(181, 71, 8, 0.55)';
       g.fillRect(x, ys, Math.max(xe - x, 1), 3);
-      g.fillRect(xe - 1, ys - 5, 2, 8);
+      if (f.lane >= 0) g.fillRect(xe - 1, ys - 5, 2, 8); else g.fillRect(xe - 1, ys, 2, 4);
       g.fillStyle = '#b54708';
       if (f.at_us >= v.v0) { g.beginPath(); g.moveTo(x - 6, y); g.lineTo(x + 6, y); g.lineTo(x, y + 9); g.closePath(); g.fill(); }
-      // its label where it struck, or at the left edge while it still runs
-      const label = f.at_us >= v.v0 ? tlFault(f) : '◂ ' + tlFault(f) + ', until ' + tlMs(f.until_us) + ' ms';
-      const lx = Math.max(x + 8, TL_LEFT + 2), ly = f.lane >= 0 ? y + 9 : 14;
-      if (lx > (lastLabel[ly] ?? -1e9)) {
-        g.fillText(label, lx, ly);
-        lastLabel[ly] = lx + g.measureText(label).width + 6;
-      }
-    }
+      shown.push({f, n, x, y, lane: f.lane});
+    });
+    faultLabels(g, shown, W);
+    g.restore();
     g.restore();
     cv.dataset.drawn = drawn;
   }
