@@ -84,6 +84,19 @@ func contenders(t *testing.T, mode lock.WaitMode, n int) int {
 	return got
 }
 
+// TestRedlockQueueHasOneContenderPerProcess: by default (WaitQueue) the
+// requests of one process line up in memory and only the head asks the
+// masters; with the articles' fixed sleep every request does, which is
+// what splits the masters' votes under load.
+func TestRedlockQueueHasOneContenderPerProcess(t *testing.T) {
+	if n := contenders(t, lock.WaitQueue, 20); n != 1 {
+		t.Errorf("wait=queue: %d tokens asked the masters, want 1: the head of the line alone", n)
+	}
+	if n := contenders(t, lock.WaitFixed, 20); n != 20 {
+		t.Errorf("wait=fixed: %d tokens asked the masters, want all 20", n)
+	}
+}
+
 // TestRedlockQueueIsFIFO: requests that line up behind a holder get the
 // lock in the order they came.
 func TestRedlockQueueIsFIFO(t *testing.T) {
