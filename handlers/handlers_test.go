@@ -269,7 +269,9 @@ func TestFaultKeyGuardsTheFaults(t *testing.T) {
 	if e.mr.Dump() != before || len(sleeps) > 0 {
 		t.Fatalf("a refused fault request changed Redis or slept: %v", sleeps)
 	}
-	r := httptest.NewRequest("POST", "/sale?lock=lua&work=7ms", nil)
+	// Uncontended: try=5s, not the env's 50ms, which bounds the tries'
+	// round trips too (CI run 5: "waited 50ms" under -race).
+	r := httptest.NewRequest("POST", "/sale?lock=lua&work=7ms&try=5s", nil)
 	r.Header.Set(contract.HeaderFaultKey, "s3cret")
 	w := httptest.NewRecorder()
 	e.router.ServeHTTP(w, r)
@@ -277,7 +279,7 @@ func TestFaultKeyGuardsTheFaults(t *testing.T) {
 		t.Errorf("with the key: %d %s, slept %v: want the work armed", w.Code, w.Body, sleeps)
 	}
 	// Without fault parameters the key changes nothing.
-	if code, _, body := e.do(t, "POST", "/sale?lock=lua"); code != 200 {
+	if code, _, body := e.do(t, "POST", "/sale?lock=lua&try=5s"); code != 200 {
 		t.Errorf("a plain sale: %d %v", code, body)
 	}
 }
@@ -396,11 +398,15 @@ func TestFencedRefusesStaleToken(t *testing.T) {
 	e := newEnv(t)
 	e.do(t, "POST", "/reset?stock=5")
 	since := time.Now().UnixNano()
-	if code, _, _ := e.do(t, "POST", "/sale?lock=fenced"); code != 200 {
-		t.Fatal("first fenced sale failed")
+	// Uncontended, each takes its lock at once; try=5s, not the env's
+	// 50ms, which bounds the tries' round trips too: under -race beside
+	// the other packages (CI run 4) the first sale did not get its lock
+	// within it.
+	if code, _, body := e.do(t, "POST", "/sale?lock=fenced&try=5s"); code != 200 {
+		t.Fatalf("first fenced sale failed: %d %v", code, body)
 	}
 	e.mr.Set(inventory.StockFence, "1000000") // someone with a far higher token has been here
-	code, _, body := e.do(t, "POST", "/sale?lock=fenced")
+	code, _, body := e.do(t, "POST", "/sale?lock=fenced&try=5s")
 	if code != 409 || !strings.Contains(body["error"].(string), "stale") || body["reason"] != "stale_token" {
 		t.Fatalf("got %d %v, want 409 stale token, reason stale_token", code, body)
 	}

@@ -19,7 +19,11 @@ func TestCallTry(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	clients, _ := startMasters(t, 3)
 	ctx := context.Background()
-	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Retry: lock.FixedSleep(2 * time.Millisecond)}
+	// No clock judges the answers: ErrBusy comes only from the one
+	// attempt of a Try of 0, and the Locker's own bound is an hour, so a
+	// call that ignored its Try would get the lock once the holder's 5s
+	// lease ran out (or, under a watchdog, hang) instead of giving up.
+	o := lock.Options{TTL: 5 * time.Second, Wait: time.Hour, Retry: lock.FixedSleep(2 * time.Millisecond)}
 	for _, tc := range []struct {
 		name string
 		l    lock.Locker
@@ -37,18 +41,14 @@ func TestCallTry(t *testing.T) {
 				t.Fatalf("one attempt at a free lock: %v", err)
 			}
 			defer held.Release(ctx)
-			start := time.Now()
 			if _, err := tc.l.Obtain(ctx, key, lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) || !errors.Is(err, lock.ErrNotObtained) {
 				t.Fatalf("one attempt at a held lock: %v, want ErrBusy", err)
 			}
-			if took := time.Since(start); took > 200*time.Millisecond {
-				t.Errorf("one attempt took %s: it waited", took)
-			}
-			start = time.Now()
+			start := time.Now()
 			if _, err := tc.l.Obtain(ctx, key, lock.Call{Try: dur(80 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) || errors.Is(err, lock.ErrBusy) {
 				t.Fatalf("an 80ms try at a held lock: %v, want ErrNotObtained after waiting", err)
 			}
-			if took := time.Since(start); took < 80*time.Millisecond || took > 2*time.Second {
+			if took := time.Since(start); took < 80*time.Millisecond {
 				t.Errorf("an 80ms try gave up after %s", took)
 			}
 		})

@@ -295,7 +295,13 @@ func TestReentrantObtainHonoursContext(t *testing.T) {
 func TestReentrantLeavesNoWatchdog(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	r := lock.NewReentrant(rdb, safeOpts)
+	// A lease of a minute: what is checked is that the watchdogs end,
+	// not that they renew in time. With safeOpts' 100ms, under -race on
+	// two loaded cores, a renewal came late and a release found its
+	// lease lapsed.
+	o := safeOpts
+	o.TTL = time.Minute
+	r := lock.NewReentrant(rdb, o)
 	var held []lock.Lock
 	for i := range 20 {
 		owner := lock.Call{Owner: "owner-" + strconv.Itoa(i)}

@@ -33,20 +33,34 @@ func (r tokenRecorder) SetNX(ctx context.Context, key string, value any, ttl tim
 
 // contenders runs n Obtains of a lock another client holds on every
 // master, each waiting by mode, and counts the tokens that have asked the
-// masters for it in the first 200ms, while all still wait.
+// masters for it. WaitFixed: every request tries at least once before its
+// 1s bound, so all are counted once all have given up. WaitQueue: the
+// bound is an hour, so nobody gives up and hands the head of the line on
+// while the test looks: it counts once the head has asked and 200ms more
+// have passed for a wrong second asker to show, then ends the waits. No
+// clock decides a count: a loaded machine only starts them later.
 func contenders(t *testing.T, mode lock.WaitMode, n int) int {
 	t.Helper()
 	clients, _ := startMasters(t, 5)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	const key = "lock:held"
 	var mu sync.Mutex
 	tokens := map[any]bool{}
+	asked := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(tokens)
+	}
 	masters := make([]redis.Cmdable, len(clients))
 	for i, c := range clients {
 		c.Set(ctx, key, "someone-else", time.Minute)
 		masters[i] = tokenRecorder{Client: c, mu: &mu, tokens: tokens}
 	}
 	o := lock.Options{TTL: 5 * time.Second, Wait: time.Second, Retry: lock.FixedSleep(5 * time.Millisecond)}
+	if mode == lock.WaitQueue {
+		o.Wait = time.Hour
+	}
 	rl := lock.NewRedlock(masters, o, lock.RedlockOptions{})
 	var wg sync.WaitGroup
 	for range n {
@@ -56,12 +70,18 @@ func contenders(t *testing.T, mode lock.WaitMode, n int) int {
 			}
 		})
 	}
+	if mode == lock.WaitFixed {
+		wg.Wait()
+		return asked()
+	}
+	for asked() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
 	time.Sleep(200 * time.Millisecond)
-	mu.Lock()
-	asked := len(tokens)
-	mu.Unlock()
+	got := asked()
+	cancel()
 	wg.Wait()
-	return asked
+	return got
 }
 
 // TestRedlockQueueHasOneContenderPerProcess: by default (WaitQueue) the

@@ -18,7 +18,9 @@ func TestDBForUpdateExcludesAndQueues(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	db := servertest.MariaDB(t)
 	ctx := context.Background()
-	l, err := lock.NewDBForUpdate(ctx, db, lock.Options{Wait: 10 * time.Second})
+	// The Locker's own bound is an hour: contenders wait as long as it
+	// takes, and a try that ignored its bound would not give up.
+	l, err := lock.NewDBForUpdate(ctx, db, lock.Options{Wait: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestDBForUpdateExcludesAndQueues(t *testing.T) {
 	if _, err := l.Obtain(ctx, "lock:k", lock.Call{Try: dur(300 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("a 300ms try while held: %v, want ErrNotObtained", err)
 	}
-	if took := time.Since(start); took < 300*time.Millisecond || took > 3*time.Second {
+	if took := time.Since(start); took < 300*time.Millisecond {
 		t.Errorf("gave up after %s", took)
 	}
 	if err := held.Release(ctx); err != nil {
@@ -94,7 +96,9 @@ func TestDBForUpdateGiveUpLeavesNoWaitOnTheServer(t *testing.T) {
 func TestDBForUpdateWaitsForAConnectionWithinItsBound(t *testing.T) {
 	db := servertest.MariaDB(t)
 	ctx := context.Background()
-	l, err := lock.NewDBForUpdate(ctx, db, lock.Options{Wait: 10 * time.Second})
+	// The Locker's own bound is an hour: a try that ignored its 200ms
+	// would not give up.
+	l, err := lock.NewDBForUpdate(ctx, db, lock.Options{Wait: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +118,8 @@ func TestDBForUpdateWaitsForAConnectionWithinItsBound(t *testing.T) {
 		if !errors.Is(err, lock.ErrNotObtained) {
 			t.Errorf("%s with the pool's one connection held: %v, want ErrNotObtained", key, err)
 		}
-		if took := time.Since(start); took < 200*time.Millisecond || took > 3*time.Second {
-			t.Errorf("%s: gave up after %s, want about 200ms", key, took)
+		if took := time.Since(start); took < 200*time.Millisecond {
+			t.Errorf("%s: gave up after %s, want 200ms or more", key, took)
 		}
 	}
 	if err := held.Release(ctx); err != nil {

@@ -33,7 +33,9 @@ func TestPGAdvisoryExcludes(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	pool, _ := servertest.Postgres(t)
 	ctx := context.Background()
-	for name, l := range pgRungs(pool, lock.Options{Wait: 10 * time.Second}) {
+	// The rungs' own bound is an hour: contenders wait as long as it
+	// takes, and a try that ignored its bound would not give up.
+	for name, l := range pgRungs(pool, lock.Options{Wait: time.Hour}) {
 		t.Run(name, func(t *testing.T) {
 			contend(t, rdb, l, lock.Call{}, "n:"+name, 8, 15)
 			held, err := l.Obtain(ctx, "lock:"+name, lock.Call{})
@@ -48,7 +50,7 @@ func TestPGAdvisoryExcludes(t *testing.T) {
 			if _, err := l.Obtain(ctx, "lock:"+name, lock.Call{Try: dur(300 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
 				t.Fatalf("a 300ms try while held: %v, want ErrNotObtained", err)
 			}
-			if took := time.Since(start); took < 300*time.Millisecond || took > 3*time.Second {
+			if took := time.Since(start); took < 300*time.Millisecond {
 				t.Errorf("gave up after %s", took)
 			}
 			if err := held.Release(ctx); err != nil {
