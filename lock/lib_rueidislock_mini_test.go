@@ -11,8 +11,8 @@ import (
 )
 
 // TestLibRueidislockWithoutClientSideCaching: on a Redis without CLIENT
-// TRACKING (the embedded miniredis, the no-dependency path) the rung
-// falls back to its README's DisableCache and still excludes: 30
+// TRACKING (the embedded miniredis, the no-dependency path) the rung,
+// which runs with its README's DisableCache everywhere, excludes: 30
 // contenders, 10 increments each, none lost.
 func TestLibRueidislockWithoutClientSideCaching(t *testing.T) {
 	m := miniredis.RunT(t)
