@@ -44,10 +44,18 @@ func screenshot(t *testing.T, ctx context.Context, name, sel string) {
 	t.Helper()
 	var png []byte
 	var err error
+	// Bounded: a screenshot is taken when a test ends or fails, and must
+	// not hang it. sel is CSS: a plain string would be searched with
+	// DOM.performSearch, which matches text too, such as "#playCard" in
+	// page_play.js's querySelectorAll('#playCard button'): a text node
+	// inside a script, never visible, waited for without end. (This hung
+	// the game's browser test after its moves, where it shot #playCard.)
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	if sel == "" {
-		png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		png, err = chromedp.Run(sctx, chromedp.FullScreenshot(100))
 	} else {
-		png, err = chromedp.Run(ctx, chromedp.Screenshot(sel))
+		png, err = chromedp.Run(sctx, chromedp.Screenshot(chromedp.CSS(sel)))
 	}
 	if err != nil {
 		t.Logf("screenshot %s: %v", name, err)
@@ -93,6 +101,6 @@ func click(sel string) chromedp.Action[chromedp.Void] {
 		})()`, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))(ctx, t); err != nil {
 			return chromedp.Void{}, fmt.Errorf("the page did not stop scrolling: %w", err)
 		}
-		return chromedp.Click(sel)(ctx, t)
+		return chromedp.Click(chromedp.CSS(sel))(ctx, t) // CSS: see screenshot
 	}
 }

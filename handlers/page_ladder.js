@@ -230,22 +230,25 @@ async function runLadder() {
   if (ladder.running) return;
   ladder.running = true;
   $('ladderBtn').disabled = $('raceBtn').disabled = true;
-  const todo = ladder.plan.ladder.filter(c => !c.skip), started = Date.now(), st = $('ladderStatus');
+  const todo = ladder.plan.ladder.filter(c => !c.skip), st = $('ladderStatus');
+  // the time spent racing: the learner's predictions (page_predict.js) not counted
+  const waited = () => typeof predict === 'object' ? predict.waitedMs : 0, t0 = Date.now(), w0 = waited();
+  const spent = () => Date.now() - t0 - (waited() - w0);
   let done = 0, asExpected = 0;
   try {
     for (const c of todo) {
-      const left = LADDER_BUDGET_MS - (Date.now() - started);
+      const left = LADDER_BUDGET_MS - spent();
       if (left <= 0) {
         st.textContent = `stopped after ${done} of ${todo.length} pairs: the ladder's three minutes are spent`;
         break;
       }
-      st.textContent = `pair ${done + 1} of ${todo.length}: ${c.lock} under ${c.scenario} (${Math.round((Date.now() - started) / 1000)} s in)`;
+      st.textContent = `pair ${done + 1} of ${todo.length}: ${c.lock} under ${c.scenario} (${Math.round(spent() / 1000)} s in)`;
       const entry = await race(c.lock, 'sale', {scenario: c.scenario, ladder: true});
       done++;
       if (entry && entry.verdict === c.expected) asExpected++;
     }
     if (done === todo.length) {
-      st.textContent = `${asExpected} of ${todo.length} pairs as the ladder expects; took ${Math.round((Date.now() - started) / 1000)} s` +
+      st.textContent = `${asExpected} of ${todo.length} pairs as the ladder expects; took ${Math.round(spent() / 1000)} s` +
         (todo.length < ladder.plan.ladder.length ? `; ${ladder.plan.ladder.length - todo.length} not shown here (-: hover for why)` : '');
     }
     announce('the ladder: ' + st.textContent);

@@ -11,7 +11,9 @@
 // over". Text goes in through textContent only.
 const PREDICT_KEY = 'lockladder.predictions';
 const VERDICTS = ['OVERSOLD', 'LOST UPDATES', 'DEADLOCK', 'SAFE'];
-const predict = {pairs: {}, ask: true, waiting: null};
+// waitedMs: the time spent waiting for the learner's picks, which the
+// ladder's three minutes do not count.
+const predict = {pairs: {}, ask: true, waiting: null, waitedMs: 0};
 
 (function loadPredictions() {
   try {
@@ -62,9 +64,11 @@ function predictFirst(lock, scenario, endpoint, card) {
   picks.replaceChildren();
   picks.hidden = false;
   panel.hidden = false;
+  const asked = Date.now();
   return new Promise(resolve => {
     const done = guess => {
       predict.waiting = null;
+      predict.waitedMs += Date.now() - asked;
       predict.pairs[pair] = guess ? {guess} : {skipped: true};
       savePredictions();
       picks.hidden = true;

@@ -88,13 +88,33 @@ type Row struct {
 	Stock   string `json:"stock"`          // stock/sold after the step
 }
 
-// Locks are the names of the rungs the explorer can explore.
+// Locks are the names of the rungs the explorer can explore: the page's
+// (explore.Page: the lab's rungs, Redlock on PageMasters masters) and the
+// libraries' own code (explore.Libraries: redsync, redislock...), whose
+// race results the page offers "why?" beside too.
 func (e *Explorer) Locks() []string {
 	var names []string
 	for _, t := range explore.Page() {
 		names = append(names, t.Name)
 	}
+	for _, t := range explore.Libraries {
+		names = append(names, t.Name)
+	}
 	return names
+}
+
+// lookup is the rung name among Locks: the page's first (its Redlock on
+// PageMasters masters, where LookupAny's has five), then the libraries.
+func lookup(name string) (explore.Target, error) {
+	if t, err := explore.Lookup(name); err == nil {
+		return t, nil
+	}
+	for _, t := range explore.Libraries {
+		if t.Name == name {
+			return explore.LookupAny(name)
+		}
+	}
+	return explore.Target{}, fmt.Errorf("explore: no rung %q to explore", name)
 }
 
 // Hold takes the stack's run guard for an exploration of lock, or
@@ -224,7 +244,7 @@ func (e *Explorer) parse(r *http.Request) (explore.Target, error) {
 	if name == "" {
 		return explore.Target{}, fmt.Errorf("lock is required (explorable: %s)", strings.Join(e.Locks(), ", "))
 	}
-	t, err := explore.Lookup(name)
+	t, err := lookup(name)
 	if err != nil {
 		return explore.Target{}, fmt.Errorf("lock %q cannot be explored (explorable: %s)", truncate(name, 32), strings.Join(e.Locks(), ", "))
 	}

@@ -301,7 +301,9 @@ function makeTimeline(root) {
         for (let hx = x0 - bh; hx < x1; hx += 6) { g.beginPath(); g.moveTo(hx, y + bh); g.lineTo(hx + bh, y); g.stroke(); }
         g.restore();
         g.strokeRect(x0 + .5, y + .5, Math.max(x1 - x0 - 1, 1), bh - 1);
-        g.fillStyle = '#1d2430'; put(g, '✕', x1 - 4, y + bh - 3, W);
+        // (once where sections cut by one crash all end at its restart)
+        const kx = x1 - 4, ky = y + bh - 3;
+        if (!v.texts.some(o => o.text === '✕' && Math.abs(o.x0 - kx) < 8 && o.y1 > ky - bh && o.y0 < ky + 2)) { g.fillStyle = '#1d2430'; put(g, '✕', kx, ky, W); }
       } else {
         g.fillStyle = f & TL_OVERLAP ? '#c4320a' : f & TL_WROTE ? '#3056d3' : '#98a2b3';
         g.fillRect(x0, y, x1 - x0, bh);

@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// TestPageBreakItYourself plays one game of "Break it yourself" in a real
+// headless Chromium with the page's own controls and the keyboard alone:
+// check-del's level, then, move by move, a hint asked and the move it
+// names pressed, until the lock breaks: "Broken in N moves; the shortest
+// known is N" (the hints follow the explorer's shortest schedule). Then
+// the replay on the stack's real redis-server, which must say it happened
+// there too; and after a reload the game is found again in the page's
+// address. Every wait is polled from Go with a deadline, and every
+// chromedp call after the first runs under a timeout of its own: a step
+// that does not come fails the test, it never hangs it.
+func TestPageBreakItYourself(t *testing.T) {
+	ctx := browser(t)
+	st := startStack(t)
+	// The first Run starts the browser on ctx itself (a timeout's end
+	// would close it); the others each under a deadline.
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	shoot := func() { screenshot(t, ctx, "page-play.png", "#playCard") }
+	do := func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if _, err := chromedp.Run(cctx, a); err != nil {
+			shoot()
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	eval := func(js string) string {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(cctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return v
+	}
+	// played waits for the game's state (body's data-played: lock, moves,
+	// verdict, hint, replay) to start with want, and returns it.
+	played := func(want string, d time.Duration) string {
+		t.Helper()
+		deadline := time.Now().Add(d)
+		for {
+			got := eval(`document.body.dataset.played || ''`)
+			if strings.HasPrefix(got, want) {
+				return got
+			}
+			if time.Now().After(deadline) {
+				shoot()
+				t.Fatalf("waiting %s for the game's state %q: it is %q (status %q)", d, want, got, eval(`document.getElementById('playStatus').innerText`))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// press focuses the one element the CSS selector sel names, forgets
+	// the last state, and presses Enter on it, as a keyboard user does.
+	// (A plain string selector would be searched with DOM.performSearch,
+	// which also matches the text of the page's style sheet: hence CSS.)
+	press := func(what, sel string) {
+		t.Helper()
+		do(what+": forget the last state", chromedp.Evaluate[chromedp.Void](`document.body.dataset.played = ''`))
+		do(what+": focus", chromedp.Focus(chromedp.CSS(sel)))
+		do(what+": Enter", chromedp.KeyEvent(kb.Enter))
+	}
+
+	pollJS(t, ctx, "the game's levels", `!!document.querySelector('#playLevels > button[aria-label*="break check-del"]')`, 30*time.Second)
+	press("pick check-del", `#playLevels > button[aria-label*="break check-del"]`)
+	played("check-del:0::", 20*time.Second)
+	n := 0
+	for ; n < 30; n++ {
+		// the first hint searches for the shortest schedule: up to the
+		// explorer's budget, on two cores shared
+		press("ask for a hint", "#playHint")
+		state := played(fmt.Sprintf("check-del:%d::", n), 90*time.Second)
+		hint := strings.Split(state, ":")[3]
+		if hint == "" || hint == "-" {
+			t.Fatalf("no hint after %d moves: %q (status %q)", n, state, eval(`document.getElementById('playStatus').innerText`))
+		}
+		press("play "+hint, fmt.Sprintf(`#playMoves button[data-move=%q]`, hint))
+		if s := played(fmt.Sprintf("check-del:%d:", n+1), 20*time.Second); strings.Contains(s, ":OVERSOLD:") {
+			n++
+			break
+		}
+	}
+	status := eval(`document.getElementById('playStatus').innerText`)
+	if want := fmt.Sprintf("Broken in %d moves; the shortest known is %d.", n, n); !strings.HasPrefix(status, want) {
+		t.Errorf("after following the hints: %q, want %q", status, want)
+	}
+	if solved := eval(`document.querySelector('#playLevels > button[aria-label*="break check-del"]').innerText`); !strings.Contains(solved, fmt.Sprintf("✓ %d moves", n)) {
+		t.Errorf("check-del's level after the break says %q, want it marked solved in %d moves", solved, n)
+	}
+	// The replay on the stack's real redis-server.
+	press("replay on redis-server", "#playReplayBtn")
+	state := played(fmt.Sprintf("check-del:%d:OVERSOLD::", n), 90*time.Second)
+	if !strings.HasSuffix(state, ":reproduced") {
+		t.Errorf("the replay on redis-server: %q, want reproduced", state)
+	}
+	if r := eval(`document.getElementById('playReplay').innerText`); !strings.Contains(r, "it happened there too") {
+		t.Errorf("the replay's line: %q", r)
+	}
+	shoot()
+	t.Logf("check-del broken in %d moves, following the hints; %s", n, status)
+
+	// The game is in the address: a reload finds it.
+	do("reload", chromedp.Reload())
+	played(fmt.Sprintf("check-del:%d:OVERSOLD", n), 30*time.Second)
+}
