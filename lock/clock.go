@@ -31,7 +31,9 @@ func SetTicker(f func(every time.Duration) Ticker) {
 	tickers.Store(&f)
 }
 
-func newTicker(every time.Duration) Ticker {
+// NewTicker returns a Ticker ticking every every: real time unless
+// SetTicker replaced it.
+func NewTicker(every time.Duration) Ticker {
 	if f := tickers.Load(); f != nil {
 		return (*f)(every)
 	}

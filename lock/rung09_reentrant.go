@@ -58,7 +58,7 @@ type Reentrant struct {
 // says. Use one per process: it tracks the watchdogs of the locks its
 // owners hold.
 func NewReentrant(rdb redis.Cmdable, o Options) Locker {
-	r := &Reentrant{rdb: rdb, ttl: o.withDefaults().TTL, watchdogs: make(map[holder]*watchdog)}
+	r := &Reentrant{rdb: rdb, ttl: o.WithDefaults().TTL, watchdogs: make(map[holder]*watchdog)}
 	return Poll(r, o)
 }
 
@@ -73,12 +73,12 @@ func (r *Reentrant) Try(ctx context.Context, key string, c Call) (Lock, bool, er
 	if owner == "" {
 		owner = uuid.NewString()
 	}
-	count, err := luaReentrantAcquire.Run(ctx, r.rdb, []string{key}, owner, leaseMS(c.ttl(r.ttl))).Int64()
+	count, err := luaReentrantAcquire.Run(ctx, r.rdb, []string{key}, owner, leaseMS(c.TTL(r.ttl))).Int64()
 	if err != nil || count == 0 {
 		return nil, false, wrap(err, "reentrant acquire", key)
 	}
 
-	ttl := c.ttl(r.ttl)
+	ttl := c.TTL(r.ttl)
 	h := holder{key: key, owner: owner}
 	r.mu.Lock()
 	wd := r.watchdogs[h]

@@ -27,7 +27,7 @@ func startWatchdog(ttl time.Duration, renew func(context.Context) (bool, error),
 	// The ticker is made here, by the holder, not in the goroutine: a
 	// Ticker the explorer sets knows whose watchdog it paces.
 	every := max(ttl/3, time.Millisecond)
-	tick := newTicker(every)
+	tick := NewTicker(every)
 	go func() {
 		defer close(wd.done)
 		defer tick.Stop()

@@ -1,4 +1,4 @@
-package lock
+package libs
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+
+	"github.com/lockladder/lockladder/lock"
 )
 
 // RedislockRefresh is Redislock plus the one fix its README suggests:
@@ -20,20 +22,20 @@ import (
 // process that stops (GC, SIGSTOP): the refreshing goroutine stops with
 // it, the lease lapses, B takes the lock, and A wakes and writes. The
 // first Refresh after the pause returns redislock.ErrNotObtained, too
-// late; the loop then stops, and Release returns ErrNotHeld.
+// late; the loop then stops, and Release returns lock.ErrNotHeld.
 type RedislockRefresh struct{ r *Redislock }
 
-var _ Locker = (*RedislockRefresh)(nil)
+var _ lock.Locker = (*RedislockRefresh)(nil)
 
 // NewRedislockRefresh returns redislock with a refresh loop over rdb:
-// Options.TTL is the lease (a Call's Lease overrides it), renewed every
-// third of it; Options.Wait bounds the wait.
-func NewRedislockRefresh(rdb redislock.RedisClient, o Options) *RedislockRefresh {
+// lock.Options.TTL is the lease (a lock.Call's Lease overrides it), renewed every
+// third of it; lock.Options.Wait bounds the wait.
+func NewRedislockRefresh(rdb redislock.RedisClient, o lock.Options) *RedislockRefresh {
 	return &RedislockRefresh{NewRedislock(rdb, o)}
 }
 
 // Obtain takes the lock as Redislock does and starts refreshing it.
-func (r *RedislockRefresh) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+func (r *RedislockRefresh) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
 	l, lease, err := r.r.obtain(ctx, key, c)
 	if err != nil {
 		return nil, err
@@ -43,7 +45,7 @@ func (r *RedislockRefresh) Obtain(ctx context.Context, key string, c Call) (Lock
 	// The ticker is made here, by the holder, as the lab's watchdog makes
 	// its own (clock.go): time.NewTicker's, unless the explorer set one.
 	every := max(lease/3, time.Millisecond)
-	go h.refresh(rctx, newTicker(every), every, lease)
+	go h.refresh(rctx, lock.NewTicker(every), every, lease)
 	return h, nil
 }
 
@@ -57,7 +59,7 @@ type refreshedLock struct {
 // refresh extends the lease to a full lease every third of one, until
 // Release or until the lock is found lost. A Redis error is retried at
 // the next tick: the lease may still outlive it.
-func (h *refreshedLock) refresh(ctx context.Context, t Ticker, every, lease time.Duration) {
+func (h *refreshedLock) refresh(ctx context.Context, t lock.Ticker, every, lease time.Duration) {
 	defer close(h.done)
 	defer t.Stop()
 	for t.Wait(ctx) {
@@ -72,7 +74,7 @@ func (h *refreshedLock) refresh(ctx context.Context, t Ticker, every, lease time
 
 // Release stops the refreshing, then releases as Redislock does.
 func (h *refreshedLock) Release(ctx context.Context) error {
-	err := ErrNotHeld
+	err := lock.ErrNotHeld
 	h.once.Do(func() {
 		h.cancel()
 		<-h.done

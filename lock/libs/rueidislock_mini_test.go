@@ -1,4 +1,4 @@
-package lock_test
+package libs_test
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/libs"
 )
 
 // TestLibRueidislockWithoutClientSideCaching: on a Redis without CLIENT
@@ -18,10 +19,10 @@ func TestLibRueidislockWithoutClientSideCaching(t *testing.T) {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	opt, err := lock.RueidisOption(rdb)
+	opt, err := libs.RueidisOption(rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := lock.NewRueidislock(opt, lock.Options{Wait: 10 * time.Second})
+	l := libs.NewRueidislock(opt, lock.Options{Wait: 10 * time.Second})
 	contend(t, rdb, l, lock.Call{}, "n:mini", 30, 10)
 }
