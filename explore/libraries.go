@@ -27,7 +27,7 @@ import (
 // time (TryLockContext), the wait between attempts the search's choice.
 // redislock's Obtain makes one attempt (no RetryStrategy) under a
 // deadline of one lease, never reached. redislock-refresh's loop ticks by
-// the lab's Ticker (lock.SetTicker), so the search drives its Refresh as
+// the lab's Ticker (Options.Ticker), so the search drives its Refresh as
 // it drives rung 9's watchdog: frozen with its holder in a pause.
 var Libraries = []Target{
 	{Name: "redsync", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {

@@ -78,7 +78,8 @@
 // notify_cluster.go (one subscription per master of a Redis Cluster),
 // handoff.go (how fair's waiters wait for a handoff by name), watchdog.go
 // (the renewal rungs 9 and 12 share, and with rung 12 the cohorts),
-// clock.go (the Ticker watchdogs renew by, which the explorer may set),
+// clock.go (the Ticker watchdogs renew by; Options.Ticker makes them,
+// Options.After times the waits, and the explorer gives its own of both),
 // counts.go (the retries and handoffs GET /metrics reports).
 //
 // The speed still inside this package, around the rungs and not in them
@@ -274,6 +275,14 @@ type Options struct {
 	// Clock is what rungs that compare timestamps (getset) read as "now".
 	// Default time.Now; a skewed instance runs it ahead.
 	Clock func() time.Time
+	// After is the timer a wait between two tries sleeps on: a waiter
+	// that sleeps d tries again when the channel delivers. Default nil:
+	// a time.Timer per waiter, reused for its every wait. The explorer
+	// delivers it when its search decides that the waiter tries again.
+	After func(d time.Duration) <-chan time.Time
+	// Ticker makes the Tickers watchdogs renew by (reentrant, fair, the
+	// cohorts, redislock-refresh). Default RealTicker.
+	Ticker func(every time.Duration) Ticker
 }
 
 // WithDefaults returns o with every zero field set to its default.
@@ -292,6 +301,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.Ticker == nil {
+		o.Ticker = RealTicker
 	}
 	return o
 }

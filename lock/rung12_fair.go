@@ -131,7 +131,7 @@ func (f *Fair) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	}
 	l := &fairLock{f: f, keys: keys, token: token, fence: w.fence}
 	if c.Lease == 0 { // an explicit lease: no renewal
-		l.wd = startWatchdog(ttl, func(ctx context.Context) (bool, error) {
+		l.wd = startWatchdog(f.opts.Ticker, ttl, func(ctx context.Context) (bool, error) {
 			n, err := luaFairRenew.Run(ctx, f.rdb, keys[:1], token, leaseMS(ttl)).Int64()
 			return n != 0, err
 		}, func(*watchdog) { l.lost.Store(true) })

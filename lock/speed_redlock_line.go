@@ -57,7 +57,7 @@ func (r *Redlock) obtainInLine(ctx context.Context, key string, c Call, mode Wai
 	if l := r.passedTo(head); l != nil {
 		return l, nil
 	}
-	held, err := r.obtain(ctx, key, c, headWaiter(r.notifier, key, r.pause))
+	held, err := r.obtain(ctx, key, c, r.opts.headWaiter(r.notifier, key, r.pause))
 	if err != nil {
 		head.Leave()
 		return nil, err

@@ -153,16 +153,16 @@ func (o Options) waiter(c Call, key string) waiter {
 func (o Options) waiterFor(m WaitMode, key string) waiter {
 	switch m {
 	case WaitBackoff:
-		return &sleeper{b: o.Backoff()}
+		return o.sleeper(o.Backoff())
 	case WaitNotify:
 		if o.Notifier != nil {
-			return o.Notifier.watch(key)
+			return o.Notifier.watch(key, o.After)
 		}
-		return &sleeper{b: o.Backoff()}
+		return o.sleeper(o.Backoff())
 	case WaitQueue:
-		return headWaiter(o.Notifier, key, queuePause)
+		return o.headWaiter(o.Notifier, key, queuePause)
 	default:
-		return &sleeper{b: o.Retry()}
+		return o.sleeper(o.Retry())
 	}
 }
 
@@ -178,16 +178,24 @@ func (s *sleeper) wait(ctx context.Context) (bool, error) {
 
 func (s *sleeper) done(bool) { s.timer.stop() }
 
+// sleeper returns a waiter that sleeps by b on o's timer.
+func (o Options) sleeper(b Backoff) *sleeper {
+	return &sleeper{b: b, timer: waitTimer{at: o.After}}
+}
+
 // waitTimer is a waiter's one timer, made on its first wait and reused
 // for every wait after it: the waiters (sleeper, notifyWaiter,
-// handoffWait) wait between every two tries.
-type waitTimer struct{ t *time.Timer }
+// handoffWait) wait between every two tries. With at set (Options.After)
+// it waits on at's channels instead.
+type waitTimer struct {
+	t  *time.Timer
+	at func(d time.Duration) <-chan time.Time
+}
 
-// after arms the timer to fire once d has passed, and returns its channel
-// (SetAfter's, where it is set).
+// after arms the timer to fire once d has passed, and returns its channel.
 func (w *waitTimer) after(d time.Duration) <-chan time.Time {
-	if f := afters.Load(); f != nil {
-		return (*f)(d)
+	if w.at != nil {
+		return w.at(d)
 	}
 	if w.t == nil {
 		w.t = time.NewTimer(d)
@@ -317,11 +325,11 @@ func WaitTurn(ctx context.Context, q *line.Queue, key string, bound time.Duratio
 // headWaiter is how the head of a line waits between two tries: woken by
 // n when the lock's deletion is announced, or without n polling every
 // pause, jittered in [pause/2, 3*pause/2).
-func headWaiter(n *Notifier, key string, pause time.Duration) waiter {
+func (o Options) headWaiter(n *Notifier, key string, pause time.Duration) waiter {
 	if n != nil {
-		return n.watch(key)
+		return n.watch(key, o.After)
 	}
-	return &sleeper{b: spread{fixed(pause)}}
+	return o.sleeper(spread{fixed(pause)})
 }
 
 // queuePause is how often the head of a line polls when nothing announces

@@ -23,7 +23,10 @@ import (
 // it, the lease lapses, B takes the lock, and A wakes and writes. The
 // first Refresh after the pause returns redislock.ErrNotObtained, too
 // late; the loop then stops, and Release returns lock.ErrNotHeld.
-type RedislockRefresh struct{ r *Redislock }
+type RedislockRefresh struct {
+	r      *Redislock
+	ticker func(time.Duration) lock.Ticker // lock.Options.Ticker
+}
 
 var _ lock.Locker = (*RedislockRefresh)(nil)
 
@@ -31,7 +34,7 @@ var _ lock.Locker = (*RedislockRefresh)(nil)
 // lock.Options.TTL is the lease (a lock.Call's Lease overrides it), renewed every
 // third of it; lock.Options.Wait bounds the wait.
 func NewRedislockRefresh(rdb redislock.RedisClient, o lock.Options) *RedislockRefresh {
-	return &RedislockRefresh{NewRedislock(rdb, o)}
+	return &RedislockRefresh{r: NewRedislock(rdb, o), ticker: o.WithDefaults().Ticker}
 }
 
 // Obtain takes the lock as Redislock does and starts refreshing it.
@@ -43,9 +46,9 @@ func (r *RedislockRefresh) Obtain(ctx context.Context, key string, c lock.Call) 
 	rctx, cancel := context.WithCancel(context.Background())
 	h := &refreshedLock{l: l, cancel: cancel, done: make(chan struct{})}
 	// The ticker is made here, by the holder, as the lab's watchdog makes
-	// its own (clock.go): time.NewTicker's, unless the explorer set one.
+	// its own (lock.Options.Ticker): time.NewTicker's, or the explorer's.
 	every := max(lease/3, time.Millisecond)
-	go h.refresh(rctx, lock.NewTicker(every), every, lease)
+	go h.refresh(rctx, r.ticker(every), every, lease)
 	return h, nil
 }
 
