@@ -18,6 +18,7 @@ import (
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // runKey is guardedApp's run key.
@@ -34,7 +35,7 @@ func guardedApp(t *testing.T) (*httptest.Server, *redis.Client, *atomic.Int32) {
 	t.Cleanup(func() { rdb.Close() })
 	app := handlers.New(handlers.Config{
 		Instance: "b-1", Inventory: inventory.New(rdb), Redis: rdb, RunKey: runKey,
-		Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 2 * time.Second}, lock.RedlockOptions{}),
+		Ladder: ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 2 * time.Second}, lock.RedlockOptions{}),
 	})
 	var sales, refused atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -9,7 +9,7 @@ import (
 	"github.com/lockladder/lockladder/lock"
 )
 
-// atomicTarget is the ceiling (lock.NewLadder's "atomic", which has no
+// atomicTarget is the ceiling (ladder.New's "atomic", which has no
 // Locker): no lock at all, the sale one script Redis runs whole
 // (inventory.Store.SellAtomic, as handlers.critical sells under it). The
 // explorer still runs each client's Obtain and Release, which do nothing

@@ -76,6 +76,9 @@ type Env struct {
 	// started in Obtain (or in the section): it ticks when the search
 	// lets time pass, and not while its client is paused.
 	NewTicker func(every time.Duration) Ticker
+	// After is the timer for a wait between two tries: the waiter that
+	// sleeps on its channel tries again when the search delivers it.
+	After func(d time.Duration) <-chan time.Time
 }
 
 // Lock is a lock to check: its name in the report and how to make one
@@ -107,7 +110,7 @@ func (l Lock) Target() Target {
 		Name: name,
 		New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
 			u, _ := rdb.(redis.UniversalClient) // the explorer's clients are *redis.Client
-			env := Env{TTL: o.TTL, Now: o.Clock, NewTicker: func(every time.Duration) Ticker { return virtualTicker(every) }}
+			env := Env{TTL: o.TTL, Now: o.Clock, NewTicker: func(every time.Duration) Ticker { return o.Ticker(every) }, After: o.After}
 			return userLocker{name: name, l: l.New(u, env)}
 		},
 		Faults: CheckFaults,
@@ -156,8 +159,9 @@ func Search(ctx context.Context, l Lock, cfg Config) (r Result, err error) {
 // (Config's defaults: 2 then 3 clients, depth 18, 60 s): a test bounds
 // it with MaxClients, Depth or Budget, and the log says which bound
 // stopped it. One
-// search runs at a time in a process (the lab's watchdogs tick by one
-// process-wide Ticker): Checks in parallel tests take turns.
+// search runs at a time in a process (the virtual time its lockers'
+// tickers and timers follow is one per process): Checks in parallel
+// tests take turns.
 //
 //	func TestMyLock(t *testing.T) {
 //		explore.Check(t, explore.Lock{Name: "mylock", New: newMyLock}, explore.Config{})

@@ -130,7 +130,7 @@ func TestCheckPassesAFencedLock(t *testing.T) {
 // an engineer would adapt a lock of the lab's shape, is found broken as
 // the explorer's own target finds it.
 // getset reads its clock through Env.Now, so a skewed client's runs
-// ahead; reentrant renews by Env.NewTicker's ticks (lock.SetTicker's
+// ahead; reentrant renews by Env.NewTicker's ticks (virtualTicker
 // here, the same), frozen in a pause.
 func TestCheckTheLabsRung(t *testing.T) {
 	for _, c := range []struct {
@@ -143,7 +143,9 @@ func TestCheckTheLabsRung(t *testing.T) {
 		{"reentrant", lock.NewReentrant, explore.Pause | explore.Idle},
 	} {
 		l := explore.Lock{Name: c.name, New: func(rdb redis.UniversalClient, env explore.Env) explore.Locker {
-			return labLocker{c.new(rdb, lock.Options{TTL: env.TTL, Clock: env.Now})}
+			o := lock.Options{TTL: env.TTL, Clock: env.Now, After: env.After,
+				Ticker: func(every time.Duration) lock.Ticker { return env.NewTicker(every) }}
+			return labLocker{c.new(rdb, o)}
 		}}
 		r, err := explore.Search(context.Background(), l, explore.Config{Faults: c.faults, Budget: 30 * time.Second})
 		if err != nil {

@@ -332,7 +332,7 @@ func (ex *Explorer) drivingCtx(ctx context.Context, f func()) error {
 		return ErrBusy
 	}
 	defer func() { <-running }()
-	drive(f)
+	f()
 	return nil
 }
 

@@ -6,10 +6,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/libs"
 )
 
-// Libraries are the library rungs on one Redis (lock/lib.go), explored
-// as the lab's rungs are: each is the Locker lock.NewLadder serves,
+// Libraries are the library rungs on one Redis (lock/libs), explored
+// as the lab's rungs are: each is the Locker ladder.New serves,
 // calling the library as its README shows, the library's code unchanged;
 // its go-redis client is the explorer's, gated. Their tokens are random
 // base64 strings, not UUIDs: the world learns them (tokens.go).
@@ -26,17 +27,17 @@ import (
 // time (TryLockContext), the wait between attempts the search's choice.
 // redislock's Obtain makes one attempt (no RetryStrategy) under a
 // deadline of one lease, never reached. redislock-refresh's loop ticks by
-// the lab's Ticker (lock.SetTicker), so the search drives its Refresh as
+// the lab's Ticker (Options.Ticker), so the search drives its Refresh as
 // it drives rung 9's watchdog: frozen with its holder in a pause.
 var Libraries = []Target{
 	{Name: "redsync", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
-		return lock.NewRedsync([]redis.UniversalClient{rdb.(redis.UniversalClient)}, o)
+		return libs.NewRedsync([]redis.UniversalClient{rdb.(redis.UniversalClient)}, o)
 	}, Faults: Slow, tokens: true, replayTTL: redsyncReplayTTL},
 	{Name: "redislock", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
-		return lock.NewRedislock(rdb, o)
+		return libs.NewRedislock(rdb, o)
 	}, Faults: Slow, tokens: true},
 	{Name: "redislock-refresh", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
-		return lock.NewRedislockRefresh(rdb, o)
+		return libs.NewRedislockRefresh(rdb, o)
 	}, Faults: Pause | Idle, tokens: true},
 }
 
@@ -47,12 +48,12 @@ var Libraries = []Target{
 // as in the search.
 const redsyncReplayTTL = 2 * time.Second
 
-// newRedsyncRedlock is the rung redsync-redlock as lock.NewLadder makes
+// newRedsyncRedlock is the rung redsync-redlock as ladder.New makes
 // it: redsync over the masters, a pool each.
 func newRedsyncRedlock(masters []redis.Cmdable, o lock.Options) lock.Locker {
 	servers := make([]redis.UniversalClient, len(masters))
 	for i, m := range masters {
 		servers[i] = m.(redis.UniversalClient)
 	}
-	return lock.NewRedsync(servers, o)
+	return libs.NewRedsync(servers, o)
 }

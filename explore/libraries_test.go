@@ -45,7 +45,7 @@ func TestFindsTheLibrariesFlaws(t *testing.T) {
 }
 
 // TestRedislockRefreshIsDriven: the refresh loop ticks on the search's
-// clock (lock.SetTicker), so a business past its lease is not enough to
+// clock (Options.Ticker), so a business past its lease is not enough to
 // oversell redislock-refresh as it oversells redislock (7 steps): its
 // shortest schedule under slow is one step longer, its Refresh due at a
 // third of the lease and held back (a renewal late by a lease) while the

@@ -21,7 +21,7 @@ import (
 // busy parks with no command, so that its step lasts until the line
 // counts it (Cohort.Waiting). A waiter that sleeps between two tries (fair's
 // queue, polling for its handoff) sleeps at a gate of its own, until the
-// search wakes it (lock.SetAfter). A fault strikes a process: a crash
+// search wakes it (Options.After: virtualAfter). A fault strikes a process: a crash
 // kills both its requests, a pause freezes both and the watchdog that
 // renews their shared lease; a watchdog is its process's (the leader's
 // column), whichever request took the lock.
@@ -97,7 +97,7 @@ func (g *gate) let(w *world) {
 	g.open <- true
 }
 
-// virtualAfter is the waits' timer in the explorer (lock.SetAfter): the
+// virtualAfter is the waits' timer in the explorer (Options.After): the
 // waiter that asks sleeps at a gate until the search delivers it. A
 // world that has ended cancels its waiters' contexts.
 func virtualAfter(time.Duration) <-chan time.Time {

@@ -68,7 +68,7 @@ func (ex *Explorer) addMasters(addr string, dial dialer) {
 			}
 			return epoch
 		}
-		ex.lockers = append(ex.lockers, ex.target.NewMasters(cmdables, lock.Options{TTL: ex.cfg.TTL, Clock: clock}))
+		ex.lockers = append(ex.lockers, ex.target.NewMasters(cmdables, lock.Options{TTL: ex.cfg.TTL, Clock: clock, Ticker: virtualTicker, After: virtualAfter}))
 	}
 }
 

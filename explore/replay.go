@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -72,20 +71,11 @@ func (p *Replayer) Replay(ctx context.Context, t Target, r Result) string {
 	return "not-reproduced"
 }
 
-// driving runs f with the watchdogs on the explorer's ticker and the
-// waits between two tries on its gates, one explorer at a time.
+// driving runs f one explorer at a time: the world whose virtual time
+// the lockers' Options.Ticker and Options.After follow (current) is one
+// per process.
 func (ex *Explorer) driving(f func()) {
 	running <- struct{}{}
 	defer func() { <-running }()
-	drive(f)
-}
-
-// drive runs f with the explorer's ticker and waits; the caller holds
-// running.
-func drive(f func()) {
-	lock.SetTicker(virtualTicker)
-	defer lock.SetTicker(nil)
-	lock.SetAfter(virtualAfter)
-	defer lock.SetAfter(nil)
 	f()
 }

@@ -14,7 +14,7 @@ import (
 
 // Targets are the Redis rungs on one server, in ladder order, each with
 // the faults of the scenario the ladder names for its flaw
-// (docs/ladder.md), and made by the constructor lock.NewLadder calls.
+// (docs/ladder.md), and made by the constructor ladder.New calls.
 var Targets = []Target{
 	{Name: "setnx", New: lock.NewSetNX, Faults: Crash | Idle},
 	{Name: "setnx-expire", New: lock.NewSetNXExpire, Faults: Crash | Idle},
@@ -90,7 +90,7 @@ func lookupIn(targets []Target, name string) (Target, error) {
 type Target struct {
 	Name string
 	// New makes the rung's Locker, with the constructor the app's ladder
-	// uses (lock.NewLadder).
+	// uses (ladder.New).
 	New func(redis.Cmdable, lock.Options) lock.Locker
 	// Masters, for a rung on independent masters (Redlock), is how many,
 	// and NewMasters makes it over them; New is then nil.

@@ -100,7 +100,7 @@ type gate struct {
 	wd   bool // sent by the client's watchdog, not its program
 	cmds []redis.Cmder
 	open chan bool // true: deliver it; false: the world ended
-	// wake, for a waiter's sleep between two tries (lock.SetAfter), is
+	// wake, for a waiter's sleep between two tries (Options.After), is
 	// what delivering it fires: its next try is the step's command.
 	wake chan time.Time
 	sent chan struct{} // closed once delivered and answered
@@ -176,7 +176,7 @@ func (t *vticker) Wait(ctx context.Context) bool {
 func (t *vticker) Stop() { t.w.events <- event{kind: evTickStop, tk: t} }
 
 // current is the world the explorer drives now: the watchdogs' tickers
-// are made in it (lock.SetTicker is process-wide).
+// are made in it (Options.Ticker, virtualTicker).
 var current atomic.Pointer[world]
 
 func virtualTicker(every time.Duration) lock.Ticker {
@@ -223,7 +223,7 @@ func (ex *Explorer) newWorld(n int, skews []int) *world {
 		} else if c.proc != c {
 			c.locker = c.proc.locker // a request of the same process
 		} else {
-			o := lock.Options{TTL: ex.cfg.TTL, Clock: c.clock}
+			o := lock.Options{TTL: ex.cfg.TTL, Clock: c.clock, Ticker: virtualTicker, After: virtualAfter}
 			c.locker = ex.target.New(c.rdb, o)
 		}
 		c.store = ex.stores[i]

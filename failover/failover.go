@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -60,7 +61,7 @@ type outcome struct {
 var SingleLocks = []string{"lua", "redsync", "redislock", "redislock-refresh"}
 
 // SingleInstance runs trials of the single-instance lock name (one of
-// SingleLocks, from lock.NewLadder, over a go-redis FailoverClient)
+// SingleLocks, from ladder.New, over a go-redis FailoverClient)
 // against a primary with an async replica and three sentinels, the
 // primary SIGKILLed right after it granted A the lock and before the
 // grant replicated. Progress lines go to log (nil: discarded). A trial
@@ -84,7 +85,7 @@ func SingleInstance(ctx context.Context, name string, trials int, log io.Writer)
 	return res, err
 }
 
-// Redlock runs trials of "redlock" (lock.NewLadder over five independent
+// Redlock runs trials of "redlock" (ladder.New over five independent
 // redis-servers): A obtains the lock, one master that holds A's token is
 // SIGKILLed at once and restarted empty on the same port (nothing is
 // persisted, as the failed-over primary), and B tries the same key. Errors
@@ -165,7 +166,7 @@ func direct(addr string) *redis.Client {
 
 // lockerOf is the named rung of a ladder over rdb and masters.
 func lockerOf(name string, rdb redis.Cmdable, masters []redis.Cmdable, ttl, wait time.Duration) (lock.Locker, error) {
-	_, l, ok := lock.NewLadder(lock.Backends{Redis: rdb, Masters: masters}, lock.Options{TTL: ttl, Wait: wait}, lock.RedlockOptions{}).Lookup(name)
+	_, l, ok := ladder.New(ladder.Backends{Redis: rdb, Masters: masters}, lock.Options{TTL: ttl, Wait: wait}, lock.RedlockOptions{}).Lookup(name)
 	if !ok || l == nil {
 		return nil, fmt.Errorf("no %q lock in the ladder", name)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // TestStore: on a real Redis (the embedded one without redis-server),
@@ -162,7 +163,7 @@ func app(t *testing.T, rdb *redis.Client, ttl time.Duration) *httptest.Server {
 	gin.SetMode(gin.TestMode)
 	srv := httptest.NewServer(handlers.New(handlers.Config{
 		Instance: "g-1", Inventory: inventory.New(rdb), Redis: rdb, GuardTTL: ttl, RunKey: key,
-		Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second}, lock.RedlockOptions{}),
+		Ladder: ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second}, lock.RedlockOptions{}),
 	}))
 	t.Cleanup(srv.Close)
 	return srv

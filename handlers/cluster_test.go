@@ -16,6 +16,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // TestEveryRungOnACluster runs /sale and /testLock under every rung that
@@ -40,7 +41,7 @@ func TestEveryRungOnACluster(t *testing.T) {
 	}
 	n := lock.NewNotifier(cc, no)
 	t.Cleanup(func() { n.Close() })
-	ladder := lock.NewLadder(lock.Backends{Redis: cc}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
+	ladder := ladder.New(ladder.Backends{Redis: cc}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
 		Retry: lock.FixedSleep(2 * time.Millisecond), Notifier: n}, lock.RedlockOptions{})
 	gin.SetMode(gin.TestMode)
 	router := handlers.New(handlers.Config{Instance: "c-1", Inventory: inventory.New(cc), Ladder: ladder, MaxStock: 1000,
@@ -118,7 +119,7 @@ func TestItemsSpreadOverTheClusterMasters(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs[:1], MaxRetries: -1})
 	cc.AddHook(guard)
 	t.Cleanup(func() { cc.Close() })
-	ladder := lock.NewLadder(lock.Backends{Redis: cc}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
+	ladder := ladder.New(ladder.Backends{Redis: cc}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
 		Retry: lock.FixedSleep(2 * time.Millisecond)}, lock.RedlockOptions{})
 	gin.SetMode(gin.TestMode)
 	e := &env{router: handlers.New(handlers.Config{Instance: "c-1", Inventory: inventory.New(cc), Ladder: ladder, MaxStock: 1000,

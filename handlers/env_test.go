@@ -15,6 +15,7 @@ import (
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // env is one app (handlers.New) on a miniredis, with its ladder.
@@ -22,7 +23,7 @@ type env struct {
 	router http.Handler
 	mr     *miniredis.Miniredis
 	rdb    *redis.Client
-	ladder *lock.Ladder
+	ladder *ladder.Ladder
 }
 
 func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
@@ -48,7 +49,7 @@ func newEnvRedis(t *testing.T, change func(*handlers.Config, *redis.Client)) *en
 	t.Cleanup(func() { rdb.Close() })
 	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
 	t.Cleanup(func() { n.Close() })
-	ladder := lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
+	ladder := ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
 		Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{})
 	cfg := handlers.Config{
 		Instance:  "test-1",

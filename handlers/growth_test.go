@@ -21,6 +21,7 @@ import (
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // countingLadder counts the Obtains of its rungs' Lockers: none means no
@@ -170,7 +171,7 @@ func TestUnknownSkusGrowNothing(t *testing.T) {
 	zkc, _ := servertest.ZooKeeper(t, 5*time.Second)
 	db := servertest.MariaDB(t)
 	etcd := servertest.Etcd(t)
-	ladder := lock.NewLadder(lock.Backends{Redis: rdb, ZooKeeper: zkc, Etcd: etcd, DB: db},
+	ladder := ladder.New(ladder.Backends{Redis: rdb, ZooKeeper: zkc, Etcd: etcd, DB: db},
 		lock.Options{TTL: 2 * time.Second, Wait: 2 * time.Second}, lock.RedlockOptions{})
 	var obtains atomic.Int64
 	gin.SetMode(gin.TestMode)

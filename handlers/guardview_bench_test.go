@@ -15,6 +15,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // BenchmarkSaleGuard is the cost of the run guard's check on the sale
@@ -32,7 +33,7 @@ func BenchmarkSaleGuard(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			cfg := handlers.Config{
 				Instance: "b-1", Inventory: inventory.New(rdb), MaxStock: 1 << 30, Hosts: []string{"example.com"},
-				Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second}, lock.RedlockOptions{}),
+				Ladder: ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second}, lock.RedlockOptions{}),
 			}
 			if guarded {
 				cfg.Redis, cfg.RunKey = redis.Cmdable(rdb), "k"

@@ -16,6 +16,7 @@ import (
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 func TestSaleAndTestLockEveryRung(t *testing.T) {
@@ -433,7 +434,7 @@ func TestWaitParameter(t *testing.T) {
 	for _, m := range lock.WaitModes {
 		for _, name := range []string{"lua", "fenced", "fair", "atomic"} {
 			target := "/sale?lock=" + name + "&wait=" + string(m)
-			rung, _, _ := lock.NewLadder(lock.Backends{}, lock.Options{}, lock.RedlockOptions{}).Lookup(name)
+			rung, _, _ := ladder.New(ladder.Backends{}, lock.Options{}, lock.RedlockOptions{}).Lookup(name)
 			code, _, body := e.do(t, "POST", target)
 			if !slices.Contains(rung.Waits, m) {
 				// A wait mode the lock does not take is bad input,

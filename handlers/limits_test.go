@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // onlyReader hides a reader's length from httptest.NewRequest and
@@ -147,7 +148,7 @@ func newLimitsRouter(t *testing.T) (*miniredis.Miniredis, func(*http.Request) *h
 		Instance:  "limits-1",
 		Hosts:     []string{"example.com"}, // httptest.NewRequest's Host
 		Inventory: inventory.New(rdb),
-		Ladder:    lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}, lock.RedlockOptions{}),
+		Ladder:    ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}, lock.RedlockOptions{}),
 	})
 	do := func(req *http.Request) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()

@@ -28,7 +28,7 @@ type handoffWait struct {
 }
 
 func newHandoffWait(o Options, token string, tick time.Duration, ctx context.Context, leave func(context.Context)) *handoffWait {
-	w := &handoffWait{tick: tick, leave: leave, ctx: ctx}
+	w := &handoffWait{tick: tick, leave: leave, ctx: ctx, timer: waitTimer{at: o.After}}
 	if o.Notifier != nil {
 		w.hw = o.Notifier.handoff(token)
 	} else {

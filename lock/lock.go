@@ -56,37 +56,37 @@
 //	rung19_pg_advisory_fenced.go a token drawn on the holder's session
 //	                        fences the cut holder's write
 //
-// The library rungs call the Go lock libraries as their READMEs show, on
-// the same ladder (lib.go lists them):
-//
-//	lib_redsync.go           redsync, redsync-redlock
-//	lib_redislock.go         redislock
-//	lib_redislock_refresh.go redislock-refresh: redislock with its Refresh
-//	lib_etcd_mutex.go        etcd-mutex: concurrency.Mutex itself
-//	lib_zk_lock.go           zk-lock
+// The library rungs (package libs, one file per library) and the speed
+// layer (package speed) live beside this package; package ladder puts
+// them all on one ladder, in one table that says which rung runs with
+// which wrapper.
 //
 // db-optimistic and the ceiling, atomic, take no lock: their stores in
 // package inventory do the work (a version column in MariaDB; one Lua
-// script in Redis). ladder.go lists every rung in order, with its flaw
-// (the Ladder behind /strategies).
+// script in Redis). Package ladder lists every rung in order, with its
+// flaw (the Ladder behind /strategies); info.go holds what it says of each.
 //
 // lock.go (this file) holds what every rung shares: Locker, Lock and the
 // Shape of what a held lock offers its critical section, Call, Options,
 // the errors. example_test.go takes and gives back one rung's lock.
 //
 // The waiting: wait.go (Poll, the loop the rungs that take one attempt at
-// a time wait in, its pauses, and the waiters' timer), queue.go (a
-// process's requests in a line: the default), notify.go (the lock's
+// a time wait in, its pauses, and the waiters' timer; the articles' fixed
+// sleep by default, and the head of a line's way, WaitQueue, for package
+// speed's Line), notify.go (the lock's
 // deletions announced by Redis itself, and fair's handoffs),
 // notify_cluster.go (one subscription per master of a Redis Cluster),
 // handoff.go (how fair's waiters wait for a handoff by name), watchdog.go
 // (the renewal rungs 9 and 12 share, and with rung 12 the cohorts),
-// clock.go (the Ticker watchdogs renew by, which the explorer may set),
+// clock.go (the Ticker watchdogs renew by; Options.Ticker makes them,
+// Options.After times the waits, and the explorer gives its own of both),
 // counts.go (the retries and handoffs GET /metrics reports).
 //
-// The speed, around the rungs and not in them (a reader after the lesson
-// may skip it): each file wraps a rung or plugs into it, and changes what
-// a section costs, never what it is safe against.
+// The speed still inside this package, around the rungs and not in them
+// (a reader after the lesson may skip it): each file wraps a rung or plugs
+// into it, and changes what a section costs, never what it is safe
+// against. A process's line in front of the polling rungs is package
+// speed's; redlock's, cohort's and etcd's below are not moved yet.
 //
 //	speed_redlock_line.go   redlock's requests lined up per process, the
 //	                        lock passed down the line in memory (WaitQueue,
@@ -167,17 +167,17 @@ type Call struct {
 	Skew time.Duration
 }
 
-// ttl is the lease of a call: its own, or def.
-func (c Call) ttl(def time.Duration) time.Duration {
+// TTL is the lease of a call: its own, or def.
+func (c Call) TTL(def time.Duration) time.Duration {
 	if c.Lease > 0 {
 		return c.Lease
 	}
 	return def
 }
 
-// bound is how long a call may wait for the lock: its Try (0 for one
+// Bound is how long a call may wait for the lock: its Try (0 for one
 // attempt), or def, the Locker's wait bound.
-func (c Call) bound(def time.Duration) time.Duration {
+func (c Call) Bound(def time.Duration) time.Duration {
 	if c.Try != nil {
 		return max(*c.Try, 0)
 	}
@@ -275,9 +275,18 @@ type Options struct {
 	// Clock is what rungs that compare timestamps (getset) read as "now".
 	// Default time.Now; a skewed instance runs it ahead.
 	Clock func() time.Time
+	// After is the timer a wait between two tries sleeps on: a waiter
+	// that sleeps d tries again when the channel delivers. Default nil:
+	// a time.Timer per waiter, reused for its every wait. The explorer
+	// delivers it when its search decides that the waiter tries again.
+	After func(d time.Duration) <-chan time.Time
+	// Ticker makes the Tickers watchdogs renew by (reentrant, fair, the
+	// cohorts, redislock-refresh). Default RealTicker.
+	Ticker func(every time.Duration) Ticker
 }
 
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with every zero field set to its default.
+func (o Options) WithDefaults() Options {
 	if o.TTL <= 0 {
 		o.TTL = 2 * time.Second
 	}
@@ -292,6 +301,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.Ticker == nil {
+		o.Ticker = RealTicker
 	}
 	return o
 }

@@ -3,9 +3,6 @@ package lock_test
 import (
 	"context"
 	"errors"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +10,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 )
 
 // fast keeps the wait bound and retries short so that timeouts are quick.
@@ -123,49 +121,7 @@ func TestExactUnderContention(t *testing.T) {
 	})
 }
 
-// increment runs workers goroutines, each doing the articles' non-atomic
-// increment of key each times under l (GET, a short pause to widen the
-// window, SET n+1). It returns the increments done, the counter's final
-// value, and the longest wait for the lock.
-func increment(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (ok, counter int64, longest time.Duration) {
-	t.Helper()
-	ctx := context.Background()
-	var done, longestNs atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for range each {
-				start := time.Now()
-				held, err := l.Obtain(ctx, "lock:"+key, c)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if w := int64(time.Since(start)); w > longestNs.Load() {
-					longestNs.Store(w) // racy max, good enough for a bound
-				}
-				n, _ := rdb.Get(ctx, key).Int()
-				time.Sleep(100 * time.Microsecond) // widen the window a little
-				rdb.Set(ctx, key, strconv.Itoa(n+1), 0)
-				if err := held.Release(ctx); err != nil {
-					t.Error(err)
-				}
-				done.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	got, _ := rdb.Get(ctx, key).Int64()
-	return done.Load(), got, time.Duration(longestNs.Load())
-}
-
-// contend is increment under a lock that must exclude: every increment
-// done and none lost. It returns the increments and the longest wait.
-func contend(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (int64, time.Duration) {
-	t.Helper()
-	ok, got, longest := increment(t, rdb, l, c, key, workers, each)
-	if lost := ok - got; lost != 0 || ok != int64(workers*each) {
-		t.Fatalf("%d increments of %d, counter %d: %d lost", ok, workers*each, got, lost)
-	}
-	return ok, longest
-}
+var (
+	increment = locktest.Increment
+	contend   = locktest.Contend
+)

@@ -288,9 +288,9 @@ func jittered(d time.Duration) time.Duration {
 
 // watch registers a WaitNotify waiter of key, before its first try, so
 // that no deletion after that try goes unnoticed.
-func (n *Notifier) watch(key string) *notifyWaiter {
+func (n *Notifier) watch(key string, after func(time.Duration) <-chan time.Time) *notifyWaiter {
 	n.start()
-	w := &notifyWaiter{n: n, key: key, wake: make(chan struct{}, 1)}
+	w := &notifyWaiter{n: n, key: key, wake: make(chan struct{}, 1), timer: waitTimer{at: after}}
 	n.mu.Lock()
 	n.byKey[key] = append(n.byKey[key], w)
 	n.mu.Unlock()

@@ -40,7 +40,7 @@ var _ Locker = (*Local)(nil)
 // NewLocal returns an in-process Locker. Only Options.Wait applies: an
 // in-process lock has no lease to expire.
 func NewLocal(o Options) *Local {
-	return &Local{wait: o.withDefaults().Wait, keys: make(map[string]*monitor)}
+	return &Local{wait: o.WithDefaults().Wait, keys: make(map[string]*monitor)}
 }
 
 // Obtain enters the key's monitor again when the call's owner holds it;
@@ -60,7 +60,7 @@ func (l *Local) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	}
 	l.mu.Unlock()
 
-	bound := c.bound(l.wait)
+	bound := c.Bound(l.wait)
 	select {
 	case m.slot <- struct{}{}:
 	default:

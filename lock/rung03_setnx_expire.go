@@ -27,7 +27,7 @@ type SetNXExpire struct {
 
 // NewSetNXExpire returns the SETNX-then-EXPIRE lock, waiting as o says.
 func NewSetNXExpire(rdb redis.Cmdable, o Options) Locker {
-	return Poll(SetNXExpire{rdb: rdb, ttl: o.withDefaults().TTL}, o)
+	return Poll(SetNXExpire{rdb: rdb, ttl: o.WithDefaults().TTL}, o)
 }
 
 // Try takes key with SETNX key 1 if it is free, then gives it its TTL. The
@@ -41,7 +41,7 @@ func (l SetNXExpire) Try(ctx context.Context, key string, c Call) (Lock, bool, e
 	// The key is ours: finish the acquisition even if the caller gave up
 	// meanwhile, so that only a real crash here leaves a key without a
 	// TTL, as in the articles, and not a cancelled request.
-	ok, err = l.rdb.PExpire(context.WithoutCancel(ctx), key, c.ttl(l.ttl)).Result()
+	ok, err = l.rdb.PExpire(context.WithoutCancel(ctx), key, c.TTL(l.ttl)).Result()
 	if err != nil || !ok {
 		// false: the key vanished between the two commands (someone
 		// deleted it). We do not hold it; try again.

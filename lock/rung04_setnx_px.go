@@ -26,12 +26,12 @@ type SetNXPX struct {
 
 // NewSetNXPX returns the atomic-lease, plain-DEL lock, waiting as o says.
 func NewSetNXPX(rdb redis.Cmdable, o Options) Locker {
-	return Poll(SetNXPX{rdb: rdb, ttl: o.withDefaults().TTL}, o)
+	return Poll(SetNXPX{rdb: rdb, ttl: o.WithDefaults().TTL}, o)
 }
 
 // Try takes key with SET key 1 NX PX ttl if it is free.
 func (l SetNXPX) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
-	ok, err := l.rdb.SetNX(ctx, key, "1", c.ttl(l.ttl)).Result()
+	ok, err := l.rdb.SetNX(ctx, key, "1", c.TTL(l.ttl)).Result()
 	if err != nil || !ok {
 		return nil, false, wrap(err, "SET NX PX", key)
 	}

@@ -29,13 +29,13 @@ type CheckDel struct {
 
 // NewCheckDel returns the token, GET-then-DEL lock, waiting as o says.
 func NewCheckDel(rdb redis.Cmdable, o Options) Locker {
-	return Poll(CheckDel{rdb: rdb, ttl: o.withDefaults().TTL}, o)
+	return Poll(CheckDel{rdb: rdb, ttl: o.WithDefaults().TTL}, o)
 }
 
 // Try takes key with SET key <fresh token> NX PX ttl if it is free.
 func (l CheckDel) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
 	token := uuid.NewString()
-	ok, err := l.rdb.SetNX(ctx, key, token, c.ttl(l.ttl)).Result()
+	ok, err := l.rdb.SetNX(ctx, key, token, c.TTL(l.ttl)).Result()
 	if err != nil || !ok {
 		return nil, false, wrap(err, "SET NX PX", key)
 	}

@@ -30,13 +30,13 @@ type Lua struct {
 
 // NewLua returns the compare-and-delete lock, waiting as o says.
 func NewLua(rdb redis.Cmdable, o Options) Locker {
-	return Poll(Lua{rdb: rdb, ttl: o.withDefaults().TTL}, o)
+	return Poll(Lua{rdb: rdb, ttl: o.WithDefaults().TTL}, o)
 }
 
 // Try takes key with SET key <fresh token> NX PX ttl if it is free.
 func (l Lua) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
 	token := uuid.NewString()
-	ok, err := l.rdb.SetNX(ctx, key, token, c.ttl(l.ttl)).Result()
+	ok, err := l.rdb.SetNX(ctx, key, token, c.TTL(l.ttl)).Result()
 	if err != nil || !ok {
 		return nil, false, wrap(err, "SET NX PX", key)
 	}

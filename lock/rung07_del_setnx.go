@@ -35,7 +35,7 @@ type DelSetNX struct {
 // NewDelSetNX returns the expiry-timestamp, DEL-then-SETNX lock, waiting as
 // o says. Options.Clock is the clock this instance judges expiries by.
 func NewDelSetNX(rdb redis.Cmdable, o Options) Locker {
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	return Poll(DelSetNX{rdb: rdb, ttl: o.TTL, clock: o.Clock}, o)
 }
 
@@ -44,7 +44,7 @@ func NewDelSetNX(rdb redis.Cmdable, o Options) Locker {
 func (l DelSetNX) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
 	clock := c.clock(l.clock)
 	now := clock()
-	expiry := now.Add(c.ttl(l.ttl)).UnixMilli() + 1
+	expiry := now.Add(c.TTL(l.ttl)).UnixMilli() + 1
 	held := &expiryLock{rdb: l.rdb, key: key, expiry: expiry, clock: clock}
 	ok, err := l.rdb.SetNX(ctx, key, expiry, 0).Result()
 	if err != nil || ok {

@@ -47,8 +47,9 @@ var (
 // The owner is the Call's (Call.Owner); without one, each Obtain is a
 // fresh owner, and Reentrant behaves as a plain lock.
 type Reentrant struct {
-	rdb redis.Cmdable
-	ttl time.Duration
+	rdb    redis.Cmdable
+	ttl    time.Duration
+	ticker func(time.Duration) Ticker // Options.Ticker: its watchdogs renew by it
 
 	mu        sync.Mutex
 	watchdogs map[holder]*watchdog // the live watchdog of each held lock
@@ -58,7 +59,8 @@ type Reentrant struct {
 // says. Use one per process: it tracks the watchdogs of the locks its
 // owners hold.
 func NewReentrant(rdb redis.Cmdable, o Options) Locker {
-	r := &Reentrant{rdb: rdb, ttl: o.withDefaults().TTL, watchdogs: make(map[holder]*watchdog)}
+	o = o.WithDefaults()
+	r := &Reentrant{rdb: rdb, ttl: o.TTL, ticker: o.Ticker, watchdogs: make(map[holder]*watchdog)}
 	return Poll(r, o)
 }
 
@@ -73,12 +75,12 @@ func (r *Reentrant) Try(ctx context.Context, key string, c Call) (Lock, bool, er
 	if owner == "" {
 		owner = uuid.NewString()
 	}
-	count, err := luaReentrantAcquire.Run(ctx, r.rdb, []string{key}, owner, leaseMS(c.ttl(r.ttl))).Int64()
+	count, err := luaReentrantAcquire.Run(ctx, r.rdb, []string{key}, owner, leaseMS(c.TTL(r.ttl))).Int64()
 	if err != nil || count == 0 {
 		return nil, false, wrap(err, "reentrant acquire", key)
 	}
 
-	ttl := c.ttl(r.ttl)
+	ttl := c.TTL(r.ttl)
 	h := holder{key: key, owner: owner}
 	r.mu.Lock()
 	wd := r.watchdogs[h]
@@ -121,7 +123,7 @@ func (r *Reentrant) current(h holder, wd *watchdog) bool {
 // watchdog renews one held lock's lease until stopped, or until a renewal
 // finds the lock no longer ours.
 func (r *Reentrant) startWatchdog(h holder, ttl time.Duration) *watchdog {
-	return startWatchdog(ttl, func(ctx context.Context) (bool, error) {
+	return startWatchdog(r.ticker, ttl, func(ctx context.Context) (bool, error) {
 		n, err := luaReentrantRenew.Run(ctx, r.rdb, []string{h.key}, h.owner, leaseMS(ttl)).Int64()
 		return n != 0, err
 	}, func(wd *watchdog) { r.forget(h, wd) })

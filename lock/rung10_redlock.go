@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/internal/line"
 )
 
 // Redlock takes rung 6's lock (SET key token NX PX ttl, compare-and-delete
@@ -48,7 +50,7 @@ type Redlock struct {
 	drift       time.Duration
 	pause       time.Duration
 	notifier    *Notifier
-	line        localQueue
+	queue       line.Queue
 	workers     workers
 }
 
@@ -97,7 +99,7 @@ func NewRedlock(masters []redis.Cmdable, o Options, ro RedlockOptions) *Redlock 
 	if len(masters) == 0 {
 		panic("lock: NewRedlock needs at least one master")
 	}
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	retry := o.Retry
 	o.Retry = func() Backoff { return spread{retry()} }
 	// Options.Notifier hears another Redis than the masters: WaitNotify
@@ -153,7 +155,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 // obtain makes attempts with a token of its own until one wins, waiting
 // by w between two, within the call's bound.
 func (r *Redlock) obtain(ctx context.Context, key string, c Call, w waiter) (*redlockLock, error) {
-	token, ttl := uuid.NewString(), c.ttl(r.opts.TTL)
+	token, ttl := uuid.NewString(), c.TTL(r.opts.TTL)
 	var (
 		held *redlockLock
 		last error // why the last attempt lost

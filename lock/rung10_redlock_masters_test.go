@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 	"github.com/lockladder/lockladder/stack"
 	"github.com/redis/go-redis/v9"
 )
@@ -77,37 +78,7 @@ func deadAddr(t *testing.T) string {
 	return addr
 }
 
-// blackHole is a loopback address that accepts connections and never
-// answers: a hung master.
-func blackHole(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
+var blackHole = locktest.BlackHole
 
 // keysOn counts the masters that hold key.
 func keysOn(t *testing.T, masters []*redis.Client, key string) int {

@@ -44,7 +44,7 @@ type Fenced struct {
 
 // NewFenced returns the lease-plus-fencing-token lock, waiting as o says.
 func NewFenced(rdb redis.Cmdable, o Options) Locker {
-	return Poll(Fenced{rdb: rdb, ttl: o.withDefaults().TTL}, o)
+	return Poll(Fenced{rdb: rdb, ttl: o.WithDefaults().TTL}, o)
 }
 
 // FenceKey is the counter that hands out key's fencing tokens.
@@ -54,7 +54,7 @@ func FenceKey(key string) string { return key + ":fence" }
 // lock is free. The Lock it returns is also Tokened.
 func (l Fenced) Try(ctx context.Context, key string, c Call) (Lock, bool, error) {
 	owner := uuid.NewString()
-	fence, err := luaFencedAcquire.Run(ctx, l.rdb, []string{key, FenceKey(key)}, owner, leaseMS(c.ttl(l.ttl))).Int64()
+	fence, err := luaFencedAcquire.Run(ctx, l.rdb, []string{key, FenceKey(key)}, owner, leaseMS(c.TTL(l.ttl))).Int64()
 	if err != nil || fence == 0 {
 		return nil, false, wrap(err, "fenced acquire", key)
 	}

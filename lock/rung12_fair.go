@@ -73,7 +73,7 @@ var _ Locker = (*Fair)(nil)
 // NewFair returns the FIFO handoff lock. Options.WaitMode and Call.Wait do
 // not apply: a fair waiter always waits for its handoff (handoff.go).
 func NewFair(rdb redis.Cmdable, o Options) *Fair {
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	return &Fair{rdb: rdb, opts: o, tick: min(max(o.TTL/4, 5*time.Millisecond), 250*time.Millisecond)}
 }
 
@@ -106,7 +106,7 @@ func (f *Fair) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 		_ = luaFairRelease.Run(ctx, f.rdb, keys, token, leaseMS(f.opts.TTL), f.channel(), "1").Err()
 	}
 	w := newHandoffWait(f.opts, token, f.tick, context.WithoutCancel(ctx), leave)
-	ttl := c.ttl(f.opts.TTL)
+	ttl := c.TTL(f.opts.TTL)
 	took := false // by our own try; otherwise it was handed to us
 	err := acquire(ctx, f.opts, c, w, func(ctx context.Context) (bool, error) {
 		lives := 3 * f.tick
@@ -131,7 +131,7 @@ func (f *Fair) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	}
 	l := &fairLock{f: f, keys: keys, token: token, fence: w.fence}
 	if c.Lease == 0 { // an explicit lease: no renewal
-		l.wd = startWatchdog(ttl, func(ctx context.Context) (bool, error) {
+		l.wd = startWatchdog(f.opts.Ticker, ttl, func(ctx context.Context) (bool, error) {
 			n, err := luaFairRenew.Run(ctx, f.rdb, keys[:1], token, leaseMS(ttl)).Int64()
 			return n != 0, err
 		}, func(*watchdog) { l.lost.Store(true) })

@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
+
+	"github.com/lockladder/lockladder/internal/line"
 )
 
 // ZooKeeper is the lock the articles' factory leaves as a TODO, from the
@@ -48,10 +50,10 @@ import (
 // request: each waiter lists the lock's children to find its predecessor,
 // and with 100 of them in line that list was most of ZooKeeper's work.
 type ZooKeeper struct {
-	conn *zk.Conn
-	root string
-	wait time.Duration
-	line localQueue
+	conn  *zk.Conn
+	root  string
+	wait  time.Duration
+	queue line.Queue
 }
 
 // ZooKeeperRoot is the znode the locks live under: /lockladder/locks/<key>.
@@ -61,26 +63,26 @@ const ZooKeeperRoot = "/lockladder/locks"
 // every holder's lease. Options.Wait bounds a wait; wait modes do not
 // apply (a waiter sleeps on its watch).
 func NewZooKeeper(conn *zk.Conn, o Options) *ZooKeeper {
-	return &ZooKeeper{conn: conn, root: ZooKeeperRoot, wait: o.withDefaults().Wait}
+	return &ZooKeeper{conn: conn, root: ZooKeeperRoot, wait: o.WithDefaults().Wait}
 }
 
 // Obtain waits for the head of this process's line for key, then creates
 // our znode and waits, on a watch of the znode just before ours, until
 // ours is the lowest; when the wait ends first it deletes ours.
 func (z *ZooKeeper) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
-	bound := c.bound(z.wait)
+	bound := c.Bound(z.wait)
 	if bound > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
-	t, err := z.line.wait(ctx, key, bound)
+	t, err := WaitTurn(ctx, &z.queue, key, bound)
 	if err != nil {
 		return nil, err
 	}
 	l, err := z.obtain(ctx, key, bound)
 	if err != nil {
-		t.leave()
+		t.Leave()
 		return nil, err
 	}
 	l.turn = t
@@ -242,7 +244,7 @@ func bounded(ctx context.Context, f func() error) error {
 type zkLock struct {
 	conn *zk.Conn
 	node string
-	turn *turn // this process's line: the next request goes once we release
+	turn *line.Turn // this process's line: the next request goes once we release
 }
 
 // Release deletes our znode: the next waiter's watch fires. ErrNotHeld when
@@ -252,7 +254,7 @@ type zkLock struct {
 // until the znode is gone: left behind with the session alive, it would
 // hold the lock for nobody, for good.
 func (l *zkLock) Release(context.Context) error {
-	defer l.turn.leave()
+	defer l.turn.Leave()
 	err := l.conn.Delete(l.node, -1)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):

@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/lockladder/lockladder/internal/line"
 )
 
 // Etcd is etcd's lock recipe (docs/ladder.md, "Beyond Redis"), the one
@@ -44,7 +46,7 @@ type Etcd struct {
 	cli     *clientv3.Client
 	ttl     int // seconds
 	wait    time.Duration
-	line    localQueue
+	queue   line.Queue
 	pool    sessionPool
 	watches etcdWatches
 }
@@ -56,17 +58,17 @@ const EtcdPrefix = "/lockladder/locks/"
 // whole seconds (etcd's lease granularity), is every session's lease;
 // Options.Wait bounds a wait; wait modes do not apply (a waiter watches).
 func NewEtcd(cli *clientv3.Client, o Options) *Etcd {
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	return &Etcd{cli: cli, ttl: int(math.Ceil(o.TTL.Seconds())), wait: o.Wait, watches: etcdWatches{cli: cli}}
 }
 
 // Obtain waits for the head of this process's line for key, takes a
 // session and queues its key in etcd, all within the call's bound.
 func (e *Etcd) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
-	bound := c.bound(e.wait)
+	bound := c.Bound(e.wait)
 	wctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	t, err := e.line.wait(wctx, key, bound)
+	t, err := WaitTurn(wctx, &e.queue, key, bound)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +79,7 @@ func (e *Etcd) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	s, err := e.pool.get(sctx, e.cli, e.ttl)
 	scancel()
 	if err != nil {
-		t.leave()
+		t.Leave()
 		return nil, fmt.Errorf("lock: etcd: session: %w", err)
 	}
 	m := &etcdMutex{cli: e.cli, lease: s.Lease(), pfx: EtcdPrefix + key + "/"}
@@ -88,7 +90,7 @@ func (e *Etcd) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	}
 	if err != nil {
 		e.pool.put(s)
-		t.leave()
+		t.Leave()
 		switch {
 		case errors.Is(err, ErrBusy):
 			return nil, err
@@ -228,7 +230,7 @@ type etcdLock struct {
 	e    *Etcd
 	s    *concurrency.Session
 	m    *etcdMutex
-	t    *turn
+	t    *line.Turn
 	once sync.Once
 }
 
@@ -243,7 +245,7 @@ func (l *etcdLock) Token() int64 { return l.m.rev }
 func (l *etcdLock) Release(ctx context.Context) error {
 	err := ErrNotHeld
 	l.once.Do(func() {
-		defer l.t.leave()
+		defer l.t.Leave()
 		defer l.e.pool.put(l.s)
 		err = l.m.unlock(ctx)
 	})

@@ -47,7 +47,7 @@ func NewDBForUpdate(ctx context.Context, db *sql.DB, o Options) (*DBForUpdate, e
 		" (name VARCHAR(128) PRIMARY KEY) ENGINE=InnoDB"); err != nil {
 		return nil, fmt.Errorf("lock: db-for-update: create table: %w", err)
 	}
-	return &DBForUpdate{db: db, wait: o.withDefaults().Wait, known: map[string]bool{}}, nil
+	return &DBForUpdate{db: db, wait: o.WithDefaults().Wait, known: map[string]bool{}}, nil
 }
 
 // Obtain opens a transaction on a connection of its own and locks key's
@@ -60,7 +60,7 @@ func NewDBForUpdate(ctx context.Context, db *sql.DB, o Options) (*DBForUpdate, e
 // for as long as the client stays. try=0 gives the connection the
 // Locker's bound: one attempt at the row, not none at a connection.
 func (d *DBForUpdate) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
-	bound := c.bound(d.wait)
+	bound := c.Bound(d.wait)
 	limit := bound
 	if bound == 0 {
 		limit = d.wait

@@ -39,10 +39,6 @@ type PGAdvisory struct {
 
 var _ Rung = PGAdvisory{}
 
-// pgWaits are the wait modes of the PostgreSQL rungs: notify waits for
-// Redis's announcements, which a PostgreSQL lock never makes.
-var pgWaits = []WaitMode{WaitQueue, WaitFixed, WaitBackoff}
-
 // NewPGAdvisory returns the session advisory lock over pool, waiting as o
 // says (Options.TTL does not apply: there is no lease).
 func NewPGAdvisory(pool *pgxpool.Pool, o Options) Locker {

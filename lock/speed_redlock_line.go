@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lockladder/lockladder/internal/line"
 )
 
 // The speed of redlock: how a process's requests wait for it. None of it
@@ -48,20 +50,20 @@ func (r *Redlock) obtainInLine(ctx context.Context, key string, c Call, mode Wai
 		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
-	head, err := r.line.wait(ctx, key, bound)
+	head, err := WaitTurn(ctx, &r.queue, key, bound)
 	if err != nil {
 		return nil, err
 	}
 	if l := r.passedTo(head); l != nil {
 		return l, nil
 	}
-	held, err := r.obtain(ctx, key, c, headWaiter(r.notifier, key, r.pause))
+	held, err := r.obtain(ctx, key, c, r.opts.headWaiter(r.notifier, key, r.pause))
 	if err != nil {
-		head.leave()
+		head.Leave()
 		return nil, err
 	}
 	l := &linedLock{redlockLock: held, head: head}
-	ttl := c.ttl(r.opts.TTL)
+	ttl := c.TTL(r.opts.TTL)
 	switch mode {
 	case WaitCohort:
 		l.half = held.t1.Add((ttl - r.drift) / 2)
@@ -74,7 +76,7 @@ func (r *Redlock) obtainInLine(ctx context.Context, key string, c Call, mode Wai
 // linedLock is a Redlock section taken at the head of its process's line.
 type linedLock struct {
 	*redlockLock
-	head  *turn       // left on Release
+	head  *line.Turn  // left on Release
 	half  time.Time   // WaitCohort: passed on in memory only before then
 	chain *relayChain // WaitRelay: may be relayed
 }
@@ -83,8 +85,8 @@ type linedLock struct {
 // or relayed to it (WaitRelay), as a section of its own, or nil. A lease
 // that ran out meanwhile (the waiter it was passed to gave up and nobody
 // came for a while) is given back.
-func (r *Redlock) passedTo(head *turn) *linedLock {
-	l, _ := head.take().(*linedLock)
+func (r *Redlock) passedTo(head *line.Turn) *linedLock {
+	l, _ := head.Take().(*linedLock)
 	if l == nil {
 		return nil
 	}
@@ -106,18 +108,18 @@ func (l *linedLock) Release(ctx context.Context) error {
 	}
 	if !l.half.IsZero() && l.r.opts.Clock().Before(l.half) {
 		next := &linedLock{redlockLock: &redlockLock{r: l.r, key: l.key, token: l.token, t1: l.t1, until: l.until, ends: l.ends}, half: l.half}
-		if l.head.pass(next) {
+		if l.head.Pass(next) {
 			l.r.handoffs.Add(1)
 			return nil
 		}
 	}
-	defer l.head.leave()
+	defer l.head.Leave()
 	if l.relayOn() {
 		next, err := l.r.relay(ctx, l)
 		switch {
 		case next == nil:
 			return err
-		case l.head.pass(next):
+		case l.head.Pass(next):
 			l.r.handoffs.Add(1)
 			return nil
 		}

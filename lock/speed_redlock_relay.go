@@ -88,7 +88,7 @@ func chainReleaser(key, id string, seq int) masterCall {
 // line, may relay the lock to it.
 func (l *linedLock) relayOn() bool {
 	c := l.chain
-	return c != nil && c.n < relayMax && l.r.opts.Clock().Before(c.start.Add(c.ttl/2)) && l.head.waiting()
+	return c != nil && c.n < relayMax && l.r.opts.Clock().Before(c.start.Add(c.ttl/2)) && l.head.Waiting()
 }
 
 // relay swaps l's token for a fresh one on every master, as one Redlock

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/lockladder/lockladder/internal/line"
 )
 
 // Backoff says how long to sleep before the next attempt. One Backoff serves
@@ -109,10 +111,6 @@ const (
 // WaitModes lists every WaitMode.
 var WaitModes = []WaitMode{WaitFixed, WaitBackoff, WaitNotify, WaitQueue, WaitCohort, WaitRelay}
 
-// pollModes are the wait modes of the locks that poll: every Redis rung
-// but redlock (which also relays) and fair (which waits for its handoff).
-var pollModes = []WaitMode{WaitQueue, WaitFixed, WaitBackoff, WaitNotify}
-
 // ParseWaitMode returns the WaitMode called s.
 func ParseWaitMode(s string) (WaitMode, error) {
 	for _, m := range WaitModes {
@@ -150,18 +148,21 @@ func (o Options) waiter(c Call, key string) waiter {
 }
 
 // waiterFor returns how an Obtain of key polls waiting by m: WaitBackoff,
-// WaitNotify (as WaitBackoff without a Notifier), else WaitFixed.
+// WaitNotify (as WaitBackoff without a Notifier), WaitQueue (the head of
+// a line: every 2ms, jittered, or woken by the Notifier), else WaitFixed.
 func (o Options) waiterFor(m WaitMode, key string) waiter {
 	switch m {
 	case WaitBackoff:
-		return &sleeper{b: o.Backoff()}
+		return o.sleeper(o.Backoff())
 	case WaitNotify:
 		if o.Notifier != nil {
-			return o.Notifier.watch(key)
+			return o.Notifier.watch(key, o.After)
 		}
-		return &sleeper{b: o.Backoff()}
+		return o.sleeper(o.Backoff())
+	case WaitQueue:
+		return o.headWaiter(o.Notifier, key, queuePause)
 	default:
-		return &sleeper{b: o.Retry()}
+		return o.sleeper(o.Retry())
 	}
 }
 
@@ -177,16 +178,24 @@ func (s *sleeper) wait(ctx context.Context) (bool, error) {
 
 func (s *sleeper) done(bool) { s.timer.stop() }
 
+// sleeper returns a waiter that sleeps by b on o's timer.
+func (o Options) sleeper(b Backoff) *sleeper {
+	return &sleeper{b: b, timer: waitTimer{at: o.After}}
+}
+
 // waitTimer is a waiter's one timer, made on its first wait and reused
 // for every wait after it: the waiters (sleeper, notifyWaiter,
-// handoffWait) wait between every two tries.
-type waitTimer struct{ t *time.Timer }
+// handoffWait) wait between every two tries. With at set (Options.After)
+// it waits on at's channels instead.
+type waitTimer struct {
+	t  *time.Timer
+	at func(d time.Duration) <-chan time.Time
+}
 
-// after arms the timer to fire once d has passed, and returns its channel
-// (SetAfter's, where it is set).
+// after arms the timer to fire once d has passed, and returns its channel.
 func (w *waitTimer) after(d time.Duration) <-chan time.Time {
-	if f := afters.Load(); f != nil {
-		return (*f)(d)
+	if w.at != nil {
+		return w.at(d)
 	}
 	if w.t == nil {
 		w.t = time.NewTimer(d)
@@ -214,57 +223,27 @@ func (w *waitTimer) stop() {
 }
 
 // Poll makes r a Locker that tries until it holds the lock, waiting
-// between two tries as the Call (else o) says: the articles' fixed sleep,
-// an exponential backoff, until the lock's deletion is announced, or in
-// this process's line (WaitQueue). It is how rungs 2 to 9 and 11 wait.
+// between two tries as the Call (else o) says: the articles' fixed sleep
+// (the default), an exponential backoff, until the lock's deletion is
+// announced, or as the head of its process's line (WaitQueue: package
+// speed's Line keeps the line). It is how rungs 2 to 9 and 11 wait.
 // Redlock (rung 10) waits its own way, in a line of its own between its
 // rounds on the masters; fair and the cohorts (12, 13) wait in fair's
 // queue for a handoff; the other back ends' rungs (14 to 16) wait as
 // their servers queue them.
 func Poll(r Rung, o Options) Locker {
-	return &polling{r: r, opts: o.withDefaults()}
+	return &polling{r: r, opts: o.WithDefaults()}
 }
 
 type polling struct {
 	counts
 	r    Rung
 	opts Options
-	line localQueue // WaitQueue
 }
 
 func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
-	var w waiter
-	if mode := p.opts.mode(c); mode != "" && mode != WaitQueue {
-		w = p.opts.waiterFor(mode, key)
-	} else {
-		// A named owner may hold the lock already (reentrant's re-entry):
-		// it must not queue behind the requests that wait for it.
-		if c.Owner != "" {
-			l, ok, err := p.r.Try(ctx, key, c)
-			switch {
-			case ok:
-				return l, nil
-			case err != nil && ctx.Err() == nil:
-				return nil, err
-			}
-		}
-		bound := p.opts.bound(c)
-		if bound > 0 { // it covers the line and the tries
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, bound)
-			defer cancel()
-		}
-		head, err := p.line.wait(ctx, key, bound)
-		if err != nil {
-			return nil, err
-		}
-		// Once we hold the lock (or give up), the next request of this
-		// process takes our place at the head and waits for our release.
-		defer head.leave()
-		w = headWaiter(p.opts.Notifier, key, queuePause)
-	}
 	var held Lock
-	err := acquire(ctx, p.opts, c, w, func(ctx context.Context) (bool, error) {
+	err := acquire(ctx, p.opts, c, p.opts.waiter(c, key), func(ctx context.Context) (bool, error) {
 		l, ok, err := p.r.Try(ctx, key, c)
 		held = l
 		if !ok && err == nil {
@@ -321,4 +300,39 @@ func acquire(ctx context.Context, o Options, c Call, w waiter, try func(context.
 }
 
 // bound is how long a call may wait: its Try, else the Options' Wait.
-func (o Options) bound(c Call) time.Duration { return c.bound(o.Wait) }
+func (o Options) bound(c Call) time.Duration { return c.Bound(o.Wait) }
+
+// WaitTurn joins key's line and returns once the request is at its head, for
+// a call whose ctx already carries its wait bound: with bound 0 (one
+// attempt) the line must be empty, or it is ErrBusy; a line not reached
+// in time is ErrNotObtained.
+func WaitTurn(ctx context.Context, q *line.Queue, key string, bound time.Duration) (*line.Turn, error) {
+	if bound == 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		cancel()
+	}
+	t, err := q.Enter(ctx, key)
+	switch {
+	case err == nil:
+		return t, nil
+	case bound == 0:
+		return nil, ErrBusy
+	}
+	return nil, fmt.Errorf("%w: waited %s in this process's line for %s: %w", ErrNotObtained, bound, key, err)
+}
+
+// headWaiter is how the head of a line waits between two tries: woken by
+// n when the lock's deletion is announced, or without n polling every
+// pause, jittered in [pause/2, 3*pause/2).
+func (o Options) headWaiter(n *Notifier, key string, pause time.Duration) waiter {
+	if n != nil {
+		return n.watch(key, o.After)
+	}
+	return o.sleeper(spread{fixed(pause)})
+}
+
+// queuePause is how often the head of a line polls when nothing announces
+// the lock's release: one waiter per process, so a short pause wastes
+// little and leaves a freed lock idle for little.
+const queuePause = 2 * time.Millisecond

@@ -188,20 +188,19 @@ func TestCountsRetriesAndHandoffs(t *testing.T) {
 	}
 }
 
-// TestSetAfterDrivesTheWaits: with SetAfter, a waiter tries again when
+// TestAfterDrivesTheWaits: with Options.After, a waiter tries again when
 // the channel it was given delivers, not when its pause has passed (the
 // explorer's waits on its own clock).
-func TestSetAfterDrivesTheWaits(t *testing.T) {
+func TestAfterDrivesTheWaits(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	asked := make(chan time.Duration, 8)
 	fire := make(chan time.Time, 8)
-	lock.SetAfter(func(d time.Duration) <-chan time.Time {
+	after := func(d time.Duration) <-chan time.Time {
 		asked <- d
 		return fire
-	})
-	t.Cleanup(func() { lock.SetAfter(nil) })
-	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, WaitMode: lock.WaitFixed, Retry: lock.FixedSleep(time.Millisecond)}
+	}
+	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, WaitMode: lock.WaitFixed, Retry: lock.FixedSleep(time.Millisecond), After: after}
 	l := lock.NewLua(rdb, o)
 	held, err := l.Obtain(ctx, "lock:after", lock.Call{})
 	if err != nil {
@@ -221,9 +220,9 @@ func TestSetAfterDrivesTheWaits(t *testing.T) {
 			t.Errorf("the waiter asked to sleep %s, want its 1ms pause", d)
 		}
 	case err := <-got:
-		t.Fatalf("Obtain returned (%v) without waiting by SetAfter's timer", err)
+		t.Fatalf("Obtain returned (%v) without waiting by Options.After's timer", err)
 	case <-time.After(5 * time.Second):
-		t.Fatal("the waiter never asked SetAfter's timer")
+		t.Fatal("the waiter never asked Options.After's timer")
 	}
 	select {
 	case err := <-got:

@@ -21,13 +21,13 @@ type watchdog struct {
 // watchdog ends. A renewal that fails (Redis slow or unreachable) is tried
 // again at the next tick; if that lasts past the TTL, the lease lapses and
 // the next renewal finds the lock gone.
-func startWatchdog(ttl time.Duration, renew func(context.Context) (bool, error), lapsed func(*watchdog)) *watchdog {
+func startWatchdog(ticker func(time.Duration) Ticker, ttl time.Duration, renew func(context.Context) (bool, error), lapsed func(*watchdog)) *watchdog {
 	ctx, cancel := context.WithCancel(context.Background())
 	wd := &watchdog{cancel: cancel, done: make(chan struct{})}
 	// The ticker is made here, by the holder, not in the goroutine: a
 	// Ticker the explorer sets knows whose watchdog it paces.
 	every := max(ttl/3, time.Millisecond)
-	tick := newTicker(every)
+	tick := ticker(every)
 	go func() {
 		defer close(wd.done)
 		defer tick.Stop()

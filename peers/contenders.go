@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/libs"
 )
 
 // contender is one lock under test: setup builds, over a fresh client, the
@@ -233,21 +234,21 @@ func contenders(cfg config, pg *pgServer) []contender {
 					return true, err
 				}, func() {}
 			}},
-		libRung("redsync", "the lab's rung (lock.NewRedsync, one pool): a new Mutex per operation, WithExpiry(lease), WithTries(unbounded), the library's default 50-250ms random delay between tries, until the bound",
+		libRung("redsync", "the lab's rung (libs.NewRedsync, one pool): a new Mutex per operation, WithExpiry(lease), WithTries(unbounded), the library's default 50-250ms random delay between tries, until the bound",
 			func(rdb *redis.Client, _ []*redis.Client) lock.Locker {
-				return lock.NewRedsync([]redis.UniversalClient{rdb}, lock.Options{TTL: cfg.ttl, Wait: cfg.bound})
+				return libs.NewRedsync([]redis.UniversalClient{rdb}, lock.Options{TTL: cfg.ttl, Wait: cfg.bound})
 			}),
-		libRung("redislock", fmt.Sprintf("v0.9.4, the lab's rung (lock.NewRedislock): Obtain with ttl %s, RetryStrategy LinearBackoff(10ms), until the %s bound; what peers called directly before, the same calls", cfg.ttl, cfg.bound),
+		libRung("redislock", fmt.Sprintf("v0.9.4, the lab's rung (libs.NewRedislock): Obtain with ttl %s, RetryStrategy LinearBackoff(10ms), until the %s bound; what peers called directly before, the same calls", cfg.ttl, cfg.bound),
 			func(rdb *redis.Client, _ []*redis.Client) lock.Locker {
-				return lock.NewRedislock(rdb, lock.Options{TTL: cfg.ttl, Wait: cfg.bound})
+				return libs.NewRedislock(rdb, lock.Options{TTL: cfg.ttl, Wait: cfg.bound})
 			}),
-		ownRung("rueidislock", fmt.Sprintf("redis/rueidis v1.0.79's rueidislock, the lab's rung (lock.NewRueidislock): NewLocker (KeyMajority 1, NoLoopTracking, KeyValidity %s, DisableCache: a waiter tries again every 20ms), WithContext until the %s bound, the returned cancel releases; its own rueidis client", cfg.ttl, cfg.bound),
+		ownRung("rueidislock", fmt.Sprintf("redis/rueidis v1.0.79's rueidislock, the lab's rung (libs.NewRueidislock): NewLocker (KeyMajority 1, NoLoopTracking, KeyValidity %s, DisableCache: a waiter tries again every 20ms), WithContext until the %s bound, the returned cancel releases; its own rueidis client", cfg.ttl, cfg.bound),
 			func(rdb *redis.Client) (lock.Locker, error) {
-				opt, err := lock.RueidisOption(rdb)
+				opt, err := libs.RueidisOption(rdb)
 				if err != nil {
 					return nil, err
 				}
-				return lock.NewRueidislock(opt, lock.Options{TTL: cfg.ttl, Wait: cfg.bound}), nil
+				return libs.NewRueidislock(opt, lock.Options{TTL: cfg.ttl, Wait: cfg.bound}), nil
 			}),
 		pgRung("pg-advisory", "the lab's rung 17 (lock.NewPGAdvisory) on a PostgreSQL of its own, pgx v5.12.0, a pool of 32 as an app instance's: pg_try_advisory_lock on a connection borrowed per try, in the lab's wait (one try per process at a time, every 2ms), the connection held for the section, pg_advisory_unlock",
 			func(pool *pgxpool.Pool, o lock.Options) lock.Locker { return lock.NewPGAdvisory(pool, o) }),
@@ -299,13 +300,13 @@ func contenders(cfg config, pg *pgServer) []contender {
 					return true, err
 				}, func() {}
 			}},
-		libRung("redsync-redlock", "the lab's rung (lock.NewRedsync over the 5 masters): WithExpiry(lease), WithTries(unbounded), the library's default 50-250ms random delay, until the bound",
+		libRung("redsync-redlock", "the lab's rung (libs.NewRedsync over the 5 masters): WithExpiry(lease), WithTries(unbounded), the library's default 50-250ms random delay, until the bound",
 			func(_ *redis.Client, masters []*redis.Client) lock.Locker {
 				us := make([]redis.UniversalClient, len(masters))
 				for i, m := range masters {
 					us[i] = m
 				}
-				return lock.NewRedsync(us, lock.Options{TTL: cfg.ttl, Wait: cfg.bound})
+				return libs.NewRedsync(us, lock.Options{TTL: cfg.ttl, Wait: cfg.bound})
 			}),
 		labLock("redlock", "the lab's rung 10 over the 5 masters, its default (wait=relay): one contender per process; a section that ends with another request in the line swaps its token for the next one's on the masters (a fresh majority-granted lease per section), up to 64 sections or half a lease",
 			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {

@@ -17,6 +17,7 @@ import (
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // TestExploreTakesTheGuard: a search holds the stack's run guard while it
@@ -32,7 +33,7 @@ func TestExploreTakesTheGuard(t *testing.T) {
 	const key = "the-stacks-redis-password"
 	app := httptest.NewServer(handlers.New(handlers.Config{
 		Instance: "x-1", Inventory: inventory.New(rdb), Redis: rdb, RunKey: key,
-		Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second}, lock.RedlockOptions{}),
+		Ladder: ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second}, lock.RedlockOptions{}),
 	}))
 	t.Cleanup(app.Close)
 	store := guard.NewStore(rdb, 0)

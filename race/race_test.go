@@ -21,6 +21,7 @@ import (
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 	"github.com/lockladder/lockladder/race"
 )
 
@@ -44,7 +45,7 @@ func raceEnvApp(t *testing.T) (*redis.Client, *httptest.Server, *httptest.Server
 	app := httptest.NewServer(handlers.New(handlers.Config{
 		Instance:  "test-1",
 		Inventory: inventory.New(rdb),
-		Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
+		Ladder: ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
 			Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{}),
 		MaxStock: 1000,
 		Redis:    rdb, // the run guard

@@ -19,6 +19,7 @@ import (
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 	"github.com/lockladder/lockladder/race"
 	"github.com/lockladder/lockladder/stack"
 )
@@ -69,7 +70,7 @@ func newTheatre(t *testing.T, key string) (*theatre, *httptest.Server) {
 		app := httptest.NewServer(handlers.New(handlers.Config{
 			Instance:  fmt.Sprintf("app%d", i+1),
 			Inventory: inventory.New(rdb),
-			Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
+			Ladder: ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
 				Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{}),
 			MaxStock: 1000,
 			Faults:   &handlers.FaultActions{Exit: func(int) {}, Stop: time.Sleep},

@@ -16,6 +16,7 @@ import (
 	"github.com/lockladder/lockladder/handlers"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // nginx, on the config derived from the project's nginx.conf, passes the
@@ -31,7 +32,7 @@ func TestNginxPassesTheHost(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	defer rdb.Close()
 	app := handlers.New(handlers.Config{Instance: "h-1", Inventory: inventory.New(rdb),
-		Ladder: lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second}, lock.RedlockOptions{})})
+		Ladder: ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second}, lock.RedlockOptions{})})
 	var mu sync.Mutex
 	var seen []string // the Hosts the app was sent
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

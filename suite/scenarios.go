@@ -7,7 +7,7 @@ import (
 )
 
 // LadderLocks lists the ladder's locks in rung order, the other back ends
-// after the Redis locks, then the library rungs (lock/lib.go), and the
+// after the Redis locks, then the library rungs (lock/libs), and the
 // atomic ceiling last: MatrixConfig.Locks's default, and the order of
 // the grid's rows.
 func LadderLocks() []string {
@@ -21,7 +21,7 @@ func LadderLocks() []string {
 }
 
 // LibraryLocks are the rungs that call the Go lock libraries people pick
-// (lock/lib.go), a part of LadderLocks.
+// (lock/libs), a part of LadderLocks.
 func LibraryLocks() []string {
 	return []string{"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock", "rueidislock"}
 }

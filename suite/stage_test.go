@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 	"github.com/lockladder/lockladder/stack"
 	"github.com/lockladder/lockladder/suite"
 )
@@ -46,7 +47,7 @@ func (r *runningStack) StartMaster(i int) error {
 // a running stack cannot be made into.
 func TestStage(t *testing.T) {
 	rungs := map[string]lock.Info{}
-	for _, r := range lock.NewLadder(lock.Backends{}, lock.Options{}, lock.RedlockOptions{}).Rungs() {
+	for _, r := range ladder.New(ladder.Backends{}, lock.Options{}, lock.RedlockOptions{}).Rungs() {
 		rungs[r.Name] = r
 	}
 	top := &runningStack{n: 3}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // Story is what the lab says beside a result: what the lock does and its
@@ -27,7 +28,7 @@ type Story struct {
 func Rungs() []lock.Info { return slices.Clone(rungs()) }
 
 var rungs = sync.OnceValue(func() []lock.Info {
-	return lock.NewLadder(lock.Backends{}, lock.Options{}, lock.RedlockOptions{}).Rungs()
+	return ladder.New(ladder.Backends{}, lock.Options{}, lock.RedlockOptions{}).Rungs()
 })
 
 // StoryOf is the story of rung under scenario ("": none).

@@ -24,6 +24,7 @@ import (
 	"github.com/lockladder/lockladder/internal/origin"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 func main() {
@@ -117,7 +118,7 @@ func run() error {
 		Hosts:     allowed,
 		Inventory: inventory.New(clients.Redis),
 		Redis:     clients.Redis, // the run guard, the count of items
-		Ladder:    lock.NewLadder(clients.Backends, opts, clients.Redlock),
+		Ladder:    ladder.New(clients.Backends, opts, clients.Redlock),
 		Log:       log,
 		Faults:    faultActions,
 		FaultKey:  *faultKey,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // PasswordEnv is the variable the app reads its Redis servers' password
@@ -47,7 +48,7 @@ type Clients struct {
 	Redis      redis.UniversalClient
 	Where      string         // the main Redis, for the log
 	Notifier   *lock.Notifier // the main Redis's announcements
-	Backends   lock.Backends
+	Backends   ladder.Backends
 	Redlock    lock.RedlockOptions
 	Optimistic *inventory.DBStore // nil without MariaDB
 

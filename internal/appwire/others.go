@@ -7,14 +7,14 @@ import (
 
 	"github.com/lockladder/lockladder/internal/backend"
 	"github.com/lockladder/lockladder/inventory"
-	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // others connects to the servers of the rungs that are not Redis's: each
 // one given (a flag not empty) that answers within a few seconds. One that
 // does not is logged and left out: its rungs answer 503 naming it, and
 // the rest serve. It returns what to close when the app ends.
-func others(log *slog.Logger, b *lock.Backends, s Servers) (optimistic *inventory.DBStore, closeAll func()) {
+func others(log *slog.Logger, b *ladder.Backends, s Servers) (optimistic *inventory.DBStore, closeAll func()) {
 	zkAddr, etcdURL, dsn, lease, wait := s.ZooKeeper, s.Etcd, s.MySQL, s.Lease, s.Wait
 	var closers []func()
 	closeAll = func() {

@@ -1,4 +1,4 @@
-package lock_test
+package libs_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 )
 
 // libBasics checks what every library rung must do as a rung: exclude
@@ -57,3 +58,7 @@ type alternate [2]lock.Locker
 func (a alternate) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
 	return a[time.Now().UnixNano()%2].Obtain(ctx, key, c)
 }
+
+var contend = locktest.Contend
+
+func dur(d time.Duration) *time.Duration { return &d }

@@ -1,4 +1,4 @@
-package lock_test
+package libs_test
 
 import (
 	"context"
@@ -8,19 +8,20 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/libs"
 )
 
 // newRueidislock is the library's lock on the test's redis-server
 // (rueidislock needs client-side caching: RESP3 and CLIENT TRACKING).
-func newRueidislock(t *testing.T, o lock.Options) (*lock.Rueidislock, func(ctx context.Context, keys ...string) error) {
+func newRueidislock(t *testing.T, o lock.Options) (*libs.Rueidislock, func(ctx context.Context, keys ...string) error) {
 	t.Helper()
 	redistest.NeedServer(t, "redis-server")
 	rdb, _ := redistest.Start(t)
-	opt, err := lock.RueidisOption(rdb)
+	opt, err := libs.RueidisOption(rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lock.NewRueidislock(opt, o), func(ctx context.Context, keys ...string) error { return rdb.Del(ctx, keys...).Err() }
+	return libs.NewRueidislock(opt, o), func(ctx context.Context, keys ...string) error { return rdb.Del(ctx, keys...).Err() }
 }
 
 // TestLibRueidislockExcludes: exact under contention, busy at once with
@@ -28,11 +29,11 @@ func newRueidislock(t *testing.T, o lock.Options) (*lock.Rueidislock, func(ctx c
 func TestLibRueidislockExcludes(t *testing.T) {
 	redistest.NeedServer(t, "redis-server")
 	rdb, _ := redistest.Start(t)
-	opt, err := lock.RueidisOption(rdb)
+	opt, err := libs.RueidisOption(rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := lock.NewRueidislock(opt, lock.Options{TTL: 2 * time.Second, Wait: 10 * time.Second})
+	l := libs.NewRueidislock(opt, lock.Options{TTL: 2 * time.Second, Wait: 10 * time.Second})
 	contend(t, rdb, l, lock.Call{}, "n:rueidislock", 8, 15)
 	ctx := context.Background()
 	held, err := l.Obtain(ctx, "lock:k", lock.Call{})

@@ -1,4 +1,4 @@
-package lock_test
+package libs_test
 
 import (
 	"context"
@@ -10,14 +10,15 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/libs"
 )
 
 func TestLibRedislockBasics(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	o := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second}
-	libBasics(t, rdb, lock.NewRedislock(rdb, o), lock.NewRedislock(rdb, o), "redislock", 10, 20)
+	libBasics(t, rdb, libs.NewRedislock(rdb, o), libs.NewRedislock(rdb, o), "redislock", 10, 20)
 	t.Run("refresh", func(t *testing.T) {
-		libBasics(t, rdb, lock.NewRedislockRefresh(rdb, o), lock.NewRedislockRefresh(rdb, o), "redislock-refresh", 10, 20)
+		libBasics(t, rdb, libs.NewRedislockRefresh(rdb, o), libs.NewRedislockRefresh(rdb, o), "redislock-refresh", 10, 20)
 	})
 }
 
@@ -26,7 +27,7 @@ func TestLibRedislockBasics(t *testing.T) {
 // from Release: redislock.ErrLockNotHeld.
 func TestLibRedislockReleaseAfterExpiry(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	l := lock.NewRedislock(rdb, lock.Options{TTL: 100 * time.Millisecond, Wait: time.Second})
+	l := libs.NewRedislock(rdb, lock.Options{TTL: 100 * time.Millisecond, Wait: time.Second})
 	ctx := context.Background()
 	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
@@ -51,7 +52,7 @@ func TestLibRedislockReleaseAfterExpiry(t *testing.T) {
 func TestLibRedislockRefreshKeepsASlowHolder(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	const lease = 150 * time.Millisecond
-	l := lock.NewRedislockRefresh(rdb, lock.Options{TTL: lease, Wait: time.Second})
+	l := libs.NewRedislockRefresh(rdb, lock.Options{TTL: lease, Wait: time.Second})
 	ctx := context.Background()
 	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {

@@ -1,4 +1,4 @@
-package lock
+package line
 
 import (
 	"context"
@@ -12,30 +12,30 @@ import (
 // every master until its TTL ran out).
 func TestPassedHeadHasLeftTheLine(t *testing.T) {
 	ctx := context.Background()
-	var q localQueue
+	var q Queue
 	for i := range 2000 {
-		a, err := q.enter(ctx, "k")
+		a, err := q.Enter(ctx, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := make(chan bool)
 		go func() {
-			b, err := q.enter(ctx, "k")
+			b, err := q.Enter(ctx, "k")
 			if err != nil {
 				t.Error(err)
 				got <- false
 				return
 			}
-			if b.take() == nil {
+			if b.Take() == nil {
 				t.Error("the next head found nothing passed to it")
 			}
-			got <- b.waiting()
-			b.leave()
+			got <- b.Waiting()
+			b.Leave()
 		}()
-		for !a.waiting() { // b is in the line
+		for !a.Waiting() { // b is in the line
 			runtime.Gosched()
 		}
-		a.pass("lease")
+		a.Pass("lease")
 		if <-got {
 			t.Fatalf("round %d: the next head, alone in the line, was told another request waits behind it", i)
 		}

@@ -1,4 +1,4 @@
-package lock_test
+package speed_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed"
 )
 
 type callerID struct{}
@@ -36,7 +37,8 @@ func TestQueueHasOneContenderPerProcess(t *testing.T) {
 		want int
 	}{{"", 1}, {lock.WaitQueue, 1}, {lock.WaitFixed, 20}} {
 		rung := &busyRung{tried: map[any]bool{}}
-		l := lock.Poll(rung, lock.Options{Wait: 300 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)})
+		o := lock.Options{Wait: 300 * time.Millisecond, Retry: lock.FixedSleep(5 * time.Millisecond)}
+		l := speed.Line(lock.Poll(rung, o), o)
 		var wg sync.WaitGroup
 		for i := range 20 {
 			wg.Go(func() {
@@ -62,7 +64,8 @@ func TestQueueHasOneContenderPerProcess(t *testing.T) {
 func TestQueueLetsTheOwnerReenter(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	r := lock.NewReentrant(rdb, lock.Options{TTL: 5 * time.Second, Wait: 2 * time.Second})
+	o := lock.Options{TTL: 5 * time.Second, Wait: 2 * time.Second}
+	r := speed.Line(lock.NewReentrant(rdb, o), o)
 	outer, err := r.Obtain(ctx, "lock:re", lock.Call{Owner: "a"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package lock_test
+package libs_test
 
 import (
 	"context"
@@ -13,10 +13,11 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/libs"
 	"github.com/lockladder/lockladder/stack"
 )
 
-// Why the rung runs rueidislock with DisableCache (lib_rueidislock.go).
+// Why the rung runs rueidislock with DisableCache (rueidislock.go).
 // With client-side caching, as its README shows it (NoLoopTracking), a
 // waiter sleeps until an invalidation of the lock's key or a local
 // release wakes it. An attempt whose reply is later than TryNextAfter
@@ -164,11 +165,11 @@ func TestLibRueidislockWakesWithoutCaching(t *testing.T) {
 	rdb, p := proxied(t)
 	via := redis.NewClient(&redis.Options{Addr: p.Addr()})
 	defer via.Close()
-	opt, err := lock.RueidisOption(via)
+	opt, err := libs.RueidisOption(via)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := lock.NewRueidislock(opt, lock.Options{TTL: 5 * time.Second, Wait: 30 * time.Second})
+	l := libs.NewRueidislock(opt, lock.Options{TTL: 5 * time.Second, Wait: 30 * time.Second})
 	free, got := rueidisWaiter(t,
 		func(ctx context.Context) func() {
 			h, err := l.Obtain(ctx, "k", lock.Call{})

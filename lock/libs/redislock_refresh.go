@@ -1,4 +1,4 @@
-package lock
+package libs
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+
+	"github.com/lockladder/lockladder/lock"
 )
 
 // RedislockRefresh is Redislock plus the one fix its README suggests:
@@ -20,20 +22,23 @@ import (
 // process that stops (GC, SIGSTOP): the refreshing goroutine stops with
 // it, the lease lapses, B takes the lock, and A wakes and writes. The
 // first Refresh after the pause returns redislock.ErrNotObtained, too
-// late; the loop then stops, and Release returns ErrNotHeld.
-type RedislockRefresh struct{ r *Redislock }
+// late; the loop then stops, and Release returns lock.ErrNotHeld.
+type RedislockRefresh struct {
+	r      *Redislock
+	ticker func(time.Duration) lock.Ticker // lock.Options.Ticker
+}
 
-var _ Locker = (*RedislockRefresh)(nil)
+var _ lock.Locker = (*RedislockRefresh)(nil)
 
 // NewRedislockRefresh returns redislock with a refresh loop over rdb:
-// Options.TTL is the lease (a Call's Lease overrides it), renewed every
-// third of it; Options.Wait bounds the wait.
-func NewRedislockRefresh(rdb redislock.RedisClient, o Options) *RedislockRefresh {
-	return &RedislockRefresh{NewRedislock(rdb, o)}
+// lock.Options.TTL is the lease (a lock.Call's Lease overrides it), renewed every
+// third of it; lock.Options.Wait bounds the wait.
+func NewRedislockRefresh(rdb redislock.RedisClient, o lock.Options) *RedislockRefresh {
+	return &RedislockRefresh{r: NewRedislock(rdb, o), ticker: o.WithDefaults().Ticker}
 }
 
 // Obtain takes the lock as Redislock does and starts refreshing it.
-func (r *RedislockRefresh) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+func (r *RedislockRefresh) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
 	l, lease, err := r.r.obtain(ctx, key, c)
 	if err != nil {
 		return nil, err
@@ -41,9 +46,9 @@ func (r *RedislockRefresh) Obtain(ctx context.Context, key string, c Call) (Lock
 	rctx, cancel := context.WithCancel(context.Background())
 	h := &refreshedLock{l: l, cancel: cancel, done: make(chan struct{})}
 	// The ticker is made here, by the holder, as the lab's watchdog makes
-	// its own (clock.go): time.NewTicker's, unless the explorer set one.
+	// its own (lock.Options.Ticker): time.NewTicker's, or the explorer's.
 	every := max(lease/3, time.Millisecond)
-	go h.refresh(rctx, newTicker(every), every, lease)
+	go h.refresh(rctx, r.ticker(every), every, lease)
 	return h, nil
 }
 
@@ -57,7 +62,7 @@ type refreshedLock struct {
 // refresh extends the lease to a full lease every third of one, until
 // Release or until the lock is found lost. A Redis error is retried at
 // the next tick: the lease may still outlive it.
-func (h *refreshedLock) refresh(ctx context.Context, t Ticker, every, lease time.Duration) {
+func (h *refreshedLock) refresh(ctx context.Context, t lock.Ticker, every, lease time.Duration) {
 	defer close(h.done)
 	defer t.Stop()
 	for t.Wait(ctx) {
@@ -72,7 +77,7 @@ func (h *refreshedLock) refresh(ctx context.Context, t Ticker, every, lease time
 
 // Release stops the refreshing, then releases as Redislock does.
 func (h *refreshedLock) Release(ctx context.Context) error {
-	err := ErrNotHeld
+	err := lock.ErrNotHeld
 	h.once.Do(func() {
 		h.cancel()
 		<-h.done

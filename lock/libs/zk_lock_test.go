@@ -1,4 +1,4 @@
-package lock_test
+package libs_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/libs"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -19,7 +20,7 @@ func TestLibZKLockBasics(t *testing.T) {
 	a, addr := servertest.ZooKeeper(t, 2*time.Second)
 	b := servertest.ZooKeeperSession(t, addr, 2*time.Second)
 	o := lock.Options{Wait: 20 * time.Second}
-	libBasics(t, rdb, lock.NewZKLock(a, o), lock.NewZKLock(b, o), "zk-lock", 5, 10)
+	libBasics(t, rdb, libs.NewZKLock(a, o), libs.NewZKLock(b, o), "zk-lock", 5, 10)
 }
 
 // TestLibZKLockGivenUpWaiterPassesItOn: Lock takes no context, so the
@@ -32,12 +33,12 @@ func TestLibZKLockGivenUpWaiterPassesItOn(t *testing.T) {
 	c := servertest.ZooKeeperSession(t, addr, 2*time.Second)
 	ctx := context.Background()
 	o := lock.Options{Wait: 10 * time.Second}
-	held, err := lock.NewZKLock(a, o).Obtain(ctx, "lock:k", lock.Call{})
+	held, err := libs.NewZKLock(a, o).Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := lock.NewZKLock(b, o).Obtain(ctx, "lock:k", lock.Call{Try: dur(200 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := libs.NewZKLock(b, o).Obtain(ctx, "lock:k", lock.Call{Try: dur(200 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("a 200ms try while held: %v, want ErrNotObtained", err)
 	}
 	if took := time.Since(start); took > time.Second {
@@ -45,7 +46,7 @@ func TestLibZKLockGivenUpWaiterPassesItOn(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	go func() {
-		l, err := lock.NewZKLock(c, o).Obtain(ctx, "lock:k", lock.Call{})
+		l, err := libs.NewZKLock(c, o).Obtain(ctx, "lock:k", lock.Call{})
 		if err == nil {
 			err = l.Release(ctx)
 		}
@@ -76,12 +77,12 @@ func TestLibZKLockDeadSessionFreesTheLock(t *testing.T) {
 	b := servertest.ZooKeeperSession(t, addr, 2*time.Second)
 	ctx := context.Background()
 	o := lock.Options{Wait: 10 * time.Second}
-	if _, err := lock.NewZKLock(a, o).Obtain(ctx, "lock:k", lock.Call{}); err != nil {
+	if _, err := libs.NewZKLock(a, o).Obtain(ctx, "lock:k", lock.Call{}); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		_, err := lock.NewZKLock(b, o).Obtain(ctx, "lock:k", lock.Call{})
+		_, err := libs.NewZKLock(b, o).Obtain(ctx, "lock:k", lock.Call{})
 		got <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
@@ -113,7 +114,7 @@ func TestLibZKLockFailedUnlockHoldsTheLockForever(t *testing.T) {
 	b := servertest.ZooKeeperSession(t, addr, session)
 	ctx := context.Background()
 	o := lock.Options{Wait: 20 * time.Second}
-	held, err := lock.NewZKLock(a, o).Obtain(ctx, "lock:k", lock.Call{})
+	held, err := libs.NewZKLock(a, o).Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,12 +132,12 @@ func TestLibZKLockFailedUnlockHoldsTheLockForever(t *testing.T) {
 	if a.State() != zk.StateHasSession {
 		t.Fatalf("the holder's session did not come back: %s", a.State())
 	}
-	children, _, err := b.Children(lock.ZKLockRoot + "/lock:k")
+	children, _, err := b.Children(libs.ZKLockRoot + "/lock:k")
 	if err != nil || len(children) != 1 {
 		t.Fatalf("znodes left in line: %v, %v; want the failed Unlock's", children, err)
 	}
 	// A session's timeout later the znode is still first in line.
-	if _, err := lock.NewZKLock(b, o).Obtain(ctx, "lock:k", lock.Call{Try: dur(session + time.Second)}); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := libs.NewZKLock(b, o).Obtain(ctx, "lock:k", lock.Call{Try: dur(session + time.Second)}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("a waiter after the failed Unlock: %v, want ErrNotObtained: the lock held by nobody, for the session's life", err)
 	}
 }

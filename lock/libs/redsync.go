@@ -1,4 +1,4 @@
-package lock
+package libs
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/lock"
 )
 
 // Redsync is github.com/go-redsync/redsync/v4 v4.18.1 called as its README
@@ -27,7 +29,7 @@ import (
 // while A still writes; a process paused past it does the same; over the
 // masters, a majority restarted empty grants the lock again (article 002).
 // A's Unlock then fails: ErrLockAlreadyExpired when the key is gone, an
-// ErrTaken when B holds it. Release reports both as ErrNotHeld wrapping
+// ErrTaken when B holds it. Release reports both as lock.ErrNotHeld wrapping
 // the library's error, the error users trip on (the handler logs it as
 // "release failed").
 //
@@ -40,13 +42,13 @@ type Redsync struct {
 	ttl, wait time.Duration
 }
 
-var _ Locker = (*Redsync)(nil)
+var _ lock.Locker = (*Redsync)(nil)
 
 // NewRedsync returns the library's Mutex over the given servers: one for
-// a plain lock, several independent masters for Redlock. Options.TTL is
-// the expiry (a Call's Lease overrides it), Options.Wait the bound.
-func NewRedsync(servers []redis.UniversalClient, o Options) *Redsync {
-	o = o.withDefaults()
+// a plain lock, several independent masters for Redlock. lock.Options.TTL is
+// the expiry (a lock.Call's Lease overrides it), lock.Options.Wait the bound.
+func NewRedsync(servers []redis.UniversalClient, o lock.Options) *Redsync {
+	o = o.WithDefaults()
 	pools := make([]redsyncredis.Pool, len(servers))
 	for i, s := range servers {
 		pools[i] = goredis.NewPool(s)
@@ -55,19 +57,19 @@ func NewRedsync(servers []redis.UniversalClient, o Options) *Redsync {
 }
 
 // Obtain locks a fresh Mutex within the call's bound.
-func (r *Redsync) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+func (r *Redsync) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
 	bound := r.wait
 	if c.Try != nil {
 		bound = max(*c.Try, 0)
 	}
-	m := r.rs.NewMutex(key, redsync.WithExpiry(c.ttl(r.ttl)), redsync.WithTries(math.MaxInt32))
+	m := r.rs.NewMutex(key, redsync.WithExpiry(c.TTL(r.ttl)), redsync.WithTries(math.MaxInt32))
 	if bound == 0 {
 		err := m.TryLockContext(ctx)
 		switch {
 		case err == nil:
 			return &redsyncLock{m}, nil
 		case redsyncTaken(err) || errors.Is(err, redsync.ErrFailed):
-			return nil, fmt.Errorf("%w: %w", ErrBusy, err)
+			return nil, fmt.Errorf("%w: %w", lock.ErrBusy, err)
 		}
 		return nil, fmt.Errorf("lock: redsync: lock %s: %w", key, err)
 	}
@@ -77,7 +79,7 @@ func (r *Redsync) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 	// or the context ends (ErrFailed): what failed on the way, a master
 	// down, is not said.
 	if err := m.LockContext(wctx); err != nil {
-		return nil, fmt.Errorf("%w: redsync: waited %s: %w", ErrNotObtained, bound, err)
+		return nil, fmt.Errorf("%w: redsync: waited %s: %w", lock.ErrNotObtained, bound, err)
 	}
 	return &redsyncLock{m}, nil
 }
@@ -91,7 +93,7 @@ func redsyncTaken(err error) bool {
 
 type redsyncLock struct{ m *redsync.Mutex }
 
-// Release unlocks: ErrNotHeld, wrapping the library's error, when a
+// Release unlocks: lock.ErrNotHeld, wrapping the library's error, when a
 // majority had let the lock expire or given it to another holder.
 func (l *redsyncLock) Release(ctx context.Context) error {
 	ok, err := l.m.UnlockContext(ctx)
@@ -99,9 +101,9 @@ func (l *redsyncLock) Release(ctx context.Context) error {
 	case ok:
 		return nil
 	case err == nil:
-		return ErrNotHeld
+		return lock.ErrNotHeld
 	case errors.Is(err, redsync.ErrLockAlreadyExpired) || redsyncTaken(err):
-		return fmt.Errorf("%w: %w", ErrNotHeld, err)
+		return fmt.Errorf("%w: %w", lock.ErrNotHeld, err)
 	}
 	return fmt.Errorf("lock: redsync: unlock %s: %w", l.m.Name(), err)
 }

@@ -1,4 +1,4 @@
-package lock
+package libs
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
+
+	"github.com/lockladder/lockladder/lock"
 )
 
 // Rueidislock is github.com/redis/rueidis v1.0.79's rueidislock, the lock
@@ -19,13 +21,13 @@ import (
 // waits for the lock and returns a context that the library cancels
 // when the lock is lost (its keys deleted or expired, Redis down), the
 // business, then the returned cancel, which releases it. Its keys live
-// for Options.TTL (KeyValidity) and a goroutine extends them every half
+// for lock.Options.TTL (KeyValidity) and a goroutine extends them every half
 // of it. It runs with its README's DisableCache (see get): a waiter tries
 // again every 20ms, and a lost key is learnt at the next extension.
 //
 // The business checks the lock's context before its write (the Lock's
 // Context, which the handler's section passes down: a section whose
-// context ended writes nothing, ErrLost). What that saves: a slow
+// context ended writes nothing, lock.ErrLost). What that saves: a slow
 // business, whose lease the extension keeps, and a lease lost while the
 // business is still running. What it cannot: a process frozen past its
 // lease (a GC pause, SIGSTOP) freezes the extension and the check with
@@ -40,7 +42,7 @@ type Rueidislock struct {
 	locker rueidislock.Locker // made at the first Obtain: NewLocker dials
 }
 
-var _ Locker = (*Rueidislock)(nil)
+var _ lock.Locker = (*Rueidislock)(nil)
 
 // RueidisOption is the rueidis client option for the Redis rdb talks to:
 // its address (a cluster's nodes) and credentials, so that the library's
@@ -56,13 +58,13 @@ func RueidisOption(rdb redis.Cmdable) (rueidis.ClientOption, error) {
 		return rueidis.ClientOption{InitAddress: o.Addrs, Username: o.Username, Password: o.Password,
 			Dialer: net.Dialer{Timeout: o.DialTimeout}}, nil
 	}
-	return rueidis.ClientOption{}, fmt.Errorf("%w: rueidislock needs the address of a go-redis client, not a %T", ErrNoServer, rdb)
+	return rueidis.ClientOption{}, fmt.Errorf("%w: rueidislock needs the address of a go-redis client, not a %T", lock.ErrNoServer, rdb)
 }
 
 // NewRueidislock returns the library's lock on the Redis opt names:
-// Options.TTL is its KeyValidity, Options.Wait the bound of a wait.
-func NewRueidislock(opt rueidis.ClientOption, o Options) *Rueidislock {
-	o = o.withDefaults()
+// lock.Options.TTL is its KeyValidity, lock.Options.Wait the bound of a wait.
+func NewRueidislock(opt rueidis.ClientOption, o lock.Options) *Rueidislock {
+	o = o.WithDefaults()
 	return &Rueidislock{opt: opt, ttl: o.TTL, wait: o.Wait}
 }
 
@@ -109,19 +111,19 @@ func (r *Rueidislock) get() (rueidislock.Locker, error) {
 // (TryWithContext for try=0). The lock's context is not the request's:
 // the library cancels it, and releases the lock, when its parent ends,
 // and a holder runs its business to the end even if its client goes.
-func (r *Rueidislock) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+func (r *Rueidislock) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
 	l, err := r.get()
 	if err != nil {
 		return nil, err
 	}
 	parent, stop := context.WithCancel(context.WithoutCancel(ctx))
-	bound := c.bound(r.wait)
+	bound := c.Bound(r.wait)
 	if bound == 0 {
 		held, cancel, err := l.TryWithContext(parent, key)
 		switch {
 		case errors.Is(err, rueidislock.ErrNotLocked):
 			stop()
-			return nil, fmt.Errorf("%w: rueidislock: %w", ErrBusy, err)
+			return nil, fmt.Errorf("%w: rueidislock: %w", lock.ErrBusy, err)
 		case err != nil:
 			stop()
 			return nil, fmt.Errorf("lock: rueidislock: %s: %w", key, err)
@@ -156,9 +158,9 @@ func (r *Rueidislock) Obtain(ctx context.Context, key string, c Call) (Lock, err
 		res.cancel()
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("%w: rueidislock: %w", ErrNotObtained, ctx.Err())
+		return nil, fmt.Errorf("%w: rueidislock: %w", lock.ErrNotObtained, ctx.Err())
 	}
-	return nil, fmt.Errorf("%w: rueidislock: waited %s", ErrNotObtained, bound)
+	return nil, fmt.Errorf("%w: rueidislock: waited %s", lock.ErrNotObtained, bound)
 }
 
 type rueidisLock struct {
@@ -172,15 +174,15 @@ type rueidisLock struct {
 // lost. The section checks it before its write.
 func (l *rueidisLock) Context() context.Context { return l.ctx }
 
-// Release calls the library's cancel, which deletes the keys; ErrNotHeld
+// Release calls the library's cancel, which deletes the keys; lock.ErrNotHeld
 // when the library had already cancelled the lock's context (the lock
 // was lost while held).
 func (l *rueidisLock) Release(context.Context) error {
-	err := ErrNotHeld
+	err := lock.ErrNotHeld
 	l.once.Do(func() {
 		err = nil
 		if l.ctx.Err() != nil {
-			err = fmt.Errorf("%w: rueidislock: its context was cancelled while held: %w", ErrNotHeld, context.Cause(l.ctx))
+			err = fmt.Errorf("%w: rueidislock: its context was cancelled while held: %w", lock.ErrNotHeld, context.Cause(l.ctx))
 		}
 		l.cancel()
 		l.stop()

@@ -1,4 +1,4 @@
-package lock_test
+package libs_test
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/libs"
 )
 
 // TestLibRueidislockWithoutClientSideCaching: on a Redis without CLIENT
@@ -18,7 +19,7 @@ func TestLibRueidislockWithoutClientSideCaching(t *testing.T) {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	opt, err := lock.RueidisOption(rdb)
+	opt, err := libs.RueidisOption(rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +27,6 @@ func TestLibRueidislockWithoutClientSideCaching(t *testing.T) {
 	// long as it takes: the library's waiters are not served in order
 	// (one process's gate wakes one of them, the others poll every 20ms),
 	// and under -race on two loaded cores one waited out a 10s bound.
-	l := lock.NewRueidislock(opt, lock.Options{Wait: time.Hour})
+	l := libs.NewRueidislock(opt, lock.Options{Wait: time.Hour})
 	contend(t, rdb, l, lock.Call{}, "n:mini", 30, 10)
 }

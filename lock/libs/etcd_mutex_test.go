@@ -1,4 +1,4 @@
-package lock_test
+package libs_test
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/libs"
 )
 
 func TestLibEtcdMutexBasics(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	cli := servertest.Etcd(t)
 	o := lock.Options{TTL: 2 * time.Second, Wait: 20 * time.Second}
-	libBasics(t, rdb, lock.NewEtcdMutex(cli, o), lock.NewEtcdMutex(cli, o), "etcd-mutex", 5, 10)
+	libBasics(t, rdb, libs.NewEtcdMutex(cli, o), libs.NewEtcdMutex(cli, o), "etcd-mutex", 5, 10)
 }
 
 // TestLibEtcdMutexLostLeaseTwoHolders: the holder's session lease ends
@@ -28,7 +29,7 @@ func TestLibEtcdMutexBasics(t *testing.T) {
 // says ErrNotHeld.
 func TestLibEtcdMutexLostLeaseTwoHolders(t *testing.T) {
 	cli := servertest.Etcd(t)
-	l := lock.NewEtcdMutex(cli, lock.Options{TTL: 2 * time.Second, Wait: 10 * time.Second})
+	l := libs.NewEtcdMutex(cli, lock.Options{TTL: 2 * time.Second, Wait: 10 * time.Second})
 	ctx := context.Background()
 	a, err := l.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
@@ -49,7 +50,7 @@ func TestLibEtcdMutexLostLeaseTwoHolders(t *testing.T) {
 	default:
 	}
 	// A's lease ends: the key with the lowest create revision is A's.
-	resp, err := cli.Get(ctx, lock.EtcdMutexPrefix+"lock:k/", clientv3.WithFirstCreate()...)
+	resp, err := cli.Get(ctx, libs.EtcdMutexPrefix+"lock:k/", clientv3.WithFirstCreate()...)
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("A's key: %v, %v", resp, err)
 	}

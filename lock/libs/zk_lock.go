@@ -1,4 +1,4 @@
-package lock
+package libs
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/lockladder/lockladder/lock"
 )
 
 // ZKLock is github.com/go-zookeeper/zk v1.0.4's Lock as shipped, called
@@ -25,7 +27,7 @@ import (
 //
 // What it costs: Lock takes no context and no timeout, and the library
 // has no TryLock. This rung bounds the wait from outside: Lock runs in a
-// goroutine the request stops waiting for at its bound (ErrNotObtained).
+// goroutine the request stops waiting for at its bound (lock.ErrNotObtained).
 // The goroutine cannot withdraw: its znode keeps its place in line, and
 // when its turn comes it takes the lock and unlocks it at once, so a
 // waiter that gave up still costs the line a round trip or three. A Lock
@@ -42,16 +44,16 @@ type ZKLock struct {
 // ZKLockRoot is the znode the library's locks live under: /lockladder/zk-lock/<key>.
 const ZKLockRoot = "/lockladder/zk-lock"
 
-var _ Locker = (*ZKLock)(nil)
+var _ lock.Locker = (*ZKLock)(nil)
 
 // NewZKLock returns the library's lock over conn, whose session timeout
-// is every holder's lease; Options.Wait bounds a wait.
-func NewZKLock(conn *zk.Conn, o Options) *ZKLock {
-	return &ZKLock{conn: conn, wait: o.withDefaults().Wait}
+// is every holder's lease; lock.Options.Wait bounds a wait.
+func NewZKLock(conn *zk.Conn, o lock.Options) *ZKLock {
+	return &ZKLock{conn: conn, wait: o.WithDefaults().Wait}
 }
 
 // Obtain runs the library's Lock, waiting for it up to the call's bound.
-func (z *ZKLock) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+func (z *ZKLock) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
 	p := path.Join(ZKLockRoot, key)
 	bound := z.wait
 	if c.Try != nil {
@@ -63,7 +65,7 @@ func (z *ZKLock) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 		case err != nil && !errors.Is(err, zk.ErrNoNode):
 			return nil, fmt.Errorf("lock: zk-lock: children of %s: %w", p, err)
 		case len(children) > 0:
-			return nil, fmt.Errorf("%w: zk-lock: %d znodes under %s", ErrBusy, len(children), p)
+			return nil, fmt.Errorf("%w: zk-lock: %d znodes under %s", lock.ErrBusy, len(children), p)
 		}
 		bound = z.wait
 	}
@@ -104,7 +106,7 @@ func (z *ZKLock) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	default:
 	}
 	gaveUp = true
-	return nil, fmt.Errorf("%w: zk-lock: waited %s: %w (Lock still waits, and unlocks when its turn comes)", ErrNotObtained, bound, wctx.Err())
+	return nil, fmt.Errorf("%w: zk-lock: waited %s: %w (Lock still waits, and unlocks when its turn comes)", lock.ErrNotObtained, bound, wctx.Err())
 }
 
 type zkLockHeld struct {
@@ -112,16 +114,16 @@ type zkLockHeld struct {
 	once sync.Once
 }
 
-// Release calls Unlock: ErrNotHeld when our znode is gone (the session
+// Release calls Unlock: lock.ErrNotHeld when our znode is gone (the session
 // expired) or the lock was already released.
 func (h *zkLockHeld) Release(context.Context) error {
-	err := ErrNotHeld
+	err := lock.ErrNotHeld
 	h.once.Do(func() {
 		switch uerr := h.l.Unlock(); {
 		case uerr == nil:
 			err = nil
 		case errors.Is(uerr, zk.ErrNoNode) || errors.Is(uerr, zk.ErrNotLocked):
-			err = fmt.Errorf("%w: zk-lock: %w", ErrNotHeld, uerr)
+			err = fmt.Errorf("%w: zk-lock: %w", lock.ErrNotHeld, uerr)
 		default:
 			err = fmt.Errorf("lock: zk-lock: unlock: %w", uerr)
 		}

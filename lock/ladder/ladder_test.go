@@ -1,4 +1,4 @@
-package lock_test
+package ladder_test
 
 import (
 	"context"
@@ -10,10 +10,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 func TestLadder(t *testing.T) {
-	l := lock.NewLadder(lock.Backends{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, lock.Options{}, lock.RedlockOptions{})
+	l := ladder.New(ladder.Backends{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, lock.Options{}, lock.RedlockOptions{})
 	want := []string{"none", "local", "setnx", "setnx-expire", "setnx-px", "check-del", "lua", "del-setnx", "getset", "reentrant", "redlock", "fenced", "fair", "cohort", "cohort-carry",
 		"zookeeper", "etcd", "db-for-update", "pg-advisory", "pg-advisory-xact", "pg-advisory-fenced",
 		"redsync", "redsync-redlock", "redislock", "redislock-refresh", "etcd-mutex", "zk-lock", "rueidislock",

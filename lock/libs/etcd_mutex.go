@@ -1,4 +1,4 @@
-package lock
+package libs
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/lockladder/lockladder/lock"
 )
 
 // EtcdMutex is go.etcd.io/etcd/client/v3/concurrency v3.7.3's Mutex as
@@ -29,7 +31,7 @@ import (
 // the store as a fencing token, and the late write is refused; here it
 // lands.
 //
-// The session's lease is Options.TTL in whole seconds, at least 1 (etcd's
+// The session's lease is lock.Options.TTL in whole seconds, at least 1 (etcd's
 // granularity, and the server may raise it to its own minimum); the
 // session keeps it alive while the business runs. Lock waits on a watch,
 // bounded by the request's try (the library takes its own key back out
@@ -43,17 +45,17 @@ type EtcdMutex struct {
 // EtcdMutexPrefix is where the library's locks live: /lockladder/etcd-mutex/<key>/.
 const EtcdMutexPrefix = "/lockladder/etcd-mutex/"
 
-var _ Locker = (*EtcdMutex)(nil)
+var _ lock.Locker = (*EtcdMutex)(nil)
 
 // NewEtcdMutex returns the library's Mutex over cli.
-func NewEtcdMutex(cli *clientv3.Client, o Options) *EtcdMutex {
-	o = o.withDefaults()
+func NewEtcdMutex(cli *clientv3.Client, o lock.Options) *EtcdMutex {
+	o = o.WithDefaults()
 	return &EtcdMutex{cli: cli, ttl: max(int(math.Ceil(o.TTL.Seconds())), 1), wait: o.Wait}
 }
 
 // Obtain opens a session, and locks a Mutex on it, both within the call's
 // bound.
-func (e *EtcdMutex) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
+func (e *EtcdMutex) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
 	bound := e.wait
 	if c.Try != nil {
 		bound = max(*c.Try, 0)
@@ -71,7 +73,7 @@ func (e *EtcdMutex) Obtain(ctx context.Context, key string, c Call) (Lock, error
 	if err != nil {
 		end()
 		if wctx.Err() != nil {
-			return nil, fmt.Errorf("%w: etcd-mutex: session: %w", ErrNotObtained, err)
+			return nil, fmt.Errorf("%w: etcd-mutex: session: %w", lock.ErrNotObtained, err)
 		}
 		return nil, fmt.Errorf("lock: etcd-mutex: session: %w", err)
 	}
@@ -88,9 +90,9 @@ func (e *EtcdMutex) Obtain(ctx context.Context, key string, c Call) (Lock, error
 		end()
 		switch {
 		case errors.Is(err, concurrency.ErrLocked):
-			return nil, fmt.Errorf("%w: %w", ErrBusy, err)
+			return nil, fmt.Errorf("%w: %w", lock.ErrBusy, err)
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
-			return nil, fmt.Errorf("%w: etcd-mutex: waited %s: %w", ErrNotObtained, bound, err)
+			return nil, fmt.Errorf("%w: etcd-mutex: waited %s: %w", lock.ErrNotObtained, bound, err)
 		}
 		return nil, fmt.Errorf("lock: etcd-mutex: lock %s: %w", key, err)
 	}
@@ -106,16 +108,16 @@ type etcdMutexLock struct {
 
 // Release unlocks (deletes our key: no error if it is already gone) and
 // closes the session, revoking its lease. A lease etcd no longer knows
-// expired while we held the lock: ErrNotHeld.
+// expired while we held the lock: lock.ErrNotHeld.
 func (l *etcdMutexLock) Release(ctx context.Context) error {
-	err := ErrNotHeld
+	err := lock.ErrNotHeld
 	l.once.Do(func() {
 		defer l.end()
 		uerr := l.m.Unlock(ctx)
 		cerr := l.s.Close()
 		switch {
 		case errors.Is(cerr, rpctypes.ErrLeaseNotFound):
-			err = fmt.Errorf("%w: etcd-mutex: the session's lease had expired: %w", ErrNotHeld, cerr)
+			err = fmt.Errorf("%w: etcd-mutex: the session's lease had expired: %w", lock.ErrNotHeld, cerr)
 		case uerr != nil:
 			err = fmt.Errorf("lock: etcd-mutex: unlock: %w", uerr)
 		default:

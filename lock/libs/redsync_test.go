@@ -1,4 +1,4 @@
-package lock_test
+package libs_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/libs"
+	"github.com/lockladder/lockladder/lock/locktest"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -21,7 +23,7 @@ func TestLibRedsyncBasics(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	o := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second}
 	servers := []redis.UniversalClient{rdb}
-	libBasics(t, rdb, lock.NewRedsync(servers, o), lock.NewRedsync(servers, o), "redsync", 4, 10)
+	libBasics(t, rdb, libs.NewRedsync(servers, o), libs.NewRedsync(servers, o), "redsync", 4, 10)
 }
 
 // TestLibRedsyncUnlockAfterExpiry: nothing renews redsync's lease. A
@@ -30,7 +32,7 @@ func TestLibRedsyncBasics(t *testing.T) {
 // ErrLockAlreadyExpired when nobody took it. Both are ErrNotHeld here.
 func TestLibRedsyncUnlockAfterExpiry(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	rs := lock.NewRedsync([]redis.UniversalClient{rdb}, lock.Options{TTL: 100 * time.Millisecond, Wait: time.Second})
+	rs := libs.NewRedsync([]redis.UniversalClient{rdb}, lock.Options{TTL: 100 * time.Millisecond, Wait: time.Second})
 	ctx := context.Background()
 
 	a, err := rs.Obtain(ctx, "lock:k", lock.Call{})
@@ -92,7 +94,7 @@ func TestLibRedsyncRedlockBasics(t *testing.T) {
 	counter, _ := redistest.Start(t)
 	masters, _ := libMasters(t, 5)
 	o := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second}
-	libBasics(t, counter, lock.NewRedsync(masters, o), lock.NewRedsync(masters, o), "redsync-redlock", 4, 10)
+	libBasics(t, counter, libs.NewRedsync(masters, o), libs.NewRedsync(masters, o), "redsync-redlock", 4, 10)
 }
 
 // TestLibRedsyncRedlockMajority: over five masters the lock survives two
@@ -101,7 +103,7 @@ func TestLibRedsyncRedlockBasics(t *testing.T) {
 // emptied with FLUSHALL).
 func TestLibRedsyncRedlockMajority(t *testing.T) {
 	masters, servers := libMasters(t, 5)
-	rs := lock.NewRedsync(masters, lock.Options{TTL: 5 * time.Second, Wait: time.Second})
+	rs := libs.NewRedsync(masters, lock.Options{TTL: 5 * time.Second, Wait: time.Second})
 	ctx := context.Background()
 
 	for _, s := range servers[:2] {
@@ -148,7 +150,7 @@ func TestLibRedsyncRedlockMajority(t *testing.T) {
 // validity up: the lock is never granted, though four masters answer.
 func TestLibRedsyncRedlockCutMasterHoldsEveryAttempt(t *testing.T) {
 	live, _ := libMasters(t, 4)
-	cut := blackHole(t) // a master cut off the network: bytes dropped, never refused
+	cut := locktest.BlackHole(t) // a master cut off the network: bytes dropped, never refused
 	const readTimeout = time.Second
 	ctx := context.Background()
 	for i, tc := range []struct {
@@ -165,7 +167,7 @@ func TestLibRedsyncRedlockCutMasterHoldsEveryAttempt(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: cut, ReadTimeout: readTimeout, MaxRetries: -1,
 			DialerRetries: 1, ContextTimeoutEnabled: tc.contextTimeout})
 		t.Cleanup(func() { c.Close() })
-		rs := lock.NewRedsync(append(slices.Clone(live), c), lock.Options{TTL: tc.lease, Wait: 300 * time.Millisecond})
+		rs := libs.NewRedsync(append(slices.Clone(live), c), lock.Options{TTL: tc.lease, Wait: 300 * time.Millisecond})
 
 		began := time.Now()
 		l, err := rs.Obtain(ctx, "lock:cut"+strconv.Itoa(i), lock.Call{})

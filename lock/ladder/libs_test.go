@@ -1,4 +1,4 @@
-package lock_test
+package ladder_test
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/ladder"
 )
 
 // TestLibLadder: the library rungs are on the ladder, served over Redis
 // alone where they need only Redis, and say which server they lack.
 func TestLibLadder(t *testing.T) {
-	l := lock.NewLadder(lock.Backends{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, lock.Options{}, lock.RedlockOptions{})
+	l := ladder.New(ladder.Backends{Redis: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}, lock.Options{}, lock.RedlockOptions{})
 	for name, lacks := range map[string]string{"redsync": "", "redislock": "", "redislock-refresh": "",
 		"redsync-redlock": "-masters", "etcd-mutex": "-etcd", "zk-lock": "-zookeeper"} {
 		r, lk, ok := l.Lookup(name)

@@ -1,0 +1,96 @@
+// Package locktest holds what the tests of package lock and its
+// subpackages share: the articles' non-atomic increment run under a lock.
+package locktest
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/lock"
+)
+
+// Increment runs workers goroutines, each doing the articles' non-atomic
+// increment of key each times under l (GET, a short pause to widen the
+// window, SET n+1). It returns the increments done, the counter's final
+// value, and the longest wait for the lock.
+func Increment(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (ok, counter int64, longest time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	var done, longestNs atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				start := time.Now()
+				held, err := l.Obtain(ctx, "lock:"+key, c)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if w := int64(time.Since(start)); w > longestNs.Load() {
+					longestNs.Store(w) // racy max, good enough for a bound
+				}
+				n, _ := rdb.Get(ctx, key).Int()
+				time.Sleep(100 * time.Microsecond) // widen the window a little
+				rdb.Set(ctx, key, strconv.Itoa(n+1), 0)
+				if err := held.Release(ctx); err != nil {
+					t.Error(err)
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	got, _ := rdb.Get(ctx, key).Int64()
+	return done.Load(), got, time.Duration(longestNs.Load())
+}
+
+// Contend is Increment under a lock that must exclude: every increment
+// done and none lost. It returns the increments and the longest wait.
+func Contend(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (int64, time.Duration) {
+	t.Helper()
+	ok, got, longest := Increment(t, rdb, l, c, key, workers, each)
+	if lost := ok - got; lost != 0 || ok != int64(workers*each) {
+		t.Fatalf("%d increments of %d, counter %d: %d lost", ok, workers*each, got, lost)
+	}
+	return ok, longest
+}
+
+// BlackHole is a loopback address that accepts connections and never
+// answers: a hung master.
+func BlackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}

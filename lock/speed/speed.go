@@ -1,0 +1,9 @@
+// Package speed makes the rungs of package lock fast under load, around
+// them and not in them: each wrapper changes what a critical section
+// costs, never what it is safe against. A reader after the lesson may skip
+// it; package ladder's table says which rung runs with which wrapper.
+//
+//	line.go  a process's requests for one key in a line in memory, in
+//	         front of a rung that polls: only the head asks the back end
+//	         (lock.WaitQueue, the ladder's default for those rungs)
+package speed
