@@ -70,13 +70,13 @@ func findMariaDB() (server, install string, err error) {
 }
 
 func newMariaDB(server, install, host, dir, data string, lg *logger) *mariadb {
-	return &mariadb{server: server, install: install, host: host, password: newPassword(),
+	return &mariadb{server: server, install: install, host: host, password: NewPassword(),
 		dir: filepath.Join(dir, "mariadb"), data: data, lg: lg}
 }
 
-// newPassword is a password made for one server: 128 random bits, in hex
+// NewPassword is a password made for one server: 128 random bits, in hex
 // (nothing a DSN must escape).
-func newPassword() string {
+func NewPassword() string {
 	b := make([]byte, 16)
 	rand.Read(b)
 	return hex.EncodeToString(b)

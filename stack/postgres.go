@@ -86,7 +86,7 @@ func pgVersion(binDir string) int {
 }
 
 func newPostgres(bin, host, dir, data string, lg *logger) *postgres {
-	return &postgres{bin: bin, host: host, password: newPassword(), superPassword: newPassword(),
+	return &postgres{bin: bin, host: host, password: NewPassword(), superPassword: NewPassword(),
 		dir: filepath.Join(dir, "postgres"), data: data, lg: lg}
 }
 

@@ -51,11 +51,18 @@ type redisKind interface {
 // which case a missing redis-server is an error. Progress lines go to log
 // (nil: discarded).
 func StartRedis(ctx context.Context, addr string, mode Mode, requireReal bool, log io.Writer) (*Redis, error) {
+	return StartRedisAuth(ctx, addr, mode, requireReal, "", log)
+}
+
+// StartRedisAuth is StartRedis with password required of every client
+// ("" for none); redis-server is told it in a config file only its
+// account can read, never on its command line.
+func StartRedisAuth(ctx context.Context, addr string, mode Mode, requireReal bool, password string, log io.Writer) (*Redis, error) {
 	addr, err := loopback(addr, "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis address: %w", err)
 	}
-	return startRedis(ctx, addr, mode, requireReal, "", "", &logger{w: log})
+	return startRedis(ctx, addr, mode, requireReal, "", password, &logger{w: log})
 }
 
 // startRedis is StartRedis with a run dir ("" = a temp dir of its own);

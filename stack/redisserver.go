@@ -55,12 +55,14 @@ func newRedisServer(bin, addr, dir string) (*redisServer, error) {
 	return &redisServer{bin: bin, host: host, port: port, pickPort: port == "0", dir: dir}, nil
 }
 
-// startRedisServer launches a redis-server on addr (see newRedisServer).
-func startRedisServer(ctx context.Context, bin, addr, dir string) (*redisServer, error) {
+// startRedisServer launches a redis-server on addr (see newRedisServer)
+// requiring password ("" for none).
+func startRedisServer(ctx context.Context, bin, addr, dir, password string) (*redisServer, error) {
 	r, err := newRedisServer(bin, addr, dir)
 	if err != nil {
 		return nil, err
 	}
+	r.password = password
 	if err := launch(ctx, r); err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ func TestServersRunAsServerUser(t *testing.T) {
 		t.Run("redis-server/"+name, func(t *testing.T) {
 			bin, err := LookPath("redis-server")
 			needReal(t, "redis-server", err)
-			r, err := startRedisServer(ctx, bin, "127.0.0.1:0", dir)
+			r, err := startRedisServer(ctx, bin, "127.0.0.1:0", dir, "")
 			if err != nil {
 				t.Fatal(err)
 			}

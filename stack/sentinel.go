@@ -79,9 +79,15 @@ func (s *sentinel) start(context.Context) error {
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", name, s.cfg.DownAfterOf(s.i).Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", name, s.cfg.FailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", name),
+		// The group's password: asked of its clients, said to the
+		// servers and to the other sentinels. In this file, which only
+		// the sentinel's account reads, never on a command line.
+		"requirepass " + s.cfg.Password,
+		fmt.Sprintf("sentinel auth-pass %s %s", name, s.cfg.Password),
+		"sentinel sentinel-pass " + s.cfg.Password,
 		"",
 	}, "\n")
-	if err := writeServerFile(conf, []byte(text), 0o644); err != nil {
+	if err := writeServerFile(conf, []byte(text), 0o600); err != nil {
 		return fmt.Errorf("stack: sentinel %d: %w", s.i, err)
 	}
 	args := append([]string{conf}, s.extra...)
@@ -102,7 +108,7 @@ func (s *sentinel) remove() error {
 // times, as redisServer.ready), then sets its lab periods.
 func (s *sentinel) ready(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
-		err := waitOwnServer(ctx, s.p, s.addr)
+		err := waitOwnServer(ctx, s.p, s.addr, s.cfg.Password)
 		if err == nil {
 			break
 		}
@@ -115,7 +121,7 @@ func (s *sentinel) ready(ctx context.Context) error {
 		}
 	}
 	s.c = redis.NewSentinelClient(&redis.Options{
-		Addr: s.addr, MaxRetries: -1, DialerRetries: 1,
+		Addr: s.addr, Password: s.cfg.Password, MaxRetries: -1, DialerRetries: 1,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second,
 		PoolSize: 2,
 	})
@@ -139,9 +145,9 @@ func (s *sentinel) stop() error {
 }
 
 // waitOwnServer waits until the server at addr answers with p's pid.
-func waitOwnServer(ctx context.Context, p *proc, addr string) error {
+func waitOwnServer(ctx context.Context, p *proc, addr, password string) error {
 	for {
-		if pid, err := serverPid(ctx, addr, ""); err == nil {
+		if pid, err := serverPid(ctx, addr, password); err == nil {
 			if pid == p.pid() {
 				return nil
 			}

@@ -92,7 +92,7 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 			}
 		}
 		if agreed != "" && agreed != old {
-			role, err := serverRole(ctx, agreed)
+			role, err := serverRole(ctx, agreed, g.cfg.Password)
 			if err == nil && role == "master" {
 				took := time.Since(from)
 				g.mu.Lock()
@@ -117,8 +117,8 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 }
 
 // serverRole is the first field of ROLE at addr: master or slave.
-func serverRole(ctx context.Context, addr string) (string, error) {
-	c := groupClient(addr)
+func serverRole(ctx context.Context, addr, password string) (string, error) {
+	c := groupClient(addr, password)
 	defer c.Close()
 	v, err := c.Do(ctx, "ROLE").Slice()
 	if err != nil {

@@ -59,6 +59,13 @@ type SentinelConfig struct {
 	FailoverTimeout time.Duration
 	// Log gets human progress lines; nil = discarded.
 	Log io.Writer
+	// Password is what the servers and the sentinels require of every
+	// client (requirepass), what the replica and the sentinels log in to
+	// the primary with (masterauth, sentinel auth-pass) and the sentinels
+	// to each other (sentinel sentinel-pass): on a host shared by a class,
+	// nobody else reads or writes the group's locks. "" = a new one made
+	// for the group (SentinelGroup.Password).
+	Password string
 }
 
 // DownAfterOf is sentinel i's down-after-milliseconds: DownAfter,
@@ -88,6 +95,9 @@ func (c SentinelConfig) withDefaults() SentinelConfig {
 	if c.FailoverTimeout <= 0 {
 		c.FailoverTimeout = DefaultFailoverTimeout
 	}
+	if c.Password == "" {
+		c.Password = NewPassword()
+	}
 	return c
 }
 
@@ -99,6 +109,10 @@ func (c SentinelConfig) withDefaults() SentinelConfig {
 // the primary, and kill it before the write has reached the replica.
 // Clients find the primary through the sentinels (redis.NewFailoverClient
 // with MasterName and SentinelAddrs), never through the link.
+//
+// Every server and sentinel requires the group's password (Password):
+// clients say it in redis.FailoverOptions's Password and
+// SentinelPassword.
 //
 // Nothing is persisted: a server that dies comes back empty, if at all.
 // Every process is stopped by pid in Stop. Its methods are safe for
@@ -166,14 +180,14 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 	began := time.Now()
 
 	free := net.JoinHostPort(cfg.Host, "0")
-	if g.primary0, err = startRedisServer(ctx, serverBin, free, g.subdir("primary")); err != nil {
+	if g.primary0, err = startRedisServer(ctx, serverBin, free, g.subdir("primary"), cfg.Password); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: primary: %w", err)
 	}
 	g.current = g.primary0
 	if g.link, err = NewFaultProxy(g.primary0.addr()); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: replication link: %w", err)
 	}
-	if g.replica, err = startRedisServer(ctx, serverBin, free, g.subdir("replica")); err != nil {
+	if g.replica, err = startRedisServer(ctx, serverBin, free, g.subdir("replica"), cfg.Password); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: replica: %w", err)
 	}
 	if err := g.replicate(ctx); err != nil {
@@ -205,10 +219,10 @@ func (g *SentinelGroup) subdir(name string) string {
 }
 
 // groupClient is a client to one of the group's servers: no retries,
-// short timeouts.
-func groupClient(addr string) *redis.Client {
+// short timeouts, the group's password.
+func groupClient(addr, password string) *redis.Client {
 	return redis.NewClient(&redis.Options{
-		Addr: addr, MaxRetries: -1, DialerRetries: 1,
+		Addr: addr, Password: password, MaxRetries: -1, DialerRetries: 1,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second,
 		PoolSize: 2,
 	})
@@ -217,7 +231,7 @@ func groupClient(addr string) *redis.Client {
 // replicate makes the replica a replica of the primary through the link
 // and waits until it is in sync.
 func (g *SentinelGroup) replicate(ctx context.Context) error {
-	p, r := groupClient(g.primary0.addr()), groupClient(g.replica.addr())
+	p, r := groupClient(g.primary0.addr(), g.cfg.Password), groupClient(g.replica.addr(), g.cfg.Password)
 	defer p.Close()
 	defer r.Close()
 	// The full sync starts at once instead of waiting 5s for more
@@ -326,6 +340,10 @@ func (g *SentinelGroup) waitReady(ctx context.Context) error {
 		}
 	}
 }
+
+// Password is what every server and sentinel of the group requires, for
+// redis.FailoverOptions.Password and SentinelPassword.
+func (g *SentinelGroup) Password() string { return g.cfg.Password }
 
 // MasterName is the name the sentinels know the primary by, for
 // redis.FailoverOptions.MasterName.

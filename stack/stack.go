@@ -71,7 +71,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if s.faultKey, err = newFaultKey(); err != nil {
 		return nil, err
 	}
-	s.redisPass = newPassword()
+	s.redisPass = NewPassword()
 	s.life, s.end = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
