@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"github.com/lockladder/lockladder/stack/faultproxy"
 	"testing"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
-	"github.com/lockladder/lockladder/stack"
 )
 
 func TestLibZKLockBasics(t *testing.T) {
@@ -104,7 +104,7 @@ func TestLibZKLockFailedUnlockHoldsTheLockForever(t *testing.T) {
 	// session (it would then delete the znode, and free the lock).
 	const session = 9 * time.Second
 	_, addr := servertest.ZooKeeper(t, session)
-	p, err := stack.NewFaultProxy(addr)
+	p, err := faultproxy.New(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ type instance struct {
 }
 
 // start starts a new process for the instance; it becomes current.
-func (in *instance) start(context.Context) error {
+func (in *instance) Start(context.Context) error {
 	p, err := startProc(in.name, in.bin, in.args, in.env, in.dir, in.logPath)
 	if err != nil {
 		return err
@@ -51,7 +51,7 @@ func (in *instance) start(context.Context) error {
 }
 
 // ready waits until the current process answers GET /healthz with 200.
-func (in *instance) ready(ctx context.Context) error {
+func (in *instance) Ready(ctx context.Context) error {
 	if err := waitHealthy(ctx, "http://"+in.addr, in.current().done); err != nil {
 		return fmt.Errorf("stack: %s on %s: %w%s", in.name, in.addr, err, logTail(in.logPath, 2048))
 	}
@@ -59,9 +59,9 @@ func (in *instance) ready(ctx context.Context) error {
 }
 
 // stop stops the current process, if any.
-func (in *instance) stop() error {
+func (in *instance) Stop() error {
 	if p := in.current(); p != nil {
-		return p.stop(stopGrace)
+		return p.Stop(stopGrace)
 	}
 	return nil
 }
@@ -286,7 +286,7 @@ func (s *Stack) supervise(in *instance) {
 				backoff = min(2*backoff, 5*time.Second)
 			}
 			wait = backoff
-			if err := in.start(s.life); err != nil {
+			if err := in.Start(s.life); err != nil {
 				s.lg.printf("%s: restart failed: %v; retrying in %s", in.name, err, backoff)
 				continue
 			}
@@ -295,7 +295,7 @@ func (s *Stack) supervise(in *instance) {
 		}
 		// Say when it is serving again; if it dies first the loop above sees it.
 		ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
-		if in.ready(ctx) == nil {
+		if in.Ready(ctx) == nil {
 			s.lg.printf("%s: healthy again (pid %d)", in.name, in.current().pid())
 		}
 		cancel()

@@ -157,7 +157,7 @@ func (s *Stack) StopBackend(kind string) error {
 	}
 	s.backendDown[kind] = true
 	s.lg.printf("%s: stopping (StopBackend)", kind)
-	return b.stop()
+	return b.Stop()
 }
 
 // StartBackend starts a stopped back end again on the same address with
@@ -259,5 +259,5 @@ func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool,
 		b.remove()
 		return "", nil, err
 	}
-	return b.clientAddr(), func() error { return errors.Join(b.stop(), b.remove()) }, nil
+	return b.clientAddr(), func() error { return errors.Join(b.Stop(), b.remove()) }, nil
 }

@@ -76,17 +76,17 @@ func (c *cluster) Addrs() []string {
 	return addrs
 }
 
-func (c *cluster) start(ctx context.Context) error {
+func (c *cluster) Start(ctx context.Context) error {
 	// Every start is a new cluster: a node's start removes the cluster
 	// config an earlier run left.
-	return each(len(c.nodes), func(i int) error { return c.nodes[i].start(ctx) })
+	return each(len(c.nodes), func(i int) error { return c.nodes[i].Start(ctx) })
 }
 
 // ready waits for every node, then forms the cluster: each meets the
 // first, the masters take their slots, the replicas follow their masters,
 // and every node agrees the cluster is ok.
-func (c *cluster) ready(ctx context.Context) error {
-	if err := each(len(c.nodes), func(i int) error { return c.nodes[i].ready(ctx) }); err != nil {
+func (c *cluster) Ready(ctx context.Context) error {
+	if err := each(len(c.nodes), func(i int) error { return c.nodes[i].Ready(ctx) }); err != nil {
 		return err
 	}
 	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
@@ -186,8 +186,8 @@ func poll(ctx context.Context, f func() error) error {
 	}
 }
 
-func (c *cluster) stop() error {
-	return each(len(c.nodes), func(i int) error { return c.nodes[i].stop() })
+func (c *cluster) Stop() error {
+	return each(len(c.nodes), func(i int) error { return c.nodes[i].Stop() })
 }
 
 func (c *cluster) summary() string {
@@ -232,7 +232,7 @@ func (c *Cluster) Addrs() []string { return c.c.Addrs() }
 func (c *Cluster) Masters() int { return c.c.masters }
 
 // Stop stops every node by its pid.
-func (c *Cluster) Stop() error { return c.c.stop() }
+func (c *Cluster) Stop() error { return c.c.Stop() }
 
 // Summary says what runs where.
 func (c *Cluster) Summary() string { return c.c.summary() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockladder/lockladder/stack/faultproxy"
 	"strings"
 	"syscall"
 	"time"
@@ -19,7 +20,7 @@ import (
 func (s *Stack) startFaultProxies(ctx context.Context) error {
 	var all group
 	if s.cfg.RedisProxy {
-		p, err := newFaultProxy(s.redis.Addr())
+		p, err := faultproxy.Prepare(s.redis.Addr())
 		if err != nil {
 			return err
 		}
@@ -28,7 +29,7 @@ func (s *Stack) startFaultProxies(ctx context.Context) error {
 	}
 	if s.cfg.MasterProxies {
 		for _, a := range s.MasterAddrs() {
-			p, err := newFaultProxy(a)
+			p, err := faultproxy.Prepare(a)
 			if err != nil {
 				return err
 			}
@@ -69,12 +70,12 @@ func (s *Stack) faultProxiesSummary() string {
 
 // RedisProxy is the FaultProxy the instances reach the main Redis through
 // (Config.RedisProxy), nil when there is none.
-func (s *Stack) RedisProxy() *FaultProxy { return s.redisProxy }
+func (s *Stack) RedisProxy() *faultproxy.Proxy { return s.redisProxy }
 
 // MasterProxy is the FaultProxy the instances reach Redlock master i
 // (0-based, as in MasterAddrs) through (Config.MasterProxies); nil when
 // there is none.
-func (s *Stack) MasterProxy(i int) *FaultProxy {
+func (s *Stack) MasterProxy(i int) *faultproxy.Proxy {
 	if i < 0 || i >= len(s.masterProxies) {
 		return nil
 	}

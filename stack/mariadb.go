@@ -114,7 +114,7 @@ func (m *mariadb) filesDir() string { return filepath.Join(m.work, "files") }
 
 // start installs an empty database and starts the server on it; started
 // again after a stop, it keeps the port, the password and the data.
-func (m *mariadb) start(ctx context.Context) error {
+func (m *mariadb) Start(ctx context.Context) error {
 	if err := m.dirs(); err != nil {
 		return err
 	}
@@ -178,10 +178,10 @@ func (m *mariadb) start(ctx context.Context) error {
 
 // ready waits until the server serves (readyOnFreePort: started again on
 // another port if it exits while starting on the one start chose).
-func (m *mariadb) ready(ctx context.Context) error {
+func (m *mariadb) Ready(ctx context.Context) error {
 	return readyOnFreePort(ctx, m.lg, "mariadb", &m.picked, m.addr, m.serving, func(ctx context.Context) error {
 		m.port = ""
-		return m.start(ctx)
+		return m.Start(ctx)
 	})
 }
 
@@ -203,11 +203,11 @@ func (m *mariadb) serving(ctx context.Context) error {
 	}
 }
 
-func (m *mariadb) stop() error {
+func (m *mariadb) Stop() error {
 	if m.proc == nil {
 		return nil
 	}
-	return m.proc.stop(stopGrace)
+	return m.proc.Stop(stopGrace)
 }
 
 // remove deletes the temp dirs serverDir made for it: after its last

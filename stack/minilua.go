@@ -299,7 +299,7 @@ func (s *scripts) eval(c *mserver.Peer, cmd string, args []string) {
 	l.Push(l.NewFunctionFromProto(proto))
 	err = l.PCall(0, 1, nil)
 	l.RemoveContext()
-	overMemory := mem.stop() && err != nil
+	overMemory := mem.Stop() && err != nil
 	killed := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
 	s.rw.Unlock()

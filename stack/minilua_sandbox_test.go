@@ -16,10 +16,10 @@ import (
 func sandboxed(t *testing.T) *redis.Client {
 	t.Helper()
 	r := newMiniRedis("127.0.0.1:0")
-	if err := r.start(context.Background()); err != nil {
+	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.stop() })
+	t.Cleanup(func() { r.Stop() })
 	rdb := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb

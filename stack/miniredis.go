@@ -42,7 +42,7 @@ func newMiniRedis(listen string) *miniRedis {
 }
 
 // start serves miniredis on its address and starts its clock.
-func (r *miniRedis) start(context.Context) error {
+func (r *miniRedis) Start(context.Context) error {
 	if err := r.m.StartAddr(r.listen); err != nil {
 		return fmt.Errorf("stack: embedded miniredis on %s: %w", r.listen, err)
 	}
@@ -57,10 +57,10 @@ func (r *miniRedis) start(context.Context) error {
 }
 
 // ready: miniredis serves once start has returned.
-func (r *miniRedis) ready(context.Context) error { return nil }
+func (r *miniRedis) Ready(context.Context) error { return nil }
 
 // stop stops its clock and closes it and every connection to it.
-func (r *miniRedis) stop() error {
+func (r *miniRedis) Stop() error {
 	if r.tickDone != nil {
 		close(r.stopTick)
 		<-r.tickDone

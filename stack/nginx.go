@@ -38,7 +38,7 @@ func newNginx(bin string, src []byte, dir, host, port string, upstreams []string
 
 // start derives the loopback config into dir/nginx.conf and starts nginx
 // on it.
-func (n *nginx) start(context.Context) error {
+func (n *nginx) Start(context.Context) error {
 	if n.port == "0" {
 		port, err := freePort(n.host)
 		if err != nil {
@@ -76,7 +76,7 @@ func (n *nginx) start(context.Context) error {
 
 // ready waits until nginx accepts connections, then until it routes to
 // the instances.
-func (n *nginx) ready(ctx context.Context) error {
+func (n *nginx) Ready(ctx context.Context) error {
 	for {
 		c, err := net.DialTimeout("tcp", n.addr(), 200*time.Millisecond)
 		if err == nil {
@@ -95,10 +95,10 @@ func (n *nginx) ready(ctx context.Context) error {
 }
 
 // stop stops nginx's process group by pid: the master and its workers.
-func (n *nginx) stop() error {
+func (n *nginx) Stop() error {
 	var err error
 	if n.p != nil {
-		err = n.p.stop(stopGrace)
+		err = n.p.Stop(stopGrace)
 	}
 	if n.rmTemp {
 		err = errors.Join(err, os.RemoveAll(n.temp))

@@ -49,7 +49,7 @@ func TestNginxPassesTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := n.stop(); err != nil {
+		if err := n.Stop(); err != nil {
 			t.Error(err)
 		}
 	}()

@@ -129,7 +129,7 @@ func (p *postgres) dirs() error {
 // start makes an empty cluster (the first time) and starts the server on
 // it; started again after a stop, it keeps the port, the passwords and
 // the data.
-func (p *postgres) start(ctx context.Context) error {
+func (p *postgres) Start(ctx context.Context) error {
 	if err := p.dirs(); err != nil {
 		return err
 	}
@@ -181,10 +181,10 @@ func (p *postgres) start(ctx context.Context) error {
 
 // ready waits until the server serves, then makes the apps' role and
 // database (again at every start: the role's password is this stack's).
-func (p *postgres) ready(ctx context.Context) error {
+func (p *postgres) Ready(ctx context.Context) error {
 	return readyOnFreePort(ctx, p.lg, "postgres", &p.picked, p.addr, p.serving, func(ctx context.Context) error {
 		p.port = ""
-		return p.start(ctx)
+		return p.Start(ctx)
 	})
 }
 
@@ -240,13 +240,13 @@ func (p *postgres) setUp(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-func (p *postgres) stop() error {
+func (p *postgres) Stop() error {
 	if p.proc == nil {
 		return nil
 	}
 	// SIGTERM to its process group: every backend ends its session, and
 	// the postmaster, with no client left, shuts down.
-	return p.proc.stop(stopGrace)
+	return p.proc.Stop(stopGrace)
 }
 
 func (p *postgres) remove() error { return removeAll(p.temps) }

@@ -102,7 +102,7 @@ func (p *proc) exitErr() error {
 // until the leader is reaped and no member of its group is left. Calling it
 // on an exited process only sweeps the group. It never signals the pid
 // once it names another process (errPidReused).
-func (p *proc) stop(grace time.Duration) error {
+func (p *proc) Stop(grace time.Duration) error {
 	pid := p.pid()
 	if !p.exited() {
 		if err := p.signal(syscall.SIGTERM); errors.Is(err, errPidReused) {

@@ -39,7 +39,7 @@ func TestStopNeverSignalsAReusedPid(t *testing.T) {
 	p := sleeper(t)
 	p.start++
 	start := time.Now()
-	if err := p.stop(50 * time.Millisecond); !errors.Is(err, errPidReused) {
+	if err := p.Stop(50 * time.Millisecond); !errors.Is(err, errPidReused) {
 		t.Fatalf("stop of a pid with another start time: %v, want errPidReused", err)
 	}
 	if time.Since(start) > time.Second || !ProcAlive(p.pid(), p.start-1) {
@@ -47,7 +47,7 @@ func TestStopNeverSignalsAReusedPid(t *testing.T) {
 	}
 	// The one it recorded: stopped.
 	p.start--
-	if err := p.stop(time.Second); err != nil {
+	if err := p.Stop(time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if ProcAlive(p.pid(), p.start) || groupAlive(p.pid()) {
@@ -60,7 +60,7 @@ func TestStopNeverSignalsAReusedPid(t *testing.T) {
 	other := sleeper(t)
 	reaped := &proc{name: "reaped", cmd: other.cmd, start: other.start + 1, done: make(chan struct{})}
 	close(reaped.done)
-	if err := reaped.stop(time.Second); err != nil {
+	if err := reaped.Stop(time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if !ProcAlive(other.pid(), other.start) || !groupAlive(other.pid()) {

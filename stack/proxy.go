@@ -173,7 +173,7 @@ func newProxyServer(listen string, targets []string) *proxyServer {
 }
 
 // start listens and serves.
-func (p *proxyServer) start(context.Context) error {
+func (p *proxyServer) Start(context.Context) error {
 	h, err := newProxy(p.targets)
 	if err != nil {
 		return err
@@ -207,13 +207,13 @@ func (p *proxyServer) start(context.Context) error {
 }
 
 // ready returns once it routes to the instances.
-func (p *proxyServer) ready(ctx context.Context) error {
+func (p *proxyServer) Ready(ctx context.Context) error {
 	return routesReady(ctx, "http://"+p.addr(), len(p.targets), nil)
 }
 
 // stop shuts the server down, letting the requests in flight finish for
 // up to stopGrace.
-func (p *proxyServer) stop() error {
+func (p *proxyServer) Stop() error {
 	if p.srv == nil {
 		return nil
 	}

@@ -104,9 +104,8 @@ func newRedis(addr string, mode Mode, requireReal bool, dir, password string, lg
 	return &Redis{srv: rs, password: password}, nil
 }
 
-func (r *Redis) start(ctx context.Context) error { return r.srv.start(ctx) }
-func (r *Redis) ready(ctx context.Context) error { return r.srv.ready(ctx) }
-func (r *Redis) stop() error                     { return r.Stop() }
+func (r *Redis) Start(ctx context.Context) error { return r.srv.Start(ctx) }
+func (r *Redis) Ready(ctx context.Context) error { return r.srv.Ready(ctx) }
 
 // shutdown stops the server keeping its data, for restart: redis-server
 // by SHUTDOWN SAVE (its dataset written to its dump file, then it exits),
@@ -184,7 +183,7 @@ func (r *Redis) Stop() error {
 		r.opMu.Lock()
 		defer r.opMu.Unlock()
 		r.stopped = true
-		r.stopErr = r.srv.stop()
+		r.stopErr = r.srv.Stop()
 	})
 	return r.stopErr
 }

@@ -73,7 +73,7 @@ func (r *Redis) Crash() error {
 	rs.mu.Lock()
 	rs.isDown = true
 	rs.mu.Unlock()
-	p.stop(stopGrace) // reaped already: only sweeps its process group
+	p.Stop(stopGrace) // reaped already: only sweeps its process group
 	return nil
 }
 

@@ -70,7 +70,7 @@ func startRedisServer(ctx context.Context, bin, addr, dir, password string) (*re
 }
 
 // start starts a fresh, empty server.
-func (r *redisServer) start(ctx context.Context) error {
+func (r *redisServer) Start(ctx context.Context) error {
 	if r.dir == "" {
 		d, err := os.MkdirTemp("", "lockladder-redis-")
 		if err != nil {
@@ -143,13 +143,13 @@ func (r *redisServer) clusterConf() string {
 // free only until someone binds it: another test package starting its
 // own Redis at the same moment may take it first. Then ours cannot bind
 // (errPortTaken), and ready starts it again on another, up to 5 times.
-func (r *redisServer) ready(ctx context.Context) error {
+func (r *redisServer) Ready(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		err := r.await(ctx)
 		if !errors.Is(err, errPortTaken) || !r.pickPort || attempt == 5 {
 			return err
 		}
-		if err := r.start(ctx); err != nil {
+		if err := r.Start(ctx); err != nil {
 			return err
 		}
 	}
@@ -215,7 +215,7 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 	r.next = nil
 	defer func() {
 		if err != nil {
-			p.stop(stopGrace)
+			p.Stop(stopGrace)
 		}
 	}()
 	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
@@ -246,14 +246,14 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 
 // stop stops the process by pid (SIGTERM, SIGKILL after a grace period)
 // and removes a temp dir of its own.
-func (r *redisServer) stop() error {
+func (r *redisServer) Stop() error {
 	var errs []error
 	if r.next != nil {
-		errs = append(errs, r.next.stop(stopGrace))
+		errs = append(errs, r.next.Stop(stopGrace))
 		r.next = nil
 	}
 	if p := r.current(); p != nil {
-		errs = append(errs, p.stop(stopGrace))
+		errs = append(errs, p.Stop(stopGrace))
 	}
 	if r.rmWork {
 		errs = append(errs, os.RemoveAll(r.work))
@@ -282,7 +282,7 @@ func (r *redisServer) shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	r.isDown = true
 	r.mu.Unlock()
-	p.stop(stopGrace) // reaped already: only sweeps its process group
+	p.Stop(stopGrace) // reaped already: only sweeps its process group
 	if p.waitErr != nil {
 		return fmt.Errorf("stack: redis-server on %s (pid %d) after SHUTDOWN SAVE: %v%s", addr, p.pid(), p.waitErr, logTail(p.logPath, 2048))
 	}

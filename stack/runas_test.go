@@ -107,7 +107,7 @@ func TestServersRunAsServerUser(t *testing.T) {
 				t.Errorf("SHUTDOWN SAVE: %v", err)
 			}
 			work := r.work
-			if err := r.stop(); err != nil {
+			if err := r.Stop(); err != nil {
 				t.Error(err)
 			}
 			if _, err := os.Stat(work); r.rmWork && !os.IsNotExist(err) {
@@ -139,7 +139,7 @@ func TestServersRunAsServerUser(t *testing.T) {
 				t.Fatal(err)
 			}
 			runsAsServerUser(t, kind, b.pid())
-			if err := b.stop(); err != nil {
+			if err := b.Stop(); err != nil {
 				t.Error(err)
 			}
 			if err := b.remove(); err != nil {
@@ -196,7 +196,7 @@ http {
 	}
 	temp, rmTemp := n.temp, n.rmTemp
 	defer func() {
-		if err := n.stop(); err != nil {
+		if err := n.Stop(); err != nil {
 			t.Error(err)
 		}
 		if _, err := os.Stat(temp); rmTemp && !os.IsNotExist(err) {

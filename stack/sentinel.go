@@ -53,7 +53,7 @@ type sentinel struct {
 }
 
 // start writes its conf for a free port and starts it.
-func (s *sentinel) start(context.Context) error {
+func (s *sentinel) Start(context.Context) error {
 	port, err := freePort(s.cfg.Host)
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (s *sentinel) remove() error {
 // ready waits until the sentinel answers as itself, starting it again on
 // another free port when another process bound this one first (up to 5
 // times, as redisServer.ready), then sets its lab periods.
-func (s *sentinel) ready(ctx context.Context) error {
+func (s *sentinel) Ready(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		err := waitOwnServer(ctx, s.p, s.addr, s.cfg.Password)
 		if err == nil {
@@ -115,8 +115,8 @@ func (s *sentinel) ready(ctx context.Context) error {
 		if !errors.Is(err, errPortTaken) || attempt == 5 {
 			return fmt.Errorf("stack: sentinel %d: %w", s.i, err)
 		}
-		s.p.stop(stopGrace)
-		if err := s.start(ctx); err != nil {
+		s.p.Stop(stopGrace)
+		if err := s.Start(ctx); err != nil {
 			return err
 		}
 	}
@@ -133,7 +133,7 @@ func (s *sentinel) ready(ctx context.Context) error {
 }
 
 // stop closes the client and stops the process by pid.
-func (s *sentinel) stop() error {
+func (s *sentinel) Stop() error {
 	if s.c != nil {
 		s.c.Close()
 		s.c = nil
@@ -141,7 +141,7 @@ func (s *sentinel) stop() error {
 	if s.p == nil {
 		return nil
 	}
-	return s.p.stop(stopGrace)
+	return s.p.Stop(stopGrace)
 }
 
 // waitOwnServer waits until the server at addr answers with p's pid.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockladder/lockladder/stack/faultproxy"
 	"io"
 	"net"
 	"os"
@@ -124,7 +125,7 @@ type SentinelGroup struct {
 	lg    *logger
 
 	primary0, replica *redisServer // as started
-	link              *FaultProxy
+	link              *faultproxy.Proxy
 	sentinels         []*sentinel
 
 	mu       sync.Mutex
@@ -184,7 +185,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 		return nil, fmt.Errorf("stack: sentinels: primary: %w", err)
 	}
 	g.current = g.primary0
-	if g.link, err = NewFaultProxy(g.primary0.addr()); err != nil {
+	if g.link, err = faultproxy.New(g.primary0.addr()); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: replication link: %w", err)
 	}
 	if g.replica, err = startRedisServer(ctx, serverBin, free, g.subdir("replica"), cfg.Password); err != nil {
@@ -367,7 +368,7 @@ func (g *SentinelGroup) ReplicaAddr() string { return g.replica.addr() }
 // it, and nothing the primary is sent afterwards reaches the replica.
 // It carries replication for about FailoverTimeout after StartSentinels
 // (see SentinelConfig.FailoverTimeout).
-func (g *SentinelGroup) ReplicationLink() *FaultProxy { return g.link }
+func (g *SentinelGroup) ReplicationLink() *faultproxy.Proxy { return g.link }
 
 // Pids lists the live processes of the group, in this order: the
 // primary and the replica as started (a killed one no longer), then the
@@ -409,14 +410,14 @@ func (g *SentinelGroup) Stop() error {
 	g.stopOnce.Do(func() {
 		var errs []error
 		for _, s := range g.sentinels {
-			errs = append(errs, s.stop(), s.remove())
+			errs = append(errs, s.Stop(), s.remove())
 		}
 		if g.link != nil {
 			errs = append(errs, g.link.Close())
 		}
 		for _, r := range []*redisServer{g.primary0, g.replica} {
 			if r != nil {
-				errs = append(errs, r.stop())
+				errs = append(errs, r.Stop())
 			}
 		}
 		if g.rmDir {

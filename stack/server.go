@@ -21,20 +21,20 @@ import (
 // by its pid: SIGTERM, then SIGKILL after a grace period) and waits for
 // it. stop is safe after a failed start or ready.
 type server interface {
-	start(ctx context.Context) error
-	ready(ctx context.Context) error
-	stop() error
+	Start(ctx context.Context) error
+	Ready(ctx context.Context) error
+	Stop() error
 }
 
 // launch starts srv and waits until it is ready; when either fails it
 // stops srv, so that nothing it started is left behind.
 func launch(ctx context.Context, srv server) error {
-	err := srv.start(ctx)
+	err := srv.Start(ctx)
 	if err == nil {
-		err = srv.ready(ctx)
+		err = srv.Ready(ctx)
 	}
 	if err != nil {
-		srv.stop()
+		srv.Stop()
 		return err
 	}
 	return nil
@@ -45,16 +45,16 @@ func launch(ctx context.Context, srv server) error {
 // joined.
 type group []server
 
-func (g group) start(ctx context.Context) error {
-	return each(len(g), func(i int) error { return g[i].start(ctx) })
+func (g group) Start(ctx context.Context) error {
+	return each(len(g), func(i int) error { return g[i].Start(ctx) })
 }
 
-func (g group) ready(ctx context.Context) error {
-	return each(len(g), func(i int) error { return g[i].ready(ctx) })
+func (g group) Ready(ctx context.Context) error {
+	return each(len(g), func(i int) error { return g[i].Ready(ctx) })
 }
 
-func (g group) stop() error {
-	return each(len(g), func(i int) error { return g[i].stop() })
+func (g group) Stop() error {
+	return each(len(g), func(i int) error { return g[i].Stop() })
 }
 
 // each runs f(0) to f(n-1) at once and joins their errors.

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/faultproxy"
 )
 
 // Stack is a running topology. Its methods are safe for concurrent use.
@@ -39,12 +41,12 @@ type Stack struct {
 	redis         *Redis   // nil on a cluster
 	cluster       *cluster // Config.Cluster
 	masters       *masters
-	backends      []backend       // ZooKeeper, MariaDB, etcd: those started
-	data          *dataRoot       // where they keep their data; nil without them
-	backendMu     sync.Mutex      // StopBackend, StartBackend and Pids
-	backendDown   map[string]bool // kinds stopped by StopBackend
-	redisProxy    *FaultProxy     // Config.RedisProxy
-	masterProxies []*FaultProxy   // Config.MasterProxies, in MasterAddrs order
+	backends      []backend           // ZooKeeper, MariaDB, etcd: those started
+	data          *dataRoot           // where they keep their data; nil without them
+	backendMu     sync.Mutex          // StopBackend, StartBackend and Pids
+	backendDown   map[string]bool     // kinds stopped by StopBackend
+	redisProxy    *faultproxy.Proxy   // Config.RedisProxy
+	masterProxies []*faultproxy.Proxy // Config.MasterProxies, in MasterAddrs order
 	instances     []*instance
 	lb            loadBalancer
 
@@ -406,7 +408,7 @@ func (s *Stack) Stop() error {
 		s.wg.Wait() // the supervisors: no restart from here on
 		var errs []error
 		for i := len(s.servers) - 1; i >= 0; i-- {
-			errs = append(errs, s.servers[i].stop())
+			errs = append(errs, s.servers[i].Stop())
 		}
 		errs = append(errs, s.removeBackends(), s.data.remove(), s.removePassword())
 		if s.rmDir {

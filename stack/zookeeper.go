@@ -67,7 +67,7 @@ func (z *zookeeper) addr() string { return net.JoinHostPort(z.host, z.port) }
 
 // start starts the server; started again after a stop, on the same port
 // with the same data (its sessions come back with it).
-func (z *zookeeper) start(context.Context) error {
+func (z *zookeeper) Start(context.Context) error {
 	if z.work == "" { // once: a start after a stop keeps them
 		if err := os.MkdirAll(z.dir, 0o755); err != nil {
 			return fmt.Errorf("stack: zookeeper: %w", err)
@@ -125,10 +125,10 @@ func (z *zookeeper) start(context.Context) error {
 
 // ready waits until the server serves (readyOnFreePort: started again on
 // another port if it exits while starting on the one start chose).
-func (z *zookeeper) ready(ctx context.Context) error {
+func (z *zookeeper) Ready(ctx context.Context) error {
 	return readyOnFreePort(ctx, z.lg, "zookeeper", &z.picked, z.addr, z.serving, func(ctx context.Context) error {
 		z.port = ""
-		return z.start(ctx)
+		return z.Start(ctx)
 	})
 }
 
@@ -156,11 +156,11 @@ func (z *zookeeper) serving(ctx context.Context) error {
 	return nil
 }
 
-func (z *zookeeper) stop() error {
+func (z *zookeeper) Stop() error {
 	if z.proc == nil {
 		return nil
 	}
-	return z.proc.stop(stopGrace)
+	return z.proc.Stop(stopGrace)
 }
 
 // remove deletes the temp dirs serverDir made for it: after its last
