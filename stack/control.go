@@ -112,7 +112,7 @@ func (s *Stack) StopRedis(ctx context.Context) error {
 		return err
 	}
 	if s.redis.Embedded() {
-		s.lg.printf("redis: %s on %s stopped (its data kept in this process)", s.redis.kind(), s.redis.Addr())
+		s.lg.printf("redis: %s on %s stopped (its data kept in this process)", s.redis.Kind(), s.redis.Addr())
 	} else {
 		s.lg.printf("redis: pid %d on %s stopped by SHUTDOWN SAVE (dump %s)", pid, s.redis.Addr(), s.redis.srv.(*redisServer).dumpPath())
 	}
@@ -142,7 +142,7 @@ func (s *Stack) StartRedis(ctx context.Context) error {
 	if pid := s.redis.Pid(); pid != 0 {
 		s.lg.printf("redis: started again on %s with its data (pid %d)", s.redis.Addr(), pid)
 	} else {
-		s.lg.printf("redis: started again on %s with its data (%s, in this process)", s.redis.Addr(), s.redis.kind())
+		s.lg.printf("redis: started again on %s with its data (%s, in this process)", s.redis.Addr(), s.redis.Kind())
 	}
 	return nil
 }
@@ -206,7 +206,7 @@ func (s *Stack) Signal(i int, sig syscall.Signal) (pid int, err error) {
 	// Process.Signal, not kill(2) by number: it never signals a reaped
 	// process whose pid was reused.
 	if err := p.cmd.Process.Signal(sig); err != nil {
-		return p.pid(), fmt.Errorf("stack: %s (pid %d): %v: %w", in.name, p.pid(), sig, err)
+		return p.Pid(), fmt.Errorf("stack: %s (pid %d): %v: %w", in.name, p.Pid(), sig, err)
 	}
-	return p.pid(), nil
+	return p.Pid(), nil
 }

@@ -199,7 +199,7 @@ func (e *etcd) summary() string {
 	if e.embedded != nil {
 		return fmt.Sprintf("etcd: embedded etcd %s on %s (in this process)", e.version, e.client)
 	}
-	return fmt.Sprintf("etcd: etcd %s on %s (pid %d)", e.version, e.client, e.proc.pid())
+	return fmt.Sprintf("etcd: etcd %s on %s (pid %d)", e.version, e.client, e.proc.Pid())
 }
 
 func getJSON(ctx context.Context, c *http.Client, target string, out any) error {

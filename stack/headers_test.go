@@ -19,7 +19,7 @@ func TestRaceServerHeaderLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Stop()
-	httplimittest.WantBounded(t, r.addr(), "/race")
+	httplimittest.WantBounded(t, r.Addr(), "/race")
 }
 
 // nginx, on the derived config, does the same.
@@ -36,5 +36,5 @@ func TestNginxHeaderLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Stop()
-	httplimittest.WantBounded(t, n.addr(), "/healthz")
+	httplimittest.WantBounded(t, n.Addr(), "/healthz")
 }

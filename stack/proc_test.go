@@ -25,8 +25,8 @@ func sleeper(t *testing.T) *proc {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.done })
-	if p.start == 0 || p.start != ProcStart(p.pid()) {
-		t.Fatalf("start time %d recorded, /proc says %d", p.start, ProcStart(p.pid()))
+	if p.start == 0 || p.start != ProcStart(p.Pid()) {
+		t.Fatalf("start time %d recorded, /proc says %d", p.start, ProcStart(p.Pid()))
 	}
 	return p
 }
@@ -42,7 +42,7 @@ func TestStopNeverSignalsAReusedPid(t *testing.T) {
 	if err := p.Stop(50 * time.Millisecond); !errors.Is(err, errPidReused) {
 		t.Fatalf("stop of a pid with another start time: %v, want errPidReused", err)
 	}
-	if time.Since(start) > time.Second || !ProcAlive(p.pid(), p.start-1) {
+	if time.Since(start) > time.Second || !ProcAlive(p.Pid(), p.start-1) {
 		t.Fatal("stop signalled a pid whose start time differs from the one recorded")
 	}
 	// The one it recorded: stopped.
@@ -50,7 +50,7 @@ func TestStopNeverSignalsAReusedPid(t *testing.T) {
 	if err := p.Stop(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if ProcAlive(p.pid(), p.start) || groupAlive(p.pid()) {
+	if ProcAlive(p.Pid(), p.start) || groupAlive(p.Pid()) {
 		t.Fatal("stop left the process or its group alive")
 	}
 
@@ -63,7 +63,7 @@ func TestStopNeverSignalsAReusedPid(t *testing.T) {
 	if err := reaped.Stop(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !ProcAlive(other.pid(), other.start) || !groupAlive(other.pid()) {
+	if !ProcAlive(other.Pid(), other.start) || !groupAlive(other.Pid()) {
 		t.Fatal("the sweep of a reaped leader's group killed the group of the process that got its pid")
 	}
 }

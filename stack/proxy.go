@@ -208,7 +208,7 @@ func (p *proxyServer) Start(context.Context) error {
 
 // ready returns once it routes to the instances.
 func (p *proxyServer) Ready(ctx context.Context) error {
-	return routesReady(ctx, "http://"+p.addr(), len(p.targets), nil)
+	return routesReady(ctx, "http://"+p.Addr(), len(p.targets), nil)
 }
 
 // stop shuts the server down, letting the requests in flight finish for
@@ -228,8 +228,8 @@ func (p *proxyServer) Stop() error {
 	return err
 }
 
-func (p *proxyServer) addr() string { return p.ln.Addr().String() }
-func (p *proxyServer) pid() int     { return 0 }
+func (p *proxyServer) Addr() string { return p.ln.Addr().String() }
+func (p *proxyServer) Pid() int     { return 0 }
 
 // setDown takes target i out of the rotation and waits until nothing is
 // in flight to it, or puts it back.
@@ -243,5 +243,5 @@ func (p *proxyServer) setDown(ctx context.Context, i int, down bool) error {
 
 func (p *proxyServer) summary() string {
 	return fmt.Sprintf("lb: built-in Go reverse proxy on %s -> %d instances (round robin, no retry; in this process)",
-		p.addr(), len(p.targets))
+		p.Addr(), len(p.targets))
 }

@@ -39,7 +39,7 @@ func (r *raceServer) Start(context.Context) error {
 
 func (r *raceServer) Ready(context.Context) error { return nil } // listening is serving
 
-func (r *raceServer) addr() string { return r.ln.Addr().String() }
+func (r *raceServer) Addr() string { return r.ln.Addr().String() }
 
 // stop ends the races in flight: a stack that stops has no load balancer
 // left for them.

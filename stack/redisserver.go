@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockladder/lockladder/stack/embedded"
 	"net"
 	"os"
 	"path/filepath"
@@ -184,7 +185,7 @@ func (r *redisServer) spawn() error {
 		conf := filepath.Join(r.work, "redis-"+r.port+".conf")
 		auth := "requirepass " + r.password + "\nmasterauth " + r.password + "\n"
 		if err := writeServerFile(conf, []byte(auth), 0o600); err != nil {
-			return fmt.Errorf("stack: redis-server on %s: its config: %w", r.addr(), err)
+			return fmt.Errorf("stack: redis-server on %s: its config: %w", r.Addr(), err)
 		}
 		args = append(args, conf) // a config file comes first, options after it
 	}
@@ -193,7 +194,7 @@ func (r *redisServer) spawn() error {
 	args = append(args, persist...)
 	args = append(args, "--maxmemory", RedisMaxMemory, "--maxmemory-policy", "noeviction")
 	args = append(args,
-		"--notify-keyspace-events", keyspaceEvents,
+		"--notify-keyspace-events", embedded.KeyspaceEvents,
 		"--daemonize", "no", "--dir", r.work, "--dbfilename", filepath.Base(r.dumpPath()),
 		"--pidfile", filepath.Join(r.work, "redis-"+r.port+".pid"),
 	)
@@ -211,7 +212,7 @@ func (r *redisServer) spawn() error {
 // PONG (not LOADING: a restart loads the dump first); it becomes the
 // current process. On failure that process is stopped.
 func (r *redisServer) await(ctx context.Context) (err error) {
-	p, addr := r.next, r.addr()
+	p, addr := r.next, r.Addr()
 	r.next = nil
 	defer func() {
 		if err != nil {
@@ -222,7 +223,7 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 	defer cancel()
 	for {
 		if pid, err := serverPid(ctx, addr, r.password); err == nil {
-			if pid != p.pid() {
+			if pid != p.Pid() {
 				// Someone else's Redis answers there: ours will fail to bind.
 				return fmt.Errorf("stack: redis-server on %s: %w (pid %d answers)", addr, errPortTaken, pid)
 			}
@@ -266,17 +267,17 @@ func (r *redisServer) Stop() error {
 
 // shutdown stops the server by SHUTDOWN SAVE: it writes its dataset to
 // its dump file, then exits.
-func (r *redisServer) shutdown(ctx context.Context) error {
-	p, addr := r.current(), r.addr()
+func (r *redisServer) Shutdown(ctx context.Context) error {
+	p, addr := r.current(), r.Addr()
 	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := shutdownSave(ctx, addr, r.password); err != nil {
-		return fmt.Errorf("stack: redis-server on %s (pid %d): SHUTDOWN SAVE: %w", addr, p.pid(), err)
+		return fmt.Errorf("stack: redis-server on %s (pid %d): SHUTDOWN SAVE: %w", addr, p.Pid(), err)
 	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
-		return fmt.Errorf("stack: redis-server on %s (pid %d) still runs after SHUTDOWN SAVE: %w", addr, p.pid(), ctx.Err())
+		return fmt.Errorf("stack: redis-server on %s (pid %d) still runs after SHUTDOWN SAVE: %w", addr, p.Pid(), ctx.Err())
 	}
 	// Whatever its exit, the process is gone: mark it down before looking.
 	r.mu.Lock()
@@ -284,14 +285,14 @@ func (r *redisServer) shutdown(ctx context.Context) error {
 	r.mu.Unlock()
 	p.Stop(stopGrace) // reaped already: only sweeps its process group
 	if p.waitErr != nil {
-		return fmt.Errorf("stack: redis-server on %s (pid %d) after SHUTDOWN SAVE: %v%s", addr, p.pid(), p.waitErr, logTail(p.logPath, 2048))
+		return fmt.Errorf("stack: redis-server on %s (pid %d) after SHUTDOWN SAVE: %v%s", addr, p.Pid(), p.waitErr, logTail(p.logPath, 2048))
 	}
 	return nil
 }
 
 // restart starts the server again on its address from its dump, checked
 // to be the new process as at the start.
-func (r *redisServer) restart(ctx context.Context) error {
+func (r *redisServer) Restart(ctx context.Context) error {
 	if err := r.spawn(); err != nil {
 		return err
 	}
@@ -304,24 +305,24 @@ func (r *redisServer) current() *proc {
 	return r.p
 }
 
-func (r *redisServer) addr() string { return net.JoinHostPort(r.host, r.port) }
+func (r *redisServer) Addr() string { return net.JoinHostPort(r.host, r.port) }
 
-func (r *redisServer) pid() int {
+func (r *redisServer) Pid() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.p == nil || r.isDown {
 		return 0
 	}
-	return r.p.pid()
+	return r.p.Pid()
 }
 
-func (r *redisServer) down() bool {
+func (r *redisServer) Down() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.isDown
 }
 
-func (r *redisServer) kind() string { return "redis-server " + r.version }
+func (r *redisServer) Kind() string { return "redis-server " + r.version }
 
 // dumpPath is the server's dump file, named after its port: the main
 // Redis and the masters share the stack's run dir, and a master started

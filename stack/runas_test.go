@@ -101,9 +101,9 @@ func TestServersRunAsServerUser(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			runsAsServerUser(t, "redis-server", r.pid())
+			runsAsServerUser(t, "redis-server", r.Pid())
 			// It writes its dump where it may.
-			if err := r.shutdown(ctx); err != nil {
+			if err := r.Shutdown(ctx); err != nil {
 				t.Errorf("SHUTDOWN SAVE: %v", err)
 			}
 			work := r.work
@@ -138,7 +138,7 @@ func TestServersRunAsServerUser(t *testing.T) {
 			if err := launch(ctx, b); err != nil {
 				t.Fatal(err)
 			}
-			runsAsServerUser(t, kind, b.pid())
+			runsAsServerUser(t, kind, b.Pid())
 			if err := b.Stop(); err != nil {
 				t.Error(err)
 			}
@@ -203,7 +203,7 @@ http {
 			t.Errorf("nginx's temp dir %s outlives it: %v", temp, err)
 		}
 	}()
-	workers, err := childPids(n.pid())
+	workers, err := childPids(n.Pid())
 	if err != nil || len(workers) == 0 {
 		t.Fatalf("nginx's workers: %v, %v", workers, err)
 	}
@@ -211,7 +211,7 @@ http {
 		runsAsServerUser(t, "an nginx worker", w)
 	}
 
-	resp, err := http.Post("http://"+n.addr()+"/", "text/plain", strings.NewReader(big))
+	resp, err := http.Post("http://"+n.Addr()+"/", "text/plain", strings.NewReader(big))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ http {
 	if resp.StatusCode != 200 || string(body) != strconv.Itoa(len(big)) {
 		t.Errorf("POST of %d bytes: %s %q%s", len(big), resp.Status, body, logTail(n.errLog(), 1024))
 	}
-	resp, err = http.Get("http://" + n.addr() + "/")
+	resp, err = http.Get("http://" + n.Addr() + "/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func (s *sentinel) Stop() error {
 func waitOwnServer(ctx context.Context, p *proc, addr, password string) error {
 	for {
 		if pid, err := serverPid(ctx, addr, password); err == nil {
-			if pid == p.pid() {
+			if pid == p.Pid() {
 				return nil
 			}
 			return fmt.Errorf("%s: %w (pid %d answers)", addr, errPortTaken, pid)

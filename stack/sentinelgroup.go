@@ -185,7 +185,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 		return nil, fmt.Errorf("stack: sentinels: primary: %w", err)
 	}
 	g.current = g.primary0
-	if g.link, err = faultproxy.New(g.primary0.addr()); err != nil {
+	if g.link, err = faultproxy.New(g.primary0.Addr()); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: replication link: %w", err)
 	}
 	if g.replica, err = startRedisServer(ctx, serverBin, free, g.subdir("replica"), cfg.Password); err != nil {
@@ -195,7 +195,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 		return nil, err
 	}
 	for i := range Sentinels {
-		s := &sentinel{i: i, bin: sentinelBin, extra: sentinelArgs, cfg: cfg, primary: g.primary0.addr(), dir: g.subdir(fmt.Sprintf("sentinel-%d", i))}
+		s := &sentinel{i: i, bin: sentinelBin, extra: sentinelArgs, cfg: cfg, primary: g.primary0.Addr(), dir: g.subdir(fmt.Sprintf("sentinel-%d", i))}
 		if err := launch(ctx, s); err != nil {
 			s.remove()
 			return nil, err
@@ -206,7 +206,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 		return nil, err
 	}
 	g.lg.printf("sentinels: %s %s: primary %s (pid %d), replica %s (pid %d) replicating via %s, sentinels %s (pids %s), quorum %d, down-after %s/%s/%s, failover-timeout %s; ready in %s",
-		g.primary0.kind(), cfg.MasterName, g.primary0.addr(), g.primary0.pid(), g.replica.addr(), g.replica.pid(), g.link.Addr(),
+		g.primary0.Kind(), cfg.MasterName, g.primary0.Addr(), g.primary0.Pid(), g.replica.Addr(), g.replica.Pid(), g.link.Addr(),
 		strings.Join(g.SentinelAddrs(), ","), joinPids(g.sentinelPids()), SentinelQuorum, cfg.DownAfterOf(0), cfg.DownAfterOf(1), cfg.DownAfterOf(2), cfg.FailoverTimeout,
 		time.Since(began).Round(time.Millisecond))
 	return g, nil
@@ -232,7 +232,7 @@ func groupClient(addr, password string) *redis.Client {
 // replicate makes the replica a replica of the primary through the link
 // and waits until it is in sync.
 func (g *SentinelGroup) replicate(ctx context.Context) error {
-	p, r := groupClient(g.primary0.addr(), g.cfg.Password), groupClient(g.replica.addr(), g.cfg.Password)
+	p, r := groupClient(g.primary0.Addr(), g.cfg.Password), groupClient(g.replica.Addr(), g.cfg.Password)
 	defer p.Close()
 	defer r.Close()
 	// The full sync starts at once instead of waiting 5s for more
@@ -267,7 +267,7 @@ func (g *SentinelGroup) replicate(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("stack: sentinels: replica %s not in sync with %s: %w (last: %s)%s",
-				g.replica.addr(), g.primary0.addr(), ctx.Err(), last, logTail(g.replica.logPath(), 1024))
+				g.replica.Addr(), g.primary0.Addr(), ctx.Err(), last, logTail(g.replica.logPath(), 1024))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -291,14 +291,14 @@ func infoFields(ctx context.Context, c redis.Cmdable, section string) (map[strin
 // waitReady waits until every sentinel has the primary, knows the
 // replica as a healthy replica and sees the other sentinels (CKQUORUM).
 func (g *SentinelGroup) waitReady(ctx context.Context) error {
-	name, replica := g.cfg.MasterName, g.replica.addr()
+	name, replica := g.cfg.MasterName, g.replica.Addr()
 	check := func(s *sentinel) error {
 		addr, err := s.c.GetMasterAddrByName(ctx, name).Result()
 		if err != nil {
 			return err
 		}
-		if got := net.JoinHostPort(addr[0], addr[1]); got != g.primary0.addr() {
-			return fmt.Errorf("primary %s, want %s", got, g.primary0.addr())
+		if got := net.JoinHostPort(addr[0], addr[1]); got != g.primary0.Addr() {
+			return fmt.Errorf("primary %s, want %s", got, g.primary0.Addr())
 		}
 		reps, err := s.c.Replicas(ctx, name).Result()
 		if err != nil {
@@ -362,7 +362,7 @@ func (g *SentinelGroup) SentinelAddrs() []string {
 
 // ReplicaAddr is the address of the replica as started (the primary
 // after a failover).
-func (g *SentinelGroup) ReplicaAddr() string { return g.replica.addr() }
+func (g *SentinelGroup) ReplicaAddr() string { return g.replica.Addr() }
 
 // ReplicationLink is the FaultProxy the replica replicates through: Cut
 // it, and nothing the primary is sent afterwards reaches the replica.
@@ -378,7 +378,7 @@ func (g *SentinelGroup) Pids() []int {
 	g.mu.Lock()
 	for _, r := range []*redisServer{g.primary0, g.replica} {
 		if r != nil && !g.killed[r] {
-			pids = append(pids, r.pid())
+			pids = append(pids, r.Pid())
 		}
 	}
 	g.mu.Unlock()
@@ -389,7 +389,7 @@ func (g *SentinelGroup) sentinelPids() []int {
 	var pids []int
 	for _, s := range g.sentinels {
 		if !s.p.exited() {
-			pids = append(pids, s.p.pid())
+			pids = append(pids, s.p.Pid())
 		}
 	}
 	return pids

@@ -73,9 +73,9 @@ func each(n int, f func(i int) error) error {
 // the instances (routesReady).
 type loadBalancer interface {
 	server
-	addr() string
+	Addr() string
 	// pid is its process's, 0 when it serves in this process.
-	pid() int
+	Pid() int
 	// setDown takes instance i out of the rotation (down) or puts it
 	// back, and returns once the change is in effect (see Stack.Drain).
 	setDown(ctx context.Context, i int, down bool) error

@@ -124,7 +124,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		if s.cluster, err = s.startCluster(ctx); err != nil {
 			return nil, err
 		}
-		kind = s.cluster.nodes[0].kind()
+		kind = s.cluster.nodes[0].Kind()
 	} else {
 		if s.redis, err = newRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.redisPass, s.lg); err != nil {
 			return nil, err
@@ -133,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 			return nil, err
 		}
 		s.lg.printf("%s", s.redis.summary())
-		embedded, kind = s.redis.Embedded(), s.redis.kind()
+		embedded, kind = s.redis.Embedded(), s.redis.Kind()
 	}
 
 	s.masters = newMasters(cfg.Masters, embedded, kind, cfg.RedisAddr, cfg.RequireReal, cfg.MastersAOF, s.dir, s.lg)
@@ -192,7 +192,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		host, port, _ := net.SplitHostPort(cfg.LBAddr)
 		n := newNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
 		if races != nil {
-			n.race = races.addr()
+			n.race = races.Addr()
 		}
 		s.lb = n
 	} else {
@@ -249,7 +249,7 @@ func (s *Stack) makeDir() error {
 }
 
 // URL is the load balancer's base URL, e.g. "http://127.0.0.1:8080".
-func (s *Stack) URL() string { return "http://" + s.lb.addr() }
+func (s *Stack) URL() string { return "http://" + s.lb.Addr() }
 
 // InProcess reports whether this process serves part of the stack
 // itself: the embedded Redis, the built-in proxy, an embedded etcd or a
@@ -263,7 +263,7 @@ func (s *Stack) InProcess() bool {
 		return true
 	}
 	for _, b := range s.backends {
-		if b.pid() == 0 {
+		if b.Pid() == 0 {
 			return true
 		}
 	}
@@ -291,7 +291,7 @@ func (s *Stack) instanceAddrs() []string {
 // first node's.
 func (s *Stack) RedisAddr() string {
 	if s.cluster != nil {
-		return s.cluster.nodes[0].addr()
+		return s.cluster.nodes[0].Addr()
 	}
 	return s.redis.Addr()
 }
@@ -322,7 +322,7 @@ func (s *Stack) InstancePids() []int {
 	pids := make([]int, len(s.instances))
 	for i, in := range s.instances {
 		if p := in.current(); p != nil {
-			pids[i] = p.pid()
+			pids[i] = p.Pid()
 		}
 	}
 	return pids
@@ -340,7 +340,7 @@ func (s *Stack) Pids() []int {
 	}
 	if s.cluster != nil {
 		for _, n := range s.cluster.nodes {
-			if pid := n.pid(); pid != 0 {
+			if pid := n.Pid(); pid != 0 {
 				pids = append(pids, pid)
 			}
 		}
@@ -350,17 +350,17 @@ func (s *Stack) Pids() []int {
 	}
 	s.backendMu.Lock()
 	for _, b := range s.backends {
-		if pid := b.pid(); pid != 0 && !s.backendDown[b.kind()] {
+		if pid := b.Pid(); pid != 0 && !s.backendDown[b.Kind()] {
 			pids = append(pids, pid)
 		}
 	}
 	s.backendMu.Unlock()
-	if s.lb != nil && s.lb.pid() != 0 {
-		pids = append(pids, s.lb.pid())
+	if s.lb != nil && s.lb.Pid() != 0 {
+		pids = append(pids, s.lb.Pid())
 	}
 	for _, in := range s.instances {
 		if p := in.current(); p != nil {
-			pids = append(pids, p.pid())
+			pids = append(pids, p.Pid())
 		}
 	}
 	return pids
