@@ -9,11 +9,13 @@ import (
 
 // server is the shape of every kind of server the stack runs, each in a
 // file of its own: redis-server (redisserver.go), the embedded miniredis
-// (miniredis.go) and the Redis over both (redis.go), the Redlock masters
-// (masters.go), a sentinel (sentinel.go, its group in sentinelgroup.go),
-// nginx (nginx.go), the built-in proxy (proxy.go), a fault proxy
-// (faultproxy.go), a supervised app instance (app.go). A new kind is one
-// more file implementing it, launched by Start or a group of its own.
+// (package embedded) and the Redis over both (redis.go), the Redlock
+// masters (masters.go), a sentinel (sentinel.go, its group in
+// sentinelgroup.go), nginx (nginx.go), the built-in proxy (proxy.go), a
+// fault proxy (package faultproxy), a supervised app instance (app.go). A
+// new kind is one more file implementing it, launched by Start or a group
+// of its own; its methods are exported, so that a kind in a package of
+// its own fits the shape.
 //
 // start launches it (a process, or a listener in this process) without
 // waiting for it to serve; ready returns once it serves, or fails when it
