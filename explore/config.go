@@ -92,6 +92,9 @@ type Config struct {
 	TTL time.Duration
 	// Faults overrides the target's own (the scenario the ladder names).
 	Faults Faults
+
+	// password is what a replay's redis-server requires (Replayer's).
+	password string
 }
 
 func (c Config) withDefaults(t Target) Config {

@@ -176,6 +176,12 @@ func TestReplayOnRealRedis(t *testing.T) {
 	if p == nil {
 		t.Skip(strings.TrimSpace(out.String()))
 	}
+	// Nobody else on the host reaches the replays' server.
+	anon := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+	if err := anon.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("the replays' redis-server answered PING without its password: %v (want NOAUTH)", err)
+	}
+	anon.Close()
 	for _, name := range []string{"setnx", "setnx-px", "del-setnx", "getset"} {
 		tg, r := lookup(t, name), search(t, name)
 		if got := p.Replay(ctx, tg, r); got != "reproduced" {

@@ -53,7 +53,7 @@ func (ex *Explorer) addMasters(addr string, dial dialer) {
 		for m := range n {
 			h := &gateHook{ex: ex, id: i, node: m + 1}
 			rdb := redis.NewClient(&redis.Options{
-				Addr: addr, Dialer: dial, DB: m + 1, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
+				Addr: addr, Password: ex.cfg.password, Dialer: dial, DB: m + 1, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
 				MaintNotificationsConfig: noMaint(),
 			})
 			rdb.AddHook(h)

@@ -17,6 +17,10 @@ import (
 // shorter lease so that time passing takes a fraction of a second.
 type Replayer struct {
 	Addr string
+	// Password is what the server requires of its clients ("" for none):
+	// StartReplayer's requires one of its own, so that nobody else on
+	// the host reaches it.
+	Password string
 	// TTL is the lease of the replay. Default 300ms.
 	TTL time.Duration
 }
@@ -32,11 +36,12 @@ func StartReplayer(ctx context.Context, out io.Writer, requireReal bool) (*Repla
 		fmt.Fprintf(out, "replay skipped: %s\n\n", stack.Install("redis-server"))
 		return nil, func() {}, nil
 	}
-	r, err := stack.StartRedis(ctx, "127.0.0.1:0", stack.Real, true, nil)
+	pw := stack.NewPassword()
+	r, err := stack.StartRedisAuth(ctx, "127.0.0.1:0", stack.Real, true, pw, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("explore: start redis-server for the replays: %w", err)
 	}
-	return &Replayer{Addr: r.Addr()}, func() { _ = r.Stop() }, nil
+	return &Replayer{Addr: r.Addr(), Password: pw}, func() { _ = r.Stop() }, nil
 }
 
 // Replay drives real clients through r's schedule and says whether the
@@ -52,6 +57,7 @@ func (p *Replayer) Replay(ctx context.Context, t Target, r Result) string {
 		cfg.TTL = cmp.Or(t.replayTTL, 300*time.Millisecond)
 	}
 	cfg.MaxClients = r.Clients
+	cfg.password = p.Password
 	ex := newReal(t, cfg, p.Addr)
 	defer ex.Close()
 	got := false

@@ -66,14 +66,14 @@ func New(t Target, cfg Config) (*Explorer, error) {
 // time: a replay.
 func newReal(t Target, cfg Config, addr string) *Explorer {
 	ex := newExplorer(t, cfg, nil, addr)
-	direct := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true})
+	direct := redis.NewClient(&redis.Options{Addr: addr, Password: cfg.password, Protocol: 2, DisableIdentity: true})
 	// The scripts a replay before this one loaded would go through
 	// unheld (a digest the explorer does not know passes: NOSCRIPT is no
 	// step): the server starts without any, as the explorer's list does.
 	direct.ScriptFlush(bg)
 	ex.kv, ex.closeKV, ex.real = realKV{direct}, func() { _ = direct.Close() }, true
 	for m := range t.Masters {
-		db := redis.NewClient(&redis.Options{Addr: addr, DB: m + 1, Protocol: 2, DisableIdentity: true})
+		db := redis.NewClient(&redis.Options{Addr: addr, Password: cfg.password, DB: m + 1, Protocol: 2, DisableIdentity: true})
 		ex.masters = append(ex.masters, realKV{db})
 		closeDirect := ex.closeKV
 		ex.closeKV = func() { closeDirect(); _ = db.Close() }
@@ -97,7 +97,7 @@ func newExplorer(t Target, cfg Config, dial dialer, addr string) *Explorer {
 	for i := range cfg.MaxClients {
 		h := &gateHook{ex: ex, id: i}
 		rdb := redis.NewClient(&redis.Options{
-			Addr: addr, Dialer: dial, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
+			Addr: addr, Password: cfg.password, Dialer: dial, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
 			MaintNotificationsConfig: noMaint(),
 		})
 		rdb.AddHook(h)

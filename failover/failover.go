@@ -157,9 +157,9 @@ func minLeft(outs []outcome) time.Duration {
 
 // direct is a client to one server, for reading back; reads are
 // idempotent, so it may retry (a restarted server broke its connection).
-func direct(addr string) *redis.Client {
+func direct(addr, password string) *redis.Client {
 	return redis.NewClient(&redis.Options{
-		Addr: addr, MaxRetries: 3, DialTimeout: 500 * time.Millisecond,
+		Addr: addr, Password: password, MaxRetries: 3, DialTimeout: 500 * time.Millisecond,
 		ReadTimeout: time.Second, WriteTimeout: time.Second, PoolSize: 2,
 	})
 }
@@ -203,7 +203,7 @@ func singleTrial(ctx context.Context, name string, logf func(string, ...any)) (o
 		return o, err
 	}
 	replica := g.ReplicaAddr()
-	pc, rc := direct(old), direct(replica)
+	pc, rc := direct(old, g.Password()), direct(replica, g.Password())
 	defer pc.Close()
 	defer rc.Close()
 	failoverClient := func() *redis.Client {
@@ -211,6 +211,7 @@ func singleTrial(ctx context.Context, name string, logf func(string, ...any)) (o
 		// lost may have run.
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: g.MasterName(), SentinelAddrs: g.SentinelAddrs(),
+			Password: g.Password(), SentinelPassword: g.Password(),
 			MaxRetries: -1, DialTimeout: 500 * time.Millisecond,
 			ReadTimeout: time.Second, WriteTimeout: time.Second, PoolSize: 4,
 		})

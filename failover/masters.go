@@ -40,7 +40,7 @@ func startMasters(ctx context.Context, timeout time.Duration, persist bool) (*ma
 		}
 		opt := &redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: timeout / 2,
 			ReadTimeout: timeout, WriteTimeout: timeout, PoolSize: 4}
-		a, b, r := redis.NewClient(opt), redis.NewClient(opt), direct(s.Addr())
+		a, b, r := redis.NewClient(opt), redis.NewClient(opt), direct(s.Addr(), "")
 		m.as, m.bs, m.reads = append(m.as, a), append(m.bs, b), append(m.reads, r)
 		m.clients = append(m.clients, a, b, r)
 	}

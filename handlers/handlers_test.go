@@ -576,7 +576,7 @@ func TestTryAndLease(t *testing.T) {
 	// and its stack shows the wait. No clock judges the answer: a try=0
 	// slowed by a loaded machine is still one attempt.
 	e := newEnvRedis(t, func(c *handlers.Config, rdb *redis.Client) {
-		c.Ladder = lock.NewLadder(lock.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: time.Hour,
+		c.Ladder = ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: time.Hour,
 			Retry: lock.FixedSleep(5 * time.Millisecond)}, lock.RedlockOptions{})
 	})
 	e.do(t, "POST", "/reset?stock=5")

@@ -39,7 +39,7 @@ type instance struct {
 }
 
 // start starts a new process for the instance; it becomes current.
-func (in *instance) start(context.Context) error {
+func (in *instance) Start(context.Context) error {
 	p, err := startProc(in.name, in.bin, in.args, in.env, in.dir, in.logPath)
 	if err != nil {
 		return err
@@ -51,7 +51,7 @@ func (in *instance) start(context.Context) error {
 }
 
 // ready waits until the current process answers GET /healthz with 200.
-func (in *instance) ready(ctx context.Context) error {
+func (in *instance) Ready(ctx context.Context) error {
 	if err := waitHealthy(ctx, "http://"+in.addr, in.current().done); err != nil {
 		return fmt.Errorf("stack: %s on %s: %w%s", in.name, in.addr, err, logTail(in.logPath, 2048))
 	}
@@ -59,9 +59,9 @@ func (in *instance) ready(ctx context.Context) error {
 }
 
 // stop stops the current process, if any.
-func (in *instance) stop() error {
+func (in *instance) Stop() error {
 	if p := in.current(); p != nil {
-		return p.stop(stopGrace)
+		return p.Stop(stopGrace)
 	}
 	return nil
 }
@@ -211,7 +211,7 @@ func WithAwakeMonitor(debug string) (string, bool) {
 
 // instanceSummary is in's Summary line, with its current pid.
 func (s *Stack) instanceSummary(in *instance) string {
-	return fmt.Sprintf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.current().pid(), in.logPath)
+	return fmt.Sprintf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.current().Pid(), in.logPath)
 }
 
 var healthClient = &http.Client{
@@ -262,19 +262,19 @@ func (s *Stack) supervise(in *instance) {
 		if s.life.Err() != nil { // stopping: not a crash
 			return
 		}
-		drained := in.drainPid.CompareAndSwap(int64(p.pid()), 0)
+		drained := in.drainPid.CompareAndSwap(int64(p.Pid()), 0)
 		wait := backoff
 		if drained {
 			wait = 0
 			n := s.drains.Add(1)
-			s.lg.printf("%s: pid %d drained (%v); restarting (drain #%d)", in.name, p.pid(), p.exitErr(), n)
+			s.lg.printf("%s: pid %d drained (%v); restarting (drain #%d)", in.name, p.Pid(), p.exitErr(), n)
 		} else {
 			n := s.restarts.Add(1)
 			if time.Since(in.started) > s.cfg.StableAfter {
 				backoff = 100 * time.Millisecond
 			}
 			wait = backoff
-			s.lg.printf("%s: pid %d exited unexpectedly (%v); restarting in %s (restart #%d)", in.name, p.pid(), p.exitErr(), backoff, n)
+			s.lg.printf("%s: pid %d exited unexpectedly (%v); restarting in %s (restart #%d)", in.name, p.Pid(), p.exitErr(), backoff, n)
 		}
 		for {
 			select {
@@ -286,17 +286,17 @@ func (s *Stack) supervise(in *instance) {
 				backoff = min(2*backoff, 5*time.Second)
 			}
 			wait = backoff
-			if err := in.start(s.life); err != nil {
+			if err := in.Start(s.life); err != nil {
 				s.lg.printf("%s: restart failed: %v; retrying in %s", in.name, err, backoff)
 				continue
 			}
-			s.lg.printf("%s: restarted as pid %d", in.name, in.current().pid())
+			s.lg.printf("%s: restarted as pid %d", in.name, in.current().Pid())
 			break
 		}
 		// Say when it is serving again; if it dies first the loop above sees it.
 		ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
-		if in.ready(ctx) == nil {
-			s.lg.printf("%s: healthy again (pid %d)", in.name, in.current().pid())
+		if in.Ready(ctx) == nil {
+			s.lg.printf("%s: healthy again (pid %d)", in.name, in.current().Pid())
 		}
 		cancel()
 	}

@@ -18,12 +18,12 @@ const Off Mode = "off"
 // password, in its environment.
 type backend interface {
 	server
-	kind() string // "zookeeper", "mariadb", "etcd"
+	Kind() string // "zookeeper", "mariadb", "etcd"
 	summary() string
 	clientAddr() string // what a client is given: ZooKeeper's host:port, MariaDB's DSN, etcd's URL
 	flags() []string    // what the app is told on its command line: -zookeeper ADDR, say
 	env() []string      // and in its environment: MySQLEnv=DSN
-	pid() int           // 0: in this process
+	Pid() int           // 0: in this process
 	remove() error      // after its last stop: the temp dirs it made (serverDir)
 }
 
@@ -33,26 +33,26 @@ type backend interface {
 // caller's shell.
 const MySQLEnv = "MYSQL_DSN"
 
-func (z *zookeeper) kind() string { return "zookeeper" }
-func (m *mariadb) kind() string   { return "mariadb" }
-func (e *etcd) kind() string      { return "etcd" }
+func (z *zookeeper) Kind() string { return "zookeeper" }
+func (m *mariadb) Kind() string   { return "mariadb" }
+func (e *etcd) Kind() string      { return "etcd" }
 
-func (z *zookeeper) clientAddr() string { return z.addr() }
-func (z *zookeeper) flags() []string    { return []string{"-zookeeper", z.addr()} }
+func (z *zookeeper) clientAddr() string { return z.Addr() }
+func (z *zookeeper) flags() []string    { return []string{"-zookeeper", z.Addr()} }
 func (z *zookeeper) env() []string      { return nil }
-func (z *zookeeper) pid() int           { return z.proc.pid() }
+func (z *zookeeper) Pid() int           { return z.proc.Pid() }
 func (m *mariadb) clientAddr() string   { return m.dsn() }
 func (m *mariadb) flags() []string      { return nil }
 func (m *mariadb) env() []string        { return []string{MySQLEnv + "=" + m.dsn()} }
-func (m *mariadb) pid() int             { return m.proc.pid() }
+func (m *mariadb) Pid() int             { return m.proc.Pid() }
 func (e *etcd) clientAddr() string      { return e.client }
 func (e *etcd) flags() []string         { return []string{"-etcd", e.client} }
 func (e *etcd) env() []string           { return nil }
-func (e *etcd) pid() int {
+func (e *etcd) Pid() int {
 	if e.proc == nil {
 		return 0
 	}
-	return e.proc.pid()
+	return e.proc.Pid()
 }
 
 // newBackends describes the back ends cfg asks for, deciding each one's
@@ -140,7 +140,7 @@ func (s *Stack) startBackends(ctx context.Context) error {
 func (s *Stack) Backends() []string {
 	var kinds []string
 	for _, b := range s.backends {
-		kinds = append(kinds, b.kind())
+		kinds = append(kinds, b.Kind())
 	}
 	return kinds
 }
@@ -157,7 +157,7 @@ func (s *Stack) StopBackend(kind string) error {
 	}
 	s.backendDown[kind] = true
 	s.lg.printf("%s: stopping (StopBackend)", kind)
-	return b.stop()
+	return b.Stop()
 }
 
 // StartBackend starts a stopped back end again on the same address with
@@ -186,7 +186,7 @@ func (s *Stack) StartBackend(kind string) error {
 
 func (s *Stack) backend(kind string) (backend, error) {
 	for _, b := range s.backends {
-		if b.kind() == kind {
+		if b.Kind() == kind {
 			if s.backendDown == nil {
 				s.backendDown = map[string]bool{}
 			}
@@ -259,5 +259,5 @@ func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool,
 		b.remove()
 		return "", nil, err
 	}
-	return b.clientAddr(), func() error { return errors.Join(b.stop(), b.remove()) }, nil
+	return b.clientAddr(), func() error { return errors.Join(b.Stop(), b.remove()) }, nil
 }

@@ -71,29 +71,29 @@ func (c *cluster) slots(i int) (lo, hi int) {
 func (c *cluster) Addrs() []string {
 	addrs := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
-		addrs[i] = n.addr()
+		addrs[i] = n.Addr()
 	}
 	return addrs
 }
 
-func (c *cluster) start(ctx context.Context) error {
+func (c *cluster) Start(ctx context.Context) error {
 	// Every start is a new cluster: a node's start removes the cluster
 	// config an earlier run left.
-	return each(len(c.nodes), func(i int) error { return c.nodes[i].start(ctx) })
+	return each(len(c.nodes), func(i int) error { return c.nodes[i].Start(ctx) })
 }
 
 // ready waits for every node, then forms the cluster: each meets the
 // first, the masters take their slots, the replicas follow their masters,
 // and every node agrees the cluster is ok.
-func (c *cluster) ready(ctx context.Context) error {
-	if err := each(len(c.nodes), func(i int) error { return c.nodes[i].ready(ctx) }); err != nil {
+func (c *cluster) Ready(ctx context.Context) error {
+	if err := each(len(c.nodes), func(i int) error { return c.nodes[i].Ready(ctx) }); err != nil {
 		return err
 	}
 	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
 	defer cancel()
 	clients := make([]*redis.Client, len(c.nodes))
 	for i, n := range c.nodes {
-		clients[i] = redis.NewClient(&redis.Options{Addr: n.addr(), Password: n.password, MaxRetries: -1})
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr(), Password: n.password, MaxRetries: -1})
 		defer clients[i].Close()
 	}
 	first := c.nodes[0]
@@ -106,7 +106,7 @@ func (c *cluster) ready(ctx context.Context) error {
 	for i := range c.masters {
 		lo, hi := c.slots(i)
 		if err := clients[i].Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
-			return fmt.Errorf("stack: cluster: CLUSTER ADDSLOTSRANGE %d %d on %s: %w", lo, hi, c.nodes[i].addr(), err)
+			return fmt.Errorf("stack: cluster: CLUSTER ADDSLOTSRANGE %d %d on %s: %w", lo, hi, c.nodes[i].Addr(), err)
 		}
 	}
 	ids := make([]string, c.masters)
@@ -123,12 +123,12 @@ func (c *cluster) ready(ctx context.Context) error {
 		if err := poll(ctx, func() error {
 			return replica.Do(ctx, "CLUSTER", "REPLICATE", ids[i]).Err()
 		}); err != nil {
-			return fmt.Errorf("stack: cluster: %s CLUSTER REPLICATE %s: %w", c.nodes[c.masters+i].addr(), c.nodes[i].addr(), err)
+			return fmt.Errorf("stack: cluster: %s CLUSTER REPLICATE %s: %w", c.nodes[c.masters+i].Addr(), c.nodes[i].Addr(), err)
 		}
 	}
 	for i, cl := range clients {
 		if err := poll(ctx, func() error { return clusterOK(ctx, cl, len(c.nodes)) }); err != nil {
-			return fmt.Errorf("stack: cluster: %s: %w", c.nodes[i].addr(), err)
+			return fmt.Errorf("stack: cluster: %s: %w", c.nodes[i].Addr(), err)
 		}
 	}
 	// Each master streams its writes to its replica before the apps
@@ -138,10 +138,10 @@ func (c *cluster) ready(ctx context.Context) error {
 		lo, hi := c.slots(i)
 		tag, _ := hashslot.TagIn("stack", lo, hi)
 		if err := cl.Set(ctx, tag+":ready", 1, 0).Err(); err != nil {
-			return fmt.Errorf("stack: cluster: %s: SET %s:ready: %w", c.nodes[i].addr(), tag, err)
+			return fmt.Errorf("stack: cluster: %s: SET %s:ready: %w", c.nodes[i].Addr(), tag, err)
 		}
 		if err := poll(ctx, func() error { return streaming(ctx, cl) }); err != nil {
-			return fmt.Errorf("stack: cluster: %s: %w", c.nodes[i].addr(), err)
+			return fmt.Errorf("stack: cluster: %s: %w", c.nodes[i].Addr(), err)
 		}
 	}
 	return nil
@@ -186,13 +186,13 @@ func poll(ctx context.Context, f func() error) error {
 	}
 }
 
-func (c *cluster) stop() error {
-	return each(len(c.nodes), func(i int) error { return c.nodes[i].stop() })
+func (c *cluster) Stop() error {
+	return each(len(c.nodes), func(i int) error { return c.nodes[i].Stop() })
 }
 
 func (c *cluster) summary() string {
 	return fmt.Sprintf("Redis Cluster of %d masters and %d replicas (%s) on %s", c.masters, len(c.nodes)-c.masters,
-		c.nodes[0].kind(), strings.Join(c.Addrs(), ","))
+		c.nodes[0].Kind(), strings.Join(c.Addrs(), ","))
 }
 
 // Cluster is a running Redis Cluster (see cluster).
@@ -232,7 +232,7 @@ func (c *Cluster) Addrs() []string { return c.c.Addrs() }
 func (c *Cluster) Masters() int { return c.c.masters }
 
 // Stop stops every node by its pid.
-func (c *Cluster) Stop() error { return c.c.stop() }
+func (c *Cluster) Stop() error { return c.c.Stop() }
 
 // Summary says what runs where.
 func (c *Cluster) Summary() string { return c.c.summary() }

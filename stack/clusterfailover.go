@@ -41,7 +41,7 @@ func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time
 	// apps start; after a failover the load itself caused (node timeouts
 	// under a loaded CPU), the new pair may still be syncing.
 	for i, n := range s.cluster.nodes {
-		if n.addr() == addr && i >= s.cluster.masters {
+		if n.Addr() == addr && i >= s.cluster.masters {
 			s.lg.printf("cluster: %s, started as a replica, serves %s's slot: the cluster failed over before the kill", addr, key)
 		}
 	}
@@ -54,26 +54,26 @@ func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time
 		return "", time.Time{}, fmt.Errorf("stack: cluster: before the kill: %w", err)
 	}
 	for _, n := range s.cluster.nodes {
-		if n.addr() != addr {
+		if n.Addr() != addr {
 			continue
 		}
 		p := n.current()
-		if p == nil || n.down() {
+		if p == nil || n.Down() {
 			return "", time.Time{}, fmt.Errorf("stack: cluster node %s is not running", addr)
 		}
 		at := time.Now()
-		if err := syscall.Kill(p.pid(), syscall.SIGKILL); err != nil {
-			return "", time.Time{}, fmt.Errorf("stack: cluster node %s: SIGKILL pid %d: %w", addr, p.pid(), err)
+		if err := syscall.Kill(p.Pid(), syscall.SIGKILL); err != nil {
+			return "", time.Time{}, fmt.Errorf("stack: cluster node %s: SIGKILL pid %d: %w", addr, p.Pid(), err)
 		}
 		select {
 		case <-p.done:
 		case <-time.After(5 * time.Second):
-			return "", time.Time{}, fmt.Errorf("stack: cluster node %s: pid %d survives SIGKILL", addr, p.pid())
+			return "", time.Time{}, fmt.Errorf("stack: cluster node %s: pid %d survives SIGKILL", addr, p.Pid())
 		}
 		n.mu.Lock()
 		n.isDown = true
 		n.mu.Unlock()
-		s.lg.printf("cluster: SIGKILLed the master %s (pid %d) of %s's slot", addr, p.pid(), key)
+		s.lg.printf("cluster: SIGKILLed the master %s (pid %d) of %s's slot", addr, p.Pid(), key)
 		return addr, at, nil
 	}
 	return "", time.Time{}, fmt.Errorf("stack: cluster: %s, the master of %s, is not one of the stack's nodes", addr, key)
@@ -98,17 +98,17 @@ func (s *Stack) WaitClusterFailover(ctx context.Context, key, killed string, sin
 			return fmt.Errorf("%s still serves the slot", killed)
 		}
 		for _, n := range s.cluster.nodes {
-			if n.down() {
+			if n.Down() {
 				continue
 			}
-			cl := redis.NewClient(&redis.Options{Addr: n.addr(), Password: n.password, MaxRetries: -1})
+			cl := redis.NewClient(&redis.Options{Addr: n.Addr(), Password: n.password, MaxRetries: -1})
 			info, err := cl.ClusterInfo(ctx).Result()
 			cl.Close()
 			if err != nil {
 				return err
 			}
 			if !strings.Contains(info, "cluster_state:ok") {
-				return fmt.Errorf("%s: not yet ok", n.addr())
+				return fmt.Errorf("%s: not yet ok", n.Addr())
 			}
 		}
 		f.Promoted = addr
@@ -127,10 +127,10 @@ func (s *Stack) WaitClusterFailover(ctx context.Context, key, killed string, sin
 func (c *cluster) masterOf(ctx context.Context, key, skip string) (string, error) {
 	var last error
 	for _, n := range c.nodes {
-		if n.down() || n.addr() == skip {
+		if n.Down() || n.Addr() == skip {
 			continue
 		}
-		cl := redis.NewClient(&redis.Options{Addr: n.addr(), Password: n.password, MaxRetries: -1, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second})
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr(), Password: n.password, MaxRetries: -1, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second})
 		slot, err := cl.ClusterKeySlot(ctx, key).Result()
 		var slots []redis.ClusterSlot
 		if err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockladder/lockladder/stack/faultproxy"
 	"strings"
 	"syscall"
 	"time"
@@ -19,7 +20,7 @@ import (
 func (s *Stack) startFaultProxies(ctx context.Context) error {
 	var all group
 	if s.cfg.RedisProxy {
-		p, err := newFaultProxy(s.redis.Addr())
+		p, err := faultproxy.Prepare(s.redis.Addr())
 		if err != nil {
 			return err
 		}
@@ -28,7 +29,7 @@ func (s *Stack) startFaultProxies(ctx context.Context) error {
 	}
 	if s.cfg.MasterProxies {
 		for _, a := range s.MasterAddrs() {
-			p, err := newFaultProxy(a)
+			p, err := faultproxy.Prepare(a)
 			if err != nil {
 				return err
 			}
@@ -69,12 +70,12 @@ func (s *Stack) faultProxiesSummary() string {
 
 // RedisProxy is the FaultProxy the instances reach the main Redis through
 // (Config.RedisProxy), nil when there is none.
-func (s *Stack) RedisProxy() *FaultProxy { return s.redisProxy }
+func (s *Stack) RedisProxy() *faultproxy.Proxy { return s.redisProxy }
 
 // MasterProxy is the FaultProxy the instances reach Redlock master i
 // (0-based, as in MasterAddrs) through (Config.MasterProxies); nil when
 // there is none.
-func (s *Stack) MasterProxy(i int) *FaultProxy {
+func (s *Stack) MasterProxy(i int) *faultproxy.Proxy {
 	if i < 0 || i >= len(s.masterProxies) {
 		return nil
 	}
@@ -111,7 +112,7 @@ func (s *Stack) StopRedis(ctx context.Context) error {
 		return err
 	}
 	if s.redis.Embedded() {
-		s.lg.printf("redis: %s on %s stopped (its data kept in this process)", s.redis.kind(), s.redis.Addr())
+		s.lg.printf("redis: %s on %s stopped (its data kept in this process)", s.redis.Kind(), s.redis.Addr())
 	} else {
 		s.lg.printf("redis: pid %d on %s stopped by SHUTDOWN SAVE (dump %s)", pid, s.redis.Addr(), s.redis.srv.(*redisServer).dumpPath())
 	}
@@ -141,7 +142,7 @@ func (s *Stack) StartRedis(ctx context.Context) error {
 	if pid := s.redis.Pid(); pid != 0 {
 		s.lg.printf("redis: started again on %s with its data (pid %d)", s.redis.Addr(), pid)
 	} else {
-		s.lg.printf("redis: started again on %s with its data (%s, in this process)", s.redis.Addr(), s.redis.kind())
+		s.lg.printf("redis: started again on %s with its data (%s, in this process)", s.redis.Addr(), s.redis.Kind())
 	}
 	return nil
 }
@@ -205,7 +206,7 @@ func (s *Stack) Signal(i int, sig syscall.Signal) (pid int, err error) {
 	// Process.Signal, not kill(2) by number: it never signals a reaped
 	// process whose pid was reused.
 	if err := p.cmd.Process.Signal(sig); err != nil {
-		return p.pid(), fmt.Errorf("stack: %s (pid %d): %v: %w", in.name, p.pid(), sig, err)
+		return p.Pid(), fmt.Errorf("stack: %s (pid %d): %v: %w", in.name, p.Pid(), sig, err)
 	}
-	return p.pid(), nil
+	return p.Pid(), nil
 }

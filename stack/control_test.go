@@ -2,7 +2,9 @@ package stack_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -218,4 +220,9 @@ func TestMasterProxies(t *testing.T) {
 	if err := through.Ping(ctx).Err(); err != nil {
 		t.Errorf("PING master 0 after Heal: %v", err)
 	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -76,17 +76,17 @@ func (s *Stack) Drain(ctx context.Context, i int) (rep DrainReport, err error) {
 	}()
 
 	p := in.current()
-	rep.Pid = p.pid()
+	rep.Pid = p.Pid()
 	if p.exited() {
-		return rep, fmt.Errorf("stack: Drain: %s (pid %d) had exited already", in.name, p.pid())
+		return rep, fmt.Errorf("stack: Drain: %s (pid %d) had exited already", in.name, p.Pid())
 	}
-	in.drainPid.Store(int64(p.pid()))
+	in.drainPid.Store(int64(p.Pid()))
 	sent := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		in.drainPid.CompareAndSwap(int64(p.pid()), 0)
-		return rep, fmt.Errorf("stack: Drain: %s (pid %d): SIGTERM: %w", in.name, p.pid(), err)
+		in.drainPid.CompareAndSwap(int64(p.Pid()), 0)
+		return rep, fmt.Errorf("stack: Drain: %s (pid %d): SIGTERM: %w", in.name, p.Pid(), err)
 	}
-	s.lg.printf("%s: SIGTERM to pid %d", in.name, p.pid())
+	s.lg.printf("%s: SIGTERM to pid %d", in.name, p.Pid())
 	select {
 	case <-p.done:
 		rep.Drain = time.Since(sent)
@@ -94,7 +94,7 @@ func (s *Stack) Drain(ctx context.Context, i int) (rep DrainReport, err error) {
 		// Stuck in its shutdown: killed, so that no half-stopped process
 		// stays; the supervisor restarts it (still as drained).
 		p.cmd.Process.Signal(syscall.SIGKILL)
-		return rep, fmt.Errorf("stack: Drain: %s (pid %d) did not exit after SIGTERM (killed): %w", in.name, p.pid(), ctx.Err())
+		return rep, fmt.Errorf("stack: Drain: %s (pid %d) did not exit after SIGTERM (killed): %w", in.name, p.Pid(), ctx.Err())
 	}
 
 	// The supervisor restarts it.
@@ -102,7 +102,7 @@ func (s *Stack) Drain(ctx context.Context, i int) (rep DrainReport, err error) {
 	if err != nil {
 		return rep, fmt.Errorf("stack: Drain: %s after its exit: %w%s", in.name, err, logTail(in.logPath, 2048))
 	}
-	rep.NewPid = np.pid()
+	rep.NewPid = np.Pid()
 	if err := s.setInLB(ctx, i, true); err != nil {
 		return rep, err
 	}

@@ -45,7 +45,7 @@ func newEtcd(bin, host, dir, data string, lg *logger) *etcd {
 
 // start starts the member on an empty data dir; started again after a
 // stop, it keeps its ports and its data (its leases come back with it).
-func (e *etcd) start(context.Context) error {
+func (e *etcd) Start(context.Context) error {
 	if e.work == "" { // once: a start after a stop keeps them
 		if err := os.MkdirAll(e.dir, 0o755); err != nil {
 			return fmt.Errorf("stack: etcd: %w", err)
@@ -130,10 +130,10 @@ func (e *etcd) startEmbedded(data string) error {
 // ready waits until the member serves (readyOnFreePort: the binary is
 // started again on other ports if it exits while starting on the ones
 // start chose; the embedded one retries in start, where it binds).
-func (e *etcd) ready(ctx context.Context) error {
+func (e *etcd) Ready(ctx context.Context) error {
 	return readyOnFreePort(ctx, e.lg, "etcd", &e.picked, func() string { return e.client }, e.serving, func(ctx context.Context) error {
 		e.client = ""
-		return e.start(ctx)
+		return e.Start(ctx)
 	})
 }
 
@@ -177,7 +177,7 @@ func (e *etcd) serving(ctx context.Context) error {
 	return nil
 }
 
-func (e *etcd) stop() error {
+func (e *etcd) Stop() error {
 	if e.embedded != nil {
 		if !e.closed { // StopBackend may have closed it
 			e.embedded.Close()
@@ -188,7 +188,7 @@ func (e *etcd) stop() error {
 	if e.proc == nil {
 		return nil
 	}
-	return e.proc.stop(stopGrace)
+	return e.proc.Stop(stopGrace)
 }
 
 // remove deletes the temp dirs serverDir made for it: after its last
@@ -199,7 +199,7 @@ func (e *etcd) summary() string {
 	if e.embedded != nil {
 		return fmt.Sprintf("etcd: embedded etcd %s on %s (in this process)", e.version, e.client)
 	}
-	return fmt.Sprintf("etcd: etcd %s on %s (pid %d)", e.version, e.client, e.proc.pid())
+	return fmt.Sprintf("etcd: etcd %s on %s (pid %d)", e.version, e.client, e.proc.Pid())
 }
 
 func getJSON(ctx context.Context, c *http.Client, target string, out any) error {

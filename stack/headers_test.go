@@ -15,11 +15,11 @@ import (
 func TestRaceServerHeaderLimits(t *testing.T) {
 	t.Parallel()
 	r := &raceServer{h: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})}
-	if err := r.start(context.Background()); err != nil {
+	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer r.stop()
-	httplimittest.WantBounded(t, r.addr(), "/race")
+	defer r.Stop()
+	httplimittest.WantBounded(t, r.Addr(), "/race")
 }
 
 // nginx, on the derived config, does the same.
@@ -35,6 +35,6 @@ func TestNginxHeaderLimits(t *testing.T) {
 	if err := launch(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	defer n.stop()
-	httplimittest.WantBounded(t, n.addr(), "/healthz")
+	defer n.Stop()
+	httplimittest.WantBounded(t, n.Addr(), "/healthz")
 }

@@ -70,26 +70,26 @@ func findMariaDB() (server, install string, err error) {
 }
 
 func newMariaDB(server, install, host, dir, data string, lg *logger) *mariadb {
-	return &mariadb{server: server, install: install, host: host, password: newPassword(),
+	return &mariadb{server: server, install: install, host: host, password: NewPassword(),
 		dir: filepath.Join(dir, "mariadb"), data: data, lg: lg}
 }
 
-// newPassword is a password made for one server: 128 random bits, in hex
+// NewPassword is a password made for one server: 128 random bits, in hex
 // (nothing a DSN must escape).
-func newPassword() string {
+func NewPassword() string {
 	b := make([]byte, 16)
 	rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-func (m *mariadb) addr() string { return net.JoinHostPort(m.host, m.port) }
+func (m *mariadb) Addr() string { return net.JoinHostPort(m.host, m.port) }
 
 // DSN is how the app connects (github.com/go-sql-driver/mysql's form),
 // password included: the stack hands it to the apps in their
 // environment (MySQLEnv), which other users cannot read, never in their
 // command line, which they can.
 func (m *mariadb) dsn() string {
-	return mariadbUser + ":" + m.password + "@tcp(" + m.addr() + ")/"
+	return mariadbUser + ":" + m.password + "@tcp(" + m.Addr() + ")/"
 }
 
 // dirs makes the server's dirs, once: a start after a stop keeps them.
@@ -114,7 +114,7 @@ func (m *mariadb) filesDir() string { return filepath.Join(m.work, "files") }
 
 // start installs an empty database and starts the server on it; started
 // again after a stop, it keeps the port, the password and the data.
-func (m *mariadb) start(ctx context.Context) error {
+func (m *mariadb) Start(ctx context.Context) error {
 	if err := m.dirs(); err != nil {
 		return err
 	}
@@ -178,10 +178,10 @@ func (m *mariadb) start(ctx context.Context) error {
 
 // ready waits until the server serves (readyOnFreePort: started again on
 // another port if it exits while starting on the one start chose).
-func (m *mariadb) ready(ctx context.Context) error {
-	return readyOnFreePort(ctx, m.lg, "mariadb", &m.picked, m.addr, m.serving, func(ctx context.Context) error {
+func (m *mariadb) Ready(ctx context.Context) error {
+	return readyOnFreePort(ctx, m.lg, "mariadb", &m.picked, m.Addr, m.serving, func(ctx context.Context) error {
 		m.port = ""
-		return m.start(ctx)
+		return m.Start(ctx)
 	})
 }
 
@@ -189,7 +189,7 @@ func (m *mariadb) ready(ctx context.Context) error {
 // carries its version).
 func (m *mariadb) serving(ctx context.Context) error {
 	for {
-		if v, err := mysqlGreeting(ctx, m.addr()); err == nil {
+		if v, err := mysqlGreeting(ctx, m.Addr()); err == nil {
 			m.version = v
 			return nil
 		}
@@ -197,17 +197,17 @@ func (m *mariadb) serving(ctx context.Context) error {
 		case <-m.proc.done:
 			return fmt.Errorf("stack: mariadb %w: %v\n%s", errExitedStarting, m.proc.exitErr(), logTail(m.proc.logPath, 2048))
 		case <-ctx.Done():
-			return fmt.Errorf("stack: mariadb on %s not serving: %w", m.addr(), ctx.Err())
+			return fmt.Errorf("stack: mariadb on %s not serving: %w", m.Addr(), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-func (m *mariadb) stop() error {
+func (m *mariadb) Stop() error {
 	if m.proc == nil {
 		return nil
 	}
-	return m.proc.stop(stopGrace)
+	return m.proc.Stop(stopGrace)
 }
 
 // remove deletes the temp dirs serverDir made for it: after its last
@@ -216,7 +216,7 @@ func (m *mariadb) remove() error { return removeAll(m.temps) }
 
 func (m *mariadb) summary() string {
 	v, _, _ := strings.Cut(m.version, "-")
-	return fmt.Sprintf("mariadb: MariaDB %s on %s (pid %d)", v, m.addr(), m.proc.pid())
+	return fmt.Sprintf("mariadb: MariaDB %s on %s (pid %d)", v, m.Addr(), m.proc.Pid())
 }
 
 // mysqlGreeting reads the server's first packet (protocol 10 handshake)

@@ -64,7 +64,7 @@ func newMasters(n int, embedded bool, kind, redisAddr string, requireReal, aof b
 }
 
 // start starts every master at once.
-func (m *masters) start(ctx context.Context) error {
+func (m *masters) Start(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.aof && m.mode != Real && len(m.ms) > 0 {
@@ -90,7 +90,7 @@ func (m *masters) start(ctx context.Context) error {
 		r, err := newRedis(addrs[i], m.mode, m.requireReal, m.masterDir(i), m.password, &logger{})
 		if err == nil {
 			m.ms[i].r = r
-			err = r.start(ctx)
+			err = r.Start(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("stack: redlock master %d: %w", i, err)
@@ -101,12 +101,12 @@ func (m *masters) start(ctx context.Context) error {
 
 // ready waits until every master answers; each keeps the address it
 // answers on.
-func (m *masters) ready(ctx context.Context) error {
+func (m *masters) Ready(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return each(len(m.ms), func(i int) error {
 		r := m.ms[i].r
-		if err := r.ready(ctx); err != nil {
+		if err := r.Ready(ctx); err != nil {
 			return fmt.Errorf("stack: redlock master %d: %w", i, err)
 		}
 		if m.aof {
@@ -135,7 +135,7 @@ func (m *masters) masterDir(i int) string {
 }
 
 // stop stops every running master, all at once.
-func (m *masters) stop() error {
+func (m *masters) Stop() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true

@@ -38,7 +38,7 @@ func newNginx(bin string, src []byte, dir, host, port string, upstreams []string
 
 // start derives the loopback config into dir/nginx.conf and starts nginx
 // on it.
-func (n *nginx) start(context.Context) error {
+func (n *nginx) Start(context.Context) error {
 	if n.port == "0" {
 		port, err := freePort(n.host)
 		if err != nil {
@@ -76,9 +76,9 @@ func (n *nginx) start(context.Context) error {
 
 // ready waits until nginx accepts connections, then until it routes to
 // the instances.
-func (n *nginx) ready(ctx context.Context) error {
+func (n *nginx) Ready(ctx context.Context) error {
 	for {
-		c, err := net.DialTimeout("tcp", n.addr(), 200*time.Millisecond)
+		c, err := net.DialTimeout("tcp", n.Addr(), 200*time.Millisecond)
 		if err == nil {
 			c.Close()
 			break
@@ -87,18 +87,18 @@ func (n *nginx) ready(ctx context.Context) error {
 		case <-n.p.done:
 			return fmt.Errorf("stack: nginx exited: %v%s%s", n.p.exitErr(), logTail(n.p.logPath, 2048), logTail(n.errLog(), 2048))
 		case <-ctx.Done():
-			return fmt.Errorf("stack: nginx not listening on %s: %w%s", n.addr(), ctx.Err(), logTail(n.errLog(), 2048))
+			return fmt.Errorf("stack: nginx not listening on %s: %w%s", n.Addr(), ctx.Err(), logTail(n.errLog(), 2048))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return routesReady(ctx, "http://"+n.addr(), len(n.upstreams), n.p.done)
+	return routesReady(ctx, "http://"+n.Addr(), len(n.upstreams), n.p.done)
 }
 
 // stop stops nginx's process group by pid: the master and its workers.
-func (n *nginx) stop() error {
+func (n *nginx) Stop() error {
 	var err error
 	if n.p != nil {
-		err = n.p.stop(stopGrace)
+		err = n.p.Stop(stopGrace)
 	}
 	if n.rmTemp {
 		err = errors.Join(err, os.RemoveAll(n.temp))
@@ -106,21 +106,21 @@ func (n *nginx) stop() error {
 	return err
 }
 
-func (n *nginx) addr() string { return net.JoinHostPort(n.host, n.port) }
-func (n *nginx) pid() int     { return n.p.pid() }
+func (n *nginx) Addr() string { return net.JoinHostPort(n.host, n.port) }
+func (n *nginx) Pid() int     { return n.p.Pid() }
 
 func (n *nginx) errLog() string { return filepath.Join(n.dir, "nginx-error.log") }
 
 func (n *nginx) summary() string {
 	return fmt.Sprintf("lb: nginx %s on %s -> %d instances (pid %d, config %s)",
-		n.version, n.addr(), len(n.upstreams), n.pid(), filepath.Join(n.dir, "nginx.conf"))
+		n.version, n.Addr(), len(n.upstreams), n.Pid(), filepath.Join(n.dir, "nginx.conf"))
 }
 
 // writeConf derives the loopback config (the upstreams in n.down marked
 // down) and writes it to dir/nginx.conf, by a rename so that a reload
 // never reads it half written; it returns its path.
 func (n *nginx) writeConf() (string, error) {
-	conf, err := deriveNginxConf(n.src, n.addr(), n.upstreams, n.down, n.race, n.dir, n.temp)
+	conf, err := deriveNginxConf(n.src, n.Addr(), n.upstreams, n.down, n.race, n.dir, n.temp)
 	if err != nil {
 		return "", err
 	}
@@ -152,7 +152,7 @@ func (n *nginx) setDown(ctx context.Context, i int, down bool) error {
 		return err
 	}
 	master := n.p
-	before, listErr := childPids(master.pid())
+	before, listErr := childPids(master.Pid())
 	if err := master.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		return fmt.Errorf("stack: nginx reload: %w", err)
 	}
@@ -165,7 +165,7 @@ func (n *nginx) setDown(ctx context.Context, i int, down bool) error {
 		}
 	}
 	for {
-		now, err := childPids(master.pid())
+		now, err := childPids(master.Pid())
 		if err == nil && len(now) > 0 && !slices.ContainsFunc(now, func(p int) bool { return slices.Contains(before, p) }) {
 			return nil
 		}

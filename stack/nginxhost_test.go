@@ -50,23 +50,23 @@ func TestNginxPassesTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := n.stop(); err != nil {
+		if err := n.Stop(); err != nil {
 			t.Error(err)
 		}
 	}()
-	lb := "http://" + n.addr()
+	lb := "http://" + n.Addr()
 
 	for _, c := range []struct {
 		name, host, origin string
 		want               int
 		reason             string
 	}{
-		{"the address dialled", n.addr(), "", 200, ""},
+		{"the address dialled", n.Addr(), "", 200, ""},
 		{"localhost", "localhost:" + n.port, "", 200, ""},
-		{"its own origin", n.addr(), "http://" + n.addr(), 200, ""},
+		{"its own origin", n.Addr(), "http://" + n.Addr(), 200, ""},
 		{"a rebinding name", "evil.example", "", 421, "host_not_allowed"},
 		{"a rebinding name with the port", "evil.example:" + n.port, "", 421, "host_not_allowed"},
-		{"another port's origin", n.addr(), "http://127.0.0.1:1", 403, "cross_site"},
+		{"another port's origin", n.Addr(), "http://127.0.0.1:1", 403, "cross_site"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mu.Lock()

@@ -86,15 +86,15 @@ func pgVersion(binDir string) int {
 }
 
 func newPostgres(bin, host, dir, data string, lg *logger) *postgres {
-	return &postgres{bin: bin, host: host, password: newPassword(), superPassword: newPassword(),
+	return &postgres{bin: bin, host: host, password: NewPassword(), superPassword: NewPassword(),
 		dir: filepath.Join(dir, "postgres"), data: data, lg: lg}
 }
 
-func (p *postgres) addr() string { return net.JoinHostPort(p.host, p.port) }
+func (p *postgres) Addr() string { return net.JoinHostPort(p.host, p.port) }
 
 // dsn is how a client logs in as user: a URL pgx reads.
 func (p *postgres) dsnAs(user, password, database string) string {
-	u := url.URL{Scheme: "postgres", User: url.UserPassword(user, password), Host: p.addr(), Path: "/" + database,
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(user, password), Host: p.Addr(), Path: "/" + database,
 		RawQuery: "sslmode=disable"}
 	return u.String()
 }
@@ -103,15 +103,15 @@ func (p *postgres) dsnAs(user, password, database string) string {
 // their command line.
 func (p *postgres) dsn() string { return p.dsnAs(postgresUser, p.password, postgresDatabase) }
 
-func (p *postgres) kind() string       { return "postgres" }
+func (p *postgres) Kind() string       { return "postgres" }
 func (p *postgres) clientAddr() string { return p.dsn() }
 func (p *postgres) flags() []string    { return nil }
 func (p *postgres) env() []string      { return []string{PostgresEnv + "=" + p.dsn()} }
-func (p *postgres) pid() int {
+func (p *postgres) Pid() int {
 	if p.proc == nil {
 		return 0
 	}
-	return p.proc.pid()
+	return p.proc.Pid()
 }
 
 func (p *postgres) dirs() error {
@@ -129,7 +129,7 @@ func (p *postgres) dirs() error {
 // start makes an empty cluster (the first time) and starts the server on
 // it; started again after a stop, it keeps the port, the passwords and
 // the data.
-func (p *postgres) start(ctx context.Context) error {
+func (p *postgres) Start(ctx context.Context) error {
 	if err := p.dirs(); err != nil {
 		return err
 	}
@@ -181,10 +181,10 @@ func (p *postgres) start(ctx context.Context) error {
 
 // ready waits until the server serves, then makes the apps' role and
 // database (again at every start: the role's password is this stack's).
-func (p *postgres) ready(ctx context.Context) error {
-	return readyOnFreePort(ctx, p.lg, "postgres", &p.picked, p.addr, p.serving, func(ctx context.Context) error {
+func (p *postgres) Ready(ctx context.Context) error {
+	return readyOnFreePort(ctx, p.lg, "postgres", &p.picked, p.Addr, p.serving, func(ctx context.Context) error {
 		p.port = ""
-		return p.start(ctx)
+		return p.Start(ctx)
 	})
 }
 
@@ -204,7 +204,7 @@ func (p *postgres) serving(ctx context.Context) error {
 		case <-p.proc.done:
 			return fmt.Errorf("stack: postgres %w: %v\n%s", errExitedStarting, p.proc.exitErr(), logTail(p.proc.logPath, 2048))
 		case <-ctx.Done():
-			return fmt.Errorf("stack: postgres on %s not serving: %w", p.addr(), ctx.Err())
+			return fmt.Errorf("stack: postgres on %s not serving: %w", p.Addr(), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -240,20 +240,20 @@ func (p *postgres) setUp(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-func (p *postgres) stop() error {
+func (p *postgres) Stop() error {
 	if p.proc == nil {
 		return nil
 	}
 	// SIGTERM to its process group: every backend ends its session, and
 	// the postmaster, with no client left, shuts down.
-	return p.proc.stop(stopGrace)
+	return p.proc.Stop(stopGrace)
 }
 
 func (p *postgres) remove() error { return removeAll(p.temps) }
 
 func (p *postgres) summary() string {
 	v, _, _ := strings.Cut(p.version, " ")
-	return fmt.Sprintf("postgres: PostgreSQL %s on %s (pid %d)", v, p.addr(), p.proc.pid())
+	return fmt.Sprintf("postgres: PostgreSQL %s on %s (pid %d)", v, p.Addr(), p.proc.Pid())
 }
 
 // CutPostgresHolders terminates the sessions of the stack's PostgreSQL

@@ -78,7 +78,7 @@ func startProcAs(name, path string, args, env []string, dir, logPath string, dea
 	return p, nil
 }
 
-func (p *proc) pid() int { return p.cmd.Process.Pid }
+func (p *proc) Pid() int { return p.cmd.Process.Pid }
 
 // exited reports whether the process has exited (and been reaped).
 func (p *proc) exited() bool {
@@ -102,8 +102,8 @@ func (p *proc) exitErr() error {
 // until the leader is reaped and no member of its group is left. Calling it
 // on an exited process only sweeps the group. It never signals the pid
 // once it names another process (errPidReused).
-func (p *proc) stop(grace time.Duration) error {
-	pid := p.pid()
+func (p *proc) Stop(grace time.Duration) error {
+	pid := p.Pid()
 	if !p.exited() {
 		if err := p.signal(syscall.SIGTERM); errors.Is(err, errPidReused) {
 			return err
@@ -150,7 +150,7 @@ var errPidReused = errors.New("its pid names another process now")
 // started: /proc gives it another start time. A leader reaped, its pid
 // unused, is not reused: a group of that id, if one is left, is its own.
 func (p *proc) reused() bool {
-	now := ProcStart(p.pid())
+	now := ProcStart(p.Pid())
 	return p.start != 0 && now != 0 && now != p.start
 }
 
@@ -159,9 +159,9 @@ func (p *proc) reused() bool {
 func (p *proc) signal(sig syscall.Signal) error {
 	if p.reused() {
 		return fmt.Errorf("stack: %s (pid %d): %w (started at tick %d, not %d): not signalled",
-			p.name, p.pid(), errPidReused, ProcStart(p.pid()), p.start)
+			p.name, p.Pid(), errPidReused, ProcStart(p.Pid()), p.start)
 	}
-	if err := syscall.Kill(-p.pid(), sig); err == nil {
+	if err := syscall.Kill(-p.Pid(), sig); err == nil {
 		return nil
 	}
 	return p.cmd.Process.Signal(sig) // by pidfd where there is one: never another process

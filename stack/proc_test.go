@@ -25,8 +25,8 @@ func sleeper(t *testing.T) *proc {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.done })
-	if p.start == 0 || p.start != ProcStart(p.pid()) {
-		t.Fatalf("start time %d recorded, /proc says %d", p.start, ProcStart(p.pid()))
+	if p.start == 0 || p.start != ProcStart(p.Pid()) {
+		t.Fatalf("start time %d recorded, /proc says %d", p.start, ProcStart(p.Pid()))
 	}
 	return p
 }
@@ -38,20 +38,20 @@ func TestStopNeverSignalsAReusedPid(t *testing.T) {
 	// Its pid names another process now: stop refuses to signal it.
 	p := sleeper(t)
 	p.start++
-	if err := p.stop(50 * time.Millisecond); !errors.Is(err, errPidReused) {
+	if err := p.Stop(50 * time.Millisecond); !errors.Is(err, errPidReused) {
 		t.Fatalf("stop of a pid with another start time: %v, want errPidReused", err)
 	}
 	// Refused at its first signal: no clock says how soon (the bound of
 	// a second that stood here is a loaded machine's luck, not the rule).
-	if !ProcAlive(p.pid(), p.start-1) {
+	if !ProcAlive(p.Pid(), p.start-1) {
 		t.Fatal("stop signalled a pid whose start time differs from the one recorded")
 	}
 	// The one it recorded: stopped.
 	p.start--
-	if err := p.stop(time.Second); err != nil {
+	if err := p.Stop(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if ProcAlive(p.pid(), p.start) || groupAlive(p.pid()) {
+	if ProcAlive(p.Pid(), p.start) || groupAlive(p.Pid()) {
 		t.Fatal("stop left the process or its group alive")
 	}
 
@@ -61,10 +61,10 @@ func TestStopNeverSignalsAReusedPid(t *testing.T) {
 	other := sleeper(t)
 	reaped := &proc{name: "reaped", cmd: other.cmd, start: other.start + 1, done: make(chan struct{})}
 	close(reaped.done)
-	if err := reaped.stop(time.Second); err != nil {
+	if err := reaped.Stop(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !ProcAlive(other.pid(), other.start) || !groupAlive(other.pid()) {
+	if !ProcAlive(other.Pid(), other.start) || !groupAlive(other.Pid()) {
 		t.Fatal("the sweep of a reaped leader's group killed the group of the process that got its pid")
 	}
 }

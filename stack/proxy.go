@@ -173,7 +173,7 @@ func newProxyServer(listen string, targets []string) *proxyServer {
 }
 
 // start listens and serves.
-func (p *proxyServer) start(context.Context) error {
+func (p *proxyServer) Start(context.Context) error {
 	h, err := newProxy(p.targets)
 	if err != nil {
 		return err
@@ -207,13 +207,13 @@ func (p *proxyServer) start(context.Context) error {
 }
 
 // ready returns once it routes to the instances.
-func (p *proxyServer) ready(ctx context.Context) error {
-	return routesReady(ctx, "http://"+p.addr(), len(p.targets), nil)
+func (p *proxyServer) Ready(ctx context.Context) error {
+	return routesReady(ctx, "http://"+p.Addr(), len(p.targets), nil)
 }
 
 // stop shuts the server down, letting the requests in flight finish for
 // up to stopGrace.
-func (p *proxyServer) stop() error {
+func (p *proxyServer) Stop() error {
 	if p.srv == nil {
 		return nil
 	}
@@ -228,8 +228,8 @@ func (p *proxyServer) stop() error {
 	return err
 }
 
-func (p *proxyServer) addr() string { return p.ln.Addr().String() }
-func (p *proxyServer) pid() int     { return 0 }
+func (p *proxyServer) Addr() string { return p.ln.Addr().String() }
+func (p *proxyServer) Pid() int     { return 0 }
 
 // setDown takes target i out of the rotation and waits until nothing is
 // in flight to it, or puts it back.
@@ -243,5 +243,5 @@ func (p *proxyServer) setDown(ctx context.Context, i int, down bool) error {
 
 func (p *proxyServer) summary() string {
 	return fmt.Sprintf("lb: built-in Go reverse proxy on %s -> %d instances (round robin, no retry; in this process)",
-		p.addr(), len(p.targets))
+		p.Addr(), len(p.targets))
 }

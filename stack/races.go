@@ -23,7 +23,7 @@ type raceServer struct {
 	done chan struct{}
 }
 
-func (r *raceServer) start(context.Context) error {
+func (r *raceServer) Start(context.Context) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("stack: race server: %w", err)
@@ -37,13 +37,13 @@ func (r *raceServer) start(context.Context) error {
 	return nil
 }
 
-func (r *raceServer) ready(context.Context) error { return nil } // listening is serving
+func (r *raceServer) Ready(context.Context) error { return nil } // listening is serving
 
-func (r *raceServer) addr() string { return r.ln.Addr().String() }
+func (r *raceServer) Addr() string { return r.ln.Addr().String() }
 
 // stop ends the races in flight: a stack that stops has no load balancer
 // left for them.
-func (r *raceServer) stop() error {
+func (r *raceServer) Stop() error {
 	if r.srv == nil {
 		return nil
 	}

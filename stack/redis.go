@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockladder/lockladder/stack/embedded"
 	"io"
 	"sync"
 )
 
 // Redis is one Redis server on loopback: a real redis-server process
 // (redisserver.go) or an embedded miniredis served over TCP from this
-// process (miniredis.go). Both can be stopped keeping their data and
+// process (package embedded). Both can be stopped keeping their data and
 // brought back with it (Stack.StopRedis, Stack.StartRedis).
 type Redis struct {
 	srv      redisKind
@@ -26,20 +27,20 @@ type Redis struct {
 // redisKind is what each kind of Redis does beyond the server shape.
 type redisKind interface {
 	server
-	addr() string
+	Addr() string
 	// pid is the server's process id, 0 when embedded or down.
-	pid() int
+	Pid() int
 	// down reports whether shutdown stopped it and restart has not
 	// brought it back.
-	down() bool
+	Down() bool
 	// shutdown stops a running server keeping its data for restart.
-	shutdown(ctx context.Context) error
+	Shutdown(ctx context.Context) error
 	// restart brings a server shutdown stopped back on its address with
 	// its data.
-	restart(ctx context.Context) error
+	Restart(ctx context.Context) error
 	// kind names it and its version: "redis-server VERSION" or
 	// "embedded miniredis VERSION".
-	kind() string
+	Kind() string
 }
 
 // StartRedis starts a standalone Redis on addr ("" or port 0: a free
@@ -51,11 +52,18 @@ type redisKind interface {
 // which case a missing redis-server is an error. Progress lines go to log
 // (nil: discarded).
 func StartRedis(ctx context.Context, addr string, mode Mode, requireReal bool, log io.Writer) (*Redis, error) {
+	return StartRedisAuth(ctx, addr, mode, requireReal, "", log)
+}
+
+// StartRedisAuth is StartRedis with password required of every client
+// ("" for none); redis-server is told it in a config file only its
+// account can read, never on its command line.
+func StartRedisAuth(ctx context.Context, addr string, mode Mode, requireReal bool, password string, log io.Writer) (*Redis, error) {
 	addr, err := loopback(addr, "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis address: %w", err)
 	}
-	return startRedis(ctx, addr, mode, requireReal, "", "", &logger{w: log})
+	return startRedis(ctx, addr, mode, requireReal, "", password, &logger{w: log})
 }
 
 // startRedis is StartRedis with a run dir ("" = a temp dir of its own);
@@ -85,9 +93,7 @@ func newRedis(addr string, mode Mode, requireReal bool, dir, password string, lg
 		if mode != Embedded {
 			lg.printf("redis-server not found on PATH: using embedded miniredis (Redis-compatible, in this process)")
 		}
-		mr := newMiniRedis(addr)
-		mr.password = password
-		return &Redis{srv: mr, password: password}, nil
+		return &Redis{srv: embedded.NewRedis(addr, password), password: password}, nil
 	}
 	rs, err := newRedisServer(bin, addr, dir)
 	if err != nil {
@@ -97,9 +103,8 @@ func newRedis(addr string, mode Mode, requireReal bool, dir, password string, lg
 	return &Redis{srv: rs, password: password}, nil
 }
 
-func (r *Redis) start(ctx context.Context) error { return r.srv.start(ctx) }
-func (r *Redis) ready(ctx context.Context) error { return r.srv.ready(ctx) }
-func (r *Redis) stop() error                     { return r.Stop() }
+func (r *Redis) Start(ctx context.Context) error { return r.srv.Start(ctx) }
+func (r *Redis) Ready(ctx context.Context) error { return r.srv.Ready(ctx) }
 
 // shutdown stops the server keeping its data, for restart: redis-server
 // by SHUTDOWN SAVE (its dataset written to its dump file, then it exits),
@@ -111,10 +116,10 @@ func (r *Redis) shutdown(ctx context.Context) error {
 	if r.stopped {
 		return errors.New("stack: redis: stopped")
 	}
-	if r.srv.down() {
+	if r.srv.Down() {
 		return nil
 	}
-	return r.srv.shutdown(ctx)
+	return r.srv.Shutdown(ctx)
 }
 
 // restart brings a server that shutdown stopped back on its address with
@@ -127,18 +132,18 @@ func (r *Redis) restart(ctx context.Context) error {
 	if r.stopped {
 		return errors.New("stack: redis: stopped")
 	}
-	if !r.srv.down() {
+	if !r.srv.Down() {
 		return nil
 	}
-	return r.srv.restart(ctx)
+	return r.srv.Restart(ctx)
 }
 
 // isDown reports whether shutdown stopped the server and restart has not
 // brought it back.
-func (r *Redis) isDown() bool { return r.srv.down() }
+func (r *Redis) isDown() bool { return r.srv.Down() }
 
 // Addr is the host:port the server listens on.
-func (r *Redis) Addr() string { return r.srv.addr() }
+func (r *Redis) Addr() string { return r.srv.Addr() }
 
 // Password is what the server requires of its clients (AUTH), "" when
 // it requires nothing (StartRedis's). A stack's servers all require its
@@ -147,26 +152,26 @@ func (r *Redis) Password() string { return r.password }
 
 // Embedded reports whether this is miniredis in this process.
 func (r *Redis) Embedded() bool {
-	_, ok := r.srv.(*miniRedis)
+	_, ok := r.srv.(*embedded.Redis)
 	return ok
 }
 
 // Pid is the redis-server process id, 0 when embedded or while a stack
 // has it stopped (Stack.StopRedis); after a restart, the new process's.
-func (r *Redis) Pid() int { return r.srv.pid() }
+func (r *Redis) Pid() int { return r.srv.Pid() }
 
 // kind names the server and its version, "redis-server VERSION" or
 // "embedded miniredis VERSION", for the summary lines.
-func (r *Redis) kind() string { return r.srv.kind() }
+func (r *Redis) Kind() string { return r.srv.Kind() }
 
 func (r *Redis) summary() string {
 	switch {
 	case r.isDown():
-		return fmt.Sprintf("redis: %s on %s (stopped; its data kept for a restart)", r.kind(), r.Addr())
+		return fmt.Sprintf("redis: %s on %s (stopped; its data kept for a restart)", r.Kind(), r.Addr())
 	case r.Embedded():
-		return fmt.Sprintf("redis: %s on %s (in this process; TTLs advanced every %s)", r.kind(), r.Addr(), expireTick)
+		return fmt.Sprintf("redis: %s on %s (in this process; TTLs advanced every %s)", r.Kind(), r.Addr(), embedded.ExpireTick)
 	default:
-		return fmt.Sprintf("redis: %s on %s (pid %d)", r.kind(), r.Addr(), r.Pid())
+		return fmt.Sprintf("redis: %s on %s (pid %d)", r.Kind(), r.Addr(), r.Pid())
 	}
 }
 
@@ -177,7 +182,7 @@ func (r *Redis) Stop() error {
 		r.opMu.Lock()
 		defer r.opMu.Unlock()
 		r.stopped = true
-		r.stopErr = r.srv.stop()
+		r.stopErr = r.srv.Stop()
 	})
 	return r.stopErr
 }

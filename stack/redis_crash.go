@@ -21,7 +21,7 @@ func (r *Redis) Persist(ctx context.Context) error {
 	if !ok {
 		return errors.New("stack: redis: Persist needs redis-server (miniredis has no append-only file)")
 	}
-	c := redis.NewClient(&redis.Options{Addr: rs.addr(), Password: rs.password, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: rs.Addr(), Password: rs.password, MaxRetries: -1})
 	defer c.Close()
 	if err := c.ConfigSet(ctx, "appendfsync", "always").Err(); err != nil {
 		return fmt.Errorf("stack: redis: appendfsync always: %w", err)
@@ -58,22 +58,22 @@ func (r *Redis) Crash() error {
 	switch {
 	case !ok:
 		return errors.New("stack: redis: Crash needs redis-server")
-	case r.stopped || rs.down():
+	case r.stopped || rs.Down():
 		return errors.New("stack: redis: not running")
 	}
 	p := rs.current()
-	if err := syscall.Kill(p.pid(), syscall.SIGKILL); err != nil {
-		return fmt.Errorf("stack: redis: SIGKILL pid %d: %w", p.pid(), err)
+	if err := syscall.Kill(p.Pid(), syscall.SIGKILL); err != nil {
+		return fmt.Errorf("stack: redis: SIGKILL pid %d: %w", p.Pid(), err)
 	}
 	select {
 	case <-p.done:
 	case <-time.After(5 * time.Second):
-		return fmt.Errorf("stack: redis: pid %d survives SIGKILL", p.pid())
+		return fmt.Errorf("stack: redis: pid %d survives SIGKILL", p.Pid())
 	}
 	rs.mu.Lock()
 	rs.isDown = true
 	rs.mu.Unlock()
-	p.stop(stopGrace) // reaped already: only sweeps its process group
+	p.Stop(stopGrace) // reaped already: only sweeps its process group
 	return nil
 }
 

@@ -37,7 +37,7 @@ func TestRedisPickedPortTakenFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.stop() })
+	t.Cleanup(func() { r.Stop() })
 	if err := r.makeWork(); err != nil {
 		t.Fatal(err)
 	}
@@ -48,13 +48,13 @@ func TestRedisPickedPortTakenFirst(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := r.ready(ctx); err != nil {
+	if err := r.Ready(ctx); err != nil {
 		t.Fatalf("ready with its picked port taken: %v, want it started on another", err)
 	}
 	if r.port == port {
 		t.Fatalf("ready reports port %s, the taken one", port)
 	}
-	if err := redisPing(ctx, r.addr(), r.password); err != nil {
-		t.Fatalf("PING %s: %v", r.addr(), err)
+	if err := redisPing(ctx, r.Addr(), r.password); err != nil {
+		t.Fatalf("PING %s: %v", r.Addr(), err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockladder/lockladder/stack/embedded"
 	"net"
 	"os"
 	"path/filepath"
@@ -56,12 +57,14 @@ func newRedisServer(bin, addr, dir string) (*redisServer, error) {
 	return &redisServer{bin: bin, host: host, port: port, pickPort: port == "0", dir: dir}, nil
 }
 
-// startRedisServer launches a redis-server on addr (see newRedisServer).
-func startRedisServer(ctx context.Context, bin, addr, dir string) (*redisServer, error) {
+// startRedisServer launches a redis-server on addr (see newRedisServer)
+// requiring password ("" for none).
+func startRedisServer(ctx context.Context, bin, addr, dir, password string) (*redisServer, error) {
 	r, err := newRedisServer(bin, addr, dir)
 	if err != nil {
 		return nil, err
 	}
+	r.password = password
 	if err := launch(ctx, r); err != nil {
 		return nil, err
 	}
@@ -69,7 +72,7 @@ func startRedisServer(ctx context.Context, bin, addr, dir string) (*redisServer,
 }
 
 // start starts a fresh, empty server.
-func (r *redisServer) start(ctx context.Context) error {
+func (r *redisServer) Start(ctx context.Context) error {
 	if r.dir == "" {
 		d, err := os.MkdirTemp("", "lockladder-redis-")
 		if err != nil {
@@ -142,13 +145,13 @@ func (r *redisServer) clusterConf() string {
 // free only until someone binds it: another test package starting its
 // own Redis at the same moment may take it first. Then ours cannot bind
 // (errPortTaken), and ready starts it again on another, up to 5 times.
-func (r *redisServer) ready(ctx context.Context) error {
+func (r *redisServer) Ready(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		err := r.await(ctx)
 		if !errors.Is(err, errPortTaken) || !r.pickPort || attempt == 5 {
 			return err
 		}
-		if err := r.start(ctx); err != nil {
+		if err := r.Start(ctx); err != nil {
 			return err
 		}
 	}
@@ -183,7 +186,7 @@ func (r *redisServer) spawn() error {
 		conf := filepath.Join(r.work, "redis-"+r.port+".conf")
 		auth := "requirepass " + r.password + "\nmasterauth " + r.password + "\n"
 		if err := writeServerFile(conf, []byte(auth), 0o600); err != nil {
-			return fmt.Errorf("stack: redis-server on %s: its config: %w", r.addr(), err)
+			return fmt.Errorf("stack: redis-server on %s: its config: %w", r.Addr(), err)
 		}
 		args = append(args, conf) // a config file comes first, options after it
 	}
@@ -192,7 +195,7 @@ func (r *redisServer) spawn() error {
 	args = append(args, persist...)
 	args = append(args, "--maxmemory", RedisMaxMemory, "--maxmemory-policy", "noeviction")
 	args = append(args,
-		"--notify-keyspace-events", keyspaceEvents,
+		"--notify-keyspace-events", embedded.KeyspaceEvents,
 		"--daemonize", "no", "--dir", r.work, "--dbfilename", filepath.Base(r.dumpPath()),
 		"--pidfile", filepath.Join(r.work, "redis-"+r.port+".pid"),
 	)
@@ -210,18 +213,18 @@ func (r *redisServer) spawn() error {
 // PONG (not LOADING: a restart loads the dump first); it becomes the
 // current process. On failure that process is stopped.
 func (r *redisServer) await(ctx context.Context) (err error) {
-	p, addr := r.next, r.addr()
+	p, addr := r.next, r.Addr()
 	r.next = nil
 	defer func() {
 		if err != nil {
-			p.stop(stopGrace)
+			p.Stop(stopGrace)
 		}
 	}()
 	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
 	defer cancel()
 	for {
 		if pid, err := serverPid(ctx, addr, r.password); err == nil {
-			if pid != p.pid() {
+			if pid != p.Pid() {
 				// Someone else's Redis answers there: ours will fail to bind.
 				return fmt.Errorf("stack: redis-server on %s: %w (pid %d answers)", addr, errPortTaken, pid)
 			}
@@ -252,14 +255,14 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 
 // stop stops the process by pid (SIGTERM, SIGKILL after a grace period)
 // and removes a temp dir of its own.
-func (r *redisServer) stop() error {
+func (r *redisServer) Stop() error {
 	var errs []error
 	if r.next != nil {
-		errs = append(errs, r.next.stop(stopGrace))
+		errs = append(errs, r.next.Stop(stopGrace))
 		r.next = nil
 	}
 	if p := r.current(); p != nil {
-		errs = append(errs, p.stop(stopGrace))
+		errs = append(errs, p.Stop(stopGrace))
 	}
 	if r.rmWork {
 		errs = append(errs, os.RemoveAll(r.work))
@@ -272,32 +275,32 @@ func (r *redisServer) stop() error {
 
 // shutdown stops the server by SHUTDOWN SAVE: it writes its dataset to
 // its dump file, then exits.
-func (r *redisServer) shutdown(ctx context.Context) error {
-	p, addr := r.current(), r.addr()
+func (r *redisServer) Shutdown(ctx context.Context) error {
+	p, addr := r.current(), r.Addr()
 	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := shutdownSave(ctx, addr, r.password); err != nil {
-		return fmt.Errorf("stack: redis-server on %s (pid %d): SHUTDOWN SAVE: %w", addr, p.pid(), err)
+		return fmt.Errorf("stack: redis-server on %s (pid %d): SHUTDOWN SAVE: %w", addr, p.Pid(), err)
 	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
-		return fmt.Errorf("stack: redis-server on %s (pid %d) still runs after SHUTDOWN SAVE: %w", addr, p.pid(), ctx.Err())
+		return fmt.Errorf("stack: redis-server on %s (pid %d) still runs after SHUTDOWN SAVE: %w", addr, p.Pid(), ctx.Err())
 	}
 	// Whatever its exit, the process is gone: mark it down before looking.
 	r.mu.Lock()
 	r.isDown = true
 	r.mu.Unlock()
-	p.stop(stopGrace) // reaped already: only sweeps its process group
+	p.Stop(stopGrace) // reaped already: only sweeps its process group
 	if p.waitErr != nil {
-		return fmt.Errorf("stack: redis-server on %s (pid %d) after SHUTDOWN SAVE: %v%s", addr, p.pid(), p.waitErr, logTail(p.logPath, 2048))
+		return fmt.Errorf("stack: redis-server on %s (pid %d) after SHUTDOWN SAVE: %v%s", addr, p.Pid(), p.waitErr, logTail(p.logPath, 2048))
 	}
 	return nil
 }
 
 // restart starts the server again on its address from its dump, checked
 // to be the new process as at the start.
-func (r *redisServer) restart(ctx context.Context) error {
+func (r *redisServer) Restart(ctx context.Context) error {
 	if err := r.spawn(); err != nil {
 		return err
 	}
@@ -310,24 +313,24 @@ func (r *redisServer) current() *proc {
 	return r.p
 }
 
-func (r *redisServer) addr() string { return net.JoinHostPort(r.host, r.port) }
+func (r *redisServer) Addr() string { return net.JoinHostPort(r.host, r.port) }
 
-func (r *redisServer) pid() int {
+func (r *redisServer) Pid() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.p == nil || r.isDown {
 		return 0
 	}
-	return r.p.pid()
+	return r.p.Pid()
 }
 
-func (r *redisServer) down() bool {
+func (r *redisServer) Down() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.isDown
 }
 
-func (r *redisServer) kind() string { return "redis-server " + r.version }
+func (r *redisServer) Kind() string { return "redis-server " + r.version }
 
 // dumpPath is the server's dump file, named after its port: the main
 // Redis and the masters share the stack's run dir, and a master started

@@ -97,17 +97,17 @@ func TestServersRunAsServerUser(t *testing.T) {
 		t.Run("redis-server/"+name, func(t *testing.T) {
 			bin, err := LookPath("redis-server")
 			needReal(t, "redis-server", err)
-			r, err := startRedisServer(ctx, bin, "127.0.0.1:0", dir)
+			r, err := startRedisServer(ctx, bin, "127.0.0.1:0", dir, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			runsAsServerUser(t, "redis-server", r.pid())
+			runsAsServerUser(t, "redis-server", r.Pid())
 			// It writes its dump where it may.
-			if err := r.shutdown(ctx); err != nil {
+			if err := r.Shutdown(ctx); err != nil {
 				t.Errorf("SHUTDOWN SAVE: %v", err)
 			}
 			work := r.work
-			if err := r.stop(); err != nil {
+			if err := r.Stop(); err != nil {
 				t.Error(err)
 			}
 			if _, err := os.Stat(work); r.rmWork && !os.IsNotExist(err) {
@@ -138,8 +138,8 @@ func TestServersRunAsServerUser(t *testing.T) {
 			if err := launch(ctx, b); err != nil {
 				t.Fatal(err)
 			}
-			runsAsServerUser(t, kind, b.pid())
-			if err := b.stop(); err != nil {
+			runsAsServerUser(t, kind, b.Pid())
+			if err := b.Stop(); err != nil {
 				t.Error(err)
 			}
 			if err := b.remove(); err != nil {
@@ -196,14 +196,14 @@ http {
 	}
 	temp, rmTemp := n.temp, n.rmTemp
 	defer func() {
-		if err := n.stop(); err != nil {
+		if err := n.Stop(); err != nil {
 			t.Error(err)
 		}
 		if _, err := os.Stat(temp); rmTemp && !os.IsNotExist(err) {
 			t.Errorf("nginx's temp dir %s outlives it: %v", temp, err)
 		}
 	}()
-	workers, err := childPids(n.pid())
+	workers, err := childPids(n.Pid())
 	if err != nil || len(workers) == 0 {
 		t.Fatalf("nginx's workers: %v, %v", workers, err)
 	}
@@ -211,7 +211,7 @@ http {
 		runsAsServerUser(t, "an nginx worker", w)
 	}
 
-	resp, err := http.Post("http://"+n.addr()+"/", "text/plain", strings.NewReader(big))
+	resp, err := http.Post("http://"+n.Addr()+"/", "text/plain", strings.NewReader(big))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ http {
 	if resp.StatusCode != 200 || string(body) != strconv.Itoa(len(big)) {
 		t.Errorf("POST of %d bytes: %s %q%s", len(big), resp.Status, body, logTail(n.errLog(), 1024))
 	}
-	resp, err = http.Get("http://" + n.addr() + "/")
+	resp, err = http.Get("http://" + n.Addr() + "/")
 	if err != nil {
 		t.Fatal(err)
 	}

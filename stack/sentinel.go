@@ -53,7 +53,7 @@ type sentinel struct {
 }
 
 // start writes its conf for a free port and starts it.
-func (s *sentinel) start(context.Context) error {
+func (s *sentinel) Start(context.Context) error {
 	port, err := freePort(s.cfg.Host)
 	if err != nil {
 		return err
@@ -79,9 +79,15 @@ func (s *sentinel) start(context.Context) error {
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", name, s.cfg.DownAfterOf(s.i).Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", name, s.cfg.FailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", name),
+		// The group's password: asked of its clients, said to the
+		// servers and to the other sentinels. In this file, which only
+		// the sentinel's account reads, never on a command line.
+		"requirepass " + s.cfg.Password,
+		fmt.Sprintf("sentinel auth-pass %s %s", name, s.cfg.Password),
+		"sentinel sentinel-pass " + s.cfg.Password,
 		"",
 	}, "\n")
-	if err := writeServerFile(conf, []byte(text), 0o644); err != nil {
+	if err := writeServerFile(conf, []byte(text), 0o600); err != nil {
 		return fmt.Errorf("stack: sentinel %d: %w", s.i, err)
 	}
 	args := append([]string{conf}, s.extra...)
@@ -100,22 +106,22 @@ func (s *sentinel) remove() error {
 // ready waits until the sentinel answers as itself, starting it again on
 // another free port when another process bound this one first (up to 5
 // times, as redisServer.ready), then sets its lab periods.
-func (s *sentinel) ready(ctx context.Context) error {
+func (s *sentinel) Ready(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
-		err := waitOwnServer(ctx, s.p, s.addr)
+		err := waitOwnServer(ctx, s.p, s.addr, s.cfg.Password)
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, errPortTaken) || attempt == 5 {
 			return fmt.Errorf("stack: sentinel %d: %w", s.i, err)
 		}
-		s.p.stop(stopGrace)
-		if err := s.start(ctx); err != nil {
+		s.p.Stop(stopGrace)
+		if err := s.Start(ctx); err != nil {
 			return err
 		}
 	}
 	s.c = redis.NewSentinelClient(&redis.Options{
-		Addr: s.addr, MaxRetries: -1, DialerRetries: 1,
+		Addr: s.addr, Password: s.cfg.Password, MaxRetries: -1, DialerRetries: 1,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second,
 		PoolSize: 2,
 	})
@@ -127,7 +133,7 @@ func (s *sentinel) ready(ctx context.Context) error {
 }
 
 // stop closes the client and stops the process by pid.
-func (s *sentinel) stop() error {
+func (s *sentinel) Stop() error {
 	if s.c != nil {
 		s.c.Close()
 		s.c = nil
@@ -135,14 +141,14 @@ func (s *sentinel) stop() error {
 	if s.p == nil {
 		return nil
 	}
-	return s.p.stop(stopGrace)
+	return s.p.Stop(stopGrace)
 }
 
 // waitOwnServer waits until the server at addr answers with p's pid.
-func waitOwnServer(ctx context.Context, p *proc, addr string) error {
+func waitOwnServer(ctx context.Context, p *proc, addr, password string) error {
 	for {
-		if pid, err := serverPid(ctx, addr, ""); err == nil {
-			if pid == p.pid() {
+		if pid, err := serverPid(ctx, addr, password); err == nil {
+			if pid == p.Pid() {
 				return nil
 			}
 			return fmt.Errorf("%s: %w (pid %d answers)", addr, errPortTaken, pid)

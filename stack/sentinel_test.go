@@ -16,9 +16,9 @@ import (
 	"github.com/lockladder/lockladder/stack"
 )
 
-func sentinelClient(t *testing.T, addr string) *redis.Client {
+func sentinelClient(t *testing.T, addr, password string) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second})
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -88,7 +88,25 @@ func TestSentinelFailover(t *testing.T) {
 		}
 	}
 
-	p, r := sentinelClient(t, old), sentinelClient(t, g.ReplicaAddr())
+	// Nothing of the group answers a client without its password.
+	if g.Password() == "" {
+		t.Fatal("the group has no password")
+	}
+	for i, a := range append(slices.Clone(sentinels), old, g.ReplicaAddr()) {
+		c := sentinelClient(t, a, "")
+		if err := c.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+			t.Errorf("%s answered PING without the password: %v (want NOAUTH)", a, err)
+		}
+		ask := c.Get(ctx, "before").Err() // a server's data
+		if i < len(sentinels) {
+			ask = c.Do(ctx, "SENTINEL", "get-master-addr-by-name", g.MasterName()).Err() // a sentinel's
+		}
+		if ask == nil || !strings.Contains(ask.Error(), "NOAUTH") {
+			t.Errorf("%s answered without the password: %v (want NOAUTH)", a, ask)
+		}
+	}
+
+	p, r := sentinelClient(t, old, g.Password()), sentinelClient(t, g.ReplicaAddr(), g.Password())
 	if got := serverRoleOf(t, p); got != "master" {
 		t.Errorf("primary ROLE %s", got)
 	}
@@ -105,7 +123,7 @@ func TestSentinelFailover(t *testing.T) {
 	// The sentinels agree on the primary, and deem it down after
 	// staggered delays.
 	for i, a := range sentinels {
-		sc := redis.NewSentinelClient(&redis.Options{Addr: a, MaxRetries: -1})
+		sc := redis.NewSentinelClient(&redis.Options{Addr: a, Password: g.Password(), MaxRetries: -1})
 		got, err := sc.GetMasterAddrByName(ctx, g.MasterName()).Result()
 		if err != nil || net.JoinHostPort(got[0], got[1]) != old {
 			t.Errorf("sentinel %s: primary %v %v, want %s", a, got, err, old)
@@ -166,7 +184,8 @@ func TestSentinelFailover(t *testing.T) {
 	}
 
 	// A client that finds the primary through the sentinels writes there.
-	fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName(), SentinelAddrs: sentinels, MaxRetries: -1})
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: g.MasterName(), SentinelAddrs: sentinels,
+		Password: g.Password(), SentinelPassword: g.Password(), MaxRetries: -1})
 	defer fc.Close()
 	if err := fc.Set(ctx, "after", "1", 0).Err(); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func (g *SentinelGroup) KillPrimary() error {
 	if r == nil {
 		return errors.New("stack: KillPrimary: no live primary known (killed already; WaitFailover finds the next)")
 	}
-	pid := r.pid()
+	pid := r.Pid()
 	signalGroup(pid, syscall.SIGKILL)
 	g.killedAt = time.Now()
 	g.current = nil
@@ -44,10 +44,10 @@ func (g *SentinelGroup) KillPrimary() error {
 	// Dead once reaped (Redis's own goroutine waits for its child).
 	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("stack: primary %s (pid %d) did not die after SIGKILL", r.addr(), pid)
+			return fmt.Errorf("stack: primary %s (pid %d) did not die after SIGKILL", r.Addr(), pid)
 		}
 	}
-	g.lg.printf("sentinels: primary %s (pid %d) killed with SIGKILL", r.addr(), pid)
+	g.lg.printf("sentinels: primary %s (pid %d) killed with SIGKILL", r.Addr(), pid)
 	return nil
 }
 
@@ -92,12 +92,12 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 			}
 		}
 		if agreed != "" && agreed != old {
-			role, err := serverRole(ctx, agreed)
+			role, err := serverRole(ctx, agreed, g.cfg.Password)
 			if err == nil && role == "master" {
 				took := time.Since(from)
 				g.mu.Lock()
 				for _, r := range []*redisServer{g.primary0, g.replica} {
-					if r.addr() == agreed && !g.killed[r] {
+					if r.Addr() == agreed && !g.killed[r] {
 						g.current = r
 					}
 				}
@@ -117,8 +117,8 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 }
 
 // serverRole is the first field of ROLE at addr: master or slave.
-func serverRole(ctx context.Context, addr string) (string, error) {
-	c := groupClient(addr)
+func serverRole(ctx context.Context, addr, password string) (string, error) {
+	c := groupClient(addr, password)
 	defer c.Close()
 	v, err := c.Do(ctx, "ROLE").Slice()
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockladder/lockladder/stack/faultproxy"
 	"io"
 	"net"
 	"os"
@@ -59,6 +60,13 @@ type SentinelConfig struct {
 	FailoverTimeout time.Duration
 	// Log gets human progress lines; nil = discarded.
 	Log io.Writer
+	// Password is what the servers and the sentinels require of every
+	// client (requirepass), what the replica and the sentinels log in to
+	// the primary with (masterauth, sentinel auth-pass) and the sentinels
+	// to each other (sentinel sentinel-pass): on a host shared by a class,
+	// nobody else reads or writes the group's locks. "" = a new one made
+	// for the group (SentinelGroup.Password).
+	Password string
 }
 
 // DownAfterOf is sentinel i's down-after-milliseconds: DownAfter,
@@ -88,6 +96,9 @@ func (c SentinelConfig) withDefaults() SentinelConfig {
 	if c.FailoverTimeout <= 0 {
 		c.FailoverTimeout = DefaultFailoverTimeout
 	}
+	if c.Password == "" {
+		c.Password = NewPassword()
+	}
 	return c
 }
 
@@ -100,6 +111,10 @@ func (c SentinelConfig) withDefaults() SentinelConfig {
 // Clients find the primary through the sentinels (redis.NewFailoverClient
 // with MasterName and SentinelAddrs), never through the link.
 //
+// Every server and sentinel requires the group's password (Password):
+// clients say it in redis.FailoverOptions's Password and
+// SentinelPassword.
+//
 // Nothing is persisted: a server that dies comes back empty, if at all.
 // Every process is stopped by pid in Stop. Its methods are safe for
 // concurrent use.
@@ -110,7 +125,7 @@ type SentinelGroup struct {
 	lg    *logger
 
 	primary0, replica *redisServer // as started
-	link              *FaultProxy
+	link              *faultproxy.Proxy
 	sentinels         []*sentinel
 
 	mu       sync.Mutex
@@ -166,21 +181,21 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 	began := time.Now()
 
 	free := net.JoinHostPort(cfg.Host, "0")
-	if g.primary0, err = startRedisServer(ctx, serverBin, free, g.subdir("primary")); err != nil {
+	if g.primary0, err = startRedisServer(ctx, serverBin, free, g.subdir("primary"), cfg.Password); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: primary: %w", err)
 	}
 	g.current = g.primary0
-	if g.link, err = NewFaultProxy(g.primary0.addr()); err != nil {
+	if g.link, err = faultproxy.New(g.primary0.Addr()); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: replication link: %w", err)
 	}
-	if g.replica, err = startRedisServer(ctx, serverBin, free, g.subdir("replica")); err != nil {
+	if g.replica, err = startRedisServer(ctx, serverBin, free, g.subdir("replica"), cfg.Password); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: replica: %w", err)
 	}
 	if err := g.replicate(ctx); err != nil {
 		return nil, err
 	}
 	for i := range Sentinels {
-		s := &sentinel{i: i, bin: sentinelBin, extra: sentinelArgs, cfg: cfg, primary: g.primary0.addr(), dir: g.subdir(fmt.Sprintf("sentinel-%d", i))}
+		s := &sentinel{i: i, bin: sentinelBin, extra: sentinelArgs, cfg: cfg, primary: g.primary0.Addr(), dir: g.subdir(fmt.Sprintf("sentinel-%d", i))}
 		if err := launch(ctx, s); err != nil {
 			s.remove()
 			return nil, err
@@ -191,7 +206,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 		return nil, err
 	}
 	g.lg.printf("sentinels: %s %s: primary %s (pid %d), replica %s (pid %d) replicating via %s, sentinels %s (pids %s), quorum %d, down-after %s/%s/%s, failover-timeout %s; ready in %s",
-		g.primary0.kind(), cfg.MasterName, g.primary0.addr(), g.primary0.pid(), g.replica.addr(), g.replica.pid(), g.link.Addr(),
+		g.primary0.Kind(), cfg.MasterName, g.primary0.Addr(), g.primary0.Pid(), g.replica.Addr(), g.replica.Pid(), g.link.Addr(),
 		strings.Join(g.SentinelAddrs(), ","), joinPids(g.sentinelPids()), SentinelQuorum, cfg.DownAfterOf(0), cfg.DownAfterOf(1), cfg.DownAfterOf(2), cfg.FailoverTimeout,
 		time.Since(began).Round(time.Millisecond))
 	return g, nil
@@ -205,10 +220,10 @@ func (g *SentinelGroup) subdir(name string) string {
 }
 
 // groupClient is a client to one of the group's servers: no retries,
-// short timeouts.
-func groupClient(addr string) *redis.Client {
+// short timeouts, the group's password.
+func groupClient(addr, password string) *redis.Client {
 	return redis.NewClient(&redis.Options{
-		Addr: addr, MaxRetries: -1, DialerRetries: 1,
+		Addr: addr, Password: password, MaxRetries: -1, DialerRetries: 1,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second,
 		PoolSize: 2,
 	})
@@ -217,7 +232,7 @@ func groupClient(addr string) *redis.Client {
 // replicate makes the replica a replica of the primary through the link
 // and waits until it is in sync.
 func (g *SentinelGroup) replicate(ctx context.Context) error {
-	p, r := groupClient(g.primary0.addr()), groupClient(g.replica.addr())
+	p, r := groupClient(g.primary0.Addr(), g.cfg.Password), groupClient(g.replica.Addr(), g.cfg.Password)
 	defer p.Close()
 	defer r.Close()
 	// The full sync starts at once instead of waiting 5s for more
@@ -252,7 +267,7 @@ func (g *SentinelGroup) replicate(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("stack: sentinels: replica %s not in sync with %s: %w (last: %s)%s",
-				g.replica.addr(), g.primary0.addr(), ctx.Err(), last, logTail(g.replica.logPath(), 1024))
+				g.replica.Addr(), g.primary0.Addr(), ctx.Err(), last, logTail(g.replica.logPath(), 1024))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -276,14 +291,14 @@ func infoFields(ctx context.Context, c redis.Cmdable, section string) (map[strin
 // waitReady waits until every sentinel has the primary, knows the
 // replica as a healthy replica and sees the other sentinels (CKQUORUM).
 func (g *SentinelGroup) waitReady(ctx context.Context) error {
-	name, replica := g.cfg.MasterName, g.replica.addr()
+	name, replica := g.cfg.MasterName, g.replica.Addr()
 	check := func(s *sentinel) error {
 		addr, err := s.c.GetMasterAddrByName(ctx, name).Result()
 		if err != nil {
 			return err
 		}
-		if got := net.JoinHostPort(addr[0], addr[1]); got != g.primary0.addr() {
-			return fmt.Errorf("primary %s, want %s", got, g.primary0.addr())
+		if got := net.JoinHostPort(addr[0], addr[1]); got != g.primary0.Addr() {
+			return fmt.Errorf("primary %s, want %s", got, g.primary0.Addr())
 		}
 		reps, err := s.c.Replicas(ctx, name).Result()
 		if err != nil {
@@ -327,6 +342,10 @@ func (g *SentinelGroup) waitReady(ctx context.Context) error {
 	}
 }
 
+// Password is what every server and sentinel of the group requires, for
+// redis.FailoverOptions.Password and SentinelPassword.
+func (g *SentinelGroup) Password() string { return g.cfg.Password }
+
 // MasterName is the name the sentinels know the primary by, for
 // redis.FailoverOptions.MasterName.
 func (g *SentinelGroup) MasterName() string { return g.cfg.MasterName }
@@ -343,13 +362,13 @@ func (g *SentinelGroup) SentinelAddrs() []string {
 
 // ReplicaAddr is the address of the replica as started (the primary
 // after a failover).
-func (g *SentinelGroup) ReplicaAddr() string { return g.replica.addr() }
+func (g *SentinelGroup) ReplicaAddr() string { return g.replica.Addr() }
 
 // ReplicationLink is the FaultProxy the replica replicates through: Cut
 // it, and nothing the primary is sent afterwards reaches the replica.
 // It carries replication for about FailoverTimeout after StartSentinels
 // (see SentinelConfig.FailoverTimeout).
-func (g *SentinelGroup) ReplicationLink() *FaultProxy { return g.link }
+func (g *SentinelGroup) ReplicationLink() *faultproxy.Proxy { return g.link }
 
 // Pids lists the live processes of the group, in this order: the
 // primary and the replica as started (a killed one no longer), then the
@@ -359,7 +378,7 @@ func (g *SentinelGroup) Pids() []int {
 	g.mu.Lock()
 	for _, r := range []*redisServer{g.primary0, g.replica} {
 		if r != nil && !g.killed[r] {
-			pids = append(pids, r.pid())
+			pids = append(pids, r.Pid())
 		}
 	}
 	g.mu.Unlock()
@@ -370,7 +389,7 @@ func (g *SentinelGroup) sentinelPids() []int {
 	var pids []int
 	for _, s := range g.sentinels {
 		if !s.p.exited() {
-			pids = append(pids, s.p.pid())
+			pids = append(pids, s.p.Pid())
 		}
 	}
 	return pids
@@ -391,14 +410,14 @@ func (g *SentinelGroup) Stop() error {
 	g.stopOnce.Do(func() {
 		var errs []error
 		for _, s := range g.sentinels {
-			errs = append(errs, s.stop(), s.remove())
+			errs = append(errs, s.Stop(), s.remove())
 		}
 		if g.link != nil {
 			errs = append(errs, g.link.Close())
 		}
 		for _, r := range []*redisServer{g.primary0, g.replica} {
 			if r != nil {
-				errs = append(errs, r.stop())
+				errs = append(errs, r.Stop())
 			}
 		}
 		if g.rmDir {

@@ -9,11 +9,13 @@ import (
 
 // server is the shape of every kind of server the stack runs, each in a
 // file of its own: redis-server (redisserver.go), the embedded miniredis
-// (miniredis.go) and the Redis over both (redis.go), the Redlock masters
-// (masters.go), a sentinel (sentinel.go, its group in sentinelgroup.go),
-// nginx (nginx.go), the built-in proxy (proxy.go), a fault proxy
-// (faultproxy.go), a supervised app instance (app.go). A new kind is one
-// more file implementing it, launched by Start or a group of its own.
+// (package embedded) and the Redis over both (redis.go), the Redlock
+// masters (masters.go), a sentinel (sentinel.go, its group in
+// sentinelgroup.go), nginx (nginx.go), the built-in proxy (proxy.go), a
+// fault proxy (package faultproxy), a supervised app instance (app.go). A
+// new kind is one more file implementing it, launched by Start or a group
+// of its own; its methods are exported, so that a kind in a package of
+// its own fits the shape.
 //
 // start launches it (a process, or a listener in this process) without
 // waiting for it to serve; ready returns once it serves, or fails when it
@@ -21,20 +23,20 @@ import (
 // by its pid: SIGTERM, then SIGKILL after a grace period) and waits for
 // it. stop is safe after a failed start or ready.
 type server interface {
-	start(ctx context.Context) error
-	ready(ctx context.Context) error
-	stop() error
+	Start(ctx context.Context) error
+	Ready(ctx context.Context) error
+	Stop() error
 }
 
 // launch starts srv and waits until it is ready; when either fails it
 // stops srv, so that nothing it started is left behind.
 func launch(ctx context.Context, srv server) error {
-	err := srv.start(ctx)
+	err := srv.Start(ctx)
 	if err == nil {
-		err = srv.ready(ctx)
+		err = srv.Ready(ctx)
 	}
 	if err != nil {
-		srv.stop()
+		srv.Stop()
 		return err
 	}
 	return nil
@@ -45,16 +47,16 @@ func launch(ctx context.Context, srv server) error {
 // joined.
 type group []server
 
-func (g group) start(ctx context.Context) error {
-	return each(len(g), func(i int) error { return g[i].start(ctx) })
+func (g group) Start(ctx context.Context) error {
+	return each(len(g), func(i int) error { return g[i].Start(ctx) })
 }
 
-func (g group) ready(ctx context.Context) error {
-	return each(len(g), func(i int) error { return g[i].ready(ctx) })
+func (g group) Ready(ctx context.Context) error {
+	return each(len(g), func(i int) error { return g[i].Ready(ctx) })
 }
 
-func (g group) stop() error {
-	return each(len(g), func(i int) error { return g[i].stop() })
+func (g group) Stop() error {
+	return each(len(g), func(i int) error { return g[i].Stop() })
 }
 
 // each runs f(0) to f(n-1) at once and joins their errors.
@@ -73,9 +75,9 @@ func each(n int, f func(i int) error) error {
 // the instances (routesReady).
 type loadBalancer interface {
 	server
-	addr() string
+	Addr() string
 	// pid is its process's, 0 when it serves in this process.
-	pid() int
+	Pid() int
 	// setDown takes instance i out of the rotation (down) or puts it
 	// back, and returns once the change is in effect (see Stack.Drain).
 	setDown(ctx context.Context, i int, down bool) error

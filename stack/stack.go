@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/faultproxy"
 )
 
 // Stack is a running topology. Its methods are safe for concurrent use.
@@ -39,12 +41,12 @@ type Stack struct {
 	redis         *Redis   // nil on a cluster
 	cluster       *cluster // Config.Cluster
 	masters       *masters
-	backends      []backend       // ZooKeeper, MariaDB, etcd: those started
-	data          *dataRoot       // where they keep their data; nil without them
-	backendMu     sync.Mutex      // StopBackend, StartBackend and Pids
-	backendDown   map[string]bool // kinds stopped by StopBackend
-	redisProxy    *FaultProxy     // Config.RedisProxy
-	masterProxies []*FaultProxy   // Config.MasterProxies, in MasterAddrs order
+	backends      []backend           // ZooKeeper, MariaDB, etcd: those started
+	data          *dataRoot           // where they keep their data; nil without them
+	backendMu     sync.Mutex          // StopBackend, StartBackend and Pids
+	backendDown   map[string]bool     // kinds stopped by StopBackend
+	redisProxy    *faultproxy.Proxy   // Config.RedisProxy
+	masterProxies []*faultproxy.Proxy // Config.MasterProxies, in MasterAddrs order
 	instances     []*instance
 	lb            loadBalancer
 
@@ -71,7 +73,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if s.faultKey, err = newFaultKey(); err != nil {
 		return nil, err
 	}
-	s.redisPass = newPassword()
+	s.redisPass = NewPassword()
 	s.life, s.end = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -122,7 +124,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		if s.cluster, err = s.startCluster(ctx); err != nil {
 			return nil, err
 		}
-		kind = s.cluster.nodes[0].kind()
+		kind = s.cluster.nodes[0].Kind()
 	} else {
 		if s.redis, err = newRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.redisPass, s.lg); err != nil {
 			return nil, err
@@ -131,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 			return nil, err
 		}
 		s.lg.printf("%s", s.redis.summary())
-		embedded, kind = s.redis.Embedded(), s.redis.kind()
+		embedded, kind = s.redis.Embedded(), s.redis.Kind()
 	}
 
 	s.masters = newMasters(cfg.Masters, embedded, kind, cfg.RedisAddr, cfg.RequireReal, cfg.MastersAOF, s.dir, s.lg)
@@ -190,7 +192,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		host, port, _ := net.SplitHostPort(cfg.LBAddr)
 		n := newNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
 		if races != nil {
-			n.race = races.addr()
+			n.race = races.Addr()
 		}
 		s.lb = n
 	} else {
@@ -247,7 +249,7 @@ func (s *Stack) makeDir() error {
 }
 
 // URL is the load balancer's base URL, e.g. "http://127.0.0.1:8080".
-func (s *Stack) URL() string { return "http://" + s.lb.addr() }
+func (s *Stack) URL() string { return "http://" + s.lb.Addr() }
 
 // InProcess reports whether this process serves part of the stack
 // itself: the embedded Redis, the built-in proxy, an embedded etcd or a
@@ -261,7 +263,7 @@ func (s *Stack) InProcess() bool {
 		return true
 	}
 	for _, b := range s.backends {
-		if b.pid() == 0 {
+		if b.Pid() == 0 {
 			return true
 		}
 	}
@@ -289,7 +291,7 @@ func (s *Stack) instanceAddrs() []string {
 // first node's.
 func (s *Stack) RedisAddr() string {
 	if s.cluster != nil {
-		return s.cluster.nodes[0].addr()
+		return s.cluster.nodes[0].Addr()
 	}
 	return s.redis.Addr()
 }
@@ -320,7 +322,7 @@ func (s *Stack) InstancePids() []int {
 	pids := make([]int, len(s.instances))
 	for i, in := range s.instances {
 		if p := in.current(); p != nil {
-			pids[i] = p.pid()
+			pids[i] = p.Pid()
 		}
 	}
 	return pids
@@ -338,7 +340,7 @@ func (s *Stack) Pids() []int {
 	}
 	if s.cluster != nil {
 		for _, n := range s.cluster.nodes {
-			if pid := n.pid(); pid != 0 {
+			if pid := n.Pid(); pid != 0 {
 				pids = append(pids, pid)
 			}
 		}
@@ -348,17 +350,17 @@ func (s *Stack) Pids() []int {
 	}
 	s.backendMu.Lock()
 	for _, b := range s.backends {
-		if pid := b.pid(); pid != 0 && !s.backendDown[b.kind()] {
+		if pid := b.Pid(); pid != 0 && !s.backendDown[b.Kind()] {
 			pids = append(pids, pid)
 		}
 	}
 	s.backendMu.Unlock()
-	if s.lb != nil && s.lb.pid() != 0 {
-		pids = append(pids, s.lb.pid())
+	if s.lb != nil && s.lb.Pid() != 0 {
+		pids = append(pids, s.lb.Pid())
 	}
 	for _, in := range s.instances {
 		if p := in.current(); p != nil {
-			pids = append(pids, p.pid())
+			pids = append(pids, p.Pid())
 		}
 	}
 	return pids
@@ -406,7 +408,7 @@ func (s *Stack) Stop() error {
 		s.wg.Wait() // the supervisors: no restart from here on
 		var errs []error
 		for i := len(s.servers) - 1; i >= 0; i-- {
-			errs = append(errs, s.servers[i].stop())
+			errs = append(errs, s.servers[i].Stop())
 		}
 		errs = append(errs, s.removeBackends(), s.data.remove(), s.removePassword())
 		if s.rmDir {

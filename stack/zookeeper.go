@@ -63,11 +63,11 @@ func newZooKeeper(java, jar, host, dir, data string, lg *logger) *zookeeper {
 	return &zookeeper{java: java, jar: jar, host: host, dir: filepath.Join(dir, "zookeeper"), data: data, lg: lg}
 }
 
-func (z *zookeeper) addr() string { return net.JoinHostPort(z.host, z.port) }
+func (z *zookeeper) Addr() string { return net.JoinHostPort(z.host, z.port) }
 
 // start starts the server; started again after a stop, on the same port
 // with the same data (its sessions come back with it).
-func (z *zookeeper) start(context.Context) error {
+func (z *zookeeper) Start(context.Context) error {
 	if z.work == "" { // once: a start after a stop keeps them
 		if err := os.MkdirAll(z.dir, 0o755); err != nil {
 			return fmt.Errorf("stack: zookeeper: %w", err)
@@ -125,10 +125,10 @@ func (z *zookeeper) start(context.Context) error {
 
 // ready waits until the server serves (readyOnFreePort: started again on
 // another port if it exits while starting on the one start chose).
-func (z *zookeeper) ready(ctx context.Context) error {
-	return readyOnFreePort(ctx, z.lg, "zookeeper", &z.picked, z.addr, z.serving, func(ctx context.Context) error {
+func (z *zookeeper) Ready(ctx context.Context) error {
+	return readyOnFreePort(ctx, z.lg, "zookeeper", &z.picked, z.Addr, z.serving, func(ctx context.Context) error {
 		z.port = ""
-		return z.start(ctx)
+		return z.Start(ctx)
 	})
 }
 
@@ -138,7 +138,7 @@ func (z *zookeeper) ready(ctx context.Context) error {
 func (z *zookeeper) serving(ctx context.Context) error {
 	var srvr string
 	for {
-		if ans, err := fourLetters(ctx, z.addr(), "srvr"); err == nil && strings.Contains(ans, "Mode:") {
+		if ans, err := fourLetters(ctx, z.Addr(), "srvr"); err == nil && strings.Contains(ans, "Mode:") {
 			srvr = ans
 			break
 		}
@@ -146,7 +146,7 @@ func (z *zookeeper) serving(ctx context.Context) error {
 		case <-z.proc.done:
 			return fmt.Errorf("stack: zookeeper %w: %v\n%s", errExitedStarting, z.proc.exitErr(), logTail(z.proc.logPath, 2048))
 		case <-ctx.Done():
-			return fmt.Errorf("stack: zookeeper on %s not serving: %w", z.addr(), ctx.Err())
+			return fmt.Errorf("stack: zookeeper on %s not serving: %w", z.Addr(), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -156,11 +156,11 @@ func (z *zookeeper) serving(ctx context.Context) error {
 	return nil
 }
 
-func (z *zookeeper) stop() error {
+func (z *zookeeper) Stop() error {
 	if z.proc == nil {
 		return nil
 	}
-	return z.proc.stop(stopGrace)
+	return z.proc.Stop(stopGrace)
 }
 
 // remove deletes the temp dirs serverDir made for it: after its last
@@ -168,7 +168,7 @@ func (z *zookeeper) stop() error {
 func (z *zookeeper) remove() error { return removeAll(z.temps) }
 
 func (z *zookeeper) summary() string {
-	return fmt.Sprintf("zookeeper: ZooKeeper %s on %s (pid %d)", z.version, z.addr(), z.proc.pid())
+	return fmt.Sprintf("zookeeper: ZooKeeper %s on %s (pid %d)", z.version, z.Addr(), z.proc.Pid())
 }
 
 // fourLetters sends one of ZooKeeper's four-letter commands and returns

@@ -8,12 +8,13 @@ import (
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/faultproxy"
 )
 
 // partitionControl is a stack with a proxy in front of each Redlock
 // master, to cut it off (faults 6 and 7); *stack.Stack is one.
 type partitionControl interface {
-	MasterProxy(i int) *stack.FaultProxy
+	MasterProxy(i int) *faultproxy.Proxy
 }
 
 var _ partitionControl = (*stack.Stack)(nil)

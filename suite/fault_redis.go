@@ -9,6 +9,7 @@ import (
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/report"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/faultproxy"
 )
 
 // redisControl is a stack whose Redis can be stopped and started again,
@@ -17,7 +18,7 @@ import (
 type redisControl interface {
 	StopRedis(ctx context.Context) error
 	StartRedis(ctx context.Context) error
-	RedisProxy() *stack.FaultProxy
+	RedisProxy() *faultproxy.Proxy
 }
 
 var _ redisControl = (*stack.Stack)(nil)

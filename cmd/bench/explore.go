@@ -12,13 +12,14 @@ import (
 func init() { commands["explore"] = runExplore }
 
 // runExplore searches each Redis rung's schedules for the shortest one
-// that breaks it (package explore), and replays what it finds on a real
-// redis-server.
+// that breaks it, and replays what it finds on a real redis-server
+// (explore.Command).
 func runExplore(ctx context.Context, args []string) error {
-	fs := newFlags("explore", "Search each Redis rung's interleavings, with crashes, pauses, clock skew and time passing as choices,\n"+
+	fs := cli.NewFlags("bench", "explore", "Search each Redis rung's interleavings, with crashes, pauses, clock skew and time passing as choices,\n"+
 		"for the shortest that oversells or deadlocks; print it as a sequence diagram, replay it on a real redis-server,\n"+
 		"and end with one line per rung (docs/explore.md).")
-	locks := fs.String("locks", "", "comma-separated rungs (default the rungs on one server: "+names(explore.Targets)+"; also "+names(explore.OnMasters)+" and the libraries "+names(explore.Libraries)+")")
+	locks := fs.String("locks", "", "comma-separated rungs (default the rungs on one server: "+explore.Names(explore.Targets)+
+		"; also "+explore.Names(explore.OnMasters)+" and the libraries "+explore.Names(explore.Libraries)+")")
 	budget := fs.Duration("budget", 60_000_000_000, "time bound per rung")
 	depth := fs.Int("depth", 0, "steps bound per schedule (default 18)")
 	clients := fs.Int("clients", 0, "clients, at most (2, then up to this; default 3)")
@@ -37,33 +38,5 @@ func runExplore(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg := explore.Config{Budget: *budget, Depth: *depth, MaxClients: *clients, MaxFaults: *maxFaults}
-	if *faults != "" {
-		f, err := explore.ParseFaults(*faults)
-		if err != nil {
-			return bound.Usage(err)
-		}
-		cfg.Faults = f
-	}
-	o := explore.Options{Config: cfg, Out: os.Stdout}
-	if *replay {
-		p, stop, err := explore.StartReplayer(ctx, os.Stdout, os.Getenv("CI") == "true")
-		if err != nil {
-			return err
-		}
-		defer stop()
-		o.Replay = p
-	}
-	_, err := explore.RunAll(ctx, cli.Split(*locks), o)
-	return err
-}
-
-func names(targets []explore.Target) string {
-	s := ""
-	for i, t := range targets {
-		if i > 0 {
-			s += ","
-		}
-		s += t.Name
-	}
-	return s
+	return explore.Command(ctx, cli.Split(*locks), cfg, *faults, *replay, os.Getenv("CI") == "true", os.Stdout)
 }

@@ -75,37 +75,3 @@ func dispatch(ctx context.Context, args []string) error {
 	}
 	return runBench(ctx, args)
 }
-
-// refuseOldForm refuses the flags that became subcommands, naming the
-// command to type instead: `bench -matrix -n 600` is `bench matrix -n 600`.
-func refuseOldForm(args []string) error {
-	for i, a := range args {
-		if a == "--" {
-			break
-		}
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || (name != "matrix" && name != "chaos") {
-			continue
-		}
-		rest := append(append([]string{}, args[:i]...), args[i+1:]...)
-		return bound.Usagef("-%s is now a subcommand: bench %s", name, strings.TrimSpace(name+" "+strings.Join(rest, " ")))
-	}
-	return nil
-}
-
-// newFlags is a subcommand's flag set, its usage line first.
-func newFlags(name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: bench %s [flags] [-- app flags]\n%s\n\nflags:\n", name, usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// setFlags returns the names of the flags given on the command line.
-func setFlags(fs *flag.FlagSet) map[string]bool {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	return set
-}

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/internal/cli"
 	"github.com/lockladder/lockladder/race"
-	"github.com/lockladder/lockladder/stack"
 	"github.com/lockladder/lockladder/suite"
 )
 
@@ -18,7 +15,7 @@ import (
 // scenario's stack: the app binary, nginx.conf, the Redis and LB modes,
 // -masters, the app flags after --. Only /sale unless -endpoints is given.
 func runMatrix(ctx context.Context, args []string) error {
-	fs := newFlags("matrix", "Every lock under each scenario of docs/scenarios.md, each scenario on a fresh stack on free ports;\n"+
+	fs := cli.NewFlags("bench", "matrix", "Every lock under each scenario of docs/scenarios.md, each scenario on a fresh stack on free ports;\n"+
 		"a grid of verdicts against the ladder's and results/matrix-*.{html,json,md} (the HTML draws each failed run's timeline).")
 	verbose := fs.Bool("v", false, "show each stack's log (starts, crashes, restarts, masters)")
 	scenarios := fs.String("scenarios", "", "comma-separated scenarios (default all: "+strings.Join(suite.ScenarioNames(), ",")+")")
@@ -26,40 +23,14 @@ func runMatrix(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	set := setFlags(fs)
-	if set["wait"] {
-		return bound.Usagef("matrix takes no -wait: its requests wait as docs/scenarios.md says")
-	}
-	cfg := suite.MatrixConfig{
-		Scenarios:   cli.Split(*scenarios),
-		Locks:       bo.Config.Locks,
-		Requests:    bo.Config.Requests,
-		Concurrency: bo.Config.Concurrency,
-		Stock:       bo.Config.Stock,
-		Timeout:     bo.Config.Timeout,
-		Stack:       template(so, *verbose),
-		RequireReal: so.Config.RequireReal,
-		Progress:    bo.Config.Progress,
-		Timelines:   race.ReportTimelines,
-	}
-	if set["endpoints"] {
-		cfg.Endpoints = bo.Config.Endpoints
-	}
-	for _, s := range cfg.Scenarios {
-		if _, err := suite.LookupScenario(s); err != nil {
-			return bound.Usage(err)
-		}
-	}
-	fmt.Printf("matrix: %d requests at %d concurrent per run, stock %d, each scenario on a fresh stack\n",
-		cfg.Requests, cfg.Concurrency, cfg.Stock)
-	_, _, err = suite.CompareMatrix(ctx, cfg, bo.Out, os.Stdout)
-	return err
+	return suite.MatrixCommand(ctx, suite.Template(so.Config, *verbose), bo.Config, cli.SetFlags(fs), cli.Split(*scenarios),
+		race.ReportTimelines, bo.Out, os.Stdout)
 }
 
 // runChaos is bench chaos, with the stack flags as its template; -n, -c,
 // -stock and -locks only when given (the suite has its own sizes).
 func runChaos(ctx context.Context, args []string) error {
-	fs := newFlags("chaos", "The fault suite: kill, drain, Redis stop, retry trap, failover, partition, random repeats,\n"+
+	fs := cli.NewFlags("bench", "chaos", "The fault suite: kill, drain, Redis stop, retry trap, failover, partition, random repeats,\n"+
 		"each fault on a fresh stack on free ports; a table of figures and results/chaos-*.{json,md}.")
 	verbose := fs.Bool("v", false, "show each stack's log (starts, crashes, restarts, masters)")
 	faults := fs.String("faults", "", "comma-separated fault numbers, 1 to 8 (default all)")
@@ -73,47 +44,6 @@ func runChaos(ctx context.Context, args []string) error {
 	if err := bound.First(bound.IntIn("repeats", *repeats, 1, 1000), bound.IntIn("trials", *trials, 1, 1000)); err != nil {
 		return err
 	}
-	set := setFlags(fs)
-	for _, f := range []string{"wait", "endpoints"} {
-		if set[f] {
-			return bound.Usagef("chaos takes no -%s: it starts a stack per fault and loads /sale", f)
-		}
-	}
-	cfg := suite.ChaosConfig{Repeats: *repeats, Trials: *trials, Seed: *seed,
-		Stack: template(so, *verbose), RequireReal: so.Config.RequireReal,
-		Progress: bo.Config.Progress, Timeout: bo.Config.Timeout}
-	for _, f := range cli.Split(*faults) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			return bound.Usagef("-faults: %q is not a fault number (1 to 8)", f)
-		}
-		cfg.Faults = append(cfg.Faults, n)
-	}
-	if set["n"] {
-		cfg.Requests = bo.Config.Requests
-	}
-	if set["c"] {
-		cfg.Concurrency = bo.Config.Concurrency
-	}
-	if set["stock"] {
-		cfg.Stock = bo.Config.Stock
-	}
-	if set["locks"] {
-		cfg.Locks = bo.Config.Locks
-	}
-	fmt.Println("fault suite: each fault on a fresh stack on free loopback ports")
-	_, err = suite.CompareChaos(ctx, cfg, bo.Out, os.Stdout)
-	return err
-}
-
-// template is the stack a suite derives each of its stacks from: a
-// temporary run dir each (never .run), and their logs only with -v (the
-// progress lines say what runs; the reports name the stack).
-func template(so cli.StackOptions, verbose bool) stack.Config {
-	tmpl := so.Config
-	tmpl.Dir = ""
-	if !verbose {
-		tmpl.Log = nil
-	}
-	return tmpl
+	cfg := suite.ChaosConfig{Repeats: *repeats, Trials: *trials, Seed: *seed, Stack: suite.Template(so.Config, *verbose)}
+	return suite.ChaosCommand(ctx, cfg, bo.Config, cli.SetFlags(fs), cli.Split(*faults), bo.Out, os.Stdout)
 }

@@ -5,24 +5,26 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/cli"
+	"github.com/lockladder/lockladder/internal/stackstate"
+	"github.com/lockladder/lockladder/race"
 	"github.com/lockladder/lockladder/stack"
 	"github.com/lockladder/lockladder/suite"
 )
 
 // demo is `make demo`: bring the stack up, run the comparison through the
-// load balancer, print the table, then the ladder of flaws (ladder.go),
-// and the reports' paths, then keep serving the page until Ctrl-C.
+// load balancer, print the table, then the ladder of flaws
+// (suite.DemoLadder) and the reports' paths, then keep serving the page
+// until Ctrl-C.
 func demo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("stack demo", flag.ContinueOnError)
 	so, bo, err := cli.ParseStackBench(fs, args)
 	if err != nil {
 		return err
 	}
-	return run(ctx, so, func(ctx context.Context, s *stack.Stack) error {
+	return stackstate.Run(ctx, so.Config, so.State, os.Stdout, os.Stderr, func(ctx context.Context, s *stack.Stack) error {
 		cfg := bo.Config
 		cfg.URL = s.URL()
 		cfg.Instances = s.InstanceURLs()
@@ -34,16 +36,11 @@ func demo(ctx context.Context, args []string) error {
 			cfg.Requests, cfg.Concurrency, cfg.Stock, s.URL())
 		plain, rep, err := bench.CompareReports(ctx, cfg, bo.Out, s.Summary(), os.Stdout)
 		if err == nil {
-			var rows []bench.Row
-			var skips []suite.Skip
-			var took time.Duration
-			if rows, skips, took, err = ladder(ctx, so, bo, plain); err == nil {
-				err = ladderReports(bo.Out, rep, plain, rows, skips, took)
-			}
+			err = suite.DemoLadder(ctx, so.Config, bo.Out, rep, plain, race.ReportTimelines, os.Stdout, os.Stderr)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return errDone
+				return stackstate.ErrDone
 			}
 			return err
 		}

@@ -8,7 +8,7 @@
 //
 // up re-runs this binary as `stack run` in a new session with its output in
 // .run/stack.log; run records itself and every process it started in
-// .run/stack.json (package stackstate), which down reads.
+// .run/stack.json; down reads it (package stackstate does all three).
 package main
 
 import (
@@ -19,7 +19,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -47,12 +46,12 @@ func main() {
 	case "run":
 		var o options
 		if o, err = parseFlags(cmd, args); err == nil {
-			err = run(ctx, o, nil)
+			err = stackstate.Run(ctx, o.Config, o.State, os.Stdout, os.Stderr, nil)
 		}
 	case "up":
 		var o options
 		if o, err = parseFlags(cmd, args); err == nil {
-			err = up(ctx, o, args)
+			err = stackstate.Up(ctx, o.State, args, os.Stdout)
 		}
 	case "demo":
 		err = demo(ctx, args)
@@ -104,68 +103,4 @@ func parseFlags(cmd string, args []string) (options, error) {
 		return options{}, bound.Usage(err)
 	}
 	return finish(fs.Args())
-}
-
-// errDone, returned by a run hook, stops the stack at once instead of
-// waiting for a signal.
-var errDone = errors.New("done")
-
-// run starts the stack, prints what runs, records it in the state file,
-// calls hook (if any) and then serves until ctx ends (SIGINT, SIGTERM or
-// SIGHUP: a closed terminal), or at once if hook returns errDone.
-// Everything is stopped before it returns.
-func run(ctx context.Context, o options, hook func(context.Context, *stack.Stack) error) (err error) {
-	if st, ok := stackstate.Live(o.State, os.Stderr); ok {
-		return fmt.Errorf("a stack is already up at %s (pid %d): stop it with `stack down` first", st.URL, st.Pid)
-	}
-	if err := prepareRunDir(o.Dir); err != nil {
-		return err
-	}
-	s, err := stack.Start(ctx, o.Config)
-	if err != nil {
-		return err
-	}
-	stateCtx, stopState := context.WithCancel(ctx)
-	stateDone := make(chan struct{})
-	defer func() {
-		stopState()
-		<-stateDone
-		fmt.Fprintln(os.Stderr, "stack: stopping")
-		err = errors.Join(err, s.Stop())
-		os.Remove(o.State)
-		if err == nil {
-			fmt.Fprintln(os.Stderr, "stack: stopped")
-		}
-	}()
-	fmt.Println("url:", s.URL())
-	if err := stackstate.Write(o.State, s); err != nil {
-		close(stateDone)
-		return err
-	}
-	go func() {
-		defer close(stateDone)
-		stackstate.Keep(stateCtx, o.State, s)
-	}()
-	if hook != nil {
-		if err := hook(ctx, s); errors.Is(err, errDone) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-	}
-	<-ctx.Done()
-	return nil
-}
-
-// prepareRunDir creates the run dir and keeps it out of git without
-// touching the repo's .gitignore.
-func prepareRunDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	gi := filepath.Join(dir, ".gitignore")
-	if _, err := os.Stat(gi); errors.Is(err, os.ErrNotExist) {
-		return os.WriteFile(gi, []byte("# Written by cmd/stack: run files, never committed.\n*\n"), 0o644)
-	}
-	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/libs"
-	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/faultproxy"
 )
 
 // Why the rung runs rueidislock with DisableCache (rueidislock.go).
@@ -34,7 +34,7 @@ import (
 // TryNextAfter; H releases, which wakes W, whose attempt sets the key and
 // times out, and deletes it; the delay ends. obtain starts W and
 // returns a channel that yields once W holds the lock.
-func rueidisWaiter(t *testing.T, hold func(ctx context.Context) (release func()), obtain func(ctx context.Context) <-chan struct{}, rdb *redis.Client, p *stack.FaultProxy) (free time.Time, got <-chan struct{}) {
+func rueidisWaiter(t *testing.T, hold func(ctx context.Context) (release func()), obtain func(ctx context.Context) <-chan struct{}, rdb *redis.Client, p *faultproxy.Proxy) (free time.Time, got <-chan struct{}) {
 	t.Helper()
 	ctx := context.Background()
 	release := hold(ctx)
@@ -102,11 +102,11 @@ func untilScripts(t *testing.T, rdb *redis.Client, n int) {
 	}
 }
 
-func proxied(t *testing.T) (*redis.Client, *stack.FaultProxy) {
+func proxied(t *testing.T) (*redis.Client, *faultproxy.Proxy) {
 	t.Helper()
 	redistest.NeedServer(t, "redis-server")
 	rdb, addr := redistest.Start(t)
-	p, err := stack.NewFaultProxy(addr)
+	p, err := faultproxy.New(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

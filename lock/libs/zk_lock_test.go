@@ -3,6 +3,7 @@ package libs_test
 import (
 	"context"
 	"errors"
+	"github.com/lockladder/lockladder/stack/faultproxy"
 	"testing"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/libs"
-	"github.com/lockladder/lockladder/stack"
 )
 
 func TestLibZKLockBasics(t *testing.T) {
@@ -105,7 +105,7 @@ func TestLibZKLockFailedUnlockHoldsTheLockForever(t *testing.T) {
 	// session (it would then delete the znode, and free the lock).
 	const session = 9 * time.Second
 	_, addr := servertest.ZooKeeper(t, session)
-	p, err := stack.NewFaultProxy(addr)
+	p, err := faultproxy.New(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package stack
+package embedded
 
 import (
 	"strings"
@@ -8,11 +8,11 @@ import (
 	mserver "github.com/alicebob/miniredis/v2/server"
 )
 
-// keyspaceEvents is what the stack's Redis servers announce from their
+// KeyspaceEvents is what the stack's Redis servers announce from their
 // start (redis-server's --notify-keyspace-events): every key deleted or
 // expired, on its keyspace channel. The lock package's Notifier wakes
 // waiters on a lock key's deletion (lock.KeyspaceEvents).
-const keyspaceEvents = "Kgx"
+const KeyspaceEvents = "Kgx"
 
 // keyspace gives the embedded miniredis, which has no keyspace
 // notifications, the one the lab needs: a key deleted (DEL, UNLINK, by a

@@ -1,4 +1,4 @@
-package stack
+package embedded
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 // sandboxed starts an embedded miniredis with the stack's script runner.
 func sandboxed(t *testing.T) *redis.Client {
 	t.Helper()
-	r := newMiniRedis("127.0.0.1:0")
-	if err := r.start(context.Background()); err != nil {
+	r := NewRedis("127.0.0.1:0", "")
+	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.stop() })
-	rdb := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
+	t.Cleanup(func() { r.Stop() })
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }

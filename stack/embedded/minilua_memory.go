@@ -1,4 +1,4 @@
-package stack
+package embedded
 
 import (
 	"context"
@@ -91,7 +91,7 @@ func (w *memWatch) check() {
 }
 
 // stop ends the watch and says whether it stopped the script.
-func (w *memWatch) stop() (over bool) {
+func (w *memWatch) Stop() (over bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stopped = true

@@ -1,4 +1,4 @@
-package stack_test
+package faultproxy_test
 
 import (
 	"context"
@@ -14,14 +14,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/internal/redistest"
-	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/faultproxy"
 )
 
 // newFaultProxy starts a FaultProxy in front of upstream, closed when the
 // test ends.
-func newFaultProxy(t *testing.T, upstream string) *stack.FaultProxy {
+func newFaultProxy(t *testing.T, upstream string) *faultproxy.Proxy {
 	t.Helper()
-	p, err := stack.NewFaultProxy(upstream)
+	p, err := faultproxy.New(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestFaultProxyCutHeal(t *testing.T) {
 // returns only when all of the proxy's goroutines have.
 func TestFaultProxyCloseLeaksNothing(t *testing.T) {
 	_, addr := redistest.Start(t)
-	p, err := stack.NewFaultProxy(addr)
+	p, err := faultproxy.New(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func goroutineDump() string {
 func proxyGoroutines() int {
 	n := 0
 	for _, g := range strings.Split(goroutineDump(), "\n\n") {
-		if strings.Contains(g, "stack.(*FaultProxy)") || strings.Contains(g, "stack.(*faultConn)") {
+		if strings.Contains(g, "faultproxy.(*Proxy)") || strings.Contains(g, "faultproxy.(*faultConn)") {
 			n++
 		}
 	}

@@ -1,4 +1,4 @@
-package stack
+package embedded
 
 import (
 	lua "github.com/yuin/gopher-lua"

@@ -1,4 +1,4 @@
-package stack
+package embedded
 
 import (
 	"bufio"
@@ -117,7 +117,7 @@ func installScripts(m *miniredis.Miniredis, password string) {
 		nested:      make(map[*mserver.Peer]struct{}),
 		scriptPeers: make(map[*mserver.Peer]struct{}),
 		multi:       make(map[*mserver.Peer]bool),
-		events:      &keyspace{m: m, flags: keyspaceEvents},
+		events:      &keyspace{m: m, flags: KeyspaceEvents},
 	}
 	s.states.New = func() any { return s.newState() }
 	s.srv.SetPreHook(s.hook)
@@ -299,7 +299,7 @@ func (s *scripts) eval(c *mserver.Peer, cmd string, args []string) {
 	l.Push(l.NewFunctionFromProto(proto))
 	err = l.PCall(0, 1, nil)
 	l.RemoveContext()
-	overMemory := mem.stop() && err != nil
+	overMemory := mem.Stop() && err != nil
 	killed := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
 	s.rw.Unlock()

@@ -1,5 +1,5 @@
 //go:build race
 
-package stack
+package embedded
 
 const raceEnabled = true

@@ -1,4 +1,4 @@
-package stack
+package embedded
 
 import (
 	mserver "github.com/alicebob/miniredis/v2/server"

@@ -1,4 +1,7 @@
-package stack
+// Package faultproxy is a TCP proxy that injects network faults between
+// the lab's clients and a Redis: latency on the replies, and a cut that
+// neither closes nor refuses (see Proxy).
+package faultproxy
 
 import (
 	"context"
@@ -10,7 +13,7 @@ import (
 	"time"
 )
 
-// FaultProxy is a TCP proxy in this process that sits between the app
+// Proxy is a TCP proxy in this process that sits between the app
 // instances and a Redis (the main one or a Redlock master) to inject
 // network faults: latency on the replies, and a partition that neither
 // closes nor refuses, so that clients see timeouts, not errors. That is
@@ -27,7 +30,7 @@ import (
 // upstream restarting on the same address: connections open at the
 // restart are lost, later ones reach the new server. Its methods are safe
 // for concurrent use.
-type FaultProxy struct {
+type Proxy struct {
 	ln       net.Listener
 	upstream string
 	latency  atomic.Int64 // time.Duration added to every upstream-to-client chunk
@@ -44,7 +47,7 @@ type FaultProxy struct {
 // faultConn is one proxied connection: the client's and, unless it was
 // accepted during a cut, the upstream's.
 type faultConn struct {
-	p        *FaultProxy
+	p        *Proxy
 	client   net.Conn
 	upstream net.Conn // nil: blackholed from the start (accepted during a cut)
 
@@ -66,25 +69,26 @@ type chunk struct {
 // a failed dial closes the client's connection, as a refused one would.
 const faultDialTimeout = 2 * time.Second
 
-// NewFaultProxy listens on a free port of 127.0.0.1 and forwards every
+// New listens on a free port of 127.0.0.1 and forwards every
 // connection to upstream (host:port), with no fault until one is set.
-func NewFaultProxy(upstream string) (*FaultProxy, error) {
-	p, err := newFaultProxy(upstream)
+func New(upstream string) (*Proxy, error) {
+	p, err := Prepare(upstream)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.start(context.Background()); err != nil {
+	if err := p.Start(context.Background()); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// newFaultProxy is a FaultProxy to upstream, not started.
-func newFaultProxy(upstream string) (*FaultProxy, error) {
+// Prepare is a Proxy to upstream, not started: Start listens (the
+// stack launches it with its other servers).
+func Prepare(upstream string) (*Proxy, error) {
 	if _, _, err := net.SplitHostPort(upstream); err != nil {
-		return nil, fmt.Errorf("stack: fault proxy: upstream %q: %w", upstream, err)
+		return nil, fmt.Errorf("faultproxy: upstream %q: %w", upstream, err)
 	}
-	return &FaultProxy{
+	return &Proxy{
 		upstream: upstream,
 		conns:    map[*faultConn]struct{}{},
 		done:     make(chan struct{}),
@@ -92,10 +96,10 @@ func newFaultProxy(upstream string) (*FaultProxy, error) {
 }
 
 // start listens on a free port of 127.0.0.1 and accepts.
-func (p *FaultProxy) start(context.Context) error {
+func (p *Proxy) Start(context.Context) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("stack: fault proxy: %w", err)
+		return fmt.Errorf("faultproxy: %w", err)
 	}
 	p.ln = ln
 	p.wg.Add(1)
@@ -104,27 +108,27 @@ func (p *FaultProxy) start(context.Context) error {
 }
 
 // ready: it serves once it listens.
-func (p *FaultProxy) ready(context.Context) error { return nil }
+func (p *Proxy) Ready(context.Context) error { return nil }
 
-func (p *FaultProxy) stop() error { return p.Close() }
+func (p *Proxy) Stop() error { return p.Close() }
 
 // Addr is the host:port clients connect to instead of the upstream.
-func (p *FaultProxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Upstream is the host:port the proxy forwards to.
-func (p *FaultProxy) Upstream() string { return p.upstream }
+func (p *Proxy) Upstream() string { return p.upstream }
 
 // SetLatency delays every chunk from the upstream to its client until d
 // after the proxy read it, in order, on the connections open now and on
 // new ones (0: none). A client whose read timeout is below d times out on
 // every call, while the upstream has run each command: the lost-reply
 // fault. Requests to the upstream are not delayed.
-func (p *FaultProxy) SetLatency(d time.Duration) {
+func (p *Proxy) SetLatency(d time.Duration) {
 	p.latency.Store(int64(max(d, 0)))
 }
 
 // Latency is the delay SetLatency set.
-func (p *FaultProxy) Latency() time.Duration { return time.Duration(p.latency.Load()) }
+func (p *Proxy) Latency() time.Duration { return time.Duration(p.latency.Load()) }
 
 // Cut starts a network partition: from now on the bytes of every
 // connection, in both directions, are read and dropped, never forwarded,
@@ -132,7 +136,7 @@ func (p *FaultProxy) Latency() time.Duration { return time.Duration(p.latency.Lo
 // blackholed too (the upstream is not dialled). A client therefore sees
 // its calls time out, never a refused or reset connection. (A chunk whose
 // write had already begun when Cut was called still arrives.)
-func (p *FaultProxy) Cut() {
+func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = true
@@ -146,7 +150,7 @@ func (p *FaultProxy) Cut() {
 // lost bytes (a Redis client would otherwise read a reply meant for an
 // earlier command). Clients reconnect. Healing a proxy that is not cut
 // does nothing.
-func (p *FaultProxy) Heal() {
+func (p *Proxy) Heal() {
 	p.mu.Lock()
 	p.cut = false
 	var lost []*faultConn
@@ -162,7 +166,7 @@ func (p *FaultProxy) Heal() {
 }
 
 // Cuts reports whether a partition is on (between Cut and Heal).
-func (p *FaultProxy) Cuts() bool {
+func (p *Proxy) Cuts() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cut
@@ -170,7 +174,7 @@ func (p *FaultProxy) Cuts() bool {
 
 // Close stops listening, closes every connection and waits for all of the
 // proxy's goroutines to return. It is idempotent.
-func (p *FaultProxy) Close() error {
+func (p *Proxy) Close() error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -195,7 +199,7 @@ func (p *FaultProxy) Close() error {
 	return err
 }
 
-func (p *FaultProxy) accept() {
+func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {
 		client, err := p.ln.Accept()

@@ -1,4 +1,10 @@
-package stack
+// Package embedded is the lab's Redis for a machine without
+// redis-server: a miniredis served over TCP from this process, its clock
+// advanced with the wall clock, its scripts run on Lua states it keeps
+// (minilua.go), bounded in time and memory, sandboxed as Redis's are,
+// deletions announced on the keyspace channels, and the stack's password
+// required of every client, scripts included.
+package embedded
 
 import (
 	"context"
@@ -10,15 +16,16 @@ import (
 	"github.com/alicebob/miniredis/v2"
 )
 
-// expireTick is how often an embedded miniredis is fast-forwarded to the
+// ExpireTick is how often an embedded miniredis is fast-forwarded to the
 // wall clock, so keys with a TTL expire in real time (miniredis alone only
 // expires keys when told to).
-const expireTick = 10 * time.Millisecond
+const ExpireTick = 10 * time.Millisecond
 
-// miniRedis is the embedded stand-in for redis-server: a miniredis served
+// Redis is the embedded stand-in for redis-server: a miniredis served
 // over TCP from this process, its clock advanced with the wall clock, its
-// scripts run by minilua.go.
-type miniRedis struct {
+// scripts run by minilua.go. Start it, Stop it; Shutdown closes it
+// keeping its data, Restart reopens it on the same address.
+type Redis struct {
 	listen   string // as asked; port 0: miniredis binds a free one
 	at       string // where it listens, once started (fixed for its life)
 	version  string
@@ -32,9 +39,12 @@ type miniRedis struct {
 	isDown bool       // closed by shutdown, not yet restarted
 }
 
-func newMiniRedis(listen string) *miniRedis {
-	return &miniRedis{
+// NewRedis is an embedded Redis for listen (port 0: a free one)
+// requiring password of every client ("" for none), not started.
+func NewRedis(listen, password string) *Redis {
+	return &Redis{
 		listen:   listen,
+		password: password,
 		version:  moduleVersion("github.com/alicebob/miniredis/v2"),
 		m:        miniredis.NewMiniRedis(),
 		stopTick: make(chan struct{}),
@@ -42,9 +52,9 @@ func newMiniRedis(listen string) *miniRedis {
 }
 
 // start serves miniredis on its address and starts its clock.
-func (r *miniRedis) start(context.Context) error {
+func (r *Redis) Start(context.Context) error {
 	if err := r.m.StartAddr(r.listen); err != nil {
-		return fmt.Errorf("stack: embedded miniredis on %s: %w", r.listen, err)
+		return fmt.Errorf("embedded: miniredis on %s: %w", r.listen, err)
 	}
 	r.at = r.m.Addr()
 	if r.password != "" {
@@ -57,10 +67,10 @@ func (r *miniRedis) start(context.Context) error {
 }
 
 // ready: miniredis serves once start has returned.
-func (r *miniRedis) ready(context.Context) error { return nil }
+func (r *Redis) Ready(context.Context) error { return nil }
 
 // stop stops its clock and closes it and every connection to it.
-func (r *miniRedis) stop() error {
+func (r *Redis) Stop() error {
 	if r.tickDone != nil {
 		close(r.stopTick)
 		<-r.tickDone
@@ -71,9 +81,9 @@ func (r *miniRedis) stop() error {
 }
 
 // tick advances miniredis's clock with the wall clock.
-func (r *miniRedis) tick() {
+func (r *Redis) tick() {
 	defer close(r.tickDone)
-	t := time.NewTicker(expireTick)
+	t := time.NewTicker(ExpireTick)
 	defer t.Stop()
 	last := time.Now()
 	for {
@@ -89,7 +99,7 @@ func (r *miniRedis) tick() {
 
 // shutdown closes it; its data stays in this process. The ticker keeps
 // the clock: TTLs run out while it is down, as they would.
-func (r *miniRedis) shutdown(context.Context) error {
+func (r *Redis) Shutdown(context.Context) error {
 	r.m.Close()
 	r.mu.Lock()
 	r.isDown = true
@@ -98,14 +108,14 @@ func (r *miniRedis) shutdown(context.Context) error {
 }
 
 // restart reopens it on the same port with its data.
-func (r *miniRedis) restart(context.Context) error {
+func (r *Redis) Restart(context.Context) error {
 	// Close cancelled miniredis's context (blocking commands watch it); a
 	// reopened server needs a live one.
 	r.m.Lock()
 	r.m.Ctx, r.m.CtxCancel = context.WithCancel(context.Background())
 	r.m.Unlock()
 	if err := r.m.StartAddr(r.at); err != nil {
-		return fmt.Errorf("stack: embedded miniredis on %s: restart: %w", r.at, err)
+		return fmt.Errorf("embedded: miniredis on %s: restart: %w", r.at, err)
 	}
 	installScripts(r.m, r.password)
 	r.mu.Lock()
@@ -114,11 +124,11 @@ func (r *miniRedis) restart(context.Context) error {
 	return nil
 }
 
-func (r *miniRedis) addr() string { return r.at }
-func (r *miniRedis) pid() int     { return 0 }
-func (r *miniRedis) kind() string { return "embedded miniredis " + r.version }
+func (r *Redis) Addr() string { return r.at }
+func (r *Redis) Pid() int     { return 0 }
+func (r *Redis) Kind() string { return "embedded miniredis " + r.version }
 
-func (r *miniRedis) down() bool {
+func (r *Redis) Down() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.isDown
