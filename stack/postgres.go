@@ -244,9 +244,11 @@ func (p *postgres) Stop() error {
 	if p.proc == nil {
 		return nil
 	}
-	// SIGTERM to its process group: every backend ends its session, and
-	// the postmaster, with no client left, shuts down.
-	return p.proc.Stop(stopGrace)
+	// SIGINT to the postmaster alone: its fast shutdown ends every
+	// session and stops its children. A SIGTERM is its smart shutdown,
+	// which waits for clients, and reaching its children first makes it
+	// wait out the grace and die by SIGKILL.
+	return p.proc.StopLeader(syscall.SIGINT, stopGrace)
 }
 
 func (p *postgres) remove() error { return removeAll(p.temps) }

@@ -103,9 +103,21 @@ func (p *proc) exitErr() error {
 // on an exited process only sweeps the group. It never signals the pid
 // once it names another process (errPidReused).
 func (p *proc) Stop(grace time.Duration) error {
+	return p.stopBy(p.signal, syscall.SIGTERM, grace)
+}
+
+// StopLeader is Stop for a server whose leader stops its own children and
+// takes sig as its order to do so: PostgreSQL's postmaster shuts down fast
+// on SIGINT, while a SIGTERM to its whole group is a smart shutdown that
+// waits out its grace.
+func (p *proc) StopLeader(sig syscall.Signal, grace time.Duration) error {
+	return p.stopBy(p.signalLeader, sig, grace)
+}
+
+func (p *proc) stopBy(send func(syscall.Signal) error, sig syscall.Signal, grace time.Duration) error {
 	pid := p.Pid()
 	if !p.exited() {
-		if err := p.signal(syscall.SIGTERM); errors.Is(err, errPidReused) {
+		if err := send(sig); errors.Is(err, errPidReused) {
 			return err
 		}
 		select {
@@ -165,6 +177,15 @@ func (p *proc) signal(sig syscall.Signal) error {
 		return nil
 	}
 	return p.cmd.Process.Signal(sig) // by pidfd where there is one: never another process
+}
+
+// signalLeader sends sig to p alone, unless its pid names another
+// process by now (errPidReused).
+func (p *proc) signalLeader(sig syscall.Signal) error {
+	if p.reused() {
+		return fmt.Errorf("stack: %s (pid %d): %w: not signalled", p.name, p.Pid(), errPidReused)
+	}
+	return p.cmd.Process.Signal(sig)
 }
 
 // signalGroup signals the process group led by pid, or pid alone if it
