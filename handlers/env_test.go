@@ -49,7 +49,7 @@ func newEnvRedis(t *testing.T, change func(*handlers.Config, *redis.Client)) *en
 	t.Cleanup(func() { rdb.Close() })
 	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
 	t.Cleanup(func() { n.Close() })
-	ladder := ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 50 * time.Millisecond,
+	ladder := ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 5 * time.Second,
 		Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{})
 	cfg := handlers.Config{
 		Instance:  "test-1",

@@ -26,9 +26,9 @@ func TestSkuSellsThatItemOnly(t *testing.T) {
 			if _, _, body := mustDo(t, e, "POST", "/reset?stock=3&skus=2", 200); body["skus"] != 2.0 || body["stock"] != 3.0 {
 				t.Fatalf("reset skus=2: %v", body)
 			}
-			// Uncontended, each takes its lock at once; try=2s, not the
-			// env's 50ms, so that a loaded machine (make test runs the
-			// packages side by side, under -race) cannot make it a 503.
+			// Uncontended, each takes its lock at once; try=2s, so that
+			// a loaded machine (make test runs the packages side by
+			// side, under -race) cannot make it a 503.
 			wait := "&try=2s"
 			if name == "none" || name == "atomic" {
 				wait = "" // they never wait: try= is a 400

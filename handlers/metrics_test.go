@@ -69,7 +69,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("sale of a held lock with try=0: %d %v", code, body)
 	}
 	e.do(t, "POST", "/sale?lock=atomic") // no lock: no acquisition
-	e.mr.Close()                         // Redis gone: the dial fails, or outlasts the 50ms wait
+	e.mr.Close()                         // Redis gone: the dial fails, or outlasts the wait
 	if code, _, body := e.do(t, "POST", "/sale?lock=lua"); code != 503 {
 		t.Fatalf("sale with Redis down: %d %v", code, body)
 	}
