@@ -104,9 +104,17 @@ func (m *mariadb) dirs() error {
 	if m.work, m.dataDir, m.temps, err = serverDirs(m.lg, "mariadb", m.dir, m.data); err != nil {
 		return err
 	}
-	_, _, err = serverDir(m.filesDir())
+	if _, _, err = serverDir(m.filesDir()); err != nil {
+		return err
+	}
+	_, _, err = serverDir(m.tmpDir())
 	return err
 }
+
+// tmpDir is the server's own temporary dir: in the host's /tmp, another
+// MariaDB's bootstrap (a test's, a second stack's) once deleted a
+// temporary table file of this one's (Errcode 2) and failed its install.
+func (m *mariadb) tmpDir() string { return filepath.Join(m.work, "tmp") }
 
 // filesDir is the one dir where the server reads and writes files for a
 // client (secure_file_priv): LOAD DATA INFILE, SELECT ... INTO OUTFILE.
@@ -141,7 +149,7 @@ func (m *mariadb) Start(ctx context.Context) error {
 		// (unix_socket), and no other account: the default would add
 		// one for the user the server runs as.
 		install := exec.CommandContext(ctx, m.install, "--no-defaults", "--datadir="+m.dataDir,
-			"--skip-test-db", "--user="+runAs, "--auth-root-socket-user=root")
+			"--tmpdir="+m.tmpDir(), "--skip-test-db", "--user="+runAs, "--auth-root-socket-user=root")
 		install.Dir = m.work
 		install.SysProcAttr = &syscall.SysProcAttr{Credential: a.credential()}
 		if out, err := install.CombinedOutput(); err != nil {
@@ -161,7 +169,7 @@ func (m *mariadb) Start(ctx context.Context) error {
 		return fmt.Errorf("stack: mariadb: %w", err)
 	}
 	args := []string{
-		"--no-defaults", "--datadir=" + m.dataDir,
+		"--no-defaults", "--datadir=" + m.dataDir, "--tmpdir=" + m.tmpDir(),
 		"--port=" + m.port, "--bind-address=" + m.host,
 		"--socket=" + filepath.Join(m.work, "mariadb.sock"), "--pid-file=" + filepath.Join(m.work, "mariadb.pid"),
 		"--user=" + runAs, "--skip-name-resolve", "--skip-log-bin",
