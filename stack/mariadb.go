@@ -179,6 +179,11 @@ func (m *mariadb) Start(ctx context.Context) error {
 		// after its own wait (the app sets it per session), and a holder
 		// whose connection dies loses it with the connection.
 		"--max-connections=" + strconv.Itoa(mariadbMaxConnections),
+		// The server bounds no row-lock wait of its own (an hour, not
+		// InnoDB's 50s): every wait in the lab is bounded by its client,
+		// db-for-update's by its statement's max_statement_time, and a
+		// wait left unbounded shows as one, not as a 50s stall.
+		"--innodb-lock-wait-timeout=3600",
 	}
 	m.proc, err = startServer("mariadb", m.server, args, m.work, filepath.Join(m.dir, "mariadb.log"), syscall.SIGKILL)
 	return err
