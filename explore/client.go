@@ -147,11 +147,11 @@ func (c *client) idle() bool {
 // fenced sale with the lock's fencing token when it has one, else the
 // articles' GET, check, SET.
 func Sale(ctx context.Context, _ redis.Cmdable, s *inventory.Store, l lock.Lock) error {
-	if t := lock.ShapeOf(l).Token; t > 0 {
-		_, err := s.SellFenced(ctx, inventory.StockFence, t)
-		return err
+	var g inventory.Guard
+	if t, ok := l.(lock.Tokened); ok {
+		g.Token = t.Token()
 	}
-	_, err := s.Sell(ctx)
+	_, err := s.Sell(ctx, g)
 	return err
 }
 

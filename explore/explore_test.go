@@ -141,7 +141,7 @@ func TestFindsAPlantedBug(t *testing.T) {
 		},
 		Faults: explore.Crash | explore.Pause | explore.Slow,
 		Business: func(ctx context.Context, rdb redis.Cmdable, _ *inventory.Store, l lock.Lock) error {
-			token := lock.ShapeOf(l).Token
+			token := l.(lock.Tokened).Token()
 			res, err := read.Run(ctx, rdb, []string{inventory.StockFence, inventory.KeyStock}, token).Slice()
 			if err != nil || res[0].(int64) != 1 {
 				return err

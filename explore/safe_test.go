@@ -64,7 +64,7 @@ func TestCohortSafe(t *testing.T) {
 	tg := lookup(t, "cohort")
 	tg.Name = "cohort-unfenced"
 	tg.Business = func(ctx context.Context, _ redis.Cmdable, s *inventory.Store, _ lock.Lock) error {
-		_, err := s.Sell(ctx)
+		_, err := s.Sell(ctx, inventory.Guard{})
 		return err
 	}
 	// Two clients are one process: the oversell needs C. Pauses only,

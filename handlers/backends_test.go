@@ -72,17 +72,17 @@ func TestOptimisticStore(t *testing.T) {
 	// How it waits reaches the store: its line by default, wait=backoff
 	// on its own; a wait mode it has not is a 400 that changes nothing.
 	e.do(t, "POST", "/reset?stock=2")
-	db.waits = nil
+	db.lines = nil
 	for _, q := range []string{"", "&wait=queue", "&wait=backoff"} {
 		if code, _, body := e.do(t, "POST", "/sale?lock=db-optimistic"+q); code != 200 && code != 409 {
 			t.Fatalf("sale%s: %d %v", q, code, body)
 		}
 	}
-	if want := []lock.WaitMode{"", lock.WaitQueue, lock.WaitBackoff}; !slices.Equal(db.waits, want) {
-		t.Errorf("the store was asked to wait by %q, want %q", db.waits, want)
+	if want := []bool{true, true, false}; !slices.Equal(db.lines, want) {
+		t.Errorf("the store was asked to wait in its line: %v, want %v", db.lines, want)
 	}
-	if code, _, body := e.do(t, "POST", "/testLock?lock=db-optimistic&wait=fixed"); code != 400 || db.s.Num != 0 || len(db.waits) != 3 {
-		t.Errorf("wait=fixed: %d %v (num %d, %d calls), want a 400 that reaches no store", code, body, db.s.Num, len(db.waits))
+	if code, _, body := e.do(t, "POST", "/testLock?lock=db-optimistic&wait=fixed"); code != 400 || db.s.Num != 0 || len(db.lines) != 3 {
+		t.Errorf("wait=fixed: %d %v (num %d, %d calls), want a 400 that reaches no store", code, body, db.s.Num, len(db.lines))
 	}
 	if code, _, body := e.do(t, "GET", "/stock?lock=db-optimistic"); code != 200 || body["stock"] != 0.0 || body["sold"] != 2.0 {
 		t.Fatalf("/stock?lock=db-optimistic: %d %v, want stock 0 sold 2", code, body)
@@ -112,13 +112,13 @@ type fakeDB struct {
 	mu        sync.Mutex
 	s         inventory.Snapshot
 	contended bool
-	waits     []lock.WaitMode // each call's
+	lines     []bool // each call's: in the process's line, or on its own
 }
 
-func (f *fakeDB) SellOptimistic(_ context.Context, w lock.WaitMode) (int64, error) {
+func (f *fakeDB) SellOptimistic(_ context.Context, line bool) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.waits = append(f.waits, w)
+	f.lines = append(f.lines, line)
 	switch {
 	case f.contended:
 		return 0, inventory.ErrContended
@@ -130,10 +130,10 @@ func (f *fakeDB) SellOptimistic(_ context.Context, w lock.WaitMode) (int64, erro
 	return f.s.Stock, nil
 }
 
-func (f *fakeDB) IncrOptimistic(_ context.Context, w lock.WaitMode) (int64, error) {
+func (f *fakeDB) IncrOptimistic(_ context.Context, line bool) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.waits = append(f.waits, w)
+	f.lines = append(f.lines, line)
 	if f.contended {
 		return 0, inventory.ErrContended
 	}

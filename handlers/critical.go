@@ -20,50 +20,13 @@ import (
 	"github.com/lockladder/lockladder/lock"
 )
 
-// resource is what a request works on under a lock: the stock or num.
-type resource struct {
-	lockKey  string
-	fenceKey string
-	// counter is the key every write of op moves (sold, num): what a
-	// pause with until=written watches.
-	counter  string
-	op       func(context.Context, ...inventory.Then) (int64, error)                              // the non-atomic read-modify-write
-	atomic   func(context.Context) (int64, error)                                                 // the one-script ceiling
-	optimist func(context.Context, lock.WaitMode) (int64, error)                                  // db-optimistic's compare-and-set, nil without a database
-	fenced   func(context.Context, string, int64, ...inventory.Then) (int64, error)               // op, checked against a fencing token
-	piped    func(context.Context, string, int64, inventory.Pipe) (int64, func() error, error)    // fenced, down the lock's pipe, the write queued
-	carried  func(context.Context, string, int64, inventory.Carrier) (int64, func() error, error) // fenced, from a value the lock carries, the write queued
-}
-
-func (h *handler) stockResource(sku string) resource {
-	inv := h.cfg.Inventory.Item(sku)
-	k := inv.Keys()
-	r := resource{lockKey: k.StockLock, fenceKey: k.StockFence, counter: k.Sold}
-	r.op, r.atomic, r.fenced, r.piped, r.carried = inv.Sell, inv.SellAtomic, inv.SellFenced, inv.SellPiped, inv.SellCarried
-	if h.cfg.Optimistic != nil {
-		r.optimist = h.cfg.Optimistic.SellOptimistic
-	}
-	return r
-}
-
-func (h *handler) numResource(sku string) resource {
-	inv := h.cfg.Inventory.Item(sku)
-	k := inv.Keys()
-	r := resource{lockKey: k.NumLock, fenceKey: k.NumFence, counter: k.Num}
-	r.op, r.atomic, r.fenced, r.piped, r.carried = inv.Incr, inv.IncrAtomic, inv.IncrFenced, inv.IncrPiped, inv.IncrCarried
-	if h.cfg.Optimistic != nil {
-		r.optimist = h.cfg.Optimistic.IncrOptimistic
-	}
-	return r
-}
-
 // sale sells one item under the chosen lock.
 func (h *handler) sale(c *gin.Context) {
 	req, ok := h.lockRequest(c)
 	if !ok || !h.admitRun(c) {
 		return
 	}
-	remaining, err := h.critical(c, req, h.stockResource(req.sku))
+	remaining, err := h.critical(c, req, true)
 	switch {
 	case errors.Is(err, inventory.ErrSoldOut):
 		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "sold": false, "remaining": 0,
@@ -84,7 +47,7 @@ func (h *handler) testLock(c *gin.Context) {
 	if !ok || !h.admitRun(c) {
 		return
 	}
-	num, err := h.critical(c, req, h.numResource(req.sku))
+	num, err := h.critical(c, req, false)
 	switch {
 	case errors.Is(err, inventory.ErrStaleToken):
 		c.JSON(http.StatusConflict, gin.H{"instance": h.cfg.Instance, "lock": req.rung.Name, "error": err.Error(),
@@ -221,12 +184,18 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 	return req, true
 }
 
-// critical runs the resource's operation under the request's lock, or its
-// atomic script for the ceiling. Once the lock is held the business runs
-// to its end even if the client goes away: stopping half way through a
-// read-modify-write would teach nothing.
-func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int64, err error) {
+// critical sells one item (sale) or adds one to num under the request's
+// lock, or by the ceiling's atomic step. Once the lock is held the
+// business runs to its end even if the client goes away: stopping half way
+// through a read-modify-write would teach nothing.
+func (h *handler) critical(c *gin.Context, req lockRequest, sale bool) (n int64, err error) {
 	ctx := c.Request.Context()
+	inv := h.cfg.Inventory.Item(req.sku)
+	k := inv.Keys()
+	key, counter := k.NumLock, k.Num // counter is what a pause with until=written watches
+	if sale {
+		key, counter = k.StockLock, k.Sold
+	}
 	call := lock.Call{Wait: req.wait, Try: req.try, Lease: req.lease, Skew: req.plan.Skew}
 	if req.reenter {
 		// Both acquisitions below must belong to one owner, this request;
@@ -234,8 +203,8 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 		call.Owner = h.cfg.Instance + ":" + uuid.NewString()
 	}
 	if req.plan.armed() {
-		w, _ := writtenOf(h.cfg.Redis, res.counter)
-		taken := func(bound time.Duration) { takenBy(ctx, h.cfg.Redis, res.lockKey, bound) }
+		w, _ := writtenOf(h.cfg.Redis, counter)
+		taken := func(bound time.Duration) { takenBy(ctx, h.cfg.Redis, key, bound) }
 		ctx = fault.With(ctx, req.plan.injector(*h.cfg.Faults, w, taken, func(err error) {
 			if err != nil {
 				h.cfg.Log.Error("fault=pause did not stop the process", "err", err)
@@ -249,17 +218,11 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	if req.rung.Atomic {
 		ctx, cancel := context.WithTimeout(ctx, budget)
 		defer cancel()
-		if req.rung.Store == lock.StoreMariaDB {
-			if res.optimist == nil {
-				return 0, fmt.Errorf("%w: mariadb (start the app with -mysql DSN)", lock.ErrNoServer)
-			}
-			return res.optimist(ctx, req.wait)
-		}
-		return res.atomic(ctx)
+		return h.atomic(ctx, req, inv, sale)
 	}
 
 	asked := time.Now()
-	held, err := req.locker.Obtain(ctx, res.lockKey, call)
+	held, err := req.locker.Obtain(ctx, key, call)
 	got := time.Now()
 	h.m.obtained(req.rung.Name, got.Sub(asked), err)
 	if err != nil {
@@ -274,41 +237,51 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 	// The section as history sees it runs from here to the moment the
 	// release is sent (or the pipeline carrying it): both ends on the
 	// short side of the time the lock was really held.
-	sec := contract.Section{Instance: h.cfg.Instance, Lock: req.rung.Name, Key: res.lockKey, Acquired: got.UnixNano()}
+	sec := contract.Section{Instance: h.cfg.Instance, Lock: req.rung.Name, Key: key, Acquired: got.UnixNano()}
 	over := h.cfg.Sections.Hold(sec)
 	fault.Inject(ctx, fault.Acquired)
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
 
-	// A lock that can release in the pipeline of the business's last
-	// write does (one round trip for both); otherwise, or when the
-	// business stops before its write (sold out, an error), it releases
-	// on its own afterwards.
+	// What the lock hands its section: a fencing token, a release that
+	// rides the business's last write (one round trip for both), a pipe,
+	// a carried value; and a context it ends when it learns the lock is
+	// lost (rueidislock).
 	release := func() error { sec.Released = time.Now().UnixNano(); return held.Release(bctx) }
-	shape := lock.ShapeOf(held)
-	if shape.Held != nil {
-		// The lock says when it is lost (rueidislock): the business's
-		// context ends with it, and the business checks it before its
-		// write (inventory: not written, lock.ErrLost).
+	released := false // early, by a lock that commits the write after the pass
+	var g inventory.Guard
+	if t, ok := held.(lock.Tokened); ok {
+		g.Token = t.Token()
+		sec.Token = g.Token
+	}
+	g.Pipe, _ = held.(lock.Piped)
+	g.Carrier, _ = held.(lock.Carrier)
+	g.Queued = func() {
+		// The write is queued behind the ones before it: pass the lock
+		// on now, then learn whether the write landed.
+		released = true
+		h.released(req.rung, key, release())
+	}
+	if r, ok := held.(lock.PipelineReleaser); ok && !req.reenter {
+		// When the business stops before its write (sold out, an error),
+		// the lock releases on its own afterwards.
+		g.Then = []inventory.Then{func(p redis.Pipeliner) {
+			sec.Released = time.Now().UnixNano()
+			release = r.ReleaseIn(bctx, p)
+		}}
+	}
+	if l, ok := held.(interface{ Context() context.Context }); ok {
+		// The business's context ends with the lock's, and the business
+		// checks it before its write (inventory: not written, lock.ErrLost).
 		var lost context.CancelCauseFunc
 		bctx, lost = context.WithCancelCause(bctx)
 		defer lost(nil)
-		defer context.AfterFunc(shape.Held, func() { lost(lock.ErrLost) })()
+		defer context.AfterFunc(l.Context(), func() { lost(lock.ErrLost) })()
 	}
-	var then []inventory.Then
-	if shape.ReleaseIn != nil && !req.reenter {
-		then = append(then, func(p redis.Pipeliner) {
-			sec.Released = time.Now().UnixNano()
-			release = shape.ReleaseIn(bctx, p)
-		})
-	}
-	var (
-		wrote    bool
-		released bool // early, by a lock that commits the write after the pass
-	)
+	wrote := false
 	defer func() {
 		if !released {
-			h.released(req.rung, res.lockKey, release())
+			h.released(req.rung, key, release())
 		}
 		h.m.held(req.rung.Name, time.Duration(sec.Released-sec.Acquired))
 		sec.Wrote, sec.Refused = wrote, errors.Is(err, inventory.ErrStaleToken)
@@ -319,37 +292,41 @@ func (h *handler) critical(c *gin.Context, req lockRequest, res resource) (n int
 		// The articles' testReEnter: take the same lock again inside the
 		// critical section. Only a lock that re-enters is asked
 		// (lockRequest refuses the others): it counts up.
-		inner, err := req.locker.Obtain(ctx, res.lockKey, call)
+		inner, err := req.locker.Obtain(ctx, key, call)
 		if err != nil {
 			return 0, notHeld{fmt.Errorf("re-entering the lock it holds: %w", err)}
 		}
-		defer func() { h.released(req.rung, res.lockKey, inner.Release(bctx)) }()
+		defer func() { h.released(req.rung, key, inner.Release(bctx)) }()
 	}
-	if shape.Token != 0 {
-		sec.Token = shape.Token
-		var landed func() error
-		switch {
-		case shape.Carrier != nil:
-			n, landed, err = res.carried(bctx, res.fenceKey, shape.Token, shape.Carrier)
-		case shape.Pipe != nil:
-			n, landed, err = res.piped(bctx, res.fenceKey, shape.Token, shape.Pipe)
-		default:
-			n, err = res.fenced(bctx, res.fenceKey, shape.Token, then...)
-		}
-		if landed != nil {
-			// The write is queued behind the ones before it: pass the
-			// lock on now, then learn whether the write landed.
-			released = true
-			h.released(req.rung, res.lockKey, release())
-			err = landed()
-		}
+	if sale {
+		n, err = inv.Sell(bctx, g)
 	} else {
-		n, err = res.op(bctx, then...)
+		n, err = inv.Incr(bctx, g)
 	}
 	// Only a write that went through can do harm; a sold-out read, a
 	// refused stale token or a failure before the write cannot.
 	wrote = err == nil
 	return n, err
+}
+
+// atomic is the ceilings' step, without a lock: one script in Redis, or
+// db-optimistic's compare-and-set in MariaDB.
+func (h *handler) atomic(ctx context.Context, req lockRequest, inv *inventory.Store, sale bool) (int64, error) {
+	if req.rung.Store != lock.StoreMariaDB {
+		if sale {
+			return inv.SellAtomic(ctx)
+		}
+		return inv.IncrAtomic(ctx)
+	}
+	db := h.cfg.Optimistic
+	if db == nil {
+		return 0, fmt.Errorf("%w: mariadb (start the app with -mysql DSN)", lock.ErrNoServer)
+	}
+	line := req.wait != lock.WaitBackoff
+	if sale {
+		return db.SellOptimistic(ctx, line)
+	}
+	return db.IncrOptimistic(ctx, line)
 }
 
 // reentrant names the rungs that re-enter (Info.Reenter).

@@ -32,8 +32,8 @@ type Inventory interface {
 // Optimistic is the database store of the db-optimistic rung: its own
 // stock, sold and num, changed by compare-and-set on a version.
 type Optimistic interface {
-	SellOptimistic(ctx context.Context, w lock.WaitMode) (int64, error)
-	IncrOptimistic(ctx context.Context, w lock.WaitMode) (int64, error)
+	SellOptimistic(ctx context.Context, line bool) (int64, error)
+	IncrOptimistic(ctx context.Context, line bool) (int64, error)
 	Snapshot(ctx context.Context) (inventory.Snapshot, error)
 	Reset(ctx context.Context, stock int64) error
 }

@@ -11,8 +11,8 @@ import (
 )
 
 // Carrier is a held lock that carries values from one holder to the
-// next and commits their writes in order (lock.CohortCarry's sections,
-// lock.Carrier): Carried is a key's value as the last holder under the
+// next and commits their writes in order (cohort-carry's sections,
+// Guard.Carrier): Carried is a key's value as the last holder under the
 // same lease left it, or false; Carry records the value this holder read
 // or wrote; Commit queues a write behind the ones before it and returns at
 // once (the holder may release before it lands, and wait says whether it
@@ -31,47 +31,36 @@ var (
 	fencedCAS    = redis.NewScript(fencedCASSrc)
 )
 
-// SellCarried is SellFenced under a Carrier: the stock carried by the
-// lock when it has it (no read), and a write that checks the stock is
-// still the value computed from (and the token the highest seen), queued
+// carried is fenced (fenced.go) under a Carrier: the value carried by
+// the lock when it has it (no read), and a write that checks the value is
+// still the one computed from (and the token the highest seen), queued
 // behind the writes before it rather than waited for. The caller releases
-// the lock, then calls landed to learn whether the sale went through:
-// ErrStaleToken, or ErrContended when the stock had moved (a write queued
-// before it did not land, or one came from outside the lock). It returns
-// the stock left, or ErrSoldOut, which from a carried zero counts only
-// once the writes before it have landed (else the stock is read).
-func (s *Store) SellCarried(ctx context.Context, fenceKey string, token int64, c Carrier) (left int64, landed func() error, err error) {
-	return s.carried(ctx, fenceKey, token, c, s.it.Stock, s.it.Sold, sellOne)
-}
-
-// IncrCarried is IncrFenced under a Carrier, as SellCarried: it returns
-// the new num, and landed.
-func (s *Store) IncrCarried(ctx context.Context, fenceKey string, token int64, c Carrier) (num int64, landed func() error, err error) {
-	return s.carried(ctx, fenceKey, token, c, s.it.Num, "", addOne)
-}
-
-// carried runs the business f on key's carried value, or on a fenced read
-// of it, and queues its result as a compare-and-set.
-func (s *Store) carried(ctx context.Context, fenceKey string, token int64, c Carrier, key, counter string, f func(int64) (int64, error)) (int64, func() error, error) {
+// the lock, then calls landed to learn whether the write went through:
+// ErrStaleToken, or ErrContended when the value had moved (a write queued
+// before it did not land, or one came from outside the lock). A sale's
+// ErrSoldOut from a carried zero counts only once the writes before it
+// have landed (else the stock is read).
+func (s *Store) carried(ctx context.Context, token int64, c Carrier, o op) (int64, func() error, error) {
+	key := o.key
 	n, have := c.Carried(key)
-	v, err := f(n)
+	v, err := o.f(n)
 	if have && err != nil && c.Settle() != nil {
 		have = false // the carried value never landed: read
 	}
 	if !have {
-		if n, err = s.readFenced(ctx, fenceKey, key, token); err != nil {
+		if n, err = s.readFenced(ctx, o.fence, key, token); err != nil {
 			return 0, nil, err
 		}
 		c.Carry(key, n) // a section that writes nothing (sold out) still passes on what it read
-		v, err = f(n)
+		v, err = o.f(n)
 	}
 	if err != nil {
 		return 0, nil, err
 	}
 	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
-	keys := []string{fenceKey, key}
-	if counter != "" {
-		keys = append(keys, counter)
+	keys := []string{o.fence, key}
+	if o.counter != "" {
+		keys = append(keys, o.counter)
 	}
 	if err := s.loadScripts(ctx); err != nil {
 		return 0, nil, err

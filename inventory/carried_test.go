@@ -60,19 +60,11 @@ func (c *carry) Settle() error {
 // sell and incr run a carried operation to its end: the write landed, or
 // why not.
 func sell(s *inventory.Store, token int64, c inventory.Carrier) (int64, error) {
-	n, landed, err := s.SellCarried(context.Background(), inventory.StockFence, token, c)
-	if err != nil {
-		return n, err
-	}
-	return n, landed()
+	return s.Sell(context.Background(), inventory.Guard{Token: token, Carrier: c})
 }
 
 func incr(s *inventory.Store, token int64, c inventory.Carrier) (int64, error) {
-	n, landed, err := s.IncrCarried(context.Background(), inventory.NumFence, token, c)
-	if err != nil {
-		return n, err
-	}
-	return n, landed()
+	return s.Incr(context.Background(), inventory.Guard{Token: token, Carrier: c})
 }
 
 // Nothing carried: the operation reads (with its token) and carries what
@@ -175,7 +167,7 @@ func TestCarriedStaleTokenWritesNothing(t *testing.T) {
 	if err := s.Reset(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.IncrFenced(ctx, inventory.NumFence, 9); err != nil { // a newer holder was here
+	if _, err := s.Incr(ctx, inventory.Guard{Token: 9}); err != nil { // a newer holder was here
 		t.Fatal(err)
 	}
 	for _, c := range []*carry{carrying(map[string]int64{inventory.KeyNum: 1}), carrying(nil)} {

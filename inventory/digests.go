@@ -8,8 +8,8 @@ import (
 )
 
 // The fenced scripts go to Redis by digest, as EVALSHA: every fenced
-// read, the writes a lock's pipe carries (SellPiped's, SellCarried's
-// compare-and-set) and SellFenced's write with a release behind it. A
+// read, the writes a lock's pipe carries (piped's, carried's
+// compare-and-set) and fenced's write with a release behind it. A
 // pipelined EVAL sends the script's whole text, 700 to 800 bytes, with
 // every call, and Redis hashes it again each time to find the script: two
 // of them per section made a cohort section's pipeline about 1.8 KB. By

@@ -44,11 +44,8 @@ func TestFencedScriptsGoByDigest(t *testing.T) {
 	token := int64(0)
 	step := func(p inventory.Pipe) error {
 		token++
-		_, landed, err := s.IncrPiped(ctx, inventory.NumFence, token, p)
-		if err != nil {
-			return err
-		}
-		return landed()
+		_, err := s.Incr(ctx, inventory.Guard{Token: token, Pipe: p})
+		return err
 	}
 
 	flush() // loaded on first use
@@ -79,7 +76,7 @@ func TestFencedScriptsGoByDigest(t *testing.T) {
 	flush()
 	token++
 	released := false
-	if _, err := s.IncrFenced(ctx, inventory.NumFence, token, func(p redis.Pipeliner) { released = true }); err != nil || !released {
+	if _, err := s.Incr(ctx, inventory.Guard{Token: token, Then: []inventory.Then{func(p redis.Pipeliner) { released = true }}}); err != nil || !released {
 		t.Fatalf("fenced write with a release behind it on an empty script cache: %v (release queued: %v)", err, released)
 	}
 	if got := num(); got != "4" {

@@ -38,11 +38,11 @@ var (
 	fencedWrite = redis.NewScript(fencedWriteSrc)
 )
 
-// SellFenced sells one item like Sell, as a read-modify-write, but under a
-// fencing token (lock.Fenced hands them out; fenceKey is where the highest
-// token seen is kept, StockFence for the stock). It returns the stock left,
-// ErrSoldOut, or ErrStaleToken when a holder with a higher token has
-// already been here.
+// fenced is o as a read-modify-write under a fencing token (lock.Fenced
+// hands them out; o.fence is where the highest token seen is kept,
+// StockFence for the stock). It returns what o's business made of the
+// value, its error (ErrSoldOut), or ErrStaleToken when a holder with a
+// higher token has already been here.
 //
 // Both the read and the write go through a script that compares token with
 // the highest seen. Fencing only the write is not enough. Say A holds token
@@ -54,36 +54,23 @@ var (
 // counts. Whoever reads with a token has every older holder's pending
 // write refused.
 //
-// The write script also INCRs sold, so sold counts accepted sales only. It
-// is not idempotent: the client should not retry it after a timeout.
-func (s *Store) SellFenced(ctx context.Context, fenceKey string, token int64, then ...Then) (int64, error) {
-	n, err := s.readFenced(ctx, fenceKey, s.it.Stock, token)
+// The write script also INCRs the counter (sold), so sold counts accepted
+// sales only. It is not idempotent: the client should not retry it after
+// a timeout.
+func (s *Store) fenced(ctx context.Context, token int64, o op, then []Then) (int64, error) {
+	n, err := s.readFenced(ctx, o.fence, o.key, token)
 	if err != nil {
 		return 0, err
 	}
-	if n <= 0 {
-		return 0, ErrSoldOut
-	}
-	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
-	if err := s.writeFenced(ctx, fenceKey, token, s.it.Stock, n-1, s.it.Sold, then); err != nil {
-		return 0, err
-	}
-	return n - 1, nil
-}
-
-// IncrFenced adds one to num like Incr (GET, then SET num+1), with both
-// steps checked against the fencing token as in SellFenced (fenceKey:
-// NumFence). It returns the new num, or ErrStaleToken.
-func (s *Store) IncrFenced(ctx context.Context, fenceKey string, token int64, then ...Then) (int64, error) {
-	n, err := s.readFenced(ctx, fenceKey, s.it.Num, token)
+	v, err := o.f(n)
 	if err != nil {
 		return 0, err
 	}
 	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
-	if err := s.writeFenced(ctx, fenceKey, token, s.it.Num, n+1, "", then); err != nil {
+	if err := s.writeFenced(ctx, o.fence, token, o.key, v, o.counter, then); err != nil {
 		return 0, err
 	}
-	return n + 1, nil
+	return v, nil
 }
 
 // readFenced reads key with token, recording it as the highest seen. It

@@ -21,11 +21,11 @@ func TestSellFencedSellsUntilSoldOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, step := range []struct{ token, want int64 }{{1, 1}, {2, 0}} {
-		if got, err := s.SellFenced(ctx, inventory.StockFence, step.token); err != nil || got != step.want {
+		if got, err := s.Sell(ctx, inventory.Guard{Token: step.token}); err != nil || got != step.want {
 			t.Fatalf("token %d: got %d, %v; want %d", step.token, got, err, step.want)
 		}
 	}
-	if _, err := s.SellFenced(ctx, inventory.StockFence, 3); !errors.Is(err, inventory.ErrSoldOut) {
+	if _, err := s.Sell(ctx, inventory.Guard{Token: 3}); !errors.Is(err, inventory.ErrSoldOut) {
 		t.Fatalf("third sale: %v, want ErrSoldOut", err)
 	}
 	if got := rdb.Get(ctx, inventory.StockFence).Val(); got != "3" {
@@ -41,7 +41,7 @@ func TestSellFencedSellsUntilSoldOut(t *testing.T) {
 	if err := s.Reset(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SellFenced(ctx, inventory.StockFence, 1); err != nil {
+	if _, err := s.Sell(ctx, inventory.Guard{Token: 1}); err != nil {
 		t.Fatalf("token 1 after Reset: %v", err)
 	}
 }
@@ -52,17 +52,17 @@ func TestSellFencedRefusesStaleToken(t *testing.T) {
 	s := inventory.New(rdb)
 	s.Reset(ctx, 10)
 
-	if n, err := s.SellFenced(ctx, inventory.StockFence, 6); err != nil || n != 9 {
+	if n, err := s.Sell(ctx, inventory.Guard{Token: 6}); err != nil || n != 9 {
 		t.Fatalf("token 6: %d, %v", n, err)
 	}
-	_, err := s.SellFenced(ctx, inventory.StockFence, 5)
+	_, err := s.Sell(ctx, inventory.Guard{Token: 5})
 	if !errors.Is(err, inventory.ErrStaleToken) {
 		t.Fatalf("token 5 after 6: %v, want ErrStaleToken", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "read of "+inventory.KeyStock+" with token 5, highest seen 6") {
 		t.Errorf("error %q does not name both tokens", msg)
 	}
-	if n, err := s.SellFenced(ctx, inventory.StockFence, 6); err != nil || n != 8 {
+	if n, err := s.Sell(ctx, inventory.Guard{Token: 6}); err != nil || n != 8 {
 		t.Fatalf("the same token again: %d, %v; want 8", n, err)
 	}
 	snap, _ := s.Snapshot(ctx)
@@ -77,11 +77,11 @@ func TestIncrFenced(t *testing.T) {
 	s := inventory.New(rdb)
 	s.Reset(ctx, 0)
 	for token := int64(1); token <= 2; token++ {
-		if n, err := s.IncrFenced(ctx, inventory.NumFence, token); err != nil || n != token {
+		if n, err := s.Incr(ctx, inventory.Guard{Token: token}); err != nil || n != token {
 			t.Fatalf("token %d: %d, %v", token, n, err)
 		}
 	}
-	if _, err := s.IncrFenced(ctx, inventory.NumFence, 1); !errors.Is(err, inventory.ErrStaleToken) {
+	if _, err := s.Incr(ctx, inventory.Guard{Token: 1}); !errors.Is(err, inventory.ErrStaleToken) {
 		t.Fatalf("token 1 after 2: %v, want ErrStaleToken", err)
 	}
 	if snap, _ := s.Snapshot(ctx); snap.Num != 2 || snap.Sold != 0 {
@@ -122,7 +122,7 @@ func TestSellFencedInterleaved(t *testing.T) {
 					}
 				})
 				go func() {
-					n, err := s.SellFenced(hooked, inventory.StockFence, token)
+					n, err := s.Sell(hooked, inventory.Guard{Token: token})
 					out <- result{n, err}
 				}()
 				select {
@@ -185,7 +185,7 @@ func TestSellFencedExactWithoutALock(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				_, err = s.SellFenced(ctx, inventory.StockFence, token)
+				_, err = s.Sell(ctx, inventory.Guard{Token: token})
 				switch {
 				case err == nil:
 					ok.Add(1)

@@ -54,7 +54,7 @@ type Item struct {
 	Num        string
 	StockLock  string
 	NumLock    string
-	StockFence string // the highest fencing token seen on the stock (see SellFenced)
+	StockFence string // the highest fencing token seen on the stock (see fenced.go)
 	NumFence   string
 }
 
@@ -174,28 +174,102 @@ type Snapshot struct {
 	Master string `json:"master,omitempty"`
 }
 
+// Guard is what the lock an operation runs under hands it: the zero
+// Guard is a plain lock's (or none), and the operation is the articles'
+// read-modify-write. A lock that offers more fills in more, and the
+// operation uses it: this is the one place where what a lock offers
+// picks how the section talks to Redis.
+type Guard struct {
+	// Token is the lock's fencing token: the read and the write go
+	// through scripts that refuse a token lower than the highest seen
+	// (fenced.go). 0 for a lock without one.
+	Token int64
+	// Then queues commands behind the operation's last write, in its
+	// pipeline: a lock's release that rides the write.
+	Then []Then
+	// Pipe sends the fenced read and write down the lock's ordered pipe
+	// (piped.go). Only with a Token.
+	Pipe Pipe
+	// Carrier hands the value the last holder left to the next, and
+	// commits the writes in order (carried.go). Only with a Token; it
+	// goes before Pipe.
+	Carrier Carrier
+	// Queued, when the write goes down a Pipe or a Carrier, is called
+	// once it is queued and before the operation waits for it to land:
+	// the holder lets go of the lock there, so that the next holder's
+	// commands may share the write's round trip.
+	Queued func()
+}
+
 // Then queues commands to run right behind an operation's last write, in
 // the same pipeline and so the same round trip: a lock's release
-// (lock.PipelineReleaser), say. Redis runs a pipeline in order, so they
-// run after the write has landed. An operation calls its Thens only when
-// it reaches its write (not when it is sold out, or fails before); their
+// (Guard.Then), say. Redis runs a pipeline in order, so they run after
+// the write has landed. An operation calls its Thens only when it
+// reaches its write (not when it is sold out, or fails before); their
 // commands' errors are theirs to read, not the operation's.
 type Then func(p redis.Pipeliner)
 
-// Sell sells one item the way the articles do: GET the stock, check it,
-// SET it one lower, then count the sale. Two callers that interleave here
-// both sell the same item. It returns the stock left, or ErrSoldOut.
+// op is one operation on an item: the key it reads and writes, the
+// highest token seen on it, the counter it INCRs beside its write ("" for
+// none) and its business, what it makes of the value read.
+type op struct {
+	key, fence, counter string
+	f                   func(int64) (int64, error)
+}
+
+// Sell sells one item under g. Under a plain lock it does what the
+// articles do: GET the stock, check it, SET it one lower, then count the
+// sale. Two callers that interleave here both sell the same item. It
+// returns the stock left, ErrSoldOut, or (under a Token) ErrStaleToken.
 //
 // The SET and the INCR of sold go in one pipeline, with any Thens behind
 // them: the read-modify-write keeps its gap between GET and SET, which is
 // the lesson, and pays one round trip for its writes instead of two.
-func (s *Store) Sell(ctx context.Context, then ...Then) (int64, error) {
-	n, err := s.get(ctx, s.it.Stock)
+func (s *Store) Sell(ctx context.Context, g Guard) (int64, error) {
+	return s.run(ctx, g, op{key: s.it.Stock, fence: s.it.StockFence, counter: s.it.Sold, f: sellOne})
+}
+
+// Incr adds one to num under g, the non-atomic way: GET num, SET num+1.
+func (s *Store) Incr(ctx context.Context, g Guard) (int64, error) {
+	return s.run(ctx, g, op{key: s.it.Num, fence: s.it.NumFence, f: addOne})
+}
+
+// run runs o the way g says.
+func (s *Store) run(ctx context.Context, g Guard, o op) (int64, error) {
+	var (
+		n      int64
+		landed func() error
+		err    error
+	)
+	switch {
+	case g.Token == 0:
+		return s.plain(ctx, o, g.Then)
+	case g.Carrier != nil:
+		n, landed, err = s.carried(ctx, g.Token, g.Carrier, o)
+	case g.Pipe != nil:
+		n, landed, err = s.piped(ctx, g.Token, g.Pipe, o)
+	default:
+		return s.fenced(ctx, g.Token, o, g.Then)
+	}
 	if err != nil {
 		return 0, err
 	}
-	if n <= 0 {
-		return 0, ErrSoldOut
+	if g.Queued != nil {
+		g.Queued()
+	}
+	return n, landed()
+}
+
+// plain is the articles' read-modify-write: GET, the business, SET (and
+// INCR the counter) with any Thens behind.
+func (s *Store) plain(ctx context.Context, o op, then []Then) (int64, error) {
+	n, err := s.get(ctx, o.key)
+	if err != nil {
+		return 0, err
+	}
+	v, err := o.f(n)
+	if err != nil {
+		return 0, err
 	}
 	fault.Inject(ctx, fault.Business) // work= and fault=pause strike here
 	if err := written(ctx); err != nil {
@@ -204,20 +278,24 @@ func (s *Store) Sell(ctx context.Context, then ...Then) (int64, error) {
 	var set *redis.StatusCmd
 	var incr *redis.IntCmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		set = p.Set(ctx, s.it.Stock, n-1, 0)
-		incr = p.Incr(ctx, s.it.Sold)
+		set = p.Set(ctx, o.key, v, 0)
+		if o.counter != "" {
+			incr = p.Incr(ctx, o.counter)
+		}
 		for _, f := range then {
 			f(p)
 		}
 		return nil
 	})
 	if err := set.Err(); err != nil {
-		return 0, fmt.Errorf("inventory: SET %s: %w", s.it.Stock, err)
+		return 0, fmt.Errorf("inventory: SET %s: %w", o.key, err)
 	}
-	if err := incr.Err(); err != nil {
-		return 0, fmt.Errorf("inventory: INCR %s: %w", s.it.Sold, err)
+	if incr != nil {
+		if err := incr.Err(); err != nil {
+			return 0, fmt.Errorf("inventory: INCR %s: %w", o.counter, err)
+		}
 	}
-	return n - 1, nil
+	return v, nil
 }
 
 // written is the business's check before its write: a context that
@@ -230,30 +308,16 @@ func written(ctx context.Context) error {
 	return nil
 }
 
-// Incr adds one to num the non-atomic way: GET num, SET num+1 (with any
-// Thens behind the SET).
-func (s *Store) Incr(ctx context.Context, then ...Then) (int64, error) {
-	n, err := s.get(ctx, s.it.Num)
-	if err != nil {
-		return 0, err
+// sellOne is a sale's business: one article less, or sold out.
+func sellOne(n int64) (int64, error) {
+	if n <= 0 {
+		return 0, ErrSoldOut
 	}
-	fault.Inject(ctx, fault.Business)
-	if err := written(ctx); err != nil {
-		return 0, err
-	}
-	var set *redis.StatusCmd
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		set = p.Set(ctx, s.it.Num, n+1, 0)
-		for _, f := range then {
-			f(p)
-		}
-		return nil
-	})
-	if err := set.Err(); err != nil {
-		return 0, fmt.Errorf("inventory: SET %s: %w", s.it.Num, err)
-	}
-	return n + 1, nil
+	return n - 1, nil
 }
+
+// addOne is /testLock's business.
+func addOne(n int64) (int64, error) { return n + 1, nil }
 
 // SellAtomic sells one item in a single Lua script: check, decrement and
 // count cannot interleave with anyone. It returns the stock left, or

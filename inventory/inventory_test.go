@@ -21,7 +21,7 @@ func TestSellUntilSoldOut(t *testing.T) {
 	for _, sell := range []struct {
 		name string
 		fn   func(context.Context) (int64, error)
-	}{{"Sell", func(ctx context.Context) (int64, error) { return s.Sell(ctx) }}, {"SellAtomic", s.SellAtomic}} {
+	}{{"Sell", func(ctx context.Context) (int64, error) { return s.Sell(ctx, inventory.Guard{}) }}, {"SellAtomic", s.SellAtomic}} {
 		t.Run(sell.name, func(t *testing.T) {
 			if err := s.Reset(ctx, 2); err != nil {
 				t.Fatal(err)
@@ -47,7 +47,7 @@ func TestIncr(t *testing.T) {
 	ctx := context.Background()
 	s := inventory.New(rdb)
 	s.Reset(ctx, 0)
-	if n, err := s.Incr(ctx); n != 1 || err != nil {
+	if n, err := s.Incr(ctx, inventory.Guard{}); n != 1 || err != nil {
 		t.Fatalf("Incr: %d %v", n, err)
 	}
 	if n, err := s.IncrAtomic(ctx); n != 2 || err != nil {
@@ -95,7 +95,7 @@ func TestExistsOnceReset(t *testing.T) {
 	if ok, err := s.Exists(ctx); ok || err != nil {
 		t.Fatalf("before any reset: %v %v", ok, err)
 	}
-	if _, err := s.Sell(ctx); !errors.Is(err, inventory.ErrSoldOut) {
+	if _, err := s.Sell(ctx, inventory.Guard{}); !errors.Is(err, inventory.ErrSoldOut) {
 		t.Fatalf("sale of no item: %v", err)
 	}
 	if _, err := s.SellAtomic(ctx); !errors.Is(err, inventory.ErrSoldOut) {
@@ -136,7 +136,7 @@ func TestSellRacesWithoutALock(t *testing.T) {
 	s := inventory.New(rdb)
 	const stock, buyers = 50, 400
 	s.Reset(ctx, stock)
-	ok := buy(t, func(ctx context.Context) (int64, error) { return s.Sell(ctx) }, buyers)
+	ok := buy(t, func(ctx context.Context) (int64, error) { return s.Sell(ctx, inventory.Guard{}) }, buyers)
 	snap, _ := s.Snapshot(ctx)
 	oversold := ok.Load() - (stock - snap.Stock)
 	if oversold <= 0 {
@@ -158,16 +158,23 @@ func TestThenRidesBehindTheLastWrite(t *testing.T) {
 	if err := s.Reset(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	const fence = inventory.StockFence
 	for _, op := range []struct {
 		name string
 		key  string
 		fn   func(inventory.Then) (int64, error)
 	}{
-		{"Sell", inventory.KeyStock, func(th inventory.Then) (int64, error) { return s.Sell(ctx, th) }},
-		{"Incr", inventory.KeyNum, func(th inventory.Then) (int64, error) { return s.Incr(ctx, th) }},
-		{"IncrFenced", inventory.KeyNum, func(th inventory.Then) (int64, error) { return s.IncrFenced(ctx, inventory.NumFence, 1, th) }},
-		{"SellFenced (sold out)", inventory.KeyStock, func(th inventory.Then) (int64, error) { return s.SellFenced(ctx, fence, 1, th) }},
+		{"Sell", inventory.KeyStock, func(th inventory.Then) (int64, error) {
+			return s.Sell(ctx, inventory.Guard{Then: []inventory.Then{th}})
+		}},
+		{"Incr", inventory.KeyNum, func(th inventory.Then) (int64, error) {
+			return s.Incr(ctx, inventory.Guard{Then: []inventory.Then{th}})
+		}},
+		{"IncrFenced", inventory.KeyNum, func(th inventory.Then) (int64, error) {
+			return s.Incr(ctx, inventory.Guard{Token: 1, Then: []inventory.Then{th}})
+		}},
+		{"SellFenced (sold out)", inventory.KeyStock, func(th inventory.Then) (int64, error) {
+			return s.Sell(ctx, inventory.Guard{Token: 1, Then: []inventory.Then{th}})
+		}},
 	} {
 		t.Run(op.name, func(t *testing.T) {
 			var seen *redis.StringCmd

@@ -53,10 +53,10 @@ func TestItemsAreIndependent(t *testing.T) {
 		}
 	}
 	rdb.Set(ctx, ten.Keys().StockLock, "someone", 0)
-	if _, err := one.Sell(ctx); err != nil {
+	if _, err := one.Sell(ctx, inventory.Guard{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := one.Incr(ctx); err != nil {
+	if _, err := one.Incr(ctx, inventory.Guard{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := one.Reset(ctx, 3); err != nil {

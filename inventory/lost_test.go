@@ -18,7 +18,7 @@ func TestBusinessChecksItsContextBeforeWriting(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	s := inventory.New(rdb)
 	lost := errors.New("the lock was lost")
-	for name, op := range map[string]func(context.Context, ...inventory.Then) (int64, error){"Sell": s.Sell, "Incr": s.Incr} {
+	for name, op := range map[string]func(context.Context, inventory.Guard) (int64, error){"Sell": s.Sell, "Incr": s.Incr} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			if err := s.Reset(ctx, 5); err != nil {
@@ -32,7 +32,7 @@ func TestBusinessChecksItsContextBeforeWriting(t *testing.T) {
 					cancel(lost)
 				}
 			})
-			if _, err := op(bctx); !errors.Is(err, lost) {
+			if _, err := op(bctx, inventory.Guard{}); !errors.Is(err, lost) {
 				t.Fatalf("%s with its lock lost: %v, want the cause", name, err)
 			}
 			snap, err := s.Snapshot(ctx)

@@ -5,9 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
-
-	"github.com/lockladder/lockladder/lock"
 )
 
 // DBStore keeps the stock, the sold counter and num in a database table
@@ -60,11 +59,11 @@ func NewDBStore(ctx context.Context, db *sql.DB, wait time.Duration) (*DBStore, 
 
 // SellOptimistic sells one item: read stock and version, check, write
 // stock-1 (and sold+1) where the version is still ours, again until one
-// write lands. It returns the stock left, ErrSoldOut or ErrContended. w is
-// how it waits: lock.WaitQueue (or "") in this process's line,
-// lock.WaitBackoff on its own.
-func (s *DBStore) SellOptimistic(ctx context.Context, w lock.WaitMode) (int64, error) {
-	return s.retry(ctx, w, func(stock, num int64) (string, int64, error) {
+// write lands. It returns the stock left, ErrSoldOut or ErrContended.
+// line says whether it waits in this process's line (wait=queue, the
+// default) or tries on its own (wait=backoff).
+func (s *DBStore) SellOptimistic(ctx context.Context, line bool) (int64, error) {
+	return s.retry(ctx, line, func(stock, num int64) (string, int64, error) {
 		if stock <= 0 {
 			return "", 0, ErrSoldOut
 		}
@@ -73,8 +72,8 @@ func (s *DBStore) SellOptimistic(ctx context.Context, w lock.WaitMode) (int64, e
 }
 
 // IncrOptimistic adds one to num the same way, and returns it.
-func (s *DBStore) IncrOptimistic(ctx context.Context, w lock.WaitMode) (int64, error) {
-	return s.retry(ctx, w, func(stock, num int64) (string, int64, error) {
+func (s *DBStore) IncrOptimistic(ctx context.Context, line bool) (int64, error) {
+	return s.retry(ctx, line, func(stock, num int64) (string, int64, error) {
 		return "num = num + 1", num + 1, nil
 	})
 }
@@ -83,10 +82,10 @@ func (s *DBStore) IncrOptimistic(ctx context.Context, w lock.WaitMode) (int64, e
 // and writes it with the version check, until a write lands or the wait
 // ends. The SET clause is relative to the row but guarded by the version:
 // exactly what was read is what is changed.
-func (s *DBStore) retry(ctx context.Context, w lock.WaitMode, change func(stock, num int64) (set string, result int64, err error)) (int64, error) {
+func (s *DBStore) retry(ctx context.Context, line bool, change func(stock, num int64) (set string, result int64, err error)) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.wait)
 	defer cancel()
-	if w != lock.WaitBackoff {
+	if line {
 		// Go hands a freed slot to the sender that has waited longest:
 		// the line is first come, first served.
 		select {
@@ -97,12 +96,14 @@ func (s *DBStore) retry(ctx context.Context, w lock.WaitMode, change func(stock,
 		}
 	}
 	tries := 0
-	pauses := lostTry()
+	pause := firstPause
 	for {
 		if tries > 0 {
-			if err := sleep(ctx, pauses.NextBackoff()); err != nil {
+			// Full jitter: a random while up to pause, which doubles.
+			if err := sleep(ctx, rand.N(pause)); err != nil {
 				return 0, s.failed(ctx, tries, err)
 			}
+			pause = min(2*pause, lastPause)
 		}
 		tries++
 		var stock, num, version int64
@@ -125,9 +126,12 @@ func (s *DBStore) retry(ctx context.Context, w lock.WaitMode, change func(stock,
 	}
 }
 
-// lostTry is the pause after a lost try: the waiting rungs' exponential
-// backoff with full jitter, 1ms doubling to 64ms.
-var lostTry = lock.ExponentialBackoff(time.Millisecond, 64*time.Millisecond, lock.FullJitter)
+// The pause after a lost try, as the waiting rungs' exponential backoff
+// with full jitter: up to firstPause, doubling to lastPause.
+const (
+	firstPause = time.Millisecond
+	lastPause  = 64 * time.Millisecond
+)
 
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

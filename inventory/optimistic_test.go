@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/inventory"
-	"github.com/lockladder/lockladder/lock"
 )
 
 // TestOptimisticSalesAreExact: 40 buyers at once over a stock of 100, no
@@ -32,7 +31,7 @@ func TestOptimisticSalesAreExact(t *testing.T) {
 	for range 40 {
 		wg.Go(func() {
 			for range 4 {
-				left, err := s.SellOptimistic(ctx, lock.WaitQueue)
+				left, err := s.SellOptimistic(ctx, true)
 				switch {
 				case errors.Is(err, inventory.ErrSoldOut):
 					soldOut.Add(1)
@@ -56,7 +55,7 @@ func TestOptimisticSalesAreExact(t *testing.T) {
 		t.Fatalf("ok %d, sold out %d, %+v: want exactly the stock of 100 sold", ok.Load(), soldOut.Load(), snap)
 	}
 	for range 5 {
-		if _, err := s.IncrOptimistic(ctx, lock.WaitQueue); err != nil {
+		if _, err := s.IncrOptimistic(ctx, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,15 +75,18 @@ func BenchmarkOptimisticContended(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, w := range []lock.WaitMode{lock.WaitQueue, lock.WaitBackoff} {
-		b.Run(string(w), func(b *testing.B) {
+	for _, w := range []struct {
+		name string
+		line bool
+	}{{"queue", true}, {"backoff", false}} {
+		b.Run(w.name, func(b *testing.B) {
 			const writers = 100
 			var next atomic.Int64
 			var wg sync.WaitGroup
 			for range writers {
 				wg.Go(func() {
 					for next.Add(1) <= int64(b.N) {
-						if _, err := s.IncrOptimistic(ctx, w); err != nil {
+						if _, err := s.IncrOptimistic(ctx, w.line); err != nil {
 							b.Error(err)
 							return
 						}

@@ -66,9 +66,9 @@
 // script in Redis). Package ladder lists every rung in order, with its
 // flaw (the Ladder behind /strategies); info.go holds what it says of each.
 //
-// lock.go (this file) holds what every rung shares: Locker, Lock and the
-// Shape of what a held lock offers its critical section, Call, Options,
-// the errors. example_test.go takes and gives back one rung's lock.
+// lock.go (this file) holds what every rung shares: Locker, Lock (and
+// what a held lock may hand its critical section), Call, Options, the
+// errors. example_test.go takes and gives back one rung's lock.
 //
 // The waiting: wait.go (Poll, the loop the rungs that take one attempt at
 // a time wait in, its pauses, and the waiters' timer; the articles' fixed
@@ -122,8 +122,8 @@ var (
 	ErrNotObtained = errors.New("lock: not obtained")
 	// ErrNotHeld means a release found the lock gone or held by someone else.
 	ErrNotHeld = errors.New("lock: not held")
-	// ErrLost means the lock said, through its context (Shape.Held),
-	// that it was lost while held: the section wrote nothing.
+	// ErrLost means the lock said, through its context (a Context
+	// method), that it was lost while held: the section wrote nothing.
 	ErrLost = errors.New("lock: lost while held")
 	// ErrBusy means a call that tries once (Call.Try 0) found the lock
 	// held. It is an ErrNotObtained.
@@ -184,57 +184,18 @@ func (c Call) Bound(def time.Duration) time.Duration {
 	return def
 }
 
-// Lock is one held acquisition. Release is what every lock answers; what
-// some locks also offer the critical section (a fencing token, a release
-// that rides the business's last write, a pipe) is one Shape, ShapeOf(l).
+// Lock is one held acquisition. Release is what every lock answers. What
+// some locks also hand the critical section they guard, each through a
+// method of its own that the section asks for: a fencing token
+// (Tokened), a release that rides the business's last write
+// (PipelineReleaser), an ordered pipe (Piped), a carried value (Carrier),
+// a context the lock ends when it learns it is lost (Context, as
+// rueidislock's). A rung that offers nothing more needs nothing more than
+// Release.
 type Lock interface {
 	// Release gives the lock up. It returns ErrNotHeld when the lock was no
 	// longer ours to release (it expired, and perhaps another holder has it).
 	Release(ctx context.Context) error
-}
-
-// Shape is what a held Lock offers its critical section besides Release:
-// the zero Shape for a plain lock. ShapeOf reads it from the methods the
-// Lock has (Tokened, Carrier, Piped, PipelineReleaser, a Context), so a rung that
-// offers nothing more needs nothing more than Release.
-type Shape struct {
-	// Token is the fencing token the storage checks (fenced, fair, the
-	// cohorts, etcd): every acquisition of the lock gets a larger one
-	// than the acquisition before it. 0 for a lock without one.
-	Token int64
-	// Held, when set, is the lock's own context, which its library
-	// cancels when it learns the lock is lost (rueidislock): the section
-	// checks it before its write. nil for a lock that says nothing.
-	Held context.Context
-
-	// The speed layer: how the section's commands share round trips with
-	// the lock's. A section uses the first of these that is set.
-
-	// Carrier carries values from one section to the next and commits
-	// their writes in order (cohort-carry).
-	Carrier Carrier
-	// Pipe sends the sections' commands down one ordered pipe (cohort).
-	Pipe Piped
-	// ReleaseIn queues the release in the pipeline of the business's
-	// last write (PipelineReleaser.ReleaseIn).
-	ReleaseIn func(ctx context.Context, p redis.Pipeliner) func() error
-}
-
-// ShapeOf returns what l offers its critical section besides Release.
-func ShapeOf(l Lock) Shape {
-	var s Shape
-	if t, ok := l.(Tokened); ok {
-		s.Token = t.Token()
-	}
-	if c, ok := l.(interface{ Context() context.Context }); ok {
-		s.Held = c.Context()
-	}
-	s.Carrier, _ = l.(Carrier)
-	s.Pipe, _ = l.(Piped)
-	if pr, ok := l.(PipelineReleaser); ok {
-		s.ReleaseIn = pr.ReleaseIn
-	}
-	return s
 }
 
 // Rung is one lock strategy's mechanism, without the waiting: Try makes

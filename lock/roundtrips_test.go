@@ -48,11 +48,11 @@ func sale(ctx context.Context, c lock.Call, store *inventory.Store, l lock.Locke
 	if pr, ok := held.(lock.PipelineReleaser); ok {
 		then = append(then, func(p redis.Pipeliner) { released = pr.ReleaseIn(ctx, p) })
 	}
+	g := inventory.Guard{Then: then}
 	if t, ok := held.(lock.Tokened); ok {
-		_, err = store.SellFenced(ctx, inventory.StockFence, t.Token(), then...)
-	} else {
-		_, err = store.Sell(ctx, then...)
+		g.Token = t.Token()
 	}
+	_, err = store.Sell(ctx, g)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -26,7 +26,7 @@ type Tokened interface {
 // INCRs a counter kept beside the lock (<key>:fence) and returns it, so
 // every holder gets a token larger than any holder before it. The holder
 // passes its token with every write, and the storage refuses a token lower
-// than the highest it has seen (inventory.SellFenced).
+// than the highest it has seen (inventory.Store.Sell with a Guard.Token).
 //
 // The race it fixes is the one no lease can: a holder paused past its
 // lease (GC, SIGSTOP), or whose business outlives the TTL, wakes up still

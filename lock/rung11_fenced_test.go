@@ -76,10 +76,10 @@ func TestFencedStaleHolderIsRefused(t *testing.T) {
 	if tb <= ta {
 		t.Fatalf("B's token %d is not larger than A's %d", tb, ta)
 	}
-	if n, err := store.SellFenced(ctx, inventory.StockFence, tb); err != nil || n != 9 {
+	if n, err := store.Sell(ctx, inventory.Guard{Token: tb}); err != nil || n != 9 {
 		t.Fatalf("B's sale: %d, %v", n, err)
 	}
-	if _, err := store.SellFenced(ctx, inventory.StockFence, ta); !errors.Is(err, inventory.ErrStaleToken) {
+	if _, err := store.Sell(ctx, inventory.Guard{Token: ta}); !errors.Is(err, inventory.ErrStaleToken) {
 		t.Fatalf("A's sale after waking up: %v, want ErrStaleToken", err)
 	}
 	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {

@@ -84,12 +84,7 @@ func TestCohortCarryCarriesWithinACohortOnly(t *testing.T) {
 // and never waited for their write.
 func TestCohortCarryExactAcrossProcesses(t *testing.T) {
 	sellAndCountAcross(t, func(rdb *redis.Client, o lock.Options) lock.Locker { return lock.NewCohortCarry(rdb, o, 8) },
-		func(s *inventory.Store, sell bool, tok int64, l lock.Lock) (int64, func() error, error) {
-			if sell {
-				return s.SellCarried(context.Background(), inventory.StockFence, tok, carrier(t, l))
-			}
-			return s.IncrCarried(context.Background(), inventory.NumFence, tok, carrier(t, l))
-		})
+		func(l lock.Lock) inventory.Guard { return inventory.Guard{Carrier: carrier(t, l)} })
 }
 
 // setIn is a Commit's write: SET key v, after pausing the pipeline for

@@ -156,22 +156,18 @@ func TestCohortParkedWriteGoesAlone(t *testing.T) {
 // sections were passed in memory.
 func TestCohortPipedExactAcrossProcesses(t *testing.T) {
 	sellAndCountAcross(t, func(rdb *redis.Client, o lock.Options) lock.Locker { return lock.NewCohort(rdb, o, 8) },
-		func(s *inventory.Store, sell bool, tok int64, l lock.Lock) (int64, func() error, error) {
-			if sell {
-				return s.SellPiped(context.Background(), inventory.StockFence, tok, piped(t, l))
-			}
-			return s.IncrPiped(context.Background(), inventory.NumFence, tok, piped(t, l))
-		})
+		func(l lock.Lock) inventory.Guard { return inventory.Guard{Pipe: piped(t, l)} })
 }
 
 // sellAndCountAcross runs two processes (two lockers from newLocker on one
 // Redis), ten workers each, every worker ten times counting one (num) and
-// selling one (stock 150) through run, which returns the value and how to
-// wait for a write the lock queued; the section releases before it waits.
+// selling one (stock 150) under the Guard guard makes of its lock (with
+// the lock's token); the section releases once its write is queued,
+// before it waits for it to land.
 // Nothing may be lost, nothing sold twice, every sale answered must have
 // been made, and some sections must have been passed in memory.
 func sellAndCountAcross(t *testing.T, newLocker func(*redis.Client, lock.Options) lock.Locker,
-	run func(s *inventory.Store, sell bool, token int64, l lock.Lock) (int64, func() error, error)) {
+	guard func(l lock.Lock) inventory.Guard) {
 	t.Helper()
 	rdb, _ := redistest.Start(t)
 	n := notifier(t, rdb, lock.NotifierOptions{})
@@ -202,12 +198,22 @@ func sellAndCountAcross(t *testing.T, newLocker func(*redis.Client, lock.Options
 							t.Error(err)
 							return
 						}
-						_, landed, err := run(s, sell, tokenOf(t, l), l)
-						if rerr := l.Release(ctx); rerr != nil {
-							t.Error(rerr)
+						release := func() {
+							if rerr := l.Release(ctx); rerr != nil {
+								t.Error(rerr)
+							}
 						}
-						if err == nil {
-							err = landed()
+						g := guard(l)
+						g.Token = tokenOf(t, l)
+						released := false
+						g.Queued = func() { released = true; release() }
+						if sell {
+							_, err = s.Sell(ctx, g)
+						} else {
+							_, err = s.Incr(ctx, g)
+						}
+						if !released {
+							release()
 						}
 						mu.Lock()
 						switch {

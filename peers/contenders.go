@@ -139,14 +139,14 @@ func contenders(cfg config, pg *pgServer) []contender {
 				if err != nil {
 					return false, err
 				}
-				shape := lock.ShapeOf(held)
-				if shape.Carrier != nil {
-					return true, carriedCritical(ctx, rdb, key, held, shape.Carrier)
+				if c, ok := held.(lock.Carrier); ok {
+					return true, carriedCritical(ctx, rdb, key, held, c)
 				}
-				if shape.Pipe != nil {
-					return true, pipedCritical(ctx, rdb, key, held, shape.Pipe)
+				if p, ok := held.(lock.Piped); ok {
+					return true, pipedCritical(ctx, rdb, key, held, p)
 				}
-				if !cfg.pipeline || shape.ReleaseIn == nil {
+				pr, ok := held.(lock.PipelineReleaser)
+				if !cfg.pipeline || !ok {
 					err = critical(ctx, rdb, key, nil)
 					if rerr := held.Release(ctx); err == nil {
 						err = rerr
@@ -154,7 +154,7 @@ func contenders(cfg config, pg *pgServer) []contender {
 					return true, err
 				}
 				var released func() error
-				err = critical(ctx, rdb, key, func(p redis.Pipeliner) { released = shape.ReleaseIn(ctx, p) })
+				err = critical(ctx, rdb, key, func(p redis.Pipeliner) { released = pr.ReleaseIn(ctx, p) })
 				if released == nil {
 					released = func() error { return held.Release(ctx) }
 				}
