@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // Off, for Config.ZooKeeper, MariaDB, Etcd and Postgres, starts no such server: its
@@ -17,14 +19,14 @@ const Off Mode = "off"
 // instance is told where it is: by a flag, or where that holds a
 // password, in its environment.
 type backend interface {
-	server
+	proc.Server
 	Kind() string // "zookeeper", "mariadb", "etcd"
 	summary() string
 	clientAddr() string // what a client is given: ZooKeeper's host:port, MariaDB's DSN, etcd's URL
 	flags() []string    // what the app is told on its command line: -zookeeper ADDR, say
 	env() []string      // and in its environment: MySQLEnv=DSN
 	Pid() int           // 0: in this process
-	remove() error      // after its last stop: the temp dirs it made (serverDir)
+	remove() error      // after its last stop: the temp dirs it made (proc.ServerDir)
 }
 
 // MySQLEnv is the variable the app reads its MariaDB DSN from (-mysql's
@@ -58,48 +60,48 @@ func (e *etcd) Pid() int {
 // newBackends describes the back ends cfg asks for, deciding each one's
 // mode before anything starts: one that Auto cannot find is left out (its
 // rung is unavailable, and the log says so), unless RequireReal is set.
-func newBackends(cfg Config, dir string, data *dataRoot, lg *logger) ([]backend, error) {
+func newBackends(cfg Config, dir string, data *proc.DataRoot, lg *proc.Logger) ([]backend, error) {
 	var out []backend
 	want := func(m Mode) bool { return m != "" && m != Off }
 	if data == nil {
-		data = &dataRoot{dir: dir}
+		data = proc.OnDisk(dir)
 	}
 
 	if want(cfg.ZooKeeper) {
 		java, jar, err := findZooKeeper()
 		switch {
 		case err == nil:
-			out = append(out, newZooKeeper(java, jar, "127.0.0.1", dir, data.of("zookeeper"), lg))
+			out = append(out, newZooKeeper(java, jar, "127.0.0.1", dir, data.Of("zookeeper"), lg))
 		case cfg.ZooKeeper == Real || cfg.RequireReal:
 			return nil, fmt.Errorf("stack: zookeeper: %w", err)
 		default:
-			lg.printf("zookeeper: not started (%v): the zookeeper rung answers 503", err)
+			lg.Printf("zookeeper: not started (%v): the zookeeper rung answers 503", err)
 		}
 	}
 	if want(cfg.MariaDB) {
 		srv, install, err := findMariaDB()
 		switch {
 		case err == nil:
-			out = append(out, newMariaDB(srv, install, "127.0.0.1", dir, data.of("mariadb"), lg))
+			out = append(out, newMariaDB(srv, install, "127.0.0.1", dir, data.Of("mariadb"), lg))
 		case cfg.MariaDB == Real || cfg.RequireReal:
 			return nil, fmt.Errorf("stack: mariadb: %w", err)
 		default:
-			lg.printf("mariadb: not started (%v): the db-for-update and db-optimistic rungs answer 503", err)
+			lg.Printf("mariadb: not started (%v): the db-for-update and db-optimistic rungs answer 503", err)
 		}
 	}
 	if want(cfg.Postgres) {
 		bin, err := findPostgres()
 		switch {
 		case err == nil:
-			out = append(out, newPostgres(bin, "127.0.0.1", dir, data.of("postgres"), lg))
+			out = append(out, newPostgres(bin, "127.0.0.1", dir, data.Of("postgres"), lg))
 		case cfg.Postgres == Real || cfg.RequireReal:
 			return nil, fmt.Errorf("stack: postgres: %w", err)
 		default:
-			lg.printf("postgres: not started (%v): the pg-advisory rungs answer 503", err)
+			lg.Printf("postgres: not started (%v): the pg-advisory rungs answer 503", err)
 		}
 	}
 	if want(cfg.Etcd) {
-		bin, err := LookPath("etcd")
+		bin, err := proc.LookPath("etcd")
 		switch {
 		case cfg.Etcd == Embedded:
 			bin = ""
@@ -108,9 +110,9 @@ func newBackends(cfg Config, dir string, data *dataRoot, lg *logger) ([]backend,
 			return nil, fmt.Errorf("stack: etcd: not on PATH (install Debian's etcd-server): %w", err)
 		default:
 			bin = ""
-			lg.printf("etcd not found on PATH: using an etcd server embedded in this process")
+			lg.Printf("etcd not found on PATH: using an etcd server embedded in this process")
 		}
-		out = append(out, newEtcd(bin, "127.0.0.1", dir, data.of("etcd"), lg))
+		out = append(out, newEtcd(bin, "127.0.0.1", dir, data.Of("etcd"), lg))
 	}
 	return out, nil
 }
@@ -121,7 +123,7 @@ func (s *Stack) startBackends(ctx context.Context) error {
 	if len(s.backends) == 0 {
 		return nil
 	}
-	g := make(group, len(s.backends))
+	g := make(proc.Group, len(s.backends))
 	for i, b := range s.backends {
 		g[i] = b
 	}
@@ -129,9 +131,9 @@ func (s *Stack) startBackends(ctx context.Context) error {
 		return err
 	}
 	for _, b := range s.backends {
-		s.lg.printf("%s", b.summary())
+		s.lg.Printf("%s", b.summary())
 	}
-	s.lg.printf("data: the back ends keep their data %s", s.data)
+	s.lg.Printf("data: the back ends keep their data %s", s.data)
 	return nil
 }
 
@@ -156,7 +158,7 @@ func (s *Stack) StopBackend(kind string) error {
 		return err
 	}
 	s.backendDown[kind] = true
-	s.lg.printf("%s: stopping (StopBackend)", kind)
+	s.lg.Printf("%s: stopping (StopBackend)", kind)
 	return b.Stop()
 }
 
@@ -176,11 +178,11 @@ func (s *Stack) StartBackend(kind string) error {
 	}
 	ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
 	defer cancel()
-	if err := launch(ctx, b); err != nil {
+	if err := proc.Launch(ctx, b); err != nil {
 		return err
 	}
 	s.backendDown[kind] = false
-	s.lg.printf("%s", b.summary())
+	s.lg.Printf("%s", b.summary())
 	return nil
 }
 
@@ -247,7 +249,7 @@ func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool,
 	if mode == "" || mode == Off {
 		return "", nil, fmt.Errorf("stack: %s: mode %q starts nothing", kind, mode)
 	}
-	bs, err := newBackends(cfg, dir, nil, &logger{})
+	bs, err := newBackends(cfg, dir, nil, proc.NewLogger(nil))
 	if err != nil {
 		return "", nil, err
 	}
@@ -255,9 +257,13 @@ func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool,
 		return "", nil, fmt.Errorf("stack: %s is not installed", kind)
 	}
 	b := bs[0]
-	if err := launch(ctx, b); err != nil {
+	if err := proc.Launch(ctx, b); err != nil {
 		b.remove()
 		return "", nil, err
 	}
 	return b.clientAddr(), func() error { return errors.Join(b.Stop(), b.remove()) }, nil
 }
+
+// DataDir is the tmpfs dir the back ends keep their data in, or "" when
+// they keep it in the run dir (or there are none).
+func (s *Stack) DataDir() string { return s.data.InMemory() }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockladder/lockladder/stack/proc"
 	"gopkg.in/yaml.v3"
 )
 
@@ -260,15 +261,15 @@ func TestComposeAndNginxAgree(t *testing.T) {
 
 // The config derived for loopback is valid for the real nginx.
 func TestDerivedNginxConfValid(t *testing.T) {
-	bin, err := LookPath("nginx")
+	bin, err := proc.LookPath("nginx")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("nginx not on PATH and CI=true: install it (%v)", err)
 		}
-		t.Skipf("skipped: %s", Install("nginx"))
+		t.Skipf("skipped: %s", proc.Install("nginx"))
 	}
 	dir := t.TempDir()
-	port, err := freePort("127.0.0.1")
+	port, err := proc.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // mariadb is a MariaDB server, the database rungs' back end: a fresh data
@@ -29,14 +31,14 @@ type mariadb struct {
 	host, port      string
 	password        string
 	dir             string // its log
-	work            string // socket, pid file, init file, secure_file_priv: serverDir of dir
-	data            string // the database (dataRoot)
-	dataDir         string // where it is: serverDir of data
+	work            string // socket, pid file, init file, secure_file_priv: proc.ServerDir of dir
+	data            string // the database (proc.DataRoot)
+	dataDir         string // where it is: proc.ServerDir of data
 	temps           []string
 	version         string
 	picked          bool // start chose the port: ready may choose another
-	lg              *logger
-	proc            *proc
+	lg              *proc.Logger
+	proc            *proc.Proc
 }
 
 // mariadbUser is the account the apps log in as: it may read and write
@@ -56,20 +58,20 @@ const mariadbMaxConnections = 500
 // none. Debian's mariadb-server puts mariadbd in /usr/sbin, which a
 // user's PATH may lack.
 func findMariaDB() (server, install string, err error) {
-	server, err = LookPath("mariadbd")
+	server, err = proc.LookPath("mariadbd")
 	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/mariadbd"); serr != nil || Hidden() {
+		if _, serr := os.Stat("/usr/sbin/mariadbd"); serr != nil || proc.Hidden() {
 			return "", "", fmt.Errorf("mariadbd not found (install Debian's mariadb-server): %w", err)
 		}
 		server = "/usr/sbin/mariadbd"
 	}
-	if install, err = LookPath("mariadb-install-db"); err != nil {
+	if install, err = proc.LookPath("mariadb-install-db"); err != nil {
 		return "", "", fmt.Errorf("mariadb-install-db not found (install Debian's mariadb-server): %w", err)
 	}
 	return server, install, nil
 }
 
-func newMariaDB(server, install, host, dir, data string, lg *logger) *mariadb {
+func newMariaDB(server, install, host, dir, data string, lg *proc.Logger) *mariadb {
 	return &mariadb{server: server, install: install, host: host, password: NewPassword(),
 		dir: filepath.Join(dir, "mariadb"), data: data, lg: lg}
 }
@@ -101,10 +103,10 @@ func (m *mariadb) dirs() error {
 		return fmt.Errorf("stack: mariadb: %w", err)
 	}
 	var err error
-	if m.work, m.dataDir, m.temps, err = serverDirs(m.lg, "mariadb", m.dir, m.data); err != nil {
+	if m.work, m.dataDir, m.temps, err = proc.ServerDirs(m.lg, "mariadb", m.dir, m.data); err != nil {
 		return err
 	}
-	_, _, err = serverDir(m.filesDir())
+	_, _, err = proc.ServerDir(m.filesDir())
 	return err
 }
 
@@ -118,23 +120,23 @@ func (m *mariadb) Start(ctx context.Context) error {
 	if err := m.dirs(); err != nil {
 		return err
 	}
-	a, err := serverAccount()
+	a, err := proc.ServerAccount()
 	if err != nil {
 		return err
 	}
 	runAs := currentUser()
 	if a != nil {
-		runAs = a.name
+		runAs = a.Name
 	}
 	m.picked = m.port == ""
 	if m.picked {
-		port, err := freePort(m.host)
+		port, err := proc.FreePort(m.host)
 		if err != nil {
 			return err
 		}
 		m.port = port
 		// Every stack starts from an empty database.
-		if err := emptyDir(m.dataDir); err != nil {
+		if err := proc.EmptyDir(m.dataDir); err != nil {
 			return fmt.Errorf("stack: mariadb: %w", err)
 		}
 		// root@localhost by the socket only, for the OS's root
@@ -143,7 +145,7 @@ func (m *mariadb) Start(ctx context.Context) error {
 		install := exec.CommandContext(ctx, m.install, "--no-defaults", "--datadir="+m.dataDir,
 			"--skip-test-db", "--user="+runAs, "--auth-root-socket-user=root")
 		install.Dir = m.work
-		install.SysProcAttr = &syscall.SysProcAttr{Credential: a.credential()}
+		install.SysProcAttr = &syscall.SysProcAttr{Credential: a.Credential()}
 		if out, err := install.CombinedOutput(); err != nil {
 			return fmt.Errorf("stack: mariadb-install-db: %w\n%s", err, out)
 		}
@@ -157,7 +159,7 @@ func (m *mariadb) Start(ctx context.Context) error {
 		"GRANT " + mariadbGrants + " ON *.* TO " + account + ";",
 	}, "\n") + "\n"
 	initFile := filepath.Join(m.work, "init.sql")
-	if err := writeServerFile(initFile, []byte(init), 0o600); err != nil {
+	if err := proc.WriteServerFile(initFile, []byte(init), 0o600); err != nil {
 		return fmt.Errorf("stack: mariadb: %w", err)
 	}
 	args := []string{
@@ -172,14 +174,14 @@ func (m *mariadb) Start(ctx context.Context) error {
 		// whose connection dies loses it with the connection.
 		"--max-connections=" + strconv.Itoa(mariadbMaxConnections),
 	}
-	m.proc, err = startServer("mariadb", m.server, args, m.work, filepath.Join(m.dir, "mariadb.log"), syscall.SIGKILL)
+	m.proc, err = proc.StartServer("mariadb", m.server, args, m.work, filepath.Join(m.dir, "mariadb.log"), syscall.SIGKILL)
 	return err
 }
 
-// ready waits until the server serves (readyOnFreePort: started again on
+// ready waits until the server serves (proc.ReadyOnFreePort: started again on
 // another port if it exits while starting on the one start chose).
 func (m *mariadb) Ready(ctx context.Context) error {
-	return readyOnFreePort(ctx, m.lg, "mariadb", &m.picked, m.Addr, m.serving, func(ctx context.Context) error {
+	return proc.ReadyOnFreePort(ctx, m.lg, "mariadb", &m.picked, m.Addr, m.serving, func(ctx context.Context) error {
 		m.port = ""
 		return m.Start(ctx)
 	})
@@ -194,8 +196,8 @@ func (m *mariadb) serving(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-m.proc.done:
-			return fmt.Errorf("stack: mariadb %w: %v\n%s", errExitedStarting, m.proc.exitErr(), logTail(m.proc.logPath, 2048))
+		case <-m.proc.Done():
+			return fmt.Errorf("stack: mariadb %w: %v\n%s", proc.ErrExitedStarting, m.proc.ExitErr(), proc.LogTail(m.proc.LogPath(), 2048))
 		case <-ctx.Done():
 			return fmt.Errorf("stack: mariadb on %s not serving: %w", m.Addr(), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
@@ -207,12 +209,12 @@ func (m *mariadb) Stop() error {
 	if m.proc == nil {
 		return nil
 	}
-	return m.proc.Stop(stopGrace)
+	return m.proc.Stop(proc.StopGrace)
 }
 
-// remove deletes the temp dirs serverDir made for it: after its last
+// remove deletes the temp dirs proc.ServerDir made for it: after its last
 // stop.
-func (m *mariadb) remove() error { return removeAll(m.temps) }
+func (m *mariadb) remove() error { return proc.RemoveAll(m.temps) }
 
 func (m *mariadb) summary() string {
 	v, _, _ := strings.Cut(m.version, "-")

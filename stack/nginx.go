@@ -10,6 +10,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // nginx is the real load balancer: `nginx -p DIR -c DIR/nginx.conf` in
@@ -21,15 +23,15 @@ type nginx struct {
 	bin       string
 	src       []byte // the project's nginx.conf as read at Start: reloads derive from it
 	dir       string
-	temp      string // where its workers buffer bodies: dir, or as root serverDir of dir/nginx-temp
-	rmTemp    bool   // temp is a temp dir of serverDir's, removed by stop
+	temp      string // where its workers buffer bodies: dir, or as root proc.ServerDir of dir/nginx-temp
+	rmTemp    bool   // temp is a temp dir of proc.ServerDir's, removed by stop
 	host      string
 	port      string // "0": start picks a free one
 	upstreams []string
 	race      string // the race server's address: /race goes there; "": to the upstreams
 	down      []bool // upstreams marked down (setDown; serialised by the caller)
 	version   string
-	p         *proc
+	p         *proc.Proc
 }
 
 func newNginx(bin string, src []byte, dir, host, port string, upstreams []string) *nginx {
@@ -40,24 +42,24 @@ func newNginx(bin string, src []byte, dir, host, port string, upstreams []string
 // on it.
 func (n *nginx) Start(context.Context) error {
 	if n.port == "0" {
-		port, err := freePort(n.host)
+		port, err := proc.FreePort(n.host)
 		if err != nil {
 			return err
 		}
 		n.port = port
 	}
-	n.version = binaryVersion(n.bin, `nginx/(\S+)`, "-v")
+	n.version = proc.BinaryVersion(n.bin, `nginx/(\S+)`, "-v")
 	if n.temp == "" {
-		// As root, nginx runs its workers as ServerUser, and they
+		// As root, nginx runs its workers as proc.ServerUser, and they
 		// write a request body or a response too large for their
 		// buffers to files under temp: the account must reach it.
-		a, err := serverAccount()
+		a, err := proc.ServerAccount()
 		if err != nil {
 			return err
 		}
 		n.temp = n.dir
 		if a != nil {
-			if n.temp, n.rmTemp, err = serverDir(filepath.Join(n.dir, "nginx-temp")); err != nil {
+			if n.temp, n.rmTemp, err = proc.ServerDir(filepath.Join(n.dir, "nginx-temp")); err != nil {
 				return err
 			}
 		}
@@ -69,7 +71,7 @@ func (n *nginx) Start(context.Context) error {
 	// SIGTERM, not SIGKILL, if we die: nginx's workers do not notice their
 	// master's death and would keep the port; on SIGTERM the master stops
 	// them (SIGKILL after a second) and exits.
-	n.p, err = startProcSig("nginx", n.bin, []string{"-p", n.dir, "-c", confPath, "-e", n.errLog()}, nil, n.dir,
+	n.p, err = proc.StartSig("nginx", n.bin, []string{"-p", n.dir, "-c", confPath, "-e", n.errLog()}, nil, n.dir,
 		filepath.Join(n.dir, "nginx.log"), syscall.SIGTERM)
 	return err
 }
@@ -84,21 +86,21 @@ func (n *nginx) Ready(ctx context.Context) error {
 			break
 		}
 		select {
-		case <-n.p.done:
-			return fmt.Errorf("stack: nginx exited: %v%s%s", n.p.exitErr(), logTail(n.p.logPath, 2048), logTail(n.errLog(), 2048))
+		case <-n.p.Done():
+			return fmt.Errorf("stack: nginx exited: %v%s%s", n.p.ExitErr(), proc.LogTail(n.p.LogPath(), 2048), proc.LogTail(n.errLog(), 2048))
 		case <-ctx.Done():
-			return fmt.Errorf("stack: nginx not listening on %s: %w%s", n.Addr(), ctx.Err(), logTail(n.errLog(), 2048))
+			return fmt.Errorf("stack: nginx not listening on %s: %w%s", n.Addr(), ctx.Err(), proc.LogTail(n.errLog(), 2048))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return routesReady(ctx, "http://"+n.Addr(), len(n.upstreams), n.p.done)
+	return routesReady(ctx, "http://"+n.Addr(), len(n.upstreams), n.p.Done())
 }
 
 // stop stops nginx's process group by pid: the master and its workers.
 func (n *nginx) Stop() error {
 	var err error
 	if n.p != nil {
-		err = n.p.Stop(stopGrace)
+		err = n.p.Stop(proc.StopGrace)
 	}
 	if n.rmTemp {
 		err = errors.Join(err, os.RemoveAll(n.temp))
@@ -152,8 +154,8 @@ func (n *nginx) setDown(ctx context.Context, i int, down bool) error {
 		return err
 	}
 	master := n.p
-	before, listErr := childPids(master.Pid())
-	if err := master.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	before, listErr := proc.Children(master.Pid())
+	if err := master.Process().Signal(syscall.SIGHUP); err != nil {
 		return fmt.Errorf("stack: nginx reload: %w", err)
 	}
 	if listErr != nil {
@@ -165,15 +167,15 @@ func (n *nginx) setDown(ctx context.Context, i int, down bool) error {
 		}
 	}
 	for {
-		now, err := childPids(master.Pid())
+		now, err := proc.Children(master.Pid())
 		if err == nil && len(now) > 0 && !slices.ContainsFunc(now, func(p int) bool { return slices.Contains(before, p) }) {
 			return nil
 		}
 		select {
-		case <-master.done:
-			return fmt.Errorf("stack: nginx exited during a reload: %v%s", master.exitErr(), logTail(n.errLog(), 2048))
+		case <-master.Done():
+			return fmt.Errorf("stack: nginx exited during a reload: %v%s", master.ExitErr(), proc.LogTail(n.errLog(), 2048))
 		case <-ctx.Done():
-			return fmt.Errorf("stack: nginx reload not in effect (workers before %v, now %v): %w%s", before, now, ctx.Err(), logTail(n.errLog(), 2048))
+			return fmt.Errorf("stack: nginx reload not in effect (workers before %v, now %v): %w%s", before, now, ctx.Err(), proc.LogTail(n.errLog(), 2048))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/internal/httplimit"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // directive is one nginx directive; block is non-nil for "name args { ... }".
@@ -266,7 +267,7 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 	if temp, err = filepath.Abs(temp); err != nil {
 		return nil, fmt.Errorf("stack: DeriveNginxConf: %w", err)
 	}
-	workers, err := serverAccount()
+	workers, err := proc.ServerAccount()
 	if err != nil {
 		return nil, err
 	}
@@ -349,13 +350,13 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 	}
 	if workers != nil {
 		// As root, the master stays root and its workers, which serve
-		// the requests, run as ServerUser, named here so that no
+		// the requests, run as proc.ServerUser, named here so that no
 		// build's default decides. They write request bodies and
 		// responses too large for their buffers to files under temp,
 		// which that account must reach (a private parent, a 0700
 		// t.TempDir or /root, gave every such request a 500): the
-		// stack gives nginx a temp it can (serverDir).
-		top = append(top, &directive{name: "user", args: []string{workers.name, workers.group}})
+		// stack gives nginx a temp it can (proc.ServerDir).
+		top = append(top, &directive{name: "user", args: []string{workers.Name, workers.Group}})
 	}
 	for _, d := range ds {
 		if !slices.Contains([]string{"daemon", "pid", "error_log", "user", "master_process"}, d.name) {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 const dockerConf = `# comment
@@ -56,12 +58,12 @@ func TestDeriveNginxConf(t *testing.T) {
 		}
 	}
 	// The source's user is dropped; as root the workers run as
-	// ServerUser, never root.
-	a, err := serverAccount()
+	// proc.ServerUser, never root.
+	a, err := proc.ServerAccount()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := top["user"]; a != nil && !slices.Equal(got, []string{a.name, a.group}) || a == nil && ok {
+	if got, ok := top["user"]; a != nil && !slices.Equal(got, []string{a.Name, a.Group}) || a == nil && ok {
 		t.Errorf("user %q (kept: %v), want the server account %+v", got, ok, a)
 	}
 	http := find(ds, "http")[0]

@@ -17,6 +17,7 @@ import (
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/ladder"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // nginx, on the config derived from the project's nginx.conf, passes the
@@ -25,7 +26,7 @@ import (
 // it, and so does its Origin check, which tells another port of the same
 // host by that port (403).
 func TestNginxPassesTheHost(t *testing.T) {
-	bin, err := LookPath("nginx")
+	bin, err := proc.LookPath("nginx")
 	needReal(t, "nginx", err)
 	gin.SetMode(gin.TestMode)
 	mr := miniredis.RunT(t)
@@ -46,7 +47,7 @@ func TestNginxPassesTheHost(t *testing.T) {
 	n := newNginx(bin, readRepoFile(t, "nginx.conf"), t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := launch(ctx, n); err != nil {
+	if err := proc.Launch(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	pgbackend "github.com/lockladder/lockladder/internal/backend"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // postgres is a PostgreSQL server, the pg-advisory rungs' back end: a
@@ -32,13 +33,13 @@ type postgres struct {
 	password      string // postgresUser's
 	superPassword string // postgresSuper's
 	dir           string // its log
-	work          string // socket, password file: serverDir of dir
+	work          string // socket, password file: proc.ServerDir of dir
 	data, dataDir string
 	temps         []string
 	version       string
 	picked        bool
-	lg            *logger
-	proc          *proc
+	lg            *proc.Logger
+	proc          *proc.Proc
 }
 
 const (
@@ -61,8 +62,8 @@ const PostgresEnv = "POSTGRES_DSN"
 // /usr/lib/postgresql/VERSION/bin, the newest, which no PATH names), or
 // why there is none.
 func findPostgres() (string, error) {
-	if Hidden() {
-		return "", fmt.Errorf("postgres: %s", Install("postgres"))
+	if proc.Hidden() {
+		return "", fmt.Errorf("postgres: %s", proc.Install("postgres"))
 	}
 	if p, err := exec.LookPath("postgres"); err == nil {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "initdb")); err == nil {
@@ -85,7 +86,7 @@ func pgVersion(binDir string) int {
 	return v
 }
 
-func newPostgres(bin, host, dir, data string, lg *logger) *postgres {
+func newPostgres(bin, host, dir, data string, lg *proc.Logger) *postgres {
 	return &postgres{bin: bin, host: host, password: NewPassword(), superPassword: NewPassword(),
 		dir: filepath.Join(dir, "postgres"), data: data, lg: lg}
 }
@@ -122,7 +123,7 @@ func (p *postgres) dirs() error {
 		return fmt.Errorf("stack: postgres: %w", err)
 	}
 	var err error
-	p.work, p.dataDir, p.temps, err = serverDirs(p.lg, "postgres", p.dir, p.data)
+	p.work, p.dataDir, p.temps, err = proc.ServerDirs(p.lg, "postgres", p.dir, p.data)
 	return err
 }
 
@@ -133,31 +134,31 @@ func (p *postgres) Start(ctx context.Context) error {
 	if err := p.dirs(); err != nil {
 		return err
 	}
-	a, err := serverAccount()
+	a, err := proc.ServerAccount()
 	if err != nil {
 		return err
 	}
 	p.picked = p.port == ""
 	if p.picked {
-		port, err := freePort(p.host)
+		port, err := proc.FreePort(p.host)
 		if err != nil {
 			return err
 		}
 		p.port = port
-		if err := emptyDir(p.dataDir); err != nil {
+		if err := proc.EmptyDir(p.dataDir); err != nil {
 			return fmt.Errorf("stack: postgres: %w", err)
 		}
 		// initdb reads the superuser's password from a file, which it
 		// must be able to read as the server's account; removed after.
 		pwfile := filepath.Join(p.work, "pwfile")
-		if err := writeServerFile(pwfile, []byte(p.superPassword+"\n"), 0o600); err != nil {
+		if err := proc.WriteServerFile(pwfile, []byte(p.superPassword+"\n"), 0o600); err != nil {
 			return fmt.Errorf("stack: postgres: %w", err)
 		}
 		initdb := exec.CommandContext(ctx, filepath.Join(p.bin, "initdb"), "-D", p.dataDir,
 			"-U", postgresSuper, "--pwfile="+pwfile, "--auth=scram-sha-256",
 			"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
 		initdb.Dir = p.work
-		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: a.credential()}
+		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: a.Credential()}
 		out, err := initdb.CombinedOutput()
 		os.Remove(pwfile)
 		if err != nil {
@@ -174,7 +175,7 @@ func (p *postgres) Start(ctx context.Context) error {
 		"-c", "password_encryption=scram-sha-256",
 		"-c", "logging_collector=off",
 	}
-	p.proc, err = startServer("postgres", filepath.Join(p.bin, "postgres"), args, p.work,
+	p.proc, err = proc.StartServer("postgres", filepath.Join(p.bin, "postgres"), args, p.work,
 		filepath.Join(p.dir, "postgres.log"), syscall.SIGKILL)
 	return err
 }
@@ -182,7 +183,7 @@ func (p *postgres) Start(ctx context.Context) error {
 // ready waits until the server serves, then makes the apps' role and
 // database (again at every start: the role's password is this stack's).
 func (p *postgres) Ready(ctx context.Context) error {
-	return readyOnFreePort(ctx, p.lg, "postgres", &p.picked, p.Addr, p.serving, func(ctx context.Context) error {
+	return proc.ReadyOnFreePort(ctx, p.lg, "postgres", &p.picked, p.Addr, p.serving, func(ctx context.Context) error {
 		p.port = ""
 		return p.Start(ctx)
 	})
@@ -201,8 +202,8 @@ func (p *postgres) serving(ctx context.Context) error {
 			return p.setUp(ctx, conn)
 		}
 		select {
-		case <-p.proc.done:
-			return fmt.Errorf("stack: postgres %w: %v\n%s", errExitedStarting, p.proc.exitErr(), logTail(p.proc.logPath, 2048))
+		case <-p.proc.Done():
+			return fmt.Errorf("stack: postgres %w: %v\n%s", proc.ErrExitedStarting, p.proc.ExitErr(), proc.LogTail(p.proc.LogPath(), 2048))
 		case <-ctx.Done():
 			return fmt.Errorf("stack: postgres on %s not serving: %w", p.Addr(), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
@@ -248,10 +249,10 @@ func (p *postgres) Stop() error {
 	// session and stops its children. A SIGTERM is its smart shutdown,
 	// which waits for clients, and reaching its children first makes it
 	// wait out the grace and die by SIGKILL.
-	return p.proc.StopLeader(syscall.SIGINT, stopGrace)
+	return p.proc.StopLeader(syscall.SIGINT, proc.StopGrace)
 }
 
-func (p *postgres) remove() error { return removeAll(p.temps) }
+func (p *postgres) remove() error { return proc.RemoveAll(p.temps) }
 
 func (p *postgres) summary() string {
 	v, _, _ := strings.Cut(p.version, " ")

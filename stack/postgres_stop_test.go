@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // TestPostgresStopsByItselfWithAClient: Stop ends PostgreSQL by its own
@@ -21,10 +22,10 @@ func TestPostgresStopsByItselfWithAClient(t *testing.T) {
 		t.Skipf("skipped: postgres: %v", err)
 	}
 	dir := t.TempDir()
-	p := newPostgres(bin, "127.0.0.1", dir, t.TempDir(), &logger{})
+	p := newPostgres(bin, "127.0.0.1", dir, t.TempDir(), proc.NewLogger(nil))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := launch(ctx, p); err != nil {
+	if err := proc.Launch(ctx, p); err != nil {
 		p.remove()
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestPostgresStopsByItselfWithAClient(t *testing.T) {
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.proc.exitErr().Error(); got != "exit status 0" {
+	if got := p.proc.ExitErr().Error(); got != "exit status 0" {
 		t.Fatalf("postgres ended by %q, want exit status 0 (its own shutdown, not the SIGKILL after the grace)", got)
 	}
 }

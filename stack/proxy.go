@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/internal/httplimit"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // newProxy returns the built-in load balancer's handler: round robin over
@@ -212,12 +213,12 @@ func (p *proxyServer) Ready(ctx context.Context) error {
 }
 
 // stop shuts the server down, letting the requests in flight finish for
-// up to stopGrace.
+// up to proc.StopGrace.
 func (p *proxyServer) Stop() error {
 	if p.srv == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), proc.StopGrace)
 	defer cancel()
 	err := p.srv.Shutdown(ctx)
 	if err != nil {

@@ -7,8 +7,13 @@
 // and the stack says so (Summary). Every process it starts is stopped by
 // pid.
 //
-// Each kind of server is a file of its own behind one shape (server,
-// below); this file only composes them.
+// Each kind of server is a file of its own behind one shape
+// (proc.Server); this file only composes them. What is not about one
+// kind of server lives in subpackages, none of which imports stack:
+// stack/proc supervises processes (start in a process group, stop by
+// pid, never a reused one; the server account; data dirs; free ports),
+// stack/embedded holds miniredis and its Lua runner, stack/faultproxy
+// the proxy that injects faults between an app and Redis.
 package stack
 
 import (
@@ -23,6 +28,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/stack/faultproxy"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // Stack is a running topology. Its methods are safe for concurrent use.
@@ -32,17 +38,17 @@ type Stack struct {
 	redisPass string // RedisPassword
 	dir       string
 	rmDir     bool
-	lg        *logger
+	lg        *proc.Logger
 	appPorts  []string // the instances' ports; nil: free ones, picked at start
 
 	// servers are those launched, in order: Stop stops them in reverse.
-	servers []server
+	servers []proc.Server
 
 	redis         *Redis   // nil on a cluster
 	cluster       *cluster // Config.Cluster
 	masters       *masters
 	backends      []backend           // ZooKeeper, MariaDB, etcd: those started
-	data          *dataRoot           // where they keep their data; nil without them
+	data          *proc.DataRoot      // where they keep their data; nil without them
 	backendMu     sync.Mutex          // StopBackend, StartBackend and Pids
 	backendDown   map[string]bool     // kinds stopped by StopBackend
 	redisProxy    *faultproxy.Proxy   // Config.RedisProxy
@@ -69,7 +75,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Stack{cfg: cfg, lg: &logger{w: cfg.Log}}
+	s := &Stack{cfg: cfg, lg: proc.NewLogger(cfg.Log)}
 	if s.faultKey, err = newFaultKey(); err != nil {
 		return nil, err
 	}
@@ -132,7 +138,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		if err := s.up(ctx, s.redis); err != nil {
 			return nil, err
 		}
-		s.lg.printf("%s", s.redis.summary())
+		s.lg.Printf("%s", s.redis.summary())
 		embedded, kind = s.redis.Embedded(), s.redis.Kind()
 	}
 
@@ -142,12 +148,12 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, err
 	}
 	if l := s.masters.summary(); l != "" {
-		s.lg.printf("%s", l)
+		s.lg.Printf("%s", l)
 	}
 
 	want := func(m Mode) bool { return m != "" && m != Off }
 	if want(cfg.ZooKeeper) || want(cfg.MariaDB) || want(cfg.Etcd) || want(cfg.Postgres) {
-		if s.data, err = newDataRoot(cfg.Data, s.dir, s.lg); err != nil {
+		if s.data, err = proc.NewDataRoot(cfg.Data, s.dir, s.lg); err != nil {
 			return nil, err
 		}
 	}
@@ -167,7 +173,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	s.appPorts = cfg.appPorts()
 	unhold := func() {}
 	if host, port, _ := net.SplitHostPort(cfg.LBAddr); port == "0" {
-		ports, release, err := reservePorts(host, 1)
+		ports, release, err := proc.ReservePorts(host, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +203,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		s.lb = n
 	} else {
 		if cfg.LB != Embedded {
-			s.lg.printf("nginx not found on PATH: using the built-in Go reverse proxy (round robin, no retry, in this process)")
+			s.lg.Printf("nginx not found on PATH: using the built-in Go reverse proxy (round robin, no retry, in this process)")
 		}
 		p := newProxyServer(cfg.LBAddr, s.InstanceURLs())
 		if races != nil {
@@ -208,19 +214,19 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := s.up(ctx, s.lb); err != nil {
 		return nil, err
 	}
-	s.lg.printf("%s", s.lb.summary())
+	s.lg.Printf("%s", s.lb.summary())
 
 	for _, in := range s.instances {
 		s.wg.Add(1)
 		go s.supervise(in)
 	}
-	s.lg.printf("stack: up at %s", s.URL())
+	s.lg.Printf("stack: up at %s", s.URL())
 	return s, nil
 }
 
 // up launches srv and, once it serves, leaves it to Stop.
-func (s *Stack) up(ctx context.Context, srv server) error {
-	if err := launch(ctx, srv); err != nil {
+func (s *Stack) up(ctx context.Context, srv proc.Server) error {
+	if err := proc.Launch(ctx, srv); err != nil {
 		return err
 	}
 	s.servers = append(s.servers, srv)
@@ -410,7 +416,7 @@ func (s *Stack) Stop() error {
 		for i := len(s.servers) - 1; i >= 0; i-- {
 			errs = append(errs, s.servers[i].Stop())
 		}
-		errs = append(errs, s.removeBackends(), s.data.remove(), s.removePassword())
+		errs = append(errs, s.removeBackends(), s.data.Remove(), s.removePassword())
 		if s.rmDir {
 			errs = append(errs, os.RemoveAll(s.dir))
 		}
