@@ -2,11 +2,8 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
@@ -54,7 +52,7 @@ func (in *instance) Start(context.Context) error {
 
 // ready waits until the current process answers GET /healthz with 200.
 func (in *instance) Ready(ctx context.Context) error {
-	if err := waitHealthy(ctx, "http://"+in.addr, in.current().Done()); err != nil {
+	if err := lb.WaitHealthy(ctx, "http://"+in.addr, in.current().Done()); err != nil {
 		return fmt.Errorf("stack: %s on %s: %w%s", in.name, in.addr, err, proc.LogTail(in.logPath, 2048))
 	}
 	return nil
@@ -214,38 +212,6 @@ func WithAwakeMonitor(debug string) (string, bool) {
 // instanceSummary is in's Summary line, with its current pid.
 func (s *Stack) instanceSummary(in *instance) string {
 	return fmt.Sprintf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.current().Pid(), in.logPath)
-}
-
-var healthClient = &http.Client{
-	Timeout:   2 * time.Second,
-	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
-}
-
-// waitHealthy polls base+"/healthz" until it answers 200, exited closes
-// (the process died) or ctx ends.
-func waitHealthy(ctx context.Context, base string, exited <-chan struct{}) error {
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
-		resp, err := healthClient.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("GET /healthz: %s", resp.Status)
-		} else {
-			last = err
-		}
-		select {
-		case <-exited:
-			return errors.New("process exited before it was healthy")
-		case <-ctx.Done():
-			return fmt.Errorf("not healthy: %w (last: %v)", ctx.Err(), last)
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
 }
 
 // supervise restarts in whenever its process exits while the stack is up,

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
@@ -134,7 +135,7 @@ func (s *Stack) putBack(i int, in *instance) error {
 func (s *Stack) healthyAgain(ctx context.Context, in *instance, old *proc.Proc) (*proc.Proc, error) {
 	for {
 		if p := in.current(); p != old {
-			err := waitHealthy(ctx, "http://"+in.addr, p.Done())
+			err := lb.WaitHealthy(ctx, "http://"+in.addr, p.Done())
 			if err == nil {
 				return p, nil
 			}
@@ -170,5 +171,5 @@ func (s *Stack) setInLB(ctx context.Context, i int, in bool) error {
 		}
 	}
 	s.lbDown[i] = !in
-	return s.lb.setDown(ctx, i, !in)
+	return s.lb.SetDown(ctx, i, !in)
 }

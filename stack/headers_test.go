@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/internal/httplimit/httplimittest"
+	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
@@ -30,7 +31,7 @@ func TestNginxHeaderLimits(t *testing.T) {
 	needReal(t, "nginx", err)
 	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer up.Close()
-	n := newNginx(bin, readRepoFile(t, "nginx.conf"), t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
+	n := lb.NewNginx(bin, readRepoFile(t, "nginx.conf"), t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := proc.Launch(ctx, n); err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
@@ -189,13 +190,13 @@ http {
     upstream app { server app1:8080; keepalive 4; }
     server { listen 80; location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; } }
 }`)
-	n := newNginx(bin, src, t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
+	n := lb.NewNginx(bin, src, t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := proc.Launch(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	temp, rmTemp := n.temp, n.rmTemp
+	temp, rmTemp := n.TempDir()
 	defer func() {
 		if err := n.Stop(); err != nil {
 			t.Error(err)
@@ -219,7 +220,7 @@ http {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(body) != strconv.Itoa(len(big)) {
-		t.Errorf("POST of %d bytes: %s %q%s", len(big), resp.Status, body, proc.LogTail(n.errLog(), 1024))
+		t.Errorf("POST of %d bytes: %s %q%s", len(big), resp.Status, body, proc.LogTail(n.ErrLog(), 1024))
 	}
 	resp, err = http.Get("http://" + n.Addr() + "/")
 	if err != nil {
@@ -228,7 +229,7 @@ http {
 	got, _ := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || got != int64(len(big)) {
-		t.Errorf("GET of %d bytes: %s, %d bytes%s", len(big), resp.Status, got, proc.LogTail(n.errLog(), 1024))
+		t.Errorf("GET of %d bytes: %s, %d bytes%s", len(big), resp.Status, got, proc.LogTail(n.ErrLog(), 1024))
 	}
 }
 

@@ -11,8 +11,9 @@
 // (proc.Server); this file only composes them. What is not about one
 // kind of server lives in subpackages, none of which imports stack:
 // stack/proc supervises processes (start in a process group, stop by
-// pid, never a reused one; the server account; data dirs; free ports),
-// stack/embedded holds miniredis and its Lua runner, stack/faultproxy
+// pid, never a reused one; the server account; data dirs; free ports);
+// stack/lb is the load balancer (nginx, or the built-in proxy);
+// stack/embedded holds miniredis and its Lua runner; stack/faultproxy
 // the proxy that injects faults between an app and Redis.
 package stack
 
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/stack/faultproxy"
+	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
@@ -54,7 +56,7 @@ type Stack struct {
 	redisProxy    *faultproxy.Proxy   // Config.RedisProxy
 	masterProxies []*faultproxy.Proxy // Config.MasterProxies, in MasterAddrs order
 	instances     []*instance
-	lb            loadBalancer
+	lb            lb.LoadBalancer
 
 	lbMu   sync.Mutex // serialises load balancer changes (Drain)
 	lbDown []bool     // instances taken out of the load balancer
@@ -196,25 +198,25 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	if realLB {
 		host, port, _ := net.SplitHostPort(cfg.LBAddr)
-		n := newNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
+		n := lb.NewNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
 		if races != nil {
-			n.race = races.Addr()
+			n.Race = races.Addr()
 		}
 		s.lb = n
 	} else {
 		if cfg.LB != Embedded {
 			s.lg.Printf("nginx not found on PATH: using the built-in Go reverse proxy (round robin, no retry, in this process)")
 		}
-		p := newProxyServer(cfg.LBAddr, s.InstanceURLs())
+		p := lb.NewProxyServer(cfg.LBAddr, s.InstanceURLs())
 		if races != nil {
-			p.race = races.h
+			p.Race = races.h
 		}
 		s.lb = p
 	}
 	if err := s.up(ctx, s.lb); err != nil {
 		return nil, err
 	}
-	s.lg.Printf("%s", s.lb.summary())
+	s.lg.Printf("%s", s.lb.Summary())
 
 	for _, in := range s.instances {
 		s.wg.Add(1)
@@ -265,7 +267,7 @@ func (s *Stack) InProcess() bool {
 	if s.redis != nil && s.redis.Embedded() {
 		return true
 	}
-	if _, ok := s.lb.(*proxyServer); ok {
+	if _, ok := s.lb.(*lb.ProxyServer); ok {
 		return true
 	}
 	for _, b := range s.backends {
@@ -394,7 +396,7 @@ func (s *Stack) Summary() []string {
 	for _, in := range s.instances {
 		lines = append(lines, s.instanceSummary(in))
 	}
-	lines = append(lines, s.lb.summary())
+	lines = append(lines, s.lb.Summary())
 	if n := s.Restarts(); n > 0 {
 		lines = append(lines, fmt.Sprintf("supervisor: %d instance restart(s)", n))
 	}
