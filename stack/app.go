@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
 )
@@ -144,7 +145,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 
 // instanceEnv is the environment of every instance: this process's, with
 // MastersEnv set to the masters (or removed when there are none, so that
-// a value from the caller's shell never leaks in), MySQLEnv and PostgresEnv
+// a value from the caller's shell never leaks in), backends.MySQLEnv and backends.PostgresEnv
 // removed (the stack's MariaDB and PostgreSQL, if it runs them, set them) and FaultKeyEnv removed
 // (the stack sets its own), and, unless the caller
 // set GOMAXPROCS, the machine's cores shared among the n instances (at
@@ -161,9 +162,9 @@ func (s *Stack) startInstances(ctx context.Context) error {
 func instanceEnv(masters []string, n int) (env []string, procs, debug string) {
 	for _, kv := range os.Environ() {
 		switch {
-		case strings.HasPrefix(kv, MastersEnv+"="), strings.HasPrefix(kv, MySQLEnv+"="), strings.HasPrefix(kv, FaultKeyEnv+"="),
+		case strings.HasPrefix(kv, MastersEnv+"="), strings.HasPrefix(kv, backends.MySQLEnv+"="), strings.HasPrefix(kv, FaultKeyEnv+"="),
 			strings.HasPrefix(kv, RedisPasswordEnv+"="),
-			strings.HasPrefix(kv, PostgresEnv+"="):
+			strings.HasPrefix(kv, backends.PostgresEnv+"="):
 		case strings.HasPrefix(kv, "GODEBUG="):
 			debug = strings.TrimPrefix(kv, "GODEBUG=")
 		default:

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	pgbackend "github.com/lockladder/lockladder/internal/backend"
+	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
@@ -13,65 +17,21 @@ import (
 // rung answers 503, naming the server it lacks. "" means Off there.
 const Off Mode = "off"
 
-// backend is a server the stack may start for a rung that is not Redis's:
-// ZooKeeper (zookeeper.go), MariaDB (mariadb.go), etcd (etcd.go),
-// PostgreSQL (postgres.go). Every
-// instance is told where it is: by a flag, or where that holds a
-// password, in its environment.
-type backend interface {
-	proc.Server
-	Kind() string // "zookeeper", "mariadb", "etcd"
-	summary() string
-	clientAddr() string // what a client is given: ZooKeeper's host:port, MariaDB's DSN, etcd's URL
-	flags() []string    // what the app is told on its command line: -zookeeper ADDR, say
-	env() []string      // and in its environment: MySQLEnv=DSN
-	Pid() int           // 0: in this process
-	remove() error      // after its last stop: the temp dirs it made (proc.ServerDir)
-}
-
-// MySQLEnv is the variable the app reads its MariaDB DSN from (-mysql's
-// default): the stack passes the DSN, and its password, there, where
-// other users cannot read it, and removes a value inherited from the
-// caller's shell.
-const MySQLEnv = "MYSQL_DSN"
-
-func (z *zookeeper) Kind() string { return "zookeeper" }
-func (m *mariadb) Kind() string   { return "mariadb" }
-func (e *etcd) Kind() string      { return "etcd" }
-
-func (z *zookeeper) clientAddr() string { return z.Addr() }
-func (z *zookeeper) flags() []string    { return []string{"-zookeeper", z.Addr()} }
-func (z *zookeeper) env() []string      { return nil }
-func (z *zookeeper) Pid() int           { return z.proc.Pid() }
-func (m *mariadb) clientAddr() string   { return m.dsn() }
-func (m *mariadb) flags() []string      { return nil }
-func (m *mariadb) env() []string        { return []string{MySQLEnv + "=" + m.dsn()} }
-func (m *mariadb) Pid() int             { return m.proc.Pid() }
-func (e *etcd) clientAddr() string      { return e.client }
-func (e *etcd) flags() []string         { return []string{"-etcd", e.client} }
-func (e *etcd) env() []string           { return nil }
-func (e *etcd) Pid() int {
-	if e.proc == nil {
-		return 0
-	}
-	return e.proc.Pid()
-}
-
 // newBackends describes the back ends cfg asks for, deciding each one's
 // mode before anything starts: one that Auto cannot find is left out (its
 // rung is unavailable, and the log says so), unless RequireReal is set.
-func newBackends(cfg Config, dir string, data *proc.DataRoot, lg *proc.Logger) ([]backend, error) {
-	var out []backend
+func newBackends(cfg Config, dir string, data *proc.DataRoot, lg *proc.Logger) ([]backends.Backend, error) {
+	var out []backends.Backend
 	want := func(m Mode) bool { return m != "" && m != Off }
 	if data == nil {
 		data = proc.OnDisk(dir)
 	}
 
 	if want(cfg.ZooKeeper) {
-		java, jar, err := findZooKeeper()
+		java, jar, err := backends.FindZooKeeper()
 		switch {
 		case err == nil:
-			out = append(out, newZooKeeper(java, jar, "127.0.0.1", dir, data.Of("zookeeper"), lg))
+			out = append(out, backends.NewZooKeeper(java, jar, "127.0.0.1", dir, data.Of("zookeeper"), lg))
 		case cfg.ZooKeeper == Real || cfg.RequireReal:
 			return nil, fmt.Errorf("stack: zookeeper: %w", err)
 		default:
@@ -79,10 +39,10 @@ func newBackends(cfg Config, dir string, data *proc.DataRoot, lg *proc.Logger) (
 		}
 	}
 	if want(cfg.MariaDB) {
-		srv, install, err := findMariaDB()
+		srv, install, err := backends.FindMariaDB()
 		switch {
 		case err == nil:
-			out = append(out, newMariaDB(srv, install, "127.0.0.1", dir, data.Of("mariadb"), lg))
+			out = append(out, backends.NewMariaDB(srv, install, "127.0.0.1", dir, data.Of("mariadb"), lg))
 		case cfg.MariaDB == Real || cfg.RequireReal:
 			return nil, fmt.Errorf("stack: mariadb: %w", err)
 		default:
@@ -90,10 +50,10 @@ func newBackends(cfg Config, dir string, data *proc.DataRoot, lg *proc.Logger) (
 		}
 	}
 	if want(cfg.Postgres) {
-		bin, err := findPostgres()
+		bin, err := backends.FindPostgres()
 		switch {
 		case err == nil:
-			out = append(out, newPostgres(bin, "127.0.0.1", dir, data.Of("postgres"), lg))
+			out = append(out, backends.NewPostgres(bin, "127.0.0.1", dir, data.Of("postgres"), lg))
 		case cfg.Postgres == Real || cfg.RequireReal:
 			return nil, fmt.Errorf("stack: postgres: %w", err)
 		default:
@@ -112,7 +72,7 @@ func newBackends(cfg Config, dir string, data *proc.DataRoot, lg *proc.Logger) (
 			bin = ""
 			lg.Printf("etcd not found on PATH: using an etcd server embedded in this process")
 		}
-		out = append(out, newEtcd(bin, "127.0.0.1", dir, data.Of("etcd"), lg))
+		out = append(out, backends.NewEtcd(bin, "127.0.0.1", dir, data.Of("etcd"), lg))
 	}
 	return out, nil
 }
@@ -131,7 +91,7 @@ func (s *Stack) startBackends(ctx context.Context) error {
 		return err
 	}
 	for _, b := range s.backends {
-		s.lg.Printf("%s", b.summary())
+		s.lg.Printf("%s", b.Summary())
 	}
 	s.lg.Printf("data: the back ends keep their data %s", s.data)
 	return nil
@@ -182,11 +142,11 @@ func (s *Stack) StartBackend(kind string) error {
 		return err
 	}
 	s.backendDown[kind] = false
-	s.lg.Printf("%s", b.summary())
+	s.lg.Printf("%s", b.Summary())
 	return nil
 }
 
-func (s *Stack) backend(kind string) (backend, error) {
+func (s *Stack) backend(kind string) (backends.Backend, error) {
 	for _, b := range s.backends {
 		if b.Kind() == kind {
 			if s.backendDown == nil {
@@ -203,7 +163,7 @@ func (s *Stack) backend(kind string) (backend, error) {
 func (s *Stack) backendFlags() []string {
 	var f []string
 	for _, b := range s.backends {
-		f = append(f, b.flags()...)
+		f = append(f, b.Flags()...)
 	}
 	return f
 }
@@ -212,7 +172,7 @@ func (s *Stack) backendFlags() []string {
 func (s *Stack) backendEnv() []string {
 	var env []string
 	for _, b := range s.backends {
-		env = append(env, b.env()...)
+		env = append(env, b.Env()...)
 	}
 	return env
 }
@@ -221,7 +181,7 @@ func (s *Stack) backendEnv() []string {
 func (s *Stack) removeBackends() error {
 	var errs []error
 	for _, b := range s.backends {
-		errs = append(errs, b.remove())
+		errs = append(errs, b.Remove())
 	}
 	return errors.Join(errs...)
 }
@@ -258,12 +218,46 @@ func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool,
 	}
 	b := bs[0]
 	if err := proc.Launch(ctx, b); err != nil {
-		b.remove()
+		b.Remove()
 		return "", nil, err
 	}
-	return b.clientAddr(), func() error { return errors.Join(b.Stop(), b.remove()) }, nil
+	return b.ClientAddr(), func() error { return errors.Join(b.Stop(), b.Remove()) }, nil
 }
 
 // DataDir is the tmpfs dir the back ends keep their data in, or "" when
 // they keep it in the run dir (or there are none).
 func (s *Stack) DataDir() string { return s.data.InMemory() }
+
+// CutPostgresHolders terminates the sessions of the stack's PostgreSQL
+// that hold an advisory lock and have been idle for at least idle (a
+// holder in the middle of its section), from a control connection of
+// the stack's own, as a pooler, a failover or a network cut would end
+// them. It looks every poll until it has cut one, and returns how many
+// it cut, or ctx's error when none was found before ctx ended. The
+// session-cut scenario calls it.
+//
+// One control connection serves every look: a connection per look (a
+// PostgreSQL backend forked and a SCRAM login each time) took so long on
+// a loaded machine that the looks missed the holder's idle window.
+func (s *Stack) CutPostgresHolders(ctx context.Context, idle, poll time.Duration) (int, error) {
+	b, err := s.backend("postgres")
+	if err != nil {
+		return 0, err
+	}
+	conn, err := pgx.Connect(ctx, b.ClientAddr())
+	if err != nil {
+		return 0, fmt.Errorf("stack: postgres: control connection: %w", err)
+	}
+	defer conn.Close(context.Background())
+	for {
+		n, err := pgbackend.CutAdvisoryHolders(ctx, conn, idle)
+		if err != nil || n > 0 {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}

@@ -1,9 +1,13 @@
 package stack
 
-import "github.com/lockladder/lockladder/stack/proc"
+import (
+	"github.com/lockladder/lockladder/stack/backends"
+	"github.com/lockladder/lockladder/stack/proc"
+)
 
 // The names below were the stack's before process supervision moved to
-// package proc; its callers (cmd/stack's state, the tests' helpers) keep
+// package proc and the back ends to package backends; their callers
+// (cmd/stack's state, the tests' helpers, the explorer's replayer) keep
 // them.
 
 const (
@@ -43,3 +47,6 @@ func Install(name string) string { return proc.Install(name) }
 
 // RemoveData is proc.RemoveData.
 func RemoveData(dir string, pid int) (bool, error) { return proc.RemoveData(dir, pid) }
+
+// NewPassword is backends.NewPassword: a password made for one server.
+func NewPassword() string { return backends.NewPassword() }

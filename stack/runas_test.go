@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
 )
@@ -144,7 +145,7 @@ func TestServersRunAsServerUser(t *testing.T) {
 			if err := b.Stop(); err != nil {
 				t.Error(err)
 			}
-			if err := b.remove(); err != nil {
+			if err := b.Remove(); err != nil {
 				t.Error(err)
 			}
 		})
@@ -248,8 +249,8 @@ func TestMariaDBLocksOutOtherUsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.User != mariadbUser || len(cfg.Passwd) < 32 {
-		t.Fatalf("DSN's account %q with a password of %d characters, want %s with one of 32", cfg.User, len(cfg.Passwd), mariadbUser)
+	if cfg.User != backends.MariaDBUser || len(cfg.Passwd) < 32 {
+		t.Fatalf("DSN's account %q with a password of %d characters, want %s with one of 32", cfg.User, len(cfg.Passwd), backends.MariaDBUser)
 	}
 	open := func(user, password string) error {
 		c := mysql.NewConfig()
@@ -262,7 +263,7 @@ func TestMariaDBLocksOutOtherUsers(t *testing.T) {
 		return db.PingContext(ctx)
 	}
 	for _, who := range []struct{ user, password string }{
-		{"root", ""}, {"root", cfg.Passwd}, {mariadbUser, ""}, {mariadbUser, "wrong"}, {"", ""}, {proc.ServerUser, ""},
+		{"root", ""}, {"root", cfg.Passwd}, {backends.MariaDBUser, ""}, {backends.MariaDBUser, "wrong"}, {"", ""}, {proc.ServerUser, ""},
 	} {
 		if err := open(who.user, who.password); err == nil {
 			t.Errorf("%q with password %q logs in over TCP", who.user, who.password)

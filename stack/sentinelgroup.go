@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/faultproxy"
 	"github.com/lockladder/lockladder/stack/proc"
 
@@ -99,7 +100,7 @@ func (c SentinelConfig) withDefaults() SentinelConfig {
 		c.FailoverTimeout = DefaultFailoverTimeout
 	}
 	if c.Password == "" {
-		c.Password = NewPassword()
+		c.Password = backends.NewPassword()
 	}
 	return c
 }

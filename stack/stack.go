@@ -13,6 +13,8 @@
 // stack/proc supervises processes (start in a process group, stop by
 // pid, never a reused one; the server account; data dirs; free ports);
 // stack/lb is the load balancer (nginx, or the built-in proxy);
+// stack/backends the servers of the rungs that are not Redis's
+// (ZooKeeper, etcd, MariaDB, PostgreSQL);
 // stack/embedded holds miniredis and its Lua runner; stack/faultproxy
 // the proxy that injects faults between an app and Redis.
 package stack
@@ -28,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/faultproxy"
 	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
@@ -49,7 +52,7 @@ type Stack struct {
 	redis         *Redis   // nil on a cluster
 	cluster       *cluster // Config.Cluster
 	masters       *masters
-	backends      []backend           // ZooKeeper, MariaDB, etcd: those started
+	backends      []backends.Backend  // ZooKeeper, MariaDB, etcd: those started
 	data          *proc.DataRoot      // where they keep their data; nil without them
 	backendMu     sync.Mutex          // StopBackend, StartBackend and Pids
 	backendDown   map[string]bool     // kinds stopped by StopBackend
@@ -81,7 +84,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if s.faultKey, err = newFaultKey(); err != nil {
 		return nil, err
 	}
-	s.redisPass = NewPassword()
+	s.redisPass = backends.NewPassword()
 	s.life, s.end = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -388,7 +391,7 @@ func (s *Stack) Summary() []string {
 		lines = append(lines, l)
 	}
 	for _, b := range s.backends {
-		lines = append(lines, b.summary())
+		lines = append(lines, b.Summary())
 	}
 	if l := s.faultProxiesSummary(); l != "" {
 		lines = append(lines, l)

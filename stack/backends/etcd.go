@@ -1,4 +1,4 @@
-package stack
+package backends
 
 import (
 	"context"
@@ -16,12 +16,12 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
-// etcd is a one-member etcd cluster, the etcd rung's back end: the etcd
-// binary when it is on PATH (Debian's etcd-server), else an etcd server
-// embedded in this process (go.etcd.io/etcd/server/v3/embed), so that the
+// Etcd is a one-member Etcd cluster, the Etcd rung's back end: the Etcd
+// binary when it is on PATH (Debian's Etcd-server), else an Etcd server
+// embedded in this process (go.Etcd.io/Etcd/server/v3/embed), so that the
 // rung runs on a machine with Go only. Either way on loopback ports, its
 // data where Config.Data says, empty at every start.
-type etcd struct {
+type Etcd struct {
 	bin     string // "" for the embedded one
 	host    string
 	client  string // the client URL, http://host:port
@@ -40,13 +40,13 @@ type etcd struct {
 	closed   bool        // the embedded one is closed
 }
 
-func newEtcd(bin, host, dir, data string, lg *proc.Logger) *etcd {
-	return &etcd{bin: bin, host: host, dir: filepath.Join(dir, "etcd"), data: data, lg: lg}
+func NewEtcd(bin, host, dir, data string, lg *proc.Logger) *Etcd {
+	return &Etcd{bin: bin, host: host, dir: filepath.Join(dir, "etcd"), data: data, lg: lg}
 }
 
 // start starts the member on an empty data dir; started again after a
 // stop, it keeps its ports and its data (its leases come back with it).
-func (e *etcd) Start(context.Context) error {
+func (e *Etcd) Start(context.Context) error {
 	if e.work == "" { // once: a start after a stop keeps them
 		if err := os.MkdirAll(e.dir, 0o755); err != nil {
 			return fmt.Errorf("stack: etcd: %w", err)
@@ -99,7 +99,7 @@ func (e *etcd) Start(context.Context) error {
 }
 
 // pickPorts chooses free client and peer ports.
-func (e *etcd) pickPorts() error {
+func (e *Etcd) pickPorts() error {
 	ports, err := proc.FreePorts(e.host, 2)
 	if err != nil {
 		return err
@@ -109,7 +109,7 @@ func (e *etcd) pickPorts() error {
 	return nil
 }
 
-func (e *etcd) startEmbedded(data string) error {
+func (e *Etcd) startEmbedded(data string) error {
 	cfg := embed.NewConfig()
 	cfg.Name = "lab"
 	cfg.Dir = data
@@ -131,7 +131,7 @@ func (e *etcd) startEmbedded(data string) error {
 // ready waits until the member serves (proc.ReadyOnFreePort: the binary is
 // started again on other ports if it exits while starting on the ones
 // start chose; the embedded one retries in start, where it binds).
-func (e *etcd) Ready(ctx context.Context) error {
+func (e *Etcd) Ready(ctx context.Context) error {
 	return proc.ReadyOnFreePort(ctx, e.lg, "etcd", &e.picked, func() string { return e.client }, e.serving, func(ctx context.Context) error {
 		e.client = ""
 		return e.Start(ctx)
@@ -140,7 +140,7 @@ func (e *etcd) Ready(ctx context.Context) error {
 
 // serving waits until the member says it is healthy (GET /health), and
 // asks it its version.
-func (e *etcd) serving(ctx context.Context) error {
+func (e *Etcd) serving(ctx context.Context) error {
 	var exited <-chan struct{}
 	if e.proc != nil {
 		exited = e.proc.Done()
@@ -178,7 +178,7 @@ func (e *etcd) serving(ctx context.Context) error {
 	return nil
 }
 
-func (e *etcd) Stop() error {
+func (e *Etcd) Stop() error {
 	if e.embedded != nil {
 		if !e.closed { // StopBackend may have closed it
 			e.embedded.Close()
@@ -192,11 +192,11 @@ func (e *etcd) Stop() error {
 	return e.proc.Stop(proc.StopGrace)
 }
 
-// remove deletes the temp dirs proc.ServerDir made for it: after its last
+// Remove deletes the temp dirs proc.ServerDir made for it: after its last
 // stop.
-func (e *etcd) remove() error { return proc.RemoveAll(e.temps) }
+func (e *Etcd) Remove() error { return proc.RemoveAll(e.temps) }
 
-func (e *etcd) summary() string {
+func (e *Etcd) Summary() string {
 	if e.embedded != nil {
 		return fmt.Sprintf("etcd: embedded etcd %s on %s (in this process)", e.version, e.client)
 	}

@@ -1,4 +1,4 @@
-package stack
+package backends
 
 import (
 	"bufio"
@@ -23,11 +23,11 @@ const zookeeperJar = "/usr/share/java/zookeeper.jar"
 // ZooKeeper.
 const slf4jSimple = "/usr/share/java/slf4j-simple.jar"
 
-// zookeeper is a standalone ZooKeeper server, the zookeeper rung's back
-// end: the JVM running org.apache.zookeeper.server.ZooKeeperServerMain on
+// ZooKeeper is a standalone ZooKeeper server, the ZooKeeper rung's back
+// end: the JVM running org.apache.ZooKeeper.server.ZooKeeperServerMain on
 // a loopback port, its log in the run dir, its data where Config.Data says. Sessions may time out
 // between 1s and 10s (tickTime 500ms): the rung asks for its lease.
-type zookeeper struct {
+type ZooKeeper struct {
 	java, jar string
 	host      string
 	port      string
@@ -42,9 +42,9 @@ type zookeeper struct {
 	proc      *proc.Proc
 }
 
-// findZooKeeper returns the java binary and the server jar, or why there
+// FindZooKeeper returns the java binary and the server jar, or why there
 // is none.
-func findZooKeeper() (java, jar string, err error) {
+func FindZooKeeper() (java, jar string, err error) {
 	jar = os.Getenv("ZOOKEEPER_JAR")
 	if jar == "" {
 		jar = zookeeperJar
@@ -61,15 +61,15 @@ func findZooKeeper() (java, jar string, err error) {
 	return java, jar, nil
 }
 
-func newZooKeeper(java, jar, host, dir, data string, lg *proc.Logger) *zookeeper {
-	return &zookeeper{java: java, jar: jar, host: host, dir: filepath.Join(dir, "zookeeper"), data: data, lg: lg}
+func NewZooKeeper(java, jar, host, dir, data string, lg *proc.Logger) *ZooKeeper {
+	return &ZooKeeper{java: java, jar: jar, host: host, dir: filepath.Join(dir, "zookeeper"), data: data, lg: lg}
 }
 
-func (z *zookeeper) Addr() string { return net.JoinHostPort(z.host, z.port) }
+func (z *ZooKeeper) Addr() string { return net.JoinHostPort(z.host, z.port) }
 
 // start starts the server; started again after a stop, on the same port
 // with the same data (its sessions come back with it).
-func (z *zookeeper) Start(context.Context) error {
+func (z *ZooKeeper) Start(context.Context) error {
 	if z.work == "" { // once: a start after a stop keeps them
 		if err := os.MkdirAll(z.dir, 0o755); err != nil {
 			return fmt.Errorf("stack: zookeeper: %w", err)
@@ -127,7 +127,7 @@ func (z *zookeeper) Start(context.Context) error {
 
 // ready waits until the server serves (proc.ReadyOnFreePort: started again on
 // another port if it exits while starting on the one start chose).
-func (z *zookeeper) Ready(ctx context.Context) error {
+func (z *ZooKeeper) Ready(ctx context.Context) error {
 	return proc.ReadyOnFreePort(ctx, z.lg, "zookeeper", &z.picked, z.Addr, z.serving, func(ctx context.Context) error {
 		z.port = ""
 		return z.Start(ctx)
@@ -137,7 +137,7 @@ func (z *zookeeper) Ready(ctx context.Context) error {
 // serving waits until the server serves requests ("srvr" says its mode:
 // "ruok" answers "imok" before sessions can be had), and reads its
 // version there.
-func (z *zookeeper) serving(ctx context.Context) error {
+func (z *ZooKeeper) serving(ctx context.Context) error {
 	var srvr string
 	for {
 		if ans, err := fourLetters(ctx, z.Addr(), "srvr"); err == nil && strings.Contains(ans, "Mode:") {
@@ -158,18 +158,18 @@ func (z *zookeeper) serving(ctx context.Context) error {
 	return nil
 }
 
-func (z *zookeeper) Stop() error {
+func (z *ZooKeeper) Stop() error {
 	if z.proc == nil {
 		return nil
 	}
 	return z.proc.Stop(proc.StopGrace)
 }
 
-// remove deletes the temp dirs proc.ServerDir made for it: after its last
+// Remove deletes the temp dirs proc.ServerDir made for it: after its last
 // stop.
-func (z *zookeeper) remove() error { return proc.RemoveAll(z.temps) }
+func (z *ZooKeeper) Remove() error { return proc.RemoveAll(z.temps) }
 
-func (z *zookeeper) summary() string {
+func (z *ZooKeeper) Summary() string {
 	return fmt.Sprintf("zookeeper: ZooKeeper %s on %s (pid %d)", z.version, z.Addr(), z.proc.Pid())
 }
 
