@@ -2,11 +2,8 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,6 +12,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/backends"
+	"github.com/lockladder/lockladder/stack/lb"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // instance is one app process (Config.AppBinary) that the stack
@@ -28,7 +29,7 @@ type instance struct {
 	logPath    string
 
 	mu      sync.Mutex
-	p       *proc
+	p       *proc.Proc
 	started time.Time
 
 	// drainPid is the pid Drain sent SIGTERM to: when that process exits,
@@ -40,7 +41,7 @@ type instance struct {
 
 // start starts a new process for the instance; it becomes current.
 func (in *instance) Start(context.Context) error {
-	p, err := startProc(in.name, in.bin, in.args, in.env, in.dir, in.logPath)
+	p, err := proc.Start(in.name, in.bin, in.args, in.env, in.dir, in.logPath)
 	if err != nil {
 		return err
 	}
@@ -52,8 +53,8 @@ func (in *instance) Start(context.Context) error {
 
 // ready waits until the current process answers GET /healthz with 200.
 func (in *instance) Ready(ctx context.Context) error {
-	if err := waitHealthy(ctx, "http://"+in.addr, in.current().done); err != nil {
-		return fmt.Errorf("stack: %s on %s: %w%s", in.name, in.addr, err, logTail(in.logPath, 2048))
+	if err := lb.WaitHealthy(ctx, "http://"+in.addr, in.current().Done()); err != nil {
+		return fmt.Errorf("stack: %s on %s: %w%s", in.name, in.addr, err, proc.LogTail(in.logPath, 2048))
 	}
 	return nil
 }
@@ -61,12 +62,12 @@ func (in *instance) Ready(ctx context.Context) error {
 // stop stops the current process, if any.
 func (in *instance) Stop() error {
 	if p := in.current(); p != nil {
-		return p.Stop(stopGrace)
+		return p.Stop(proc.StopGrace)
 	}
 	return nil
 }
 
-func (in *instance) current() *proc {
+func (in *instance) current() *proc.Proc {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.p
@@ -78,7 +79,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 	if ports == nil {
 		// All at once, as for the masters: no two instances get one port.
 		var err error
-		if ports, err = freePorts("127.0.0.1", s.cfg.Instances); err != nil {
+		if ports, err = proc.FreePorts("127.0.0.1", s.cfg.Instances); err != nil {
 			return err
 		}
 	}
@@ -104,7 +105,7 @@ func (s *Stack) startInstances(ctx context.Context) error {
 	env, procs, debug := instanceEnv(masters, len(ports))
 	env = append(env, s.backendEnv()...)
 	env = append(env, FaultKeyEnv+"="+s.faultKey, RedisPasswordEnv+"="+s.redisPass)
-	var all group
+	var all proc.Group
 	for i, port := range ports {
 		name := fmt.Sprintf("app%d", i+1)
 		in := &instance{
@@ -131,20 +132,20 @@ func (s *Stack) startInstances(ctx context.Context) error {
 	}
 	s.lbDown = make([]bool, len(s.instances))
 	for _, in := range s.instances {
-		s.lg.printf("%s", s.instanceSummary(in))
+		s.lg.Printf("%s", s.instanceSummary(in))
 	}
 	if procs != "" {
-		s.lg.printf("apps: GOMAXPROCS=%s each, %d cores shared by %d instances (set GOMAXPROCS to choose)", procs, runtime.NumCPU(), len(ports))
+		s.lg.Printf("apps: GOMAXPROCS=%s each, %d cores shared by %d instances (set GOMAXPROCS to choose)", procs, runtime.NumCPU(), len(ports))
 	}
 	if strings.Contains(debug, AwakeMonitor) {
-		s.lg.printf("apps: GODEBUG=%s: the Go runtime's monitor thread stays awake instead of being woken after every idle moment (set GODEBUG=schedtrace=0 to choose)", AwakeMonitor)
+		s.lg.Printf("apps: GODEBUG=%s: the Go runtime's monitor thread stays awake instead of being woken after every idle moment (set GODEBUG=schedtrace=0 to choose)", AwakeMonitor)
 	}
 	return nil
 }
 
 // instanceEnv is the environment of every instance: this process's, with
 // MastersEnv set to the masters (or removed when there are none, so that
-// a value from the caller's shell never leaks in), MySQLEnv and PostgresEnv
+// a value from the caller's shell never leaks in), backends.MySQLEnv and backends.PostgresEnv
 // removed (the stack's MariaDB and PostgreSQL, if it runs them, set them) and FaultKeyEnv removed
 // (the stack sets its own), and, unless the caller
 // set GOMAXPROCS, the machine's cores shared among the n instances (at
@@ -161,9 +162,9 @@ func (s *Stack) startInstances(ctx context.Context) error {
 func instanceEnv(masters []string, n int) (env []string, procs, debug string) {
 	for _, kv := range os.Environ() {
 		switch {
-		case strings.HasPrefix(kv, MastersEnv+"="), strings.HasPrefix(kv, MySQLEnv+"="), strings.HasPrefix(kv, FaultKeyEnv+"="),
+		case strings.HasPrefix(kv, MastersEnv+"="), strings.HasPrefix(kv, backends.MySQLEnv+"="), strings.HasPrefix(kv, FaultKeyEnv+"="),
 			strings.HasPrefix(kv, RedisPasswordEnv+"="),
-			strings.HasPrefix(kv, PostgresEnv+"="):
+			strings.HasPrefix(kv, backends.PostgresEnv+"="):
 		case strings.HasPrefix(kv, "GODEBUG="):
 			debug = strings.TrimPrefix(kv, "GODEBUG=")
 		default:
@@ -214,38 +215,6 @@ func (s *Stack) instanceSummary(in *instance) string {
 	return fmt.Sprintf("%s: %s on %s (pid %d, log %s)", in.name, s.cfg.AppBinary, in.addr, in.current().Pid(), in.logPath)
 }
 
-var healthClient = &http.Client{
-	Timeout:   2 * time.Second,
-	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
-}
-
-// waitHealthy polls base+"/healthz" until it answers 200, exited closes
-// (the process died) or ctx ends.
-func waitHealthy(ctx context.Context, base string, exited <-chan struct{}) error {
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
-		resp, err := healthClient.Do(req)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("GET /healthz: %s", resp.Status)
-		} else {
-			last = err
-		}
-		select {
-		case <-exited:
-			return errors.New("process exited before it was healthy")
-		case <-ctx.Done():
-			return fmt.Errorf("not healthy: %w (last: %v)", ctx.Err(), last)
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
-}
-
 // supervise restarts in whenever its process exits while the stack is up,
 // with a backoff that grows while it keeps crashing early. An exit Drain
 // asked for is no crash: it is logged as drained and restarted at once.
@@ -257,7 +226,7 @@ func (s *Stack) supervise(in *instance) {
 		select {
 		case <-s.life.Done():
 			return
-		case <-p.done:
+		case <-p.Done():
 		}
 		if s.life.Err() != nil { // stopping: not a crash
 			return
@@ -267,14 +236,14 @@ func (s *Stack) supervise(in *instance) {
 		if drained {
 			wait = 0
 			n := s.drains.Add(1)
-			s.lg.printf("%s: pid %d drained (%v); restarting (drain #%d)", in.name, p.Pid(), p.exitErr(), n)
+			s.lg.Printf("%s: pid %d drained (%v); restarting (drain #%d)", in.name, p.Pid(), p.ExitErr(), n)
 		} else {
 			n := s.restarts.Add(1)
 			if time.Since(in.started) > s.cfg.StableAfter {
 				backoff = 100 * time.Millisecond
 			}
 			wait = backoff
-			s.lg.printf("%s: pid %d exited unexpectedly (%v); restarting in %s (restart #%d)", in.name, p.Pid(), p.exitErr(), backoff, n)
+			s.lg.Printf("%s: pid %d exited unexpectedly (%v); restarting in %s (restart #%d)", in.name, p.Pid(), p.ExitErr(), backoff, n)
 		}
 		for {
 			select {
@@ -287,16 +256,16 @@ func (s *Stack) supervise(in *instance) {
 			}
 			wait = backoff
 			if err := in.Start(s.life); err != nil {
-				s.lg.printf("%s: restart failed: %v; retrying in %s", in.name, err, backoff)
+				s.lg.Printf("%s: restart failed: %v; retrying in %s", in.name, err, backoff)
 				continue
 			}
-			s.lg.printf("%s: restarted as pid %d", in.name, in.current().Pid())
+			s.lg.Printf("%s: restarted as pid %d", in.name, in.current().Pid())
 			break
 		}
 		// Say when it is serving again; if it dies first the loop above sees it.
 		ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
 		if in.Ready(ctx) == nil {
-			s.lg.printf("%s: healthy again (pid %d)", in.name, in.current().Pid())
+			s.lg.Printf("%s: healthy again (pid %d)", in.name, in.current().Pid())
 		}
 		cancel()
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockladder/lockladder/stack/backends"
 )
 
 // Every instance runs with the monitor awake; a caller's GODEBUG keeps
@@ -31,10 +33,10 @@ func TestInstanceEnvGODEBUG(t *testing.T) {
 // A MariaDB DSN in the caller's environment never reaches the instances:
 // the stack's own MariaDB, when it runs one, sets it (backendEnv).
 func TestInstanceEnvDropsCallersDSN(t *testing.T) {
-	t.Setenv(MySQLEnv, "root@tcp(db.example:3306)/")
+	t.Setenv(backends.MySQLEnv, "root@tcp(db.example:3306)/")
 	env, _, _ := instanceEnv(nil, 3)
 	for _, kv := range env {
-		if strings.HasPrefix(kv, MySQLEnv+"=") {
+		if strings.HasPrefix(kv, backends.MySQLEnv+"=") {
 			t.Errorf("instances get the caller's %s", kv)
 		}
 	}

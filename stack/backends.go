@@ -5,101 +5,63 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	pgbackend "github.com/lockladder/lockladder/internal/backend"
+	"github.com/lockladder/lockladder/stack/backends"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // Off, for Config.ZooKeeper, MariaDB, Etcd and Postgres, starts no such server: its
 // rung answers 503, naming the server it lacks. "" means Off there.
 const Off Mode = "off"
 
-// backend is a server the stack may start for a rung that is not Redis's:
-// ZooKeeper (zookeeper.go), MariaDB (mariadb.go), etcd (etcd.go),
-// PostgreSQL (postgres.go). Every
-// instance is told where it is: by a flag, or where that holds a
-// password, in its environment.
-type backend interface {
-	server
-	Kind() string // "zookeeper", "mariadb", "etcd"
-	summary() string
-	clientAddr() string // what a client is given: ZooKeeper's host:port, MariaDB's DSN, etcd's URL
-	flags() []string    // what the app is told on its command line: -zookeeper ADDR, say
-	env() []string      // and in its environment: MySQLEnv=DSN
-	Pid() int           // 0: in this process
-	remove() error      // after its last stop: the temp dirs it made (serverDir)
-}
-
-// MySQLEnv is the variable the app reads its MariaDB DSN from (-mysql's
-// default): the stack passes the DSN, and its password, there, where
-// other users cannot read it, and removes a value inherited from the
-// caller's shell.
-const MySQLEnv = "MYSQL_DSN"
-
-func (z *zookeeper) Kind() string { return "zookeeper" }
-func (m *mariadb) Kind() string   { return "mariadb" }
-func (e *etcd) Kind() string      { return "etcd" }
-
-func (z *zookeeper) clientAddr() string { return z.Addr() }
-func (z *zookeeper) flags() []string    { return []string{"-zookeeper", z.Addr()} }
-func (z *zookeeper) env() []string      { return nil }
-func (z *zookeeper) Pid() int           { return z.proc.Pid() }
-func (m *mariadb) clientAddr() string   { return m.dsn() }
-func (m *mariadb) flags() []string      { return nil }
-func (m *mariadb) env() []string        { return []string{MySQLEnv + "=" + m.dsn()} }
-func (m *mariadb) Pid() int             { return m.proc.Pid() }
-func (e *etcd) clientAddr() string      { return e.client }
-func (e *etcd) flags() []string         { return []string{"-etcd", e.client} }
-func (e *etcd) env() []string           { return nil }
-func (e *etcd) Pid() int {
-	if e.proc == nil {
-		return 0
-	}
-	return e.proc.Pid()
-}
-
 // newBackends describes the back ends cfg asks for, deciding each one's
 // mode before anything starts: one that Auto cannot find is left out (its
 // rung is unavailable, and the log says so), unless RequireReal is set.
-func newBackends(cfg Config, dir string, data *dataRoot, lg *logger) ([]backend, error) {
-	var out []backend
+func newBackends(cfg Config, dir string, data *proc.DataRoot, lg *proc.Logger) ([]backends.Backend, error) {
+	var out []backends.Backend
 	want := func(m Mode) bool { return m != "" && m != Off }
 	if data == nil {
-		data = &dataRoot{dir: dir}
+		data = proc.OnDisk(dir)
 	}
 
 	if want(cfg.ZooKeeper) {
-		java, jar, err := findZooKeeper()
+		java, jar, err := backends.FindZooKeeper()
 		switch {
 		case err == nil:
-			out = append(out, newZooKeeper(java, jar, "127.0.0.1", dir, data.of("zookeeper"), lg))
+			out = append(out, backends.NewZooKeeper(java, jar, "127.0.0.1", dir, data.Of("zookeeper"), lg))
 		case cfg.ZooKeeper == Real || cfg.RequireReal:
 			return nil, fmt.Errorf("stack: zookeeper: %w", err)
 		default:
-			lg.printf("zookeeper: not started (%v): the zookeeper rung answers 503", err)
+			lg.Printf("zookeeper: not started (%v): the zookeeper rung answers 503", err)
 		}
 	}
 	if want(cfg.MariaDB) {
-		srv, install, err := findMariaDB()
+		srv, install, err := backends.FindMariaDB()
 		switch {
 		case err == nil:
-			out = append(out, newMariaDB(srv, install, "127.0.0.1", dir, data.of("mariadb"), lg))
+			out = append(out, backends.NewMariaDB(srv, install, "127.0.0.1", dir, data.Of("mariadb"), lg))
 		case cfg.MariaDB == Real || cfg.RequireReal:
 			return nil, fmt.Errorf("stack: mariadb: %w", err)
 		default:
-			lg.printf("mariadb: not started (%v): the db-for-update and db-optimistic rungs answer 503", err)
+			lg.Printf("mariadb: not started (%v): the db-for-update and db-optimistic rungs answer 503", err)
 		}
 	}
 	if want(cfg.Postgres) {
-		bin, err := findPostgres()
+		bin, err := backends.FindPostgres()
 		switch {
 		case err == nil:
-			out = append(out, newPostgres(bin, "127.0.0.1", dir, data.of("postgres"), lg))
+			out = append(out, backends.NewPostgres(bin, "127.0.0.1", dir, data.Of("postgres"), lg))
 		case cfg.Postgres == Real || cfg.RequireReal:
 			return nil, fmt.Errorf("stack: postgres: %w", err)
 		default:
-			lg.printf("postgres: not started (%v): the pg-advisory rungs answer 503", err)
+			lg.Printf("postgres: not started (%v): the pg-advisory rungs answer 503", err)
 		}
 	}
 	if want(cfg.Etcd) {
-		bin, err := LookPath("etcd")
+		bin, err := proc.LookPath("etcd")
 		switch {
 		case cfg.Etcd == Embedded:
 			bin = ""
@@ -108,9 +70,9 @@ func newBackends(cfg Config, dir string, data *dataRoot, lg *logger) ([]backend,
 			return nil, fmt.Errorf("stack: etcd: not on PATH (install Debian's etcd-server): %w", err)
 		default:
 			bin = ""
-			lg.printf("etcd not found on PATH: using an etcd server embedded in this process")
+			lg.Printf("etcd not found on PATH: using an etcd server embedded in this process")
 		}
-		out = append(out, newEtcd(bin, "127.0.0.1", dir, data.of("etcd"), lg))
+		out = append(out, backends.NewEtcd(bin, "127.0.0.1", dir, data.Of("etcd"), lg))
 	}
 	return out, nil
 }
@@ -121,7 +83,7 @@ func (s *Stack) startBackends(ctx context.Context) error {
 	if len(s.backends) == 0 {
 		return nil
 	}
-	g := make(group, len(s.backends))
+	g := make(proc.Group, len(s.backends))
 	for i, b := range s.backends {
 		g[i] = b
 	}
@@ -129,9 +91,9 @@ func (s *Stack) startBackends(ctx context.Context) error {
 		return err
 	}
 	for _, b := range s.backends {
-		s.lg.printf("%s", b.summary())
+		s.lg.Printf("%s", b.Summary())
 	}
-	s.lg.printf("data: the back ends keep their data %s", s.data)
+	s.lg.Printf("data: the back ends keep their data %s", s.data)
 	return nil
 }
 
@@ -156,7 +118,7 @@ func (s *Stack) StopBackend(kind string) error {
 		return err
 	}
 	s.backendDown[kind] = true
-	s.lg.printf("%s: stopping (StopBackend)", kind)
+	s.lg.Printf("%s: stopping (StopBackend)", kind)
 	return b.Stop()
 }
 
@@ -176,15 +138,15 @@ func (s *Stack) StartBackend(kind string) error {
 	}
 	ctx, cancel := context.WithTimeout(s.life, 30*time.Second)
 	defer cancel()
-	if err := launch(ctx, b); err != nil {
+	if err := proc.Launch(ctx, b); err != nil {
 		return err
 	}
 	s.backendDown[kind] = false
-	s.lg.printf("%s", b.summary())
+	s.lg.Printf("%s", b.Summary())
 	return nil
 }
 
-func (s *Stack) backend(kind string) (backend, error) {
+func (s *Stack) backend(kind string) (backends.Backend, error) {
 	for _, b := range s.backends {
 		if b.Kind() == kind {
 			if s.backendDown == nil {
@@ -201,7 +163,7 @@ func (s *Stack) backend(kind string) (backend, error) {
 func (s *Stack) backendFlags() []string {
 	var f []string
 	for _, b := range s.backends {
-		f = append(f, b.flags()...)
+		f = append(f, b.Flags()...)
 	}
 	return f
 }
@@ -210,7 +172,7 @@ func (s *Stack) backendFlags() []string {
 func (s *Stack) backendEnv() []string {
 	var env []string
 	for _, b := range s.backends {
-		env = append(env, b.env()...)
+		env = append(env, b.Env()...)
 	}
 	return env
 }
@@ -219,7 +181,7 @@ func (s *Stack) backendEnv() []string {
 func (s *Stack) removeBackends() error {
 	var errs []error
 	for _, b := range s.backends {
-		errs = append(errs, b.remove())
+		errs = append(errs, b.Remove())
 	}
 	return errors.Join(errs...)
 }
@@ -247,7 +209,7 @@ func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool,
 	if mode == "" || mode == Off {
 		return "", nil, fmt.Errorf("stack: %s: mode %q starts nothing", kind, mode)
 	}
-	bs, err := newBackends(cfg, dir, nil, &logger{})
+	bs, err := newBackends(cfg, dir, nil, proc.NewLogger(nil))
 	if err != nil {
 		return "", nil, err
 	}
@@ -255,9 +217,47 @@ func StartBackend(ctx context.Context, kind string, mode Mode, requireReal bool,
 		return "", nil, fmt.Errorf("stack: %s is not installed", kind)
 	}
 	b := bs[0]
-	if err := launch(ctx, b); err != nil {
-		b.remove()
+	if err := proc.Launch(ctx, b); err != nil {
+		b.Remove()
 		return "", nil, err
 	}
-	return b.clientAddr(), func() error { return errors.Join(b.Stop(), b.remove()) }, nil
+	return b.ClientAddr(), func() error { return errors.Join(b.Stop(), b.Remove()) }, nil
+}
+
+// DataDir is the tmpfs dir the back ends keep their data in, or "" when
+// they keep it in the run dir (or there are none).
+func (s *Stack) DataDir() string { return s.data.InMemory() }
+
+// CutPostgresHolders terminates the sessions of the stack's PostgreSQL
+// that hold an advisory lock and have been idle for at least idle (a
+// holder in the middle of its section), from a control connection of
+// the stack's own, as a pooler, a failover or a network cut would end
+// them. It looks every poll until it has cut one, and returns how many
+// it cut, or ctx's error when none was found before ctx ended. The
+// session-cut scenario calls it.
+//
+// One control connection serves every look: a connection per look (a
+// PostgreSQL backend forked and a SCRAM login each time) took so long on
+// a loaded machine that the looks missed the holder's idle window.
+func (s *Stack) CutPostgresHolders(ctx context.Context, idle, poll time.Duration) (int, error) {
+	b, err := s.backend("postgres")
+	if err != nil {
+		return 0, err
+	}
+	conn, err := pgx.Connect(ctx, b.ClientAddr())
+	if err != nil {
+		return 0, fmt.Errorf("stack: postgres: control connection: %w", err)
+	}
+	defer conn.Close(context.Background())
+	for {
+		n, err := pgbackend.CutAdvisoryHolders(ctx, conn, idle)
+		if err != nil || n > 0 {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/internal/hashslot"
+	"github.com/lockladder/lockladder/stack/proc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -23,7 +24,7 @@ import (
 type cluster struct {
 	nodes   []*redisServer // masters, then replicas
 	masters int
-	lg      *logger
+	lg      *proc.Logger
 }
 
 // clusterNodeTimeout is how long a master may be unreachable before its
@@ -32,7 +33,7 @@ const clusterNodeTimeout = 2 * time.Second
 
 // newCluster describes a cluster of masters masters (and as many
 // replicas) on host, ports base, base+1, ..., each node's files in dir.
-func newCluster(bin, host string, base, masters int, dir string, lg *logger) (*cluster, error) {
+func newCluster(bin, host string, base, masters int, dir string, lg *proc.Logger) (*cluster, error) {
 	if masters < 3 {
 		return nil, fmt.Errorf("stack: a Redis Cluster needs at least 3 masters, not %d", masters)
 	}
@@ -79,14 +80,14 @@ func (c *cluster) Addrs() []string {
 func (c *cluster) Start(ctx context.Context) error {
 	// Every start is a new cluster: a node's start removes the cluster
 	// config an earlier run left.
-	return each(len(c.nodes), func(i int) error { return c.nodes[i].Start(ctx) })
+	return proc.Each(len(c.nodes), func(i int) error { return c.nodes[i].Start(ctx) })
 }
 
 // ready waits for every node, then forms the cluster: each meets the
 // first, the masters take their slots, the replicas follow their masters,
 // and every node agrees the cluster is ok.
 func (c *cluster) Ready(ctx context.Context) error {
-	if err := each(len(c.nodes), func(i int) error { return c.nodes[i].Ready(ctx) }); err != nil {
+	if err := proc.Each(len(c.nodes), func(i int) error { return c.nodes[i].Ready(ctx) }); err != nil {
 		return err
 	}
 	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
@@ -187,7 +188,7 @@ func poll(ctx context.Context, f func() error) error {
 }
 
 func (c *cluster) Stop() error {
-	return each(len(c.nodes), func(i int) error { return c.nodes[i].Stop() })
+	return proc.Each(len(c.nodes), func(i int) error { return c.nodes[i].Stop() })
 }
 
 func (c *cluster) summary() string {
@@ -207,7 +208,7 @@ const clusterBusOffset = 10000
 // bus ports, 10000 higher), with its files in dir, and returns once it is
 // ok. It needs redis-server on PATH: miniredis has no cluster mode.
 func StartCluster(ctx context.Context, host string, base, masters int, dir string) (*Cluster, error) {
-	bin, err := LookPath("redis-server")
+	bin, err := proc.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("stack: a Redis Cluster needs redis-server on PATH (the embedded miniredis has no cluster mode): %w", err)
 	}
@@ -218,7 +219,7 @@ func StartCluster(ctx context.Context, host string, base, masters int, dir strin
 	if err != nil {
 		return nil, err
 	}
-	if err := launch(ctx, c); err != nil {
+	if err := proc.Launch(ctx, c); err != nil {
 		return nil, err
 	}
 	return &Cluster{c}, nil
@@ -240,7 +241,7 @@ func (c *Cluster) Summary() string { return c.c.summary() }
 // startCluster starts Config.Cluster's cluster from RedisAddr's port
 // upward, or from a free run of ports when that is 0.
 func (s *Stack) startCluster(ctx context.Context) (*cluster, error) {
-	bin, err := LookPath("redis-server")
+	bin, err := proc.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("stack: a Redis Cluster needs redis-server on PATH (the embedded miniredis has no cluster mode): %w", err)
 	}
@@ -260,10 +261,10 @@ func (s *Stack) startCluster(ctx context.Context) (*cluster, error) {
 		for _, n := range c.nodes {
 			n.password = s.redisPass
 		}
-		err = launch(ctx, c)
+		err = proc.Launch(ctx, c)
 		if err == nil {
 			s.servers = append(s.servers, c)
-			s.lg.printf("%s", c.summary())
+			s.lg.Printf("%s", c.summary())
 			return c, nil
 		}
 		// Ports picked free may be taken before a node binds them (a test

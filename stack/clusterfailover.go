@@ -42,7 +42,7 @@ func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time
 	// under a loaded CPU), the new pair may still be syncing.
 	for i, n := range s.cluster.nodes {
 		if n.Addr() == addr && i >= s.cluster.masters {
-			s.lg.printf("cluster: %s, started as a replica, serves %s's slot: the cluster failed over before the kill", addr, key)
+			s.lg.Printf("cluster: %s, started as a replica, serves %s's slot: the cluster failed over before the kill", addr, key)
 		}
 	}
 	cl := redis.NewClient(&redis.Options{Addr: addr, Password: s.redisPass, MaxRetries: -1})
@@ -66,14 +66,14 @@ func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time
 			return "", time.Time{}, fmt.Errorf("stack: cluster node %s: SIGKILL pid %d: %w", addr, p.Pid(), err)
 		}
 		select {
-		case <-p.done:
+		case <-p.Done():
 		case <-time.After(5 * time.Second):
 			return "", time.Time{}, fmt.Errorf("stack: cluster node %s: pid %d survives SIGKILL", addr, p.Pid())
 		}
 		n.mu.Lock()
 		n.isDown = true
 		n.mu.Unlock()
-		s.lg.printf("cluster: SIGKILLed the master %s (pid %d) of %s's slot", addr, p.Pid(), key)
+		s.lg.Printf("cluster: SIGKILLed the master %s (pid %d) of %s's slot", addr, p.Pid(), key)
 		return addr, at, nil
 	}
 	return "", time.Time{}, fmt.Errorf("stack: cluster: %s, the master of %s, is not one of the stack's nodes", addr, key)
@@ -118,7 +118,7 @@ func (s *Stack) WaitClusterFailover(ctx context.Context, key, killed string, sin
 		return f, fmt.Errorf("stack: cluster failover of %s: %w", killed, err)
 	}
 	f.Took = time.Since(since)
-	s.lg.printf("cluster: %s serves %s's slot %s after the SIGKILL", f.Promoted, key, f.Took.Round(time.Millisecond))
+	s.lg.Printf("cluster: %s serves %s's slot %s after the SIGKILL", f.Promoted, key, f.Took.Round(time.Millisecond))
 	return f, nil
 }
 

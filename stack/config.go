@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // Mode selects a real binary or its in-process stand-in.
@@ -73,9 +75,9 @@ type Config struct {
 	// pg-advisory-xact: Auto, Real or Off, as MariaDB.
 	Postgres Mode
 
-	// Data is where those back ends keep their data: DataMemory (a
+	// Data is where those back ends keep their data: proc.DataMemory (a
 	// tmpfs dir of the stack's own in /dev/shm, removed by Stop),
-	// DataDisk (the run dir), or "": memory where /dev/shm is a tmpfs
+	// proc.DataDisk (the run dir), or "": memory where /dev/shm is a tmpfs
 	// with 1 GiB free, else disk, saying why.
 	Data string
 
@@ -304,7 +306,7 @@ func resolveMode(mode Mode, binary string, requireReal bool) (real bool, path st
 	case Embedded:
 		return false, "", nil
 	case Real, Auto, "":
-		path, err := LookPath(binary)
+		path, err := proc.LookPath(binary)
 		if err == nil {
 			return true, path, nil
 		}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockladder/lockladder/stack/lb"
+	"github.com/lockladder/lockladder/stack/proc"
 	"gopkg.in/yaml.v3"
 )
 
@@ -92,34 +94,34 @@ type nginxFacts struct {
 
 func readNginxFacts(t *testing.T) nginxFacts {
 	t.Helper()
-	ds, err := parseNginx(readRepoFile(t, "nginx.conf"))
+	ds, err := lb.ParseConf(readRepoFile(t, "nginx.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var f nginxFacts
-	http := find(ds, "http")
+	http := lb.Find(ds, "http")
 	if len(http) != 1 {
 		t.Fatalf("nginx.conf: %d http blocks", len(http))
 	}
-	ups := find(http[0].block, "upstream")
+	ups := lb.Find(http[0].Block, "upstream")
 	if len(ups) != 1 {
 		t.Fatalf("nginx.conf: %d upstream blocks, want 1", len(ups))
 	}
-	f.upstreamName = ups[0].args[0]
-	for _, s := range find(ups[0].block, "server") {
-		f.upstreams = append(f.upstreams, s.args[0])
+	f.upstreamName = ups[0].Args[0]
+	for _, s := range lb.Find(ups[0].Block, "server") {
+		f.upstreams = append(f.upstreams, s.Args[0])
 	}
-	srvs := find(http[0].block, "server")
+	srvs := lb.Find(http[0].Block, "server")
 	if len(srvs) != 1 {
 		t.Fatalf("nginx.conf: %d server blocks, want 1", len(srvs))
 	}
-	f.listen = find(srvs[0].block, "listen")[0].args[0]
-	for _, loc := range find(srvs[0].block, "location") {
-		for _, d := range loc.block {
+	f.listen = lb.Find(srvs[0].Block, "listen")[0].Args[0]
+	for _, loc := range lb.Find(srvs[0].Block, "location") {
+		for _, d := range loc.Block {
 			switch {
-			case d.name == "proxy_pass":
-				f.proxyPass = d.args[0]
-			case d.name == "proxy_next_upstream" && slices.Equal(d.args, []string{"off"}):
+			case d.Name == "proxy_pass":
+				f.proxyPass = d.Args[0]
+			case d.Name == "proxy_next_upstream" && slices.Equal(d.Args, []string{"off"}):
 				f.nextUpstreamOff = true
 			}
 		}
@@ -260,19 +262,19 @@ func TestComposeAndNginxAgree(t *testing.T) {
 
 // The config derived for loopback is valid for the real nginx.
 func TestDerivedNginxConfValid(t *testing.T) {
-	bin, err := LookPath("nginx")
+	bin, err := proc.LookPath("nginx")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("nginx not on PATH and CI=true: install it (%v)", err)
 		}
-		t.Skipf("skipped: %s", Install("nginx"))
+		t.Skipf("skipped: %s", proc.Install("nginx"))
 	}
 	dir := t.TempDir()
-	port, err := freePort("127.0.0.1")
+	port, err := proc.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf, err := DeriveNginxConf(readRepoFile(t, "nginx.conf"), "127.0.0.1:"+port,
+	conf, err := lb.DeriveNginxConf(readRepoFile(t, "nginx.conf"), "127.0.0.1:"+port,
 		[]string{"127.0.0.1:18081", "127.0.0.1:18082", "127.0.0.1:18083"}, dir)
 	if err != nil {
 		t.Fatal(err)

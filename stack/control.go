@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockladder/lockladder/stack/faultproxy"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/faultproxy"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // This file holds what a test or a scenario does to a running stack:
@@ -18,7 +20,7 @@ import (
 // startFaultProxies starts the proxies Config asks for, in front of the
 // main Redis and of each master, before the instances that dial them.
 func (s *Stack) startFaultProxies(ctx context.Context) error {
-	var all group
+	var all proc.Group
 	if s.cfg.RedisProxy {
 		p, err := faultproxy.Prepare(s.redis.Addr())
 		if err != nil {
@@ -44,7 +46,7 @@ func (s *Stack) startFaultProxies(ctx context.Context) error {
 		return err
 	}
 	if l := s.faultProxiesSummary(); l != "" {
-		s.lg.printf("%s", l)
+		s.lg.Printf("%s", l)
 	}
 	return nil
 }
@@ -112,9 +114,9 @@ func (s *Stack) StopRedis(ctx context.Context) error {
 		return err
 	}
 	if s.redis.Embedded() {
-		s.lg.printf("redis: %s on %s stopped (its data kept in this process)", s.redis.Kind(), s.redis.Addr())
+		s.lg.Printf("redis: %s on %s stopped (its data kept in this process)", s.redis.Kind(), s.redis.Addr())
 	} else {
-		s.lg.printf("redis: pid %d on %s stopped by SHUTDOWN SAVE (dump %s)", pid, s.redis.Addr(), s.redis.srv.(*redisServer).dumpPath())
+		s.lg.Printf("redis: pid %d on %s stopped by SHUTDOWN SAVE (dump %s)", pid, s.redis.Addr(), s.redis.srv.(*redisServer).dumpPath())
 	}
 	return nil
 }
@@ -140,9 +142,9 @@ func (s *Stack) StartRedis(ctx context.Context) error {
 		return err
 	}
 	if pid := s.redis.Pid(); pid != 0 {
-		s.lg.printf("redis: started again on %s with its data (pid %d)", s.redis.Addr(), pid)
+		s.lg.Printf("redis: started again on %s with its data (pid %d)", s.redis.Addr(), pid)
 	} else {
-		s.lg.printf("redis: started again on %s with its data (%s, in this process)", s.redis.Addr(), s.redis.Kind())
+		s.lg.Printf("redis: started again on %s with its data (%s, in this process)", s.redis.Addr(), s.redis.Kind())
 	}
 	return nil
 }
@@ -205,7 +207,7 @@ func (s *Stack) Signal(i int, sig syscall.Signal) (pid int, err error) {
 	p := in.current()
 	// Process.Signal, not kill(2) by number: it never signals a reaped
 	// process whose pid was reused.
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.Process().Signal(sig); err != nil {
 		return p.Pid(), fmt.Errorf("stack: %s (pid %d): %v: %w", in.name, p.Pid(), sig, err)
 	}
 	return p.Pid(), nil

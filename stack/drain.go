@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/lb"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // DrainReport is what Drain did.
@@ -68,7 +71,7 @@ func (s *Stack) Drain(ctx context.Context, i int) (rep DrainReport, err error) {
 		return rep, errors.Join(err, s.putBack(i, in))
 	}
 	rep.OutOfLB = time.Since(start)
-	s.lg.printf("%s: out of the load balancer in %s", in.name, rep.OutOfLB.Round(time.Millisecond))
+	s.lg.Printf("%s: out of the load balancer in %s", in.name, rep.OutOfLB.Round(time.Millisecond))
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.putBack(i, in))
@@ -77,37 +80,37 @@ func (s *Stack) Drain(ctx context.Context, i int) (rep DrainReport, err error) {
 
 	p := in.current()
 	rep.Pid = p.Pid()
-	if p.exited() {
+	if p.Exited() {
 		return rep, fmt.Errorf("stack: Drain: %s (pid %d) had exited already", in.name, p.Pid())
 	}
 	in.drainPid.Store(int64(p.Pid()))
 	sent := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Process().Signal(syscall.SIGTERM); err != nil {
 		in.drainPid.CompareAndSwap(int64(p.Pid()), 0)
 		return rep, fmt.Errorf("stack: Drain: %s (pid %d): SIGTERM: %w", in.name, p.Pid(), err)
 	}
-	s.lg.printf("%s: SIGTERM to pid %d", in.name, p.Pid())
+	s.lg.Printf("%s: SIGTERM to pid %d", in.name, p.Pid())
 	select {
-	case <-p.done:
+	case <-p.Done():
 		rep.Drain = time.Since(sent)
 	case <-ctx.Done():
 		// Stuck in its shutdown: killed, so that no half-stopped process
 		// stays; the supervisor restarts it (still as drained).
-		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.Process().Signal(syscall.SIGKILL)
 		return rep, fmt.Errorf("stack: Drain: %s (pid %d) did not exit after SIGTERM (killed): %w", in.name, p.Pid(), ctx.Err())
 	}
 
 	// The supervisor restarts it.
 	np, err := s.healthyAgain(ctx, in, p)
 	if err != nil {
-		return rep, fmt.Errorf("stack: Drain: %s after its exit: %w%s", in.name, err, logTail(in.logPath, 2048))
+		return rep, fmt.Errorf("stack: Drain: %s after its exit: %w%s", in.name, err, proc.LogTail(in.logPath, 2048))
 	}
 	rep.NewPid = np.Pid()
 	if err := s.setInLB(ctx, i, true); err != nil {
 		return rep, err
 	}
 	rep.Back = time.Now()
-	s.lg.printf("%s: drained pid %d in %s; back in the load balancer as pid %d", in.name, rep.Pid, rep.Drain.Round(time.Millisecond), rep.NewPid)
+	s.lg.Printf("%s: drained pid %d in %s; back in the load balancer as pid %d", in.name, rep.Pid, rep.Drain.Round(time.Millisecond), rep.NewPid)
 	return rep, nil
 }
 
@@ -129,10 +132,10 @@ func (s *Stack) putBack(i int, in *instance) error {
 // healthyAgain waits until instance in runs a process other than old
 // (nil: any) that answers GET /healthz, through the supervisor's restarts
 // (one that exits before it is healthy is followed by the next).
-func (s *Stack) healthyAgain(ctx context.Context, in *instance, old *proc) (*proc, error) {
+func (s *Stack) healthyAgain(ctx context.Context, in *instance, old *proc.Proc) (*proc.Proc, error) {
 	for {
 		if p := in.current(); p != old {
-			err := waitHealthy(ctx, "http://"+in.addr, p.done)
+			err := lb.WaitHealthy(ctx, "http://"+in.addr, p.Done())
 			if err == nil {
 				return p, nil
 			}
@@ -168,5 +171,5 @@ func (s *Stack) setInLB(ctx context.Context, i int, in bool) error {
 		}
 	}
 	s.lbDown[i] = !in
-	return s.lb.setDown(ctx, i, !in)
+	return s.lb.SetDown(ctx, i, !in)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/internal/httplimit/httplimittest"
+	"github.com/lockladder/lockladder/stack/lb"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // The race port refuses a 900 KB header and cuts a slow one within
@@ -25,14 +27,14 @@ func TestRaceServerHeaderLimits(t *testing.T) {
 // nginx, on the derived config, does the same.
 func TestNginxHeaderLimits(t *testing.T) {
 	t.Parallel()
-	bin, err := LookPath("nginx")
+	bin, err := proc.LookPath("nginx")
 	needReal(t, "nginx", err)
 	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer up.Close()
-	n := newNginx(bin, readRepoFile(t, "nginx.conf"), t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
+	n := lb.NewNginx(bin, readRepoFile(t, "nginx.conf"), t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := launch(ctx, n); err != nil {
+	if err := proc.Launch(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	defer n.Stop()

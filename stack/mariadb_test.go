@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	appbackend "github.com/lockladder/lockladder/internal/backend"
+	"github.com/lockladder/lockladder/stack/backends"
 )
 
 // The stack's instances may open backend.MySQLPool connections each to
@@ -11,8 +12,8 @@ import (
 // left, or db-for-update's holders would meet "Too many connections"
 // instead of waiting for a connection of their own pool.
 func TestMariaDBOutlastsThePools(t *testing.T) {
-	if all := DefaultInstances * appbackend.MySQLPool; all+20 > mariadbMaxConnections {
+	if all := DefaultInstances * appbackend.MySQLPool; all+20 > backends.MariaDBMaxConnections {
 		t.Errorf("%d instances x %d connections = %d, max_connections %d: want 20 to spare",
-			DefaultInstances, appbackend.MySQLPool, all, mariadbMaxConnections)
+			DefaultInstances, appbackend.MySQLPool, all, backends.MariaDBMaxConnections)
 	}
 }

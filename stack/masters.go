@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // DefaultMasters is how many Redlock masters a stack starts when
@@ -35,7 +37,7 @@ type masters struct {
 	aof         bool   // Config.MastersAOF
 	password    string // required of their clients: the stack's
 	dir         string
-	lg          *logger
+	lg          *proc.Logger
 
 	mu     sync.Mutex // guards ms, each master's r, and closed
 	ms     []*master
@@ -51,7 +53,7 @@ type master struct {
 
 // newMasters describes n masters (none when n <= 0) on redisAddr's host,
 // run as the main Redis is: embedded or not, of kind.
-func newMasters(n int, embedded bool, kind, redisAddr string, requireReal, aof bool, dir string, lg *logger) *masters {
+func newMasters(n int, embedded bool, kind, redisAddr string, requireReal, aof bool, dir string, lg *proc.Logger) *masters {
 	host, _, _ := net.SplitHostPort(redisAddr)
 	m := &masters{host: host, mode: Real, kind: kind, requireReal: requireReal, aof: aof, dir: dir, lg: lg}
 	if embedded {
@@ -73,7 +75,7 @@ func (m *masters) Start(ctx context.Context) error {
 	addrs := make([]string, len(m.ms))
 	if m.mode == Real {
 		// Reserve every port at once so that no two masters get the same.
-		ports, err := freePorts(m.host, len(m.ms))
+		ports, err := proc.FreePorts(m.host, len(m.ms))
 		if err != nil {
 			return err
 		}
@@ -85,9 +87,9 @@ func (m *masters) Start(ctx context.Context) error {
 			addrs[i] = net.JoinHostPort(m.host, "0") // miniredis binds it itself
 		}
 	}
-	return each(len(m.ms), func(i int) error {
+	return proc.Each(len(m.ms), func(i int) error {
 		// Quiet: one summary line for all of them (summary).
-		r, err := newRedis(addrs[i], m.mode, m.requireReal, m.masterDir(i), m.password, &logger{})
+		r, err := newRedis(addrs[i], m.mode, m.requireReal, m.masterDir(i), m.password, proc.NewLogger(nil))
 		if err == nil {
 			m.ms[i].r = r
 			err = r.Start(ctx)
@@ -104,7 +106,7 @@ func (m *masters) Start(ctx context.Context) error {
 func (m *masters) Ready(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return each(len(m.ms), func(i int) error {
+	return proc.Each(len(m.ms), func(i int) error {
 		r := m.ms[i].r
 		if err := r.Ready(ctx); err != nil {
 			return fmt.Errorf("stack: redlock master %d: %w", i, err)
@@ -139,7 +141,7 @@ func (m *masters) Stop() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	return each(len(m.ms), func(i int) error {
+	return proc.Each(len(m.ms), func(i int) error {
 		if r := m.ms[i].r; r != nil {
 			return r.Stop()
 		}
@@ -187,9 +189,9 @@ func (m *masters) stopOne(i int) error {
 		return fmt.Errorf("stack: redlock master %d on %s: %w", i, ms.addr, err)
 	}
 	if pid != 0 {
-		m.lg.printf("masters: %d on %s stopped (pid %d)", i, ms.addr, pid)
+		m.lg.Printf("masters: %d on %s stopped (pid %d)", i, ms.addr, pid)
 	} else {
-		m.lg.printf("masters: %d on %s stopped", i, ms.addr)
+		m.lg.Printf("masters: %d on %s stopped", i, ms.addr)
 	}
 	return nil
 }
@@ -209,15 +211,15 @@ func (m *masters) startOne(ctx context.Context, i int) error {
 	if ms.r != nil {
 		return nil
 	}
-	r, err := startRedis(ctx, ms.addr, m.mode, m.requireReal, m.dir, m.password, &logger{})
+	r, err := startRedis(ctx, ms.addr, m.mode, m.requireReal, m.dir, m.password, proc.NewLogger(nil))
 	if err != nil {
 		return fmt.Errorf("stack: redlock master %d: %w", i, err)
 	}
 	ms.r = r
 	if pid := r.Pid(); pid != 0 {
-		m.lg.printf("masters: %d on %s started again, empty (pid %d)", i, ms.addr, pid)
+		m.lg.Printf("masters: %d on %s started again, empty (pid %d)", i, ms.addr, pid)
 	} else {
-		m.lg.printf("masters: %d on %s started again, empty", i, ms.addr)
+		m.lg.Printf("masters: %d on %s started again, empty", i, ms.addr)
 	}
 	return nil
 }
@@ -233,7 +235,7 @@ func (m *masters) crashOne(i int) error {
 	if err := r.Crash(); err != nil {
 		return fmt.Errorf("stack: redlock master %d on %s: %w", i, ms.addr, err)
 	}
-	m.lg.printf("masters: %d on %s crashed (SIGKILL, pid %d)", i, ms.addr, pid)
+	m.lg.Printf("masters: %d on %s crashed (SIGKILL, pid %d)", i, ms.addr, pid)
 	return nil
 }
 
@@ -256,7 +258,7 @@ func (m *masters) restartOne(ctx context.Context, i int) error {
 	if m.aof {
 		with = "with its append-only file"
 	}
-	m.lg.printf("masters: %d on %s restarted, %s (pid %d)", i, ms.addr, with, r.Pid())
+	m.lg.Printf("masters: %d on %s restarted, %s (pid %d)", i, ms.addr, with, r.Pid())
 	return nil
 }
 

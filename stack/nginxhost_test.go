@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -17,6 +18,8 @@ import (
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/ladder"
+	"github.com/lockladder/lockladder/stack/lb"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // nginx, on the config derived from the project's nginx.conf, passes the
@@ -25,7 +28,7 @@ import (
 // it, and so does its Origin check, which tells another port of the same
 // host by that port (403).
 func TestNginxPassesTheHost(t *testing.T) {
-	bin, err := LookPath("nginx")
+	bin, err := proc.LookPath("nginx")
 	needReal(t, "nginx", err)
 	gin.SetMode(gin.TestMode)
 	mr := miniredis.RunT(t)
@@ -43,10 +46,10 @@ func TestNginxPassesTheHost(t *testing.T) {
 	}))
 	defer up.Close()
 
-	n := newNginx(bin, readRepoFile(t, "nginx.conf"), t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
+	n := lb.NewNginx(bin, readRepoFile(t, "nginx.conf"), t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := launch(ctx, n); err != nil {
+	if err := proc.Launch(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
@@ -54,7 +57,8 @@ func TestNginxPassesTheHost(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	lb := "http://" + n.Addr()
+	base := "http://" + n.Addr()
+	_, port, _ := net.SplitHostPort(n.Addr())
 
 	for _, c := range []struct {
 		name, host, origin string
@@ -62,17 +66,17 @@ func TestNginxPassesTheHost(t *testing.T) {
 		reason             string
 	}{
 		{"the address dialled", n.Addr(), "", 200, ""},
-		{"localhost", "localhost:" + n.port, "", 200, ""},
+		{"localhost", "localhost:" + port, "", 200, ""},
 		{"its own origin", n.Addr(), "http://" + n.Addr(), 200, ""},
 		{"a rebinding name", "evil.example", "", 421, "host_not_allowed"},
-		{"a rebinding name with the port", "evil.example:" + n.port, "", 421, "host_not_allowed"},
+		{"a rebinding name with the port", "evil.example:" + port, "", 421, "host_not_allowed"},
 		{"another port's origin", n.Addr(), "http://127.0.0.1:1", 403, "cross_site"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mu.Lock()
 			seen = nil
 			mu.Unlock()
-			req, _ := http.NewRequest(http.MethodGet, lb+"/strategies", nil)
+			req, _ := http.NewRequest(http.MethodGet, base+"/strategies", nil)
 			req.Host = c.host
 			if c.origin != "" {
 				req.Header.Set("Origin", c.origin)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockladder/lockladder/stack/embedded"
 	"io"
 	"sync"
+
+	"github.com/lockladder/lockladder/stack/embedded"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // Redis is one Redis server on loopback: a real redis-server process
@@ -26,7 +28,7 @@ type Redis struct {
 
 // redisKind is what each kind of Redis does beyond the server shape.
 type redisKind interface {
-	server
+	proc.Server
 	Addr() string
 	// pid is the server's process id, 0 when embedded or down.
 	Pid() int
@@ -63,35 +65,35 @@ func StartRedisAuth(ctx context.Context, addr string, mode Mode, requireReal boo
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis address: %w", err)
 	}
-	return startRedis(ctx, addr, mode, requireReal, "", password, &logger{w: log})
+	return startRedis(ctx, addr, mode, requireReal, "", password, proc.NewLogger(log))
 }
 
 // startRedis is StartRedis with a run dir ("" = a temp dir of its own);
 // addr has a host already (loopback) and a password ("" for none). It
 // logs the server's summary line.
-func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, dir, password string, lg *logger) (*Redis, error) {
+func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, dir, password string, lg *proc.Logger) (*Redis, error) {
 	r, err := newRedis(addr, mode, requireReal, dir, password, lg)
 	if err != nil {
 		return nil, err
 	}
-	if err := launch(ctx, r); err != nil {
+	if err := proc.Launch(ctx, r); err != nil {
 		return nil, err
 	}
-	lg.printf("%s", r.summary())
+	lg.Printf("%s", r.summary())
 	return r, nil
 }
 
 // newRedis is a Redis of the kind mode asks for, not started, requiring
 // password of its clients ("" for none). It says so when Auto falls back
 // to miniredis.
-func newRedis(addr string, mode Mode, requireReal bool, dir, password string, lg *logger) (*Redis, error) {
+func newRedis(addr string, mode Mode, requireReal bool, dir, password string, lg *proc.Logger) (*Redis, error) {
 	real, bin, err := resolveMode(mode, "redis-server", requireReal)
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis: %w", err)
 	}
 	if !real {
 		if mode != Embedded {
-			lg.printf("redis-server not found on PATH: using embedded miniredis (Redis-compatible, in this process)")
+			lg.Printf("redis-server not found on PATH: using embedded miniredis (Redis-compatible, in this process)")
 		}
 		return &Redis{srv: embedded.NewRedis(addr, password), password: password}, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/proc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -66,14 +67,14 @@ func (r *Redis) Crash() error {
 		return fmt.Errorf("stack: redis: SIGKILL pid %d: %w", p.Pid(), err)
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("stack: redis: pid %d survives SIGKILL", p.Pid())
 	}
 	rs.mu.Lock()
 	rs.isDown = true
 	rs.mu.Unlock()
-	p.Stop(stopGrace) // reaped already: only sweeps its process group
+	p.Stop(proc.StopGrace) // reaped already: only sweeps its process group
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // A port picked free and taken before redis-server bound it (by another
@@ -13,7 +15,7 @@ import (
 // it does when another Redis answers there. It used to fail the start
 // ("exited: exit status 1"), and with it a test of another package.
 func TestRedisPickedPortTakenFirst(t *testing.T) {
-	bin, err := LookPath("redis-server")
+	bin, err := proc.LookPath("redis-server")
 	needReal(t, "redis-server", err)
 	// The port ours will try first, held by a listener that is no Redis:
 	// it closes every connection, so the PID check learns nothing there.
@@ -41,8 +43,8 @@ func TestRedisPickedPortTakenFirst(t *testing.T) {
 	if err := r.makeWork(); err != nil {
 		t.Fatal(err)
 	}
-	r.version = binaryVersion(r.bin, `v=(\S+)`, "--version")
-	r.port = port // as if freePort had picked it just before the listener took it
+	r.version = proc.BinaryVersion(r.bin, `v=(\S+)`, "--version")
+	r.port = port // as if proc.FreePort had picked it just before the listener took it
 	if err := r.spawn(); err != nil {
 		t.Fatal(err)
 	}

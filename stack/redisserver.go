@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockladder/lockladder/stack/embedded"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +11,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/embedded"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // redisServer is a redis-server process on loopback with nothing
@@ -26,8 +28,8 @@ type redisServer struct {
 	pickPort bool
 	dir      string // its log
 	rmDir    bool   // dir is a temp dir of its own, removed by stop
-	work     string // what it writes (--dir: dump, pid file, cluster config): dir, or as root serverDir of dir/redis
-	rmWork   bool   // work is a temp dir of serverDir's, removed by stop
+	work     string // what it writes (--dir: dump, pid file, cluster config): dir, or as root proc.ServerDir of dir/redis
+	rmWork   bool   // work is a temp dir of proc.ServerDir's, removed by stop
 	version  string
 	extra    []string // more redis-server options (a cluster node's)
 	// password, when set, is required of every client (requirepass) and
@@ -39,10 +41,10 @@ type redisServer struct {
 	// next is the process start or restart started and ready has not
 	// yet found serving (start, ready, restart and stop are serialised
 	// by their callers).
-	next *proc
+	next *proc.Proc
 
 	mu     sync.Mutex // guards p, isDown and aof
-	p      *proc      // the current process: a new one after restart
+	p      *proc.Proc // the current process: a new one after restart
 	isDown bool       // shut down by shutdown, not yet restarted
 	aof    bool       // Persist turned the append-only file on: restarts keep it
 }
@@ -65,7 +67,7 @@ func startRedisServer(ctx context.Context, bin, addr, dir, password string) (*re
 		return nil, err
 	}
 	r.password = password
-	if err := launch(ctx, r); err != nil {
+	if err := proc.Launch(ctx, r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -79,7 +81,7 @@ func (r *redisServer) Start(ctx context.Context) error {
 			return fmt.Errorf("stack: redis: %w", err)
 		}
 		r.dir, r.rmDir = d, true
-		if err := reachable(d); err != nil {
+		if err := proc.Reachable(d); err != nil {
 			return fmt.Errorf("stack: redis: %w", err)
 		}
 	}
@@ -87,10 +89,10 @@ func (r *redisServer) Start(ctx context.Context) error {
 		return err
 	}
 	if r.version == "" {
-		r.version = binaryVersion(r.bin, `v=(\S+)`, "--version")
+		r.version = proc.BinaryVersion(r.bin, `v=(\S+)`, "--version")
 	}
 	if r.pickPort {
-		port, err := freePort(r.host)
+		port, err := proc.FreePort(r.host)
 		if err != nil {
 			return err
 		}
@@ -112,13 +114,13 @@ func (r *redisServer) Start(ctx context.Context) error {
 
 // makeWork makes the dir the server writes in, once: its own dir when
 // it runs as this process does; as root, dir/redis, the server
-// account's (serverDir), shared by the servers of one run dir (their
+// account's (proc.ServerDir), shared by the servers of one run dir (their
 // files are named after their ports).
 func (r *redisServer) makeWork() error {
 	if r.work != "" {
 		return nil
 	}
-	a, err := serverAccount()
+	a, err := proc.ServerAccount()
 	if err != nil {
 		return err
 	}
@@ -126,7 +128,7 @@ func (r *redisServer) makeWork() error {
 		r.work = r.dir
 		return nil
 	}
-	r.work, r.rmWork, err = serverDir(filepath.Join(r.dir, "redis"))
+	r.work, r.rmWork, err = proc.ServerDir(filepath.Join(r.dir, "redis"))
 	return err
 }
 
@@ -185,7 +187,7 @@ func (r *redisServer) spawn() error {
 	if r.password != "" {
 		conf := filepath.Join(r.work, "redis-"+r.port+".conf")
 		auth := "requirepass " + r.password + "\nmasterauth " + r.password + "\n"
-		if err := writeServerFile(conf, []byte(auth), 0o600); err != nil {
+		if err := proc.WriteServerFile(conf, []byte(auth), 0o600); err != nil {
 			return fmt.Errorf("stack: redis-server on %s: its config: %w", r.Addr(), err)
 		}
 		args = append(args, conf) // a config file comes first, options after it
@@ -200,7 +202,7 @@ func (r *redisServer) spawn() error {
 		"--pidfile", filepath.Join(r.work, "redis-"+r.port+".pid"),
 	)
 	args = append(args, r.extra...)
-	p, err := startServer("redis-server", r.bin, args, r.work, r.logPath(), syscall.SIGKILL)
+	p, err := proc.StartServer("redis-server", r.bin, args, r.work, r.logPath(), syscall.SIGKILL)
 	if err != nil {
 		return err
 	}
@@ -217,7 +219,7 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 	r.next = nil
 	defer func() {
 		if err != nil {
-			p.Stop(stopGrace)
+			p.Stop(proc.StopGrace)
 		}
 	}()
 	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
@@ -233,17 +235,17 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 			}
 		}
 		select {
-		case <-p.done:
-			tail := logTail(p.logPath, 2048)
+		case <-p.Done():
+			tail := proc.LogTail(p.LogPath(), 2048)
 			if r.pickPort && strings.Contains(tail, "bind: Address already in use") {
 				// The port was free when picked and taken before ours
 				// bound it (another package's server, or a connection's
 				// source port): the same race as above, found by ours.
 				return fmt.Errorf("stack: redis-server on %s: %w (bind: address already in use)%s", addr, errPortTaken, tail)
 			}
-			return fmt.Errorf("stack: redis-server on %s exited: %v%s", addr, p.exitErr(), tail)
+			return fmt.Errorf("stack: redis-server on %s exited: %v%s", addr, p.ExitErr(), tail)
 		case <-ctx.Done():
-			return fmt.Errorf("stack: redis-server on %s: no PONG: %w%s", addr, ctx.Err(), logTail(p.logPath, 2048))
+			return fmt.Errorf("stack: redis-server on %s: no PONG: %w%s", addr, ctx.Err(), proc.LogTail(p.LogPath(), 2048))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -258,11 +260,11 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 func (r *redisServer) Stop() error {
 	var errs []error
 	if r.next != nil {
-		errs = append(errs, r.next.Stop(stopGrace))
+		errs = append(errs, r.next.Stop(proc.StopGrace))
 		r.next = nil
 	}
 	if p := r.current(); p != nil {
-		errs = append(errs, p.Stop(stopGrace))
+		errs = append(errs, p.Stop(proc.StopGrace))
 	}
 	if r.rmWork {
 		errs = append(errs, os.RemoveAll(r.work))
@@ -283,7 +285,7 @@ func (r *redisServer) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("stack: redis-server on %s (pid %d): SHUTDOWN SAVE: %w", addr, p.Pid(), err)
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-ctx.Done():
 		return fmt.Errorf("stack: redis-server on %s (pid %d) still runs after SHUTDOWN SAVE: %w", addr, p.Pid(), ctx.Err())
 	}
@@ -291,9 +293,9 @@ func (r *redisServer) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	r.isDown = true
 	r.mu.Unlock()
-	p.Stop(stopGrace) // reaped already: only sweeps its process group
-	if p.waitErr != nil {
-		return fmt.Errorf("stack: redis-server on %s (pid %d) after SHUTDOWN SAVE: %v%s", addr, p.Pid(), p.waitErr, logTail(p.logPath, 2048))
+	p.Stop(proc.StopGrace) // reaped already: only sweeps its process group
+	if p.WaitErr() != nil {
+		return fmt.Errorf("stack: redis-server on %s (pid %d) after SHUTDOWN SAVE: %v%s", addr, p.Pid(), p.WaitErr(), proc.LogTail(p.LogPath(), 2048))
 	}
 	return nil
 }
@@ -307,7 +309,7 @@ func (r *redisServer) Restart(ctx context.Context) error {
 	return r.await(ctx)
 }
 
-func (r *redisServer) current() *proc {
+func (r *redisServer) current() *proc.Proc {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.p

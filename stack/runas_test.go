@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/lockladder/lockladder/stack/backends"
+	"github.com/lockladder/lockladder/stack/lb"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // procUID is the real and effective uid of process pid (/proc/PID/status).
@@ -39,7 +42,7 @@ func procUID(t *testing.T, pid int) (real, effective int) {
 	return 0, 0
 }
 
-// runsAsServerUser checks that pid runs as ServerUser, the account the
+// runsAsServerUser checks that pid runs as proc.ServerUser, the account the
 // stack drops its servers to when it is root. Not root, the stack cannot
 // drop privileges and its servers run as it does, which the kernel sees
 // to: comparing their uid with this process's would prove nothing. So
@@ -47,23 +50,23 @@ func procUID(t *testing.T, pid int) (real, effective int) {
 // root: it installs its servers with apt-get) leaving it out fails.
 func runsAsServerUser(t *testing.T, what string, pid int) {
 	t.Helper()
-	a, err := serverAccount()
+	a, err := proc.ServerAccount()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a == nil {
 		if os.Getenv("CI") == "true" {
-			t.Errorf("%s: not root, so the drop to %s is not checked; CI runs as root", what, ServerUser)
+			t.Errorf("%s: not root, so the drop to %s is not checked; CI runs as root", what, proc.ServerUser)
 		} else {
-			t.Logf("%s: not root, so the drop to %s is not checked", what, ServerUser)
+			t.Logf("%s: not root, so the drop to %s is not checked", what, proc.ServerUser)
 		}
 		return
 	}
-	if int(a.uid) == os.Geteuid() {
-		t.Fatalf("%s is uid %d, as this process: the check would prove nothing", ServerUser, a.uid)
+	if int(a.UID) == os.Geteuid() {
+		t.Fatalf("%s is uid %d, as this process: the check would prove nothing", proc.ServerUser, a.UID)
 	}
-	if real, eff := procUID(t, pid); real != int(a.uid) || eff != int(a.uid) {
-		t.Errorf("%s (pid %d) runs as uid %d/%d, want %s's %d", what, pid, real, eff, ServerUser, a.uid)
+	if real, eff := procUID(t, pid); real != int(a.UID) || eff != int(a.UID) {
+		t.Errorf("%s (pid %d) runs as uid %d/%d, want %s's %d", what, pid, real, eff, proc.ServerUser, a.UID)
 	}
 }
 
@@ -80,22 +83,22 @@ func needReal(t *testing.T, what string, err error) {
 	t.Skipf("%s not available: %v", what, err)
 }
 
-// As root, every server the stack starts runs as ServerUser, whether its
+// As root, every server the stack starts runs as proc.ServerUser, whether its
 // run dir is one that account can reach or, as t.TempDir's, one it
 // cannot (its files go to a temp dir of their own then, removed with it).
 func TestServersRunAsServerUser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	a, err := serverAccount()
+	a, err := proc.ServerAccount()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a != nil && a.reaches(t.TempDir()) {
-		t.Fatalf("%s reaches t.TempDir(): the test no longer covers a private run dir", a.name)
+	if a != nil && a.Reaches(t.TempDir()) {
+		t.Fatalf("%s reaches t.TempDir(): the test no longer covers a private run dir", a.Name)
 	}
 	for name, dir := range map[string]string{"private": t.TempDir(), "shared": sharedDir(t)} {
 		t.Run("redis-server/"+name, func(t *testing.T) {
-			bin, err := LookPath("redis-server")
+			bin, err := proc.LookPath("redis-server")
 			needReal(t, "redis-server", err)
 			r, err := startRedisServer(ctx, bin, "127.0.0.1:0", dir, "")
 			if err != nil {
@@ -127,22 +130,22 @@ func TestServersRunAsServerUser(t *testing.T) {
 			case "etcd":
 				cfg.Etcd = Real
 			}
-			data, err := newDataRoot("", t.TempDir(), &logger{})
+			data, err := proc.NewDataRoot("", t.TempDir(), proc.NewLogger(nil))
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { data.remove() })
-			bs, err := newBackends(cfg, t.TempDir(), data, &logger{})
+			t.Cleanup(func() { data.Remove() })
+			bs, err := newBackends(cfg, t.TempDir(), data, proc.NewLogger(nil))
 			needReal(t, kind, err)
 			b := bs[0]
-			if err := launch(ctx, b); err != nil {
+			if err := proc.Launch(ctx, b); err != nil {
 				t.Fatal(err)
 			}
 			runsAsServerUser(t, kind, b.Pid())
 			if err := b.Stop(); err != nil {
 				t.Error(err)
 			}
-			if err := b.remove(); err != nil {
+			if err := b.Remove(); err != nil {
 				t.Error(err)
 			}
 		})
@@ -163,13 +166,13 @@ func sharedDir(t *testing.T) string {
 	return d
 }
 
-// nginx's workers run as ServerUser when the stack is root, and still
+// nginx's workers run as proc.ServerUser when the stack is root, and still
 // buffer to their temp files a request body and a response too large
 // for memory, in a run dir that account cannot enter (t.TempDir): as
 // nobody with their temp files there, every such request got a 500,
 // which is why the workers once stayed root.
 func TestNginxWorkersUnprivileged(t *testing.T) {
-	bin, err := LookPath("nginx")
+	bin, err := proc.LookPath("nginx")
 	needReal(t, "nginx", err)
 	// Over client_body_buffer_size (16k) and under client_max_body_size
 	// (1m); over the proxy buffers (8 of 8k).
@@ -188,13 +191,13 @@ http {
     upstream app { server app1:8080; keepalive 4; }
     server { listen 80; location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; } }
 }`)
-	n := newNginx(bin, src, t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
+	n := lb.NewNginx(bin, src, t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := launch(ctx, n); err != nil {
+	if err := proc.Launch(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	temp, rmTemp := n.temp, n.rmTemp
+	temp, rmTemp := n.TempDir()
 	defer func() {
 		if err := n.Stop(); err != nil {
 			t.Error(err)
@@ -203,7 +206,7 @@ http {
 			t.Errorf("nginx's temp dir %s outlives it: %v", temp, err)
 		}
 	}()
-	workers, err := childPids(n.Pid())
+	workers, err := proc.Children(n.Pid())
 	if err != nil || len(workers) == 0 {
 		t.Fatalf("nginx's workers: %v, %v", workers, err)
 	}
@@ -218,7 +221,7 @@ http {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(body) != strconv.Itoa(len(big)) {
-		t.Errorf("POST of %d bytes: %s %q%s", len(big), resp.Status, body, logTail(n.errLog(), 1024))
+		t.Errorf("POST of %d bytes: %s %q%s", len(big), resp.Status, body, proc.LogTail(n.ErrLog(), 1024))
 	}
 	resp, err = http.Get("http://" + n.Addr() + "/")
 	if err != nil {
@@ -227,7 +230,7 @@ http {
 	got, _ := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || got != int64(len(big)) {
-		t.Errorf("GET of %d bytes: %s, %d bytes%s", len(big), resp.Status, got, logTail(n.errLog(), 1024))
+		t.Errorf("GET of %d bytes: %s, %d bytes%s", len(big), resp.Status, got, proc.LogTail(n.ErrLog(), 1024))
 	}
 }
 
@@ -246,8 +249,8 @@ func TestMariaDBLocksOutOtherUsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.User != mariadbUser || len(cfg.Passwd) < 32 {
-		t.Fatalf("DSN's account %q with a password of %d characters, want %s with one of 32", cfg.User, len(cfg.Passwd), mariadbUser)
+	if cfg.User != backends.MariaDBUser || len(cfg.Passwd) < 32 {
+		t.Fatalf("DSN's account %q with a password of %d characters, want %s with one of 32", cfg.User, len(cfg.Passwd), backends.MariaDBUser)
 	}
 	open := func(user, password string) error {
 		c := mysql.NewConfig()
@@ -260,7 +263,7 @@ func TestMariaDBLocksOutOtherUsers(t *testing.T) {
 		return db.PingContext(ctx)
 	}
 	for _, who := range []struct{ user, password string }{
-		{"root", ""}, {"root", cfg.Passwd}, {mariadbUser, ""}, {mariadbUser, "wrong"}, {"", ""}, {ServerUser, ""},
+		{"root", ""}, {"root", cfg.Passwd}, {backends.MariaDBUser, ""}, {backends.MariaDBUser, "wrong"}, {"", ""}, {proc.ServerUser, ""},
 	} {
 		if err := open(who.user, who.password); err == nil {
 			t.Errorf("%q with password %q logs in over TCP", who.user, who.password)

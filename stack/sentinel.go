@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/proc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -44,23 +45,23 @@ type sentinel struct {
 	cfg     SentinelConfig
 	primary string // the primary's address as started
 	dir     string // its log
-	work    string // its conf, which it rewrites: serverDir of dir
-	rmWork  bool   // work is a temp dir of serverDir's: remove removes it
+	work    string // its conf, which it rewrites: proc.ServerDir of dir
+	rmWork  bool   // work is a temp dir of proc.ServerDir's: remove removes it
 
 	addr string
-	p    *proc
+	p    *proc.Proc
 	c    *redis.SentinelClient
 }
 
 // start writes its conf for a free port and starts it.
 func (s *sentinel) Start(context.Context) error {
-	port, err := freePort(s.cfg.Host)
+	port, err := proc.FreePort(s.cfg.Host)
 	if err != nil {
 		return err
 	}
 	s.addr = net.JoinHostPort(s.cfg.Host, port)
 	if s.work == "" {
-		if s.work, s.rmWork, err = serverDir(s.dir); err != nil {
+		if s.work, s.rmWork, err = proc.ServerDir(s.dir); err != nil {
 			return fmt.Errorf("stack: sentinel %d: %w", s.i, err)
 		}
 	}
@@ -87,15 +88,15 @@ func (s *sentinel) Start(context.Context) error {
 		"sentinel sentinel-pass " + s.cfg.Password,
 		"",
 	}, "\n")
-	if err := writeServerFile(conf, []byte(text), 0o600); err != nil {
+	if err := proc.WriteServerFile(conf, []byte(text), 0o600); err != nil {
 		return fmt.Errorf("stack: sentinel %d: %w", s.i, err)
 	}
 	args := append([]string{conf}, s.extra...)
-	s.p, err = startServer(fmt.Sprintf("sentinel-%d", s.i), s.bin, args, s.work, filepath.Join(s.dir, "sentinel.log"), syscall.SIGKILL)
+	s.p, err = proc.StartServer(fmt.Sprintf("sentinel-%d", s.i), s.bin, args, s.work, filepath.Join(s.dir, "sentinel.log"), syscall.SIGKILL)
 	return err
 }
 
-// remove deletes the temp dir serverDir made for it: after its last stop.
+// remove deletes the temp dir proc.ServerDir made for it: after its last stop.
 func (s *sentinel) remove() error {
 	if !s.rmWork {
 		return nil
@@ -115,7 +116,7 @@ func (s *sentinel) Ready(ctx context.Context) error {
 		if !errors.Is(err, errPortTaken) || attempt == 5 {
 			return fmt.Errorf("stack: sentinel %d: %w", s.i, err)
 		}
-		s.p.Stop(stopGrace)
+		s.p.Stop(proc.StopGrace)
 		if err := s.Start(ctx); err != nil {
 			return err
 		}
@@ -141,11 +142,11 @@ func (s *sentinel) Stop() error {
 	if s.p == nil {
 		return nil
 	}
-	return s.p.Stop(stopGrace)
+	return s.p.Stop(proc.StopGrace)
 }
 
 // waitOwnServer waits until the server at addr answers with p's pid.
-func waitOwnServer(ctx context.Context, p *proc, addr, password string) error {
+func waitOwnServer(ctx context.Context, p *proc.Proc, addr, password string) error {
 	for {
 		if pid, err := serverPid(ctx, addr, password); err == nil {
 			if pid == p.Pid() {
@@ -154,10 +155,10 @@ func waitOwnServer(ctx context.Context, p *proc, addr, password string) error {
 			return fmt.Errorf("%s: %w (pid %d answers)", addr, errPortTaken, pid)
 		}
 		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited: %v%s", p.name, p.exitErr(), logTail(p.logPath, 2048))
+		case <-p.Done():
+			return fmt.Errorf("%s exited: %v%s", p.Name(), p.ExitErr(), proc.LogTail(p.LogPath(), 2048))
 		case <-ctx.Done():
-			return fmt.Errorf("%s on %s: no answer: %w%s", p.name, addr, ctx.Err(), logTail(p.logPath, 2048))
+			return fmt.Errorf("%s on %s: no answer: %w%s", p.Name(), addr, ctx.Err(), proc.LogTail(p.LogPath(), 2048))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // PrimaryAddr asks the sentinels, in turn, for the primary's address
@@ -37,7 +39,7 @@ func (g *SentinelGroup) KillPrimary() error {
 		return errors.New("stack: KillPrimary: no live primary known (killed already; WaitFailover finds the next)")
 	}
 	pid := r.Pid()
-	signalGroup(pid, syscall.SIGKILL)
+	proc.SignalGroup(pid, syscall.SIGKILL)
 	g.killedAt = time.Now()
 	g.current = nil
 	g.killed[r] = true
@@ -47,7 +49,7 @@ func (g *SentinelGroup) KillPrimary() error {
 			return fmt.Errorf("stack: primary %s (pid %d) did not die after SIGKILL", r.Addr(), pid)
 		}
 	}
-	g.lg.printf("sentinels: primary %s (pid %d) killed with SIGKILL", r.Addr(), pid)
+	g.lg.Printf("sentinels: primary %s (pid %d) killed with SIGKILL", r.Addr(), pid)
 	return nil
 }
 
@@ -102,7 +104,7 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 					}
 				}
 				g.mu.Unlock()
-				g.lg.printf("sentinels: failover from %s to %s in %s", old, agreed, took.Round(time.Millisecond))
+				g.lg.Printf("sentinels: failover from %s to %s in %s", old, agreed, took.Round(time.Millisecond))
 				return agreed, took, nil
 			}
 			last = append(last, fmt.Sprintf("ROLE %s: %q %v", agreed, role, err))
@@ -110,7 +112,7 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 		select {
 		case <-ctx.Done():
 			return "", time.Since(from), fmt.Errorf("stack: no failover from %s: %w (sentinels: %s)%s",
-				old, ctx.Err(), strings.Join(last, "; "), logTail(g.sentinels[0].p.logPath, 3072))
+				old, ctx.Err(), strings.Join(last, "; "), proc.LogTail(g.sentinels[0].p.LogPath(), 3072))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockladder/lockladder/stack/faultproxy"
 	"io"
 	"net"
 	"os"
@@ -14,6 +13,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/backends"
+	"github.com/lockladder/lockladder/stack/faultproxy"
+	"github.com/lockladder/lockladder/stack/proc"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -97,7 +100,7 @@ func (c SentinelConfig) withDefaults() SentinelConfig {
 		c.FailoverTimeout = DefaultFailoverTimeout
 	}
 	if c.Password == "" {
-		c.Password = NewPassword()
+		c.Password = backends.NewPassword()
 	}
 	return c
 }
@@ -122,7 +125,7 @@ type SentinelGroup struct {
 	cfg   SentinelConfig
 	dir   string
 	rmDir bool
-	lg    *logger
+	lg    *proc.Logger
 
 	primary0, replica *redisServer // as started
 	link              *faultproxy.Proxy
@@ -156,17 +159,17 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 		return nil, fmt.Errorf("stack: sentinels: %w", err)
 	}
 	sentinelBin, sentinelArgs := serverBin, []string{"--sentinel"}
-	if p, err := LookPath("redis-sentinel"); err == nil {
+	if p, err := proc.LookPath("redis-sentinel"); err == nil {
 		sentinelBin, sentinelArgs = p, nil
 	}
 
-	g := &SentinelGroup{cfg: cfg, dir: cfg.Dir, lg: &logger{w: cfg.Log}, killed: map[*redisServer]bool{}}
+	g := &SentinelGroup{cfg: cfg, dir: cfg.Dir, lg: proc.NewLogger(cfg.Log), killed: map[*redisServer]bool{}}
 	if g.dir == "" {
 		if g.dir, err = os.MkdirTemp("", "lockladder-sentinel-"); err != nil {
 			return nil, fmt.Errorf("stack: sentinels: %w", err)
 		}
 		g.rmDir = true
-		if err := reachable(g.dir); err != nil {
+		if err := proc.Reachable(g.dir); err != nil {
 			os.RemoveAll(g.dir)
 			return nil, fmt.Errorf("stack: sentinels: %w", err)
 		}
@@ -196,7 +199,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 	}
 	for i := range Sentinels {
 		s := &sentinel{i: i, bin: sentinelBin, extra: sentinelArgs, cfg: cfg, primary: g.primary0.Addr(), dir: g.subdir(fmt.Sprintf("sentinel-%d", i))}
-		if err := launch(ctx, s); err != nil {
+		if err := proc.Launch(ctx, s); err != nil {
 			s.remove()
 			return nil, err
 		}
@@ -205,7 +208,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 	if err := g.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	g.lg.printf("sentinels: %s %s: primary %s (pid %d), replica %s (pid %d) replicating via %s, sentinels %s (pids %s), quorum %d, down-after %s/%s/%s, failover-timeout %s; ready in %s",
+	g.lg.Printf("sentinels: %s %s: primary %s (pid %d), replica %s (pid %d) replicating via %s, sentinels %s (pids %s), quorum %d, down-after %s/%s/%s, failover-timeout %s; ready in %s",
 		g.primary0.Kind(), cfg.MasterName, g.primary0.Addr(), g.primary0.Pid(), g.replica.Addr(), g.replica.Pid(), g.link.Addr(),
 		strings.Join(g.SentinelAddrs(), ","), joinPids(g.sentinelPids()), SentinelQuorum, cfg.DownAfterOf(0), cfg.DownAfterOf(1), cfg.DownAfterOf(2), cfg.FailoverTimeout,
 		time.Since(began).Round(time.Millisecond))
@@ -267,7 +270,7 @@ func (g *SentinelGroup) replicate(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("stack: sentinels: replica %s not in sync with %s: %w (last: %s)%s",
-				g.replica.Addr(), g.primary0.Addr(), ctx.Err(), last, logTail(g.replica.logPath(), 1024))
+				g.replica.Addr(), g.primary0.Addr(), ctx.Err(), last, proc.LogTail(g.replica.logPath(), 1024))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -336,7 +339,7 @@ func (g *SentinelGroup) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("stack: sentinels not ready: %w: %w%s", ctx.Err(), errors.Join(errs...), logTail(g.sentinels[0].p.logPath, 2048))
+			return fmt.Errorf("stack: sentinels not ready: %w: %w%s", ctx.Err(), errors.Join(errs...), proc.LogTail(g.sentinels[0].p.LogPath(), 2048))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -388,7 +391,7 @@ func (g *SentinelGroup) Pids() []int {
 func (g *SentinelGroup) sentinelPids() []int {
 	var pids []int
 	for _, s := range g.sentinels {
-		if !s.p.exited() {
+		if !s.p.Exited() {
 			pids = append(pids, s.p.Pid())
 		}
 	}
@@ -425,7 +428,7 @@ func (g *SentinelGroup) Stop() error {
 		}
 		errs = slices.DeleteFunc(errs, func(e error) bool { return e == nil })
 		g.stopErr = errors.Join(errs...)
-		g.lg.printf("sentinels: stopped")
+		g.lg.Printf("sentinels: stopped")
 	})
 	return g.stopErr
 }

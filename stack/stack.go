@@ -7,8 +7,16 @@
 // and the stack says so (Summary). Every process it starts is stopped by
 // pid.
 //
-// Each kind of server is a file of its own behind one shape (server,
-// below); this file only composes them.
+// Each kind of server is a file of its own behind one shape
+// (proc.Server); this file only composes them. What is not about one
+// kind of server lives in subpackages, none of which imports stack:
+// stack/proc supervises processes (start in a process group, stop by
+// pid, never a reused one; the server account; data dirs; free ports);
+// stack/lb is the load balancer (nginx, or the built-in proxy);
+// stack/backends the servers of the rungs that are not Redis's
+// (ZooKeeper, etcd, MariaDB, PostgreSQL);
+// stack/embedded holds miniredis and its Lua runner; stack/faultproxy
+// the proxy that injects faults between an app and Redis.
 package stack
 
 import (
@@ -22,7 +30,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/faultproxy"
+	"github.com/lockladder/lockladder/stack/lb"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // Stack is a running topology. Its methods are safe for concurrent use.
@@ -32,23 +43,23 @@ type Stack struct {
 	redisPass string // RedisPassword
 	dir       string
 	rmDir     bool
-	lg        *logger
+	lg        *proc.Logger
 	appPorts  []string // the instances' ports; nil: free ones, picked at start
 
 	// servers are those launched, in order: Stop stops them in reverse.
-	servers []server
+	servers []proc.Server
 
 	redis         *Redis   // nil on a cluster
 	cluster       *cluster // Config.Cluster
 	masters       *masters
-	backends      []backend           // ZooKeeper, MariaDB, etcd: those started
-	data          *dataRoot           // where they keep their data; nil without them
+	backends      []backends.Backend  // ZooKeeper, MariaDB, etcd: those started
+	data          *proc.DataRoot      // where they keep their data; nil without them
 	backendMu     sync.Mutex          // StopBackend, StartBackend and Pids
 	backendDown   map[string]bool     // kinds stopped by StopBackend
 	redisProxy    *faultproxy.Proxy   // Config.RedisProxy
 	masterProxies []*faultproxy.Proxy // Config.MasterProxies, in MasterAddrs order
 	instances     []*instance
-	lb            loadBalancer
+	lb            lb.LoadBalancer
 
 	lbMu   sync.Mutex // serialises load balancer changes (Drain)
 	lbDown []bool     // instances taken out of the load balancer
@@ -69,11 +80,11 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	s := &Stack{cfg: cfg, lg: &logger{w: cfg.Log}}
+	s := &Stack{cfg: cfg, lg: proc.NewLogger(cfg.Log)}
 	if s.faultKey, err = newFaultKey(); err != nil {
 		return nil, err
 	}
-	s.redisPass = NewPassword()
+	s.redisPass = backends.NewPassword()
 	s.life, s.end = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -132,7 +143,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		if err := s.up(ctx, s.redis); err != nil {
 			return nil, err
 		}
-		s.lg.printf("%s", s.redis.summary())
+		s.lg.Printf("%s", s.redis.summary())
 		embedded, kind = s.redis.Embedded(), s.redis.Kind()
 	}
 
@@ -142,12 +153,12 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, err
 	}
 	if l := s.masters.summary(); l != "" {
-		s.lg.printf("%s", l)
+		s.lg.Printf("%s", l)
 	}
 
 	want := func(m Mode) bool { return m != "" && m != Off }
 	if want(cfg.ZooKeeper) || want(cfg.MariaDB) || want(cfg.Etcd) || want(cfg.Postgres) {
-		if s.data, err = newDataRoot(cfg.Data, s.dir, s.lg); err != nil {
+		if s.data, err = proc.NewDataRoot(cfg.Data, s.dir, s.lg); err != nil {
 			return nil, err
 		}
 	}
@@ -167,7 +178,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	s.appPorts = cfg.appPorts()
 	unhold := func() {}
 	if host, port, _ := net.SplitHostPort(cfg.LBAddr); port == "0" {
-		ports, release, err := reservePorts(host, 1)
+		ports, release, err := proc.ReservePorts(host, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -190,37 +201,37 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	if realLB {
 		host, port, _ := net.SplitHostPort(cfg.LBAddr)
-		n := newNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
+		n := lb.NewNginx(nginxBin, nginxSrc, s.dir, host, port, s.instanceAddrs())
 		if races != nil {
-			n.race = races.Addr()
+			n.Race = races.Addr()
 		}
 		s.lb = n
 	} else {
 		if cfg.LB != Embedded {
-			s.lg.printf("nginx not found on PATH: using the built-in Go reverse proxy (round robin, no retry, in this process)")
+			s.lg.Printf("nginx not found on PATH: using the built-in Go reverse proxy (round robin, no retry, in this process)")
 		}
-		p := newProxyServer(cfg.LBAddr, s.InstanceURLs())
+		p := lb.NewProxyServer(cfg.LBAddr, s.InstanceURLs())
 		if races != nil {
-			p.race = races.h
+			p.Race = races.h
 		}
 		s.lb = p
 	}
 	if err := s.up(ctx, s.lb); err != nil {
 		return nil, err
 	}
-	s.lg.printf("%s", s.lb.summary())
+	s.lg.Printf("%s", s.lb.Summary())
 
 	for _, in := range s.instances {
 		s.wg.Add(1)
 		go s.supervise(in)
 	}
-	s.lg.printf("stack: up at %s", s.URL())
+	s.lg.Printf("stack: up at %s", s.URL())
 	return s, nil
 }
 
 // up launches srv and, once it serves, leaves it to Stop.
-func (s *Stack) up(ctx context.Context, srv server) error {
-	if err := launch(ctx, srv); err != nil {
+func (s *Stack) up(ctx context.Context, srv proc.Server) error {
+	if err := proc.Launch(ctx, srv); err != nil {
 		return err
 	}
 	s.servers = append(s.servers, srv)
@@ -259,7 +270,7 @@ func (s *Stack) InProcess() bool {
 	if s.redis != nil && s.redis.Embedded() {
 		return true
 	}
-	if _, ok := s.lb.(*proxyServer); ok {
+	if _, ok := s.lb.(*lb.ProxyServer); ok {
 		return true
 	}
 	for _, b := range s.backends {
@@ -380,7 +391,7 @@ func (s *Stack) Summary() []string {
 		lines = append(lines, l)
 	}
 	for _, b := range s.backends {
-		lines = append(lines, b.summary())
+		lines = append(lines, b.Summary())
 	}
 	if l := s.faultProxiesSummary(); l != "" {
 		lines = append(lines, l)
@@ -388,7 +399,7 @@ func (s *Stack) Summary() []string {
 	for _, in := range s.instances {
 		lines = append(lines, s.instanceSummary(in))
 	}
-	lines = append(lines, s.lb.summary())
+	lines = append(lines, s.lb.Summary())
 	if n := s.Restarts(); n > 0 {
 		lines = append(lines, fmt.Sprintf("supervisor: %d instance restart(s)", n))
 	}
@@ -410,7 +421,7 @@ func (s *Stack) Stop() error {
 		for i := len(s.servers) - 1; i >= 0; i-- {
 			errs = append(errs, s.servers[i].Stop())
 		}
-		errs = append(errs, s.removeBackends(), s.data.remove(), s.removePassword())
+		errs = append(errs, s.removeBackends(), s.data.Remove(), s.removePassword())
 		if s.rmDir {
 			errs = append(errs, os.RemoveAll(s.dir))
 		}

@@ -1,4 +1,4 @@
-package stack
+package lb
 
 import (
 	"errors"
@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/internal/httplimit"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
-// directive is one nginx directive; block is non-nil for "name args { ... }".
-type directive struct {
-	name  string
-	args  []string
-	block []*directive
+// Directive is one nginx Directive; block is non-nil for "name args { ... }".
+type Directive struct {
+	Name  string
+	Args  []string
+	Block []*Directive
 }
 
-// parseNginx parses nginx configuration syntax: directives, blocks,
+// ParseConf parses nginx configuration syntax: directives, blocks,
 // comments and quoted strings. It knows no directive's meaning.
-func parseNginx(src []byte) ([]*directive, error) {
+func ParseConf(src []byte) ([]*Directive, error) {
 	toks, err := tokenize(string(src))
 	if err != nil {
 		return nil, err
@@ -109,8 +110,8 @@ type confParser struct {
 	i    int
 }
 
-func (p *confParser) block(depth int) ([]*directive, error) {
-	var ds []*directive
+func (p *confParser) block(depth int) ([]*Directive, error) {
+	var ds []*Directive
 	for p.i < len(p.toks) {
 		t := p.toks[p.i]
 		if !t.quoted && t.s == "}" {
@@ -122,20 +123,20 @@ func (p *confParser) block(depth int) ([]*directive, error) {
 		if !t.quoted && (t.s == "{" || t.s == ";") {
 			return nil, fmt.Errorf("nginx.conf: line %d: unexpected %q", t.line, t.s)
 		}
-		d := &directive{name: t.s}
+		d := &Directive{Name: t.s}
 		p.i++
 		for {
 			if p.i >= len(p.toks) {
-				return nil, fmt.Errorf("nginx.conf: line %d: %s: unexpected end of file", t.line, d.name)
+				return nil, fmt.Errorf("nginx.conf: line %d: %s: unexpected end of file", t.line, d.Name)
 			}
 			a := p.toks[p.i]
 			p.i++
 			if a.quoted || (a.s != ";" && a.s != "{" && a.s != "}") {
-				d.args = append(d.args, a.s)
+				d.Args = append(d.Args, a.s)
 				continue
 			}
 			if a.s == "}" {
-				return nil, fmt.Errorf("nginx.conf: line %d: %s: missing ';'", a.line, d.name)
+				return nil, fmt.Errorf("nginx.conf: line %d: %s: missing ';'", a.line, d.Name)
 			}
 			if a.s == "{" {
 				body, err := p.block(depth + 1)
@@ -143,13 +144,13 @@ func (p *confParser) block(depth int) ([]*directive, error) {
 					return nil, err
 				}
 				if p.i >= len(p.toks) {
-					return nil, fmt.Errorf("nginx.conf: line %d: %s: missing '}'", t.line, d.name)
+					return nil, fmt.Errorf("nginx.conf: line %d: %s: missing '}'", t.line, d.Name)
 				}
 				p.i++ // '}'
 				if body == nil {
-					body = []*directive{}
+					body = []*Directive{}
 				}
-				d.block = body
+				d.Block = body
 			}
 			break
 		}
@@ -161,28 +162,28 @@ func (p *confParser) block(depth int) ([]*directive, error) {
 	return ds, nil
 }
 
-// formatNginx writes directives back as nginx configuration.
-func formatNginx(ds []*directive) []byte {
+// FormatConf writes directives back as nginx configuration.
+func FormatConf(ds []*Directive) []byte {
 	var b strings.Builder
 	writeDirectives(&b, ds, 0)
 	return []byte(b.String())
 }
 
-func writeDirectives(b *strings.Builder, ds []*directive, depth int) {
+func writeDirectives(b *strings.Builder, ds []*Directive, depth int) {
 	indent := strings.Repeat("    ", depth)
 	for _, d := range ds {
 		b.WriteString(indent)
-		b.WriteString(d.name)
-		for _, a := range d.args {
+		b.WriteString(d.Name)
+		for _, a := range d.Args {
 			b.WriteByte(' ')
 			b.WriteString(quoteArg(a))
 		}
-		if d.block == nil {
+		if d.Block == nil {
 			b.WriteString(";\n")
 			continue
 		}
 		b.WriteString(" {\n")
-		writeDirectives(b, d.block, depth+1)
+		writeDirectives(b, d.Block, depth+1)
 		b.WriteString(indent + "}\n")
 	}
 }
@@ -195,11 +196,11 @@ func quoteArg(a string) string {
 	return `"` + r.Replace(a) + `"`
 }
 
-// find returns the directives named name in ds (not recursive).
-func find(ds []*directive, name string) []*directive {
-	var out []*directive
+// Find returns the directives named name in ds (not recursive).
+func Find(ds []*Directive, name string) []*Directive {
+	var out []*Directive
 	for _, d := range ds {
-		if d.name == name {
+		if d.Name == name {
 			out = append(out, d)
 		}
 	}
@@ -208,14 +209,14 @@ func find(ds []*directive, name string) []*directive {
 
 // drop removes the directives named in names from ds, recursively into
 // blocks.
-func drop(ds []*directive, names ...string) []*directive {
+func drop(ds []*Directive, names ...string) []*Directive {
 	out := ds[:0]
 	for _, d := range ds {
-		if slices.Contains(names, d.name) {
+		if slices.Contains(names, d.Name) {
 			continue
 		}
-		if d.block != nil {
-			d.block = drop(d.block, names...)
+		if d.Block != nil {
+			d.Block = drop(d.Block, names...)
 		}
 		out = append(out, d)
 	}
@@ -237,9 +238,9 @@ func DeriveNginxConf(src []byte, listen string, upstreams []string, dir string) 
 // raceLocation sends path (/race, /explore, /play) to the race server at addr:
 // unbuffered, so each event of a race reaches the page at once, and read
 // for as long as a race (or an exploration) may run.
-func raceLocation(addr, path string) *directive {
-	d := func(name string, args ...string) *directive { return &directive{name: name, args: args} }
-	return &directive{name: "location", args: []string{"=", path}, block: []*directive{
+func raceLocation(addr, path string) *Directive {
+	d := func(name string, args ...string) *Directive { return &Directive{Name: name, Args: args} }
+	return &Directive{Name: "location", Args: []string{"=", path}, Block: []*Directive{
 		d("proxy_pass", "http://"+addr),
 		d("proxy_http_version", "1.1"),
 		d("proxy_set_header", "Connection", ""),
@@ -266,55 +267,55 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 	if temp, err = filepath.Abs(temp); err != nil {
 		return nil, fmt.Errorf("stack: DeriveNginxConf: %w", err)
 	}
-	workers, err := serverAccount()
+	workers, err := proc.ServerAccount()
 	if err != nil {
 		return nil, err
 	}
-	ds, err := parseNginx(src)
+	ds, err := ParseConf(src)
 	if err != nil {
 		return nil, fmt.Errorf("stack: DeriveNginxConf: %w", err)
 	}
-	https := find(ds, "http")
+	https := Find(ds, "http")
 	if len(https) != 1 {
 		return nil, fmt.Errorf("stack: DeriveNginxConf: want one http block, found %d", len(https))
 	}
 	http := https[0]
-	ups := find(http.block, "upstream")
+	ups := Find(http.Block, "upstream")
 	if len(ups) != 1 {
 		return nil, fmt.Errorf("stack: DeriveNginxConf: want one upstream block, found %d", len(ups))
 	}
 	up := ups[0]
-	servers := find(up.block, "server")
-	if len(servers) == 0 || len(servers[0].args) == 0 {
-		return nil, fmt.Errorf("stack: DeriveNginxConf: upstream %v has no server", up.args)
+	servers := Find(up.Block, "server")
+	if len(servers) == 0 || len(servers[0].Args) == 0 {
+		return nil, fmt.Errorf("stack: DeriveNginxConf: upstream %v has no server", up.Args)
 	}
-	params := servers[0].args[1:]
-	var body []*directive
+	params := servers[0].Args[1:]
+	var body []*Directive
 	for i, u := range upstreams {
 		args := append([]string{u}, params...)
 		if i < len(down) && down[i] && !slices.Contains(params, "down") {
 			args = append(args, "down")
 		}
-		body = append(body, &directive{name: "server", args: args})
+		body = append(body, &Directive{Name: "server", Args: args})
 	}
-	for _, d := range up.block {
-		if d.name != "server" {
+	for _, d := range up.Block {
+		if d.Name != "server" {
 			body = append(body, d)
 		}
 	}
-	up.block = body
+	up.Block = body
 
 	listens := 0
-	for _, srv := range find(http.block, "server") {
-		for _, l := range find(srv.block, "listen") {
-			if len(l.args) == 0 {
+	for _, srv := range Find(http.Block, "server") {
+		for _, l := range Find(srv.Block, "listen") {
+			if len(l.Args) == 0 {
 				return nil, errors.New("stack: DeriveNginxConf: listen without an address")
 			}
-			l.args[0] = listen
+			l.Args[0] = listen
 			listens++
 		}
 		if race != "" {
-			srv.block = append(srv.block, raceLocation(race, "/race"), raceLocation(race, "/explore"), raceLocation(race, "/play"))
+			srv.Block = append(srv.Block, raceLocation(race, "/race"), raceLocation(race, "/explore"), raceLocation(race, "/play"))
 		}
 	}
 	if listens == 0 {
@@ -323,46 +324,46 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 
 	// Logs into dir, temp files into temp; the source's user is dropped
 	// (see the user line below; unprivileged nginx ignores user).
-	http.block = drop(http.block, "access_log", "error_log",
+	http.Block = drop(http.Block, "access_log", "error_log",
 		"client_header_timeout", "client_header_buffer_size", "large_client_header_buffers",
 		"client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path")
 	// nginx creates each temp dir (the last path element) itself.
 	tempPath := func(kind string) string { return filepath.Join(temp, "nginx-"+kind+"-temp") }
-	http.block = append([]*directive{
-		{name: "access_log", args: []string{"off"}},
+	http.Block = append([]*Directive{
+		{Name: "access_log", Args: []string{"off"}},
 		// The header bounds of the lab's Go servers (internal/httplimit),
 		// whatever the source says: a slow header is cut, a huge one
 		// refused.
-		{name: "client_header_timeout", args: []string{fmt.Sprintf("%ds", int(httplimit.HeaderTimeout/time.Second))}},
-		{name: "client_header_buffer_size", args: []string{"1k"}},
-		{name: "large_client_header_buffers", args: []string{"4", fmt.Sprintf("%dk", httplimit.LineBuffer>>10)}},
-		{name: "client_body_temp_path", args: []string{tempPath("client-body")}},
-		{name: "proxy_temp_path", args: []string{tempPath("proxy")}},
-		{name: "fastcgi_temp_path", args: []string{tempPath("fastcgi")}},
-		{name: "uwsgi_temp_path", args: []string{tempPath("uwsgi")}},
-		{name: "scgi_temp_path", args: []string{tempPath("scgi")}},
-	}, http.block...)
-	top := []*directive{
-		{name: "daemon", args: []string{"off"}},
-		{name: "pid", args: []string{filepath.Join(dir, "nginx.pid")}},
-		{name: "error_log", args: []string{filepath.Join(dir, "nginx-error.log"), "warn"}},
+		{Name: "client_header_timeout", Args: []string{fmt.Sprintf("%ds", int(httplimit.HeaderTimeout/time.Second))}},
+		{Name: "client_header_buffer_size", Args: []string{"1k"}},
+		{Name: "large_client_header_buffers", Args: []string{"4", fmt.Sprintf("%dk", httplimit.LineBuffer>>10)}},
+		{Name: "client_body_temp_path", Args: []string{tempPath("client-body")}},
+		{Name: "proxy_temp_path", Args: []string{tempPath("proxy")}},
+		{Name: "fastcgi_temp_path", Args: []string{tempPath("fastcgi")}},
+		{Name: "uwsgi_temp_path", Args: []string{tempPath("uwsgi")}},
+		{Name: "scgi_temp_path", Args: []string{tempPath("scgi")}},
+	}, http.Block...)
+	top := []*Directive{
+		{Name: "daemon", Args: []string{"off"}},
+		{Name: "pid", Args: []string{filepath.Join(dir, "nginx.pid")}},
+		{Name: "error_log", Args: []string{filepath.Join(dir, "nginx-error.log"), "warn"}},
 	}
 	if workers != nil {
 		// As root, the master stays root and its workers, which serve
-		// the requests, run as ServerUser, named here so that no
+		// the requests, run as proc.ServerUser, named here so that no
 		// build's default decides. They write request bodies and
 		// responses too large for their buffers to files under temp,
 		// which that account must reach (a private parent, a 0700
 		// t.TempDir or /root, gave every such request a 500): the
-		// stack gives nginx a temp it can (serverDir).
-		top = append(top, &directive{name: "user", args: []string{workers.name, workers.group}})
+		// stack gives nginx a temp it can (proc.ServerDir).
+		top = append(top, &Directive{Name: "user", Args: []string{workers.Name, workers.Group}})
 	}
 	for _, d := range ds {
-		if !slices.Contains([]string{"daemon", "pid", "error_log", "user", "master_process"}, d.name) {
+		if !slices.Contains([]string{"daemon", "pid", "error_log", "user", "master_process"}, d.Name) {
 			top = append(top, d)
 		}
 	}
 	out := "# Derived by lockladder/stack from the project's nginx.conf for a loopback run.\n" +
 		"# Regenerated on every start: edit nginx.conf instead.\n"
-	return append([]byte(out), formatNginx(top)...), nil
+	return append([]byte(out), FormatConf(top)...), nil
 }

@@ -1,4 +1,4 @@
-package stack
+package proc
 
 import (
 	"errors"
@@ -24,15 +24,15 @@ import (
 // this lab's own code.)
 const ServerUser = "nobody"
 
-// account is whom a server runs as.
-type account struct {
-	name, group string
-	uid, gid    uint32
+// Account is whom a server runs as.
+type Account struct {
+	Name, Group string
+	UID, GID    uint32
 }
 
-// serverAccount is whom the stack's servers run as: nil when this
+// ServerAccount is whom the stack's servers run as: nil when this
 // process is not root (they run as it does), else ServerUser.
-var serverAccount = sync.OnceValues(func() (*account, error) {
+var ServerAccount = sync.OnceValues(func() (*Account, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -40,7 +40,7 @@ var serverAccount = sync.OnceValues(func() (*account, error) {
 })
 
 // lookupAccount finds a user and its primary group.
-func lookupAccount(name string) (*account, error) {
+func lookupAccount(name string) (*Account, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
 		return nil, fmt.Errorf("stack: running as root, the servers run as %s, who is missing here: %w", name, err)
@@ -50,43 +50,43 @@ func lookupAccount(name string) (*account, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, fmt.Errorf("stack: user %s: %w", name, err)
 	}
-	a := &account{name: u.Username, group: u.Gid, uid: uint32(uid), gid: uint32(gid)}
+	a := &Account{Name: u.Username, Group: u.Gid, UID: uint32(uid), GID: uint32(gid)}
 	if g, err := user.LookupGroupId(u.Gid); err == nil {
-		a.group = g.Name
+		a.Group = g.Name
 	}
 	return a, nil
 }
 
-// credential is what a child is started with to run as a: its uid, its
+// Credential is what a child is started with to run as a: its uid, its
 // primary group and no other group (root's are dropped).
-func (a *account) credential() *syscall.Credential {
+func (a *Account) Credential() *syscall.Credential {
 	if a == nil {
 		return nil
 	}
-	return &syscall.Credential{Uid: a.uid, Gid: a.gid, Groups: []uint32{}}
+	return &syscall.Credential{Uid: a.UID, Gid: a.GID, Groups: []uint32{}}
 }
 
-// startServer starts a server's process as startProcSig does, as
-// serverAccount when this process is root. Its dir must be reachable by
-// that account (serverDir): the child changes to it after it has
+// StartServer starts a server's process as StartSig does, as
+// ServerAccount when this process is root. Its dir must be Reachable by
+// that account (ServerDir): the child changes to it after it has
 // become that account.
-func startServer(name, path string, args []string, dir, logPath string, deathSig syscall.Signal) (*proc, error) {
-	a, err := serverAccount()
+func StartServer(name, path string, args []string, dir, logPath string, deathSig syscall.Signal) (*Proc, error) {
+	a, err := ServerAccount()
 	if err != nil {
 		return nil, err
 	}
-	return startProcAs(name, path, args, nil, dir, logPath, deathSig, a.credential())
+	return StartAs(name, path, args, nil, dir, logPath, deathSig, a.Credential())
 }
 
-// serverDir makes the directory a server keeps the files it writes in
+// ServerDir makes the directory a server keeps the files it writes in
 // (its data, pid file, socket): path itself, made if need be. As root it
 // is made the server account's, with what is in it; and when that
 // account cannot reach path (a parent only its owner may enter: /root, a
 // t.TempDir), a fresh directory under the system's temp dir is used
 // instead, which temp says to remove when the server is done with it.
 // Logs stay where they were: the stack opens them for the server.
-func serverDir(path string) (dir string, temp bool, err error) {
-	a, err := serverAccount()
+func ServerDir(path string) (dir string, temp bool, err error) {
+	a, err := ServerAccount()
 	if err != nil {
 		return "", false, err
 	}
@@ -96,23 +96,23 @@ func serverDir(path string) (dir string, temp bool, err error) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return "", false, fmt.Errorf("stack: %w", err)
 	}
-	if !a.reaches(filepath.Dir(path)) {
+	if !a.Reaches(filepath.Dir(path)) {
 		sweepServerDirs()
 		root := os.TempDir()
-		if !a.reaches(root) {
+		if !a.Reaches(root) {
 			root = "/tmp"
 		}
 		dir, err := os.MkdirTemp(root, fmt.Sprintf("lockladder-%d-%s-", os.Getpid(), filepath.Base(path)))
 		if err != nil {
-			return "", false, fmt.Errorf("stack: a dir %s can reach: %w", a.name, err)
+			return "", false, fmt.Errorf("stack: a dir %s can reach: %w", a.Name, err)
 		}
-		if err := os.Chown(dir, int(a.uid), int(a.gid)); err != nil {
+		if err := os.Chown(dir, int(a.UID), int(a.GID)); err != nil {
 			os.RemoveAll(dir)
 			return "", false, fmt.Errorf("stack: %w", err)
 		}
-		if !a.reaches(dir) {
+		if !a.Reaches(dir) {
 			os.RemoveAll(dir)
-			return "", false, fmt.Errorf("stack: %s cannot reach %s nor %s: give the stack a run dir it can (-dir)", a.name, path, dir)
+			return "", false, fmt.Errorf("stack: %s cannot reach %s nor %s: give the stack a run dir it can (-dir)", a.Name, path, dir)
 		}
 		return dir, true, nil
 	}
@@ -121,7 +121,7 @@ func serverDir(path string) (dir string, temp bool, err error) {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, int(a.uid), int(a.gid))
+		return os.Lchown(p, int(a.UID), int(a.GID))
 	})
 	if err != nil {
 		return "", false, fmt.Errorf("stack: %w", err)
@@ -129,20 +129,20 @@ func serverDir(path string) (dir string, temp bool, err error) {
 	return path, false, nil
 }
 
-// reachable makes a directory the stack creates for itself (a temp run
+// Reachable makes a directory the stack creates for itself (a temp run
 // dir, the tmpfs data root) enterable by the server account, when there
 // is one: os.MkdirTemp makes it 0700.
-func reachable(dir string) error {
-	if a, _ := serverAccount(); a == nil {
+func Reachable(dir string) error {
+	if a, _ := ServerAccount(); a == nil {
 		return nil
 	}
 	return os.Chmod(dir, 0o711)
 }
 
-// reaches reports whether a may enter every directory from / down to
+// Reaches reports whether a may enter every directory from / down to
 // dir, going by the permission bits (an ACL that would let it is not
 // read: a dir it misses costs only a temp dir).
-func (a *account) reaches(dir string) bool {
+func (a *Account) Reaches(dir string) bool {
 	d, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return false
@@ -163,9 +163,9 @@ func (a *account) reaches(dir string) bool {
 		perm := fi.Mode().Perm()
 		var x fs.FileMode = 0o001
 		switch {
-		case st.Uid == a.uid:
+		case st.Uid == a.UID:
 			x = 0o100
-		case st.Gid == a.gid:
+		case st.Gid == a.GID:
 			x = 0o010
 		}
 		if !fi.IsDir() || perm&x == 0 {
@@ -179,7 +179,7 @@ func (a *account) reaches(dir string) bool {
 	}
 }
 
-// sweepServerDirs removes the temp dirs serverDir made for processes
+// sweepServerDirs removes the temp dirs ServerDir made for processes
 // that are gone (killed, say, before they could remove them):
 // lockladder-PID-*, PID dead, in the temp dirs it uses.
 func sweepServerDirs() {
@@ -197,23 +197,23 @@ func sweepServerDirs() {
 	}
 }
 
-// writeServerFile writes a file a server reads or rewrites (its config)
+// WriteServerFile writes a file a server reads or rewrites (its config)
 // afresh, its own when the server runs as another account.
-func writeServerFile(path string, data []byte, perm fs.FileMode) error {
+func WriteServerFile(path string, data []byte, perm fs.FileMode) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	if err := os.WriteFile(path, data, perm); err != nil {
 		return err
 	}
-	if a, _ := serverAccount(); a != nil {
-		return os.Chown(path, int(a.uid), int(a.gid))
+	if a, _ := ServerAccount(); a != nil {
+		return os.Chown(path, int(a.UID), int(a.GID))
 	}
 	return nil
 }
 
-// emptyDir removes what is in dir, keeping dir (and its owner).
-func emptyDir(dir string) error {
+// EmptyDir removes what is in dir, keeping dir (and its owner).
+func EmptyDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -225,8 +225,8 @@ func emptyDir(dir string) error {
 	return errors.Join(errs...)
 }
 
-// removeAll removes each of dirs.
-func removeAll(dirs []string) error {
+// RemoveAll removes each of dirs.
+func RemoveAll(dirs []string) error {
 	var errs []error
 	for _, d := range dirs {
 		errs = append(errs, os.RemoveAll(d))
@@ -234,17 +234,17 @@ func removeAll(dirs []string) error {
 	return errors.Join(errs...)
 }
 
-// serverDirs makes a back end's working dir (serverDir of dir) and data
+// ServerDirs makes a back end's working dir (ServerDir of dir) and data
 // dir (of data), and returns the temp dirs among them, saying so.
-func serverDirs(lg *logger, kind, dir, data string) (work, dataDir string, temps []string, err error) {
+func ServerDirs(lg *Logger, kind, dir, data string) (work, dataDir string, temps []string, err error) {
 	out := []*string{&work, &dataDir}
 	for i, path := range []string{dir, data} {
-		d, temp, err := serverDir(path)
+		d, temp, err := ServerDir(path)
 		if err != nil {
 			return "", "", temps, fmt.Errorf("stack: %s: %w", kind, err)
 		}
 		if temp {
-			lg.printf("%s: %s cannot reach %s: its files are in %s", kind, ServerUser, path, d)
+			lg.Printf("%s: %s cannot reach %s: its files are in %s", kind, ServerUser, path, d)
 			temps = append(temps, d)
 		}
 		*out[i] = d

@@ -1,4 +1,4 @@
-package stack
+package backends
 
 import (
 	"context"
@@ -16,29 +16,29 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	pgbackend "github.com/lockladder/lockladder/internal/backend"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
-// postgres is a PostgreSQL server, the pg-advisory rungs' back end: a
-// fresh cluster where Config.Data says (initdb), postgres listening on a
+// Postgres is a PostgreSQL server, the pg-advisory rungs' back end: a
+// fresh cluster where Config.Data says (initdb), Postgres listening on a
 // loopback port only, its unix socket in its own dir (mode 0700). Two
 // roles, each with a password made for this server (scram-sha-256, on
 // the socket too): postgresSuper, the bootstrap superuser, which only
 // the stack knows, and postgresUser, which the apps log in as, owner of
 // their database and nothing else.
-type postgres struct {
+type Postgres struct {
 	bin           string // the dir of initdb and postgres
 	host, port    string
 	password      string // postgresUser's
 	superPassword string // postgresSuper's
 	dir           string // its log
-	work          string // socket, password file: serverDir of dir
+	work          string // socket, password file: proc.ServerDir of dir
 	data, dataDir string
 	temps         []string
 	version       string
 	picked        bool
-	lg            *logger
-	proc          *proc
+	lg            *proc.Logger
+	proc          *proc.Proc
 }
 
 const (
@@ -57,12 +57,12 @@ const (
 // where other users cannot read it.
 const PostgresEnv = "POSTGRES_DSN"
 
-// findPostgres returns the dir of Debian's initdb and postgres (under
+// FindPostgres returns the dir of Debian's initdb and postgres (under
 // /usr/lib/postgresql/VERSION/bin, the newest, which no PATH names), or
 // why there is none.
-func findPostgres() (string, error) {
-	if Hidden() {
-		return "", fmt.Errorf("postgres: %s", Install("postgres"))
+func FindPostgres() (string, error) {
+	if proc.Hidden() {
+		return "", fmt.Errorf("postgres: %s", proc.Install("postgres"))
 	}
 	if p, err := exec.LookPath("postgres"); err == nil {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(p), "initdb")); err == nil {
@@ -85,36 +85,36 @@ func pgVersion(binDir string) int {
 	return v
 }
 
-func newPostgres(bin, host, dir, data string, lg *logger) *postgres {
-	return &postgres{bin: bin, host: host, password: NewPassword(), superPassword: NewPassword(),
+func NewPostgres(bin, host, dir, data string, lg *proc.Logger) *Postgres {
+	return &Postgres{bin: bin, host: host, password: NewPassword(), superPassword: NewPassword(),
 		dir: filepath.Join(dir, "postgres"), data: data, lg: lg}
 }
 
-func (p *postgres) Addr() string { return net.JoinHostPort(p.host, p.port) }
+func (p *Postgres) Addr() string { return net.JoinHostPort(p.host, p.port) }
 
 // dsn is how a client logs in as user: a URL pgx reads.
-func (p *postgres) dsnAs(user, password, database string) string {
+func (p *Postgres) dsnAs(user, password, database string) string {
 	u := url.URL{Scheme: "postgres", User: url.UserPassword(user, password), Host: p.Addr(), Path: "/" + database,
 		RawQuery: "sslmode=disable"}
 	return u.String()
 }
 
-// dsn is the apps' DSN (PostgresEnv), in their environment, never on
+// DSN is the apps' DSN (PostgresEnv), in their environment, never on
 // their command line.
-func (p *postgres) dsn() string { return p.dsnAs(postgresUser, p.password, postgresDatabase) }
+func (p *Postgres) DSN() string { return p.dsnAs(postgresUser, p.password, postgresDatabase) }
 
-func (p *postgres) Kind() string       { return "postgres" }
-func (p *postgres) clientAddr() string { return p.dsn() }
-func (p *postgres) flags() []string    { return nil }
-func (p *postgres) env() []string      { return []string{PostgresEnv + "=" + p.dsn()} }
-func (p *postgres) Pid() int {
+func (p *Postgres) Kind() string       { return "postgres" }
+func (p *Postgres) ClientAddr() string { return p.DSN() }
+func (p *Postgres) Flags() []string    { return nil }
+func (p *Postgres) Env() []string      { return []string{PostgresEnv + "=" + p.DSN()} }
+func (p *Postgres) Pid() int {
 	if p.proc == nil {
 		return 0
 	}
 	return p.proc.Pid()
 }
 
-func (p *postgres) dirs() error {
+func (p *Postgres) dirs() error {
 	if p.work != "" {
 		return nil
 	}
@@ -122,42 +122,42 @@ func (p *postgres) dirs() error {
 		return fmt.Errorf("stack: postgres: %w", err)
 	}
 	var err error
-	p.work, p.dataDir, p.temps, err = serverDirs(p.lg, "postgres", p.dir, p.data)
+	p.work, p.dataDir, p.temps, err = proc.ServerDirs(p.lg, "postgres", p.dir, p.data)
 	return err
 }
 
 // start makes an empty cluster (the first time) and starts the server on
 // it; started again after a stop, it keeps the port, the passwords and
 // the data.
-func (p *postgres) Start(ctx context.Context) error {
+func (p *Postgres) Start(ctx context.Context) error {
 	if err := p.dirs(); err != nil {
 		return err
 	}
-	a, err := serverAccount()
+	a, err := proc.ServerAccount()
 	if err != nil {
 		return err
 	}
 	p.picked = p.port == ""
 	if p.picked {
-		port, err := freePort(p.host)
+		port, err := proc.FreePort(p.host)
 		if err != nil {
 			return err
 		}
 		p.port = port
-		if err := emptyDir(p.dataDir); err != nil {
+		if err := proc.EmptyDir(p.dataDir); err != nil {
 			return fmt.Errorf("stack: postgres: %w", err)
 		}
 		// initdb reads the superuser's password from a file, which it
 		// must be able to read as the server's account; removed after.
 		pwfile := filepath.Join(p.work, "pwfile")
-		if err := writeServerFile(pwfile, []byte(p.superPassword+"\n"), 0o600); err != nil {
+		if err := proc.WriteServerFile(pwfile, []byte(p.superPassword+"\n"), 0o600); err != nil {
 			return fmt.Errorf("stack: postgres: %w", err)
 		}
 		initdb := exec.CommandContext(ctx, filepath.Join(p.bin, "initdb"), "-D", p.dataDir,
 			"-U", postgresSuper, "--pwfile="+pwfile, "--auth=scram-sha-256",
 			"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
 		initdb.Dir = p.work
-		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: a.credential()}
+		initdb.SysProcAttr = &syscall.SysProcAttr{Credential: a.Credential()}
 		out, err := initdb.CombinedOutput()
 		os.Remove(pwfile)
 		if err != nil {
@@ -174,15 +174,15 @@ func (p *postgres) Start(ctx context.Context) error {
 		"-c", "password_encryption=scram-sha-256",
 		"-c", "logging_collector=off",
 	}
-	p.proc, err = startServer("postgres", filepath.Join(p.bin, "postgres"), args, p.work,
+	p.proc, err = proc.StartServer("postgres", filepath.Join(p.bin, "postgres"), args, p.work,
 		filepath.Join(p.dir, "postgres.log"), syscall.SIGKILL)
 	return err
 }
 
 // ready waits until the server serves, then makes the apps' role and
 // database (again at every start: the role's password is this stack's).
-func (p *postgres) Ready(ctx context.Context) error {
-	return readyOnFreePort(ctx, p.lg, "postgres", &p.picked, p.Addr, p.serving, func(ctx context.Context) error {
+func (p *Postgres) Ready(ctx context.Context) error {
+	return proc.ReadyOnFreePort(ctx, p.lg, "postgres", &p.picked, p.Addr, p.serving, func(ctx context.Context) error {
 		p.port = ""
 		return p.Start(ctx)
 	})
@@ -190,7 +190,7 @@ func (p *postgres) Ready(ctx context.Context) error {
 
 // serving waits until the superuser can log in, and sets the apps' role
 // and database up.
-func (p *postgres) serving(ctx context.Context) error {
+func (p *Postgres) serving(ctx context.Context) error {
 	super := p.dsnAs(postgresSuper, p.superPassword, "postgres")
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -201,8 +201,8 @@ func (p *postgres) serving(ctx context.Context) error {
 			return p.setUp(ctx, conn)
 		}
 		select {
-		case <-p.proc.done:
-			return fmt.Errorf("stack: postgres %w: %v\n%s", errExitedStarting, p.proc.exitErr(), logTail(p.proc.logPath, 2048))
+		case <-p.proc.Done():
+			return fmt.Errorf("stack: postgres %w: %v\n%s", proc.ErrExitedStarting, p.proc.ExitErr(), proc.LogTail(p.proc.LogPath(), 2048))
 		case <-ctx.Done():
 			return fmt.Errorf("stack: postgres on %s not serving: %w", p.Addr(), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
@@ -212,7 +212,7 @@ func (p *postgres) serving(ctx context.Context) error {
 
 // setUp makes postgresUser (LOGIN, no other privilege) with this
 // server's password, and its database.
-func (p *postgres) setUp(ctx context.Context, conn *pgx.Conn) error {
+func (p *Postgres) setUp(ctx context.Context, conn *pgx.Conn) error {
 	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&p.version); err != nil {
 		return fmt.Errorf("stack: postgres: %w", err)
 	}
@@ -240,7 +240,7 @@ func (p *postgres) setUp(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-func (p *postgres) Stop() error {
+func (p *Postgres) Stop() error {
 	if p.proc == nil {
 		return nil
 	}
@@ -248,46 +248,12 @@ func (p *postgres) Stop() error {
 	// session and stops its children. A SIGTERM is its smart shutdown,
 	// which waits for clients, and reaching its children first makes it
 	// wait out the grace and die by SIGKILL.
-	return p.proc.StopLeader(syscall.SIGINT, stopGrace)
+	return p.proc.StopLeader(syscall.SIGINT, proc.StopGrace)
 }
 
-func (p *postgres) remove() error { return removeAll(p.temps) }
+func (p *Postgres) Remove() error { return proc.RemoveAll(p.temps) }
 
-func (p *postgres) summary() string {
+func (p *Postgres) Summary() string {
 	v, _, _ := strings.Cut(p.version, " ")
 	return fmt.Sprintf("postgres: PostgreSQL %s on %s (pid %d)", v, p.Addr(), p.proc.Pid())
-}
-
-// CutPostgresHolders terminates the sessions of the stack's PostgreSQL
-// that hold an advisory lock and have been idle for at least idle (a
-// holder in the middle of its section), from a control connection of
-// the stack's own, as a pooler, a failover or a network cut would end
-// them. It looks every poll until it has cut one, and returns how many
-// it cut, or ctx's error when none was found before ctx ended. The
-// session-cut scenario calls it.
-//
-// One control connection serves every look: a connection per look (a
-// PostgreSQL backend forked and a SCRAM login each time) took so long on
-// a loaded machine that the looks missed the holder's idle window.
-func (s *Stack) CutPostgresHolders(ctx context.Context, idle, poll time.Duration) (int, error) {
-	b, err := s.backend("postgres")
-	if err != nil {
-		return 0, err
-	}
-	conn, err := pgx.Connect(ctx, b.clientAddr())
-	if err != nil {
-		return 0, fmt.Errorf("stack: postgres: control connection: %w", err)
-	}
-	defer conn.Close(context.Background())
-	for {
-		n, err := pgbackend.CutAdvisoryHolders(ctx, conn, idle)
-		if err != nil || n > 0 {
-			return n, err
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(poll):
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package stack
+package proc
 
 import (
 	"context"
@@ -22,37 +22,37 @@ import (
 // them.
 const NoDeathSignalEnv = "LOCKLADDER_NO_DEATH_SIGNAL"
 
-// stopGrace is how long a process gets between SIGTERM and SIGKILL.
-const stopGrace = 5 * time.Second
+// StopGrace is how long a process gets between SIGTERM and SIGKILL.
+const StopGrace = 5 * time.Second
 
-// proc is one OS process the stack started, in its own process group (so
+// Proc is one OS process the stack started, in its own process group (so
 // nginx's workers go with their master), with stdout and stderr appended to
 // a log file.
-type proc struct {
+type Proc struct {
 	name    string
 	logPath string
 	cmd     *exec.Cmd
-	start   uint64        // its start time (ProcStart) when it started; 0 where /proc cannot say
+	start   uint64        // its start time (StartTime) when it started; 0 where /proc cannot say
 	done    chan struct{} // closed once Wait has returned
 	waitErr error         // valid after done
 }
 
-// startProc starts path with args in its own process group, with env as
+// Start starts path with args in its own process group, with env as
 // its environment (nil: this process's); output is appended to logPath. A
 // goroutine reaps it, so done closes when it exits. On Linux, if this
 // process dies, the kernel sends the child SIGKILL (see sysProcAttr).
-func startProc(name, path string, args, env []string, dir, logPath string) (*proc, error) {
-	return startProcSig(name, path, args, env, dir, logPath, syscall.SIGKILL)
+func Start(name, path string, args, env []string, dir, logPath string) (*Proc, error) {
+	return StartSig(name, path, args, env, dir, logPath, syscall.SIGKILL)
 }
 
-// startProcSig is startProc with the signal sent on this process's death.
-func startProcSig(name, path string, args, env []string, dir, logPath string, deathSig syscall.Signal) (*proc, error) {
-	return startProcAs(name, path, args, env, dir, logPath, deathSig, nil)
+// StartSig is Start with the signal sent on this process's death.
+func StartSig(name, path string, args, env []string, dir, logPath string, deathSig syscall.Signal) (*Proc, error) {
+	return StartAs(name, path, args, env, dir, logPath, deathSig, nil)
 }
 
-// startProcAs is startProcSig with the child run as cred (nil: as this
-// process), which must be able to enter dir (startServer, runas.go).
-func startProcAs(name, path string, args, env []string, dir, logPath string, deathSig syscall.Signal, cred *syscall.Credential) (*proc, error) {
+// StartAs is StartSig with the child run as cred (nil: as this
+// process), which must be able to enter dir (StartServer, runas.go).
+func StartAs(name, path string, args, env []string, dir, logPath string, deathSig syscall.Signal, cred *syscall.Credential) (*Proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("stack: %s: log: %w", name, err)
@@ -70,7 +70,7 @@ func startProcAs(name, path string, args, env []string, dir, logPath string, dea
 	}
 	// Read before anything reaps it: the pid is still the child's (at
 	// worst a zombie), so its start time names it for good.
-	p := &proc{name: name, logPath: logPath, cmd: cmd, start: ProcStart(cmd.Process.Pid), done: make(chan struct{})}
+	p := &Proc{name: name, logPath: logPath, cmd: cmd, start: StartTime(cmd.Process.Pid), done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
@@ -78,10 +78,29 @@ func startProcAs(name, path string, args, env []string, dir, logPath string, dea
 	return p, nil
 }
 
-func (p *proc) Pid() int { return p.cmd.Process.Pid }
+// Pid is the process id it was started with.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
-// exited reports whether the process has exited (and been reaped).
-func (p *proc) exited() bool {
+// Name is the name it was started under, for messages.
+func (p *Proc) Name() string { return p.name }
+
+// LogPath is the file its output is appended to.
+func (p *Proc) LogPath() string { return p.logPath }
+
+// Process is its os.Process, whose Signal goes to the leader alone (by
+// pidfd where there is one: never to a reaped process whose pid was
+// reused).
+func (p *Proc) Process() *os.Process { return p.cmd.Process }
+
+// Done is closed once the process has exited and been reaped.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// WaitErr is what Wait returned (nil for exit status 0); call only after
+// Done.
+func (p *Proc) WaitErr() error { return p.waitErr }
+
+// Exited reports whether the process has exited (and been reaped).
+func (p *Proc) Exited() bool {
 	select {
 	case <-p.done:
 		return true
@@ -90,40 +109,40 @@ func (p *proc) exited() bool {
 	}
 }
 
-// exitErr describes how the process ended; call only after done.
-func (p *proc) exitErr() error {
+// ExitErr describes how the process ended; call only after Done.
+func (p *Proc) ExitErr() error {
 	if p.waitErr == nil {
 		return errors.New("exit status 0")
 	}
 	return p.waitErr
 }
 
-// stop sends SIGTERM to the process group, SIGKILL after grace, and waits
+// Stop sends SIGTERM to the process group, SIGKILL after grace, and waits
 // until the leader is reaped and no member of its group is left. Calling it
 // on an exited process only sweeps the group. It never signals the pid
-// once it names another process (errPidReused).
-func (p *proc) Stop(grace time.Duration) error {
-	return p.stopBy(p.signal, syscall.SIGTERM, grace)
+// once it names another process (ErrPidReused).
+func (p *Proc) Stop(grace time.Duration) error {
+	return p.stopBy(p.Signal, syscall.SIGTERM, grace)
 }
 
 // StopLeader is Stop for a server whose leader stops its own children and
 // takes sig as its order to do so: PostgreSQL's postmaster shuts down fast
 // on SIGINT, while a SIGTERM to its whole group is a smart shutdown that
 // waits out its grace.
-func (p *proc) StopLeader(sig syscall.Signal, grace time.Duration) error {
+func (p *Proc) StopLeader(sig syscall.Signal, grace time.Duration) error {
 	return p.stopBy(p.signalLeader, sig, grace)
 }
 
-func (p *proc) stopBy(send func(syscall.Signal) error, sig syscall.Signal, grace time.Duration) error {
+func (p *Proc) stopBy(send func(syscall.Signal) error, sig syscall.Signal, grace time.Duration) error {
 	pid := p.Pid()
-	if !p.exited() {
-		if err := send(sig); errors.Is(err, errPidReused) {
+	if !p.Exited() {
+		if err := send(sig); errors.Is(err, ErrPidReused) {
 			return err
 		}
 		select {
 		case <-p.done:
 		case <-time.After(grace):
-			if err := p.signal(syscall.SIGKILL); errors.Is(err, errPidReused) {
+			if err := p.Signal(syscall.SIGKILL); errors.Is(err, ErrPidReused) {
 				return err
 			}
 			select {
@@ -137,8 +156,8 @@ func (p *proc) stopBy(send func(syscall.Signal) error, sig syscall.Signal, grace
 	// worker) is killed too. The group id cannot be reused while the group
 	// has members: a group of that id led by a process that got the pid
 	// since is not ours, and ours is gone.
-	for i := 0; groupAlive(pid); i++ {
-		if p.reused() {
+	for i := 0; GroupAlive(pid); i++ {
+		if p.Reused() {
 			return nil
 		}
 		if i == 0 {
@@ -154,24 +173,24 @@ func (p *proc) stopBy(send func(syscall.Signal) error, sig syscall.Signal, grace
 	return nil
 }
 
-// errPidReused: the pid a proc was started with names another process
+// ErrPidReused: the pid a proc was started with names another process
 // now (its start time differs), which the proc must not signal.
-var errPidReused = errors.New("its pid names another process now")
+var ErrPidReused = errors.New("its pid names another process now")
 
-// reused reports whether p's pid names another process than the one
+// Reused reports whether p's pid names another process than the one
 // started: /proc gives it another start time. A leader reaped, its pid
 // unused, is not reused: a group of that id, if one is left, is its own.
-func (p *proc) reused() bool {
-	now := ProcStart(p.Pid())
+func (p *Proc) Reused() bool {
+	now := StartTime(p.Pid())
 	return p.start != 0 && now != 0 && now != p.start
 }
 
-// signal sends sig to p's process group, or to p alone if it leads none,
-// unless p's pid names another process by now (errPidReused).
-func (p *proc) signal(sig syscall.Signal) error {
-	if p.reused() {
+// Signal sends sig to p's process group, or to p alone if it leads none,
+// unless p's pid names another process by now (ErrPidReused).
+func (p *Proc) Signal(sig syscall.Signal) error {
+	if p.Reused() {
 		return fmt.Errorf("stack: %s (pid %d): %w (started at tick %d, not %d): not signalled",
-			p.name, p.Pid(), errPidReused, ProcStart(p.Pid()), p.start)
+			p.name, p.Pid(), ErrPidReused, StartTime(p.Pid()), p.start)
 	}
 	if err := syscall.Kill(-p.Pid(), sig); err == nil {
 		return nil
@@ -180,18 +199,18 @@ func (p *proc) signal(sig syscall.Signal) error {
 }
 
 // signalLeader sends sig to p alone, unless its pid names another
-// process by now (errPidReused).
-func (p *proc) signalLeader(sig syscall.Signal) error {
-	if p.reused() {
-		return fmt.Errorf("stack: %s (pid %d): %w: not signalled", p.name, p.Pid(), errPidReused)
+// process by now (ErrPidReused).
+func (p *Proc) signalLeader(sig syscall.Signal) error {
+	if p.Reused() {
+		return fmt.Errorf("stack: %s (pid %d): %w: not signalled", p.name, p.Pid(), ErrPidReused)
 	}
 	return p.cmd.Process.Signal(sig)
 }
 
-// signalGroup signals the process group led by pid, or pid alone if it
+// SignalGroup signals the process group led by pid, or pid alone if it
 // leads none. pid 0 (nothing running) signals nothing: kill(0) would
 // signal this process's own group.
-func signalGroup(pid int, sig syscall.Signal) {
+func SignalGroup(pid int, sig syscall.Signal) {
 	if pid <= 0 {
 		return
 	}
@@ -200,10 +219,11 @@ func signalGroup(pid int, sig syscall.Signal) {
 	}
 }
 
-func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
+// GroupAlive reports whether process group pgid has a member left.
+func GroupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
 
-// logTail returns the last n bytes of a log file, for error messages.
-func logTail(path string, n int64) string {
+// LogTail returns the last n bytes of a log file, for error messages.
+func LogTail(path string, n int64) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
@@ -219,13 +239,17 @@ func logTail(path string, n int64) string {
 	return fmt.Sprintf("\n--- %s (tail) ---\n%s", filepath.Base(path), b)
 }
 
-// logger serialises progress lines from the supervisor goroutines.
-type logger struct {
+// Logger serialises progress lines from the supervisor goroutines.
+type Logger struct {
 	mu sync.Mutex
 	w  io.Writer
 }
 
-func (l *logger) printf(format string, args ...any) {
+// NewLogger returns a Logger writing to w (nil: nowhere).
+func NewLogger(w io.Writer) *Logger { return &Logger{w: w} }
+
+// Printf writes one line; a nil Logger, or one without a writer, drops it.
+func (l *Logger) Printf(format string, args ...any) {
 	if l == nil || l.w == nil {
 		return
 	}
@@ -234,23 +258,23 @@ func (l *logger) printf(format string, args ...any) {
 	fmt.Fprintf(l.w, format+"\n", args...)
 }
 
-// freePort asks the kernel for a free TCP port on host and releases it for
+// FreePort asks the kernel for a free TCP port on host and releases it for
 // a child process to bind.
-func freePort(host string) (string, error) {
-	ports, err := freePorts(host, 1)
+func FreePort(host string) (string, error) {
+	ports, err := FreePorts(host, 1)
 	if err != nil {
 		return "", err
 	}
 	return ports[0], nil
 }
 
-// freePorts reserves n distinct free TCP ports on host at once and
+// FreePorts reserves n distinct free TCP ports on host at once and
 // releases them for child processes to bind. Ports for several children
 // started together must come from one call: a port released by one
-// freePort call may be handed out again by the next before its child has
+// FreePort call may be handed out again by the next before its child has
 // bound it.
-func freePorts(host string, n int) ([]string, error) {
-	ports, release, err := reservePorts(host, n)
+func FreePorts(host string, n int) ([]string, error) {
+	ports, release, err := ReservePorts(host, n)
 	if err != nil {
 		return nil, err
 	}
@@ -258,9 +282,9 @@ func freePorts(host string, n int) ([]string, error) {
 	return ports, nil
 }
 
-// reservePorts finds n distinct free TCP ports on host and keeps them
+// ReservePorts finds n distinct free TCP ports on host and keeps them
 // bound until release is called: ports picked meanwhile cannot be them.
-func reservePorts(host string, n int) (ports []string, release func(), err error) {
+func ReservePorts(host string, n int) (ports []string, release func(), err error) {
 	var lns []net.Listener
 	release = func() {
 		for _, ln := range lns {
@@ -280,9 +304,9 @@ func reservePorts(host string, n int) (ports []string, release func(), err error
 	return ports, release, nil
 }
 
-// binaryVersion runs bin args and returns the first submatch of re in its
+// BinaryVersion runs bin args and returns the first submatch of re in its
 // output, or "(unknown version)".
-func binaryVersion(bin, re string, args ...string) string {
+func BinaryVersion(bin, re string, args ...string) string {
 	out, _ := exec.Command(bin, args...).CombinedOutput()
 	if m := regexp.MustCompile(re).FindSubmatch(out); m != nil {
 		return string(m[1])
@@ -290,22 +314,22 @@ func binaryVersion(bin, re string, args ...string) string {
 	return "(unknown version)"
 }
 
-// errExitedStarting: the server exited before it served.
-var errExitedStarting = errors.New("exited while starting")
+// ErrExitedStarting: the server exited before it served.
+var ErrExitedStarting = errors.New("exited while starting")
 
-// readyOnFreePort waits for a server that start put on a free port it
+// ReadyOnFreePort waits for a server that start put on a free port it
 // chose. A free port is free only until someone binds it, and a JVM
 // takes a second to: when serving says the server exited while starting
-// (errExitedStarting) and *picked says start chose its port, elsewhere
+// (ErrExitedStarting) and *picked says start chose its port, elsewhere
 // runs the server again on another, up to 3 times in all.
-func readyOnFreePort(ctx context.Context, lg *logger, name string, picked *bool, addr func() string,
+func ReadyOnFreePort(ctx context.Context, lg *Logger, name string, picked *bool, addr func() string,
 	serving, elsewhere func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		err := serving(ctx)
-		if !errors.Is(err, errExitedStarting) || !*picked || attempt == 3 {
+		if !errors.Is(err, ErrExitedStarting) || !*picked || attempt == 3 {
 			return err
 		}
-		lg.printf("%s: exited while starting on %s (its port taken?); starting it again on another", name, addr())
+		lg.Printf("%s: exited while starting on %s (its port taken?); starting it again on another", name, addr())
 		if err := elsewhere(ctx); err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package stack
+package proc
 
 import (
 	"net"
@@ -8,7 +8,7 @@ import (
 // A reserved port stays bound until it is released, so ports picked in
 // the meantime are others; released, it can be bound.
 func TestReservePorts(t *testing.T) {
-	ports, release, err := reservePorts("127.0.0.1", 1)
+	ports, release, err := ReservePorts("127.0.0.1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,13 +19,13 @@ func TestReservePorts(t *testing.T) {
 		release()
 		t.Fatalf("%s could be bound while reserved", addr)
 	}
-	others, err := freePorts("127.0.0.1", 64)
+	others, err := FreePorts("127.0.0.1", 64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range others {
 		if p == port {
-			t.Fatalf("freePorts handed out the reserved port %s", port)
+			t.Fatalf("FreePorts handed out the reserved port %s", port)
 		}
 	}
 	release()

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package stack
+package proc
 
 import "syscall"
 

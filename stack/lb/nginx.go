@@ -1,4 +1,4 @@
-package stack
+package lb
 
 import (
 	"context"
@@ -10,54 +10,56 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
-// nginx is the real load balancer: `nginx -p DIR -c DIR/nginx.conf` in
+// Nginx is the real load balancer: `Nginx -p DIR -c DIR/Nginx.conf` in
 // the foreground in its own process group, on a config derived from the
-// project's nginx.conf (nginxconf.go) so that what runs is what
+// project's Nginx.conf (nginxconf.go) so that what runs is what
 // docker-compose runs. Drain marks an upstream down by rewriting that
 // config and reloading.
-type nginx struct {
+type Nginx struct {
 	bin       string
 	src       []byte // the project's nginx.conf as read at Start: reloads derive from it
 	dir       string
-	temp      string // where its workers buffer bodies: dir, or as root serverDir of dir/nginx-temp
-	rmTemp    bool   // temp is a temp dir of serverDir's, removed by stop
+	temp      string // where its workers buffer bodies: dir, or as root proc.ServerDir of dir/nginx-temp
+	rmTemp    bool   // temp is a temp dir of proc.ServerDir's, removed by stop
 	host      string
 	port      string // "0": start picks a free one
 	upstreams []string
-	race      string // the race server's address: /race goes there; "": to the upstreams
+	Race      string // the race server's address: /race goes there; "": to the upstreams
 	down      []bool // upstreams marked down (setDown; serialised by the caller)
 	version   string
-	p         *proc
+	p         *proc.Proc
 }
 
-func newNginx(bin string, src []byte, dir, host, port string, upstreams []string) *nginx {
-	return &nginx{bin: bin, src: src, dir: dir, host: host, port: port, upstreams: upstreams, down: make([]bool, len(upstreams))}
+func NewNginx(bin string, src []byte, dir, host, port string, upstreams []string) *Nginx {
+	return &Nginx{bin: bin, src: src, dir: dir, host: host, port: port, upstreams: upstreams, down: make([]bool, len(upstreams))}
 }
 
 // start derives the loopback config into dir/nginx.conf and starts nginx
 // on it.
-func (n *nginx) Start(context.Context) error {
+func (n *Nginx) Start(context.Context) error {
 	if n.port == "0" {
-		port, err := freePort(n.host)
+		port, err := proc.FreePort(n.host)
 		if err != nil {
 			return err
 		}
 		n.port = port
 	}
-	n.version = binaryVersion(n.bin, `nginx/(\S+)`, "-v")
+	n.version = proc.BinaryVersion(n.bin, `nginx/(\S+)`, "-v")
 	if n.temp == "" {
-		// As root, nginx runs its workers as ServerUser, and they
+		// As root, nginx runs its workers as proc.ServerUser, and they
 		// write a request body or a response too large for their
 		// buffers to files under temp: the account must reach it.
-		a, err := serverAccount()
+		a, err := proc.ServerAccount()
 		if err != nil {
 			return err
 		}
 		n.temp = n.dir
 		if a != nil {
-			if n.temp, n.rmTemp, err = serverDir(filepath.Join(n.dir, "nginx-temp")); err != nil {
+			if n.temp, n.rmTemp, err = proc.ServerDir(filepath.Join(n.dir, "nginx-temp")); err != nil {
 				return err
 			}
 		}
@@ -69,14 +71,14 @@ func (n *nginx) Start(context.Context) error {
 	// SIGTERM, not SIGKILL, if we die: nginx's workers do not notice their
 	// master's death and would keep the port; on SIGTERM the master stops
 	// them (SIGKILL after a second) and exits.
-	n.p, err = startProcSig("nginx", n.bin, []string{"-p", n.dir, "-c", confPath, "-e", n.errLog()}, nil, n.dir,
+	n.p, err = proc.StartSig("nginx", n.bin, []string{"-p", n.dir, "-c", confPath, "-e", n.ErrLog()}, nil, n.dir,
 		filepath.Join(n.dir, "nginx.log"), syscall.SIGTERM)
 	return err
 }
 
 // ready waits until nginx accepts connections, then until it routes to
 // the instances.
-func (n *nginx) Ready(ctx context.Context) error {
+func (n *Nginx) Ready(ctx context.Context) error {
 	for {
 		c, err := net.DialTimeout("tcp", n.Addr(), 200*time.Millisecond)
 		if err == nil {
@@ -84,21 +86,21 @@ func (n *nginx) Ready(ctx context.Context) error {
 			break
 		}
 		select {
-		case <-n.p.done:
-			return fmt.Errorf("stack: nginx exited: %v%s%s", n.p.exitErr(), logTail(n.p.logPath, 2048), logTail(n.errLog(), 2048))
+		case <-n.p.Done():
+			return fmt.Errorf("stack: nginx exited: %v%s%s", n.p.ExitErr(), proc.LogTail(n.p.LogPath(), 2048), proc.LogTail(n.ErrLog(), 2048))
 		case <-ctx.Done():
-			return fmt.Errorf("stack: nginx not listening on %s: %w%s", n.Addr(), ctx.Err(), logTail(n.errLog(), 2048))
+			return fmt.Errorf("stack: nginx not listening on %s: %w%s", n.Addr(), ctx.Err(), proc.LogTail(n.ErrLog(), 2048))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return routesReady(ctx, "http://"+n.Addr(), len(n.upstreams), n.p.done)
+	return routesReady(ctx, "http://"+n.Addr(), len(n.upstreams), n.p.Done())
 }
 
 // stop stops nginx's process group by pid: the master and its workers.
-func (n *nginx) Stop() error {
+func (n *Nginx) Stop() error {
 	var err error
 	if n.p != nil {
-		err = n.p.Stop(stopGrace)
+		err = n.p.Stop(proc.StopGrace)
 	}
 	if n.rmTemp {
 		err = errors.Join(err, os.RemoveAll(n.temp))
@@ -106,12 +108,17 @@ func (n *nginx) Stop() error {
 	return err
 }
 
-func (n *nginx) Addr() string { return net.JoinHostPort(n.host, n.port) }
-func (n *nginx) Pid() int     { return n.p.Pid() }
+func (n *Nginx) Addr() string { return net.JoinHostPort(n.host, n.port) }
 
-func (n *nginx) errLog() string { return filepath.Join(n.dir, "nginx-error.log") }
+// TempDir is where its workers buffer bodies, and whether it is a temp
+// dir of proc.ServerDir's, which Stop removes.
+func (n *Nginx) TempDir() (dir string, removed bool) { return n.temp, n.rmTemp }
 
-func (n *nginx) summary() string {
+func (n *Nginx) Pid() int { return n.p.Pid() }
+
+func (n *Nginx) ErrLog() string { return filepath.Join(n.dir, "nginx-error.log") }
+
+func (n *Nginx) Summary() string {
 	return fmt.Sprintf("lb: nginx %s on %s -> %d instances (pid %d, config %s)",
 		n.version, n.Addr(), len(n.upstreams), n.Pid(), filepath.Join(n.dir, "nginx.conf"))
 }
@@ -119,8 +126,8 @@ func (n *nginx) summary() string {
 // writeConf derives the loopback config (the upstreams in n.down marked
 // down) and writes it to dir/nginx.conf, by a rename so that a reload
 // never reads it half written; it returns its path.
-func (n *nginx) writeConf() (string, error) {
-	conf, err := deriveNginxConf(n.src, n.Addr(), n.upstreams, n.down, n.race, n.dir, n.temp)
+func (n *Nginx) writeConf() (string, error) {
+	conf, err := deriveNginxConf(n.src, n.Addr(), n.upstreams, n.down, n.Race, n.dir, n.temp)
 	if err != nil {
 		return "", err
 	}
@@ -139,21 +146,21 @@ func (n *nginx) writeConf() (string, error) {
 // workers cannot be listed (no /proc).
 const nginxSettle = time.Second
 
-// setDown marks upstream i down (or up again) in the derived config,
+// SetDown marks upstream i down (or up again) in the derived config,
 // sends the master SIGHUP and returns once the reload is in effect: every
 // worker that ran before it has exited. nginx starts new workers on the
 // new config and tells the old ones to stop accepting, finish their
 // requests in flight and exit; once they are gone, no request is on its
 // way under the old config. Where the workers cannot be listed it waits
 // nginxSettle instead.
-func (n *nginx) setDown(ctx context.Context, i int, down bool) error {
+func (n *Nginx) SetDown(ctx context.Context, i int, down bool) error {
 	n.down[i] = down
 	if _, err := n.writeConf(); err != nil {
 		return err
 	}
 	master := n.p
-	before, listErr := childPids(master.Pid())
-	if err := master.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	before, listErr := proc.Children(master.Pid())
+	if err := master.Process().Signal(syscall.SIGHUP); err != nil {
 		return fmt.Errorf("stack: nginx reload: %w", err)
 	}
 	if listErr != nil {
@@ -165,15 +172,15 @@ func (n *nginx) setDown(ctx context.Context, i int, down bool) error {
 		}
 	}
 	for {
-		now, err := childPids(master.Pid())
+		now, err := proc.Children(master.Pid())
 		if err == nil && len(now) > 0 && !slices.ContainsFunc(now, func(p int) bool { return slices.Contains(before, p) }) {
 			return nil
 		}
 		select {
-		case <-master.done:
-			return fmt.Errorf("stack: nginx exited during a reload: %v%s", master.exitErr(), logTail(n.errLog(), 2048))
+		case <-master.Done():
+			return fmt.Errorf("stack: nginx exited during a reload: %v%s", master.ExitErr(), proc.LogTail(n.ErrLog(), 2048))
 		case <-ctx.Done():
-			return fmt.Errorf("stack: nginx reload not in effect (workers before %v, now %v): %w%s", before, now, ctx.Err(), logTail(n.errLog(), 2048))
+			return fmt.Errorf("stack: nginx reload not in effect (workers before %v, now %v): %w%s", before, now, ctx.Err(), proc.LogTail(n.ErrLog(), 2048))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -1,4 +1,4 @@
-package stack
+package proc
 
 import (
 	"os"
@@ -17,14 +17,14 @@ func TestProcHelpers(t *testing.T) {
 		t.Skipf("no /proc: %v", err)
 	}
 	self := os.Getpid()
-	start := ProcStart(self)
+	start := StartTime(self)
 	if start == 0 {
-		t.Fatal("ProcStart(self) = 0")
+		t.Fatal("StartTime(self) = 0")
 	}
-	if !ProcAlive(self, start) || !ProcAlive(self, 0) {
-		t.Error("ProcAlive(self) = false")
+	if !Alive(self, start) || !Alive(self, 0) {
+		t.Error("Alive(self) = false")
 	}
-	if ProcAlive(self, start+1) || !PidReused(self, start+1) {
+	if Alive(self, start+1) || !PidReused(self, start+1) {
 		t.Error("a pid recorded with another start time is taken for the same process")
 	}
 	if PidReused(self, start) || PidReused(self, 0) {
@@ -38,20 +38,20 @@ func TestProcHelpers(t *testing.T) {
 	}
 	pid := cmd.Process.Pid
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	kidStart := ProcStart(pid)
-	if kids, err := childPids(self); err != nil || !slices.Contains(kids, pid) {
-		t.Errorf("childPids(self) = %v, %v; want it to hold %d", kids, err, pid)
+	kidStart := StartTime(pid)
+	if kids, err := Children(self); err != nil || !slices.Contains(kids, pid) {
+		t.Errorf("Children(self) = %v, %v; want it to hold %d", kids, err, pid)
 	}
 	if m := GroupMembers(pid); !slices.Equal(m, []int{pid}) {
 		t.Errorf("GroupMembers(%d) = %v, want just it", pid, m)
 	}
-	if !ProcAlive(pid, kidStart) {
-		t.Errorf("ProcAlive(%d) = false while it runs", pid)
+	if !Alive(pid, kidStart) {
+		t.Errorf("Alive(%d) = false while it runs", pid)
 	}
 
 	// Killed, not reaped: a zombie, no longer alive, its pid not reused.
 	cmd.Process.Signal(syscall.SIGKILL)
-	for end := time.Now().Add(5 * time.Second); ProcAlive(pid, kidStart); time.Sleep(5 * time.Millisecond) {
+	for end := time.Now().Add(5 * time.Second); Alive(pid, kidStart); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("pid %d alive 5s after SIGKILL", pid)
 		}
@@ -63,7 +63,7 @@ func TestProcHelpers(t *testing.T) {
 		t.Errorf("GroupMembers(%d) = %v: a zombie counted", pid, m)
 	}
 	cmd.Wait()
-	if ProcAlive(pid, kidStart) || PidReused(pid, kidStart) {
+	if Alive(pid, kidStart) || PidReused(pid, kidStart) {
 		t.Errorf("pid %d: reaped, yet alive or reused", pid)
 	}
 }

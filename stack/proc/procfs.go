@@ -1,4 +1,4 @@
-package stack
+package proc
 
 import (
 	"os"
@@ -13,11 +13,11 @@ import (
 // (outside Linux) a start time is unknown (0) and a process has no
 // children or group members that can be listed.
 
-// ProcStart is process pid's start time in clock ticks after boot (field
+// StartTime is process pid's start time in clock ticks after boot (field
 // 22 of /proc/PID/stat), 0 when unknown. A pid with its start time names
 // one process for good: cmd/stack records both, so that down never
 // signals a pid the kernel has since given to an unrelated process.
-func ProcStart(pid int) uint64 {
+func StartTime(pid int) uint64 {
 	f, err := procStat(pid)
 	if err != nil || len(f) < 20 {
 		return 0
@@ -26,14 +26,14 @@ func ProcStart(pid int) uint64 {
 	return n
 }
 
-// ProcAlive reports whether pid runs (a zombie does not: it has exited,
+// Alive reports whether pid runs (a zombie does not: it has exited,
 // only its parent's wait is missing) and is the process that started at
-// start (ProcStart; 0 means unknown and is trusted).
-func ProcAlive(pid int, start uint64) bool {
+// start (StartTime; 0 means unknown and is trusted).
+func Alive(pid int, start uint64) bool {
 	if pid <= 0 || syscall.Kill(pid, 0) != nil {
 		return false
 	}
-	if now := ProcStart(pid); start != 0 && now != 0 && now != start {
+	if now := StartTime(pid); start != 0 && now != 0 && now != start {
 		return false
 	}
 	if f, err := procStat(pid); err == nil && len(f) > 0 && f[0] == "Z" {
@@ -49,7 +49,7 @@ func PidReused(pid int, start uint64) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return false
 	}
-	now := ProcStart(pid)
+	now := StartTime(pid)
 	return start != 0 && now != 0 && now != start
 }
 
@@ -71,9 +71,9 @@ func GroupMembers(pgid int) []int {
 	return pids
 }
 
-// childPids lists the processes whose parent is pid (an error where there
+// Children lists the processes whose parent is pid (an error where there
 // is no /proc).
-func childPids(pid int) ([]int, error) {
+func Children(pid int) ([]int, error) {
 	all, err := procPids()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package stack
+package backends
 
 import (
 	"context"
@@ -12,40 +12,41 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/proc"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
-// etcd is a one-member etcd cluster, the etcd rung's back end: the etcd
-// binary when it is on PATH (Debian's etcd-server), else an etcd server
-// embedded in this process (go.etcd.io/etcd/server/v3/embed), so that the
+// Etcd is a one-member Etcd cluster, the Etcd rung's back end: the Etcd
+// binary when it is on PATH (Debian's Etcd-server), else an Etcd server
+// embedded in this process (go.Etcd.io/Etcd/server/v3/embed), so that the
 // rung runs on a machine with Go only. Either way on loopback ports, its
 // data where Config.Data says, empty at every start.
-type etcd struct {
+type Etcd struct {
 	bin     string // "" for the embedded one
 	host    string
 	client  string // the client URL, http://host:port
 	peer    string
 	dir     string // log
-	work    string // the binary's working dir: serverDir of dir
-	data    string // the member's data dir (dataRoot)
-	dataDir string // where it is: data, or for the binary serverDir of data
+	work    string // the binary's working dir: proc.ServerDir of dir
+	data    string // the member's data dir (proc.DataRoot)
+	dataDir string // where it is: data, or for the binary proc.ServerDir of data
 	temps   []string
 	version string
 	picked  bool // start chose the ports: it and ready may choose others
-	lg      *logger
+	lg      *proc.Logger
 
-	proc     *proc       // the binary
+	proc     *proc.Proc  // the binary
 	embedded *embed.Etcd // or the one in this process
 	closed   bool        // the embedded one is closed
 }
 
-func newEtcd(bin, host, dir, data string, lg *logger) *etcd {
-	return &etcd{bin: bin, host: host, dir: filepath.Join(dir, "etcd"), data: data, lg: lg}
+func NewEtcd(bin, host, dir, data string, lg *proc.Logger) *Etcd {
+	return &Etcd{bin: bin, host: host, dir: filepath.Join(dir, "etcd"), data: data, lg: lg}
 }
 
 // start starts the member on an empty data dir; started again after a
 // stop, it keeps its ports and its data (its leases come back with it).
-func (e *etcd) Start(context.Context) error {
+func (e *Etcd) Start(context.Context) error {
 	if e.work == "" { // once: a start after a stop keeps them
 		if err := os.MkdirAll(e.dir, 0o755); err != nil {
 			return fmt.Errorf("stack: etcd: %w", err)
@@ -54,7 +55,7 @@ func (e *etcd) Start(context.Context) error {
 		e.work, e.dataDir = e.dir, e.data
 		if e.bin != "" {
 			var err error
-			if e.work, e.dataDir, e.temps, err = serverDirs(e.lg, "etcd", e.dir, e.data); err != nil {
+			if e.work, e.dataDir, e.temps, err = proc.ServerDirs(e.lg, "etcd", e.dir, e.data); err != nil {
 				return err
 			}
 		}
@@ -67,7 +68,7 @@ func (e *etcd) Start(context.Context) error {
 		}
 		if e.bin == "" {
 			os.RemoveAll(data)
-		} else if err := emptyDir(data); err != nil {
+		} else if err := proc.EmptyDir(data); err != nil {
 			return fmt.Errorf("stack: etcd: %w", err)
 		}
 	}
@@ -80,7 +81,7 @@ func (e *etcd) Start(context.Context) error {
 			if err == nil || !e.picked || attempt == 3 {
 				return err
 			}
-			e.lg.printf("etcd: could not start on %s (%v); starting it again on other ports", e.client, err)
+			e.lg.Printf("etcd: could not start on %s (%v); starting it again on other ports", e.client, err)
 			os.RemoveAll(data)
 			if err := e.pickPorts(); err != nil {
 				return err
@@ -93,13 +94,13 @@ func (e *etcd) Start(context.Context) error {
 		"--listen-peer-urls", e.peer, "--initial-advertise-peer-urls", e.peer,
 		"--initial-cluster", "lab=" + e.peer, "--log-level", "warn",
 	}
-	e.proc, err = startServer("etcd", e.bin, args, e.work, filepath.Join(e.dir, "etcd.log"), syscall.SIGKILL)
+	e.proc, err = proc.StartServer("etcd", e.bin, args, e.work, filepath.Join(e.dir, "etcd.log"), syscall.SIGKILL)
 	return err
 }
 
 // pickPorts chooses free client and peer ports.
-func (e *etcd) pickPorts() error {
-	ports, err := freePorts(e.host, 2)
+func (e *Etcd) pickPorts() error {
+	ports, err := proc.FreePorts(e.host, 2)
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func (e *etcd) pickPorts() error {
 	return nil
 }
 
-func (e *etcd) startEmbedded(data string) error {
+func (e *Etcd) startEmbedded(data string) error {
 	cfg := embed.NewConfig()
 	cfg.Name = "lab"
 	cfg.Dir = data
@@ -127,11 +128,11 @@ func (e *etcd) startEmbedded(data string) error {
 	return nil
 }
 
-// ready waits until the member serves (readyOnFreePort: the binary is
+// ready waits until the member serves (proc.ReadyOnFreePort: the binary is
 // started again on other ports if it exits while starting on the ones
 // start chose; the embedded one retries in start, where it binds).
-func (e *etcd) Ready(ctx context.Context) error {
-	return readyOnFreePort(ctx, e.lg, "etcd", &e.picked, func() string { return e.client }, e.serving, func(ctx context.Context) error {
+func (e *Etcd) Ready(ctx context.Context) error {
+	return proc.ReadyOnFreePort(ctx, e.lg, "etcd", &e.picked, func() string { return e.client }, e.serving, func(ctx context.Context) error {
 		e.client = ""
 		return e.Start(ctx)
 	})
@@ -139,10 +140,10 @@ func (e *etcd) Ready(ctx context.Context) error {
 
 // serving waits until the member says it is healthy (GET /health), and
 // asks it its version.
-func (e *etcd) serving(ctx context.Context) error {
+func (e *Etcd) serving(ctx context.Context) error {
 	var exited <-chan struct{}
 	if e.proc != nil {
-		exited = e.proc.done
+		exited = e.proc.Done()
 	} else {
 		select {
 		case <-e.embedded.Server.ReadyNotify():
@@ -162,7 +163,7 @@ func (e *etcd) serving(ctx context.Context) error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("stack: etcd %w: %v\n%s", errExitedStarting, e.proc.exitErr(), logTail(e.proc.logPath, 2048))
+			return fmt.Errorf("stack: etcd %w: %v\n%s", proc.ErrExitedStarting, e.proc.ExitErr(), proc.LogTail(e.proc.LogPath(), 2048))
 		case <-ctx.Done():
 			return fmt.Errorf("stack: etcd on %s not serving: %w", e.client, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
@@ -177,7 +178,7 @@ func (e *etcd) serving(ctx context.Context) error {
 	return nil
 }
 
-func (e *etcd) Stop() error {
+func (e *Etcd) Stop() error {
 	if e.embedded != nil {
 		if !e.closed { // StopBackend may have closed it
 			e.embedded.Close()
@@ -188,14 +189,14 @@ func (e *etcd) Stop() error {
 	if e.proc == nil {
 		return nil
 	}
-	return e.proc.Stop(stopGrace)
+	return e.proc.Stop(proc.StopGrace)
 }
 
-// remove deletes the temp dirs serverDir made for it: after its last
+// Remove deletes the temp dirs proc.ServerDir made for it: after its last
 // stop.
-func (e *etcd) remove() error { return removeAll(e.temps) }
+func (e *Etcd) Remove() error { return proc.RemoveAll(e.temps) }
 
-func (e *etcd) summary() string {
+func (e *Etcd) Summary() string {
 	if e.embedded != nil {
 		return fmt.Sprintf("etcd: embedded etcd %s on %s (in this process)", e.version, e.client)
 	}

@@ -1,4 +1,4 @@
-package stack_test
+package backends_test
 
 import (
 	"context"

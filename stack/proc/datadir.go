@@ -1,4 +1,4 @@
-package stack
+package proc
 
 import (
 	"errors"
@@ -32,18 +32,18 @@ const shmDir = "/dev/shm"
 // 100 MiB. Docker's default /dev/shm (64 MiB) is too small: disk then.
 const minShmFree = 1 << 30
 
-// dataRoot is the directory the back ends keep their data under, and
-// whether it is a tmpfs dir of the stack's own (removed by remove).
-type dataRoot struct {
+// DataRoot is the directory the back ends keep their data under, and
+// whether it is a tmpfs dir of the stack's own (removed by Remove).
+type DataRoot struct {
 	dir string
 	shm bool
 }
 
-// newDataRoot decides where the back ends' data goes: mode DataMemory,
+// NewDataRoot decides where the back ends' data goes: mode DataMemory,
 // DataDisk, or "" (memory when /dev/shm is a tmpfs with room, else disk,
 // saying why). Nothing is created until need.
-func newDataRoot(mode, runDir string, lg *logger) (*dataRoot, error) {
-	disk := &dataRoot{dir: runDir}
+func NewDataRoot(mode, runDir string, lg *Logger) (*DataRoot, error) {
+	disk := &DataRoot{dir: runDir}
 	switch mode {
 	case DataDisk:
 		return disk, nil
@@ -55,7 +55,7 @@ func newDataRoot(mode, runDir string, lg *logger) (*dataRoot, error) {
 		if mode == DataMemory {
 			return nil, fmt.Errorf("stack: data in memory: %w", err)
 		}
-		lg.printf("data: ZooKeeper, etcd and MariaDB write to the run dir's disk (%v): each lock pays its fsync", err)
+		lg.Printf("data: ZooKeeper, etcd and MariaDB write to the run dir's disk (%v): each lock pays its fsync", err)
 		return disk, nil
 	}
 	sweepShm()
@@ -63,11 +63,11 @@ func newDataRoot(mode, runDir string, lg *logger) (*dataRoot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stack: data in memory: %w", err)
 	}
-	if err := reachable(d); err != nil { // for the servers' account
+	if err := Reachable(d); err != nil { // for the servers' account
 		os.RemoveAll(d)
 		return nil, fmt.Errorf("stack: data in memory: %w", err)
 	}
-	return &dataRoot{dir: d, shm: true}, nil
+	return &DataRoot{dir: d, shm: true}, nil
 }
 
 // shmUsable says why /dev/shm cannot take the back ends' data, or nil.
@@ -101,37 +101,40 @@ func sweepShm() {
 	}
 }
 
-// of is the data dir of one back end's kind, "zookeeper" say.
-func (r *dataRoot) of(kind string) string { return filepath.Join(r.dir, kind+"-data") }
+// OnDisk is a data root in dir, the run dir, which the stack keeps.
+func OnDisk(dir string) *DataRoot { return &DataRoot{dir: dir} }
+
+// InMemory is the tmpfs dir the data is kept in, or "" when it is on
+// disk.
+func (r *DataRoot) InMemory() string {
+	if r == nil || !r.shm {
+		return ""
+	}
+	return r.dir
+}
+
+// Of is the data dir of one back end's kind, "zookeeper" say.
+func (r *DataRoot) Of(kind string) string { return filepath.Join(r.dir, kind+"-data") }
 
 // String says where the data is, for the summary.
-func (r *dataRoot) String() string {
+func (r *DataRoot) String() string {
 	if r.shm {
 		return "in memory (tmpfs " + r.dir + ")"
 	}
 	return "on disk (" + r.dir + ")"
 }
 
-// remove deletes a tmpfs root (the run dir is the stack's to keep).
-func (r *dataRoot) remove() error {
+// Remove deletes a tmpfs root (the run dir is the stack's to keep).
+func (r *DataRoot) Remove() error {
 	if r == nil || !r.shm {
 		return nil
 	}
 	return os.RemoveAll(r.dir)
 }
 
-// DataDir is the tmpfs dir the back ends keep their data in, or "" when
-// they keep it in the run dir (or there are none).
-func (s *Stack) DataDir() string {
-	if s.data == nil || !s.data.shm {
-		return ""
-	}
-	return s.data.dir
-}
-
 // RemoveData removes the tmpfs data dir that the stack supervised by pid
 // left behind (it died before its Stop), and says whether there was one.
-// Only a dir named as newDataRoot names that stack's is removed, so a
+// Only a dir named as NewDataRoot names that stack's is removed, so a
 // state file edited by hand cannot have anything else deleted.
 func RemoveData(dir string, pid int) (bool, error) {
 	if filepath.Dir(dir) != shmDir || !strings.HasPrefix(filepath.Base(dir), "lockladder-"+strconv.Itoa(pid)+"-") {

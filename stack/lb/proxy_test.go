@@ -1,4 +1,4 @@
-package stack
+package lb
 
 import (
 	"context"
@@ -217,25 +217,25 @@ func TestProxyNoRetry(t *testing.T) {
 // long as nginx.conf's upstream does after one failure (max_fails=1
 // fail_timeout=...): both load balancers answer the same way.
 func TestProxyFailTimeoutIsNginxs(t *testing.T) {
-	ds, err := parseNginx(readRepoFile(t, "nginx.conf"))
+	ds, err := ParseConf(readRepoFile(t, "nginx.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var servers int
-	for _, http := range find(ds, "http") {
-		for _, up := range find(http.block, "upstream") {
-			for _, s := range find(up.block, "server") {
+	for _, http := range Find(ds, "http") {
+		for _, up := range Find(http.Block, "upstream") {
+			for _, s := range Find(up.Block, "server") {
 				servers++
 				params := map[string]string{}
-				for _, a := range s.args[1:] {
+				for _, a := range s.Args[1:] {
 					k, v, _ := strings.Cut(a, "=")
 					params[k] = v
 				}
 				if params["max_fails"] != "1" {
-					t.Errorf("nginx.conf: server %s: max_fails=%q, the proxy skips after one failure", s.args[0], params["max_fails"])
+					t.Errorf("nginx.conf: server %s: max_fails=%q, the proxy skips after one failure", s.Args[0], params["max_fails"])
 				}
 				if d, err := time.ParseDuration(params["fail_timeout"]); err != nil || d != failTimeout {
-					t.Errorf("nginx.conf: server %s: fail_timeout=%q, the proxy skips for %s", s.args[0], params["fail_timeout"], failTimeout)
+					t.Errorf("nginx.conf: server %s: fail_timeout=%q, the proxy skips for %s", s.Args[0], params["fail_timeout"], failTimeout)
 				}
 			}
 		}

@@ -1,4 +1,4 @@
-package stack
+package lb
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/internal/httplimit"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // newProxy returns the built-in load balancer's handler: round robin over
@@ -156,24 +157,24 @@ func (b *balancer) idle(ctx context.Context, i int) error {
 	return nil
 }
 
-// proxyServer is the built-in load balancer, serving in this process:
+// ProxyServer is the built-in load balancer, serving in this process:
 // the stand-in for nginx (see newProxy).
-type proxyServer struct {
+type ProxyServer struct {
 	listen  string // as asked; port 0: a free one
 	targets []string
-	race    http.Handler // serves /race, /explore and /play in process; nil: they go to the targets
+	Race    http.Handler // serves /race, /explore and /play in process; nil: they go to the targets
 	srv     *http.Server
 	bal     *balancer
 	ln      net.Listener
 	done    chan struct{}
 }
 
-func newProxyServer(listen string, targets []string) *proxyServer {
-	return &proxyServer{listen: listen, targets: targets}
+func NewProxyServer(listen string, targets []string) *ProxyServer {
+	return &ProxyServer{listen: listen, targets: targets}
 }
 
 // start listens and serves.
-func (p *proxyServer) Start(context.Context) error {
+func (p *ProxyServer) Start(context.Context) error {
 	h, err := newProxy(p.targets)
 	if err != nil {
 		return err
@@ -184,12 +185,12 @@ func (p *proxyServer) Start(context.Context) error {
 	}
 	p.ln, p.bal, p.done = ln, h, make(chan struct{})
 	var handler http.Handler = h
-	if p.race != nil {
+	if p.Race != nil {
 		// Not a ServeMux: it would clean paths and redirect (//sale, a
 		// dot segment) where nginx passes them on for the app to refuse.
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/race" || r.URL.Path == "/explore" || r.URL.Path == "/play" {
-				p.race.ServeHTTP(w, r)
+				p.Race.ServeHTTP(w, r)
 				return
 			}
 			h.ServeHTTP(w, r)
@@ -207,17 +208,17 @@ func (p *proxyServer) Start(context.Context) error {
 }
 
 // ready returns once it routes to the instances.
-func (p *proxyServer) Ready(ctx context.Context) error {
+func (p *ProxyServer) Ready(ctx context.Context) error {
 	return routesReady(ctx, "http://"+p.Addr(), len(p.targets), nil)
 }
 
 // stop shuts the server down, letting the requests in flight finish for
-// up to stopGrace.
-func (p *proxyServer) Stop() error {
+// up to proc.StopGrace.
+func (p *ProxyServer) Stop() error {
 	if p.srv == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+	ctx, cancel := context.WithTimeout(context.Background(), proc.StopGrace)
 	defer cancel()
 	err := p.srv.Shutdown(ctx)
 	if err != nil {
@@ -228,12 +229,12 @@ func (p *proxyServer) Stop() error {
 	return err
 }
 
-func (p *proxyServer) Addr() string { return p.ln.Addr().String() }
-func (p *proxyServer) Pid() int     { return 0 }
+func (p *ProxyServer) Addr() string { return p.ln.Addr().String() }
+func (p *ProxyServer) Pid() int     { return 0 }
 
-// setDown takes target i out of the rotation and waits until nothing is
+// SetDown takes target i out of the rotation and waits until nothing is
 // in flight to it, or puts it back.
-func (p *proxyServer) setDown(ctx context.Context, i int, down bool) error {
+func (p *ProxyServer) SetDown(ctx context.Context, i int, down bool) error {
 	p.bal.setDown(i, down)
 	if down {
 		return p.bal.idle(ctx, i)
@@ -241,7 +242,7 @@ func (p *proxyServer) setDown(ctx context.Context, i int, down bool) error {
 	return nil
 }
 
-func (p *proxyServer) summary() string {
+func (p *ProxyServer) Summary() string {
 	return fmt.Sprintf("lb: built-in Go reverse proxy on %s -> %d instances (round robin, no retry; in this process)",
 		p.Addr(), len(p.targets))
 }

@@ -1,4 +1,4 @@
-package stack
+package backends
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // zookeeperJar is where Debian's zookeeper package puts the server (its
@@ -21,65 +23,65 @@ const zookeeperJar = "/usr/share/java/zookeeper.jar"
 // ZooKeeper.
 const slf4jSimple = "/usr/share/java/slf4j-simple.jar"
 
-// zookeeper is a standalone ZooKeeper server, the zookeeper rung's back
-// end: the JVM running org.apache.zookeeper.server.ZooKeeperServerMain on
+// ZooKeeper is a standalone ZooKeeper server, the ZooKeeper rung's back
+// end: the JVM running org.apache.ZooKeeper.server.ZooKeeperServerMain on
 // a loopback port, its log in the run dir, its data where Config.Data says. Sessions may time out
 // between 1s and 10s (tickTime 500ms): the rung asks for its lease.
-type zookeeper struct {
+type ZooKeeper struct {
 	java, jar string
 	host      string
 	port      string
 	dir       string // its log
-	work      string // its config: serverDir of dir
-	data      string // snapshots and transaction log (dataRoot)
-	dataDir   string // where they are: serverDir of data
+	work      string // its config: proc.ServerDir of dir
+	data      string // snapshots and transaction log (proc.DataRoot)
+	dataDir   string // where they are: proc.ServerDir of data
 	temps     []string
 	version   string
 	picked    bool // start chose the port: ready may choose another
-	lg        *logger
-	proc      *proc
+	lg        *proc.Logger
+	proc      *proc.Proc
 }
 
-// findZooKeeper returns the java binary and the server jar, or why there
+// FindZooKeeper returns the java binary and the server jar, or why there
 // is none.
-func findZooKeeper() (java, jar string, err error) {
+func FindZooKeeper() (java, jar string, err error) {
 	jar = os.Getenv("ZOOKEEPER_JAR")
 	if jar == "" {
 		jar = zookeeperJar
 	}
-	if Hidden() {
-		return "", "", fmt.Errorf("no ZooKeeper: hidden by %s=embedded", HideEnv)
+	if proc.Hidden() {
+		return "", "", fmt.Errorf("no ZooKeeper: hidden by %s=embedded", proc.HideEnv)
 	}
 	if _, err := os.Stat(jar); err != nil {
 		return "", "", fmt.Errorf("no ZooKeeper server at %s (install Debian's zookeeper, or set ZOOKEEPER_JAR): %w", jar, err)
 	}
-	if java, err = LookPath("java"); err != nil {
+	if java, err = proc.LookPath("java"); err != nil {
 		return "", "", fmt.Errorf("ZooKeeper needs java: %w", err)
 	}
 	return java, jar, nil
 }
 
-func newZooKeeper(java, jar, host, dir, data string, lg *logger) *zookeeper {
-	return &zookeeper{java: java, jar: jar, host: host, dir: filepath.Join(dir, "zookeeper"), data: data, lg: lg}
+func NewZooKeeper(java, jar, host, dir, data string, lg *proc.Logger) *ZooKeeper {
+	return &ZooKeeper{java: java, jar: jar, host: host, dir: filepath.Join(dir, "zookeeper"), data: data, lg: lg}
 }
 
-func (z *zookeeper) Addr() string { return net.JoinHostPort(z.host, z.port) }
+func (z *ZooKeeper) Addr() string { return net.JoinHostPort(z.host, z.port) }
 
 // start starts the server; started again after a stop, on the same port
 // with the same data (its sessions come back with it).
-func (z *zookeeper) Start(context.Context) error {
+func (z *ZooKeeper) Start(context.Context) error {
 	if z.work == "" { // once: a start after a stop keeps them
 		if err := os.MkdirAll(z.dir, 0o755); err != nil {
 			return fmt.Errorf("stack: zookeeper: %w", err)
 		}
 		var err error
-		if z.work, z.dataDir, z.temps, err = serverDirs(z.lg, "zookeeper", z.dir, z.data); err != nil {
+		if z.work, z.dataDir, z.temps, err = proc.ServerDirs(z.lg, "zookeeper", z.dir, z.data); err != nil {
 			return err
 		}
 	}
 	z.picked = z.port == ""
 	if z.picked {
-		port, err := freePort(z.host)
+		port, err := proc.FreePort(z.host)
 		if err != nil {
 			return err
 		}
@@ -87,7 +89,7 @@ func (z *zookeeper) Start(context.Context) error {
 		// Every stack starts from an empty tree: a reused run dir's
 		// old ephemeral znodes would hold locks until their sessions
 		// expired.
-		if err := emptyDir(z.dataDir); err != nil {
+		if err := proc.EmptyDir(z.dataDir); err != nil {
 			return fmt.Errorf("stack: zookeeper: %w", err)
 		}
 	}
@@ -103,7 +105,7 @@ func (z *zookeeper) Start(context.Context) error {
 		"minSessionTimeout=1000",
 		"maxSessionTimeout=10000",
 	}, "\n") + "\n"
-	if err := writeServerFile(cfg, []byte(conf), 0o644); err != nil {
+	if err := proc.WriteServerFile(cfg, []byte(conf), 0o644); err != nil {
 		return fmt.Errorf("stack: zookeeper: %w", err)
 	}
 	// Debian's ZooKeeper logs through SLF4J with no binding: nothing at
@@ -119,14 +121,14 @@ func (z *zookeeper) Start(context.Context) error {
 		"-Dzookeeper.log.dir=" + z.work, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 		"-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg,
 	}
-	z.proc, err = startServer("zookeeper", z.java, args, z.work, filepath.Join(z.dir, "zookeeper.log"), syscall.SIGKILL)
+	z.proc, err = proc.StartServer("zookeeper", z.java, args, z.work, filepath.Join(z.dir, "zookeeper.log"), syscall.SIGKILL)
 	return err
 }
 
-// ready waits until the server serves (readyOnFreePort: started again on
+// ready waits until the server serves (proc.ReadyOnFreePort: started again on
 // another port if it exits while starting on the one start chose).
-func (z *zookeeper) Ready(ctx context.Context) error {
-	return readyOnFreePort(ctx, z.lg, "zookeeper", &z.picked, z.Addr, z.serving, func(ctx context.Context) error {
+func (z *ZooKeeper) Ready(ctx context.Context) error {
+	return proc.ReadyOnFreePort(ctx, z.lg, "zookeeper", &z.picked, z.Addr, z.serving, func(ctx context.Context) error {
 		z.port = ""
 		return z.Start(ctx)
 	})
@@ -135,7 +137,7 @@ func (z *zookeeper) Ready(ctx context.Context) error {
 // serving waits until the server serves requests ("srvr" says its mode:
 // "ruok" answers "imok" before sessions can be had), and reads its
 // version there.
-func (z *zookeeper) serving(ctx context.Context) error {
+func (z *ZooKeeper) serving(ctx context.Context) error {
 	var srvr string
 	for {
 		if ans, err := fourLetters(ctx, z.Addr(), "srvr"); err == nil && strings.Contains(ans, "Mode:") {
@@ -143,8 +145,8 @@ func (z *zookeeper) serving(ctx context.Context) error {
 			break
 		}
 		select {
-		case <-z.proc.done:
-			return fmt.Errorf("stack: zookeeper %w: %v\n%s", errExitedStarting, z.proc.exitErr(), logTail(z.proc.logPath, 2048))
+		case <-z.proc.Done():
+			return fmt.Errorf("stack: zookeeper %w: %v\n%s", proc.ErrExitedStarting, z.proc.ExitErr(), proc.LogTail(z.proc.LogPath(), 2048))
 		case <-ctx.Done():
 			return fmt.Errorf("stack: zookeeper on %s not serving: %w", z.Addr(), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
@@ -156,18 +158,18 @@ func (z *zookeeper) serving(ctx context.Context) error {
 	return nil
 }
 
-func (z *zookeeper) Stop() error {
+func (z *ZooKeeper) Stop() error {
 	if z.proc == nil {
 		return nil
 	}
-	return z.proc.Stop(stopGrace)
+	return z.proc.Stop(proc.StopGrace)
 }
 
-// remove deletes the temp dirs serverDir made for it: after its last
+// Remove deletes the temp dirs proc.ServerDir made for it: after its last
 // stop.
-func (z *zookeeper) remove() error { return removeAll(z.temps) }
+func (z *ZooKeeper) Remove() error { return proc.RemoveAll(z.temps) }
 
-func (z *zookeeper) summary() string {
+func (z *ZooKeeper) Summary() string {
 	return fmt.Sprintf("zookeeper: ZooKeeper %s on %s (pid %d)", z.version, z.Addr(), z.proc.Pid())
 }
 

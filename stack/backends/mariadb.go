@@ -1,4 +1,4 @@
-package stack
+package backends
 
 import (
 	"bufio"
@@ -15,62 +15,64 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
-// mariadb is a MariaDB server, the database rungs' back end: a fresh data
-// dir where Config.Data says (mariadb-install-db), mariadbd on a loopback port,
-// nothing else listening. The apps log in as mariadbUser with a password
+// MariaDB is a MariaDB server, the database rungs' back end: a fresh data
+// dir where Config.Data says (MariaDB-install-db), mariadbd on a loopback port,
+// nothing else listening. The apps log in as MariaDBUser with a password
 // made for this server; root logs in only through the socket, as the
 // OS's root (unix_socket); neither may write files outside the server's
 // own dir (secure_file_priv), and the apps' user may write none at all
 // (it lacks FILE).
-type mariadb struct {
+type MariaDB struct {
 	server, install string
 	host, port      string
 	password        string
 	dir             string // its log
-	work            string // socket, pid file, init file, secure_file_priv: serverDir of dir
-	data            string // the database (dataRoot)
-	dataDir         string // where it is: serverDir of data
+	work            string // socket, pid file, init file, secure_file_priv: proc.ServerDir of dir
+	data            string // the database (proc.DataRoot)
+	dataDir         string // where it is: proc.ServerDir of data
 	temps           []string
 	version         string
 	picked          bool // start chose the port: ready may choose another
-	lg              *logger
-	proc            *proc
+	lg              *proc.Logger
+	proc            *proc.Proc
 }
 
-// mariadbUser is the account the apps log in as: it may read and write
+// MariaDBUser is the account the apps log in as: it may read and write
 // tables, create and drop databases, and list transactions (the tests'
 // INFORMATION_SCHEMA.INNODB_TRX); not FILE, SUPER, SHUTDOWN or GRANT.
-const mariadbUser = "lockladder"
+const MariaDBUser = "lockladder"
 
-// mariadbGrants are mariadbUser's privileges, on every database.
+// mariadbGrants are MariaDBUser's privileges, on every database.
 const mariadbGrants = "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, CREATE TEMPORARY TABLES, LOCK TABLES, PROCESS"
 
-// mariadbMaxConnections is the server's max_connections: above what the
+// MariaDBMaxConnections is the server's max_connections: above what the
 // instances' pools may open together (backend.MySQLPool each, checked
 // for the default three by TestMariaDBOutlastsThePools).
-const mariadbMaxConnections = 500
+const MariaDBMaxConnections = 500
 
-// findMariaDB returns mariadbd and mariadb-install-db, or why there are
+// FindMariaDB returns mariadbd and mariadb-install-db, or why there are
 // none. Debian's mariadb-server puts mariadbd in /usr/sbin, which a
 // user's PATH may lack.
-func findMariaDB() (server, install string, err error) {
-	server, err = LookPath("mariadbd")
+func FindMariaDB() (server, install string, err error) {
+	server, err = proc.LookPath("mariadbd")
 	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/mariadbd"); serr != nil || Hidden() {
+		if _, serr := os.Stat("/usr/sbin/mariadbd"); serr != nil || proc.Hidden() {
 			return "", "", fmt.Errorf("mariadbd not found (install Debian's mariadb-server): %w", err)
 		}
 		server = "/usr/sbin/mariadbd"
 	}
-	if install, err = LookPath("mariadb-install-db"); err != nil {
+	if install, err = proc.LookPath("mariadb-install-db"); err != nil {
 		return "", "", fmt.Errorf("mariadb-install-db not found (install Debian's mariadb-server): %w", err)
 	}
 	return server, install, nil
 }
 
-func newMariaDB(server, install, host, dir, data string, lg *logger) *mariadb {
-	return &mariadb{server: server, install: install, host: host, password: NewPassword(),
+func NewMariaDB(server, install, host, dir, data string, lg *proc.Logger) *MariaDB {
+	return &MariaDB{server: server, install: install, host: host, password: NewPassword(),
 		dir: filepath.Join(dir, "mariadb"), data: data, lg: lg}
 }
 
@@ -82,18 +84,18 @@ func NewPassword() string {
 	return hex.EncodeToString(b)
 }
 
-func (m *mariadb) Addr() string { return net.JoinHostPort(m.host, m.port) }
+func (m *MariaDB) Addr() string { return net.JoinHostPort(m.host, m.port) }
 
 // DSN is how the app connects (github.com/go-sql-driver/mysql's form),
 // password included: the stack hands it to the apps in their
 // environment (MySQLEnv), which other users cannot read, never in their
 // command line, which they can.
-func (m *mariadb) dsn() string {
-	return mariadbUser + ":" + m.password + "@tcp(" + m.Addr() + ")/"
+func (m *MariaDB) DSN() string {
+	return MariaDBUser + ":" + m.password + "@tcp(" + m.Addr() + ")/"
 }
 
 // dirs makes the server's dirs, once: a start after a stop keeps them.
-func (m *mariadb) dirs() error {
+func (m *MariaDB) dirs() error {
 	if m.work != "" {
 		return nil
 	}
@@ -101,48 +103,48 @@ func (m *mariadb) dirs() error {
 		return fmt.Errorf("stack: mariadb: %w", err)
 	}
 	var err error
-	if m.work, m.dataDir, m.temps, err = serverDirs(m.lg, "mariadb", m.dir, m.data); err != nil {
+	if m.work, m.dataDir, m.temps, err = proc.ServerDirs(m.lg, "mariadb", m.dir, m.data); err != nil {
 		return err
 	}
-	if _, _, err = serverDir(m.filesDir()); err != nil {
+	if _, _, err = proc.ServerDir(m.filesDir()); err != nil {
 		return err
 	}
-	_, _, err = serverDir(m.tmpDir())
+	_, _, err = proc.ServerDir(m.tmpDir())
 	return err
 }
 
 // tmpDir is the server's own temporary dir: in the host's /tmp, another
 // MariaDB's bootstrap (a test's, a second stack's) once deleted a
 // temporary table file of this one's (Errcode 2) and failed its install.
-func (m *mariadb) tmpDir() string { return filepath.Join(m.work, "tmp") }
+func (m *MariaDB) tmpDir() string { return filepath.Join(m.work, "tmp") }
 
 // filesDir is the one dir where the server reads and writes files for a
 // client (secure_file_priv): LOAD DATA INFILE, SELECT ... INTO OUTFILE.
-func (m *mariadb) filesDir() string { return filepath.Join(m.work, "files") }
+func (m *MariaDB) filesDir() string { return filepath.Join(m.work, "files") }
 
 // start installs an empty database and starts the server on it; started
 // again after a stop, it keeps the port, the password and the data.
-func (m *mariadb) Start(ctx context.Context) error {
+func (m *MariaDB) Start(ctx context.Context) error {
 	if err := m.dirs(); err != nil {
 		return err
 	}
-	a, err := serverAccount()
+	a, err := proc.ServerAccount()
 	if err != nil {
 		return err
 	}
 	runAs := currentUser()
 	if a != nil {
-		runAs = a.name
+		runAs = a.Name
 	}
 	m.picked = m.port == ""
 	if m.picked {
-		port, err := freePort(m.host)
+		port, err := proc.FreePort(m.host)
 		if err != nil {
 			return err
 		}
 		m.port = port
 		// Every stack starts from an empty database.
-		if err := emptyDir(m.dataDir); err != nil {
+		if err := proc.EmptyDir(m.dataDir); err != nil {
 			return fmt.Errorf("stack: mariadb: %w", err)
 		}
 		// root@localhost by the socket only, for the OS's root
@@ -151,21 +153,21 @@ func (m *mariadb) Start(ctx context.Context) error {
 		install := exec.CommandContext(ctx, m.install, "--no-defaults", "--datadir="+m.dataDir,
 			"--tmpdir="+m.tmpDir(), "--skip-test-db", "--user="+runAs, "--auth-root-socket-user=root")
 		install.Dir = m.work
-		install.SysProcAttr = &syscall.SysProcAttr{Credential: a.credential()}
+		install.SysProcAttr = &syscall.SysProcAttr{Credential: a.Credential()}
 		if out, err := install.CombinedOutput(); err != nil {
 			return fmt.Errorf("stack: mariadb-install-db: %w\n%s", err, out)
 		}
 	}
 	// Run at every start, before the server takes a client: the apps'
 	// account, with this server's password.
-	account := fmt.Sprintf("'%s'@'%s'", mariadbUser, m.host)
+	account := fmt.Sprintf("'%s'@'%s'", MariaDBUser, m.host)
 	init := strings.Join([]string{
 		"CREATE USER IF NOT EXISTS " + account + " IDENTIFIED BY '" + m.password + "';",
 		"ALTER USER " + account + " IDENTIFIED BY '" + m.password + "';",
 		"GRANT " + mariadbGrants + " ON *.* TO " + account + ";",
 	}, "\n") + "\n"
 	initFile := filepath.Join(m.work, "init.sql")
-	if err := writeServerFile(initFile, []byte(init), 0o600); err != nil {
+	if err := proc.WriteServerFile(initFile, []byte(init), 0o600); err != nil {
 		return fmt.Errorf("stack: mariadb: %w", err)
 	}
 	args := []string{
@@ -178,21 +180,21 @@ func (m *mariadb) Start(ctx context.Context) error {
 		// A row lock is the db-for-update rung's lock: a waiter gives up
 		// after its own wait (the app sets it per session), and a holder
 		// whose connection dies loses it with the connection.
-		"--max-connections=" + strconv.Itoa(mariadbMaxConnections),
+		"--max-connections=" + strconv.Itoa(MariaDBMaxConnections),
 		// The server bounds no row-lock wait of its own (an hour, not
 		// InnoDB's 50s): every wait in the lab is bounded by its client,
 		// db-for-update's by its statement's max_statement_time, and a
 		// wait left unbounded shows as one, not as a 50s stall.
 		"--innodb-lock-wait-timeout=3600",
 	}
-	m.proc, err = startServer("mariadb", m.server, args, m.work, filepath.Join(m.dir, "mariadb.log"), syscall.SIGKILL)
+	m.proc, err = proc.StartServer("mariadb", m.server, args, m.work, filepath.Join(m.dir, "mariadb.log"), syscall.SIGKILL)
 	return err
 }
 
-// ready waits until the server serves (readyOnFreePort: started again on
+// ready waits until the server serves (proc.ReadyOnFreePort: started again on
 // another port if it exits while starting on the one start chose).
-func (m *mariadb) Ready(ctx context.Context) error {
-	return readyOnFreePort(ctx, m.lg, "mariadb", &m.picked, m.Addr, m.serving, func(ctx context.Context) error {
+func (m *MariaDB) Ready(ctx context.Context) error {
+	return proc.ReadyOnFreePort(ctx, m.lg, "mariadb", &m.picked, m.Addr, m.serving, func(ctx context.Context) error {
 		m.port = ""
 		return m.Start(ctx)
 	})
@@ -200,15 +202,15 @@ func (m *mariadb) Ready(ctx context.Context) error {
 
 // serving waits until the server greets a connection (its handshake
 // carries its version).
-func (m *mariadb) serving(ctx context.Context) error {
+func (m *MariaDB) serving(ctx context.Context) error {
 	for {
 		if v, err := mysqlGreeting(ctx, m.Addr()); err == nil {
 			m.version = v
 			return nil
 		}
 		select {
-		case <-m.proc.done:
-			return fmt.Errorf("stack: mariadb %w: %v\n%s", errExitedStarting, m.proc.exitErr(), logTail(m.proc.logPath, 2048))
+		case <-m.proc.Done():
+			return fmt.Errorf("stack: mariadb %w: %v\n%s", proc.ErrExitedStarting, m.proc.ExitErr(), proc.LogTail(m.proc.LogPath(), 2048))
 		case <-ctx.Done():
 			return fmt.Errorf("stack: mariadb on %s not serving: %w", m.Addr(), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
@@ -216,18 +218,18 @@ func (m *mariadb) serving(ctx context.Context) error {
 	}
 }
 
-func (m *mariadb) Stop() error {
+func (m *MariaDB) Stop() error {
 	if m.proc == nil {
 		return nil
 	}
-	return m.proc.Stop(stopGrace)
+	return m.proc.Stop(proc.StopGrace)
 }
 
-// remove deletes the temp dirs serverDir made for it: after its last
+// Remove deletes the temp dirs proc.ServerDir made for it: after its last
 // stop.
-func (m *mariadb) remove() error { return removeAll(m.temps) }
+func (m *MariaDB) Remove() error { return proc.RemoveAll(m.temps) }
 
-func (m *mariadb) summary() string {
+func (m *MariaDB) Summary() string {
 	v, _, _ := strings.Cut(m.version, "-")
 	return fmt.Sprintf("mariadb: MariaDB %s on %s (pid %d)", v, m.Addr(), m.proc.Pid())
 }

@@ -1,10 +1,12 @@
-package stack
+package lb
 
 import (
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 const dockerConf = `# comment
@@ -38,13 +40,13 @@ func TestDeriveNginxConf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := parseNginx(out)
+	ds, err := ParseConf(out)
 	if err != nil {
 		t.Fatalf("derived config does not parse: %v\n%s", err, out)
 	}
 	top := map[string][]string{}
 	for _, d := range ds {
-		top[d.name] = d.args
+		top[d.Name] = d.Args
 	}
 	for name, want := range map[string]string{
 		"daemon":    "off",
@@ -56,36 +58,36 @@ func TestDeriveNginxConf(t *testing.T) {
 		}
 	}
 	// The source's user is dropped; as root the workers run as
-	// ServerUser, never root.
-	a, err := serverAccount()
+	// proc.ServerUser, never root.
+	a, err := proc.ServerAccount()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := top["user"]; a != nil && !slices.Equal(got, []string{a.name, a.group}) || a == nil && ok {
+	if got, ok := top["user"]; a != nil && !slices.Equal(got, []string{a.Name, a.Group}) || a == nil && ok {
 		t.Errorf("user %q (kept: %v), want the server account %+v", got, ok, a)
 	}
-	http := find(ds, "http")[0]
-	up := find(http.block, "upstream")[0]
+	http := Find(ds, "http")[0]
+	up := Find(http.Block, "upstream")[0]
 	var servers []string
-	for _, s := range find(up.block, "server") {
-		servers = append(servers, strings.Join(s.args, " "))
+	for _, s := range Find(up.Block, "server") {
+		servers = append(servers, strings.Join(s.Args, " "))
 	}
 	want := []string{"127.0.0.1:7001 max_fails=0", "127.0.0.1:7002 max_fails=0", "127.0.0.1:7003 max_fails=0"}
 	if !slices.Equal(servers, want) {
 		t.Errorf("upstream servers = %q, want %q", servers, want)
 	}
-	if len(find(up.block, "keepalive")) != 1 {
+	if len(Find(up.Block, "keepalive")) != 1 {
 		t.Error("keepalive lost")
 	}
-	srv := find(http.block, "server")[0]
-	if got := find(srv.block, "listen")[0].args; !slices.Equal(got, []string{"127.0.0.1:9999"}) {
+	srv := Find(http.Block, "server")[0]
+	if got := Find(srv.Block, "listen")[0].Args; !slices.Equal(got, []string{"127.0.0.1:9999"}) {
 		t.Errorf("listen = %q", got)
 	}
-	loc := find(srv.block, "location")[0]
-	if len(find(loc.block, "access_log")) != 0 {
+	loc := Find(srv.Block, "location")[0]
+	if len(Find(loc.Block, "access_log")) != 0 {
 		t.Error("a nested access_log survived")
 	}
-	if got := find(http.block, "access_log"); len(got) != 1 || got[0].args[0] != "off" {
+	if got := Find(http.Block, "access_log"); len(got) != 1 || got[0].Args[0] != "off" {
 		t.Errorf("http access_log = %v", got)
 	}
 	for _, w := range []string{
@@ -125,19 +127,19 @@ func TestDeriveNginxConfErrors(t *testing.T) {
 func TestNginxQuotedEscapes(t *testing.T) {
 	src := `x "a\nb\tc\rd\"e\\f\.g" 'h\'i';`
 	want := []string{"a\nb\tc\rd\"e\\f\\.g", "h'i"}
-	ds, err := parseNginx([]byte(src))
+	ds, err := ParseConf([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ds) != 1 || !slices.Equal(ds[0].args, want) {
-		t.Fatalf("parsed %q, want %q", ds[0].args, want)
+	if len(ds) != 1 || !slices.Equal(ds[0].Args, want) {
+		t.Fatalf("parsed %q, want %q", ds[0].Args, want)
 	}
-	again, err := parseNginx(formatNginx(ds))
+	again, err := ParseConf(FormatConf(ds))
 	if err != nil {
-		t.Fatalf("%v\n%s", err, formatNginx(ds))
+		t.Fatalf("%v\n%s", err, FormatConf(ds))
 	}
-	if !slices.Equal(again[0].args, want) {
-		t.Errorf("round trip gives %q, want %q:\n%s", again[0].args, want, formatNginx(ds))
+	if !slices.Equal(again[0].Args, want) {
+		t.Errorf("round trip gives %q, want %q:\n%s", again[0].Args, want, FormatConf(ds))
 	}
 }
 
@@ -149,30 +151,30 @@ func TestNginxConfErrorsAreJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := parseNginx(conf)
+	ds, err := ParseConf(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := find(find(ds, "http")[0].block, "server")[0]
+	srv := Find(Find(ds, "http")[0].Block, "server")[0]
 	pages := map[string]string{}
-	for _, d := range find(srv.block, "error_page") {
-		if len(d.args) != 2 {
-			t.Fatalf("error_page %q: want one code and a URI", d.args)
+	for _, d := range Find(srv.Block, "error_page") {
+		if len(d.Args) != 2 {
+			t.Fatalf("error_page %q: want one code and a URI", d.Args)
 		}
-		pages[d.args[0]] = d.args[1]
+		pages[d.Args[0]] = d.Args[1]
 	}
-	locs := map[string]*directive{}
-	for _, l := range find(srv.block, "location") {
+	locs := map[string]*Directive{}
+	for _, l := range Find(srv.Block, "location") {
 		switch {
-		case len(l.args) == 2 && l.args[0] == "=":
-			locs[l.args[1]] = l
-		case len(l.args) == 1 && l.args[0] == "/":
+		case len(l.Args) == 2 && l.Args[0] == "=":
+			locs[l.Args[1]] = l
+		case len(l.Args) == 1 && l.Args[0] == "/":
 			for _, w := range [][]string{{"proxy_next_upstream", "off"}, {"proxy_pass", "http://app"}} {
-				if got := find(l.block, w[0]); len(got) != 1 || !slices.Equal(got[0].args, w[1:]) {
+				if got := Find(l.Block, w[0]); len(got) != 1 || !slices.Equal(got[0].Args, w[1:]) {
 					t.Errorf("location /: %s = %v, want %q", w[0], got, w[1:])
 				}
 			}
-			if len(find(l.block, "proxy_intercept_errors")) != 0 {
+			if len(Find(l.Block, "proxy_intercept_errors")) != 0 {
 				t.Error("location /: proxy_intercept_errors set: the apps' own errors must pass through")
 			}
 		}
@@ -189,22 +191,22 @@ func TestNginxConfErrorsAreJSON(t *testing.T) {
 			if loc == nil {
 				t.Fatalf("error_page %s %s: no location = %s", code, uri, uri)
 			}
-			if len(find(loc.block, "internal")) != 1 {
+			if len(Find(loc.Block, "internal")) != 1 {
 				t.Errorf("location %s is not internal", uri)
 			}
-			if dt := find(loc.block, "default_type"); len(dt) != 1 || !slices.Equal(dt[0].args, []string{"application/json"}) {
+			if dt := Find(loc.Block, "default_type"); len(dt) != 1 || !slices.Equal(dt[0].Args, []string{"application/json"}) {
 				t.Errorf("location %s: default_type %v, want application/json", uri, dt)
 			}
-			ret := find(loc.block, "return")
-			if len(ret) != 1 || len(ret[0].args) != 2 || ret[0].args[0] != status {
+			ret := Find(loc.Block, "return")
+			if len(ret) != 1 || len(ret[0].Args) != 2 || ret[0].Args[0] != status {
 				t.Fatalf("location %s: return %v, want return %s BODY", uri, ret, status)
 			}
 			var body map[string]any
-			if err := json.Unmarshal([]byte(ret[0].args[1]), &body); err != nil {
-				t.Fatalf("location %s: body %q is not a JSON object: %v", uri, ret[0].args[1], err)
+			if err := json.Unmarshal([]byte(ret[0].Args[1]), &body); err != nil {
+				t.Fatalf("location %s: body %q is not a JSON object: %v", uri, ret[0].Args[1], err)
 			}
 			if msg, _ := body["error"].(string); msg == "" {
-				t.Errorf("location %s: body %q has no error", uri, ret[0].args[1])
+				t.Errorf("location %s: body %q has no error", uri, ret[0].Args[1])
 			}
 		})
 	}
@@ -223,11 +225,11 @@ http {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := parseNginx(out)
+	ds, err := ParseConf(out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	servers := find(find(find(ds, "http")[0].block, "upstream")[0].block, "server")
+	servers := Find(Find(Find(ds, "http")[0].Block, "upstream")[0].Block, "server")
 	want := [][]string{
 		{"127.0.0.1:1", "max_fails=0"},
 		{"127.0.0.1:2", "max_fails=0", "down"},
@@ -237,8 +239,8 @@ http {
 		t.Fatalf("%d servers, want %d:\n%s", len(servers), len(want), out)
 	}
 	for i, s := range servers {
-		if !slices.Equal(s.args, want[i]) {
-			t.Errorf("server %d: %q, want %q", i, s.args, want[i])
+		if !slices.Equal(s.Args, want[i]) {
+			t.Errorf("server %d: %q, want %q", i, s.Args, want[i])
 		}
 	}
 	plain, err := DeriveNginxConf(src, "127.0.0.1:9", ups, t.TempDir())
