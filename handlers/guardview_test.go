@@ -74,3 +74,36 @@ func TestSaleWhileARunHoldsTheGuard(t *testing.T) {
 	}
 	mustDo(t, e, "POST", "/sale?lock=lua", 200)
 }
+
+// TestRunsTokenWhileRedisIsDown: a run that took the guard after this
+// instance last read it, its Redis stopped at once (the fault suite's
+// redis-stop), is answered as Redis's outage (503), never as another
+// run's 409, which the judge would read as sold out.
+func TestRunsTokenWhileRedisIsDown(t *testing.T) {
+	e := guardEnv(t, 0, 0)
+	mustDo(t, e, "POST", "/reset?stock=7", 200)
+	// The runs take and release the guard through another instance, so
+	// that this one learns of them only by reading Redis.
+	srv := httptest.NewServer(twin(e).router)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	first, err := guard.Take(ctx, srv.Client(), srv.URL, testKey, guard.Run{Kind: "race", Lock: "lua", Endpoint: "sale"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := doToken(t, e, "POST", "/sale?lock=lua", first.Token()); code != 200 {
+		t.Fatalf("the first run's sale: %d %v, want 200", code, body)
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := guard.Take(ctx, srv.Client(), srv.URL, testKey, guard.Run{Kind: "race", Lock: "lua", Endpoint: "sale"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mr.Close() // Redis down before this instance read the second take
+	code, body := doToken(t, e, "POST", "/sale?lock=lua&try=0", second.Token())
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("the second run's sale with Redis down: %d %v, want 503", code, body)
+	}
+}
