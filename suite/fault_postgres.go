@@ -27,7 +27,7 @@ const postgresDowntime = 200 * time.Millisecond
 
 // postgresStop: fault 3 for the rungs on PostgreSQL (the pg-advisory
 // rungs), what redisStop is for the rungs on Redis: the server stopped
-// mid-run (SIGTERM: every backend ends its session, freeing the advisory
+// mid-run (its fast shutdown: every backend ends its session, freeing the advisory
 // locks it held) and started again on the same port with its data.
 // Requests that find it down fail with a 503 and change nothing; a
 // holder whose session ends under it has a section of a few
@@ -36,7 +36,7 @@ const postgresDowntime = 200 * time.Millisecond
 func (c *chaos) postgresStop(_ string, at float64, _ int) faultRun {
 	var down, stopped, back time.Time
 	sc := Scenario{
-		Name: "postgres-stop", About: "PostgreSQL stopped mid-run (SIGTERM: every session ends) and started again with its data",
+		Name: "postgres-stop", About: "PostgreSQL stopped mid-run (every session ends) and started again with its data",
 		Hooks: []Hook{{At: at, About: "stop and start PostgreSQL", Do: func(ctx context.Context, t Stack) error {
 			bc, ok := t.(backendControl)
 			if !ok {
@@ -56,17 +56,11 @@ func (c *chaos) postgresStop(_ string, at float64, _ int) faultRun {
 		}}},
 	}
 	return faultRun{sc: sc, figure: func(r bench.Row) ChaosRow {
-		var lat []time.Duration
-		for _, op := range r.Ops {
-			if op.Code == 503 {
-				lat = append(lat, time.Duration(op.Return-op.Call))
-			}
-		}
-		p := percentile(lat, 0.99)
+		n503, p := refused(r)
 		row := ChaosRow{
 			RecoveryMs: -1, Recovery: "PostgreSQL back to the next sale through the lock",
 			Figure: fmt.Sprintf("503 ×%d, p99 %s; PostgreSQL down %s (its stop took %s, its start %s); sold %d = stock gone %d",
-				len(lat), p.Round(100*time.Microsecond), back.Sub(down).Round(time.Millisecond),
+				n503, p.Round(100*time.Microsecond), back.Sub(down).Round(time.Millisecond),
 				stopped.Sub(down).Round(time.Millisecond), back.Sub(stopped.Add(postgresDowntime)).Round(time.Millisecond),
 				r.Sold, r.Initial-r.Remaining),
 			Want: "503s fast (p99 < 1s); stock and sold unchanged by them; sales again once it is back, if the load outlasts the restart",
@@ -91,7 +85,7 @@ func (c *chaos) postgresStop(_ string, at float64, _ int) faultRun {
 		if !recovered {
 			row.Figure += "; no sale after it was back"
 		}
-		row.Pass = len(lat) > 0 && p < time.Second && recovered && violations(r) == 0
+		row.Pass = n503 > 0 && p < time.Second && recovered && violations(r) == 0
 		return row
 	}}
 }
