@@ -90,7 +90,7 @@ func (c *cluster) Ready(ctx context.Context) error {
 	if err := proc.Each(len(c.nodes), func(i int) error { return c.nodes[i].Ready(ctx) }); err != nil {
 		return err
 	}
-	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
+	ctx, cancel := proc.WithDefaultTimeout(ctx, 30*time.Second)
 	defer cancel()
 	clients := make([]*redis.Client, len(c.nodes))
 	for i, n := range c.nodes {

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/proc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -46,7 +47,7 @@ func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time
 		}
 	}
 	cl := redis.NewClient(&redis.Options{Addr: addr, Password: s.redisPass, MaxRetries: -1})
-	pctx, cancel := withDefaultTimeout(ctx, 10*time.Second)
+	pctx, cancel := proc.WithDefaultTimeout(ctx, 10*time.Second)
 	err = poll(pctx, func() error { return streaming(pctx, cl) })
 	cl.Close()
 	cancel()
@@ -86,7 +87,7 @@ func (s *Stack) WaitClusterFailover(ctx context.Context, key, killed string, sin
 	if s.cluster == nil {
 		return ClusterFailover{}, errors.New("stack: WaitClusterFailover: the stack runs one Redis, not a cluster")
 	}
-	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
+	ctx, cancel := proc.WithDefaultTimeout(ctx, 30*time.Second)
 	defer cancel()
 	f := ClusterFailover{Killed: killed}
 	err := poll(ctx, func() error {

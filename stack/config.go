@@ -16,17 +16,17 @@ import (
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
-// Mode selects a real binary or its in-process stand-in.
-type Mode string
+// Mode selects a real binary or its in-process stand-in (see proc.Mode).
+type Mode = proc.Mode
 
 const (
 	// Auto uses the real binary when it is on PATH, else the stand-in
 	// (or fails when Config.RequireReal is set).
-	Auto Mode = "auto"
+	Auto = proc.Auto
 	// Real requires the binary: redis-server, or nginx for the LB.
-	Real Mode = "real"
+	Real = proc.Real
 	// Embedded uses miniredis for Redis, the built-in Go proxy for the LB.
-	Embedded Mode = "embedded"
+	Embedded = proc.Embedded
 )
 
 // Defaults for Config: what its zero fields mean, named so that flags
@@ -134,24 +134,8 @@ type Config struct {
 // the masters (Redis Real, or Auto with redis-server on PATH), not
 // miniredis.
 func (c Config) RealRedis() bool {
-	real, _, err := resolveMode(c.Redis, "redis-server", false)
+	real, _, err := proc.ResolveMode(c.Redis, "redis-server", false)
 	return err == nil && real
-}
-
-// loopback defaults addr to def and an empty host to 127.0.0.1: the stack
-// never listens on every interface by accident.
-func loopback(addr, def string) (string, error) {
-	if addr == "" {
-		return def, nil
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", err
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port), nil
 }
 
 // appPorts returns the instances' ports, or nil when they are to be free
@@ -228,10 +212,10 @@ func (c *Config) setDefaults() error {
 		c.Masters = DefaultMasters
 	}
 	var err error
-	if c.LBAddr, err = loopback(c.LBAddr, DefaultLBAddr); err != nil {
+	if c.LBAddr, err = proc.Loopback(c.LBAddr, DefaultLBAddr); err != nil {
 		return fmt.Errorf("stack: LBAddr: %w", err)
 	}
-	if c.RedisAddr, err = loopback(c.RedisAddr, DefaultRedisAddr); err != nil {
+	if c.RedisAddr, err = proc.Loopback(c.RedisAddr, DefaultRedisAddr); err != nil {
 		return fmt.Errorf("stack: RedisAddr: %w", err)
 	}
 	if c.Redis == "" {
@@ -297,27 +281,5 @@ func RepoPath(elem ...string) string {
 		if filepath.Dir(d) == d {
 			return filepath.Join(append([]string{wd}, elem...)...)
 		}
-	}
-}
-
-// resolveMode decides between the real binary and the embedded fallback.
-func resolveMode(mode Mode, binary string, requireReal bool) (real bool, path string, err error) {
-	switch mode {
-	case Embedded:
-		return false, "", nil
-	case Real, Auto, "":
-		path, err := proc.LookPath(binary)
-		if err == nil {
-			return true, path, nil
-		}
-		if mode == Real {
-			return false, "", fmt.Errorf("mode %q needs %s: %w", Real, binary, err)
-		}
-		if requireReal {
-			return false, "", fmt.Errorf("%s not found on PATH and RequireReal is set (CI=true): install it rather than falling back: %w", binary, err)
-		}
-		return false, "", nil
-	default:
-		return false, "", fmt.Errorf("unknown mode %q (want %q, %q or %q)", mode, Auto, Real, Embedded)
 	}
 }

@@ -87,7 +87,7 @@ func (s *Stack) MasterProxy(i int) *faultproxy.Proxy {
 // opCtx bounds an operation on the stack: ctx with a default timeout d,
 // also cancelled by Stop.
 func (s *Stack) opCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := withDefaultTimeout(ctx, d)
+	ctx, cancel := proc.WithDefaultTimeout(ctx, d)
 	stop := context.AfterFunc(s.life, cancel)
 	return ctx, func() { stop(); cancel() }
 }

@@ -61,7 +61,7 @@ func StartRedis(ctx context.Context, addr string, mode Mode, requireReal bool, l
 // ("" for none); redis-server is told it in a config file only its
 // account can read, never on its command line.
 func StartRedisAuth(ctx context.Context, addr string, mode Mode, requireReal bool, password string, log io.Writer) (*Redis, error) {
-	addr, err := loopback(addr, "127.0.0.1:0")
+	addr, err := proc.Loopback(addr, "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis address: %w", err)
 	}
@@ -87,7 +87,7 @@ func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, d
 // password of its clients ("" for none). It says so when Auto falls back
 // to miniredis.
 func newRedis(addr string, mode Mode, requireReal bool, dir, password string, lg *proc.Logger) (*Redis, error) {
-	real, bin, err := resolveMode(mode, "redis-server", requireReal)
+	real, bin, err := proc.ResolveMode(mode, "redis-server", requireReal)
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis: %w", err)
 	}

@@ -222,7 +222,7 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 			p.Stop(proc.StopGrace)
 		}
 	}()
-	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
+	ctx, cancel := proc.WithDefaultTimeout(ctx, 15*time.Second)
 	defer cancel()
 	for {
 		if pid, err := serverPid(ctx, addr, r.password); err == nil {
@@ -279,7 +279,7 @@ func (r *redisServer) Stop() error {
 // its dump file, then exits.
 func (r *redisServer) Shutdown(ctx context.Context) error {
 	p, addr := r.current(), r.Addr()
-	ctx, cancel := withDefaultTimeout(ctx, 15*time.Second)
+	ctx, cancel := proc.WithDefaultTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := shutdownSave(ctx, addr, r.password); err != nil {
 		return fmt.Errorf("stack: redis-server on %s (pid %d): SHUTDOWN SAVE: %w", addr, p.Pid(), err)

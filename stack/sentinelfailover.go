@@ -65,7 +65,7 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 		from = g.killedAt
 	}
 	g.mu.Unlock()
-	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
+	ctx, cancel := proc.WithDefaultTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var last []string
 	for {

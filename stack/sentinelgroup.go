@@ -154,7 +154,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 	if ip := net.ParseIP(cfg.Host); ip == nil || !ip.IsLoopback() {
 		return nil, fmt.Errorf("stack: sentinels: host %q is not a loopback address", cfg.Host)
 	}
-	_, serverBin, err := resolveMode(Real, "redis-server", true)
+	_, serverBin, err := proc.ResolveMode(Real, "redis-server", true)
 	if err != nil {
 		return nil, fmt.Errorf("stack: sentinels: %w", err)
 	}
@@ -179,7 +179,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 			g.Stop()
 		}
 	}()
-	ctx, cancel := withDefaultTimeout(ctx, 30*time.Second)
+	ctx, cancel := proc.WithDefaultTimeout(ctx, 30*time.Second)
 	defer cancel()
 	began := time.Now()
 

@@ -28,7 +28,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/faultproxy"
@@ -91,14 +90,14 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 			s.Stop()
 		}
 	}()
-	ctx, cancel := withDefaultTimeout(ctx, cfg.StartTimeout)
+	ctx, cancel := proc.WithDefaultTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
 
 	// Decide both modes before starting anything.
-	if _, _, err := resolveMode(cfg.Redis, "redis-server", cfg.RequireReal); err != nil {
+	if _, _, err := proc.ResolveMode(cfg.Redis, "redis-server", cfg.RequireReal); err != nil {
 		return nil, fmt.Errorf("stack: redis: %w", err)
 	}
-	realLB, nginxBin, err := resolveMode(cfg.LB, "nginx", cfg.RequireReal)
+	realLB, nginxBin, err := proc.ResolveMode(cfg.LB, "nginx", cfg.RequireReal)
 	if err != nil {
 		return nil, fmt.Errorf("stack: lb: %w", err)
 	}
@@ -428,11 +427,4 @@ func (s *Stack) Stop() error {
 		s.stopErr = errors.Join(errs...)
 	})
 	return s.stopErr
-}
-
-func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
 }
