@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // Replayer replays counterexamples on a real redis-server: the rung's
@@ -37,7 +38,7 @@ func StartReplayer(ctx context.Context, out io.Writer, requireReal bool) (*Repla
 		return nil, func() {}, nil
 	}
 	pw := stack.NewPassword()
-	r, err := stack.StartRedisAuth(ctx, "127.0.0.1:0", stack.Real, true, pw, nil)
+	r, err := redisfam.StartRedisAuth(ctx, "127.0.0.1:0", stack.Real, true, pw, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("explore: start redis-server for the replays: %w", err)
 	}

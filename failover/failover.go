@@ -13,7 +13,7 @@ import (
 
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/ladder"
-	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/sentinel"
 )
 
 const (
@@ -193,7 +193,7 @@ func short(token string) string {
 }
 
 func singleTrial(ctx context.Context, name string, logf func(string, ...any)) (o outcome, err error) {
-	g, err := stack.StartSentinels(ctx, stack.SentinelConfig{})
+	g, err := sentinel.StartSentinels(ctx, sentinel.SentinelConfig{})
 	if err != nil {
 		return o, err
 	}

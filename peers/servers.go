@@ -13,13 +13,14 @@ import (
 
 	"github.com/lockladder/lockladder/internal/backend"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // startMasters starts the Redlock contenders' five independent masters.
-func startMasters(ctx context.Context, mode stack.Mode, requireReal bool) ([]*stack.Redis, error) {
-	var ms []*stack.Redis
+func startMasters(ctx context.Context, mode stack.Mode, requireReal bool) ([]*redisfam.Redis, error) {
+	var ms []*redisfam.Redis
 	for range 5 {
-		m, err := stack.StartRedis(ctx, "127.0.0.1:0", mode, requireReal, nil)
+		m, err := redisfam.StartRedis(ctx, "127.0.0.1:0", mode, requireReal, nil)
 		if err != nil {
 			for _, x := range ms {
 				x.Stop()

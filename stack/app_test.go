@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -56,6 +57,6 @@ func TestSupervisorRestartsKilledInstance(t *testing.T) {
 	if s.Restarts() != 1 {
 		t.Errorf("Stop counted as a crash: Restarts() = %d", s.Restarts())
 	}
-	dead(t, pids)
+	redistest.Dead(t, pids)
 	t.Logf("supervisor log:\n%s", log)
 }

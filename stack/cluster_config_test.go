@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockladder/lockladder/stack/redisfam"
 	"gopkg.in/yaml.v3"
 )
 
@@ -21,11 +22,7 @@ func TestComposeClusterAgreesWithTheStack(t *testing.T) {
 	if err := yaml.Unmarshal(readRepoFile(t, "deploy/compose.cluster.yml"), &over); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newCluster("redis-server", "127.0.0.1", 7000, 3, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := flagPairs(c.nodes[0].extra)
+	want := flagPairs(redisfam.NodeArgs("7000"))
 	delete(want, "--cluster-config-file") // a path of the run dir
 	var nodes []string
 	for i := 1; i <= 6; i++ {
@@ -85,23 +82,4 @@ func flagPairs(args []string) map[string]string {
 		}
 	}
 	return m
-}
-
-// TestAckedOffset: what KillClusterMaster reads before its kill.
-func TestAckedOffset(t *testing.T) {
-	online := "# Replication\r\nrole:master\r\nconnected_slaves:1\r\n" +
-		"slave0:ip=127.0.0.1,port=6383,state=online,offset=13230,lag=0\r\nmaster_failover_state:no-failover\r\n" +
-		"master_replid:ce1b\r\nmaster_repl_offset:13300\r\n"
-	if a, err := ackedOffset(online); err != nil || a != 13230 {
-		t.Errorf("online: %d, %v; want 13230", a, err)
-	}
-	for name, info := range map[string]string{
-		"syncing":    strings.Replace(online, "state=online", "state=wait_bgsave", 1),
-		"no replica": "role:master\r\nconnected_slaves:0\r\nmaster_repl_offset:5\r\n",
-		"a replica":  "role:slave\r\nmaster_host:127.0.0.1\r\n",
-	} {
-		if _, err := ackedOffset(info); err == nil {
-			t.Errorf("%s: no error", name)
-		}
-	}
 }

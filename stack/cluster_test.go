@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // TestClusterStartsOkAndStops: three masters and three replicas on six
@@ -25,7 +26,7 @@ func TestClusterStartsOkAndStops(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	base := redistest.FreeRun(t, 6)
-	c, err := stack.StartCluster(ctx, "127.0.0.1", base, 3, t.TempDir())
+	c, err := redisfam.StartCluster(ctx, "127.0.0.1", base, 3, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestClusterStartsOkAndStops(t *testing.T) {
 
 // TestClusterNeedsThreeMasters: a smaller one is a clear error.
 func TestClusterNeedsThreeMasters(t *testing.T) {
-	_, err := stack.StartCluster(context.Background(), "127.0.0.1", 7000, 2, t.TempDir())
+	_, err := redisfam.StartCluster(context.Background(), "127.0.0.1", 7000, 2, t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "at least 3 masters") && !strings.Contains(err.Error(), "needs redis-server") {
 		t.Fatalf("2 masters: %v, want an error", err)
 	}
@@ -124,7 +125,7 @@ func TestStackOnACluster(t *testing.T) {
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	dead(t, pids)
+	redistest.Dead(t, pids)
 }
 
 // TestClusterConfigRefused: too few masters, the embedded Redis or a

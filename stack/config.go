@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/stack/proc"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // Mode selects a real binary or its in-process stand-in (see proc.Mode).
@@ -177,7 +178,7 @@ func checkPortsFree(c Config) error {
 	if host, port, _ := net.SplitHostPort(c.RedisAddr); c.Cluster > 0 && port != "0" {
 		base, _ := strconv.Atoi(port)
 		for i := range 2 * c.Cluster {
-			addrs = append(addrs, net.JoinHostPort(host, strconv.Itoa(base+i)), net.JoinHostPort(host, strconv.Itoa(base+i+clusterBusOffset)))
+			addrs = append(addrs, net.JoinHostPort(host, strconv.Itoa(base+i)), net.JoinHostPort(host, strconv.Itoa(base+i+redisfam.ClusterBusOffset)))
 		}
 	}
 	for _, p := range c.appPorts() {

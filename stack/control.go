@@ -106,17 +106,17 @@ func (s *Stack) StopRedis(ctx context.Context) error {
 	}
 	ctx, cancel := s.opCtx(ctx, 15*time.Second)
 	defer cancel()
-	if s.redis.isDown() {
+	if s.redis.Down() {
 		return nil
 	}
 	pid := s.redis.Pid()
-	if err := s.redis.shutdown(ctx); err != nil {
+	if err := s.redis.Shutdown(ctx); err != nil {
 		return err
 	}
 	if s.redis.Embedded() {
 		s.lg.Printf("redis: %s on %s stopped (its data kept in this process)", s.redis.Kind(), s.redis.Addr())
 	} else {
-		s.lg.Printf("redis: pid %d on %s stopped by SHUTDOWN SAVE (dump %s)", pid, s.redis.Addr(), s.redis.srv.(*redisServer).dumpPath())
+		s.lg.Printf("redis: pid %d on %s stopped by SHUTDOWN SAVE (dump %s)", pid, s.redis.Addr(), s.redis.DumpPath())
 	}
 	return nil
 }
@@ -135,10 +135,10 @@ func (s *Stack) StartRedis(ctx context.Context) error {
 	}
 	ctx, cancel := s.opCtx(ctx, 15*time.Second)
 	defer cancel()
-	if !s.redis.isDown() {
+	if !s.redis.Down() {
 		return nil
 	}
-	if err := s.redis.restart(ctx); err != nil {
+	if err := s.redis.Restart(ctx); err != nil {
 		return err
 	}
 	if pid := s.redis.Pid(); pid != 0 {
@@ -154,26 +154,26 @@ func (s *Stack) StartRedis(ctx context.Context) error {
 // and every connection to it. Its address then refuses connections, so
 // the instances see errors from it: the masters-down scenario. Stopping a
 // stopped master does nothing.
-func (s *Stack) StopMaster(i int) error { return s.masters.stopOne(i) }
+func (s *Stack) StopMaster(i int) error { return s.masters.StopOne(i) }
 
 // StartMaster brings stopped Redlock master i back on the same address,
 // empty (nothing is persisted), and returns once it answers PING. Starting
 // a running master does nothing; after Stop it is an error.
 func (s *Stack) StartMaster(i int) error {
-	return s.bounded("StartMaster", func(ctx context.Context) error { return s.masters.startOne(ctx, i) })
+	return s.bounded("StartMaster", func(ctx context.Context) error { return s.masters.StartOne(ctx, i) })
 }
 
 // CrashMaster SIGKILLs Redlock master i (0-based, as in MasterAddrs): no
 // shutdown, no save; the locks it granted survive only in its append-only
 // file (Config.MastersAOF). It stays down until RestartMaster. Needs
 // redis-server.
-func (s *Stack) CrashMaster(i int) error { return s.masters.crashOne(i) }
+func (s *Stack) CrashMaster(i int) error { return s.masters.CrashOne(i) }
 
 // RestartMaster brings crashed Redlock master i back on the same address
 // with what it persisted (Config.MastersAOF), else empty, and returns once
 // it answers PING. Restarting a running master does nothing.
 func (s *Stack) RestartMaster(i int) error {
-	return s.bounded("RestartMaster", func(ctx context.Context) error { return s.masters.restartOne(ctx, i) })
+	return s.bounded("RestartMaster", func(ctx context.Context) error { return s.masters.RestartOne(ctx, i) })
 }
 
 // bounded runs op, named in errors, within 15s and until Stop (which

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -33,7 +34,7 @@ func TestStopStartRedis(t *testing.T) {
 				t.Fatalf("RedisProxy() = %v, want a proxy to %s", p, s.RedisAddr())
 			}
 			for i, pid := range s.InstancePids() {
-				if got := flagValues(procStrings(t, pid, "cmdline"), "-redis"); !slices.Equal(got, []string{s.RedisProxy().Addr()}) {
+				if got := flagValues(redistest.ProcStrings(t, pid, "cmdline"), "-redis"); !slices.Equal(got, []string{s.RedisProxy().Addr()}) {
 					t.Errorf("instance %d: -redis %q, want the proxy %s", i, got, s.RedisProxy().Addr())
 				}
 			}
@@ -57,9 +58,9 @@ func TestStopStartRedis(t *testing.T) {
 			if err := s.StopRedis(ctx); err != nil {
 				t.Fatal(err)
 			}
-			refused(t, s.RedisAddr())
+			redistest.Refused(t, s.RedisAddr())
 			if mode == stack.Real {
-				dead(t, []int{oldPid})
+				redistest.Dead(t, []int{oldPid})
 				if slices.Contains(s.Pids(), oldPid) || len(s.Pids()) != nPids-1 {
 					t.Errorf("Pids() = %v with Redis (pid %d) stopped", s.Pids(), oldPid)
 				}
@@ -88,7 +89,7 @@ func TestStopStartRedis(t *testing.T) {
 				if newPid == oldPid || len(s.Pids()) != nPids {
 					t.Errorf("Pids() = %v after StartRedis (old Redis pid %d)", s.Pids(), oldPid)
 				}
-				if got := procStrings(t, newPid, "cmdline"); !strings.Contains(strings.Join(got, " "), "redis-server") {
+				if got := redistest.ProcStrings(t, newPid, "cmdline"); !strings.Contains(strings.Join(got, " "), "redis-server") {
 					t.Errorf("pid %d is not a redis-server: %q", newPid, got)
 				}
 			}
@@ -115,7 +116,7 @@ func TestStopStartRedis(t *testing.T) {
 			if err := s.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			dead(t, pids)
+			redistest.Dead(t, pids)
 			if err := s.StartRedis(ctx); err == nil {
 				t.Error("StartRedis after Stop succeeded")
 			}
@@ -144,7 +145,7 @@ func TestSignalKill(t *testing.T) {
 	if !strings.Contains(log.String(), fmt.Sprintf("app3: pid %d exited unexpectedly", victim)) {
 		t.Errorf("log does not report the kill as a crash:\n%s", log)
 	}
-	dead(t, []int{victim})
+	redistest.Dead(t, []int{victim})
 	for _, i := range []int{-1, stack.DefaultInstances} {
 		if _, err := s.Signal(i, syscall.SIGTERM); err == nil {
 			t.Errorf("Signal(%d) succeeded", i)
@@ -180,14 +181,14 @@ func TestMasterProxies(t *testing.T) {
 		t.Error("a proxy where none was asked for")
 	}
 	for i, pid := range s.InstancePids() {
-		if got, want := flagValues(procStrings(t, pid, "cmdline"), "-masters"), strings.Join(via, ","); !slices.Equal(got, []string{want}) {
+		if got, want := flagValues(redistest.ProcStrings(t, pid, "cmdline"), "-masters"), strings.Join(via, ","); !slices.Equal(got, []string{want}) {
 			t.Errorf("instance %d: -masters %q, want the proxies %q", i, got, want)
 		}
-		if v, _ := envValue(procStrings(t, pid, "environ"), stack.MastersEnv); v != strings.Join(via, ",") {
+		if v, _ := envValue(redistest.ProcStrings(t, pid, "environ"), stack.MastersEnv); v != strings.Join(via, ",") {
 			t.Errorf("instance %d: %s=%q, want the proxies", i, stack.MastersEnv, v)
 		}
 	}
-	if got := flagValues(procStrings(t, s.InstancePids()[0], "cmdline"), "-redis-retries"); !slices.Equal(got, []string{"3"}) {
+	if got := flagValues(redistest.ProcStrings(t, s.InstancePids()[0], "cmdline"), "-redis-retries"); !slices.Equal(got, []string{"3"}) {
 		t.Errorf("app1 -redis-retries %q", got)
 	}
 	if !strings.Contains(strings.Join(s.Summary(), "\n"), "masters via") {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -121,7 +122,7 @@ func TestDrain(t *testing.T) {
 			if rep.Drain <= 0 || rep.Drain > 10*time.Second || rep.Back.IsZero() {
 				t.Errorf("report %+v: drain time or back time missing", rep)
 			}
-			dead(t, []int{before[1]})
+			redistest.Dead(t, []int{before[1]})
 			// Back in the load balancer: app2 answered after it was.
 			var after int
 			for _, at := range res.byApp["app2"] {

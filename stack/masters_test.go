@@ -1,11 +1,9 @@
 package stack_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -17,18 +15,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
 )
-
-// procStrings reads a NUL-separated /proc/PID file (cmdline, environ).
-func procStrings(t *testing.T, pid int, file string) []string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + file)
-	if err != nil {
-		t.Fatalf("pid %d: %v", pid, err)
-	}
-	return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
-}
 
 // flagValues returns every value given to flag name in args ("-name v").
 func flagValues(args []string, name string) []string {
@@ -55,18 +44,6 @@ func pingAddr(ctx context.Context, addr, password string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialerRetries: 1, DialTimeout: 500 * time.Millisecond})
 	defer rdb.Close()
 	return rdb.Ping(ctx).Err()
-}
-
-// refused fails the test unless a TCP connection to addr is refused.
-func refused(t *testing.T, addr string) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
-	if err == nil {
-		c.Close()
-		t.Errorf("%s accepts connections, want it refused", addr)
-	} else if !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Errorf("dial %s: %v, want connection refused", addr, err)
-	}
 }
 
 // A stack starts five Redlock masters, real or embedded as its Redis, and
@@ -126,10 +103,10 @@ func TestMasters(t *testing.T) {
 			// Every instance got the masters, in order, as its flag and in
 			// its environment.
 			for i, pid := range s.InstancePids() {
-				if got, want := flagValues(procStrings(t, pid, "cmdline"), "-masters"), []string{joined}; !slices.Equal(got, want) {
+				if got, want := flagValues(redistest.ProcStrings(t, pid, "cmdline"), "-masters"), []string{joined}; !slices.Equal(got, want) {
 					t.Errorf("instance %d (pid %d): -masters %q, want %q", i, pid, got, want)
 				}
-				if v, _ := envValue(procStrings(t, pid, "environ"), stack.MastersEnv); v != joined {
+				if v, _ := envValue(redistest.ProcStrings(t, pid, "environ"), stack.MastersEnv); v != joined {
 					t.Errorf("instance %d (pid %d): %s=%q, want %q", i, pid, stack.MastersEnv, v, joined)
 				}
 				// The cores shared among the instances, unless we chose.
@@ -137,12 +114,12 @@ func TestMasters(t *testing.T) {
 				if !set {
 					want = strconv.Itoa(max(1, runtime.NumCPU()/len(s.InstancePids())))
 				}
-				if v, _ := envValue(procStrings(t, pid, "environ"), "GOMAXPROCS"); v != want {
+				if v, _ := envValue(redistest.ProcStrings(t, pid, "environ"), "GOMAXPROCS"); v != want {
 					t.Errorf("instance %d (pid %d): GOMAXPROCS=%q, want %q", i, pid, v, want)
 				}
 				// The runtime's monitor kept awake, unless we chose.
 				wantDebug, _ := stack.WithAwakeMonitor(os.Getenv("GODEBUG"))
-				if v, _ := envValue(procStrings(t, pid, "environ"), "GODEBUG"); v != wantDebug {
+				if v, _ := envValue(redistest.ProcStrings(t, pid, "environ"), "GODEBUG"); v != wantDebug {
 					t.Errorf("instance %d (pid %d): GODEBUG=%q, want %q", i, pid, v, wantDebug)
 				}
 			}
@@ -158,7 +135,7 @@ func TestMasters(t *testing.T) {
 			if err := s.StopMaster(1); err != nil {
 				t.Fatal(err)
 			}
-			refused(t, addrs[1])
+			redistest.Refused(t, addrs[1])
 			if err := rdb.Get(ctx, "k").Err(); err == nil || errors.Is(err, redis.Nil) {
 				t.Errorf("GET on a stopped master: %v, want a connection error", err)
 			}
@@ -183,7 +160,7 @@ func TestMasters(t *testing.T) {
 						gone = append(gone, p)
 					}
 				}
-				dead(t, gone)
+				redistest.Dead(t, gone)
 			}
 			if summary := strings.Join(s.Summary(), "\n"); !strings.Contains(summary, "stopped: "+addrs[1]) {
 				t.Errorf("Summary() does not say master 1 is stopped:\n%s", summary)
@@ -223,9 +200,9 @@ func TestMasters(t *testing.T) {
 			if err := s.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			dead(t, pids)
+			redistest.Dead(t, pids)
 			for _, a := range addrs {
-				refused(t, a)
+				redistest.Refused(t, a)
 			}
 			if err := s.StartMaster(0); err == nil {
 				t.Error("StartMaster after Stop succeeded")
@@ -279,7 +256,7 @@ func TestInstanceArgs(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		for i, pid := range s.InstancePids() {
-			args := procStrings(t, pid, "cmdline")
+			args := redistest.ProcStrings(t, pid, "cmdline")
 			want := []string{"-lock-wait", "3s"}
 			if i == 1 {
 				want = append(want, "-clock-skew", "2s")
@@ -293,7 +270,7 @@ func TestInstanceArgs(t *testing.T) {
 			if slices.Contains(args, "-masters") {
 				t.Errorf("%s: instance %d got -masters with no masters: %q", when, i, args)
 			}
-			if v, ok := envValue(procStrings(t, pid, "environ"), stack.MastersEnv); ok {
+			if v, ok := envValue(redistest.ProcStrings(t, pid, "environ"), stack.MastersEnv); ok {
 				t.Errorf("%s: instance %d has %s=%q with no masters", when, i, stack.MastersEnv, v)
 			}
 		}
@@ -341,7 +318,7 @@ func TestCrashMaster(t *testing.T) {
 			if err := s.CrashMaster(2); err != nil {
 				t.Fatal(err)
 			}
-			refused(t, addr)
+			redistest.Refused(t, addr)
 			if err := s.CrashMaster(2); err == nil {
 				t.Error("a second CrashMaster(2) succeeded")
 			}

@@ -3,188 +3,55 @@ package stack
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"sync"
+	"time"
 
-	"github.com/lockladder/lockladder/stack/embedded"
-	"github.com/lockladder/lockladder/stack/proc"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
-// Redis is one Redis server on loopback: a real redis-server process
-// (redisserver.go) or an embedded miniredis served over TCP from this
-// process (package embedded). Both can be stopped keeping their data and
-// brought back with it (Stack.StopRedis, Stack.StartRedis).
-type Redis struct {
-	srv      redisKind
-	password string // required of its clients: "" for none
+// The stack's Redis, from its side: the one server or the cluster, and
+// the Redlock masters (package redisfam runs them).
 
-	opMu    sync.Mutex // serialises shutdown, restart and Stop
-	stopped bool       // Stop ran (guarded by opMu)
+// DefaultMasters is how many Redlock masters a stack starts when
+// Config.Masters is 0: five, so that the redlock rung survives two lost.
+const DefaultMasters = 5
 
-	stopOnce sync.Once
-	stopErr  error
-}
+// MastersEnv is the environment variable that carries the Redlock masters
+// to every instance, as a comma-separated list of addresses (the same list
+// as its -masters flag).
+const MastersEnv = "REDLOCK_MASTERS"
 
-// redisKind is what each kind of Redis does beyond the server shape.
-type redisKind interface {
-	proc.Server
-	Addr() string
-	// pid is the server's process id, 0 when embedded or down.
-	Pid() int
-	// down reports whether shutdown stopped it and restart has not
-	// brought it back.
-	Down() bool
-	// shutdown stops a running server keeping its data for restart.
-	Shutdown(ctx context.Context) error
-	// restart brings a server shutdown stopped back on its address with
-	// its data.
-	Restart(ctx context.Context) error
-	// kind names it and its version: "redis-server VERSION" or
-	// "embedded miniredis VERSION".
-	Kind() string
-}
-
-// StartRedis starts a standalone Redis on addr ("" or port 0: a free
-// port; no host: 127.0.0.1) and returns once it answers PING. Real runs redis-server
-// with nothing persisted (no save points, no AOF; a dump left by an
-// earlier run in its dir is removed first), in a temp dir removed by Stop; Embedded serves
-// miniredis from this process; Auto picks redis-server when it is on PATH
-// and otherwise falls back to miniredis, unless requireReal is set, in
-// which case a missing redis-server is an error. Progress lines go to log
-// (nil: discarded).
-func StartRedis(ctx context.Context, addr string, mode Mode, requireReal bool, log io.Writer) (*Redis, error) {
-	return StartRedisAuth(ctx, addr, mode, requireReal, "", log)
-}
-
-// StartRedisAuth is StartRedis with password required of every client
-// ("" for none); redis-server is told it in a config file only its
-// account can read, never on its command line.
-func StartRedisAuth(ctx context.Context, addr string, mode Mode, requireReal bool, password string, log io.Writer) (*Redis, error) {
-	addr, err := proc.Loopback(addr, "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("stack: redis address: %w", err)
-	}
-	return startRedis(ctx, addr, mode, requireReal, "", password, proc.NewLogger(log))
-}
-
-// startRedis is StartRedis with a run dir ("" = a temp dir of its own);
-// addr has a host already (loopback) and a password ("" for none). It
-// logs the server's summary line.
-func startRedis(ctx context.Context, addr string, mode Mode, requireReal bool, dir, password string, lg *proc.Logger) (*Redis, error) {
-	r, err := newRedis(addr, mode, requireReal, dir, password, lg)
+// startCluster starts Config.Cluster's cluster from RedisAddr's port
+// upward, or from a free run of ports when that is 0.
+func (s *Stack) startCluster(ctx context.Context) (*redisfam.Cluster, error) {
+	c, err := redisfam.LaunchCluster(ctx, s.cfg.RedisAddr, s.cfg.Cluster, s.dir, s.redisPass, s.lg)
 	if err != nil {
 		return nil, err
 	}
-	if err := proc.Launch(ctx, r); err != nil {
-		return nil, err
-	}
-	lg.Printf("%s", r.summary())
-	return r, nil
+	s.servers = append(s.servers, c)
+	return c, nil
 }
 
-// newRedis is a Redis of the kind mode asks for, not started, requiring
-// password of its clients ("" for none). It says so when Auto falls back
-// to miniredis.
-func newRedis(addr string, mode Mode, requireReal bool, dir, password string, lg *proc.Logger) (*Redis, error) {
-	real, bin, err := proc.ResolveMode(mode, "redis-server", requireReal)
-	if err != nil {
-		return nil, fmt.Errorf("stack: redis: %w", err)
+// MasterAddrs are the host:port addresses of the Redlock masters, in the
+// order the instances get them (-masters), stopped ones included; none
+// when Config.Masters is negative.
+func (s *Stack) MasterAddrs() []string { return s.masters.Addrs() }
+
+// KillClusterMaster SIGKILLs the master that serves key's slot (no
+// shutdown, nothing saved) and returns its address. The node stays down
+// until the stack stops.
+func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time.Time, error) {
+	if s.cluster == nil {
+		return "", time.Time{}, errors.New("stack: KillClusterMaster: the stack runs one Redis, not a cluster")
 	}
-	if !real {
-		if mode != Embedded {
-			lg.Printf("redis-server not found on PATH: using embedded miniredis (Redis-compatible, in this process)")
-		}
-		return &Redis{srv: embedded.NewRedis(addr, password), password: password}, nil
-	}
-	rs, err := newRedisServer(bin, addr, dir)
-	if err != nil {
-		return nil, err
-	}
-	rs.password = password
-	return &Redis{srv: rs, password: password}, nil
+	return s.cluster.KillMaster(ctx, key)
 }
 
-func (r *Redis) Start(ctx context.Context) error { return r.srv.Start(ctx) }
-func (r *Redis) Ready(ctx context.Context) error { return r.srv.Ready(ctx) }
-
-// shutdown stops the server keeping its data, for restart: redis-server
-// by SHUTDOWN SAVE (its dataset written to its dump file, then it exits),
-// miniredis by closing it (its data stays in this process). Shutting down
-// a server already down does nothing.
-func (r *Redis) shutdown(ctx context.Context) error {
-	r.opMu.Lock()
-	defer r.opMu.Unlock()
-	if r.stopped {
-		return errors.New("stack: redis: stopped")
+// WaitClusterFailover waits until a node other than killed serves key's
+// slot as master and every live node says cluster_state:ok, and returns
+// what the failover took, counted from since (the kill).
+func (s *Stack) WaitClusterFailover(ctx context.Context, key, killed string, since time.Time) (redisfam.ClusterFailover, error) {
+	if s.cluster == nil {
+		return redisfam.ClusterFailover{}, errors.New("stack: WaitClusterFailover: the stack runs one Redis, not a cluster")
 	}
-	if r.srv.Down() {
-		return nil
-	}
-	return r.srv.Shutdown(ctx)
-}
-
-// restart brings a server that shutdown stopped back on its address with
-// its data: redis-server from its dump (same --dir and --dbfilename),
-// checked to be the new process as at the start; miniredis reopened on
-// the same port. Restarting a running server does nothing.
-func (r *Redis) restart(ctx context.Context) error {
-	r.opMu.Lock()
-	defer r.opMu.Unlock()
-	if r.stopped {
-		return errors.New("stack: redis: stopped")
-	}
-	if !r.srv.Down() {
-		return nil
-	}
-	return r.srv.Restart(ctx)
-}
-
-// isDown reports whether shutdown stopped the server and restart has not
-// brought it back.
-func (r *Redis) isDown() bool { return r.srv.Down() }
-
-// Addr is the host:port the server listens on.
-func (r *Redis) Addr() string { return r.srv.Addr() }
-
-// Password is what the server requires of its clients (AUTH), "" when
-// it requires nothing (StartRedis's). A stack's servers all require its
-// own (Stack.RedisPassword).
-func (r *Redis) Password() string { return r.password }
-
-// Embedded reports whether this is miniredis in this process.
-func (r *Redis) Embedded() bool {
-	_, ok := r.srv.(*embedded.Redis)
-	return ok
-}
-
-// Pid is the redis-server process id, 0 when embedded or while a stack
-// has it stopped (Stack.StopRedis); after a restart, the new process's.
-func (r *Redis) Pid() int { return r.srv.Pid() }
-
-// kind names the server and its version, "redis-server VERSION" or
-// "embedded miniredis VERSION", for the summary lines.
-func (r *Redis) Kind() string { return r.srv.Kind() }
-
-func (r *Redis) summary() string {
-	switch {
-	case r.isDown():
-		return fmt.Sprintf("redis: %s on %s (stopped; its data kept for a restart)", r.Kind(), r.Addr())
-	case r.Embedded():
-		return fmt.Sprintf("redis: %s on %s (in this process; TTLs advanced every %s)", r.Kind(), r.Addr(), embedded.ExpireTick)
-	default:
-		return fmt.Sprintf("redis: %s on %s (pid %d)", r.Kind(), r.Addr(), r.Pid())
-	}
-}
-
-// Stop stops the server (SIGTERM, SIGKILL after a grace period) and waits
-// for it; it is idempotent.
-func (r *Redis) Stop() error {
-	r.stopOnce.Do(func() {
-		r.opMu.Lock()
-		defer r.opMu.Unlock()
-		r.stopped = true
-		r.stopErr = r.srv.Stop()
-	})
-	return r.stopErr
+	return s.cluster.WaitFailover(ctx, key, killed, since)
 }

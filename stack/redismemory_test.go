@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/redisfam"
 	"github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
 )
 
 // Every redis-server the stack starts, and every one the compose files
-// run, has its memory bounded (RedisMaxMemory) and evicts nothing: a
+// run, has its memory bounded (redisfam.MaxMemory) and evicts nothing: a
 // client that makes keys without end fills Redis, whose writes then
 // fail, never the machine, and no lock or counter is dropped silently.
 func TestRedisMemoryBounded(t *testing.T) {
@@ -28,9 +29,9 @@ func TestRedisMemoryBounded(t *testing.T) {
 			}
 			servers++
 			got := flagPairs(svc.Command)
-			if got["--maxmemory"] != RedisMaxMemory || got["--maxmemory-policy"] != "noeviction" {
+			if got["--maxmemory"] != redisfam.MaxMemory || got["--maxmemory-policy"] != "noeviction" {
 				t.Errorf("%s: %s: --maxmemory %q --maxmemory-policy %q, want %s and noeviction",
-					file, name, got["--maxmemory"], got["--maxmemory-policy"], RedisMaxMemory)
+					file, name, got["--maxmemory"], got["--maxmemory-policy"], redisfam.MaxMemory)
 			}
 		}
 		if servers == 0 {
@@ -40,7 +41,7 @@ func TestRedisMemoryBounded(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := StartRedis(ctx, "127.0.0.1:0", Real, os.Getenv("CI") == "true", nil)
+	r, err := redisfam.StartRedis(ctx, "127.0.0.1:0", Real, os.Getenv("CI") == "true", nil)
 	needReal(t, "redis-server", err)
 	defer func() {
 		if err := r.Stop(); err != nil {
@@ -55,6 +56,6 @@ func TestRedisMemoryBounded(t *testing.T) {
 	}
 	if cfg["maxmemory"] != "268435456" || cfg["maxmemory-policy"] != "noeviction" {
 		t.Errorf("redis-server runs with maxmemory %q, policy %q: want 268435456 (%s) and noeviction",
-			cfg["maxmemory"], cfg["maxmemory-policy"], strings.ToUpper(RedisMaxMemory))
+			cfg["maxmemory"], cfg["maxmemory-policy"], strings.ToUpper(redisfam.MaxMemory))
 	}
 }

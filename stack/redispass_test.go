@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -73,12 +74,12 @@ func TestRedisNeedsThePassword(t *testing.T) {
 			// The instances have it in their environment, and no process
 			// of the stack shows it on its command line.
 			for i, pid := range s.InstancePids() {
-				if v, _ := envValue(procStrings(t, pid, "environ"), stack.RedisPasswordEnv); v != pw {
+				if v, _ := envValue(redistest.ProcStrings(t, pid, "environ"), stack.RedisPasswordEnv); v != pw {
 					t.Errorf("instance %d: %s=%q, want the stack's password", i, stack.RedisPasswordEnv, v)
 				}
 			}
 			for _, pid := range s.Pids() {
-				if slices.ContainsFunc(procStrings(t, pid, "cmdline"), func(a string) bool { return strings.Contains(a, pw) }) {
+				if slices.ContainsFunc(redistest.ProcStrings(t, pid, "cmdline"), func(a string) bool { return strings.Contains(a, pw) }) {
 					t.Errorf("pid %d shows the password on its command line", pid)
 				}
 			}

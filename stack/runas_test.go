@@ -19,6 +19,7 @@ import (
 	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // procUID is the real and effective uid of process pid (/proc/PID/status).
@@ -98,22 +99,27 @@ func TestServersRunAsServerUser(t *testing.T) {
 	}
 	for name, dir := range map[string]string{"private": t.TempDir(), "shared": sharedDir(t)} {
 		t.Run("redis-server/"+name, func(t *testing.T) {
-			bin, err := proc.LookPath("redis-server")
+			_, err := proc.LookPath("redis-server")
 			needReal(t, "redis-server", err)
-			r, err := startRedisServer(ctx, bin, "127.0.0.1:0", dir, "")
+			r, err := redisfam.StartRedisIn(ctx, "127.0.0.1:0", Real, true, dir, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			runsAsServerUser(t, "redis-server", r.Pid())
+			// It runs in the dir it writes in: dir/redis, or a temp dir
+			// of its own where its account cannot reach dir.
+			work, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", r.Pid()))
+			if err != nil {
+				t.Fatal(err)
+			}
 			// It writes its dump where it may.
 			if err := r.Shutdown(ctx); err != nil {
 				t.Errorf("SHUTDOWN SAVE: %v", err)
 			}
-			work := r.work
 			if err := r.Stop(); err != nil {
 				t.Error(err)
 			}
-			if _, err := os.Stat(work); r.rmWork && !os.IsNotExist(err) {
+			if _, err := os.Stat(work); !strings.HasPrefix(work, dir) && !os.IsNotExist(err) {
 				t.Errorf("its temp dir %s outlives it: %v", work, err)
 			}
 		})

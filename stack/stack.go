@@ -7,15 +7,18 @@
 // and the stack says so (Summary). Every process it starts is stopped by
 // pid.
 //
-// Each kind of server is a file of its own behind one shape
-// (proc.Server); this file only composes them. What is not about one
-// kind of server lives in subpackages, none of which imports stack:
+// Each kind of server is behind one shape (proc.Server); this file only
+// composes them. The servers live in subpackages, none of which imports
+// stack:
 // stack/proc supervises processes (start in a process group, stop by
 // pid, never a reused one; the server account; data dirs; free ports);
 // stack/lb is the load balancer (nginx, or the built-in proxy);
 // stack/backends the servers of the rungs that are not Redis's
 // (ZooKeeper, etcd, MariaDB, PostgreSQL);
-// stack/embedded holds miniredis and its Lua runner; stack/faultproxy
+// stack/redisfam the Redis servers (redis-server or miniredis, the
+// Redlock masters, a Redis Cluster); stack/sentinel a primary, its
+// replica and their sentinels; stack/embedded holds miniredis and its
+// Lua runner; stack/faultproxy
 // the proxy that injects faults between an app and Redis.
 package stack
 
@@ -33,6 +36,7 @@ import (
 	"github.com/lockladder/lockladder/stack/faultproxy"
 	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // Stack is a running topology. Its methods are safe for concurrent use.
@@ -48,9 +52,9 @@ type Stack struct {
 	// servers are those launched, in order: Stop stops them in reverse.
 	servers []proc.Server
 
-	redis         *Redis   // nil on a cluster
-	cluster       *cluster // Config.Cluster
-	masters       *masters
+	redis         *redisfam.Redis   // nil on a cluster
+	cluster       *redisfam.Cluster // Config.Cluster
+	masters       *redisfam.Masters
 	backends      []backends.Backend  // ZooKeeper, MariaDB, etcd: those started
 	data          *proc.DataRoot      // where they keep their data; nil without them
 	backendMu     sync.Mutex          // StopBackend, StartBackend and Pids
@@ -127,31 +131,30 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 
 	// Each part once the ones it needs serve: Redis and the masters, the
 	// fault proxies in front of them, the instances that dial those, the
-	// load balancer in front of the instances. (newRedis says so when
+	// load balancer in front of the instances. (redisfam.NewRedis says so when
 	// Auto falls back to miniredis.)
 	embedded, kind := false, ""
 	if cfg.Cluster > 0 {
 		if s.cluster, err = s.startCluster(ctx); err != nil {
 			return nil, err
 		}
-		kind = s.cluster.nodes[0].Kind()
+		kind = s.cluster.Kind()
 	} else {
-		if s.redis, err = newRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.redisPass, s.lg); err != nil {
+		if s.redis, err = redisfam.NewRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.redisPass, s.lg); err != nil {
 			return nil, err
 		}
 		if err := s.up(ctx, s.redis); err != nil {
 			return nil, err
 		}
-		s.lg.Printf("%s", s.redis.summary())
+		s.lg.Printf("%s", s.redis.Summary())
 		embedded, kind = s.redis.Embedded(), s.redis.Kind()
 	}
 
-	s.masters = newMasters(cfg.Masters, embedded, kind, cfg.RedisAddr, cfg.RequireReal, cfg.MastersAOF, s.dir, s.lg)
-	s.masters.password = s.redisPass
+	s.masters = redisfam.NewMasters(cfg.Masters, embedded, kind, cfg.RedisAddr, cfg.RequireReal, cfg.MastersAOF, s.dir, s.redisPass, s.lg)
 	if err := s.up(ctx, s.masters); err != nil {
 		return nil, err
 	}
-	if l := s.masters.summary(); l != "" {
+	if l := s.masters.Summary(); l != "" {
 		s.lg.Printf("%s", l)
 	}
 
@@ -301,7 +304,7 @@ func (s *Stack) instanceAddrs() []string {
 // first node's.
 func (s *Stack) RedisAddr() string {
 	if s.cluster != nil {
-		return s.cluster.nodes[0].Addr()
+		return s.cluster.Addrs()[0]
 	}
 	return s.redis.Addr()
 }
@@ -349,14 +352,10 @@ func (s *Stack) Pids() []int {
 		}
 	}
 	if s.cluster != nil {
-		for _, n := range s.cluster.nodes {
-			if pid := n.Pid(); pid != 0 {
-				pids = append(pids, pid)
-			}
-		}
+		pids = append(pids, s.cluster.Pids()...)
 	}
 	if s.masters != nil {
-		pids = append(pids, s.masters.pids()...)
+		pids = append(pids, s.masters.Pids()...)
 	}
 	s.backendMu.Lock()
 	for _, b := range s.backends {
@@ -382,11 +381,11 @@ func (s *Stack) Pids() []int {
 func (s *Stack) Summary() []string {
 	var lines []string
 	if s.cluster != nil {
-		lines = append(lines, s.cluster.summary())
+		lines = append(lines, s.cluster.Summary())
 	} else {
-		lines = append(lines, s.redis.summary())
+		lines = append(lines, s.redis.Summary())
 	}
-	if l := s.masters.summary(); l != "" {
+	if l := s.masters.Summary(); l != "" {
 		lines = append(lines, l)
 	}
 	for _, b := range s.backends {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -87,19 +85,6 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
-}
-
-// dead fails the test if pid, or any process in the group it led, runs.
-func dead(t *testing.T, pids []int) {
-	t.Helper()
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("pid %d still exists after Stop (kill 0: %v)", pid, err)
-		}
-		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("process group %d still exists after Stop (kill 0: %v)", pid, err)
-		}
-	}
 }
 
 // get does GET url and returns the status, X-Instance and body.
@@ -231,7 +216,7 @@ func TestStack(t *testing.T) {
 			if err := s.Stop(); err != nil {
 				t.Fatalf("second Stop: %v", err)
 			}
-			dead(t, pids)
+			redistest.Dead(t, pids)
 			if _, err := http.Get(s.URL() + "/healthz"); err == nil {
 				t.Error("the LB still answers after Stop")
 			}
@@ -294,7 +279,7 @@ func TestStartFailureStopsEverything(t *testing.T) {
 		pid, _ := strconv.Atoi(f)
 		pids = append(pids, pid)
 	}
-	dead(t, pids)
+	redistest.Dead(t, pids)
 	// Nothing else (redis-server) still runs with the run dir as its dir.
 	run := filepath.Join(dir, "run")
 	procs, _ := filepath.Glob("/proc/[0-9]*")

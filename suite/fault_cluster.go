@@ -10,13 +10,14 @@ import (
 	"github.com/lockladder/lockladder/internal/report"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // clusterControl is a stack on a Redis Cluster whose masters can be
 // killed (fault 8); *stack.Stack is one.
 type clusterControl interface {
 	KillClusterMaster(ctx context.Context, key string) (string, time.Time, error)
-	WaitClusterFailover(ctx context.Context, key, killed string, since time.Time) (stack.ClusterFailover, error)
+	WaitClusterFailover(ctx context.Context, key, killed string, since time.Time) (redisfam.ClusterFailover, error)
 }
 
 var _ clusterControl = (*stack.Stack)(nil)
@@ -66,7 +67,7 @@ func (c *chaos) clusterFailover(ctx context.Context) ([]ChaosRow, error) {
 // would find a master with no replica left.
 func (c *chaos) killClusterMaster(at float64) faultRun {
 	var (
-		f        stack.ClusterFailover
+		f        redisfam.ClusterFailover
 		killedAt time.Time
 		done     bool
 	)

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/internal/hashslot"
-	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // StartCluster starts a Redis Cluster of three masters and three
@@ -26,8 +26,8 @@ func StartCluster(t testing.TB) []string {
 	defer cancel()
 	var err error
 	for range 3 { // another package may take a port between our look and the start
-		var c *stack.Cluster
-		if c, err = stack.StartCluster(ctx, "127.0.0.1", FreeRun(t, 6), 3, t.TempDir()); err == nil {
+		var c *redisfam.Cluster
+		if c, err = redisfam.StartCluster(ctx, "127.0.0.1", FreeRun(t, 6), 3, t.TempDir()); err == nil {
 			t.Cleanup(func() {
 				if err := c.Stop(); err != nil {
 					t.Errorf("stop cluster: %v", err)
@@ -44,7 +44,7 @@ func StartCluster(t testing.TB) []string {
 // (10000 higher) are free too, and returns the first.
 func FreeRun(t testing.TB, n int) int {
 	t.Helper()
-	base, err := stack.FreePortRun("127.0.0.1", n)
+	base, err := redisfam.FreePortRun("127.0.0.1", n)
 	if err != nil {
 		t.Fatal(err)
 	}

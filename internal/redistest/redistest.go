@@ -14,7 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/proc"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // CI reports whether the tests run in CI, where every real dependency is
@@ -26,7 +27,7 @@ func Start(t testing.TB) (*redis.Client, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := stack.StartRedis(ctx, "127.0.0.1:0", stack.Auto, CI(), nil)
+	r, err := redisfam.StartRedis(ctx, "127.0.0.1:0", proc.Auto, CI(), nil)
 	if err != nil {
 		t.Fatalf("start redis: %v", err)
 	}
@@ -48,12 +49,12 @@ func Start(t testing.TB) (*redis.Client, string) {
 // the test is skipped with how to install it; under CI=true it fails.
 func NeedServer(t testing.TB, name string) string {
 	t.Helper()
-	p, err := stack.LookPath(name)
+	p, err := proc.LookPath(name)
 	if err != nil {
 		if CI() {
-			t.Fatalf("%s; under CI=true the test needs it", stack.Install(name))
+			t.Fatalf("%s; under CI=true the test needs it", proc.Install(name))
 		}
-		t.Skipf("skipped: %s", stack.Install(name))
+		t.Skipf("skipped: %s", proc.Install(name))
 	}
 	return p
 }

@@ -1,4 +1,4 @@
-package stack
+package redisfam
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/proc"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // The few checks the stack makes of a Redis or a sentinel it started: is
-// it up (redisPing), is it ours (serverPid); and redis-server's SHUTDOWN
+// it up (redisPing), is it ours (serverPid, WaitOwnServer); and redis-server's SHUTDOWN
 // SAVE (shutdownSave). Each goes over a fresh go-redis client, quiet:
 // a server still starting refuses the dial, again and again, and
 // go-redis would log every refusal to the user's terminal.
@@ -120,4 +121,39 @@ func shutdownSave(ctx context.Context, addr, password string) error {
 		}
 		return err
 	})
+}
+
+// WaitOwnServer waits until the server at addr answers with p's pid: a
+// server of another process there is ErrPortTaken.
+func WaitOwnServer(ctx context.Context, p *proc.Proc, addr, password string) error {
+	for {
+		if pid, err := serverPid(ctx, addr, password); err == nil {
+			if pid == p.Pid() {
+				return nil
+			}
+			return fmt.Errorf("%s: %w (pid %d answers)", addr, ErrPortTaken, pid)
+		}
+		select {
+		case <-p.Done():
+			return fmt.Errorf("%s exited: %v%s", p.Name(), p.ExitErr(), proc.LogTail(p.LogPath(), 2048))
+		case <-ctx.Done():
+			return fmt.Errorf("%s on %s: no answer: %w%s", p.Name(), addr, ctx.Err(), proc.LogTail(p.LogPath(), 2048))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// InfoFields reads one INFO section as a map.
+func InfoFields(ctx context.Context, c redis.Cmdable, section string) (map[string]string, error) {
+	s, err := c.Info(ctx, section).Result()
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			m[k] = v
+		}
+	}
+	return m, nil
 }

@@ -1,4 +1,4 @@
-package stack
+package sentinel
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/stack/proc"
+	"github.com/lockladder/lockladder/stack/redisfam"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -106,14 +107,14 @@ func (s *sentinel) remove() error {
 
 // ready waits until the sentinel answers as itself, starting it again on
 // another free port when another process bound this one first (up to 5
-// times, as redisServer.ready), then sets its lab periods.
+// times, as a redis-server of package redisfam), then sets its lab periods.
 func (s *sentinel) Ready(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
-		err := waitOwnServer(ctx, s.p, s.addr, s.cfg.Password)
+		err := redisfam.WaitOwnServer(ctx, s.p, s.addr, s.cfg.Password)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, errPortTaken) || attempt == 5 {
+		if !errors.Is(err, redisfam.ErrPortTaken) || attempt == 5 {
 			return fmt.Errorf("stack: sentinel %d: %w", s.i, err)
 		}
 		s.p.Stop(proc.StopGrace)
@@ -143,25 +144,6 @@ func (s *sentinel) Stop() error {
 		return nil
 	}
 	return s.p.Stop(proc.StopGrace)
-}
-
-// waitOwnServer waits until the server at addr answers with p's pid.
-func waitOwnServer(ctx context.Context, p *proc.Proc, addr, password string) error {
-	for {
-		if pid, err := serverPid(ctx, addr, password); err == nil {
-			if pid == p.Pid() {
-				return nil
-			}
-			return fmt.Errorf("%s: %w (pid %d answers)", addr, errPortTaken, pid)
-		}
-		select {
-		case <-p.Done():
-			return fmt.Errorf("%s exited: %v%s", p.Name(), p.ExitErr(), proc.LogTail(p.LogPath(), 2048))
-		case <-ctx.Done():
-			return fmt.Errorf("%s on %s: no answer: %w%s", p.Name(), addr, ctx.Err(), proc.LogTail(p.LogPath(), 2048))
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
 }
 
 func anyArgs(ss []string) []any {

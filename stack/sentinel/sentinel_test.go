@@ -1,4 +1,4 @@
-package stack_test
+package sentinel_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/internal/redistest"
+	"github.com/lockladder/lockladder/stack/sentinel"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockladder/lockladder/stack"
 )
 
 func sentinelClient(t *testing.T, addr, password string) *redis.Client {
@@ -48,19 +48,19 @@ func serverInfo(t *testing.T, c *redis.Client, section string) string {
 // replica anyway, and the write is gone from the new primary. Stop leaves
 // no process behind.
 func TestSentinelFailover(t *testing.T) {
-	needBinary(t, "redis-server")
+	redistest.NeedServer(t, "redis-server")
 	ctx := context.Background()
-	g, err := stack.StartSentinels(ctx, stack.SentinelConfig{Log: testLog{t}})
+	g, err := sentinel.StartSentinels(ctx, sentinel.SentinelConfig{Log: testLog{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Stop() })
 
-	if g.MasterName() != stack.DefaultMasterName {
+	if g.MasterName() != sentinel.DefaultMasterName {
 		t.Errorf("MasterName() = %q", g.MasterName())
 	}
 	sentinels := g.SentinelAddrs()
-	if len(sentinels) != stack.Sentinels {
+	if len(sentinels) != sentinel.Sentinels {
 		t.Fatalf("SentinelAddrs() = %v", sentinels)
 	}
 	old, err := g.PrimaryAddr(ctx)
@@ -78,11 +78,11 @@ func TestSentinelFailover(t *testing.T) {
 
 	// Five real processes: the two servers and three sentinel processes.
 	pids := g.Pids()
-	if len(pids) != 2+stack.Sentinels {
-		t.Fatalf("Pids() = %v, want %d", pids, 2+stack.Sentinels)
+	if len(pids) != 2+sentinel.Sentinels {
+		t.Fatalf("Pids() = %v, want %d", pids, 2+sentinel.Sentinels)
 	}
 	for _, pid := range pids[2:] {
-		cmd := strings.Join(procStrings(t, pid, "cmdline"), " ")
+		cmd := strings.Join(redistest.ProcStrings(t, pid, "cmdline"), " ")
 		if !strings.Contains(cmd, "sentinel") {
 			t.Errorf("pid %d is not a sentinel: %q", pid, cmd)
 		}
@@ -129,9 +129,9 @@ func TestSentinelFailover(t *testing.T) {
 			t.Errorf("sentinel %s: primary %v %v, want %s", a, got, err, old)
 		}
 		m, err := sc.Master(ctx, g.MasterName()).Result()
-		want := strconv.FormatInt(stack.SentinelConfig{}.DownAfterOf(i).Milliseconds(), 10)
-		if err != nil || m["down-after-milliseconds"] != want || m["quorum"] != strconv.Itoa(stack.SentinelQuorum) {
-			t.Errorf("sentinel %s: down-after-milliseconds %q, quorum %q (%v); want %s, %d", a, m["down-after-milliseconds"], m["quorum"], err, want, stack.SentinelQuorum)
+		want := strconv.FormatInt(sentinel.SentinelConfig{}.DownAfterOf(i).Milliseconds(), 10)
+		if err != nil || m["down-after-milliseconds"] != want || m["quorum"] != strconv.Itoa(sentinel.SentinelQuorum) {
+			t.Errorf("sentinel %s: down-after-milliseconds %q, quorum %q (%v); want %s, %d", a, m["down-after-milliseconds"], m["quorum"], err, want, sentinel.SentinelQuorum)
 		}
 		sc.Close()
 	}
@@ -156,7 +156,7 @@ func TestSentinelFailover(t *testing.T) {
 	if err := g.KillPrimary(); err != nil {
 		t.Fatal(err)
 	}
-	dead(t, []int{primaryPid})
+	redistest.Dead(t, []int{primaryPid})
 	if err := g.KillPrimary(); err == nil {
 		t.Error("a second KillPrimary before WaitFailover succeeded")
 	}
@@ -195,7 +195,7 @@ func TestSentinelFailover(t *testing.T) {
 	}
 
 	live := g.Pids()
-	if len(live) != 1+stack.Sentinels || slices.Contains(live, primaryPid) {
+	if len(live) != 1+sentinel.Sentinels || slices.Contains(live, primaryPid) {
 		t.Errorf("Pids() after the kill = %v", live)
 	}
 	if err := g.Stop(); err != nil {
@@ -204,9 +204,9 @@ func TestSentinelFailover(t *testing.T) {
 	if err := g.Stop(); err != nil {
 		t.Errorf("second Stop: %v", err)
 	}
-	dead(t, pids)
+	redistest.Dead(t, pids)
 	for _, a := range append(sentinels, g.ReplicaAddr(), old) {
-		refused(t, a)
+		redistest.Refused(t, a)
 	}
 }
 
@@ -215,7 +215,7 @@ func TestSentinelFailover(t *testing.T) {
 // nothing behind.
 func TestSentinelNeedsRedisServer(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	g, err := stack.StartSentinels(context.Background(), stack.SentinelConfig{})
+	g, err := sentinel.StartSentinels(context.Background(), sentinel.SentinelConfig{})
 	if err == nil {
 		g.Stop()
 		t.Fatal("StartSentinels without redis-server on PATH succeeded")
@@ -227,7 +227,7 @@ func TestSentinelNeedsRedisServer(t *testing.T) {
 
 // StartSentinels refuses a host that is not loopback.
 func TestSentinelLoopbackOnly(t *testing.T) {
-	if _, err := stack.StartSentinels(context.Background(), stack.SentinelConfig{Host: "0.0.0.0"}); err == nil {
+	if _, err := sentinel.StartSentinels(context.Background(), sentinel.SentinelConfig{Host: "0.0.0.0"}); err == nil {
 		t.Fatal("StartSentinels on 0.0.0.0 succeeded")
 	}
 }

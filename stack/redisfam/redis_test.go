@@ -1,4 +1,4 @@
-package stack_test
+package redisfam_test
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 func TestStartRedis(t *testing.T) {
@@ -19,7 +21,7 @@ func TestStartRedis(t *testing.T) {
 				needBinary(t, "redis-server")
 			}
 			ctx := context.Background()
-			r, err := stack.StartRedis(ctx, "127.0.0.1:0", mode, ci, testLog{t})
+			r, err := redisfam.StartRedis(ctx, "127.0.0.1:0", mode, ci, testLog{t})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +56,7 @@ func TestStartRedis(t *testing.T) {
 				t.Fatalf("second Stop: %v", err)
 			}
 			if pid != 0 {
-				dead(t, []int{pid})
+				redistest.Dead(t, []int{pid})
 			}
 			pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 			defer cancel()
@@ -72,13 +74,13 @@ func TestStartRedis(t *testing.T) {
 func TestStartRedisNeverAdoptsAnotherServer(t *testing.T) {
 	needBinary(t, "redis-server")
 	ctx := context.Background()
-	first, err := stack.StartRedis(ctx, "127.0.0.1:0", stack.Real, ci, testLog{t})
+	first, err := redisfam.StartRedis(ctx, "127.0.0.1:0", stack.Real, ci, testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { first.Stop() })
 
-	second, err := stack.StartRedis(ctx, first.Addr(), stack.Real, ci, testLog{t})
+	second, err := redisfam.StartRedis(ctx, first.Addr(), stack.Real, ci, testLog{t})
 	if err == nil {
 		second.Stop()
 		t.Fatalf("a second redis-server on %s reported started (pid %d) while pid %d serves it", first.Addr(), second.Pid(), first.Pid())

@@ -1,4 +1,4 @@
-package stack
+package redisfam
 
 import (
 	"context"
@@ -15,13 +15,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// cluster is a Redis Cluster on loopback: n masters with one replica each,
+// Cluster is a Redis Cluster on loopback: n masters with one replica each,
 // 2n redis-servers in cluster mode on consecutive ports from the first
 // one upward (masters first, then their replicas in the same order), the
 // slots split evenly among the masters. ready returns once every node
 // reports cluster_state:ok and every replica follows its master. Only
 // real redis-server does cluster mode: miniredis does not.
-type cluster struct {
+type Cluster struct {
 	nodes   []*redisServer // masters, then replicas
 	masters int
 	lg      *proc.Logger
@@ -33,43 +33,51 @@ const clusterNodeTimeout = 2 * time.Second
 
 // newCluster describes a cluster of masters masters (and as many
 // replicas) on host, ports base, base+1, ..., each node's files in dir.
-func newCluster(bin, host string, base, masters int, dir string, lg *proc.Logger) (*cluster, error) {
+func newCluster(bin, host string, base, masters int, dir string, lg *proc.Logger) (*Cluster, error) {
 	if masters < 3 {
 		return nil, fmt.Errorf("stack: a Redis Cluster needs at least 3 masters, not %d", masters)
 	}
-	c := &cluster{masters: masters, lg: lg}
+	c := &Cluster{masters: masters, lg: lg}
 	for i := range 2 * masters {
 		port := strconv.Itoa(base + i)
 		r, err := newRedisServer(bin, net.JoinHostPort(host, port), dir)
 		if err != nil {
 			return nil, err
 		}
-		r.extra = []string{
-			"--cluster-enabled", "yes",
-			// In its --dir, where it may write; its start removes
-			// one an earlier run left.
-			"--cluster-config-file", "nodes-" + port + ".conf",
-			"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout.Milliseconds())),
-			// A replica takes over whatever its data's age: the lab
-			// measures what a failover loses, it does not prevent it.
-			"--cluster-replica-validity-factor", "0",
-			"--cluster-require-full-coverage", "yes",
-			// A replica's first sync starts at once, not after the
-			// default 5s wait for more replicas to share it.
-			"--repl-diskless-sync-delay", "0",
-		}
+		r.extra = NodeArgs(port)
 		c.nodes = append(c.nodes, r)
 	}
 	return c, nil
 }
 
+// NodeArgs are the options a cluster node on port runs with beyond a
+// lone redis-server's (deploy/compose.cluster.yml's nodes run with the
+// same).
+func NodeArgs(port string) []string {
+	return []string{
+		"--cluster-enabled", "yes",
+		// In its --dir, where it may write; its start removes one an
+		// earlier run left.
+		"--cluster-config-file", "nodes-" + port + ".conf",
+		"--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout.Milliseconds())),
+		// A replica takes over whatever its data's age: the lab measures
+		// what a failover loses, it does not prevent it.
+		"--cluster-replica-validity-factor", "0",
+		"--cluster-require-full-coverage", "yes",
+		// A replica's first sync starts at once, not after the default
+		// 5s wait for more replicas to share it.
+		"--repl-diskless-sync-delay", "0",
+	}
+}
+
 // slots is the range of hash slots master i serves: an even split.
-func (c *cluster) slots(i int) (lo, hi int) {
+func (c *Cluster) slots(i int) (lo, hi int) {
 	return i * hashslot.Slots / c.masters, (i+1)*hashslot.Slots/c.masters - 1
 }
 
-// Addrs is every node's address, masters first.
-func (c *cluster) Addrs() []string {
+// Addrs is every node's address, masters first, then their replicas in
+// the same order.
+func (c *Cluster) Addrs() []string {
 	addrs := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
 		addrs[i] = n.Addr()
@@ -77,16 +85,16 @@ func (c *cluster) Addrs() []string {
 	return addrs
 }
 
-func (c *cluster) Start(ctx context.Context) error {
+func (c *Cluster) Start(ctx context.Context) error {
 	// Every start is a new cluster: a node's start removes the cluster
 	// config an earlier run left.
 	return proc.Each(len(c.nodes), func(i int) error { return c.nodes[i].Start(ctx) })
 }
 
-// ready waits for every node, then forms the cluster: each meets the
+// Ready waits for every node, then forms the cluster: each meets the
 // first, the masters take their slots, the replicas follow their masters,
 // and every node agrees the cluster is ok.
-func (c *cluster) Ready(ctx context.Context) error {
+func (c *Cluster) Ready(ctx context.Context) error {
 	if err := proc.Each(len(c.nodes), func(i int) error { return c.nodes[i].Ready(ctx) }); err != nil {
 		return err
 	}
@@ -187,21 +195,37 @@ func poll(ctx context.Context, f func() error) error {
 	}
 }
 
-func (c *cluster) Stop() error {
+// Stop stops every node by its pid.
+func (c *Cluster) Stop() error {
 	return proc.Each(len(c.nodes), func(i int) error { return c.nodes[i].Stop() })
 }
 
-func (c *cluster) summary() string {
+// Masters is how many masters it started with.
+func (c *Cluster) Masters() int { return c.masters }
+
+// Kind names its nodes' server and version: "redis-server VERSION".
+func (c *Cluster) Kind() string { return c.nodes[0].Kind() }
+
+// Pids lists its nodes' running processes.
+func (c *Cluster) Pids() []int {
+	var pids []int
+	for _, n := range c.nodes {
+		if pid := n.Pid(); pid != 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Summary says what runs where.
+func (c *Cluster) Summary() string {
 	return fmt.Sprintf("Redis Cluster of %d masters and %d replicas (%s) on %s", c.masters, len(c.nodes)-c.masters,
 		c.nodes[0].Kind(), strings.Join(c.Addrs(), ","))
 }
 
-// Cluster is a running Redis Cluster (see cluster).
-type Cluster struct{ c *cluster }
-
-// clusterBusOffset: a cluster node also listens on its port + 10000, for
+// ClusterBusOffset: a cluster node also listens on its port + 10000, for
 // the other nodes.
-const clusterBusOffset = 10000
+const ClusterBusOffset = 10000
 
 // StartCluster starts a Redis Cluster of masters masters and as many
 // replicas on host, on ports base to base+2*masters-1 (and their cluster
@@ -212,7 +236,7 @@ func StartCluster(ctx context.Context, host string, base, masters int, dir strin
 	if err != nil {
 		return nil, fmt.Errorf("stack: a Redis Cluster needs redis-server on PATH (the embedded miniredis has no cluster mode): %w", err)
 	}
-	if base < 1 || base+2*masters-1+clusterBusOffset > 65535 {
+	if base < 1 || base+2*masters-1+ClusterBusOffset > 65535 {
 		return nil, fmt.Errorf("stack: cluster ports %d to %d (and their bus ports, 10000 higher) are out of range", base, base+2*masters-1)
 	}
 	c, err := newCluster(bin, host, base, masters, dir, nil)
@@ -222,54 +246,42 @@ func StartCluster(ctx context.Context, host string, base, masters int, dir strin
 	if err := proc.Launch(ctx, c); err != nil {
 		return nil, err
 	}
-	return &Cluster{c}, nil
+	return c, nil
 }
 
-// Addrs is every node's address, masters first, then their replicas in
-// the same order.
-func (c *Cluster) Addrs() []string { return c.c.Addrs() }
-
-// Masters is how many masters it started with.
-func (c *Cluster) Masters() int { return c.c.masters }
-
-// Stop stops every node by its pid.
-func (c *Cluster) Stop() error { return c.c.Stop() }
-
-// Summary says what runs where.
-func (c *Cluster) Summary() string { return c.c.summary() }
-
-// startCluster starts Config.Cluster's cluster from RedisAddr's port
-// upward, or from a free run of ports when that is 0.
-func (s *Stack) startCluster(ctx context.Context) (*cluster, error) {
+// LaunchCluster starts a cluster of masters masters (and as many
+// replicas) requiring password of its clients, from addr's port upward,
+// or from a free run of ports when that is 0, with its files in dir, and
+// logs its summary line to lg.
+func LaunchCluster(ctx context.Context, addr string, masters int, dir, password string, lg *proc.Logger) (*Cluster, error) {
 	bin, err := proc.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("stack: a Redis Cluster needs redis-server on PATH (the embedded miniredis has no cluster mode): %w", err)
 	}
-	host, port, _ := net.SplitHostPort(s.cfg.RedisAddr)
+	host, port, _ := net.SplitHostPort(addr)
 	fixed, _ := strconv.Atoi(port)
 	for attempt := 1; ; attempt++ {
 		base := fixed
 		if base == 0 {
-			if base, err = FreePortRun(host, 2*s.cfg.Cluster); err != nil {
+			if base, err = FreePortRun(host, 2*masters); err != nil {
 				return nil, err
 			}
 		}
-		c, err := newCluster(bin, host, base, s.cfg.Cluster, s.dir, s.lg)
+		c, err := newCluster(bin, host, base, masters, dir, lg)
 		if err != nil {
 			return nil, err
 		}
 		for _, n := range c.nodes {
-			n.password = s.redisPass
+			n.password = password
 		}
 		err = proc.Launch(ctx, c)
 		if err == nil {
-			s.servers = append(s.servers, c)
-			s.lg.Printf("%s", c.summary())
+			lg.Printf("%s", c.Summary())
 			return c, nil
 		}
 		// Ports picked free may be taken before a node binds them (a test
 		// package starting its servers at the same moment): another run.
-		if fixed != 0 || attempt == 3 || !strings.Contains(err.Error(), "already in use") && !errors.Is(err, errPortTaken) {
+		if fixed != 0 || attempt == 3 || !strings.Contains(err.Error(), "already in use") && !errors.Is(err, ErrPortTaken) {
 			return nil, err
 		}
 	}
@@ -283,7 +295,7 @@ func (s *Stack) startCluster(ctx context.Context) (*cluster, error) {
 func FreePortRun(host string, n int) (int, error) {
 	for range 100 {
 		base := 10000 + rand.IntN(22000-10000-n)
-		if allFree(host, base, n) && allFree(host, base+clusterBusOffset, n) {
+		if allFree(host, base, n) && allFree(host, base+ClusterBusOffset, n) {
 			return base, nil
 		}
 	}

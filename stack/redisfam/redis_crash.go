@@ -1,4 +1,4 @@
-package stack
+package redisfam
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func (r *Redis) Persist(ctx context.Context) error {
 	rs.aof = true
 	rs.mu.Unlock()
 	for {
-		info, err := infoFields(ctx, c, "persistence")
+		info, err := InfoFields(ctx, c, "persistence")
 		if err != nil {
 			return fmt.Errorf("stack: redis: INFO persistence: %w", err)
 		}

@@ -1,4 +1,4 @@
-package stack_test
+package redisfam_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // startEmbedded starts an embedded miniredis (with the stack's script
@@ -20,7 +21,7 @@ func startEmbedded(t *testing.T) *redis.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	r, err := stack.StartRedis(ctx, "127.0.0.1:0", stack.Embedded, false, nil)
+	r, err := redisfam.StartRedis(ctx, "127.0.0.1:0", stack.Embedded, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ var scriptCases = []struct {
 func TestEmbeddedScriptsAnswerAsRedis(t *testing.T) {
 	ctx := context.Background()
 	servers := map[string]*redis.Client{"embedded": startEmbedded(t)}
-	real, err := stack.StartRedis(ctx, "127.0.0.1:0", stack.Real, ci, nil)
+	real, err := redisfam.StartRedis(ctx, "127.0.0.1:0", stack.Real, ci, nil)
 	switch {
 	case err == nil:
 		t.Cleanup(func() { real.Stop() })

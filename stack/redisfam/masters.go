@@ -1,4 +1,4 @@
-package stack
+package redisfam
 
 import (
 	"context"
@@ -14,50 +14,43 @@ import (
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
-// DefaultMasters is how many Redlock masters a stack starts when
-// Config.Masters is 0: five, so that the redlock rung survives two lost.
-const DefaultMasters = 5
-
-// MastersEnv is the environment variable that carries the Redlock masters
-// to every instance, as a comma-separated list of addresses (the same list
-// as its -masters flag).
-const MastersEnv = "REDLOCK_MASTERS"
-
-// masters are the Redlock masters: independent Redis servers, launched
+// Masters are the Redlock masters: independent Redis servers, launched
 // together on free ports of the main Redis's host, in the main Redis's
 // mode (redis-server or miniredis). Each keeps its address for the
-// stack's life: StopMaster and StartMaster stop one and bring it back
-// there, empty; CrashMaster and RestartMaster kill one and bring it back
-// with what it persisted (Config.MastersAOF), or empty.
-type masters struct {
+// stack's life: StopOne and StartOne (the stack's StopMaster and
+// StartMaster) stop one and bring it back there, empty; CrashOne and
+// RestartOne kill one and bring it back with what it persisted (aof), or
+// empty.
+type Masters struct {
 	host        string
-	mode        Mode   // Real or Embedded, as the main Redis
-	kind        string // the main Redis's kind, theirs too
+	mode        proc.Mode // Real or Embedded, as the main Redis
+	kind        string    // the main Redis's kind, theirs too
 	requireReal bool
-	aof         bool   // Config.MastersAOF
+	aof         bool   // an append-only file each (the stack's Config.MastersAOF)
 	password    string // required of their clients: the stack's
 	dir         string
 	lg          *proc.Logger
 
 	mu     sync.Mutex // guards ms, each master's r, and closed
 	ms     []*master
-	closed bool // stop ran: startOne starts none
+	closed bool // Stop ran: StartOne starts none
 }
 
 // master is one Redlock master. r is nil while it is stopped
-// (StopMaster).
+// (StopOne).
 type master struct {
 	addr string
 	r    *Redis
 }
 
-// newMasters describes n masters (none when n <= 0) on redisAddr's host,
-// run as the main Redis is: embedded or not, of kind.
-func newMasters(n int, embedded bool, kind, redisAddr string, requireReal, aof bool, dir string, lg *proc.Logger) *masters {
+// NewMasters describes n masters (none when n <= 0) on redisAddr's host,
+// run as the main Redis is: embedded or not, of kind, requiring password
+// of their clients.
+func NewMasters(n int, embedded bool, kind, redisAddr string, requireReal, aof bool, dir, password string, lg *proc.Logger) *Masters {
 	host, _, _ := net.SplitHostPort(redisAddr)
-	m := &masters{host: host, mode: Real, kind: kind, requireReal: requireReal, aof: aof, dir: dir, lg: lg}
+	m := &Masters{host: host, mode: proc.Real, kind: kind, requireReal: requireReal, aof: aof, password: password, dir: dir, lg: lg}
 	if embedded {
-		m.mode = Embedded
+		m.mode = proc.Embedded
 	}
 	for range max(n, 0) {
 		m.ms = append(m.ms, &master{})
@@ -65,15 +58,15 @@ func newMasters(n int, embedded bool, kind, redisAddr string, requireReal, aof b
 	return m
 }
 
-// start starts every master at once.
-func (m *masters) Start(ctx context.Context) error {
+// Start starts every master at once.
+func (m *Masters) Start(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.aof && m.mode != Real && len(m.ms) > 0 {
+	if m.aof && m.mode != proc.Real && len(m.ms) > 0 {
 		return errors.New("stack: redlock masters with an append-only file (MastersAOF) need redis-server: miniredis persists nothing")
 	}
 	addrs := make([]string, len(m.ms))
-	if m.mode == Real {
+	if m.mode == proc.Real {
 		// Reserve every port at once so that no two masters get the same.
 		ports, err := proc.FreePorts(m.host, len(m.ms))
 		if err != nil {
@@ -89,7 +82,7 @@ func (m *masters) Start(ctx context.Context) error {
 	}
 	return proc.Each(len(m.ms), func(i int) error {
 		// Quiet: one summary line for all of them (summary).
-		r, err := newRedis(addrs[i], m.mode, m.requireReal, m.masterDir(i), m.password, proc.NewLogger(nil))
+		r, err := NewRedis(addrs[i], m.mode, m.requireReal, m.masterDir(i), m.password, proc.NewLogger(nil))
 		if err == nil {
 			m.ms[i].r = r
 			err = r.Start(ctx)
@@ -101,9 +94,9 @@ func (m *masters) Start(ctx context.Context) error {
 	})
 }
 
-// ready waits until every master answers; each keeps the address it
+// Ready waits until every master answers; each keeps the address it
 // answers on.
-func (m *masters) Ready(ctx context.Context) error {
+func (m *Masters) Ready(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return proc.Each(len(m.ms), func(i int) error {
@@ -125,7 +118,7 @@ func (m *masters) Ready(ctx context.Context) error {
 // append-only file a directory of its own in it (Redis names that file's
 // directory the same for every server in one dir). "" (no run dir): a
 // temp dir of its own.
-func (m *masters) masterDir(i int) string {
+func (m *Masters) masterDir(i int) string {
 	if !m.aof || m.dir == "" {
 		return m.dir
 	}
@@ -136,8 +129,8 @@ func (m *masters) masterDir(i int) string {
 	return d
 }
 
-// stop stops every running master, all at once.
-func (m *masters) Stop() error {
+// Stop stops every running master, all at once.
+func (m *Masters) Stop() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
@@ -149,14 +142,14 @@ func (m *masters) Stop() error {
 	})
 }
 
-// addrs are the masters' addresses, stopped ones included.
-func (m *masters) addrs() []string {
+// Addrs are the masters' addresses, stopped ones included.
+func (m *Masters) Addrs() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.addrsLocked()
 }
 
-func (m *masters) addrsLocked() []string {
+func (m *Masters) addrsLocked() []string {
 	addrs := make([]string, len(m.ms))
 	for i, ms := range m.ms {
 		addrs[i] = ms.addr
@@ -164,15 +157,15 @@ func (m *masters) addrsLocked() []string {
 	return addrs
 }
 
-func (m *masters) masterLocked(i int) (*master, error) {
+func (m *Masters) masterLocked(i int) (*master, error) {
 	if i < 0 || i >= len(m.ms) {
 		return nil, fmt.Errorf("stack: no redlock master %d (the stack has %d)", i, len(m.ms))
 	}
 	return m.ms[i], nil
 }
 
-// stopOne stops master i; stopping a stopped master does nothing.
-func (m *masters) stopOne(i int) error {
+// StopOne stops master i; stopping a stopped master does nothing.
+func (m *Masters) StopOne(i int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ms, err := m.masterLocked(i)
@@ -196,9 +189,9 @@ func (m *masters) stopOne(i int) error {
 	return nil
 }
 
-// startOne starts stopped master i again on its address, empty; starting
+// StartOne starts stopped master i again on its address, empty; starting
 // a running master does nothing, and after stop it is an error.
-func (m *masters) startOne(ctx context.Context, i int) error {
+func (m *Masters) StartOne(ctx context.Context, i int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -211,7 +204,7 @@ func (m *masters) startOne(ctx context.Context, i int) error {
 	if ms.r != nil {
 		return nil
 	}
-	r, err := startRedis(ctx, ms.addr, m.mode, m.requireReal, m.dir, m.password, proc.NewLogger(nil))
+	r, err := StartRedisIn(ctx, ms.addr, m.mode, m.requireReal, m.dir, m.password, proc.NewLogger(nil))
 	if err != nil {
 		return fmt.Errorf("stack: redlock master %d: %w", i, err)
 	}
@@ -224,9 +217,9 @@ func (m *masters) startOne(ctx context.Context, i int) error {
 	return nil
 }
 
-// crashOne SIGKILLs master i: no shutdown, no save. It stays down, on
-// its address, until restartOne.
-func (m *masters) crashOne(i int) error {
+// CrashOne SIGKILLs master i: no shutdown, no save. It stays down, on
+// its address, until RestartOne.
+func (m *Masters) CrashOne(i int) error {
 	ms, r, err := m.started(i, "CrashMaster")
 	if err != nil {
 		return err
@@ -239,15 +232,15 @@ func (m *masters) crashOne(i int) error {
 	return nil
 }
 
-// restartOne brings crashed master i back on its address with what it
-// persisted: its append-only file (Config.MastersAOF), else nothing.
+// RestartOne brings crashed master i back on its address with what it
+// persisted: its append-only file (aof), else nothing.
 // Restarting a running master does nothing.
-func (m *masters) restartOne(ctx context.Context, i int) error {
+func (m *Masters) RestartOne(ctx context.Context, i int) error {
 	ms, r, err := m.started(i, "RestartMaster")
 	if err != nil {
 		return err
 	}
-	if !r.isDown() {
+	if !r.Down() {
 		return nil
 	}
 	// A Stop meanwhile makes Restart fail (the Redis is stopped).
@@ -262,10 +255,10 @@ func (m *masters) restartOne(ctx context.Context, i int) error {
 	return nil
 }
 
-// started returns master i and its server, which StopMaster has not
+// started returns master i and its server, which StopOne has not
 // stopped (it may have crashed), for an operation (op, in errors) that
 // runs outside m.mu, so that several masters crash or restart at once.
-func (m *masters) started(i int, op string) (*master, *Redis, error) {
+func (m *Masters) started(i int, op string) (*master, *Redis, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -281,8 +274,8 @@ func (m *masters) started(i int, op string) (*master, *Redis, error) {
 	return ms, ms.r, nil
 }
 
-// pids lists the pids of the running redis-server masters.
-func (m *masters) pids() []int {
+// Pids lists the pids of the running redis-server masters.
+func (m *Masters) Pids() []int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var pids []int
@@ -294,10 +287,10 @@ func (m *masters) pids() []int {
 	return pids
 }
 
-// summary is the masters' Summary line, "" when there are none:
+// Summary is the masters' line in a stack's Summary, "" when there are none:
 // "masters: 5 x redis-server 7.0.15 on ADDR,... (pids P,...)", with the
 // stopped ones named.
-func (m *masters) summary() string {
+func (m *Masters) Summary() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.ms) == 0 {
@@ -305,7 +298,7 @@ func (m *masters) summary() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "masters: %d x %s on %s (", len(m.ms), m.kind, strings.Join(m.addrsLocked(), ","))
-	if m.mode == Real {
+	if m.mode == proc.Real {
 		pids := make([]string, len(m.ms))
 		for i, ms := range m.ms {
 			pids[i] = "-"
@@ -329,8 +322,3 @@ func (m *masters) summary() string {
 	b.WriteString(")")
 	return b.String()
 }
-
-// MasterAddrs are the host:port addresses of the Redlock masters, in the
-// order the instances get them (-masters), stopped ones included; none
-// when Config.Masters is negative.
-func (s *Stack) MasterAddrs() []string { return s.masters.addrs() }

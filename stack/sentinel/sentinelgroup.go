@@ -1,4 +1,4 @@
-package stack
+package sentinel
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/faultproxy"
 	"github.com/lockladder/lockladder/stack/proc"
+	"github.com/lockladder/lockladder/stack/redisfam"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -127,14 +128,14 @@ type SentinelGroup struct {
 	rmDir bool
 	lg    *proc.Logger
 
-	primary0, replica *redisServer // as started
+	primary0, replica *redisfam.Redis // as started
 	link              *faultproxy.Proxy
 	sentinels         []*sentinel
 
 	mu       sync.Mutex
-	current  *redisServer          // the server believed primary; nil once killed, until WaitFailover finds the next
-	killedAt time.Time             // when KillPrimary last killed one
-	killed   map[*redisServer]bool // killed by KillPrimary
+	current  *redisfam.Redis          // the server believed primary; nil once killed, until WaitFailover finds the next
+	killedAt time.Time                // when KillPrimary last killed one
+	killed   map[*redisfam.Redis]bool // killed by KillPrimary
 
 	stopOnce sync.Once
 	stopErr  error
@@ -154,7 +155,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 	if ip := net.ParseIP(cfg.Host); ip == nil || !ip.IsLoopback() {
 		return nil, fmt.Errorf("stack: sentinels: host %q is not a loopback address", cfg.Host)
 	}
-	_, serverBin, err := proc.ResolveMode(Real, "redis-server", true)
+	_, serverBin, err := proc.ResolveMode(proc.Real, "redis-server", true)
 	if err != nil {
 		return nil, fmt.Errorf("stack: sentinels: %w", err)
 	}
@@ -163,7 +164,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 		sentinelBin, sentinelArgs = p, nil
 	}
 
-	g := &SentinelGroup{cfg: cfg, dir: cfg.Dir, lg: proc.NewLogger(cfg.Log), killed: map[*redisServer]bool{}}
+	g := &SentinelGroup{cfg: cfg, dir: cfg.Dir, lg: proc.NewLogger(cfg.Log), killed: map[*redisfam.Redis]bool{}}
 	if g.dir == "" {
 		if g.dir, err = os.MkdirTemp("", "lockladder-sentinel-"); err != nil {
 			return nil, fmt.Errorf("stack: sentinels: %w", err)
@@ -184,14 +185,14 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 	began := time.Now()
 
 	free := net.JoinHostPort(cfg.Host, "0")
-	if g.primary0, err = startRedisServer(ctx, serverBin, free, g.subdir("primary"), cfg.Password); err != nil {
+	if g.primary0, err = redisfam.StartRedisIn(ctx, free, proc.Real, true, g.subdir("primary"), cfg.Password, nil); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: primary: %w", err)
 	}
 	g.current = g.primary0
 	if g.link, err = faultproxy.New(g.primary0.Addr()); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: replication link: %w", err)
 	}
-	if g.replica, err = startRedisServer(ctx, serverBin, free, g.subdir("replica"), cfg.Password); err != nil {
+	if g.replica, err = redisfam.StartRedisIn(ctx, free, proc.Real, true, g.subdir("replica"), cfg.Password, nil); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: replica: %w", err)
 	}
 	if err := g.replicate(ctx); err != nil {
@@ -253,9 +254,9 @@ func (g *SentinelGroup) replicate(ctx context.Context) error {
 	}
 	var last string
 	for {
-		rinfo, err := infoFields(ctx, r, "replication")
+		rinfo, err := redisfam.InfoFields(ctx, r, "replication")
 		if err == nil {
-			pinfo, perr := infoFields(ctx, p, "replication")
+			pinfo, perr := redisfam.InfoFields(ctx, p, "replication")
 			err = perr
 			last = fmt.Sprintf("replica: master_link_status:%s master_sync_in_progress:%s; primary: connected_slaves:%s slave0:%s",
 				rinfo["master_link_status"], rinfo["master_sync_in_progress"], pinfo["connected_slaves"], pinfo["slave0"])
@@ -270,25 +271,10 @@ func (g *SentinelGroup) replicate(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("stack: sentinels: replica %s not in sync with %s: %w (last: %s)%s",
-				g.replica.Addr(), g.primary0.Addr(), ctx.Err(), last, proc.LogTail(g.replica.logPath(), 1024))
+				g.replica.Addr(), g.primary0.Addr(), ctx.Err(), last, proc.LogTail(g.replica.LogPath(), 1024))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-}
-
-// infoFields reads one INFO section as a map.
-func infoFields(ctx context.Context, c redis.Cmdable, section string) (map[string]string, error) {
-	s, err := c.Info(ctx, section).Result()
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			m[k] = v
-		}
-	}
-	return m, nil
 }
 
 // waitReady waits until every sentinel has the primary, knows the
@@ -379,7 +365,7 @@ func (g *SentinelGroup) ReplicationLink() *faultproxy.Proxy { return g.link }
 func (g *SentinelGroup) Pids() []int {
 	var pids []int
 	g.mu.Lock()
-	for _, r := range []*redisServer{g.primary0, g.replica} {
+	for _, r := range []*redisfam.Redis{g.primary0, g.replica} {
 		if r != nil && !g.killed[r] {
 			pids = append(pids, r.Pid())
 		}
@@ -418,7 +404,7 @@ func (g *SentinelGroup) Stop() error {
 		if g.link != nil {
 			errs = append(errs, g.link.Close())
 		}
-		for _, r := range []*redisServer{g.primary0, g.replica} {
+		for _, r := range []*redisfam.Redis{g.primary0, g.replica} {
 			if r != nil {
 				errs = append(errs, r.Stop())
 			}

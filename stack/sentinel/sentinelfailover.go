@@ -1,4 +1,4 @@
-package stack
+package sentinel
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/stack/proc"
+	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // PrimaryAddr asks the sentinels, in turn, for the primary's address
@@ -98,7 +99,7 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 			if err == nil && role == "master" {
 				took := time.Since(from)
 				g.mu.Lock()
-				for _, r := range []*redisServer{g.primary0, g.replica} {
+				for _, r := range []*redisfam.Redis{g.primary0, g.replica} {
 					if r.Addr() == agreed && !g.killed[r] {
 						g.current = r
 					}

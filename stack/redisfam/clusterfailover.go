@@ -1,4 +1,4 @@
-package stack
+package redisfam
 
 import (
 	"context"
@@ -25,14 +25,11 @@ type ClusterFailover struct {
 	Took     time.Duration // from the SIGKILL to the slot served again, every live node ok
 }
 
-// KillClusterMaster SIGKILLs the master that serves key's slot (no
-// shutdown, nothing saved) and returns its address. The node stays down
-// until the stack stops.
-func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time.Time, error) {
-	if s.cluster == nil {
-		return "", time.Time{}, errors.New("stack: KillClusterMaster: the stack runs one Redis, not a cluster")
-	}
-	addr, err := s.cluster.masterOf(ctx, key, "")
+// KillMaster SIGKILLs the master that serves key's slot (no shutdown,
+// nothing saved) and returns its address and when it was killed. The
+// node stays down until Stop.
+func (c *Cluster) KillMaster(ctx context.Context, key string) (string, time.Time, error) {
+	addr, err := c.masterOf(ctx, key, "")
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -41,12 +38,12 @@ func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time
 	// which is not what this measures. The stack waits for it before the
 	// apps start; after a failover the load itself caused (node timeouts
 	// under a loaded CPU), the new pair may still be syncing.
-	for i, n := range s.cluster.nodes {
-		if n.Addr() == addr && i >= s.cluster.masters {
-			s.lg.Printf("cluster: %s, started as a replica, serves %s's slot: the cluster failed over before the kill", addr, key)
+	for i, n := range c.nodes {
+		if n.Addr() == addr && i >= c.masters {
+			c.lg.Printf("cluster: %s, started as a replica, serves %s's slot: the cluster failed over before the kill", addr, key)
 		}
 	}
-	cl := redis.NewClient(&redis.Options{Addr: addr, Password: s.redisPass, MaxRetries: -1})
+	cl := redis.NewClient(&redis.Options{Addr: addr, Password: c.nodes[0].password, MaxRetries: -1})
 	pctx, cancel := proc.WithDefaultTimeout(ctx, 10*time.Second)
 	err = poll(pctx, func() error { return streaming(pctx, cl) })
 	cl.Close()
@@ -54,7 +51,7 @@ func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("stack: cluster: before the kill: %w", err)
 	}
-	for _, n := range s.cluster.nodes {
+	for _, n := range c.nodes {
 		if n.Addr() != addr {
 			continue
 		}
@@ -74,31 +71,28 @@ func (s *Stack) KillClusterMaster(ctx context.Context, key string) (string, time
 		n.mu.Lock()
 		n.isDown = true
 		n.mu.Unlock()
-		s.lg.Printf("cluster: SIGKILLed the master %s (pid %d) of %s's slot", addr, p.Pid(), key)
+		c.lg.Printf("cluster: SIGKILLed the master %s (pid %d) of %s's slot", addr, p.Pid(), key)
 		return addr, at, nil
 	}
 	return "", time.Time{}, fmt.Errorf("stack: cluster: %s, the master of %s, is not one of the stack's nodes", addr, key)
 }
 
-// WaitClusterFailover waits until a node other than killed serves key's
-// slot as master and every live node says cluster_state:ok, and returns
-// what the failover took, counted from since (the kill).
-func (s *Stack) WaitClusterFailover(ctx context.Context, key, killed string, since time.Time) (ClusterFailover, error) {
-	if s.cluster == nil {
-		return ClusterFailover{}, errors.New("stack: WaitClusterFailover: the stack runs one Redis, not a cluster")
-	}
+// WaitFailover waits until a node other than killed serves key's slot
+// as master and every live node says cluster_state:ok, and returns what
+// the failover took, counted from since (the kill).
+func (c *Cluster) WaitFailover(ctx context.Context, key, killed string, since time.Time) (ClusterFailover, error) {
 	ctx, cancel := proc.WithDefaultTimeout(ctx, 30*time.Second)
 	defer cancel()
 	f := ClusterFailover{Killed: killed}
 	err := poll(ctx, func() error {
-		addr, err := s.cluster.masterOf(ctx, key, killed)
+		addr, err := c.masterOf(ctx, key, killed)
 		if err != nil {
 			return err
 		}
 		if addr == killed {
 			return fmt.Errorf("%s still serves the slot", killed)
 		}
-		for _, n := range s.cluster.nodes {
+		for _, n := range c.nodes {
 			if n.Down() {
 				continue
 			}
@@ -119,13 +113,13 @@ func (s *Stack) WaitClusterFailover(ctx context.Context, key, killed string, sin
 		return f, fmt.Errorf("stack: cluster failover of %s: %w", killed, err)
 	}
 	f.Took = time.Since(since)
-	s.lg.Printf("cluster: %s serves %s's slot %s after the SIGKILL", f.Promoted, key, f.Took.Round(time.Millisecond))
+	c.lg.Printf("cluster: %s serves %s's slot %s after the SIGKILL", f.Promoted, key, f.Took.Round(time.Millisecond))
 	return f, nil
 }
 
 // masterOf asks a live node other than skip which node serves key's slot
 // as master.
-func (c *cluster) masterOf(ctx context.Context, key, skip string) (string, error) {
+func (c *Cluster) masterOf(ctx context.Context, key, skip string) (string, error) {
 	var last error
 	for _, n := range c.nodes {
 		if n.Down() || n.Addr() == skip {

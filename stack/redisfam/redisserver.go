@@ -1,4 +1,4 @@
-package stack
+package redisfam
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // redisServer is a redis-server process on loopback with nothing
 // persisted (no save points, no AOF), in a dir of its own or the stack's
 // run dir. Only shutdown writes a dump (SHUTDOWN SAVE), which restart
-// loads back. Its memory is bounded (RedisMaxMemory).
+// loads back. Its memory is bounded (MaxMemory).
 type redisServer struct {
 	bin        string
 	host, port string
@@ -146,11 +146,11 @@ func (r *redisServer) clusterConf() string {
 // ready waits until the server start started answers. A free port is
 // free only until someone binds it: another test package starting its
 // own Redis at the same moment may take it first. Then ours cannot bind
-// (errPortTaken), and ready starts it again on another, up to 5 times.
+// (ErrPortTaken), and ready starts it again on another, up to 5 times.
 func (r *redisServer) Ready(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		err := r.await(ctx)
-		if !errors.Is(err, errPortTaken) || !r.pickPort || attempt == 5 {
+		if !errors.Is(err, ErrPortTaken) || !r.pickPort || attempt == 5 {
 			return err
 		}
 		if err := r.Start(ctx); err != nil {
@@ -159,15 +159,15 @@ func (r *redisServer) Ready(ctx context.Context) error {
 	}
 }
 
-// RedisMaxMemory bounds each redis-server the stack starts (and each of
+// MaxMemory bounds each redis-server the stack starts (and each of
 // the compose files'), generously: a client that makes keys without end
 // (or a lock that leaks them) fills it, not the machine. Its policy is
 // noeviction: full, Redis refuses writes (the app answers 503) rather
 // than drop a lock, a counter or the run guard without a word.
-const RedisMaxMemory = "256mb"
+const MaxMemory = "256mb"
 
-// errPortTaken: the port answered, but not with our server.
-var errPortTaken = errors.New("port taken by another process")
+// ErrPortTaken: the port answered, but not with our server.
+var ErrPortTaken = errors.New("port taken by another process")
 
 // spawn starts redis-server on the server's address as r.next. The dump
 // file is written only by shutdown (SHUTDOWN SAVE) and read back by the
@@ -195,7 +195,7 @@ func (r *redisServer) spawn() error {
 	args = append(args,
 		"--port", r.port, "--bind", r.host, "--save", "")
 	args = append(args, persist...)
-	args = append(args, "--maxmemory", RedisMaxMemory, "--maxmemory-policy", "noeviction")
+	args = append(args, "--maxmemory", MaxMemory, "--maxmemory-policy", "noeviction")
 	args = append(args,
 		"--notify-keyspace-events", embedded.KeyspaceEvents,
 		"--daemonize", "no", "--dir", r.work, "--dbfilename", filepath.Base(r.dumpPath()),
@@ -228,7 +228,7 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 		if pid, err := serverPid(ctx, addr, r.password); err == nil {
 			if pid != p.Pid() {
 				// Someone else's Redis answers there: ours will fail to bind.
-				return fmt.Errorf("stack: redis-server on %s: %w (pid %d answers)", addr, errPortTaken, pid)
+				return fmt.Errorf("stack: redis-server on %s: %w (pid %d answers)", addr, ErrPortTaken, pid)
 			}
 			if redisPing(ctx, addr, r.password) == nil {
 				break
@@ -241,7 +241,7 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 				// The port was free when picked and taken before ours
 				// bound it (another package's server, or a connection's
 				// source port): the same race as above, found by ours.
-				return fmt.Errorf("stack: redis-server on %s: %w (bind: address already in use)%s", addr, errPortTaken, tail)
+				return fmt.Errorf("stack: redis-server on %s: %w (bind: address already in use)%s", addr, ErrPortTaken, tail)
 			}
 			return fmt.Errorf("stack: redis-server on %s exited: %v%s", addr, p.ExitErr(), tail)
 		case <-ctx.Done():
