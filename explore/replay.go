@@ -38,7 +38,7 @@ func StartReplayer(ctx context.Context, out io.Writer, requireReal bool) (*Repla
 		return nil, func() {}, nil
 	}
 	pw := stack.NewPassword()
-	r, err := redisfam.StartRedisAuth(ctx, "127.0.0.1:0", stack.Real, true, pw, nil)
+	r, err := redisfam.StartAuth(ctx, "127.0.0.1:0", stack.Real, true, pw, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("explore: start redis-server for the replays: %w", err)
 	}

@@ -24,7 +24,7 @@
 //
 // Every trial is built to hit the window, not to wait for luck. For a
 // single-instance lock (SingleInstance), each trial starts a fresh
-// sentinel.SentinelGroup (a primary, one replica that replicates through a
+// sentinel.Group (a primary, one replica that replicates through a
 // FaultProxy, three real sentinels), cuts the replication link, lets
 // client A obtain the lock (a 30s lease), reads A's token back from the
 // primary, SIGKILLs the primary, checks that the replica never got the

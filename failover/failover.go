@@ -193,7 +193,7 @@ func short(token string) string {
 }
 
 func singleTrial(ctx context.Context, name string, logf func(string, ...any)) (o outcome, err error) {
-	g, err := sentinel.StartSentinels(ctx, sentinel.SentinelConfig{})
+	g, err := sentinel.Start(ctx, sentinel.Config{})
 	if err != nil {
 		return o, err
 	}

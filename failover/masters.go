@@ -16,7 +16,7 @@ import (
 // masterSet is one Redlock trial's five redis-servers, each with a client
 // for A, one for B and one to read back with.
 type masterSet struct {
-	servers []*redisfam.Redis
+	servers []*redisfam.Server
 	as, bs  []redis.Cmdable
 	reads   []*redis.Client
 	clients []*redis.Client
@@ -29,7 +29,7 @@ type masterSet struct {
 func startMasters(ctx context.Context, timeout time.Duration, persist bool) (*masterSet, error) {
 	m := &masterSet{}
 	for i := range Masters {
-		s, err := redisfam.StartRedis(ctx, "127.0.0.1:0", stack.Real, true, nil)
+		s, err := redisfam.Start(ctx, "127.0.0.1:0", stack.Real, true, nil)
 		if err != nil {
 			return m, fmt.Errorf("master %d: %w", i, errors.Join(err, m.close()))
 		}

@@ -20,16 +20,16 @@ import (
 
 // startMasters starts n independent masters (redis-server, or the
 // embedded stand-in where it is missing outside CI), stopped at cleanup.
-func startMasters(t testing.TB, n int) ([]*redis.Client, []*redisfam.Redis) {
+func startMasters(t testing.TB, n int) ([]*redis.Client, []*redisfam.Server) {
 	t.Helper()
-	servers := make([]*redisfam.Redis, n)
+	servers := make([]*redisfam.Server, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			servers[i], errs[i] = redisfam.StartRedis(ctx, "127.0.0.1:0", stack.Auto, redistest.CI(), nil)
+			servers[i], errs[i] = redisfam.Start(ctx, "127.0.0.1:0", stack.Auto, redistest.CI(), nil)
 		})
 	}
 	wg.Wait()

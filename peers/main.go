@@ -111,7 +111,7 @@ func run() error {
 	if o.embedded {
 		mode = stack.Auto
 	}
-	srv, err := redisfam.StartRedis(ctx, "127.0.0.1:0", mode, !o.embedded, nil)
+	srv, err := redisfam.Start(ctx, "127.0.0.1:0", mode, !o.embedded, nil)
 	if err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}

@@ -17,10 +17,10 @@ import (
 )
 
 // startMasters starts the Redlock contenders' five independent masters.
-func startMasters(ctx context.Context, mode stack.Mode, requireReal bool) ([]*redisfam.Redis, error) {
-	var ms []*redisfam.Redis
+func startMasters(ctx context.Context, mode stack.Mode, requireReal bool) ([]*redisfam.Server, error) {
+	var ms []*redisfam.Server
 	for range 5 {
-		m, err := redisfam.StartRedis(ctx, "127.0.0.1:0", mode, requireReal, nil)
+		m, err := redisfam.Start(ctx, "127.0.0.1:0", mode, requireReal, nil)
 		if err != nil {
 			for _, x := range ms {
 				x.Stop()

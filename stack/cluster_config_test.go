@@ -22,7 +22,7 @@ func TestComposeClusterAgreesWithTheStack(t *testing.T) {
 	if err := yaml.Unmarshal(readRepoFile(t, "deploy/compose.cluster.yml"), &over); err != nil {
 		t.Fatal(err)
 	}
-	want := flagPairs(redisfam.NodeArgs("7000"))
+	want := flagPairs(redisfam.ClusterArgs("7000"))
 	delete(want, "--cluster-config-file") // a path of the run dir
 	var nodes []string
 	for i := 1; i <= 6; i++ {

@@ -41,7 +41,7 @@ func TestRedisMemoryBounded(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := redisfam.StartRedis(ctx, "127.0.0.1:0", Real, os.Getenv("CI") == "true", nil)
+	r, err := redisfam.Start(ctx, "127.0.0.1:0", Real, os.Getenv("CI") == "true", nil)
 	needReal(t, "redis-server", err)
 	defer func() {
 		if err := r.Stop(); err != nil {

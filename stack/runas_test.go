@@ -101,7 +101,7 @@ func TestServersRunAsServerUser(t *testing.T) {
 		t.Run("redis-server/"+name, func(t *testing.T) {
 			_, err := proc.LookPath("redis-server")
 			needReal(t, "redis-server", err)
-			r, err := redisfam.StartRedisIn(ctx, "127.0.0.1:0", Real, true, dir, "", nil)
+			r, err := redisfam.LaunchServer(ctx, "127.0.0.1:0", Real, true, dir, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -52,7 +52,7 @@ type Stack struct {
 	// servers are those launched, in order: Stop stops them in reverse.
 	servers []proc.Server
 
-	redis         *redisfam.Redis   // nil on a cluster
+	redis         *redisfam.Server  // nil on a cluster
 	cluster       *redisfam.Cluster // Config.Cluster
 	masters       *redisfam.Masters
 	backends      []backends.Backend  // ZooKeeper, MariaDB, etcd: those started
@@ -131,7 +131,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 
 	// Each part once the ones it needs serve: Redis and the masters, the
 	// fault proxies in front of them, the instances that dial those, the
-	// load balancer in front of the instances. (redisfam.NewRedis says so when
+	// load balancer in front of the instances. (redisfam.NewServer says so when
 	// Auto falls back to miniredis.)
 	embedded, kind := false, ""
 	if cfg.Cluster > 0 {
@@ -140,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 		kind = s.cluster.Kind()
 	} else {
-		if s.redis, err = redisfam.NewRedis(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.redisPass, s.lg); err != nil {
+		if s.redis, err = redisfam.NewServer(cfg.RedisAddr, cfg.Redis, cfg.RequireReal, s.dir, s.redisPass, s.lg); err != nil {
 			return nil, err
 		}
 		if err := s.up(ctx, s.redis); err != nil {

@@ -27,7 +27,7 @@ func Start(t testing.TB) (*redis.Client, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := redisfam.StartRedis(ctx, "127.0.0.1:0", proc.Auto, CI(), nil)
+	r, err := redisfam.Start(ctx, "127.0.0.1:0", proc.Auto, CI(), nil)
 	if err != nil {
 		t.Fatalf("start redis: %v", err)
 	}

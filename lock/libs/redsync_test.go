@@ -65,16 +65,16 @@ func TestLibRedsyncUnlockAfterExpiry(t *testing.T) {
 
 // libMasters starts n independent Redis servers and returns go-redis
 // clients to them.
-func libMasters(t *testing.T, n int) ([]redis.UniversalClient, []*redisfam.Redis) {
+func libMasters(t *testing.T, n int) ([]redis.UniversalClient, []*redisfam.Server) {
 	t.Helper()
-	servers := make([]*redisfam.Redis, n)
+	servers := make([]*redisfam.Server, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			servers[i], errs[i] = redisfam.StartRedis(ctx, "127.0.0.1:0", stack.Auto, redistest.CI(), nil)
+			servers[i], errs[i] = redisfam.Start(ctx, "127.0.0.1:0", stack.Auto, redistest.CI(), nil)
 		})
 	}
 	wg.Wait()

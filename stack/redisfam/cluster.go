@@ -44,16 +44,16 @@ func newCluster(bin, host string, base, masters int, dir string, lg *proc.Logger
 		if err != nil {
 			return nil, err
 		}
-		r.extra = NodeArgs(port)
+		r.extra = ClusterArgs(port)
 		c.nodes = append(c.nodes, r)
 	}
 	return c, nil
 }
 
-// NodeArgs are the options a cluster node on port runs with beyond a
+// ClusterArgs are the options a cluster node on port runs with beyond a
 // lone redis-server's (deploy/compose.cluster.yml's nodes run with the
 // same).
-func NodeArgs(port string) []string {
+func ClusterArgs(port string) []string {
 	return []string{
 		"--cluster-enabled", "yes",
 		// In its --dir, where it may write; its start removes one an

@@ -40,7 +40,7 @@ type Masters struct {
 // (StopOne).
 type master struct {
 	addr string
-	r    *Redis
+	r    *Server
 }
 
 // NewMasters describes n masters (none when n <= 0) on redisAddr's host,
@@ -82,7 +82,7 @@ func (m *Masters) Start(ctx context.Context) error {
 	}
 	return proc.Each(len(m.ms), func(i int) error {
 		// Quiet: one summary line for all of them (summary).
-		r, err := NewRedis(addrs[i], m.mode, m.requireReal, m.masterDir(i), m.password, proc.NewLogger(nil))
+		r, err := NewServer(addrs[i], m.mode, m.requireReal, m.masterDir(i), m.password, proc.NewLogger(nil))
 		if err == nil {
 			m.ms[i].r = r
 			err = r.Start(ctx)
@@ -204,7 +204,7 @@ func (m *Masters) StartOne(ctx context.Context, i int) error {
 	if ms.r != nil {
 		return nil
 	}
-	r, err := StartRedisIn(ctx, ms.addr, m.mode, m.requireReal, m.dir, m.password, proc.NewLogger(nil))
+	r, err := LaunchServer(ctx, ms.addr, m.mode, m.requireReal, m.dir, m.password, proc.NewLogger(nil))
 	if err != nil {
 		return fmt.Errorf("stack: redlock master %d: %w", i, err)
 	}
@@ -258,7 +258,7 @@ func (m *Masters) RestartOne(ctx context.Context, i int) error {
 // started returns master i and its server, which StopOne has not
 // stopped (it may have crashed), for an operation (op, in errors) that
 // runs outside m.mu, so that several masters crash or restart at once.
-func (m *Masters) started(i int, op string) (*master, *Redis, error) {
+func (m *Masters) started(i int, op string) (*master, *Server, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

@@ -21,7 +21,7 @@ func startEmbedded(t *testing.T) *redis.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	r, err := redisfam.StartRedis(ctx, "127.0.0.1:0", stack.Embedded, false, nil)
+	r, err := redisfam.Start(ctx, "127.0.0.1:0", stack.Embedded, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ var scriptCases = []struct {
 func TestEmbeddedScriptsAnswerAsRedis(t *testing.T) {
 	ctx := context.Background()
 	servers := map[string]*redis.Client{"embedded": startEmbedded(t)}
-	real, err := redisfam.StartRedis(ctx, "127.0.0.1:0", stack.Real, ci, nil)
+	real, err := redisfam.Start(ctx, "127.0.0.1:0", stack.Real, ci, nil)
 	switch {
 	case err == nil:
 		t.Cleanup(func() { real.Stop() })

@@ -21,7 +21,7 @@ func TestStartRedis(t *testing.T) {
 				needBinary(t, "redis-server")
 			}
 			ctx := context.Background()
-			r, err := redisfam.StartRedis(ctx, "127.0.0.1:0", mode, ci, testLog{t})
+			r, err := redisfam.Start(ctx, "127.0.0.1:0", mode, ci, testLog{t})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,17 +70,17 @@ func TestStartRedis(t *testing.T) {
 // TestStartRedisNeverAdoptsAnotherServer: a port already served by another
 // redis-server must fail the start, not pass for ours (two tests would then
 // share one Redis while ours had exited). Parallel test packages picking
-// free ports at once meet exactly this; with port 0 StartRedis picks again.
+// free ports at once meet exactly this; with port 0 Start picks again.
 func TestStartRedisNeverAdoptsAnotherServer(t *testing.T) {
 	needBinary(t, "redis-server")
 	ctx := context.Background()
-	first, err := redisfam.StartRedis(ctx, "127.0.0.1:0", stack.Real, ci, testLog{t})
+	first, err := redisfam.Start(ctx, "127.0.0.1:0", stack.Real, ci, testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { first.Stop() })
 
-	second, err := redisfam.StartRedis(ctx, first.Addr(), stack.Real, ci, testLog{t})
+	second, err := redisfam.Start(ctx, first.Addr(), stack.Real, ci, testLog{t})
 	if err == nil {
 		second.Stop()
 		t.Fatalf("a second redis-server on %s reported started (pid %d) while pid %d serves it", first.Addr(), second.Pid(), first.Pid())

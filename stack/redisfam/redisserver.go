@@ -59,20 +59,6 @@ func newRedisServer(bin, addr, dir string) (*redisServer, error) {
 	return &redisServer{bin: bin, host: host, port: port, pickPort: port == "0", dir: dir}, nil
 }
 
-// startRedisServer launches a redis-server on addr (see newRedisServer)
-// requiring password ("" for none).
-func startRedisServer(ctx context.Context, bin, addr, dir, password string) (*redisServer, error) {
-	r, err := newRedisServer(bin, addr, dir)
-	if err != nil {
-		return nil, err
-	}
-	r.password = password
-	if err := proc.Launch(ctx, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
 // start starts a fresh, empty server.
 func (r *redisServer) Start(ctx context.Context) error {
 	if r.dir == "" {
@@ -180,7 +166,7 @@ func (r *redisServer) spawn() error {
 	aof := r.aof
 	r.mu.Unlock()
 	persist := []string{"--appendonly", "no"}
-	if aof { // Redis.Persist: restarts load the file and keep writing it
+	if aof { // Server.Persist: restarts load the file and keep writing it
 		persist = []string{"--appendonly", "yes", "--appendfsync", "always"}
 	}
 	var args []string

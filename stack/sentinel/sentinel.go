@@ -36,14 +36,14 @@ var sentinelDebug = []string{
 	"tilt-period", "3000",
 }
 
-// sentinel is sentinel i of a SentinelGroup (sentinelgroup.go): a
+// sentinel is sentinel i of a Group (group.go): a
 // redis-sentinel process on a free port, monitoring the group's primary,
 // with the lab's periods (sentinelDebug), and a client to it.
 type sentinel struct {
 	i       int
 	bin     string
 	extra   []string // after the conf: --sentinel when bin is redis-server
-	cfg     SentinelConfig
+	cfg     Config
 	primary string // the primary's address as started
 	dir     string // its log
 	work    string // its conf, which it rewrites: proc.ServerDir of dir
@@ -77,7 +77,7 @@ func (s *sentinel) Start(context.Context) error {
 		"daemonize no",
 		"logfile \"\"",
 		"dir " + strconv.Quote(s.work),
-		fmt.Sprintf("sentinel monitor %s %s %s %d", name, s.cfg.Host, pport, SentinelQuorum),
+		fmt.Sprintf("sentinel monitor %s %s %s %d", name, s.cfg.Host, pport, Quorum),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", name, s.cfg.DownAfterOf(s.i).Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", name, s.cfg.FailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", name),

@@ -50,7 +50,7 @@ func serverInfo(t *testing.T, c *redis.Client, section string) string {
 func TestSentinelFailover(t *testing.T) {
 	redistest.NeedServer(t, "redis-server")
 	ctx := context.Background()
-	g, err := sentinel.StartSentinels(ctx, sentinel.SentinelConfig{Log: testLog{t}})
+	g, err := sentinel.Start(ctx, sentinel.Config{Log: testLog{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,9 +129,9 @@ func TestSentinelFailover(t *testing.T) {
 			t.Errorf("sentinel %s: primary %v %v, want %s", a, got, err, old)
 		}
 		m, err := sc.Master(ctx, g.MasterName()).Result()
-		want := strconv.FormatInt(sentinel.SentinelConfig{}.DownAfterOf(i).Milliseconds(), 10)
-		if err != nil || m["down-after-milliseconds"] != want || m["quorum"] != strconv.Itoa(sentinel.SentinelQuorum) {
-			t.Errorf("sentinel %s: down-after-milliseconds %q, quorum %q (%v); want %s, %d", a, m["down-after-milliseconds"], m["quorum"], err, want, sentinel.SentinelQuorum)
+		want := strconv.FormatInt(sentinel.Config{}.DownAfterOf(i).Milliseconds(), 10)
+		if err != nil || m["down-after-milliseconds"] != want || m["quorum"] != strconv.Itoa(sentinel.Quorum) {
+			t.Errorf("sentinel %s: down-after-milliseconds %q, quorum %q (%v); want %s, %d", a, m["down-after-milliseconds"], m["quorum"], err, want, sentinel.Quorum)
 		}
 		sc.Close()
 	}
@@ -210,25 +210,25 @@ func TestSentinelFailover(t *testing.T) {
 	}
 }
 
-// Without redis-server, StartSentinels says so with an error that wraps
+// Without redis-server, Start says so with an error that wraps
 // exec.ErrNotFound (a test can tell it from a broken start), and leaves
 // nothing behind.
 func TestSentinelNeedsRedisServer(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	g, err := sentinel.StartSentinels(context.Background(), sentinel.SentinelConfig{})
+	g, err := sentinel.Start(context.Background(), sentinel.Config{})
 	if err == nil {
 		g.Stop()
-		t.Fatal("StartSentinels without redis-server on PATH succeeded")
+		t.Fatal("Start without redis-server on PATH succeeded")
 	}
 	if !errors.Is(err, exec.ErrNotFound) {
 		t.Errorf("error %v does not wrap exec.ErrNotFound", err)
 	}
 }
 
-// StartSentinels refuses a host that is not loopback.
+// Start refuses a host that is not loopback.
 func TestSentinelLoopbackOnly(t *testing.T) {
-	if _, err := sentinel.StartSentinels(context.Background(), sentinel.SentinelConfig{Host: "0.0.0.0"}); err == nil {
-		t.Fatal("StartSentinels on 0.0.0.0 succeeded")
+	if _, err := sentinel.Start(context.Background(), sentinel.Config{Host: "0.0.0.0"}); err == nil {
+		t.Fatal("Start on 0.0.0.0 succeeded")
 	}
 }
 

@@ -11,11 +11,11 @@ import (
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
-// Redis is one Redis server on loopback: a real redis-server process
+// Server is one Redis server on loopback: a real redis-server process
 // (redisserver.go) or an embedded miniredis served over TCP from this
 // process (package embedded). Both can be stopped keeping their data and
-// brought back with it (Stack.StopRedis, Stack.StartRedis).
-type Redis struct {
+// brought back with it (Shutdown, Restart: the stack's StopRedis and StartRedis).
+type Server struct {
 	srv      redisKind
 	password string // required of its clients: "" for none
 
@@ -45,7 +45,7 @@ type redisKind interface {
 	Kind() string
 }
 
-// StartRedis starts a standalone Redis on addr ("" or port 0: a free
+// Start starts a standalone Redis on addr ("" or port 0: a free
 // port; no host: 127.0.0.1) and returns once it answers PING. Real runs redis-server
 // with nothing persisted (no save points, no AOF; a dump left by an
 // earlier run in its dir is removed first), in a temp dir removed by Stop; Embedded serves
@@ -53,26 +53,26 @@ type redisKind interface {
 // and otherwise falls back to miniredis, unless requireReal is set, in
 // which case a missing redis-server is an error. Progress lines go to log
 // (nil: discarded).
-func StartRedis(ctx context.Context, addr string, mode proc.Mode, requireReal bool, log io.Writer) (*Redis, error) {
-	return StartRedisAuth(ctx, addr, mode, requireReal, "", log)
+func Start(ctx context.Context, addr string, mode proc.Mode, requireReal bool, log io.Writer) (*Server, error) {
+	return StartAuth(ctx, addr, mode, requireReal, "", log)
 }
 
-// StartRedisAuth is StartRedis with password required of every client
+// StartAuth is Start with password required of every client
 // ("" for none); redis-server is told it in a config file only its
 // account can read, never on its command line.
-func StartRedisAuth(ctx context.Context, addr string, mode proc.Mode, requireReal bool, password string, log io.Writer) (*Redis, error) {
+func StartAuth(ctx context.Context, addr string, mode proc.Mode, requireReal bool, password string, log io.Writer) (*Server, error) {
 	addr, err := proc.Loopback(addr, "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis address: %w", err)
 	}
-	return StartRedisIn(ctx, addr, mode, requireReal, "", password, proc.NewLogger(log))
+	return LaunchServer(ctx, addr, mode, requireReal, "", password, proc.NewLogger(log))
 }
 
-// StartRedisIn is StartRedis with a run dir ("" = a temp dir of its own);
+// LaunchServer is Start with a run dir ("" = a temp dir of its own);
 // addr has a host already (loopback) and a password ("" for none). It
 // logs the server's summary line.
-func StartRedisIn(ctx context.Context, addr string, mode proc.Mode, requireReal bool, dir, password string, lg *proc.Logger) (*Redis, error) {
-	r, err := NewRedis(addr, mode, requireReal, dir, password, lg)
+func LaunchServer(ctx context.Context, addr string, mode proc.Mode, requireReal bool, dir, password string, lg *proc.Logger) (*Server, error) {
+	r, err := NewServer(addr, mode, requireReal, dir, password, lg)
 	if err != nil {
 		return nil, err
 	}
@@ -83,10 +83,10 @@ func StartRedisIn(ctx context.Context, addr string, mode proc.Mode, requireReal 
 	return r, nil
 }
 
-// NewRedis is a Redis of the kind mode asks for, not started, requiring
+// NewServer is a Server of the kind mode asks for, not started, requiring
 // password of its clients ("" for none). It says so when Auto falls back
 // to miniredis.
-func NewRedis(addr string, mode proc.Mode, requireReal bool, dir, password string, lg *proc.Logger) (*Redis, error) {
+func NewServer(addr string, mode proc.Mode, requireReal bool, dir, password string, lg *proc.Logger) (*Server, error) {
 	real, bin, err := proc.ResolveMode(mode, "redis-server", requireReal)
 	if err != nil {
 		return nil, fmt.Errorf("stack: redis: %w", err)
@@ -95,24 +95,24 @@ func NewRedis(addr string, mode proc.Mode, requireReal bool, dir, password strin
 		if mode != proc.Embedded {
 			lg.Printf("redis-server not found on PATH: using embedded miniredis (Redis-compatible, in this process)")
 		}
-		return &Redis{srv: embedded.NewRedis(addr, password), password: password}, nil
+		return &Server{srv: embedded.NewRedis(addr, password), password: password}, nil
 	}
 	rs, err := newRedisServer(bin, addr, dir)
 	if err != nil {
 		return nil, err
 	}
 	rs.password = password
-	return &Redis{srv: rs, password: password}, nil
+	return &Server{srv: rs, password: password}, nil
 }
 
-func (r *Redis) Start(ctx context.Context) error { return r.srv.Start(ctx) }
-func (r *Redis) Ready(ctx context.Context) error { return r.srv.Ready(ctx) }
+func (r *Server) Start(ctx context.Context) error { return r.srv.Start(ctx) }
+func (r *Server) Ready(ctx context.Context) error { return r.srv.Ready(ctx) }
 
 // Shutdown stops the server keeping its data, for Restart: redis-server
 // by SHUTDOWN SAVE (its dataset written to its dump file, then it exits),
 // miniredis by closing it (its data stays in this process). Shutting down
 // a server already down does nothing.
-func (r *Redis) Shutdown(ctx context.Context) error {
+func (r *Server) Shutdown(ctx context.Context) error {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
 	if r.stopped {
@@ -128,7 +128,7 @@ func (r *Redis) Shutdown(ctx context.Context) error {
 // its data: redis-server from its dump (same --dir and --dbfilename),
 // checked to be the new process as at the start; miniredis reopened on
 // the same port. Restarting a running server does nothing.
-func (r *Redis) restart(ctx context.Context) error {
+func (r *Server) restart(ctx context.Context) error {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
 	if r.stopped {
@@ -142,25 +142,25 @@ func (r *Redis) restart(ctx context.Context) error {
 
 // Down reports whether Shutdown stopped the server and restart has not
 // brought it back.
-func (r *Redis) Down() bool { return r.srv.Down() }
+func (r *Server) Down() bool { return r.srv.Down() }
 
 // Addr is the host:port the server listens on.
-func (r *Redis) Addr() string { return r.srv.Addr() }
+func (r *Server) Addr() string { return r.srv.Addr() }
 
 // Password is what the server requires of its clients (AUTH), "" when
-// it requires nothing (StartRedis's). A stack's servers all require its
+// it requires nothing (Start's). A stack's servers all require its
 // own (Stack.RedisPassword).
-func (r *Redis) Password() string { return r.password }
+func (r *Server) Password() string { return r.password }
 
 // Embedded reports whether this is miniredis in this process.
-func (r *Redis) Embedded() bool {
+func (r *Server) Embedded() bool {
 	_, ok := r.srv.(*embedded.Redis)
 	return ok
 }
 
 // DumpPath is the file a redis-server's Shutdown writes its dataset to,
 // "" when embedded.
-func (r *Redis) DumpPath() string {
+func (r *Server) DumpPath() string {
 	if rs, ok := r.srv.(*redisServer); ok {
 		return rs.dumpPath()
 	}
@@ -169,14 +169,14 @@ func (r *Redis) DumpPath() string {
 
 // Pid is the redis-server process id, 0 when embedded or while a stack
 // has it stopped (Shutdown); after a restart, the new process's.
-func (r *Redis) Pid() int { return r.srv.Pid() }
+func (r *Server) Pid() int { return r.srv.Pid() }
 
 // kind names the server and its version, "redis-server VERSION" or
 // "embedded miniredis VERSION", for the summary lines.
-func (r *Redis) Kind() string { return r.srv.Kind() }
+func (r *Server) Kind() string { return r.srv.Kind() }
 
 // Summary is its line in a stack's Summary.
-func (r *Redis) Summary() string {
+func (r *Server) Summary() string {
 	switch {
 	case r.Down():
 		return fmt.Sprintf("redis: %s on %s (stopped; its data kept for a restart)", r.Kind(), r.Addr())
@@ -189,7 +189,7 @@ func (r *Redis) Summary() string {
 
 // Stop stops the server (SIGTERM, SIGKILL after a grace period) and waits
 // for it; it is idempotent.
-func (r *Redis) Stop() error {
+func (r *Server) Stop() error {
 	r.stopOnce.Do(func() {
 		r.opMu.Lock()
 		defer r.opMu.Unlock()
@@ -200,7 +200,7 @@ func (r *Redis) Stop() error {
 }
 
 // LogPath is where a redis-server's output goes, "" when embedded.
-func (r *Redis) LogPath() string {
+func (r *Server) LogPath() string {
 	if rs, ok := r.srv.(*redisServer); ok {
 		return rs.logPath()
 	}

@@ -22,22 +22,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Defaults for SentinelConfig.
+// Defaults for Config.
 const (
 	DefaultMasterName      = "lockladder"
 	DefaultDownAfter       = 400 * time.Millisecond
 	DefaultFailoverTimeout = 6 * time.Second
 )
 
-// A SentinelGroup always has this many sentinels, and this quorum.
+// A Group always has this many sentinels, and this quorum.
 const (
-	Sentinels      = 3
-	SentinelQuorum = 2
+	Sentinels = 3
+	Quorum    = 2
 )
 
-// SentinelConfig describes a SentinelGroup. The zero value means the
+// Config describes a Group. The zero value means the
 // defaults.
-type SentinelConfig struct {
+type Config struct {
 	// Dir holds the servers' and sentinels' dirs, confs and logs; "" = a
 	// new temp dir, removed by Stop.
 	Dir string
@@ -69,13 +69,13 @@ type SentinelConfig struct {
 	// the primary with (masterauth, sentinel auth-pass) and the sentinels
 	// to each other (sentinel sentinel-pass): on a host shared by a class,
 	// nobody else reads or writes the group's locks. "" = a new one made
-	// for the group (SentinelGroup.Password).
+	// for the group (Group.Password).
 	Password string
 }
 
 // DownAfterOf is sentinel i's down-after-milliseconds: DownAfter,
 // 5/4 of it, 5/2 of it (see DownAfter).
-func (c SentinelConfig) DownAfterOf(i int) time.Duration {
+func (c Config) DownAfterOf(i int) time.Duration {
 	d := c.withDefaults().DownAfter
 	switch i {
 	case 0:
@@ -87,7 +87,7 @@ func (c SentinelConfig) DownAfterOf(i int) time.Duration {
 	}
 }
 
-func (c SentinelConfig) withDefaults() SentinelConfig {
+func (c Config) withDefaults() Config {
 	if c.Host == "" {
 		c.Host = "127.0.0.1"
 	}
@@ -106,7 +106,7 @@ func (c SentinelConfig) withDefaults() SentinelConfig {
 	return c
 }
 
-// SentinelGroup is a primary redis-server with one asynchronous replica
+// Group is a primary redis-server with one asynchronous replica
 // and three redis-sentinel processes watching them, all on free loopback
 // ports: the setup in which a lock granted by a single Redis can be lost
 // on failover. The replica replicates through a FaultProxy in front of the
@@ -122,26 +122,26 @@ func (c SentinelConfig) withDefaults() SentinelConfig {
 // Nothing is persisted: a server that dies comes back empty, if at all.
 // Every process is stopped by pid in Stop. Its methods are safe for
 // concurrent use.
-type SentinelGroup struct {
-	cfg   SentinelConfig
+type Group struct {
+	cfg   Config
 	dir   string
 	rmDir bool
 	lg    *proc.Logger
 
-	primary0, replica *redisfam.Redis // as started
+	primary0, replica *redisfam.Server // as started
 	link              *faultproxy.Proxy
 	sentinels         []*sentinel
 
 	mu       sync.Mutex
-	current  *redisfam.Redis          // the server believed primary; nil once killed, until WaitFailover finds the next
-	killedAt time.Time                // when KillPrimary last killed one
-	killed   map[*redisfam.Redis]bool // killed by KillPrimary
+	current  *redisfam.Server          // the server believed primary; nil once killed, until WaitFailover finds the next
+	killedAt time.Time                 // when KillPrimary last killed one
+	killed   map[*redisfam.Server]bool // killed by KillPrimary
 
 	stopOnce sync.Once
 	stopErr  error
 }
 
-// StartSentinels starts a primary, its replica (REPLICAOF the primary
+// Start starts a primary, its replica (REPLICAOF the primary
 // through a FaultProxy), waits until the replica is in sync, then starts
 // three sentinels monitoring the primary (quorum 2) and returns once every
 // sentinel knows the primary, the replica (in sync, promotable) and the
@@ -150,7 +150,7 @@ type SentinelGroup struct {
 // redis-sentinel when it is on PATH, else redis-server --sentinel. A
 // failed start stops whatever it started. Without a deadline in ctx, the
 // start is bounded to 30s.
-func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, err error) {
+func Start(ctx context.Context, cfg Config) (_ *Group, err error) {
 	cfg = cfg.withDefaults()
 	if ip := net.ParseIP(cfg.Host); ip == nil || !ip.IsLoopback() {
 		return nil, fmt.Errorf("stack: sentinels: host %q is not a loopback address", cfg.Host)
@@ -164,7 +164,7 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 		sentinelBin, sentinelArgs = p, nil
 	}
 
-	g := &SentinelGroup{cfg: cfg, dir: cfg.Dir, lg: proc.NewLogger(cfg.Log), killed: map[*redisfam.Redis]bool{}}
+	g := &Group{cfg: cfg, dir: cfg.Dir, lg: proc.NewLogger(cfg.Log), killed: map[*redisfam.Server]bool{}}
 	if g.dir == "" {
 		if g.dir, err = os.MkdirTemp("", "lockladder-sentinel-"); err != nil {
 			return nil, fmt.Errorf("stack: sentinels: %w", err)
@@ -185,14 +185,14 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 	began := time.Now()
 
 	free := net.JoinHostPort(cfg.Host, "0")
-	if g.primary0, err = redisfam.StartRedisIn(ctx, free, proc.Real, true, g.subdir("primary"), cfg.Password, nil); err != nil {
+	if g.primary0, err = redisfam.LaunchServer(ctx, free, proc.Real, true, g.subdir("primary"), cfg.Password, nil); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: primary: %w", err)
 	}
 	g.current = g.primary0
 	if g.link, err = faultproxy.New(g.primary0.Addr()); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: replication link: %w", err)
 	}
-	if g.replica, err = redisfam.StartRedisIn(ctx, free, proc.Real, true, g.subdir("replica"), cfg.Password, nil); err != nil {
+	if g.replica, err = redisfam.LaunchServer(ctx, free, proc.Real, true, g.subdir("replica"), cfg.Password, nil); err != nil {
 		return nil, fmt.Errorf("stack: sentinels: replica: %w", err)
 	}
 	if err := g.replicate(ctx); err != nil {
@@ -211,13 +211,13 @@ func StartSentinels(ctx context.Context, cfg SentinelConfig) (_ *SentinelGroup, 
 	}
 	g.lg.Printf("sentinels: %s %s: primary %s (pid %d), replica %s (pid %d) replicating via %s, sentinels %s (pids %s), quorum %d, down-after %s/%s/%s, failover-timeout %s; ready in %s",
 		g.primary0.Kind(), cfg.MasterName, g.primary0.Addr(), g.primary0.Pid(), g.replica.Addr(), g.replica.Pid(), g.link.Addr(),
-		strings.Join(g.SentinelAddrs(), ","), joinPids(g.sentinelPids()), SentinelQuorum, cfg.DownAfterOf(0), cfg.DownAfterOf(1), cfg.DownAfterOf(2), cfg.FailoverTimeout,
+		strings.Join(g.SentinelAddrs(), ","), joinPids(g.sentinelPids()), Quorum, cfg.DownAfterOf(0), cfg.DownAfterOf(1), cfg.DownAfterOf(2), cfg.FailoverTimeout,
 		time.Since(began).Round(time.Millisecond))
 	return g, nil
 }
 
 // subdir makes dir/name for one server or sentinel.
-func (g *SentinelGroup) subdir(name string) string {
+func (g *Group) subdir(name string) string {
 	d := filepath.Join(g.dir, name)
 	os.MkdirAll(d, 0o755) // a failure shows when the server cannot write there
 	return d
@@ -235,7 +235,7 @@ func groupClient(addr, password string) *redis.Client {
 
 // replicate makes the replica a replica of the primary through the link
 // and waits until it is in sync.
-func (g *SentinelGroup) replicate(ctx context.Context) error {
+func (g *Group) replicate(ctx context.Context) error {
 	p, r := groupClient(g.primary0.Addr(), g.cfg.Password), groupClient(g.replica.Addr(), g.cfg.Password)
 	defer p.Close()
 	defer r.Close()
@@ -279,7 +279,7 @@ func (g *SentinelGroup) replicate(ctx context.Context) error {
 
 // waitReady waits until every sentinel has the primary, knows the
 // replica as a healthy replica and sees the other sentinels (CKQUORUM).
-func (g *SentinelGroup) waitReady(ctx context.Context) error {
+func (g *Group) waitReady(ctx context.Context) error {
 	name, replica := g.cfg.MasterName, g.replica.Addr()
 	check := func(s *sentinel) error {
 		addr, err := s.c.GetMasterAddrByName(ctx, name).Result()
@@ -333,15 +333,15 @@ func (g *SentinelGroup) waitReady(ctx context.Context) error {
 
 // Password is what every server and sentinel of the group requires, for
 // redis.FailoverOptions.Password and SentinelPassword.
-func (g *SentinelGroup) Password() string { return g.cfg.Password }
+func (g *Group) Password() string { return g.cfg.Password }
 
 // MasterName is the name the sentinels know the primary by, for
 // redis.FailoverOptions.MasterName.
-func (g *SentinelGroup) MasterName() string { return g.cfg.MasterName }
+func (g *Group) MasterName() string { return g.cfg.MasterName }
 
 // SentinelAddrs are the sentinels' host:port addresses, for
 // redis.FailoverOptions.SentinelAddrs.
-func (g *SentinelGroup) SentinelAddrs() []string {
+func (g *Group) SentinelAddrs() []string {
 	addrs := make([]string, len(g.sentinels))
 	for i, s := range g.sentinels {
 		addrs[i] = s.addr
@@ -351,21 +351,21 @@ func (g *SentinelGroup) SentinelAddrs() []string {
 
 // ReplicaAddr is the address of the replica as started (the primary
 // after a failover).
-func (g *SentinelGroup) ReplicaAddr() string { return g.replica.Addr() }
+func (g *Group) ReplicaAddr() string { return g.replica.Addr() }
 
 // ReplicationLink is the FaultProxy the replica replicates through: Cut
 // it, and nothing the primary is sent afterwards reaches the replica.
-// It carries replication for about FailoverTimeout after StartSentinels
-// (see SentinelConfig.FailoverTimeout).
-func (g *SentinelGroup) ReplicationLink() *faultproxy.Proxy { return g.link }
+// It carries replication for about FailoverTimeout after Start
+// (see Config.FailoverTimeout).
+func (g *Group) ReplicationLink() *faultproxy.Proxy { return g.link }
 
 // Pids lists the live processes of the group, in this order: the
 // primary and the replica as started (a killed one no longer), then the
 // sentinels.
-func (g *SentinelGroup) Pids() []int {
+func (g *Group) Pids() []int {
 	var pids []int
 	g.mu.Lock()
-	for _, r := range []*redisfam.Redis{g.primary0, g.replica} {
+	for _, r := range []*redisfam.Server{g.primary0, g.replica} {
 		if r != nil && !g.killed[r] {
 			pids = append(pids, r.Pid())
 		}
@@ -374,7 +374,7 @@ func (g *SentinelGroup) Pids() []int {
 	return append(pids, g.sentinelPids()...)
 }
 
-func (g *SentinelGroup) sentinelPids() []int {
+func (g *Group) sentinelPids() []int {
 	var pids []int
 	for _, s := range g.sentinels {
 		if !s.p.Exited() {
@@ -395,7 +395,7 @@ func joinPids(ns []int) string {
 // Stop stops the sentinels first (so that none reconfigures what is
 // being stopped), then the link and both servers, each by pid, and
 // removes the group's dir when it made it. It is idempotent.
-func (g *SentinelGroup) Stop() error {
+func (g *Group) Stop() error {
 	g.stopOnce.Do(func() {
 		var errs []error
 		for _, s := range g.sentinels {
@@ -404,7 +404,7 @@ func (g *SentinelGroup) Stop() error {
 		if g.link != nil {
 			errs = append(errs, g.link.Close())
 		}
-		for _, r := range []*redisfam.Redis{g.primary0, g.replica} {
+		for _, r := range []*redisfam.Server{g.primary0, g.replica} {
 			if r != nil {
 				errs = append(errs, r.Stop())
 			}

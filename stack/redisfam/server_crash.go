@@ -17,7 +17,7 @@ import (
 // file is done: from then on, what it acknowledged survives Crash, and a
 // Restart loads it back. This is the persistence Redlock's author asks of
 // its masters (docs/ladder.md, rung 10). An embedded miniredis cannot.
-func (r *Redis) Persist(ctx context.Context) error {
+func (r *Server) Persist(ctx context.Context) error {
 	rs, ok := r.srv.(*redisServer)
 	if !ok {
 		return errors.New("stack: redis: Persist needs redis-server (miniredis has no append-only file)")
@@ -52,7 +52,7 @@ func (r *Redis) Persist(ctx context.Context) error {
 // Crash SIGKILLs a running redis-server: no shutdown, no save. What it had
 // not written to an append-only file (Persist) is gone; Restart brings it
 // back on the same address. An embedded miniredis cannot crash.
-func (r *Redis) Crash() error {
+func (r *Server) Crash() error {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
 	rs, ok := r.srv.(*redisServer)
@@ -81,4 +81,4 @@ func (r *Redis) Crash() error {
 // Restart starts a crashed (or shut down) server again on its address,
 // with what it persisted: its append-only file after Persist, else
 // nothing. It returns once the new process answers PING.
-func (r *Redis) Restart(ctx context.Context) error { return r.restart(ctx) }
+func (r *Server) Restart(ctx context.Context) error { return r.restart(ctx) }

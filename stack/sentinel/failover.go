@@ -15,7 +15,7 @@ import (
 
 // PrimaryAddr asks the sentinels, in turn, for the primary's address
 // (SENTINEL get-master-addr-by-name); the first answer wins.
-func (g *SentinelGroup) PrimaryAddr(ctx context.Context) (string, error) {
+func (g *Group) PrimaryAddr(ctx context.Context) (string, error) {
 	var errs []error
 	for _, s := range g.sentinels {
 		addr, err := s.c.GetMasterAddrByName(ctx, g.cfg.MasterName).Result()
@@ -32,7 +32,7 @@ func (g *SentinelGroup) PrimaryAddr(ctx context.Context) (string, error) {
 // and returns once it is dead. No shutdown, no last write to anyone: what
 // the replica has not received is lost. A second call before WaitFailover
 // is an error.
-func (g *SentinelGroup) KillPrimary() error {
+func (g *Group) KillPrimary() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.current
@@ -59,7 +59,7 @@ func (g *SentinelGroup) KillPrimary() error {
 // address and how long it took: since the last KillPrimary when there was
 // one, else since the call. Without a deadline in ctx it waits up to 30s;
 // the error then says what each sentinel last answered.
-func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr string, took time.Duration, err error) {
+func (g *Group) WaitFailover(ctx context.Context, old string) (newAddr string, took time.Duration, err error) {
 	from := time.Now()
 	g.mu.Lock()
 	if !g.killedAt.IsZero() {
@@ -99,7 +99,7 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, old string) (newAddr s
 			if err == nil && role == "master" {
 				took := time.Since(from)
 				g.mu.Lock()
-				for _, r := range []*redisfam.Redis{g.primary0, g.replica} {
+				for _, r := range []*redisfam.Server{g.primary0, g.replica} {
 					if r.Addr() == agreed && !g.killed[r] {
 						g.current = r
 					}
