@@ -24,18 +24,14 @@ type Backend interface {
 // caller's shell.
 const MySQLEnv = "MYSQL_DSN"
 
-func (z *ZooKeeper) Kind() string { return "zookeeper" }
-func (m *MariaDB) Kind() string   { return "mariadb" }
-func (e *Etcd) Kind() string      { return "etcd" }
+func (e *Etcd) Kind() string { return "etcd" }
 
 func (z *ZooKeeper) ClientAddr() string { return z.Addr() }
 func (z *ZooKeeper) Flags() []string    { return []string{"-zookeeper", z.Addr()} }
 func (z *ZooKeeper) Env() []string      { return nil }
-func (z *ZooKeeper) Pid() int           { return z.proc.Pid() }
 func (m *MariaDB) ClientAddr() string   { return m.DSN() }
 func (m *MariaDB) Flags() []string      { return nil }
 func (m *MariaDB) Env() []string        { return []string{MySQLEnv + "=" + m.DSN()} }
-func (m *MariaDB) Pid() int             { return m.proc.Pid() }
 func (e *Etcd) ClientAddr() string      { return e.client }
 func (e *Etcd) Flags() []string         { return []string{"-etcd", e.client} }
 func (e *Etcd) Env() []string           { return nil }

@@ -27,18 +27,9 @@ import (
 // own dir (secure_file_priv), and the apps' user may write none at all
 // (it lacks FILE).
 type MariaDB struct {
+	process         // socket, pid file, init file, secure_file_priv in work; the database in dataDir
 	server, install string
-	host, port      string
 	password        string
-	dir             string // its log
-	work            string // socket, pid file, init file, secure_file_priv: proc.ServerDir of dir
-	data            string // the database (proc.DataRoot)
-	dataDir         string // where it is: proc.ServerDir of data
-	temps           []string
-	version         string
-	picked          bool // start chose the port: ready may choose another
-	lg              *proc.Logger
-	proc            *proc.Proc
 }
 
 // MariaDBUser is the account the apps log in as: it may read and write
@@ -72,8 +63,8 @@ func FindMariaDB() (server, install string, err error) {
 }
 
 func NewMariaDB(server, install, host, dir, data string, lg *proc.Logger) *MariaDB {
-	return &MariaDB{server: server, install: install, host: host, password: NewPassword(),
-		dir: filepath.Join(dir, "mariadb"), data: data, lg: lg}
+	return &MariaDB{server: server, install: install, password: NewPassword(),
+		process: process{kind: "mariadb", host: host, dir: filepath.Join(dir, "mariadb"), data: data, lg: lg}}
 }
 
 // NewPassword is a password made for one server: 128 random bits, in hex
@@ -83,8 +74,6 @@ func NewPassword() string {
 	rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-func (m *MariaDB) Addr() string { return net.JoinHostPort(m.host, m.port) }
 
 // DSN is how the app connects (github.com/go-sql-driver/mysql's form),
 // password included: the stack hands it to the apps in their
@@ -99,17 +88,13 @@ func (m *MariaDB) dirs() error {
 	if m.work != "" {
 		return nil
 	}
-	if err := os.MkdirAll(m.dir, 0o755); err != nil {
-		return fmt.Errorf("stack: mariadb: %w", err)
-	}
-	var err error
-	if m.work, m.dataDir, m.temps, err = proc.ServerDirs(m.lg, "mariadb", m.dir, m.data); err != nil {
+	if err := m.process.dirs(); err != nil {
 		return err
 	}
-	if _, _, err = proc.ServerDir(m.filesDir()); err != nil {
+	if _, _, err := proc.ServerDir(m.filesDir()); err != nil {
 		return err
 	}
-	_, _, err = proc.ServerDir(m.tmpDir())
+	_, _, err := proc.ServerDir(m.tmpDir())
 	return err
 }
 
@@ -136,17 +121,12 @@ func (m *MariaDB) Start(ctx context.Context) error {
 	if a != nil {
 		runAs = a.Name
 	}
-	m.picked = m.port == ""
-	if m.picked {
-		port, err := proc.FreePort(m.host)
-		if err != nil {
-			return err
-		}
-		m.port = port
-		// Every stack starts from an empty database.
-		if err := proc.EmptyDir(m.dataDir); err != nil {
-			return fmt.Errorf("stack: mariadb: %w", err)
-		}
+	// Every stack starts from an empty database.
+	picked, err := m.pickPort()
+	if err != nil {
+		return err
+	}
+	if picked {
 		// root@localhost by the socket only, for the OS's root
 		// (unix_socket), and no other account: the default would add
 		// one for the user the server runs as.
@@ -194,40 +174,20 @@ func (m *MariaDB) Start(ctx context.Context) error {
 // ready waits until the server serves (proc.ReadyOnFreePort: started again on
 // another port if it exits while starting on the one start chose).
 func (m *MariaDB) Ready(ctx context.Context) error {
-	return proc.ReadyOnFreePort(ctx, m.lg, "mariadb", &m.picked, m.Addr, m.serving, func(ctx context.Context) error {
-		m.port = ""
-		return m.Start(ctx)
-	})
+	return m.ready(ctx, m.serving, m.Start)
 }
 
 // serving waits until the server greets a connection (its handshake
 // carries its version).
 func (m *MariaDB) serving(ctx context.Context) error {
-	for {
-		if v, err := mysqlGreeting(ctx, m.Addr()); err == nil {
+	return m.await(ctx, func() bool {
+		v, err := mysqlGreeting(ctx, m.Addr())
+		if err == nil {
 			m.version = v
-			return nil
 		}
-		select {
-		case <-m.proc.Done():
-			return fmt.Errorf("stack: mariadb %w: %v\n%s", proc.ErrExitedStarting, m.proc.ExitErr(), proc.LogTail(m.proc.LogPath(), 2048))
-		case <-ctx.Done():
-			return fmt.Errorf("stack: mariadb on %s not serving: %w", m.Addr(), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return err == nil
+	})
 }
-
-func (m *MariaDB) Stop() error {
-	if m.proc == nil {
-		return nil
-	}
-	return m.proc.Stop(proc.StopGrace)
-}
-
-// Remove deletes the temp dirs proc.ServerDir made for it: after its last
-// stop.
-func (m *MariaDB) Remove() error { return proc.RemoveAll(m.temps) }
 
 func (m *MariaDB) Summary() string {
 	v, _, _ := strings.Cut(m.version, "-")

@@ -3,7 +3,6 @@ package backends
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -27,18 +26,10 @@ import (
 // the stack knows, and postgresUser, which the apps log in as, owner of
 // their database and nothing else.
 type Postgres struct {
+	process              // socket, password file in work; the cluster in dataDir
 	bin           string // the dir of initdb and postgres
-	host, port    string
 	password      string // postgresUser's
 	superPassword string // postgresSuper's
-	dir           string // its log
-	work          string // socket, password file: proc.ServerDir of dir
-	data, dataDir string
-	temps         []string
-	version       string
-	picked        bool
-	lg            *proc.Logger
-	proc          *proc.Proc
 }
 
 const (
@@ -86,11 +77,9 @@ func pgVersion(binDir string) int {
 }
 
 func NewPostgres(bin, host, dir, data string, lg *proc.Logger) *Postgres {
-	return &Postgres{bin: bin, host: host, password: NewPassword(), superPassword: NewPassword(),
-		dir: filepath.Join(dir, "postgres"), data: data, lg: lg}
+	return &Postgres{bin: bin, password: NewPassword(), superPassword: NewPassword(),
+		process: process{kind: "postgres", host: host, dir: filepath.Join(dir, "postgres"), data: data, lg: lg}}
 }
-
-func (p *Postgres) Addr() string { return net.JoinHostPort(p.host, p.port) }
 
 // dsn is how a client logs in as user: a URL pgx reads.
 func (p *Postgres) dsnAs(user, password, database string) string {
@@ -103,28 +92,9 @@ func (p *Postgres) dsnAs(user, password, database string) string {
 // their command line.
 func (p *Postgres) DSN() string { return p.dsnAs(postgresUser, p.password, postgresDatabase) }
 
-func (p *Postgres) Kind() string       { return "postgres" }
 func (p *Postgres) ClientAddr() string { return p.DSN() }
 func (p *Postgres) Flags() []string    { return nil }
 func (p *Postgres) Env() []string      { return []string{PostgresEnv + "=" + p.DSN()} }
-func (p *Postgres) Pid() int {
-	if p.proc == nil {
-		return 0
-	}
-	return p.proc.Pid()
-}
-
-func (p *Postgres) dirs() error {
-	if p.work != "" {
-		return nil
-	}
-	if err := os.MkdirAll(p.dir, 0o755); err != nil {
-		return fmt.Errorf("stack: postgres: %w", err)
-	}
-	var err error
-	p.work, p.dataDir, p.temps, err = proc.ServerDirs(p.lg, "postgres", p.dir, p.data)
-	return err
-}
 
 // start makes an empty cluster (the first time) and starts the server on
 // it; started again after a stop, it keeps the port, the passwords and
@@ -137,16 +107,11 @@ func (p *Postgres) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.picked = p.port == ""
-	if p.picked {
-		port, err := proc.FreePort(p.host)
-		if err != nil {
-			return err
-		}
-		p.port = port
-		if err := proc.EmptyDir(p.dataDir); err != nil {
-			return fmt.Errorf("stack: postgres: %w", err)
-		}
+	picked, err := p.pickPort()
+	if err != nil {
+		return err
+	}
+	if picked {
 		// initdb reads the superuser's password from a file, which it
 		// must be able to read as the server's account; removed after.
 		pwfile := filepath.Join(p.work, "pwfile")
@@ -182,32 +147,26 @@ func (p *Postgres) Start(ctx context.Context) error {
 // ready waits until the server serves, then makes the apps' role and
 // database (again at every start: the role's password is this stack's).
 func (p *Postgres) Ready(ctx context.Context) error {
-	return proc.ReadyOnFreePort(ctx, p.lg, "postgres", &p.picked, p.Addr, p.serving, func(ctx context.Context) error {
-		p.port = ""
-		return p.Start(ctx)
-	})
+	return p.ready(ctx, p.serving, p.Start)
 }
 
 // serving waits until the superuser can log in, and sets the apps' role
 // and database up.
 func (p *Postgres) serving(ctx context.Context) error {
 	super := p.dsnAs(postgresSuper, p.superPassword, "postgres")
-	for {
+	var conn *pgx.Conn
+	err := p.await(ctx, func() bool {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		conn, err := pgx.Connect(cctx, super)
-		cancel()
-		if err == nil {
-			defer conn.Close(context.Background())
-			return p.setUp(ctx, conn)
-		}
-		select {
-		case <-p.proc.Done():
-			return fmt.Errorf("stack: postgres %w: %v\n%s", proc.ErrExitedStarting, p.proc.ExitErr(), proc.LogTail(p.proc.LogPath(), 2048))
-		case <-ctx.Done():
-			return fmt.Errorf("stack: postgres on %s not serving: %w", p.Addr(), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+		defer cancel()
+		c, err := pgx.Connect(cctx, super)
+		conn = c
+		return err == nil
+	})
+	if err != nil {
+		return err
 	}
+	defer conn.Close(context.Background())
+	return p.setUp(ctx, conn)
 }
 
 // setUp makes postgresUser (LOGIN, no other privilege) with this
@@ -250,8 +209,6 @@ func (p *Postgres) Stop() error {
 	// wait out the grace and die by SIGKILL.
 	return p.proc.StopLeader(syscall.SIGINT, proc.StopGrace)
 }
-
-func (p *Postgres) Remove() error { return proc.RemoveAll(p.temps) }
 
 func (p *Postgres) Summary() string {
 	v, _, _ := strings.Cut(p.version, " ")

@@ -28,18 +28,8 @@ const slf4jSimple = "/usr/share/java/slf4j-simple.jar"
 // a loopback port, its log in the run dir, its data where Config.Data says. Sessions may time out
 // between 1s and 10s (tickTime 500ms): the rung asks for its lease.
 type ZooKeeper struct {
+	process   // its config in work; snapshots and transaction log in dataDir
 	java, jar string
-	host      string
-	port      string
-	dir       string // its log
-	work      string // its config: proc.ServerDir of dir
-	data      string // snapshots and transaction log (proc.DataRoot)
-	dataDir   string // where they are: proc.ServerDir of data
-	temps     []string
-	version   string
-	picked    bool // start chose the port: ready may choose another
-	lg        *proc.Logger
-	proc      *proc.Proc
 }
 
 // FindZooKeeper returns the java binary and the server jar, or why there
@@ -62,36 +52,20 @@ func FindZooKeeper() (java, jar string, err error) {
 }
 
 func NewZooKeeper(java, jar, host, dir, data string, lg *proc.Logger) *ZooKeeper {
-	return &ZooKeeper{java: java, jar: jar, host: host, dir: filepath.Join(dir, "zookeeper"), data: data, lg: lg}
+	return &ZooKeeper{java: java, jar: jar,
+		process: process{kind: "zookeeper", host: host, dir: filepath.Join(dir, "zookeeper"), data: data, lg: lg}}
 }
-
-func (z *ZooKeeper) Addr() string { return net.JoinHostPort(z.host, z.port) }
 
 // start starts the server; started again after a stop, on the same port
 // with the same data (its sessions come back with it).
 func (z *ZooKeeper) Start(context.Context) error {
-	if z.work == "" { // once: a start after a stop keeps them
-		if err := os.MkdirAll(z.dir, 0o755); err != nil {
-			return fmt.Errorf("stack: zookeeper: %w", err)
-		}
-		var err error
-		if z.work, z.dataDir, z.temps, err = proc.ServerDirs(z.lg, "zookeeper", z.dir, z.data); err != nil {
-			return err
-		}
+	if err := z.dirs(); err != nil {
+		return err
 	}
-	z.picked = z.port == ""
-	if z.picked {
-		port, err := proc.FreePort(z.host)
-		if err != nil {
-			return err
-		}
-		z.port = port
-		// Every stack starts from an empty tree: a reused run dir's
-		// old ephemeral znodes would hold locks until their sessions
-		// expired.
-		if err := proc.EmptyDir(z.dataDir); err != nil {
-			return fmt.Errorf("stack: zookeeper: %w", err)
-		}
+	// Every stack starts from an empty tree: a reused run dir's old
+	// ephemeral znodes would hold locks until their sessions expired.
+	if _, err := z.pickPort(); err != nil {
+		return err
 	}
 	var err error
 	cfg := filepath.Join(z.work, "zoo.cfg")
@@ -128,10 +102,7 @@ func (z *ZooKeeper) Start(context.Context) error {
 // ready waits until the server serves (proc.ReadyOnFreePort: started again on
 // another port if it exits while starting on the one start chose).
 func (z *ZooKeeper) Ready(ctx context.Context) error {
-	return proc.ReadyOnFreePort(ctx, z.lg, "zookeeper", &z.picked, z.Addr, z.serving, func(ctx context.Context) error {
-		z.port = ""
-		return z.Start(ctx)
-	})
+	return z.ready(ctx, z.serving, z.Start)
 }
 
 // serving waits until the server serves requests ("srvr" says its mode:
@@ -139,35 +110,19 @@ func (z *ZooKeeper) Ready(ctx context.Context) error {
 // version there.
 func (z *ZooKeeper) serving(ctx context.Context) error {
 	var srvr string
-	for {
-		if ans, err := fourLetters(ctx, z.Addr(), "srvr"); err == nil && strings.Contains(ans, "Mode:") {
-			srvr = ans
-			break
-		}
-		select {
-		case <-z.proc.Done():
-			return fmt.Errorf("stack: zookeeper %w: %v\n%s", proc.ErrExitedStarting, z.proc.ExitErr(), proc.LogTail(z.proc.LogPath(), 2048))
-		case <-ctx.Done():
-			return fmt.Errorf("stack: zookeeper on %s not serving: %w", z.Addr(), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	err := z.await(ctx, func() bool {
+		ans, err := fourLetters(ctx, z.Addr(), "srvr")
+		srvr = ans
+		return err == nil && strings.Contains(ans, "Mode:")
+	})
+	if err != nil {
+		return err
 	}
 	if v, ok := strings.CutPrefix(strings.SplitN(srvr, "\n", 2)[0], "Zookeeper version: "); ok {
 		z.version, _, _ = strings.Cut(v, "-")
 	}
 	return nil
 }
-
-func (z *ZooKeeper) Stop() error {
-	if z.proc == nil {
-		return nil
-	}
-	return z.proc.Stop(proc.StopGrace)
-}
-
-// Remove deletes the temp dirs proc.ServerDir made for it: after its last
-// stop.
-func (z *ZooKeeper) Remove() error { return proc.RemoveAll(z.temps) }
 
 func (z *ZooKeeper) Summary() string {
 	return fmt.Sprintf("zookeeper: ZooKeeper %s on %s (pid %d)", z.version, z.Addr(), z.proc.Pid())
