@@ -33,7 +33,7 @@ func TestBackendRestart(t *testing.T) {
 		LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0",
 		Redis: stack.Embedded, LB: stack.Embedded, Instances: 1,
 		ZooKeeper: stack.Auto, MariaDB: stack.Auto, Etcd: stack.Embedded,
-		RequireReal: ci, AppBinary: appBin, Log: testLog{t},
+		RequireReal: ci, AppBinary: appBin, Log: redistest.Log(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestBackendData(t *testing.T) {
 				LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0", Dir: dir,
 				Redis: stack.Embedded, LB: stack.Embedded, Instances: 1, Masters: -1,
 				Etcd: stack.Embedded, Data: data,
-				AppBinary: appBin, Log: io.MultiWriter(log, testLog{t}),
+				AppBinary: appBin, Log: io.MultiWriter(log, redistest.Log(t)),
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -235,7 +235,7 @@ func TestBackendExitsWhileStarting(t *testing.T) {
 		LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0",
 		Redis: stack.Embedded, LB: stack.Embedded, Instances: 1, Masters: -1,
 		ZooKeeper: stack.Auto, MariaDB: stack.Auto, Etcd: stack.Auto,
-		RequireReal: true, AppBinary: appBin, Log: io.MultiWriter(log, testLog{t}),
+		RequireReal: true, AppBinary: appBin, Log: io.MultiWriter(log, redistest.Log(t)),
 	})
 	if err != nil {
 		t.Fatal(err)

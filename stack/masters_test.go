@@ -72,7 +72,7 @@ func TestMasters(t *testing.T) {
 				LB:          stack.Embedded,
 				RequireReal: ci,
 				AppBinary:   appBin,
-				Log:         io.MultiWriter(log, testLog{t}),
+				Log:         io.MultiWriter(log, redistest.Log(t)),
 			})
 			if err != nil {
 				t.Fatal(err)

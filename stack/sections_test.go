@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -23,7 +24,7 @@ func TestSectionsSurviveSIGKILL(t *testing.T) {
 	s, err := stack.Start(context.Background(), stack.Config{
 		LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0",
 		Redis: stack.Auto, LB: stack.Embedded, Instances: 1,
-		RequireReal: ci, AppBinary: appBin, Log: testLog{t},
+		RequireReal: ci, AppBinary: appBin, Log: redistest.Log(t),
 	})
 	if err != nil {
 		t.Fatal(err)

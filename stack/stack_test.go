@@ -60,15 +60,6 @@ func needBinary(t *testing.T, name string) {
 	redistest.NeedServer(t, name)
 }
 
-// testLog sends progress lines to t.Log.
-type testLog struct{ t *testing.T }
-
-func (w testLog) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // syncBuffer collects progress lines written from several goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -139,7 +130,7 @@ func TestStack(t *testing.T) {
 				RequireReal: ci,
 				AppBinary:   appBin,
 				NginxConf:   "../nginx.conf",
-				Log:         testLog{t},
+				Log:         redistest.Log(t),
 				Races:       races,
 			})
 			if err != nil {
@@ -261,7 +252,7 @@ func TestStartFailureStopsEverything(t *testing.T) {
 		Redis:     stack.Auto,
 		LB:        stack.Embedded,
 		AppBinary: fake,
-		Log:       testLog{t},
+		Log:       redistest.Log(t),
 	})
 	cancel()
 	<-started
@@ -366,7 +357,7 @@ func startStack(t *testing.T, mode stack.Mode, edit func(*stack.Config)) (*stack
 		RequireReal: ci,
 		AppBinary:   appBin,
 		NginxConf:   "../nginx.conf",
-		Log:         io.MultiWriter(log, testLog{t}),
+		Log:         io.MultiWriter(log, redistest.Log(t)),
 	}
 	if edit != nil {
 		edit(&cfg)

@@ -3,6 +3,7 @@ package redistest
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -45,4 +46,15 @@ func ProcStrings(t testing.TB, pid int, file string) []string {
 		t.Fatalf("pid %d: %v", pid, err)
 	}
 	return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
+}
+
+// Log is a writer that sends a server's progress lines to t.Log.
+func Log(t testing.TB) io.Writer { return testLog{t} }
+
+type testLog struct{ t testing.TB }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

@@ -18,10 +18,10 @@ func TestStartRedis(t *testing.T) {
 	for _, mode := range []stack.Mode{stack.Real, stack.Embedded} {
 		t.Run(string(mode), func(t *testing.T) {
 			if mode == stack.Real {
-				needBinary(t, "redis-server")
+				redistest.NeedServer(t, "redis-server")
 			}
 			ctx := context.Background()
-			r, err := redisfam.Start(ctx, "127.0.0.1:0", mode, ci, testLog{t})
+			r, err := redisfam.Start(ctx, "127.0.0.1:0", mode, ci, redistest.Log(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,15 +72,15 @@ func TestStartRedis(t *testing.T) {
 // share one Redis while ours had exited). Parallel test packages picking
 // free ports at once meet exactly this; with port 0 Start picks again.
 func TestStartRedisNeverAdoptsAnotherServer(t *testing.T) {
-	needBinary(t, "redis-server")
+	redistest.NeedServer(t, "redis-server")
 	ctx := context.Background()
-	first, err := redisfam.Start(ctx, "127.0.0.1:0", stack.Real, ci, testLog{t})
+	first, err := redisfam.Start(ctx, "127.0.0.1:0", stack.Real, ci, redistest.Log(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { first.Stop() })
 
-	second, err := redisfam.Start(ctx, first.Addr(), stack.Real, ci, testLog{t})
+	second, err := redisfam.Start(ctx, first.Addr(), stack.Real, ci, redistest.Log(t))
 	if err == nil {
 		second.Stop()
 		t.Fatalf("a second redis-server on %s reported started (pid %d) while pid %d serves it", first.Addr(), second.Pid(), first.Pid())

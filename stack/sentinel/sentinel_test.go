@@ -50,7 +50,7 @@ func serverInfo(t *testing.T, c *redis.Client, section string) string {
 func TestSentinelFailover(t *testing.T) {
 	redistest.NeedServer(t, "redis-server")
 	ctx := context.Background()
-	g, err := sentinel.Start(ctx, sentinel.Config{Log: testLog{t}})
+	g, err := sentinel.Start(ctx, sentinel.Config{Log: redistest.Log(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
