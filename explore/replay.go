@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
@@ -37,7 +38,7 @@ func StartReplayer(ctx context.Context, out io.Writer, requireReal bool) (*Repla
 		fmt.Fprintf(out, "replay skipped: %s\n\n", stack.Install("redis-server"))
 		return nil, func() {}, nil
 	}
-	pw := stack.NewPassword()
+	pw := backends.NewPassword()
 	r, err := redisfam.StartAuth(ctx, "127.0.0.1:0", stack.Real, true, pw, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("explore: start redis-server for the replays: %w", err)

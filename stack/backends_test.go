@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // The other back ends stop and start again under a running stack: while
@@ -211,7 +212,7 @@ func TestBackendExitsWhileStarting(t *testing.T) {
 	wrappers := sharedTempDir(t)
 	for _, b := range []string{"java", "mariadbd", "etcd"} {
 		real, err := stack.LookPath(b)
-		if err != nil && b == "mariadbd" && !stack.Hidden() {
+		if err != nil && b == "mariadbd" && !proc.Hidden() {
 			real, err = "/usr/sbin/mariadbd", nil
 			if _, serr := os.Stat(real); serr != nil {
 				err = serr

@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
@@ -13,8 +12,6 @@ import (
 const (
 	// NoDeathSignalEnv: see proc.NoDeathSignalEnv.
 	NoDeathSignalEnv = proc.NoDeathSignalEnv
-	// HideEnv: see proc.HideEnv.
-	HideEnv = proc.HideEnv
 	// ServerUser: see proc.ServerUser.
 	ServerUser = proc.ServerUser
 	// DataMemory: see proc.DataMemory.
@@ -36,9 +33,6 @@ func PidReused(pid int, start uint64) bool { return proc.PidReused(pid, start) }
 // GroupMembers is proc.GroupMembers.
 func GroupMembers(pgid int) []int { return proc.GroupMembers(pgid) }
 
-// Hidden is proc.Hidden.
-func Hidden() bool { return proc.Hidden() }
-
 // LookPath is proc.LookPath.
 func LookPath(name string) (string, error) { return proc.LookPath(name) }
 
@@ -47,6 +41,3 @@ func Install(name string) string { return proc.Install(name) }
 
 // RemoveData is proc.RemoveData.
 func RemoveData(dir string, pid int) (bool, error) { return proc.RemoveData(dir, pid) }
-
-// NewPassword is backends.NewPassword: a password made for one server.
-func NewPassword() string { return backends.NewPassword() }
