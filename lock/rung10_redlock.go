@@ -154,7 +154,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 
 // obtain makes attempts with a token of its own until one wins, waiting
 // by w between two, within the call's bound.
-func (r *Redlock) obtain(ctx context.Context, key string, c Call, w waiter) (*redlockLock, error) {
+func (r *Redlock) obtain(ctx context.Context, key string, c Call, w Waiter) (*redlockLock, error) {
 	token, ttl := uuid.NewString(), c.TTL(r.opts.TTL)
 	var (
 		held *redlockLock
