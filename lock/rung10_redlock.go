@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/internal/line"
+	"github.com/lockladder/lockladder/internal/workers"
 )
 
 // Redlock takes rung 6's lock (SET key token NX PX ttl, compare-and-delete
@@ -51,7 +52,7 @@ type Redlock struct {
 	pause       time.Duration
 	notifier    *Notifier
 	queue       line.Queue
-	workers     workers
+	workers     workers.Pool
 }
 
 var _ Locker = (*Redlock)(nil)
