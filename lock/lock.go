@@ -72,11 +72,13 @@
 //
 // The waiting: wait.go (Poll, the loop the rungs that take one attempt at
 // a time wait in, its pauses, and the waiters' timer; the articles' fixed
-// sleep by default, and the head of a line's way, WaitQueue, for package
-// speed's Line), notify.go (the lock's
+// sleep by default, and the head of a line's way, HeadWaiter, that
+// package speed's Line waits by), notify.go (the lock's
 // deletions announced by Redis itself, and fair's handoffs),
 // notify_cluster.go (one subscription per master of a Redis Cluster),
-// handoff.go (how fair's waiters wait for a handoff by name), watchdog.go
+// rung12_fair_handoff.go (how fair's waiters wait for a handoff by name),
+// rung10_redlock_round_watch.go (how the explorer hears redlock's rounds),
+// watchdog.go
 // (the renewal rungs 9 and 12 share, and with rung 12 the cohorts),
 // clock.go (the Ticker watchdogs renew by; Options.Ticker makes them,
 // Options.After times the waits, and the explorer gives its own of both),
