@@ -11,6 +11,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 )
 
 // TestEtcdExcludesAndFences: the etcd Mutex is exact under contention,
@@ -23,7 +24,7 @@ func TestEtcdExcludesAndFences(t *testing.T) {
 	// takes, and a try that ignored its bound would not give up.
 	o := lock.Options{TTL: 2 * time.Second, Wait: time.Hour}
 	a, b := lock.NewEtcd(cli, o), lock.NewEtcd(cli, o)
-	contend(t, rdb, either{a, b}, lock.Call{}, "n:etcd", 10, 20)
+	contend(t, rdb, locktest.Alternate{a, b}, lock.Call{}, "n:etcd", 10, 20)
 
 	ctx := context.Background()
 	var last int64
@@ -41,16 +42,7 @@ func TestEtcdExcludesAndFences(t *testing.T) {
 			l.Release(ctx)
 			continue
 		}
-		if _, err := b.Obtain(ctx, "lock:k", lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
-			t.Fatalf("try=0 while held: %v, want ErrBusy", err)
-		}
-		start := time.Now()
-		if _, err := b.Obtain(ctx, "lock:k", lock.Call{Try: dur(100 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
-			t.Fatalf("a 100ms try while held: %v, want ErrNotObtained", err)
-		}
-		if took := time.Since(start); took < 100*time.Millisecond {
-			t.Errorf("gave up after %s", took)
-		}
+		locktest.Refuses(t, b, "lock:k", 100*time.Millisecond)
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
