@@ -3,43 +3,9 @@ package lock
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// EtcdWatches is the etcd rung's watch per lock, kept open (rung 15).
-type EtcdWatches = etcdWatches
-
-// NewEtcdWatches returns the watches of a process on cli, each closed once
-// nobody has listened to it for idle.
-func NewEtcdWatches(cli *clientv3.Client, idle time.Duration) *EtcdWatches {
-	return &etcdWatches{cli: cli, idle: idle}
-}
-
-// Subscribe listens to pfx's deletions.
-func (ws *etcdWatches) Subscribe(ctx context.Context, pfx string) (*watchSub, error) {
-	return ws.subscribe(ctx, pfx)
-}
-
-// Open counts the watches open.
-func (ws *etcdWatches) Open() int {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	return len(ws.all)
-}
-
-// End ends pfx's watch as etcd would cancel it.
-func (ws *etcdWatches) End(pfx string) {
-	ws.mu.Lock()
-	pw := ws.all[pfx]
-	ws.mu.Unlock()
-	pw.cancel()
-}
-
-func (s *watchSub) Next(ctx context.Context) ([]*clientv3.Event, error) { return s.next(ctx) }
-func (s *watchSub) Cancel()                                             { s.cancel() }
 
 // Hooks into rungs 9, 10 and 12 for the black-box tests in package lock_test.
 

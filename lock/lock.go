@@ -72,11 +72,13 @@
 //
 // The waiting: wait.go (Poll, the loop the rungs that take one attempt at
 // a time wait in, its pauses, and the waiters' timer; the articles' fixed
-// sleep by default, and the head of a line's way, WaitQueue, for package
-// speed's Line), notify.go (the lock's
+// sleep by default, and the head of a line's way, HeadWaiter, that
+// package speed's Line waits by), notify.go (the lock's
 // deletions announced by Redis itself, and fair's handoffs),
 // notify_cluster.go (one subscription per master of a Redis Cluster),
-// handoff.go (how fair's waiters wait for a handoff by name), watchdog.go
+// rung12_fair_handoff.go (how fair's waiters wait for a handoff by name),
+// rung10_redlock_round_watch.go (how the explorer hears redlock's rounds),
+// watchdog.go
 // (the renewal rungs 9 and 12 share, and with rung 12 the cohorts),
 // clock.go (the Ticker watchdogs renew by; Options.Ticker makes them,
 // Options.After times the waits, and the explorer gives its own of both),
@@ -86,15 +88,16 @@
 // (a reader after the lesson may skip it): each file wraps a rung or plugs
 // into it, and changes what a section costs, never what it is safe
 // against. A process's line in front of the polling rungs is package
-// speed's; redlock's, cohort's and etcd's below are not moved yet.
+// speed's; the goroutines redlock's rounds run on are internal/workers;
+// the etcd rung's watches and sessions, kept per process, are
+// internal/etcdshare. Redlock's line and relay and the cohorts' pipes
+// below reach into their rung's state, and stay beside it.
 //
 //	speed_redlock_line.go   redlock's requests lined up per process, the
 //	                        lock passed down the line in memory (WaitQueue,
 //	                        WaitCohort)
 //	speed_redlock_relay.go  the lock relayed down that line by swapping
 //	                        tokens on the masters (WaitRelay)
-//	speed_workers.go        the goroutines redlock's calls to its masters
-//	                        run on
 //	speed_release_in.go     a release that rides the business's last write,
 //	                        one round trip for both (PipelineReleaser)
 //	speed_cohort_pipe.go    a cohort's commands down one ordered pipeline
@@ -103,9 +106,6 @@
 //	                        value last written, passed on before the write
 //	                        lands; writes in order, each a compare-and-set,
 //	                        committed in groups (Carrier)
-//	speed_etcd_watch.go     one watch per etcd lock kept open per process,
-//	                        its waiters listening to it
-//	speed_etcd_sessions.go  etcd's sessions reused
 package lock
 
 import (

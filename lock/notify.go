@@ -305,7 +305,7 @@ type notifyWaiter struct {
 	timer waitTimer
 }
 
-func (w *notifyWaiter) wait(ctx context.Context) (bool, error) {
+func (w *notifyWaiter) Wait(ctx context.Context) (bool, error) {
 	select {
 	case <-ctx.Done():
 		return false, ctx.Err()
@@ -315,7 +315,7 @@ func (w *notifyWaiter) wait(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-func (w *notifyWaiter) done(bool) {
+func (w *notifyWaiter) Done(bool) {
 	w.timer.stop()
 	n := w.n
 	n.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/internal/line"
+	"github.com/lockladder/lockladder/internal/workers"
 )
 
 // Redlock takes rung 6's lock (SET key token NX PX ttl, compare-and-delete
@@ -51,7 +52,7 @@ type Redlock struct {
 	pause       time.Duration
 	notifier    *Notifier
 	queue       line.Queue
-	workers     workers
+	workers     workers.Pool
 }
 
 var _ Locker = (*Redlock)(nil)
@@ -154,7 +155,7 @@ func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 
 // obtain makes attempts with a token of its own until one wins, waiting
 // by w between two, within the call's bound.
-func (r *Redlock) obtain(ctx context.Context, key string, c Call, w waiter) (*redlockLock, error) {
+func (r *Redlock) obtain(ctx context.Context, key string, c Call, w Waiter) (*redlockLock, error) {
 	token, ttl := uuid.NewString(), c.TTL(r.opts.TTL)
 	var (
 		held *redlockLock

@@ -114,7 +114,7 @@ func (r *Redlock) onMasters(ctx context.Context, call masterCall, o roundOpts) r
 		asked++
 		end := make(chan struct{})
 		ends[i] = end
-		r.workers.run(func() {
+		r.workers.Run(func() {
 			defer close(end)
 			if o.after != nil && o.after[i] != nil {
 				<-o.after[i] // bounded by that call's node timeout

@@ -71,7 +71,7 @@ type Fair struct {
 var _ Locker = (*Fair)(nil)
 
 // NewFair returns the FIFO handoff lock. Options.WaitMode and Call.Wait do
-// not apply: a fair waiter always waits for its handoff (handoff.go).
+// not apply: a fair waiter always waits for its handoff (rung12_fair_handoff.go).
 func NewFair(rdb redis.Cmdable, o Options) *Fair {
 	o = o.WithDefaults()
 	return &Fair{rdb: rdb, opts: o, tick: min(max(o.TTL/4, 5*time.Millisecond), 250*time.Millisecond)}

@@ -9,6 +9,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 )
 
 // TestZooKeeperExcludesAndQueues: the znode lock is exact under
@@ -22,23 +23,14 @@ func TestZooKeeperExcludesAndQueues(t *testing.T) {
 	// takes, and a try that ignored its bound would not give up.
 	o := lock.Options{Wait: time.Hour}
 	la, lb := lock.NewZooKeeper(a, o), lock.NewZooKeeper(b, o)
-	contend(t, rdb, either{la, lb}, lock.Call{}, "n:zk", 10, 20)
+	contend(t, rdb, locktest.Alternate{la, lb}, lock.Call{}, "n:zk", 10, 20)
 
 	ctx := context.Background()
 	held, err := la.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lb.Obtain(ctx, "lock:k", lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
-		t.Fatalf("try=0 while held: %v, want ErrBusy", err)
-	}
-	start := time.Now()
-	if _, err := lb.Obtain(ctx, "lock:k", lock.Call{Try: dur(100 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
-		t.Fatalf("a 100ms try while held: %v, want ErrNotObtained", err)
-	}
-	if took := time.Since(start); took < 100*time.Millisecond {
-		t.Errorf("gave up after %s", took)
-	}
+	locktest.Refuses(t, lb, "lock:k", 100*time.Millisecond)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -70,13 +62,6 @@ func TestZooKeeperDeadSessionFreesTheLock(t *testing.T) {
 		t.Fatalf("the waiter after the holder's session ended: %v", err)
 	}
 	t.Logf("the waiter held the lock %s after the holder's session ended", time.Since(died).Round(time.Millisecond))
-}
-
-// either spreads Obtains over two Lockers (two processes' sessions).
-type either [2]lock.Locker
-
-func (e either) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
-	return e[time.Now().UnixNano()%2].Obtain(ctx, key, c)
 }
 
 // TestZooKeeperWaiterBehindAGivenUpOneWaits: a waiter takes the lock on

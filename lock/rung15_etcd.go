@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/lockladder/lockladder/internal/etcdshare"
 	"github.com/lockladder/lockladder/internal/line"
 )
 
@@ -40,15 +41,15 @@ import (
 // Its speed is around the recipe, not in it: a process's requests line up
 // in memory first (localQueue), so that etcd holds one waiting key per
 // instance, not one per request; sessions are reused
-// (speed_etcd_sessions.go); and a waiter listens to one watch per lock
-// that its process keeps open (speed_etcd_watch.go).
+// (internal/etcdshare); and a waiter listens to one watch per lock
+// that its process keeps open (internal/etcdshare).
 type Etcd struct {
 	cli     *clientv3.Client
 	ttl     int // seconds
 	wait    time.Duration
 	queue   line.Queue
-	pool    sessionPool
-	watches etcdWatches
+	pool    etcdshare.Sessions
+	watches etcdshare.Watches
 }
 
 // EtcdPrefix is the key prefix the locks live under: /lockladder/locks/<key>/.
@@ -59,7 +60,7 @@ const EtcdPrefix = "/lockladder/locks/"
 // Options.Wait bounds a wait; wait modes do not apply (a waiter watches).
 func NewEtcd(cli *clientv3.Client, o Options) *Etcd {
 	o = o.WithDefaults()
-	return &Etcd{cli: cli, ttl: int(math.Ceil(o.TTL.Seconds())), wait: o.Wait, watches: etcdWatches{cli: cli}}
+	return &Etcd{cli: cli, ttl: int(math.Ceil(o.TTL.Seconds())), wait: o.Wait, watches: etcdshare.Watches{Cli: cli}}
 }
 
 // Obtain waits for the head of this process's line for key, takes a
@@ -76,7 +77,7 @@ func (e *Etcd) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 	// lease): two requests on one session would both believe they hold
 	// it. So each acquisition takes a session of its own.
 	sctx, scancel := context.WithTimeout(ctx, max(bound, time.Second))
-	s, err := e.pool.get(sctx, e.cli, e.ttl)
+	s, err := e.pool.Get(sctx, e.cli, e.ttl)
 	scancel()
 	if err != nil {
 		t.Leave()
@@ -89,7 +90,7 @@ func (e *Etcd) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
 		err = m.lock(wctx, &e.watches)
 	}
 	if err != nil {
-		e.pool.put(s)
+		e.pool.Put(s)
 		t.Leave()
 		switch {
 		case errors.Is(err, ErrBusy):
@@ -163,14 +164,14 @@ func (m *etcdMutex) tryLock(ctx context.Context) error {
 
 // lock queues our key and waits until every older key is deleted; if the
 // wait fails, our key is taken out of the line.
-func (m *etcdMutex) lock(ctx context.Context, ws *etcdWatches) error {
+func (m *etcdMutex) lock(ctx context.Context, ws *etcdshare.Watches) error {
 	// Listening to the prefix's deletions before we queue: none after
 	// our transaction can be missed.
-	sub, err := ws.subscribe(clientv3.WithRequireLeader(ctx), m.pfx)
+	sub, err := ws.Subscribe(clientv3.WithRequireLeader(ctx), m.pfx)
 	if err != nil {
 		return err
 	}
-	defer sub.cancel()
+	defer sub.Cancel()
 	older, at, err := m.enqueue(ctx)
 	if err != nil {
 		return err
@@ -185,9 +186,9 @@ func (m *etcdMutex) lock(ctx context.Context, ws *etcdWatches) error {
 // waitOlder waits until every key in older is seen deleted after
 // revision at: then ours is the oldest, and we hold the lock. Ours
 // deleted meanwhile is errKeyLost.
-func (m *etcdMutex) waitOlder(ctx context.Context, sub *watchSub, older map[string]bool, at int64) error {
+func (m *etcdMutex) waitOlder(ctx context.Context, sub *etcdshare.Sub, older map[string]bool, at int64) error {
 	for len(older) > 0 {
-		evs, err := sub.next(ctx)
+		evs, err := sub.Next(ctx)
 		if err != nil {
 			return err
 		}
@@ -246,7 +247,7 @@ func (l *etcdLock) Release(ctx context.Context) error {
 	err := ErrNotHeld
 	l.once.Do(func() {
 		defer l.t.Leave()
-		defer l.e.pool.put(l.s)
+		defer l.e.pool.Put(l.s)
 		err = l.m.unlock(ctx)
 	})
 	return err

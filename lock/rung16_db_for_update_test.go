@@ -9,6 +9,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 )
 
 // TestDBForUpdateExcludesAndQueues: the row lock is exact under
@@ -30,16 +31,7 @@ func TestDBForUpdateExcludesAndQueues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Obtain(ctx, "lock:k", lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
-		t.Fatalf("try=0 while held: %v, want ErrBusy", err)
-	}
-	start := time.Now()
-	if _, err := l.Obtain(ctx, "lock:k", lock.Call{Try: dur(300 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
-		t.Fatalf("a 300ms try while held: %v, want ErrNotObtained", err)
-	}
-	if took := time.Since(start); took < 300*time.Millisecond {
-		t.Errorf("gave up after %s", took)
-	}
+	locktest.Refuses(t, l, "lock:k", 300*time.Millisecond)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 )
 
 // pgRungs are the PostgreSQL advisory-lock rungs over pool.
@@ -43,16 +44,7 @@ func TestPGAdvisoryExcludes(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { held.Release(ctx) })
-			if _, err := l.Obtain(ctx, "lock:"+name, lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
-				t.Fatalf("try=0 while held: %v, want ErrBusy", err)
-			}
-			start := time.Now()
-			if _, err := l.Obtain(ctx, "lock:"+name, lock.Call{Try: dur(300 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
-				t.Fatalf("a 300ms try while held: %v, want ErrNotObtained", err)
-			}
-			if took := time.Since(start); took < 300*time.Millisecond {
-				t.Errorf("gave up after %s", took)
-			}
+			locktest.Refuses(t, l, "lock:"+name, 300*time.Millisecond)
 			if err := held.Release(ctx); err != nil {
 				t.Fatal(err)
 			}

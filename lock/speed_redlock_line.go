@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/lockladder/lockladder/internal/line"
 )
 
@@ -41,8 +43,9 @@ import (
 // least half of it left when it starts.
 
 // obtainInLine waits for key's turn in this process's line, then takes
-// the lock on the masters (obtain), unless the head before passed it on
-// (WaitCohort) or relayed it (WaitRelay); the call's bound covers both.
+// the lock on the masters (attempt, in a loop of its own), unless the
+// head before passed it on (WaitCohort) or relayed it (WaitRelay); the
+// call's bound covers both.
 func (r *Redlock) obtainInLine(ctx context.Context, key string, c Call, mode WaitMode) (Lock, error) {
 	bound := r.opts.bound(c)
 	if bound > 0 {
@@ -57,20 +60,48 @@ func (r *Redlock) obtainInLine(ctx context.Context, key string, c Call, mode Wai
 	if l := r.passedTo(head); l != nil {
 		return l, nil
 	}
-	held, err := r.obtain(ctx, key, c, r.opts.headWaiter(r.notifier, key, r.pause))
-	if err != nil {
-		head.Leave()
-		return nil, err
+	// The head makes attempts (Redlock.attempt, the algorithm) until one
+	// wins, woken between two when the lock's key is deleted on the
+	// masters, or every r.pause: obtain's loop, for the one request of
+	// this process that contends.
+	w := r.opts.headWaiter(r.notifier, key, r.pause) // before the first attempt: no release goes unheard
+	token, ttl := uuid.NewString(), c.TTL(r.opts.TTL)
+	var last error // why the last attempt lost
+	for {
+		held, lost := r.attempt(ctx, key, token, ttl)
+		if lost == nil {
+			w.Done(true)
+			l := &linedLock{redlockLock: held, head: head}
+			switch mode {
+			case WaitCohort:
+				l.half = held.t1.Add((ttl - r.drift) / 2)
+			case WaitRelay:
+				l.chain = &relayChain{id: held.token, n: 1, start: held.t1, ttl: ttl}
+			}
+			return l, nil
+		}
+		// An attempt cut short by the end of the wait says less than
+		// the complete one before it: keep that.
+		if last == nil || ctx.Err() == nil {
+			last = lost
+		}
+		r.retries.Add(1)
+		switch {
+		case bound == 0:
+			err = ErrBusy
+		case ctx.Err() != nil:
+			err = fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, ctx.Err())
+		default:
+			if _, werr := w.Wait(ctx); werr != nil {
+				err = fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, werr)
+			}
+		}
+		if err != nil {
+			w.Done(false)
+			head.Leave()
+			return nil, fmt.Errorf("%w; last attempt: %w", err, last)
+		}
 	}
-	l := &linedLock{redlockLock: held, head: head}
-	ttl := c.TTL(r.opts.TTL)
-	switch mode {
-	case WaitCohort:
-		l.half = held.t1.Add((ttl - r.drift) / 2)
-	case WaitRelay:
-		l.chain = &relayChain{id: held.token, n: 1, start: held.t1, ttl: ttl}
-	}
-	return l, nil
 }
 
 // linedLock is a Redlock section taken at the head of its process's line.

@@ -121,15 +121,17 @@ func ParseWaitMode(s string) (WaitMode, error) {
 	return "", fmt.Errorf("lock: unknown wait mode %q (valid: %v)", s, WaitModes)
 }
 
-// waiter is how acquire spends the time between two tries.
-type waiter interface {
-	// wait returns when it is time to try again, or with handed true when
+// Waiter is how a caller spends the time between two tries of a lock:
+// acquire's, and the loop of a wrapper that tries a Rung itself (package
+// speed's Line, whose head waits by HeadWaiter).
+type Waiter interface {
+	// Wait returns when it is time to try again, or with handed true when
 	// the lock has already been handed to this caller (fair's handoff),
 	// or with an error when ctx ends.
-	wait(ctx context.Context) (handed bool, err error)
-	// done is called once, when acquire returns; obtained says whether
-	// the caller now holds the lock.
-	done(obtained bool)
+	Wait(ctx context.Context) (handed bool, err error)
+	// Done is called once, when the caller stops trying; obtained says
+	// whether it now holds the lock.
+	Done(obtained bool)
 }
 
 // mode is how a call waits: by the Call's WaitMode, else by the
@@ -143,14 +145,14 @@ func (o Options) mode(c Call) WaitMode {
 
 // waiter returns how an Obtain of key polls: by mode(c), WaitFixed by
 // default.
-func (o Options) waiter(c Call, key string) waiter {
+func (o Options) waiter(c Call, key string) Waiter {
 	return o.waiterFor(o.mode(c), key)
 }
 
 // waiterFor returns how an Obtain of key polls waiting by m: WaitBackoff,
 // WaitNotify (as WaitBackoff without a Notifier), WaitQueue (the head of
 // a line: every 2ms, jittered, or woken by the Notifier), else WaitFixed.
-func (o Options) waiterFor(m WaitMode, key string) waiter {
+func (o Options) waiterFor(m WaitMode, key string) Waiter {
 	switch m {
 	case WaitBackoff:
 		return o.sleeper(o.Backoff())
@@ -160,7 +162,7 @@ func (o Options) waiterFor(m WaitMode, key string) waiter {
 		}
 		return o.sleeper(o.Backoff())
 	case WaitQueue:
-		return o.headWaiter(o.Notifier, key, queuePause)
+		return o.HeadWaiter(key)
 	default:
 		return o.sleeper(o.Retry())
 	}
@@ -172,11 +174,11 @@ type sleeper struct {
 	timer waitTimer
 }
 
-func (s *sleeper) wait(ctx context.Context) (bool, error) {
+func (s *sleeper) Wait(ctx context.Context) (bool, error) {
 	return false, s.timer.sleep(ctx, s.b.NextBackoff())
 }
 
-func (s *sleeper) done(bool) { s.timer.stop() }
+func (s *sleeper) Done(bool) { s.timer.stop() }
 
 // sleeper returns a waiter that sleeps by b on o's timer.
 func (o Options) sleeper(b Backoff) *sleeper {
@@ -230,7 +232,7 @@ func (w *waitTimer) stop() {
 // Redlock (rung 10) waits its own way, in a line of its own between its
 // rounds on the masters; fair and the cohorts (12, 13) wait in fair's
 // queue for a handoff; the other back ends' rungs (14 to 16) wait as
-// their servers queue them.
+// their servers queue them. The Locker it returns is Polled.
 func Poll(r Rung, o Options) Locker {
 	return &polling{r: r, opts: o.WithDefaults()}
 }
@@ -239,6 +241,17 @@ type polling struct {
 	counts
 	r    Rung
 	opts Options
+}
+
+var _ Polled = (*polling)(nil)
+
+func (p *polling) Rung() Rung { return p.r }
+
+// Polled is a Locker Poll made: Rung is the Rung it tries, for a wrapper
+// that waits its own way and tries the rung itself (package speed's Line).
+type Polled interface {
+	Locker
+	Rung() Rung
 }
 
 func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
@@ -261,8 +274,8 @@ func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) 
 // handed over, the call's bound passes, or ctx ends; between two tries it
 // waits by w. It is the one wait loop of every Redis rung. A call that
 // tries once (Call.Try 0) gets ErrBusy when its one try fails.
-func acquire(ctx context.Context, o Options, c Call, w waiter, try func(context.Context) (bool, error)) (failed error) {
-	defer func() { w.done(failed == nil) }()
+func acquire(ctx context.Context, o Options, c Call, w Waiter, try func(context.Context) (bool, error)) (failed error) {
+	defer func() { w.Done(failed == nil) }()
 	bound := o.bound(c)
 	if bound == 0 {
 		ok, err := try(ctx)
@@ -289,7 +302,7 @@ func acquire(ctx context.Context, o Options, c Call, w waiter, try func(context.
 		case ctx.Err() != nil:
 			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, ctx.Err())
 		}
-		handed, err := w.wait(ctx)
+		handed, err := w.Wait(ctx)
 		if err != nil {
 			return fmt.Errorf("%w: waited %s: %w", ErrNotObtained, bound, err)
 		}
@@ -325,11 +338,19 @@ func WaitTurn(ctx context.Context, q *line.Queue, key string, bound time.Duratio
 // headWaiter is how the head of a line waits between two tries: woken by
 // n when the lock's deletion is announced, or without n polling every
 // pause, jittered in [pause/2, 3*pause/2).
-func (o Options) headWaiter(n *Notifier, key string, pause time.Duration) waiter {
+func (o Options) headWaiter(n *Notifier, key string, pause time.Duration) Waiter {
 	if n != nil {
 		return n.watch(key, o.After)
 	}
 	return o.sleeper(spread{fixed(pause)})
+}
+
+// HeadWaiter is how the head of a process's line for key waits between
+// two tries (WaitQueue): woken when o.Notifier hears the lock's deletion,
+// or without a Notifier polling every 2ms, jittered. Register it before
+// the first try, so that no deletion after that try goes unheard.
+func (o Options) HeadWaiter(key string) Waiter {
+	return o.headWaiter(o.Notifier, key, queuePause)
 }
 
 // queuePause is how often the head of a line polls when nothing announces

@@ -2,6 +2,22 @@
 // lock), with the wrapper that makes each fast under load (package speed),
 // and the libraries' (package libs), each with its flaw (the Ladder
 // behind /strategies). New is the one table of which rung runs how.
+//
+// From the handler to the first Redis command, by default:
+//
+//	lua (in line):   critical (handlers/critical.go) -> lined.Obtain ->
+//	                 lined.head (lock/speed/line.go) -> Lua.Try
+//	                 (lock/rung06_lua.go): SET NX PX. 3 calls, 3 files.
+//	redlock (relay): critical -> Redlock.Obtain (lock/rung10_redlock.go)
+//	                 -> obtainInLine (lock/speed_redlock_line.go) ->
+//	                 attempt (rung10_redlock.go) -> onMasters
+//	                 (rung10_redlock_round.go) -> Pool.Run
+//	                 (internal/workers) -> the round's call
+//	                 (rung10_redlock_round.go) -> attempt's closure: SET
+//	                 NX PX on each master. 7 calls.
+//
+// With wait=fixed (the articles' loop) a polling rung is lined.Obtain ->
+// polling.Obtain -> acquire -> its try (lock/wait.go) -> the rung's Try.
 package ladder
 
 import (

@@ -18,23 +18,14 @@ import (
 // say ErrNotHeld to a second release.
 func libBasics(t *testing.T, rdb *redis.Client, a, b lock.Locker, key string, workers, each int) {
 	t.Helper()
-	contend(t, rdb, alternate{a, b}, lock.Call{}, "n:"+key, workers, each)
+	contend(t, rdb, locktest.Alternate{a, b}, lock.Call{}, "n:"+key, workers, each)
 
 	ctx := context.Background()
 	held, err := a.Obtain(ctx, "lock:"+key, lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Obtain(ctx, "lock:"+key, lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
-		t.Fatalf("try=0 while held: %v, want ErrBusy", err)
-	}
-	start := time.Now()
-	if _, err := b.Obtain(ctx, "lock:"+key, lock.Call{Try: dur(100 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
-		t.Fatalf("a 100ms try while held: %v, want ErrNotObtained", err)
-	}
-	if took := time.Since(start); took < 100*time.Millisecond || took > 2*time.Second {
-		t.Errorf("gave up after %s, want about 100ms", took)
-	}
+	locktest.Refuses(t, b, "lock:"+key, 100*time.Millisecond)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +41,6 @@ func libBasics(t *testing.T, rdb *redis.Client, a, b lock.Locker, key string, wo
 	if err := again.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// alternate spreads Obtains over two Lockers (two processes).
-type alternate [2]lock.Locker
-
-func (a alternate) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
-	return a[time.Now().UnixNano()%2].Obtain(ctx, key, c)
 }
 
 var contend = locktest.Contend

@@ -9,6 +9,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/libs"
+	"github.com/lockladder/lockladder/lock/locktest"
 )
 
 // newRueidislock is the library's lock on the test's redis-server
@@ -40,16 +41,7 @@ func TestLibRueidislockExcludes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Obtain(ctx, "lock:k", lock.Call{Try: dur(0)}); !errors.Is(err, lock.ErrBusy) {
-		t.Fatalf("try=0 while held: %v, want ErrBusy", err)
-	}
-	start := time.Now()
-	if _, err := l.Obtain(ctx, "lock:k", lock.Call{Try: dur(300 * time.Millisecond)}); !errors.Is(err, lock.ErrNotObtained) {
-		t.Fatalf("a 300ms try while held: %v, want ErrNotObtained", err)
-	}
-	if took := time.Since(start); took < 300*time.Millisecond || took > 3*time.Second {
-		t.Errorf("gave up after %s", took)
-	}
+	locktest.Refuses(t, l, "lock:k", 300*time.Millisecond)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ package locktest
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"sync"
@@ -93,4 +94,30 @@ func BlackHole(t *testing.T) string {
 		}
 	})
 	return ln.Addr().String()
+}
+
+// Alternate spreads Obtains over two Lockers, as two processes would.
+type Alternate [2]lock.Locker
+
+func (a Alternate) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock, error) {
+	return a[time.Now().UnixNano()%2].Obtain(ctx, key, c)
+}
+
+// Refuses checks, while another holds key, that l answers one attempt
+// (try=0) with ErrBusy at once, and a call bounded by bound with
+// ErrNotObtained, no sooner than bound and not much later.
+func Refuses(t *testing.T, l lock.Locker, key string, bound time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	zero := time.Duration(0)
+	if _, err := l.Obtain(ctx, key, lock.Call{Try: &zero}); !errors.Is(err, lock.ErrBusy) {
+		t.Fatalf("try=0 while held: %v, want ErrBusy", err)
+	}
+	start := time.Now()
+	if _, err := l.Obtain(ctx, key, lock.Call{Try: &bound}); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("a %s try while held: %v, want ErrNotObtained", bound, err)
+	}
+	if took := time.Since(start); took < bound || took > bound+3*time.Second {
+		t.Errorf("gave up after %s, want about %s", took, bound)
+	}
 }

@@ -4,6 +4,7 @@
 // it; package ladder's table says which rung runs with which wrapper.
 //
 //	line.go  a process's requests for one key in a line in memory, in
-//	         front of a rung that polls: only the head asks the back end
-//	         (lock.WaitQueue, the ladder's default for those rungs)
+//	         front of a rung that polls: only the head asks the back end,
+//	         trying the rung itself (lock.WaitQueue, the ladder's default
+//	         for those rungs)
 package speed

@@ -1,21 +1,24 @@
-package lock
+// Package workers runs functions on goroutines kept between calls:
+// redlock's calls to its masters (package lock's rounds) run on them.
+package workers
 
 import (
 	"sync"
 	"time"
 )
 
-// workers run the calls to the masters on goroutines kept between
+// Pool runs the calls to the masters on goroutines kept between
 // attempts: a fresh goroutine per call grows its stack through the Redis
 // client's calls every time (a tenth of the CPU of a relayed section, in
 // a profile of bench-peers). A call that finds no idle worker gets a new
 // one; a worker idle for a second exits.
-type workers struct {
+type Pool struct {
 	jobs chan func()
 	once sync.Once
 }
 
-func (w *workers) run(f func()) {
+// Run runs f on an idle worker, or a new one.
+func (w *Pool) Run(f func()) {
 	w.once.Do(func() { w.jobs = make(chan func()) })
 	select {
 	case w.jobs <- f:

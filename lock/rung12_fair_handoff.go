@@ -37,7 +37,7 @@ func newHandoffWait(o Options, token string, tick time.Duration, ctx context.Con
 	return w
 }
 
-func (w *handoffWait) wait(ctx context.Context) (bool, error) {
+func (w *handoffWait) Wait(ctx context.Context) (bool, error) {
 	if w.hw == nil {
 		return false, w.timer.sleep(ctx, w.b.NextBackoff())
 	}
@@ -54,7 +54,7 @@ func (w *handoffWait) wait(ctx context.Context) (bool, error) {
 
 // done leaves the queue when the wait failed. If the lock was handed to us
 // meanwhile, leaving passes it on.
-func (w *handoffWait) done(obtained bool) {
+func (w *handoffWait) Done(obtained bool) {
 	w.timer.stop()
 	if w.hw != nil {
 		w.hw.forget()

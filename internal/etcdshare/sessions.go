@@ -1,4 +1,4 @@
-package lock
+package etcdshare
 
 import (
 	"context"
@@ -8,17 +8,19 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-// sessionPool keeps the etcd rung's idle sessions (each a lease kept
+// Sessions keeps the etcd rung's idle sessions (each a lease kept
 // alive) for reuse: a new session costs a lease grant and starts a
 // keepalive, on every acquisition. Each acquisition still has a session
 // of its own while it holds one. A session whose lease has ended (the
 // process was paused past it, etcd was down) is dropped.
-type sessionPool struct {
+type Sessions struct {
 	mu   sync.Mutex
 	idle []*concurrency.Session
 }
 
-func (p *sessionPool) get(ctx context.Context, cli *clientv3.Client, ttl int) (*concurrency.Session, error) {
+// Get returns an idle session, or a new one with a lease of ttl
+// seconds, granted within ctx.
+func (p *Sessions) Get(ctx context.Context, cli *clientv3.Client, ttl int) (*concurrency.Session, error) {
 	p.mu.Lock()
 	for len(p.idle) > 0 {
 		s := p.idle[len(p.idle)-1]
@@ -34,16 +36,27 @@ func (p *sessionPool) get(ctx context.Context, cli *clientv3.Client, ttl int) (*
 	p.mu.Unlock()
 	// A new lease: granted within the call's own bound (etcd down must
 	// not hang it), kept alive for the process's life.
-	var s *concurrency.Session
-	err := bounded(ctx, func() error {
-		var err error
-		s, err = concurrency.NewSession(cli, concurrency.WithTTL(ttl), concurrency.WithContext(context.Background()))
-		return err
-	})
-	return s, err
+	type made struct {
+		s   *concurrency.Session
+		err error
+	}
+	done := make(chan made, 1)
+	go func() {
+		s, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl), concurrency.WithContext(context.Background()))
+		done <- made{s, err}
+	}()
+	select {
+	case m := <-done:
+		return m.s, m.err
+	case <-ctx.Done():
+		// A session granted after all keeps its lease alive until the
+		// process ends, as it did before.
+		return nil, ctx.Err()
+	}
 }
 
-func (p *sessionPool) put(s *concurrency.Session) {
+// Put keeps s for reuse, unless its lease has ended.
+func (p *Sessions) Put(s *concurrency.Session) {
 	select {
 	case <-s.Done():
 		return

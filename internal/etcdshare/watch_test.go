@@ -1,17 +1,15 @@
-package lock_test
+package etcdshare_test
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/lockladder/lockladder/internal/etcdshare"
 	"github.com/lockladder/lockladder/internal/servertest"
-	"github.com/lockladder/lockladder/lock"
 )
 
 // TestEtcdWatchesHearDeletesAndEnd: a process keeps one watch per lock
@@ -21,7 +19,7 @@ import (
 // dead watch), and the next subscriber opens a new one.
 func TestEtcdWatchesHearDeletesAndEnd(t *testing.T) {
 	cli := servertest.Etcd(t)
-	ws := lock.NewEtcdWatches(cli, 100*time.Millisecond)
+	ws := &etcdshare.Watches{Cli: cli, Idle: 100 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	subscribe := func() interface {
@@ -86,51 +84,4 @@ func TestEtcdWatchesHearDeletesAndEnd(t *testing.T) {
 	defer d.Cancel()
 	churn()
 	heard(d)
-}
-
-// BenchmarkEtcdHandoff: three processes' lockers (30 waiters each) take
-// turns at one etcd lock with an empty section; handoffs/s is how fast
-// the lock passes from a release to the next holder, and slow/op the
-// share of handoffs that took over 5 ms (a waiter hearing its release
-// late). MEASUREMENTS.md has its figures with a watch per waiter and
-// with the watch kept open per lock.
-func BenchmarkEtcdHandoff(b *testing.B) {
-	cli := servertest.Etcd(b)
-	o := lock.Options{Wait: 30 * time.Second}
-	lockers := []lock.Locker{lock.NewEtcd(cli, o), lock.NewEtcd(cli, o), lock.NewEtcd(cli, o)}
-	ctx := context.Background()
-	var (
-		mu      sync.Mutex
-		lastRel time.Time
-		slow    int
-		n       atomic.Int64
-	)
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for _, l := range lockers {
-		for range 30 {
-			wg.Go(func() {
-				for n.Add(1) <= int64(b.N) {
-					h, err := l.Obtain(ctx, "lock:bench", lock.Call{})
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					mu.Lock()
-					if !lastRel.IsZero() && time.Since(lastRel) > 5*time.Millisecond {
-						slow++
-					}
-					lastRel = time.Now()
-					mu.Unlock()
-					if err := h.Release(ctx); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "handoffs/s")
-	b.ReportMetric(float64(slow)/float64(b.N), "slow/op")
 }

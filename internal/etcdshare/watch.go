@@ -1,4 +1,7 @@
-package lock
+// Package etcdshare is what a process's etcd lock acquisitions (package
+// lock's rung 15) share, for speed: one watch per lock, kept open
+// (Watches), and the idle sessions (Sessions).
+package etcdshare
 
 import (
 	"context"
@@ -9,9 +12,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// etcdWatches keeps one watch open per lock prefix in this process and
+// Watches keeps one watch open per lock prefix in this process and
 // passes its deletions to every waiter of that lock (the etcd rung's
-// etcdMutex.lock subscribes before it queues its key).
+// waiter subscribes before it queues its key).
 //
 // Why not a watch per waiter, as concurrency.Mutex opens: etcd starts a
 // watch that names no revision at the revision it has just read, plus
@@ -24,9 +27,11 @@ import (
 // one watch per lock per process"; BenchmarkEtcdHandoff). A watch that
 // stays open is caught up once and then hears every release as it
 // commits.
-type etcdWatches struct {
-	cli  *clientv3.Client
-	idle time.Duration // how long a watch nobody uses stays open
+type Watches struct {
+	// Cli is the client the watches run on.
+	Cli *clientv3.Client
+	// Idle is how long a watch nobody uses stays open; default 30s.
+	Idle time.Duration
 
 	mu  sync.Mutex
 	all map[string]*prefixWatch
@@ -34,18 +39,18 @@ type etcdWatches struct {
 
 // prefixWatch is the watch of one lock prefix and its subscribers.
 type prefixWatch struct {
-	ws     *etcdWatches
+	ws     *Watches
 	pfx    string
 	cancel context.CancelFunc
 	ready  chan struct{} // closed once etcd has created the watch, or it failed
 	err    error         // set before ready closes, or when the watch ends
-	subs   map[*watchSub]struct{}
+	subs   map[*Sub]struct{}
 	timer  *time.Timer // closes the watch when nobody has used it for idle
 }
 
-// watchSub is one waiter's view of its prefix's deletions, from the
+// Sub is one waiter's view of its prefix's deletions, from the
 // moment it subscribed. Deliveries never block the watch: they queue.
-type watchSub struct {
+type Sub struct {
 	pw      *prefixWatch
 	mu      sync.Mutex
 	pending []*clientv3.Event
@@ -56,9 +61,9 @@ type watchSub struct {
 // defaultWatchIdle is how long a lock's watch stays open with no waiter.
 const defaultWatchIdle = 30 * time.Second
 
-// subscribe returns a subscription to pfx's deletions once its watch is
+// Subscribe returns a subscription to pfx's deletions once its watch is
 // in place in etcd: no deletion committed after it returns can be missed.
-func (ws *etcdWatches) subscribe(ctx context.Context, pfx string) (*watchSub, error) {
+func (ws *Watches) Subscribe(ctx context.Context, pfx string) (*Sub, error) {
 	ws.mu.Lock()
 	if ws.all == nil {
 		ws.all = map[string]*prefixWatch{}
@@ -72,14 +77,14 @@ func (ws *etcdWatches) subscribe(ctx context.Context, pfx string) (*watchSub, er
 		pw.timer.Stop()
 		pw.timer = nil
 	}
-	s := &watchSub{pw: pw, wake: make(chan struct{}, 1)}
+	s := &Sub{pw: pw, wake: make(chan struct{}, 1)}
 	pw.subs[s] = struct{}{}
 	ws.mu.Unlock()
 
 	select {
 	case <-pw.ready:
 	case <-ctx.Done():
-		s.cancel()
+		s.Cancel()
 		return nil, ctx.Err()
 	}
 	// A watch that ended after it was created sets err later, under mu.
@@ -87,17 +92,17 @@ func (ws *etcdWatches) subscribe(ctx context.Context, pfx string) (*watchSub, er
 	err := pw.err
 	ws.mu.Unlock()
 	if err != nil {
-		s.cancel()
+		s.Cancel()
 		return nil, err
 	}
 	return s, nil
 }
 
 // open starts pfx's watch; ws.mu is held.
-func (ws *etcdWatches) open(pfx string) *prefixWatch {
+func (ws *Watches) open(pfx string) *prefixWatch {
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
-	pw := &prefixWatch{ws: ws, pfx: pfx, cancel: cancel, ready: make(chan struct{}), subs: map[*watchSub]struct{}{}}
-	wch := ws.cli.Watch(ctx, pfx, clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
+	pw := &prefixWatch{ws: ws, pfx: pfx, cancel: cancel, ready: make(chan struct{}), subs: map[*Sub]struct{}{}}
+	wch := ws.Cli.Watch(ctx, pfx, clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	go pw.run(wch)
 	return pw
 }
@@ -144,30 +149,30 @@ func (pw *prefixWatch) run(wch clientv3.WatchChan) {
 	}
 }
 
-func (s *watchSub) push(evs []*clientv3.Event) {
+func (s *Sub) push(evs []*clientv3.Event) {
 	s.mu.Lock()
 	s.pending = append(s.pending, evs...)
 	s.mu.Unlock()
 	s.signal()
 }
 
-func (s *watchSub) fail(err error) {
+func (s *Sub) fail(err error) {
 	s.mu.Lock()
 	s.err = err
 	s.mu.Unlock()
 	s.signal()
 }
 
-func (s *watchSub) signal() {
+func (s *Sub) signal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-// next returns the deletions heard since the last call, waiting for one;
+// Next returns the deletions heard since the last call, waiting for one;
 // the watch's end is an error.
-func (s *watchSub) next(ctx context.Context) ([]*clientv3.Event, error) {
+func (s *Sub) Next(ctx context.Context) ([]*clientv3.Event, error) {
 	for {
 		s.mu.Lock()
 		evs, err := s.pending, s.err
@@ -187,8 +192,8 @@ func (s *watchSub) next(ctx context.Context) ([]*clientv3.Event, error) {
 	}
 }
 
-// cancel ends the subscription; a watch left with none closes after idle.
-func (s *watchSub) cancel() {
+// Cancel ends the subscription; a watch left with none closes after idle.
+func (s *Sub) Cancel() {
 	pw := s.pw
 	ws := pw.ws
 	ws.mu.Lock()
@@ -197,7 +202,7 @@ func (s *watchSub) cancel() {
 	if len(pw.subs) > 0 || ws.all[pw.pfx] != pw {
 		return
 	}
-	idle := ws.idle
+	idle := ws.Idle
 	if idle <= 0 {
 		idle = defaultWatchIdle
 	}
