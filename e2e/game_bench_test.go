@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/race"
+	"github.com/lockladder/lockladder/stack"
+)
+
+// gameRungs are the rungs BenchmarkGameThroughTheStack plays; GAME_LOCKS
+// (a comma-separated list) chooses others.
+var gameRungs = []string{"check-del", "lua", "fair", "cohort", "redlock", "fenced",
+	"redsync", "redislock", "redislock-refresh", "redsync-redlock"}
+
+// BenchmarkGameThroughTheStack is the game as a learner plays it, through
+// the whole stack: real redis-server, three app instances, nginx, the
+// race server, every move a POST /play through nginx carrying the moves
+// so far, while the stack serves `make bench`'s load beside it (bench.Run
+// through the same nginx, every rung the stack offers in turn, the sale
+// and testLock, gameLoad requests each at gameConc workers, over and over
+// until the games end). Each rung's game is scripted: at move i the
+// (i mod k)-th of the k moves offered (the faults less often, a crash
+// ending a client's part), up to 50 moves; b.N plays it again from the
+// first move. It reports each answer's time at the 50th and 99th
+// percentile and at most, and the load's answered requests a second over
+// the benchmark. make bench-game runs it.
+func BenchmarkGameThroughTheStack(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := startBenchStack(b)
+	rungs := gameRungs
+	if v := os.Getenv("GAME_LOCKS"); v != "" {
+		rungs = strings.Split(v, ",")
+	}
+	load := startGameLoad(ctx, b, st)
+	defer load.stop(b)
+	client := &http.Client{Timeout: 30 * time.Second}
+	for _, name := range rungs {
+		b.Run(name, func(b *testing.B) {
+			var times []time.Duration
+			var moves []string
+			before := load.answered()
+			start := time.Now()
+			ask := func(played []string) gameAnswer {
+				t0 := time.Now()
+				g := postMoves(b, client, st.URL(), name, played)
+				times = append(times, time.Since(t0))
+				return g
+			}
+			b.ResetTimer()
+			// The first game finds its moves as it goes; the others
+			// replay them from the first.
+			for g := ask(nil); len(moves) < 50 && len(g.Next) > 0; g = ask(moves) {
+				moves = append(moves, scriptedMove(g.Next, len(moves)))
+			}
+			for range b.N - 1 {
+				for k := range len(moves) + 1 {
+					ask(moves[:k])
+				}
+			}
+			b.StopTimer()
+			elapsed := time.Since(start)
+			slices.Sort(times)
+			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+			b.ReportMetric(float64(len(moves)), "moves/game")
+			b.ReportMetric(ms(times[len(times)/2]), "p50-ms/move")
+			b.ReportMetric(ms(times[len(times)*99/100]), "p99-ms/move")
+			b.ReportMetric(ms(times[len(times)-1]), "max-ms/move")
+			b.ReportMetric(float64(load.answered()-before)/elapsed.Seconds(), "load-req/s")
+		})
+	}
+}
+
+// scriptedMove is the game's scripted choice at move i among next: every
+// client and fault gets its turn, a crash or a pause only every ninth
+// move (a crash ends a client's game), as explore's own benchmark.
+func scriptedMove(next []gameOption, i int) string {
+	var plain []string
+	for _, o := range next {
+		if !strings.HasPrefix(o.Move, "crash") && !strings.HasPrefix(o.Move, "pause") || i%9 == 8 {
+			plain = append(plain, o.Move)
+		}
+	}
+	if len(plain) == 0 {
+		return next[0].Move
+	}
+	return plain[i%len(plain)]
+}
+
+type gameOption struct {
+	Move string `json:"move"`
+}
+
+type gameAnswer struct {
+	Next    []gameOption `json:"next"`
+	Verdict string       `json:"verdict"`
+	Error   string       `json:"error"`
+}
+
+// postMoves asks the stack for the state moves reach on lock, as the
+// page does.
+func postMoves(b *testing.B, client *http.Client, base, lock string, moves []string) gameAnswer {
+	b.Helper()
+	body, _ := json.Marshal(map[string]any{"lock": lock, "moves": append([]string{}, moves...)})
+	req, _ := http.NewRequest(http.MethodPost, base+"/play", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatalf("%s %v: %v", lock, moves, err)
+	}
+	defer resp.Body.Close()
+	var g gameAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&g); err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("%s %v: %s %v %s", lock, moves, resp.Status, err, g.Error)
+	}
+	return g
+}
+
+// The load beside the games: bench.Run's runs, one after the other.
+const (
+	gameLoad = 1000
+	gameConc = 100
+)
+
+type gameLoader struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	total  int // answered requests of the finished runs
+	runs   []string
+	err    error
+}
+
+func (l *gameLoader) answered() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
+}
+
+func (l *gameLoader) stop(b *testing.B) {
+	l.cancel()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.total == 0 {
+		b.Errorf("the load answered no request: %v", l.err)
+	}
+	b.Logf("the load: %d runs of %d requests at %d workers (%s)", len(l.runs), gameLoad, gameConc, strings.Join(l.runs, ", "))
+}
+
+// startGameLoad runs `make bench`'s comparison against st until ctx ends
+// or stop is called: every rung it offers, again and again.
+func startGameLoad(ctx context.Context, b *testing.B, st *stack.Stack) *gameLoader {
+	ctx, cancel := context.WithCancel(ctx)
+	l := &gameLoader{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for ctx.Err() == nil {
+			// One lock a run, so that a cancel ends within one run's
+			// requests, and each run's figures are counted as it ends.
+			locks, err := strategies(ctx, st.URL())
+			if err != nil {
+				l.mu.Lock()
+				l.err = err
+				l.mu.Unlock()
+				return
+			}
+			for _, lk := range locks {
+				rows, err := bench.Run(ctx, bench.Config{
+					RunKey: st.RedisPassword(), URL: st.URL(), Locks: []string{lk},
+					Requests: gameLoad, Concurrency: gameConc,
+				})
+				l.mu.Lock()
+				for _, r := range rows {
+					l.total += r.Requests
+					l.runs = append(l.runs, fmt.Sprintf("%s/%s %.0f req/s", r.Lock, r.Endpoint, r.RPS))
+				}
+				if err != nil && ctx.Err() == nil {
+					l.err = err
+				}
+				l.mu.Unlock()
+				if ctx.Err() != nil {
+					return
+				}
+			}
+		}
+	}()
+	return l
+}
+
+// strategies are the rungs the stack serves now (GET /strategies),
+// those whose back end is missing left out.
+func strategies(ctx context.Context, base string) ([]string, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/strategies", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var list []struct {
+		Name        string `json:"name"`
+		Unavailable string `json:"unavailable"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("GET /strategies: %v", err)
+	}
+	var names []string
+	for _, s := range list {
+		if s.Name != "" && s.Unavailable == "" {
+			names = append(names, s.Name)
+		}
+	}
+	return names, nil
+}
+
+// startBenchStack is startStack for a benchmark: real redis-server and
+// nginx required (the figures are the real stack's), the race server
+// serving /play.
+func startBenchStack(b *testing.B) *stack.Stack {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := stack.Start(ctx, stack.Config{
+		Dir: b.TempDir(), Instances: 3, LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0",
+		Redis: stack.Real, LB: stack.Real, RequireReal: true,
+		AppBinary: appBinary, NginxConf: "../nginx.conf",
+		Races: func(lb string, s *stack.Stack) http.Handler { return race.New(lb, s) },
+	})
+	if err != nil {
+		b.Fatalf("start stack: %v", err)
+	}
+	b.Cleanup(func() {
+		if err := st.Stop(); err != nil {
+			b.Errorf("stop stack: %v", err)
+		}
+	})
+	return st
+}
