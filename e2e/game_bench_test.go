@@ -45,6 +45,7 @@ func BenchmarkGameThroughTheStack(b *testing.B) {
 	}
 	load := startGameLoad(ctx, b, st)
 	defer load.stop(b)
+	load.started(b)
 	client := &http.Client{Timeout: 30 * time.Second}
 	for _, name := range rungs {
 		b.Run(name, func(b *testing.B) {
@@ -129,8 +130,8 @@ func postMoves(b *testing.B, client *http.Client, base, lock string, moves []str
 
 // The load beside the games: bench.Run's runs, one after the other.
 const (
-	gameLoad = 1000
-	gameConc = 100
+	gameLoad = bench.DefaultRequests
+	gameConc = bench.DefaultConcurrency
 )
 
 type gameLoader struct {
@@ -138,6 +139,7 @@ type gameLoader struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	total  int // answered requests of the finished runs
+	now    int // and of the run under way, so far
 	runs   []string
 	err    error
 }
@@ -145,7 +147,16 @@ type gameLoader struct {
 func (l *gameLoader) answered() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.total
+	return l.total + l.now
+}
+
+// started waits for the load's first answers.
+func (l *gameLoader) started(b *testing.B) {
+	for deadline := time.Now().Add(time.Minute); l.answered() == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("the load answered nothing in a minute: %v", l.err)
+		}
+	}
 }
 
 func (l *gameLoader) stop(b *testing.B) {
@@ -167,8 +178,9 @@ func startGameLoad(ctx context.Context, b *testing.B, st *stack.Stack) *gameLoad
 	go func() {
 		defer close(l.done)
 		for ctx.Err() == nil {
-			// One lock a run, so that a cancel ends within one run's
-			// requests, and each run's figures are counted as it ends.
+			// One lock and endpoint a bench.Run, so that a cancel ends
+			// within one run's requests, and each run's answers are
+			// counted as they come.
 			locks, err := strategies(ctx, st.URL())
 			if err != nil {
 				l.mu.Lock()
@@ -176,12 +188,18 @@ func startGameLoad(ctx context.Context, b *testing.B, st *stack.Stack) *gameLoad
 				l.mu.Unlock()
 				return
 			}
-			for _, lk := range locks {
+			for _, run := range runsOf(locks) {
 				rows, err := bench.Run(ctx, bench.Config{
-					RunKey: st.RedisPassword(), URL: st.URL(), Locks: []string{lk},
+					RunKey: st.RedisPassword(), URL: st.URL(), Locks: run[:1], Endpoints: run[1:],
 					Requests: gameLoad, Concurrency: gameConc,
+					OnProgress: func(s bench.Snapshot) {
+						l.mu.Lock()
+						l.now = s.Done
+						l.mu.Unlock()
+					},
 				})
 				l.mu.Lock()
+				l.now = 0
 				for _, r := range rows {
 					l.total += r.Requests
 					l.runs = append(l.runs, fmt.Sprintf("%s/%s %.0f req/s", r.Lock, r.Endpoint, r.RPS))
@@ -197,6 +215,16 @@ func startGameLoad(ctx context.Context, b *testing.B, st *stack.Stack) *gameLoad
 		}
 	}()
 	return l
+}
+
+// runsOf are make bench's runs over locks: each lock's sale, then its
+// testLock, as {lock, endpoint}.
+func runsOf(locks []string) [][]string {
+	var out [][]string
+	for _, lk := range locks {
+		out = append(out, []string{lk, bench.EndpointSale}, []string{lk, bench.EndpointTestLock})
+	}
+	return out
 }
 
 // strategies are the rungs the stack serves now (GET /strategies),
