@@ -58,7 +58,7 @@ func scripted(tb testing.TB, name string, n int) (explore.Target, []string) {
 // per move as the page asks (each replays the moves so far), and reports
 // each move's answer time at the 50th and 99th percentile.
 func BenchmarkGameMove(b *testing.B) {
-	for _, name := range []string{"fair", "check-del", "redlock"} {
+	for _, name := range []string{"fair", "check-del", "redlock", "cohort"} {
 		b.Run(name, func(b *testing.B) {
 			tg, moves := scripted(b, name, 50)
 			var times []time.Duration
