@@ -55,7 +55,7 @@ bench: build
 ## rung (GAME_LOCKS=check-del,fair to choose; docs/explore.md)
 GAME_LOCKS ?=
 bench-game:
-	GAME_LOCKS=$(GAME_LOCKS) $(GO) test -count=1 -run '^$$' -bench 'BenchmarkGameThroughTheStack' -benchtime 3x -timeout 30m ./e2e
+	GAME_LOCKS=$(GAME_LOCKS) $(GO) test -count=1 -run '^$$' -bench 'BenchmarkGameThroughTheStack' -benchtime 3x -timeout 30m -v ./e2e
 
 ## matrix: every lock under each scenario that shows a rung's flaw, a grid of verdicts
 ## against the ladder's; each scenario on a fresh stack on free ports (never make up's)

@@ -1,15 +1,19 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,23 +31,21 @@ var gameRungs = []string{"check-del", "lua", "fair", "cohort", "redlock", "fence
 // the whole stack: real redis-server, three app instances, nginx, the
 // race server, every move a POST /play through nginx carrying the moves
 // so far, while the stack serves `make bench`'s load beside it (bench.Run
-// through the same nginx, every rung the stack offers in turn, the sale
-// and testLock, gameLoad requests each at gameConc workers, over and over
-// until the games end). Each rung's game is scripted: at move i the
+// from a process of its own through the same nginx, every rung the stack
+// offers in turn, the sale and testLock, gameLoad requests each at
+// gameConc workers, over and over until the games end). Each rung's game is scripted: at move i the
 // (i mod k)-th of the k moves offered (the faults less often, a crash
 // ending a client's part), up to 50 moves; b.N plays it again from the
 // first move. It reports each answer's time at the 50th and 99th
 // percentile and at most, and the load's answered requests a second over
 // the benchmark. make bench-game runs it.
 func BenchmarkGameThroughTheStack(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	st := startBenchStack(b)
 	rungs := gameRungs
 	if v := os.Getenv("GAME_LOCKS"); v != "" {
 		rungs = strings.Split(v, ",")
 	}
-	load := startGameLoad(ctx, b, st)
+	load := startGameLoad(b, st)
 	defer load.stop(b)
 	load.started(b)
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -128,20 +130,28 @@ func postMoves(b *testing.B, client *http.Client, base, lock string, moves []str
 	return g
 }
 
-// The load beside the games: bench.Run's runs, one after the other.
+// The load beside the games: bench.Run's runs, one after the other, in a
+// process of its own, as make bench is beside a stack (the test binary
+// again, running TestGameLoadProcess): in the benchmark's process its
+// goroutines would share the race server's Go scheduler, which make
+// bench's never do.
 const (
 	gameLoad = bench.DefaultRequests
 	gameConc = bench.DefaultConcurrency
+	// gameLoadEnv carries the stack's URL to the load's process, and
+	// gameLoadKeyEnv its run key (the Redis password: a child's
+	// environment is its user's alone).
+	gameLoadEnv    = "LOCKLADDER_GAME_LOAD"
+	gameLoadKeyEnv = "LOCKLADDER_GAME_LOAD_KEY"
 )
 
 type gameLoader struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	total  int // answered requests of the finished runs
-	now    int // and of the run under way, so far
-	runs   []string
-	err    error
+	cmd   *exec.Cmd
+	done  chan struct{}
+	mu    sync.Mutex
+	total int // answered requests of the finished runs
+	now   int // and of the run under way, so far
+	runs  []string
 }
 
 func (l *gameLoader) answered() int {
@@ -153,68 +163,100 @@ func (l *gameLoader) answered() int {
 // started waits for the load's first answers.
 func (l *gameLoader) started(b *testing.B) {
 	for deadline := time.Now().Add(time.Minute); l.answered() == 0; time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-l.done:
+			b.Fatal("the load's process ended before its first answer")
+		default:
+		}
 		if time.Now().After(deadline) {
-			b.Fatalf("the load answered nothing in a minute: %v", l.err)
+			b.Fatal("the load answered nothing in a minute")
 		}
 	}
 }
 
 func (l *gameLoader) stop(b *testing.B) {
-	l.cancel()
+	_ = l.cmd.Process.Signal(syscall.SIGTERM)
 	<-l.done
+	_ = l.cmd.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.total == 0 {
-		b.Errorf("the load answered no request: %v", l.err)
+	if l.total+l.now == 0 {
+		b.Errorf("the load answered no request")
 	}
 	b.Logf("the load: %d runs of %d requests at %d workers (%s)", len(l.runs), gameLoad, gameConc, strings.Join(l.runs, ", "))
 }
 
-// startGameLoad runs `make bench`'s comparison against st until ctx ends
-// or stop is called: every rung it offers, again and again.
-func startGameLoad(ctx context.Context, b *testing.B, st *stack.Stack) *gameLoader {
-	ctx, cancel := context.WithCancel(ctx)
-	l := &gameLoader{cancel: cancel, done: make(chan struct{})}
+// startGameLoad starts the load's process against st, counting its
+// answers from the lines it prints.
+func startGameLoad(b *testing.B, st *stack.Stack) *gameLoader {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGameLoadProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), gameLoadEnv+"="+st.URL(), gameLoadKeyEnv+"="+st.RedisPassword())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("the load's process: %v", err)
+	}
+	l := &gameLoader{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
-		for ctx.Err() == nil {
-			// One lock and endpoint a bench.Run, so that a cancel ends
-			// within one run's requests, and each run's answers are
-			// counted as they come.
-			locks, err := strategies(ctx, st.URL())
-			if err != nil {
-				l.mu.Lock()
-				l.err = err
-				l.mu.Unlock()
-				return
-			}
-			for _, run := range runsOf(locks) {
-				rows, err := bench.Run(ctx, bench.Config{
-					RunKey: st.RedisPassword(), URL: st.URL(), Locks: run[:1], Endpoints: run[1:],
-					Requests: gameLoad, Concurrency: gameConc,
-					OnProgress: func(s bench.Snapshot) {
-						l.mu.Lock()
-						l.now = s.Done
-						l.mu.Unlock()
-					},
-				})
-				l.mu.Lock()
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var n int
+			var name string
+			var rps float64
+			l.mu.Lock()
+			if _, err := fmt.Sscanf(sc.Text(), "load: answered %d", &n); err == nil {
+				l.now = n
+			} else if _, err := fmt.Sscanf(sc.Text(), "load: run %s %d %f", &name, &n, &rps); err == nil {
+				l.total += n
 				l.now = 0
-				for _, r := range rows {
-					l.total += r.Requests
-					l.runs = append(l.runs, fmt.Sprintf("%s/%s %.0f req/s", r.Lock, r.Endpoint, r.RPS))
-				}
-				if err != nil && ctx.Err() == nil {
-					l.err = err
-				}
-				l.mu.Unlock()
-				if ctx.Err() != nil {
-					return
-				}
+				l.runs = append(l.runs, fmt.Sprintf("%s %.0f req/s", name, rps))
 			}
+			l.mu.Unlock()
 		}
 	}()
 	return l
+}
+
+// TestGameLoadProcess is BenchmarkGameThroughTheStack's load, in the
+// process it starts: make bench's runs against the stack named in
+// gameLoadEnv, every rung it offers in turn, again and again until
+// SIGTERM, each run's answers printed as they come. Run on its own, it
+// skips.
+func TestGameLoadProcess(t *testing.T) {
+	url := os.Getenv(gameLoadEnv)
+	if url == "" {
+		t.Skip("the load of BenchmarkGameThroughTheStack, in a process of its own")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	for ctx.Err() == nil {
+		locks, err := strategies(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One lock and endpoint a bench.Run, so that a SIGTERM ends
+		// within one run's requests.
+		for _, run := range runsOf(locks) {
+			rows, err := bench.Run(ctx, bench.Config{
+				RunKey: os.Getenv(gameLoadKeyEnv), URL: url, Locks: run[:1], Endpoints: run[1:],
+				Requests: gameLoad, Concurrency: gameConc,
+				OnProgress: func(s bench.Snapshot) { fmt.Printf("load: answered %d\n", s.Done) },
+			})
+			for _, r := range rows {
+				fmt.Printf("load: run %s/%s %d %.1f\n", r.Lock, r.Endpoint, r.Requests, r.RPS)
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // runsOf are make bench's runs over locks: each lock's sale, then its
