@@ -37,8 +37,8 @@ var gameRungs = []string{"check-del", "lua", "fair", "cohort", "redlock", "fence
 // (i mod k)-th of the k moves offered (the faults less often, a crash
 // ending a client's part), up to 50 moves; b.N plays it again from the
 // first move. It reports each answer's time at the 50th and 99th
-// percentile and at most, and the load's answered requests a second over
-// the benchmark. make bench-game runs it.
+// percentile and at most, the CPU this process (the race server's)
+// spent a move, and the load's answered requests a second meanwhile. make bench-game runs it.
 func BenchmarkGameThroughTheStack(b *testing.B) {
 	st := startBenchStack(b)
 	rungs := gameRungs
@@ -53,7 +53,7 @@ func BenchmarkGameThroughTheStack(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var times []time.Duration
 			var moves []string
-			before := load.answered()
+			before, cpu0 := load.answered(), processCPU()
 			start := time.Now()
 			ask := func(played []string) gameAnswer {
 				t0 := time.Now()
@@ -81,8 +81,20 @@ func BenchmarkGameThroughTheStack(b *testing.B) {
 			b.ReportMetric(ms(times[len(times)*99/100]), "p99-ms/move")
 			b.ReportMetric(ms(times[len(times)-1]), "max-ms/move")
 			b.ReportMetric(float64(load.answered()-before)/elapsed.Seconds(), "load-req/s")
+			// The process's CPU per answer (the race server is in it, the
+			// load is not): what a move costs, against what it waited.
+			b.ReportMetric(ms(processCPU()-cpu0)/float64(len(times)), "cpu-ms/move")
 		})
 	}
+}
+
+// processCPU is this process's CPU time so far, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // scriptedMove is the game's scripted choice at move i among next: every
