@@ -33,12 +33,13 @@ var gameRungs = []string{"check-del", "lua", "fair", "cohort", "redlock", "fence
 // so far, while the stack serves `make bench`'s load beside it (bench.Run
 // from a process of its own through the same nginx, every rung the stack
 // offers in turn, the sale and testLock, gameLoad requests each at
-// gameConc workers, over and over until the games end). Each rung's game is scripted: at move i the
-// (i mod k)-th of the k moves offered (the faults less often, a crash
-// ending a client's part), up to 50 moves; b.N plays it again from the
-// first move. It reports each answer's time at the 50th and 99th
-// percentile and at most, the CPU this process (the race server's)
-// spent a move, and the load's answered requests a second meanwhile. make bench-game runs it.
+// gameConc workers, over and over until the games end). Each rung's game
+// is scripted: at move i the (i mod k)-th of the k moves offered (the
+// faults less often, a crash ending a client's part), up to 50 moves;
+// b.N plays it again from the first move. It reports each answer's time
+// at the 50th and 99th percentile and at most, the CPU this process (the
+// race server's) spent a move, and the load's answered requests a second
+// meanwhile. make bench-game runs it.
 func BenchmarkGameThroughTheStack(b *testing.B) {
 	st := startBenchStack(b)
 	rungs := gameRungs
