@@ -24,7 +24,7 @@ BIN     := bin
 STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES) $(if $(CLUSTER),-cluster $(CLUSTER))
 BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(WAIT),-wait $(WAIT)) $(if $(SKUS),-skus $(SKUS))
 
-.PHONY: all build demo up down bench matrix chaos explore bench-peers test test-embedded test-ladder vet lint clean
+.PHONY: all build demo up down bench bench-game matrix chaos explore bench-peers test test-embedded test-ladder vet lint clean
 
 all: build
 
@@ -49,6 +49,13 @@ down: build
 ## bench: the comparison against a running stack (starts one if none answers)
 bench: build
 	$(BIN)/bench run $(STACK_FLAGS) $(BENCH_FLAGS)
+
+## bench-game: the 50-move game as the page plays it (POST /play through nginx) on a stack of its
+## own, while make bench's load runs through the same nginx: each move's answer at p50 and p99, per
+## rung (GAME_LOCKS=check-del,fair to choose; docs/explore.md)
+GAME_LOCKS ?=
+bench-game:
+	GAME_LOCKS=$(GAME_LOCKS) $(GO) test -count=1 -run '^$$' -bench 'BenchmarkGameThroughTheStack' -benchtime 3x -timeout 30m -v ./e2e
 
 ## matrix: every lock under each scenario that shows a rung's flaw, a grid of verdicts
 ## against the ladder's; each scenario on a fresh stack on free ports (never make up's)

@@ -28,6 +28,9 @@ import (
 var appBinary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(gameLoadEnv) != "" {
+		os.Exit(m.Run()) // the game benchmark's load: no stack of its own
+	}
 	dir, err := os.MkdirTemp("", "lockladder-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

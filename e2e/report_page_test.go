@@ -24,8 +24,8 @@ const evil = `</script><img src=x onerror="window.pwned=1">`
 // headless Chromium, from a file, offline, as whoever ran make demo
 // would: the ladder's grid, then a timeline for check-del under
 // check-pause, which oversold (its overlapping holders drawn red, zoomed
-// on the first overlap, one instance named with markup that must stay
-// text), and for fenced under pause, which stayed safe because the fence
+// on the first overlap of two requests of one instance, named with markup
+// that must stay text), and for fenced under pause, which stayed safe because the fence
 // refused the frozen holder's stale write (marked in orange). The report
 // is written as the demo writes it (bench.WriteHTML, suite.GridHTML,
 // race.ReportTimelines), from runs made up here: what the report draws
@@ -40,8 +40,9 @@ func TestReportDrawsTimelines(t *testing.T) {
 		checkDel = append(checkDel, contract.Section{Instance: []string{"app1", "app2", evil}[i%3], Lock: "check-del", Key: "lock:stock",
 			Acquired: ms(at), Released: ms(at + 0.4), Wrote: i < 2500})
 	}
-	// app2 takes the lock at 601.1 ms while evil holds it (601 to 601.4).
-	checkDel = append(checkDel, contract.Section{Instance: "app2", Lock: "check-del", Key: "lock:stock", Acquired: ms(601.1), Released: ms(601.3), Wrote: true})
+	// A request of evil takes the lock at 601.1 ms while another of evil
+	// holds it (601 to 601.4): the 1204th and the 1203rd to take it.
+	checkDel = append(checkDel, contract.Section{Instance: evil, Lock: "check-del", Key: "lock:stock", Acquired: ms(601.1), Released: ms(601.3), Wrote: true})
 	slices.SortStableFunc(checkDel, func(a, b contract.Section) int { return int(a.Acquired - b.Acquired) })
 	rows := []bench.Row{
 		{Scenario: "check-pause", Lock: "check-del", Endpoint: bench.EndpointSale, Verdict: bench.VerdictOversold, Expected: bench.VerdictOversold,
@@ -102,7 +103,9 @@ func TestReportDrawsTimelines(t *testing.T) {
 		t.Errorf("check-del: %q beside its timeline, want 1 overlap", o)
 	}
 	pair := text(delView + " .tl-pair")
-	if !strings.HasPrefix(pair, "overlap 1 of 1: app2 took the lock at 601.1 ms while "+evil+" held it") {
+	// Two requests of one instance: named by their order, not by the
+	// instance alone ("evil took the lock while evil held it").
+	if !strings.HasPrefix(pair, "overlap 1 of 1: request 1204 on "+evil+" took the lock at 601.1 ms while request 1203, also on "+evil+", held it") {
 		t.Errorf("check-del's overlap: %q", pair)
 	}
 	if red := canvasPixels(t, ctx, delView+" .tl-canvas", 196, 50, 10); red < 500 {

@@ -24,8 +24,14 @@ const MaxMoves = 60
 // faults, more time passing and more sections than the search needs (a
 // learner tries things the shortest schedule does not, and a client that
 // sold may come back for more).
-func gameConfig(clients int) Config {
-	return Config{MaxClients: clients, Sections: 2, MaxFaults: 3, MaxTicks: 12}
+//
+// A library whose wall-clock deadlines are a share of the lease
+// (redsync: 5% of it a call) plays with a lease of its own
+// (Target.gameTTL): the 100 ms of the search's 2 s would end while a
+// loaded machine replays the moves that hold a command, and the same
+// moves would reach another state.
+func gameConfig(t Target, clients int) Config {
+	return Config{MaxClients: clients, Sections: 2, MaxFaults: 3, MaxTicks: 12, TTL: t.gameTTL}
 }
 
 // Game is the state a game's moves reached: what the page draws.
@@ -127,7 +133,7 @@ func Play(ctx context.Context, t Target, clients int, moves []string) (Game, err
 		}
 		chs[i] = ch
 	}
-	ex, err := New(t, gameConfig(clients))
+	ex, err := New(t, gameConfig(t, clients))
 	if err != nil {
 		return Game{}, err
 	}
@@ -349,6 +355,6 @@ func PageNames() []string {
 // redis-server, as Replay does a search's counterexample, and says
 // whether verdict happened there too.
 func (p *Replayer) ReplayGame(ctx context.Context, t Target, clients int, s []Choice, verdict string) string {
-	cfg := gameConfig(clients).withDefaults(t)
+	cfg := gameConfig(t, clients).withDefaults(t)
 	return p.Replay(ctx, t, Result{Target: t.Name, Verdict: verdict, Schedule: s, Clients: clients, Config: cfg})
 }

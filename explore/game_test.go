@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,9 @@ func shortest(t *testing.T, name string) (explore.Target, explore.Result, []stri
 	t.Helper()
 	tg, err := explore.Lookup(name)
 	if err != nil {
-		t.Fatal(err)
+		if tg, err = explore.LookupAny(name); err != nil { // a library
+			t.Fatal(err)
+		}
 	}
 	ex, err := explore.New(tg, explore.Config{Budget: 30 * time.Second})
 	if err != nil {
@@ -129,9 +132,10 @@ func TestGameRefusesBadMoves(t *testing.T) {
 // its moves are replayed, move by move: each step ends when every
 // goroutine of the client is accounted for (rounds.go), not when the
 // goroutines look still. So do cohort's, whose requests pass the lock in
-// memory.
+// memory, and the libraries' on one Redis (redsync, redislock,
+// redislock-refresh), whose own timers run on the wall clock.
 func TestGameOnMastersReplaysIdentically(t *testing.T) {
-	for _, name := range []string{"redlock", "redsync-redlock", "cohort"} {
+	for _, name := range []string{"redlock", "redsync-redlock", "cohort", "redsync", "redislock", "redislock-refresh"} {
 		tg, moves := scripted(t, name, 50)
 		states := make([]string, len(moves)+1)
 		for k := range states {
@@ -147,5 +151,38 @@ func TestGameOnMastersReplaysIdentically(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d moves, each prefix the same state 6 times", name, len(moves))
+	}
+}
+
+// The game offers the libraries on one Redis too (redsync, redislock,
+// redislock-refresh: their own code, as the explorer runs it): the
+// explorer's shortest schedule, played move by move, is offered move by
+// move and breaks the library as the search judged it, and replays to
+// the same state every time.
+func TestGameBreaksTheLibraries(t *testing.T) {
+	for _, name := range []string{"redsync", "redislock", "redislock-refresh"} {
+		t.Run(name, func(t *testing.T) {
+			tg, r, moves := shortest(t, name)
+			for i := range moves {
+				g := play(t, tg, r.Clients, moves[:i])
+				if g.Verdict != "" {
+					t.Fatalf("broken after %d of %d moves: %s", i, len(moves), g.Verdict)
+				}
+				if !slices.ContainsFunc(g.Next, func(o explore.Option) bool { return o.Move == moves[i] }) {
+					t.Fatalf("move %d %q not offered after %v: %+v", i+1, moves[i], moves[:i], g.Next)
+				}
+			}
+			first, _ := json.Marshal(play(t, tg, r.Clients, moves))
+			for range 3 {
+				g := play(t, tg, r.Clients, moves)
+				if g.Verdict != r.Verdict {
+					t.Fatalf("after the %d moves %v: verdict %q, the search's %q", len(moves), moves, g.Verdict, r.Verdict)
+				}
+				if again, _ := json.Marshal(g); string(again) != string(first) {
+					t.Fatalf("the same moves gave another state:\n%s\n%s", first, again)
+				}
+			}
+			t.Logf("%s: %s in %d moves: %s", name, r.Verdict, len(moves), strings.Join(moves, ", "))
+		})
 	}
 }

@@ -92,7 +92,11 @@ type Row struct {
 // (explore.Page: the lab's rungs, Redlock on PageMasters masters) and the
 // libraries' own code (explore.Libraries: redsync, redislock...), whose
 // race results the page offers "why?" beside too.
-func (e *Explorer) Locks() []string {
+func (e *Explorer) Locks() []string { return lockNames() }
+
+// lockNames are Locks: the rungs the explorer explores, and the game
+// plays.
+func lockNames() []string {
 	var names []string
 	for _, t := range explore.Page() {
 		names = append(names, t.Name)

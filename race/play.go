@@ -96,9 +96,9 @@ func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
 		return
 	}
-	t, err := explore.Lookup(req.Lock)
+	t, err := lookup(req.Lock)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("lock %q cannot be played", truncate(req.Lock, 32)), "locks": explore.PageNames()})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("lock %q cannot be played", truncate(req.Lock, 32)), "locks": lockNames()})
 		return
 	}
 	if req.Clients == 0 {
@@ -159,7 +159,7 @@ func parsePlay(r *http.Request) (PlayRequest, error) {
 		return req, errors.New("malformed body: one JSON object")
 	}
 	if req.Lock == "" {
-		return req, fmt.Errorf("lock is required (playable: %s)", strings.Join(explore.PageNames(), ", "))
+		return req, fmt.Errorf("lock is required (playable: %s)", strings.Join(lockNames(), ", "))
 	}
 	if req.Clients != 0 && (req.Clients < 2 || req.Clients > 3) {
 		return req, fmt.Errorf("clients %d is out of range [2, 3]", req.Clients)
@@ -277,12 +277,20 @@ var path = []struct {
 	{"fair", "A FIFO queue with a lease and direct handoff: clients take the lock in the order they asked. Try to sell an item twice.", true},
 	{"cohort", "Requests of one process pass the lock in memory, fenced by the shared token. Try to sell an item twice.", true},
 	{"atomic", "No lock: the sale is one Lua script, atomic in Redis. Try to sell an item twice.", true},
+	// The libraries, their own code unchanged, as the explorer runs them
+	// (explore.Libraries): their timers run on the wall clock, where a
+	// move takes milliseconds, so only Redis's lease lapses with the
+	// game's time.
+	{"redsync", "go-redsync's Mutex on one Redis, its code unchanged: SET NX PX with a random value, released by a Lua compare-and-delete, as lua. Nothing renews the lease (40 s here: redsync gives each call 5% of it on the wall clock, which a move must not outlast).", false},
+	{"redislock", "bsm/redislock on one Redis, its code unchanged: SET NX PX with a random token, one attempt, released by a Lua compare-and-delete. Nothing renews the lease.", false},
+	{"redislock-refresh", "bsm/redislock with a loop that refreshes the lease while its holder works, as the library's README shows: a holder that freezes freezes its refresh too.", false},
+	{"redsync-redlock", "go-redsync's Mutex over three masters: Redlock as the library writes it, a majority of masters for the lock. A pause past the lease (40 s here, as redsync's) still lets a second holder in.", false},
 }
 
 func (p *Player) levels() map[string]any {
 	var out []Level
 	for _, l := range path {
-		t, err := explore.Lookup(l.lock)
+		t, err := lookup(l.lock)
 		if err != nil {
 			continue
 		}

@@ -130,3 +130,61 @@ func TestPlayRefuses(t *testing.T) {
 		t.Errorf("a game beyond %d at once: %s, Retry-After %q", MaxGames, resp.Status, resp.Header.Get("Retry-After"))
 	}
 }
+
+// The game offers the libraries the explorer covers: GET /play lists a
+// level for each, and a learner following the hints breaks each library
+// on one Redis in the explorer's shortest number of moves, which break it
+// on a real redis-server too.
+func TestPlayOffersTheLibraries(t *testing.T) {
+	redistest.NeedServer(t, "redis-server") // the replay's
+	svc := New("http://127.0.0.1:1", nil)
+	t.Cleanup(svc.Close)
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + "/play")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Levels []Level `json:"levels"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	offered := map[string]bool{}
+	for _, l := range list.Levels {
+		offered[l.Lock] = true
+	}
+	for _, name := range []string{"redsync", "redislock", "redislock-refresh", "redsync-redlock"} {
+		if !offered[name] {
+			t.Errorf("GET /play: no level for %s in %v", name, offered)
+		}
+	}
+	for _, name := range []string{"redsync", "redislock", "redislock-refresh"} {
+		var moves []string
+		for len(moves) <= 20 {
+			status, g := playPost(t, srv.URL, map[string]any{"lock": name, "moves": moves, "hint": true})
+			if status != http.StatusOK {
+				t.Fatalf("%s after %v: %d %v", name, moves, status, g)
+			}
+			if g["verdict"] == "OVERSOLD" {
+				if int(g["shortest"].(float64)) != len(moves) {
+					t.Errorf("%s broken in %d moves, shortest %v", name, len(moves), g["shortest"])
+				}
+				break
+			}
+			hint, _ := g["hint"].(string)
+			if hint == "" {
+				t.Fatalf("%s after %v: no hint (%v)", name, moves, g["hint_note"])
+			}
+			moves = append(moves, hint)
+		}
+		status, g := playPost(t, srv.URL, map[string]any{"lock": name, "moves": moves, "replay": true})
+		if status != http.StatusOK || g["replay"] != "reproduced" {
+			t.Errorf("%s: %v replayed on redis-server: %d %v", name, moves, status, g["replay"])
+		}
+		t.Logf("%s: OVERSOLD in %d moves (%s), reproduced on redis-server", name, len(moves), strings.Join(moves, ", "))
+	}
+}

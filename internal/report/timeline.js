@@ -143,10 +143,15 @@ function makeTimeline(root) {
     const [i, j] = t.pairs[v.pair], a = t.sections[i], b = t.sections[j];
     const from = Math.min(a[1], b[1]), to = Math.max(a[2], b[2]), pad = (to - from) * 0.6 + 300;
     v.v0 = from - pad; v.v1 = to + pad;
-    const tok = s => s[3] ? ` (token ${s[3]})` : '';
+    // The two requests are named by the order they took the lock in (the
+    // sections' numbers): two of one instance would read "app2 took the
+    // lock while app2 held it" by instance alone.
+    const tok = s => s[3] ? ` (token ${s[3]})` : '', req = k => `request ${(t.omitted || 0) + k + 1}`;
+    const same = a[0] === b[0], on = s => `on ${t.instances[s[0]]}`;
     el('pair').textContent = `overlap ${v.pair + 1} of ${t.pairs.length}` +
-      (t.pairs.length < t.overlaps ? ` shown (${t.overlaps} in all)` : '') + `: ${t.instances[a[0]]}${tok(a)} took the lock at ` +
-      `${tlMs(a[1])} ms while ${t.instances[b[0]]}${tok(b)} held it (${tlMs(b[1])} to ${tlMs(b[2])} ms); both wrote.`;
+      (t.pairs.length < t.overlaps ? ` shown (${t.overlaps} in all)` : '') + `: ${req(i)} ${on(a)}${tok(a)} took the lock at ` +
+      `${tlMs(a[1])} ms while ${req(j)}, ${same ? 'also ' : ''}${on(b)}${tok(b)}, held it (${tlMs(b[1])} to ${tlMs(b[2])} ms); ` +
+      `both wrote (requests numbered in the order they took the lock).`;
     draw();
   };
 
