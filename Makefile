@@ -34,9 +34,10 @@ build:
 ## demo: start Redis, 3 app instances and a load balancer, benchmark every lock, show each rung's flaw
 ## under its scenario (each on a fresh stack), keep serving until Ctrl-C. Its throughput runs send
 ## DEMO_N requests each (1000: the tables within two minutes on two cores); make demo DEMO_N=5000 for
-## the articles' full size
+## the articles' full size. It builds only the two binaries it runs (bin/bench: make build)
 DEMO_N    ?= 1000
-demo: build
+demo:
+	$(GO) build -o $(BIN)/ ./cmd/app ./cmd/stack
 	$(BIN)/stack demo $(STACK_FLAGS) $(BENCH_FLAGS) -n $(DEMO_N)
 
 ## up / down: the same stack in the background

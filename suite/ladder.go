@@ -3,7 +3,6 @@ package suite
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -33,6 +32,9 @@ type LadderConfig struct {
 	Progress io.Writer
 	// Start starts a stack; default stack.Start. Tests put fakes here.
 	Start func(ctx context.Context, cfg stack.Config) (Stack, error)
+	// Lanes is how many stacks run at once (ladderJobs: a pair, or a
+	// scenario's pairs that share a back end, on each); 0: ladderLanes.
+	Lanes int
 }
 
 // RunLadder runs the ladder of flaws and returns its rows (the throughput
@@ -62,45 +64,31 @@ func RunLadder(ctx context.Context, cfg LadderConfig) ([]bench.Row, []Skip, time
 	tmpl := cfg.Stack
 	tmpl.Races, tmpl.Log = nil, nil // no page on these stacks, no log of their start
 	started := time.Now()
-	// pause-session's runs mostly wait for frozen instances (four pauses
-	// of 2.5s each), majority-crash's for a holder's 3s business: their
-	// pairs run beside the others, each group on stacks of its own, and
-	// the ladder takes the longer group's time, not the sum.
-	var beside, first []Pair
-	for _, p := range pairs {
-		if p.Scenario == "pause-session" || p.Scenario == "majority-crash" {
-			beside = append(beside, p)
-		} else {
-			first = append(first, p)
-		}
+	jobs, err := ladderJobs(pairs)
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	var progress io.Writer
 	if cfg.Progress != nil && bench.IsTerminal(cfg.Progress) {
 		progress = &ticker{w: cfg.Progress}
 		defer progress.(*ticker).clear()
 	}
-	matrix := func(pairs []Pair) ([]bench.Row, []Skip, error) {
-		if len(pairs) == 0 {
-			return nil, nil, nil
-		}
-		return RunMatrix(ctx, MatrixConfig{Pairs: pairs, Size: LadderSize, Stack: tmpl, Progress: progress,
-			HistoryDir: cfg.HistoryDir, Start: cfg.Start})
+	lanes := cfg.Lanes
+	if lanes <= 0 {
+		lanes = ladderLanes
 	}
-	var wg sync.WaitGroup
-	var besideRows []bench.Row
-	var besideSkips []Skip
-	var besideErr error
-	wg.Go(func() { besideRows, besideSkips, besideErr = matrix(beside) })
-	got, more, err := matrix(first)
-	wg.Wait()
-	rows = append(append(rows, got...), besideRows...)
-	skips = append(append(skips, more...), besideSkips...)
-	return rows, skips, time.Since(started), errors.Join(err, besideErr)
+	got, more, err := runLadderJobs(ctx, jobs, lanes, func(ctx context.Context, j ladderJob) ([]bench.Row, []Skip, error) {
+		return RunMatrix(ctx, MatrixConfig{Pairs: j.pairs, Size: LadderSize, Stack: jobStack(tmpl, j), Progress: progress,
+			HistoryDir: cfg.HistoryDir, Start: cfg.Start})
+	})
+	rows, skips = append(rows, got...), append(skips, more...)
+	inLadderOrder(rows, skips)
+	return rows, skips, time.Since(started), err
 }
 
 // ticker shows the latest whole line written to it on one terminal line,
-// redrawn in place: the ladder's two groups of runs report side by side,
-// and their lines, one per run, would interleave.
+// redrawn in place: the ladder's lanes report side by side, and their
+// lines, one per run, would interleave.
 type ticker struct {
 	mu   sync.Mutex
 	w    io.Writer
