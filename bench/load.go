@@ -177,7 +177,7 @@ type loadTargeter struct {
 	plain, armed []vegeta.Target
 	armAt        map[uint64]bool
 	hooks        map[uint64][]runHook
-	holds        []runHook // the hooks that hold the run's last hits back
+	holds        []runHook         // the hooks that hold the run's last hits back
 	item         map[string]string // each target's item, by URL
 	armedURL     map[string]bool
 
