@@ -40,11 +40,11 @@ func proxyClient(t *testing.T, addr string, readTimeout time.Duration) *redis.Cl
 		Addr:                  addr,
 		ContextTimeoutEnabled: true,
 		DialTimeout:           answered,
-		ReadTimeout:   readTimeout,
-		WriteTimeout:  readTimeout,
-		MaxRetries:    -1,
-		DialerRetries: 1,
-		PoolSize:      4,
+		ReadTimeout:           readTimeout,
+		WriteTimeout:          readTimeout,
+		MaxRetries:            -1,
+		DialerRetries:         1,
+		PoolSize:              4,
 	})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
