@@ -47,6 +47,13 @@ type Hook struct {
 	About string
 	Do    func(ctx context.Context) error
 	Then  func(ctx context.Context) error
+	// Outlast, if positive, holds back the last Outlast of the run's
+	// hits (a fraction of all n, at least one, always after At's) until Do
+	// has returned: a fault whose Do waits on the stack (the holder to
+	// kill must first get the lock) then strikes while the load still has
+	// requests to send, however long it took, and those requests show
+	// what the fault did.
+	Outlast float64
 }
 
 // load places s's armed hits and hooks in a run of n requests on stock.
@@ -64,7 +71,13 @@ func (s Shape) load(n, stock int) *load {
 		if len(at) == 0 {
 			continue
 		}
-		ld.hooks = append(ld.hooks, runHook{at: at[0], about: h.About, do: h.Do, then: h.Then})
+		rh := runHook{at: at[0], about: h.About, do: h.Do, then: h.Then}
+		if h.Outlast > 0 {
+			from := n - max(1, int(h.Outlast*float64(n)))
+			rh.holdFrom = uint64(max(from, int(at[0])+1))
+			rh.done = make(chan struct{})
+		}
+		ld.hooks = append(ld.hooks, rh)
 	}
 	return ld
 }
@@ -85,11 +98,15 @@ type load struct {
 }
 
 // runHook is an action fired once, when hit number at is handed out.
+// With done set, hits from holdFrom on are handed out only once done is
+// closed (do has returned).
 type runHook struct {
-	at    uint64
-	about string
-	do    func(ctx context.Context) error
-	then  func(ctx context.Context) error
+	at       uint64
+	about    string
+	do       func(ctx context.Context) error
+	then     func(ctx context.Context) error
+	holdFrom uint64
+	done     chan struct{}
 }
 
 func (l *load) name() string {
@@ -160,6 +177,7 @@ type loadTargeter struct {
 	plain, armed []vegeta.Target
 	armAt        map[uint64]bool
 	hooks        map[uint64][]runHook
+	holds        []runHook         // the hooks that hold the run's last hits back
 	item         map[string]string // each target's item, by URL
 	armedURL     map[string]bool
 
@@ -223,6 +241,9 @@ func newLoadTargeter(ctx context.Context, base, endpoint, lock, wait string, sku
 	t.hooks = make(map[uint64][]runHook, len(ld.hooks))
 	for _, h := range ld.hooks {
 		t.hooks[h.at] = append(t.hooks[h.at], h)
+		if h.done != nil {
+			t.holds = append(t.holds, h)
+		}
 	}
 	return t
 }
@@ -235,6 +256,15 @@ func (t *loadTargeter) isArmed(url string) bool {
 // target is the vegeta.Targeter.
 func (t *loadTargeter) target(tgt *vegeta.Target) error {
 	i := t.next.Add(1) - 1
+	for _, h := range t.holds {
+		if i >= h.holdFrom {
+			select {
+			case <-h.done:
+			case <-t.ctx.Done():
+				return t.ctx.Err()
+			}
+		}
+	}
 	item := i % uint64(len(t.plain))
 	if t.armAt[i] {
 		*tgt = t.armed[item]
@@ -257,7 +287,11 @@ func (t *loadTargeter) fire(h runHook) {
 			t.mu.Unlock()
 		}
 		began := time.Since(t.start)
-		if err := h.do(t.ctx); err != nil {
+		err := h.do(t.ctx)
+		if h.done != nil {
+			close(h.done) // on an error too: the run fails, the held hits go
+		}
+		if err != nil {
 			fail(err)
 			return
 		}

@@ -207,6 +207,58 @@ func TestHookFiresAtItsHit(t *testing.T) {
 	}
 }
 
+// A hook with Outlast holds the run's last hits back until its Do has
+// returned: they are sent after the fault, however long it took.
+func TestHookOutlastHoldsTheRunsEnd(t *testing.T) {
+	var released atomic.Bool
+	release := make(chan struct{})
+	sh := Shape{Hooks: []Hook{{At: 0.1, About: "kill the holder", Outlast: 0.5, Do: func(context.Context) error {
+		<-release
+		return nil
+	}}}}
+	ld := sh.load(100, 100)
+	if len(ld.hooks) != 1 || ld.hooks[0].at != 10 || ld.hooks[0].holdFrom != 50 {
+		t.Fatalf("hooks %+v, want one at hit 10 holding from hit 50", ld.hooks)
+	}
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "redsync", "", nil, nil, ld)
+	var tgt vegeta.Target
+	for range 50 { // hits 0 to 49 go while the hook is running
+		if err := tg.target(&tgt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	early := make(chan int, 1)
+	rest := make(chan struct{})
+	go func() {
+		defer close(rest)
+		for i := 50; i < 100; i++ {
+			tg.target(&tgt)
+			if !released.Load() {
+				select {
+				case early <- i:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case <-rest:
+		t.Fatal("the run's last half was handed out while the hook was running")
+	case <-time.After(50 * time.Millisecond): // a bound on a thing that must not happen
+	}
+	released.Store(true)
+	close(release)
+	<-rest
+	if err := tg.wait(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case i := <-early:
+		t.Fatalf("hit %d handed out before the hook was done", i)
+	default:
+	}
+}
+
 func TestStall(t *testing.T) {
 	ms := time.Millisecond
 	var s stall

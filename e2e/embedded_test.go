@@ -101,7 +101,10 @@ func TestEmbeddedFallbackServesEveryRung(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	const requests, concurrency, stock = 600, 100, 200
+	// 100 at once is what the fallback must bear; 300 requests of it
+	// (600 took 100s of make test's e2e on two loaded cores) still
+	// catch a lock that answers 503 or oversells.
+	const requests, concurrency, stock = 300, 100, 100
 	key, err := stack.ReadPassword(dir) // the run guard's key: the stack's owner's
 	if err != nil {
 		t.Fatal(err)

@@ -80,7 +80,7 @@ var (
 // a real redis-server with the lock's own code.
 func TestCheckFailsANaiveLock(t *testing.T) {
 	rec := &tb{TB: t}
-	r := explore.Check(rec, naive, explore.Config{Budget: 30 * time.Second})
+	r := explore.Check(rec, naive, explore.Config{Budget: hangGuard})
 	if r.Verdict != explore.Oversold || r.Steps != 7 || r.Clients != 2 {
 		t.Fatalf("lease: %s in %d steps with %d clients, want %s in 7 with 2", r.Verdict, r.Steps, r.Clients, explore.Oversold)
 	}
@@ -111,7 +111,7 @@ func TestCheckPassesAFencedLock(t *testing.T) {
 	// Depth 10, past the lease lock's 7: idle, every schedule of 10 steps
 	// is seen in about 4 s (every state, 12, in 5), and a budget that
 	// is not reached on a loaded machine.
-	r := explore.Check(rec, fenced, explore.Config{MaxClients: 2, Depth: 10, Budget: 90 * time.Second})
+	r := explore.Check(rec, fenced, explore.Config{MaxClients: 2, Depth: 10, Budget: hangGuard})
 	if len(rec.errs) != 0 || r.Verdict != explore.None {
 		t.Fatalf("fenced lease: %s, errors %q", r.Verdict, rec.errs)
 	}
@@ -147,7 +147,7 @@ func TestCheckTheLabsRung(t *testing.T) {
 				Ticker: func(every time.Duration) lock.Ticker { return env.NewTicker(every) }}
 			return labLocker{c.new(rdb, o)}
 		}}
-		r, err := explore.Search(context.Background(), l, explore.Config{Faults: c.faults, Budget: 30 * time.Second})
+		r, err := explore.Search(context.Background(), l, explore.Config{Faults: c.faults, Budget: hangGuard})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func TestCheckDrivesARenewal(t *testing.T) {
 		{explore.Slow, 8, "-- time passes to 666ms --"},
 		{explore.Pause, 7, "** pauses 2001ms **"},
 	} {
-		r, err := explore.Search(context.Background(), l, explore.Config{MaxClients: 2, Faults: c.faults, Budget: 30 * time.Second})
+		r, err := explore.Search(context.Background(), l, explore.Config{MaxClients: 2, Faults: c.faults, Budget: hangGuard})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +298,7 @@ func (h noLeaseHeld) Release(ctx context.Context) error { return h.rdb.Del(ctx, 
 func TestCheckFindsADeadlock(t *testing.T) {
 	l := explore.Lock{Name: "no-lease", New: func(rdb redis.UniversalClient, _ explore.Env) explore.Locker { return noLeaseLock{rdb} }}
 	rec := &tb{TB: t}
-	r := explore.Check(rec, l, explore.Config{Budget: 30 * time.Second})
+	r := explore.Check(rec, l, explore.Config{Budget: hangGuard})
 	if r.Verdict != explore.Deadlock || r.Steps != 2 || len(rec.errs) != 1 {
 		t.Fatalf("no-lease: %s in %d steps, %d errors; want %s in 2, one error", r.Verdict, r.Steps, len(rec.errs), explore.Deadlock)
 	}

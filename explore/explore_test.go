@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -46,7 +45,7 @@ func search(t *testing.T, name string) explore.Result {
 	defer foundMu.Unlock()
 	r, ok := found[name]
 	if !ok {
-		r = run(t, lookup(t, name), explore.Config{Budget: 30 * time.Second})
+		r = run(t, lookup(t, name), explore.Config{Budget: hangGuard})
 		found[name] = r
 	}
 	return r
@@ -95,7 +94,7 @@ func TestFindsEachFlaw(t *testing.T) {
 // TestFencedSafe finds nothing wrong with the fenced rung within its
 // bounds: the stale holder's read and write are refused.
 func TestFencedSafe(t *testing.T) {
-	r := run(t, lookup(t, "fenced"), explore.Config{MaxClients: 2, Depth: 9, Budget: 30 * time.Second})
+	r := run(t, lookup(t, "fenced"), explore.Config{MaxClients: 2, Depth: 9, Budget: hangGuard})
 	if r.Verdict != explore.None {
 		t.Fatalf("fenced: %s in %d steps", r.Verdict, r.Steps)
 	}
@@ -154,7 +153,7 @@ func TestFindsAPlantedBug(t *testing.T) {
 			return unchecked.Run(ctx, rdb, keys, token, stock-1).Err()
 		},
 	}
-	r := run(t, tg, explore.Config{MaxClients: 2, Budget: 20 * time.Second})
+	r := run(t, tg, explore.Config{MaxClients: 2, Budget: hangGuard})
 	if r.Verdict != explore.Oversold {
 		t.Fatalf("the planted bug was not found: %s; %s", r.Verdict, r.Covered())
 	}

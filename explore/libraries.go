@@ -32,7 +32,7 @@ import (
 var Libraries = []Target{
 	{Name: "redsync", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
 		return libs.NewRedsync([]redis.UniversalClient{rdb.(redis.UniversalClient)}, o)
-	}, Faults: Slow, tokens: true, replayTTL: redsyncReplayTTL, gameTTL: redsyncGameTTL},
+	}, Faults: Slow, tokens: true, wallDeadlines: true, replayTTL: redsyncReplayTTL, gameTTL: redsyncGameTTL},
 	{Name: "redislock", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
 		return libs.NewRedislock(rdb, o)
 	}, Faults: Slow, tokens: true},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lockladder/lockladder/explore"
 )
@@ -52,7 +51,7 @@ func TestFindsTheLibrariesFlaws(t *testing.T) {
 // lease runs out, as rung 9's watchdog's is.
 func TestRedislockRefreshIsDriven(t *testing.T) {
 	tg := lookup(t, "redislock-refresh")
-	r := run(t, tg, explore.Config{MaxClients: 2, Faults: explore.Slow, Budget: 30 * time.Second})
+	r := run(t, tg, explore.Config{MaxClients: 2, Faults: explore.Slow, Budget: hangGuard})
 	if r.Verdict != explore.Oversold || r.Steps != 8 {
 		t.Fatalf("redislock-refresh under slow: %s in %d steps, want %s in 8 (a held-back Refresh)", r.Verdict, r.Steps, explore.Oversold)
 	}

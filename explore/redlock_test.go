@@ -15,7 +15,14 @@ import (
 // every schedule to that depth however slow the machine is. With a 20s
 // budget, on two cores under -race beside CPU hogs, it reached depth 8
 // only and found nothing. The budget is only a guard against a hang.
-var bySteps = explore.Config{MaxClients: 2, Depth: 9, Budget: 10 * time.Minute}
+var bySteps = explore.Config{MaxClients: 2, Depth: 9, Budget: hangGuard}
+
+// hangGuard is the budget of every search these tests run: each ends by
+// a bound of its own (a verdict found, its depth, every state seen), the
+// same schedules every run; a budget of seconds covered less on a loaded
+// machine (TestFencedSafe, TestCohortSafe and TestAtomicSafe then failed
+// as "covered too little"). Reaching it means a hang.
+const hangGuard = 10 * time.Minute
 
 // TestRedlockPause finds Redlock's flaw (docs/ladder.md, rung 10): a
 // holder paused past its validity still writes, beside the client that

@@ -120,6 +120,10 @@ type Target struct {
 	// tokens: the lock's tokens are not UUIDs (a library's random
 	// strings): learn them from the commands (tokens.go).
 	tokens bool
+	// wallDeadlines: the library gives each call to Redis a wall-clock
+	// deadline of its own (redsync: 5% of the expiry); the gate holds it
+	// off, as for WaitsAll (gate.go).
+	wallDeadlines bool
 	// strict: a lock under Check; an Obtain that fails other than busy,
 	// or panics, fails the check.
 	strict bool

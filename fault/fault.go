@@ -35,6 +35,32 @@ func With(ctx context.Context, in Injector) context.Context {
 	return context.WithValue(ctx, injectorKey{}, in)
 }
 
+// Armed reports whether ctx carries an Injector: the request is one the
+// lab armed.
+func Armed(ctx context.Context) bool {
+	in, ok := ctx.Value(injectorKey{}).(Injector)
+	return ok && in != nil
+}
+
+// Session names a lock's server session (PostgreSQL's application_name)
+// while it holds: ArmedSession when the request is armed, else
+// PlainSession. The lab cuts only armed holders' sessions
+// (session-cut): a plain holder that happens to sit idle in its section
+// on a loaded machine is not the fault's victim, and cutting it shows an
+// overlap the scenario did not stage.
+func Session(ctx context.Context) string {
+	if Armed(ctx) {
+		return ArmedSession
+	}
+	return PlainSession
+}
+
+// The names Session gives.
+const (
+	ArmedSession = "lockladder-armed"
+	PlainSession = "lockladder"
+)
+
 // Inject calls the context's Injector at p, if there is one.
 func Inject(ctx context.Context, p Point) {
 	if in, ok := ctx.Value(injectorKey{}).(Injector); ok && in != nil {

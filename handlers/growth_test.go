@@ -244,7 +244,9 @@ func TestUnknownSkusGrowNothing(t *testing.T) {
 	const n = 10_000
 	send("g", n)
 	after, heapAfter := read(), heap()
-	if after != before {
+	// Grew, not changed: ZooKeeper's container reaper may remove item
+	// 1's emptied lock container meanwhile (znodes 6 to 5, seen once).
+	if after.keys > before.keys || after.znodes > before.znodes || after.rows > before.rows || after.etcdKeys > before.etcdKeys {
 		t.Errorf("state grew: before %+v, after %+v (Redis keys, znodes, lock rows, etcd keys)", before, after)
 	}
 	if got := obtains.Load() - taken; got != 0 {

@@ -30,7 +30,7 @@ func TestZooKeeperExcludesAndQueues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locktest.Refuses(t, lb, "lock:k", 100*time.Millisecond)
+	locktest.Refuses(t, lb, "lock:k", 100*time.Millisecond, o.Wait)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

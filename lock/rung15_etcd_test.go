@@ -42,7 +42,7 @@ func TestEtcdExcludesAndFences(t *testing.T) {
 			l.Release(ctx)
 			continue
 		}
-		locktest.Refuses(t, b, "lock:k", 100*time.Millisecond)
+		locktest.Refuses(t, b, "lock:k", 100*time.Millisecond, o.Wait)
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}

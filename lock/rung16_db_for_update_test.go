@@ -31,7 +31,7 @@ func TestDBForUpdateExcludesAndQueues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locktest.Refuses(t, l, "lock:k", 300*time.Millisecond)
+	locktest.Refuses(t, l, "lock:k", 300*time.Millisecond, time.Hour)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/internal/backend"
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
@@ -44,7 +45,7 @@ func TestPGAdvisoryExcludes(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { held.Release(ctx) })
-			locktest.Refuses(t, l, "lock:"+name, 300*time.Millisecond)
+			locktest.Refuses(t, l, "lock:"+name, 300*time.Millisecond, time.Hour)
 			if err := held.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -120,6 +121,8 @@ func awaitOrphans(t *testing.T, pool *pgxpool.Pool) {
 // lock and B takes it while A, who was told nothing, still holds its
 // Lock. A learns at its release (ErrNotHeld). With the token drawn on
 // the session (pg-advisory-fenced), A's late write is refused after B's.
+// A is an armed request (fault.Session): a plain holder of another key,
+// idle in its section at the same moment, keeps its session.
 func TestPGAdvisorySessionCut(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	pool, dsn := servertest.Postgres(t)
@@ -133,15 +136,24 @@ func TestPGAdvisorySessionCut(t *testing.T) {
 	for name, l := range pgRungs(pool, lock.Options{Wait: 5 * time.Second}) {
 		t.Run(name, func(t *testing.T) {
 			key := "lock:cut:" + name
-			a, err := l.Obtain(ctx, key, lock.Call{})
+			armed := fault.With(ctx, func(context.Context, fault.Point) {})
+			a, err := l.Obtain(armed, key, lock.Call{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			// A held connection would hold the pool's Close for good:
 			// give it back however the test ends (Release is once).
 			t.Cleanup(func() { a.Release(ctx) })
+			plain, err := l.Obtain(ctx, key+":plain", lock.Call{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { plain.Release(ctx) })
 			if n, err := backend.CutAdvisoryHolders(ctx, control, 0); err != nil || n != 1 {
-				t.Fatalf("cut: %d sessions, %v; want 1", n, err)
+				t.Fatalf("cut: %d sessions, %v; want 1 (the armed holder's)", n, err)
+			}
+			if err := plain.Release(ctx); err != nil {
+				t.Fatalf("the plain holder's release after the cut: %v, want its session whole", err)
 			}
 			b, err := l.Obtain(ctx, key, lock.Call{})
 			if err != nil {

@@ -75,13 +75,15 @@ type Running struct {
 // Hook acts on the stack once, when the run hands out the hit at fraction
 // At of its window (a bench.Hook on this stack): Do is the fault, Then (if
 // set) the recovery within the run; Undo, if set, puts the stack back
-// after the run.
+// after the run. Outlast holds the run's last hits back until Do has
+// returned (bench.Hook's).
 type Hook struct {
-	At    float64
-	About string
-	Do    func(ctx context.Context, t Stack) error
-	Then  func(ctx context.Context, t Stack) error
-	Undo  func(ctx context.Context, t Stack) error
+	At      float64
+	About   string
+	Do      func(ctx context.Context, t Stack) error
+	Then    func(ctx context.Context, t Stack) error
+	Undo    func(ctx context.Context, t Stack) error
+	Outlast float64
 }
 
 // Expected returns the ladder's verdict for lock on endpoint under the
@@ -199,7 +201,7 @@ func (s Scenario) backends(locks []string, tmpl stack.Config) (zk, db, etcd, pg 
 func (s Scenario) shape(top Stack) bench.Shape {
 	sh := bench.Shape{Scenario: s.Name, Every: s.Every, Armed: s.Armed, ArmAt: s.ArmAt, StallBound: s.StallBound}
 	for _, h := range s.Hooks {
-		bh := bench.Hook{At: h.At, About: h.About, Do: func(ctx context.Context) error { return h.Do(ctx, top) }}
+		bh := bench.Hook{At: h.At, About: h.About, Outlast: h.Outlast, Do: func(ctx context.Context) error { return h.Do(ctx, top) }}
 		if h.Then != nil {
 			bh.Then = func(ctx context.Context) error { return h.Then(ctx, top) }
 		}

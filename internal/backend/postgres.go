@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockladder/lockladder/fault"
 )
 
 // PostgresPool is the most connections one app instance opens to
@@ -49,8 +51,10 @@ func redactPG(err error) error {
 }
 
 // CutAdvisoryHolders terminates, from a connection of its own (conn), the
-// server sessions that hold a granted advisory lock and have been idle, or
-// idle in their transaction, for at least idle: a holder inside its
+// server sessions named fault.ArmedSession (an armed request's: no other
+// holder is the fault's victim) that hold a granted advisory lock and
+// have been idle, or idle in their transaction, for at least idle: a
+// holder inside its
 // critical section, doing its business elsewhere. It is what a pooler
 // that recycles an idle server connection, a failover or a network cut
 // does to such a holder: the server frees the lock with the session, and
@@ -62,11 +66,12 @@ func CutAdvisoryHolders(ctx context.Context, conn *pgx.Conn, idle time.Duration)
 		SELECT pg_terminate_backend(a.pid)
 		FROM pg_stat_activity a
 		WHERE a.pid <> pg_backend_pid()
+		  AND a.application_name = $2
 		  AND a.state IN ('idle', 'idle in transaction')
 		  AND now() - a.state_change >= make_interval(secs => $1)
 		  AND EXISTS (SELECT 1 FROM pg_locks l
 		              WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted)`,
-		idle.Seconds())
+		idle.Seconds(), fault.ArmedSession)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: cut advisory holders: %w", err)
 	}

@@ -25,7 +25,8 @@ func libBasics(t *testing.T, rdb *redis.Client, a, b lock.Locker, key string, wo
 	if err != nil {
 		t.Fatal(err)
 	}
-	locktest.Refuses(t, b, "lock:"+key, 100*time.Millisecond)
+	// Every caller's Lockers wait 20s: giving up sooner is the call's bound.
+	locktest.Refuses(t, b, "lock:"+key, 100*time.Millisecond, 20*time.Second)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

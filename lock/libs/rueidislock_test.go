@@ -41,7 +41,7 @@ func TestLibRueidislockExcludes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locktest.Refuses(t, l, "lock:k", 300*time.Millisecond)
+	locktest.Refuses(t, l, "lock:k", 300*time.Millisecond, 10*time.Second)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/internal/backend"
 	"github.com/lockladder/lockladder/internal/servertest"
 )
@@ -60,7 +61,8 @@ func TestPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Release() // before the pool's Close, which waits for it
-	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock(42)"); err != nil {
+	// Named as an armed request names its session: the lab cuts no other.
+	if _, err := holder.Exec(ctx, "SELECT set_config('application_name', $1, false), pg_advisory_lock(42)", fault.ArmedSession); err != nil {
 		t.Fatal(err)
 	}
 	var got bool
