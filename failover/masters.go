@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
@@ -28,8 +29,10 @@ type masterSet struct {
 // time out after timeout. close stops them all.
 func startMasters(ctx context.Context, timeout time.Duration, persist bool) (*masterSet, error) {
 	m := &masterSet{}
+	// Nobody else on the host may read or write a trial's masters.
+	pw := backends.NewPassword()
 	for i := range Masters {
-		s, err := redisfam.Start(ctx, "127.0.0.1:0", stack.Real, true, nil)
+		s, err := redisfam.StartAuth(ctx, "127.0.0.1:0", stack.Real, true, pw, nil)
 		if err != nil {
 			return m, fmt.Errorf("master %d: %w", i, errors.Join(err, m.close()))
 		}
@@ -39,9 +42,9 @@ func startMasters(ctx context.Context, timeout time.Duration, persist bool) (*ma
 				return m, fmt.Errorf("master %d: %w", i, errors.Join(err, m.close()))
 			}
 		}
-		opt := &redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: timeout / 2,
+		opt := &redis.Options{Addr: s.Addr(), Password: pw, MaxRetries: -1, DialTimeout: timeout / 2,
 			ReadTimeout: timeout, WriteTimeout: timeout, PoolSize: 4}
-		a, b, r := redis.NewClient(opt), redis.NewClient(opt), direct(s.Addr(), "")
+		a, b, r := redis.NewClient(opt), redis.NewClient(opt), direct(s.Addr(), pw)
 		m.as, m.bs, m.reads = append(m.as, a), append(m.bs, b), append(m.reads, r)
 		m.clients = append(m.clients, a, b, r)
 	}

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/stack"
+	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
@@ -50,6 +51,7 @@ type config struct {
 	bound    time.Duration // how long one operation may wait for its lock
 	retry    time.Duration // the fixed sleep of redsync, redislock and lua-fixed
 	pipeline bool          // lua and fair release in the pipeline of the SET
+	password string        // every Redis server's, made for this run
 }
 
 // options are the rest of the command line.
@@ -111,7 +113,9 @@ func run() error {
 	if o.embedded {
 		mode = stack.Auto
 	}
-	srv, err := redisfam.Start(ctx, "127.0.0.1:0", mode, !o.embedded, nil)
+	// Nobody else on the host may read or write the servers of the run.
+	cfg.password = backends.NewPassword()
+	srv, err := redisfam.StartAuth(ctx, "127.0.0.1:0", mode, !o.embedded, cfg.password, nil)
 	if err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}
@@ -119,10 +123,10 @@ func run() error {
 	version := "redis-server"
 	if srv.Embedded() {
 		version = "embedded miniredis"
-	} else if v, err := redisVersion(ctx, srv.Addr()); err == nil {
+	} else if v, err := redisVersion(ctx, srv.Addr(), cfg.password); err == nil {
 		version = "redis-server " + v
 	}
-	masters, err := startMasters(ctx, mode, !o.embedded)
+	masters, err := startMasters(ctx, mode, !o.embedded, cfg.password)
 	if err != nil {
 		return err
 	}

@@ -53,11 +53,11 @@ type row struct {
 // measure runs one contender on a fresh client and counter: c goroutines
 // take operations until n have been done.
 func measure(ctx context.Context, addr string, redisPid int, masterAddrs []string, cfg config, ct contender) (row, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: cfg.c + 32, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: cfg.password, PoolSize: cfg.c + 32, MaxRetries: -1})
 	defer rdb.Close()
 	masters := make([]*redis.Client, len(masterAddrs))
 	for i, a := range masterAddrs {
-		masters[i] = redis.NewClient(&redis.Options{Addr: a, PoolSize: cfg.c + 32, MaxRetries: -1})
+		masters[i] = redis.NewClient(&redis.Options{Addr: a, Password: cfg.password, PoolSize: cfg.c + 32, MaxRetries: -1})
 		defer masters[i].Close()
 	}
 	key := "peers:" + ct.name

@@ -17,10 +17,10 @@ import (
 )
 
 // startMasters starts the Redlock contenders' five independent masters.
-func startMasters(ctx context.Context, mode stack.Mode, requireReal bool) ([]*redisfam.Server, error) {
+func startMasters(ctx context.Context, mode stack.Mode, requireReal bool, password string) ([]*redisfam.Server, error) {
 	var ms []*redisfam.Server
 	for range 5 {
-		m, err := redisfam.Start(ctx, "127.0.0.1:0", mode, requireReal, nil)
+		m, err := redisfam.StartAuth(ctx, "127.0.0.1:0", mode, requireReal, password, nil)
 		if err != nil {
 			for _, x := range ms {
 				x.Stop()
@@ -33,8 +33,8 @@ func startMasters(ctx context.Context, mode stack.Mode, requireReal bool) ([]*re
 }
 
 // redisVersion asks the server at addr for its version (INFO server).
-func redisVersion(ctx context.Context, addr string) (string, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+func redisVersion(ctx context.Context, addr, password string) (string, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password})
 	defer rdb.Close()
 	info, err := rdb.Info(ctx, "server").Result()
 	if err != nil {
