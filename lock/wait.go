@@ -247,11 +247,17 @@ var _ Polled = (*polling)(nil)
 
 func (p *polling) Rung() Rung { return p.r }
 
+func (p *polling) Options() Options { return p.opts }
+
 // Polled is a Locker Poll made: Rung is the Rung it tries, for a wrapper
-// that waits its own way and tries the rung itself (package speed's Line).
+// that waits its own way and tries the rung itself (package speed's Line);
+// Options are the options the rung's constructor gave Poll, which may
+// differ from its caller's (a PostgreSQL rung has no Notifier: nothing
+// announces its release).
 type Polled interface {
 	Locker
 	Rung() Rung
+	Options() Options
 }
 
 func (p *polling) Obtain(ctx context.Context, key string, c Call) (Lock, error) {

@@ -30,7 +30,11 @@ import (
 func Line(l lock.Locker, o lock.Options) lock.Locker {
 	ln := &lined{locker: l, opts: o.WithDefaults()}
 	if p, ok := l.(lock.Polled); ok {
-		ln.rung = p.Rung()
+		// The head waits as the rung's own options say: woken by a
+		// Notifier only if the rung has one (the PostgreSQL rungs drop
+		// the app's; waiting on it, their heads slept its 100ms fallback
+		// between tries).
+		ln.rung, ln.opts = p.Rung(), p.Options()
 	}
 	return ln
 }

@@ -101,3 +101,61 @@ func TestQueueLetsTheOwnerReenter(t *testing.T) {
 		}
 	}
 }
+
+// freeAfter is a rung that is busy for its first n tries, then free.
+type freeAfter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (f *freeAfter) Try(context.Context, string, lock.Call) (lock.Lock, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n > 0 {
+		f.n--
+		return nil, false, nil
+	}
+	return nopLock{}, true, nil
+}
+
+type nopLock struct{}
+
+func (nopLock) Release(context.Context) error { return nil }
+
+// TestLineWaitsAsTheRungDoes: a rung whose constructor drops the app's
+// Notifier (the PostgreSQL rungs: nothing announces their release) is
+// polled at the head of its line every 2ms, not woken by the Notifier's
+// 100ms fallback. Every pause the head asks for is recorded (Options.After).
+func TestLineWaitsAsTheRungDoes(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	var mu sync.Mutex
+	var pauses []time.Duration
+	after := func(d time.Duration) <-chan time.Time {
+		mu.Lock()
+		pauses = append(pauses, d)
+		mu.Unlock()
+		c := make(chan time.Time, 1)
+		c <- time.Time{}
+		return c
+	}
+	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
+	o := lock.Options{Wait: time.Minute, Notifier: n, After: after}
+	ro := o
+	ro.Notifier = nil // as lock.NewPGAdvisory does
+	l := speed.Line(lock.Poll(&freeAfter{n: 5}, ro), o)
+	held, err := l.Obtain(context.Background(), "k", lock.Call{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.Release(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pauses) != 5 {
+		t.Fatalf("the head paused %d times for 5 busy tries, want 5", len(pauses))
+	}
+	for _, d := range pauses {
+		if d > 10*time.Millisecond {
+			t.Errorf("the head paused %s between two tries, want the 2ms poll: it waited on a Notifier the rung does not use", d)
+		}
+	}
+}
