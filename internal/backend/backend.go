@@ -24,7 +24,7 @@ const Database = "lockladder"
 // many of an instance's requests wait on the database at once (the rest
 // wait for a connection, within their bound). The stack's three
 // instances together (450) stay under its server's max_connections (500,
-// stack/mariadb.go), with room for the tests and tools beside them.
+// stack/backends/mariadb.go), with room for the tests and tools beside them.
 const MySQLPool = 150
 
 // ZooKeeper opens a session (timeout sessionTimeout) on the ZooKeeper at

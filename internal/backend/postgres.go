@@ -15,7 +15,7 @@ import (
 // PostgreSQL. A pg-advisory holder keeps one for its whole section; a
 // waiter borrows one per try (the head of each process's line, or every
 // request under wait=fixed). The stack's three instances together (96)
-// stay under its server's max_connections (200, stack/postgres.go).
+// stay under its server's max_connections (200, stack/backends/postgres.go).
 const PostgresPool = 32
 
 // Postgres returns a pool on the PostgreSQL of dsn (a URL,

@@ -1,6 +1,6 @@
 // Package httplimit is the request-header bounds of every HTTP server
 // the lab runs (the app, the race port, the built-in load balancer; nginx
-// is given the same in stack/nginxconf.go): a client that sends its
+// is given the same in stack/lb/nginxconf.go): a client that sends its
 // header slowly is cut after HeaderTimeout, and a header over a few KB
 // is refused, so no stranger on the host can hold connections open or
 // make a server buffer megabytes.
