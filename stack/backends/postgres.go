@@ -138,6 +138,10 @@ func (p *Postgres) Start(ctx context.Context) error {
 		"-c", "shared_buffers=32MB",
 		"-c", "password_encryption=scram-sha-256",
 		"-c", "logging_collector=off",
+		// Its dynamic shared memory as files in the data dir (which the
+		// stack removes), not in /dev/shm: a server killed, as a crash
+		// or a dead supervisor's leftovers are, leaves no segment behind.
+		"-c", "dynamic_shared_memory_type=mmap",
 	}
 	p.proc, err = proc.StartServer("postgres", filepath.Join(p.bin, "postgres"), args, p.work,
 		filepath.Join(p.dir, "postgres.log"), syscall.SIGKILL)
