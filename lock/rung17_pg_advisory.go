@@ -9,8 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/lockladder/lockladder/fault"
 )
 
 // PGAdvisory is PostgreSQL's session advisory lock through pgx v5, the
@@ -64,10 +62,7 @@ func (p PGAdvisory) Try(ctx context.Context, key string, c Call) (Lock, bool, er
 	}
 	id := AdvisoryID(key)
 	var ok bool
-	// The session is named on every try (a pooled connection keeps the
-	// last name): the lab cuts only an armed holder's (fault.Session).
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1), set_config('application_name', $2, false)",
-		id, fault.Session(ctx)).Scan(&ok, nil); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", id).Scan(&ok); err != nil {
 		// The server may have granted it before the error: ending the
 		// session frees whatever it holds.
 		discard(conn)

@@ -7,8 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/lockladder/lockladder/fault"
 )
 
 // PGAdvisoryXact is PostgreSQL's transaction advisory lock through pgx
@@ -46,9 +44,7 @@ func (p PGAdvisoryXact) Try(ctx context.Context, key string, c Call) (Lock, bool
 		return nil, false, fmt.Errorf("lock: pg-advisory-xact: postgres: BEGIN: %w", err)
 	}
 	var ok bool
-	// Named as PGAdvisory names its session (fault.Session).
-	if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1), set_config('application_name', $2, false)",
-		AdvisoryID(key), fault.Session(ctx)).Scan(&ok, nil); err != nil {
+	if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", AdvisoryID(key)).Scan(&ok); err != nil {
 		tx.Rollback(context.WithoutCancel(ctx))
 		return nil, false, fmt.Errorf("lock: pg-advisory-xact: postgres: pg_try_advisory_xact_lock %s: %w", key, err)
 	}

@@ -31,6 +31,13 @@ func Postgres(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, e
 	// the pool's health check would only find it sooner.
 	cfg.HealthCheckPeriod = 5 * time.Second
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	// Every session is named for what borrows it (fault.Session): the
+	// lab cuts only an armed holder's (CutAdvisoryHolders). A connection
+	// is renamed only when it passes between a plain and an armed
+	// request; the server reports the name back (a ParameterStatus), so
+	// a plain request on a plain connection costs nothing.
+	cfg.ConnConfig.RuntimeParams["application_name"] = fault.PlainSession
+	cfg.PrepareConn = nameSession
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
@@ -40,6 +47,19 @@ func Postgres(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, e
 		return nil, fmt.Errorf("postgres %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	return pool, nil
+}
+
+// nameSession names conn's session as fault.Session says for ctx, the
+// context of the request that borrows it.
+func nameSession(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	name := fault.Session(ctx)
+	if conn.PgConn().ParameterStatus("application_name") == name {
+		return true, nil
+	}
+	if _, err := conn.Exec(ctx, "SELECT set_config('application_name', $1, false)", name); err != nil {
+		return false, fmt.Errorf("postgres: name the session: %w", err)
+	}
+	return true, nil
 }
 
 // redactPG drops a parse error's detail, which may quote the DSN.
