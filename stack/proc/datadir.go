@@ -88,8 +88,11 @@ func shmUsable() error {
 
 // sweepShm removes the data of stacks whose process is gone (killed, say,
 // before its Stop): /dev/shm/lockladder-PID-*, PID dead.
-func sweepShm() {
-	dirs, _ := filepath.Glob(filepath.Join(shmDir, "lockladder-*-*"))
+func sweepShm() { sweepDead(shmDir) }
+
+// sweepDead removes root/lockladder-PID-* where process PID is gone.
+func sweepDead(root string) {
+	dirs, _ := filepath.Glob(filepath.Join(root, "lockladder-*-*"))
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), "lockladder-"), "-", 2)[0])
 		if err != nil || pid == os.Getpid() {

@@ -8,7 +8,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 )
@@ -184,16 +183,7 @@ func (a *Account) Reaches(dir string) bool {
 // lockladder-PID-*, PID dead, in the temp dirs it uses.
 func sweepServerDirs() {
 	for _, root := range []string{os.TempDir(), "/tmp"} {
-		dirs, _ := filepath.Glob(filepath.Join(root, "lockladder-*-*"))
-		for _, d := range dirs {
-			pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), "lockladder-"), "-", 2)[0])
-			if err != nil || pid == os.Getpid() {
-				continue
-			}
-			if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-				os.RemoveAll(d)
-			}
-		}
+		sweepDead(root)
 	}
 }
 
