@@ -47,30 +47,36 @@ func play(t *testing.T, tg explore.Target, clients int, moves []string) explore.
 	return g
 }
 
+// followShortest plays the explorer's shortest schedule for name move by
+// move: every move is among those offered before it, the lock is not
+// broken before the last, and the last gives the search's verdict. It
+// returns the game after the last move.
+func followShortest(t *testing.T, name string) (explore.Target, explore.Result, []string, explore.Game) {
+	t.Helper()
+	tg, r, moves := shortest(t, name)
+	for i := range moves {
+		g := play(t, tg, r.Clients, moves[:i])
+		if g.Verdict != "" {
+			t.Fatalf("broken after %d of %d moves: %s", i, len(moves), g.Verdict)
+		}
+		if !slices.ContainsFunc(g.Next, func(o explore.Option) bool { return o.Move == moves[i] }) {
+			t.Fatalf("move %d %q not offered after %v: %+v", i+1, moves[i], moves[:i], g.Next)
+		}
+	}
+	g := play(t, tg, r.Clients, moves)
+	if g.Verdict != r.Verdict {
+		t.Fatalf("after the %d moves %v: verdict %q, the search's %q", len(moves), moves, g.Verdict, r.Verdict)
+	}
+	return tg, r, moves, g
+}
+
 // A scripted game breaks check-del and del-setnx move by move, along the
 // explorer's own counterexample: every move is among the moves offered
 // before it, the lock is not broken before the last, and is after it.
 func TestGameFollowsTheCounterexample(t *testing.T) {
 	for _, name := range []string{"check-del", "del-setnx", "setnx"} {
 		t.Run(name, func(t *testing.T) {
-			tg, r, moves := shortest(t, name)
-			for i := range moves {
-				g := play(t, tg, r.Clients, moves[:i])
-				if g.Verdict != "" {
-					t.Fatalf("broken after %d of %d moves: %s", i, len(moves), g.Verdict)
-				}
-				offered := false
-				for _, o := range g.Next {
-					offered = offered || o.Move == moves[i]
-				}
-				if !offered {
-					t.Fatalf("move %d %q not offered after %v: %+v", i+1, moves[i], moves[:i], g.Next)
-				}
-			}
-			g := play(t, tg, r.Clients, moves)
-			if g.Verdict != r.Verdict {
-				t.Fatalf("after the %d moves %v: verdict %q, the search's %q", len(moves), moves, g.Verdict, r.Verdict)
-			}
+			_, _, moves, g := followShortest(t, name)
 			// The step that breaks it is named: a client deletes the lock
 			// another holds (check-del, del-setnx), or takes it while
 			// another holds it.
@@ -162,17 +168,8 @@ func TestGameOnMastersReplaysIdentically(t *testing.T) {
 func TestGameBreaksTheLibraries(t *testing.T) {
 	for _, name := range []string{"redsync", "redislock", "redislock-refresh"} {
 		t.Run(name, func(t *testing.T) {
-			tg, r, moves := shortest(t, name)
-			for i := range moves {
-				g := play(t, tg, r.Clients, moves[:i])
-				if g.Verdict != "" {
-					t.Fatalf("broken after %d of %d moves: %s", i, len(moves), g.Verdict)
-				}
-				if !slices.ContainsFunc(g.Next, func(o explore.Option) bool { return o.Move == moves[i] }) {
-					t.Fatalf("move %d %q not offered after %v: %+v", i+1, moves[i], moves[:i], g.Next)
-				}
-			}
-			first, _ := json.Marshal(play(t, tg, r.Clients, moves))
+			tg, r, moves, g := followShortest(t, name)
+			first, _ := json.Marshal(g)
 			for range 3 {
 				g := play(t, tg, r.Clients, moves)
 				if g.Verdict != r.Verdict {
