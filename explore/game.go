@@ -25,13 +25,12 @@ const MaxMoves = 60
 // learner tries things the shortest schedule does not, and a client that
 // sold may come back for more).
 //
-// A library whose wall-clock deadlines are a share of the lease
-// (redsync: 5% of it a call) plays with a lease of its own
-// (Target.gameTTL): the 100 ms of the search's 2 s would end while a
-// loaded machine replays the moves that hold a command, and the same
-// moves would reach another state.
-func gameConfig(t Target, clients int) Config {
-	return Config{MaxClients: clients, Sections: 2, MaxFaults: 3, MaxTicks: 12, TTL: t.gameTTL}
+// A library's own wall-clock deadlines (redsync's, 5% of the lease a
+// call) are held off at the gate in a game as in a search
+// (Target.wallDeadlines, WaitsAll): a move that holds a command for as
+// long as the machine takes cannot end one.
+func gameConfig(clients int) Config {
+	return Config{MaxClients: clients, Sections: 2, MaxFaults: 3, MaxTicks: 12}
 }
 
 // Game is the state a game's moves reached: what the page draws.
@@ -133,7 +132,7 @@ func Play(ctx context.Context, t Target, clients int, moves []string) (Game, err
 		}
 		chs[i] = ch
 	}
-	ex, err := New(t, gameConfig(t, clients))
+	ex, err := New(t, gameConfig(clients))
 	if err != nil {
 		return Game{}, err
 	}
@@ -355,6 +354,6 @@ func PageNames() []string {
 // redis-server, as Replay does a search's counterexample, and says
 // whether verdict happened there too.
 func (p *Replayer) ReplayGame(ctx context.Context, t Target, clients int, s []Choice, verdict string) string {
-	cfg := gameConfig(t, clients).withDefaults(t)
+	cfg := gameConfig(clients).withDefaults(t)
 	return p.Replay(ctx, t, Result{Target: t.Name, Verdict: verdict, Schedule: s, Clients: clients, Config: cfg})
 }

@@ -32,7 +32,7 @@ import (
 var Libraries = []Target{
 	{Name: "redsync", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
 		return libs.NewRedsync([]redis.UniversalClient{rdb.(redis.UniversalClient)}, o)
-	}, Faults: Slow, tokens: true, wallDeadlines: true, replayTTL: redsyncReplayTTL, gameTTL: redsyncGameTTL},
+	}, Faults: Slow, tokens: true, wallDeadlines: true, replayTTL: redsyncReplayTTL},
 	{Name: "redislock", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
 		return libs.NewRedislock(rdb, o)
 	}, Faults: Slow, tokens: true},
@@ -47,13 +47,6 @@ var Libraries = []Target{
 // can miss between holding a command and delivering it; 100 ms at 2 s,
 // as in the search.
 const redsyncReplayTTL = 2 * time.Second
-
-// redsyncGameTTL is redsync's lease in a game: its calls' deadline is
-// then 2 s of wall time, as long as a move waits for the explorer, where
-// the search's 2 s lease gives 100 ms, which a game's replay on a loaded
-// machine outlasts (a held release given up: the same moves, another
-// state).
-const redsyncGameTTL = 40 * time.Second
 
 // newRedsyncRedlock is the rung redsync-redlock as ladder.New makes
 // it: redsync over the masters, a pool each.

@@ -47,7 +47,7 @@ var OnMasters = []Target{
 	// (libraries.go): every call asks each master and waits for every
 	// answer.
 	{Name: "redsync-redlock", Masters: 5, NewMasters: newRedsyncRedlock, WaitsAll: true, Faults: Pause, MaxClients: 2,
-		tokens: true, replayTTL: redsyncReplayTTL, gameTTL: redsyncGameTTL},
+		tokens: true, replayTTL: redsyncReplayTTL},
 }
 
 // PageMasters is how many masters Redlock has on the page: three, a
@@ -131,10 +131,6 @@ type Target struct {
 	// Replayer sets one: a library whose wall-clock deadlines are a share
 	// of the lease needs a longer one than the replay's 300 ms.
 	replayTTL time.Duration
-	// gameTTL, when positive, is the lease of a game (gameConfig), for
-	// the same reason: a game's replay holds a command for as long as the
-	// machine takes to replay the moves before it.
-	gameTTL time.Duration
 }
 
 func (t Target) business() func(context.Context, redis.Cmdable, *inventory.Store, lock.Lock) error {

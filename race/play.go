@@ -281,10 +281,10 @@ var path = []struct {
 	// (explore.Libraries): their timers run on the wall clock, where a
 	// move takes milliseconds, so only Redis's lease lapses with the
 	// game's time.
-	{"redsync", "go-redsync's Mutex on one Redis, its code unchanged: SET NX PX with a random value, released by a Lua compare-and-delete, as lua. Nothing renews the lease (40 s here: redsync gives each call 5% of it on the wall clock, which a move must not outlast).", false},
+	{"redsync", "go-redsync's Mutex on one Redis, its code unchanged: SET NX PX with a random value, released by a Lua compare-and-delete, as lua. Nothing renews the lease.", false},
 	{"redislock", "bsm/redislock on one Redis, its code unchanged: SET NX PX with a random token, one attempt, released by a Lua compare-and-delete. Nothing renews the lease.", false},
 	{"redislock-refresh", "bsm/redislock with a loop that refreshes the lease while its holder works, as the library's README shows: a holder that freezes freezes its refresh too.", false},
-	{"redsync-redlock", "go-redsync's Mutex over three masters: Redlock as the library writes it, a majority of masters for the lock. A pause past the lease (40 s here, as redsync's) still lets a second holder in.", false},
+	{"redsync-redlock", "go-redsync's Mutex over three masters: Redlock as the library writes it, a majority of masters for the lock. A pause past the lease still lets a second holder in.", false},
 }
 
 func (p *Player) levels() map[string]any {
