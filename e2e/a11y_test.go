@@ -121,14 +121,7 @@ func key(t *testing.T, ctx context.Context, k string) {
 func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 	ctx := browser(t)
 	st := startStack(t)
-	eval := func(js string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
+	eval := evaluator(t, ctx)
 	wait := func(what, js string, d time.Duration) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(d))); err != nil {

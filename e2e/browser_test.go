@@ -13,6 +13,23 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 )
 
+// evaluator returns eval: js evaluated in ctx's page, its string value.
+// The test fails on an error, or when no answer comes within a minute: a
+// page that stops answering fails the test, it never hangs it. Call it
+// once the browser runs (a Run on ctx itself started it).
+func evaluator(t *testing.T, ctx context.Context) func(js string) string {
+	return func(js string) string {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		v, err := chromedp.Run(cctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return v
+	}
+}
+
 // browser starts a headless Chromium for t, closed when t ends, and
 // returns its context; without one t skips (fails under CI=true).
 func browser(t *testing.T) context.Context {

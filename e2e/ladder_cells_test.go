@@ -26,16 +26,7 @@ func TestLadderCellsFit(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatalf("start the browser: %v", err)
 	}
-	eval := func(js string) string {
-		t.Helper()
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		v, err := chromedp.Run(cctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
+	eval := evaluator(t, ctx)
 	// clipped lists what in the grid is wider than its box (the
 	// screen-reader-only texts, 1 px by design, left out).
 	const clipped = `(() => {

@@ -48,14 +48,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 			t.Fatalf("%s: %v (the page's status line: %q)", what, err, status)
 		}
 	}
-	eval := func(js string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
+	eval := evaluator(t, ctx)
 	// pixels counts the timeline's pixels of a colour, within 40 of r, g, b.
 	pixels := func(r, g, b int) int {
 		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`(() => {

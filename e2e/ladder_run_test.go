@@ -38,14 +38,7 @@ func TestPageRunsTheLadder(t *testing.T) {
 		st = startStack(t)
 	}
 	url := st.URL() + "/"
-	eval := func(js string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
+	eval := evaluator(t, ctx)
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatal(err)
 	}

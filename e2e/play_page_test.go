@@ -39,16 +39,7 @@ func TestPageBreakItYourself(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	eval := func(js string) string {
-		t.Helper()
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		v, err := chromedp.Run(cctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
+	eval := evaluator(t, ctx)
 	// played waits for the game's state (body's data-played: lock, moves,
 	// verdict, hint, replay) to start with want, and returns it.
 	played := func(want string, d time.Duration) string {

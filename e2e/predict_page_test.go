@@ -52,14 +52,7 @@ var verdicts = []string{"OVERSOLD", "LOST UPDATES", "DEADLOCK", "SAFE"}
 func TestPagePredictsThenRuns(t *testing.T) {
 	ctx := browser(t)
 	st := startStack(t)
-	eval := func(js string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
+	eval := evaluator(t, ctx)
 	run := func(what string, a chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, a); err != nil {

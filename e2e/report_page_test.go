@@ -78,14 +78,7 @@ func TestReportDrawsTimelines(t *testing.T) {
 		screenshot(t, ctx, "report-failed.png", "")
 		t.Fatalf("waiting for the report's two timelines: %v", err)
 	}
-	eval := func(js string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
+	eval := evaluator(t, ctx)
 	text := func(sel string) string {
 		return eval(`(document.querySelector(` + jsString(sel) + `) || {}).innerText || ''`)
 	}

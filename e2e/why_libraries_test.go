@@ -25,16 +25,7 @@ func TestPageWhyForTheLibraries(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
 		t.Fatal(err)
 	}
-	eval := func(js string) string {
-		t.Helper()
-		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		v, err := chromedp.Run(cctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
+	eval := evaluator(t, ctx)
 	pollJS(t, ctx, "the race button", `!!document.getElementById('raceBtn')`, 30*time.Second)
 	for i, l := range explore.Libraries {
 		lock := l.Name
