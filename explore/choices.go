@@ -159,18 +159,29 @@ func (w *world) nextDue() time.Time {
 			next = t
 		}
 	}
+	expires := func(ttl time.Duration) {
+		switch {
+		case ttl <= 0:
+		case w.ex.real:
+			// A real server's TTL is its own at an instant after now,
+			// in whole milliseconds. Counted from now, a stall before
+			// the read (a GC pause, a loaded machine) made time pass
+			// to before the key expired, and B found A's key still
+			// there. Counted from the answer, plus the millisecond cut
+			// off, the key has expired by then on the same clock.
+			consider(time.Now().Add(ttl + time.Millisecond))
+		default:
+			consider(now.Add(ttl))
+		}
+	}
 	for _, db := range w.ex.masters {
 		for _, k := range db.Keys() {
-			if ttl := db.TTL(k); ttl > 0 {
-				consider(now.Add(ttl))
-			}
+			expires(db.TTL(k))
 		}
 	}
 	m := w.ex.kv
 	for _, k := range m.Keys() {
-		if ttl := m.TTL(k); ttl > 0 {
-			consider(now.Add(ttl))
-		}
+		expires(m.TTL(k))
 		if m.Type(k) == "string" {
 			v := must(m.Get(k))
 			if stampRe.MatchString(v) && len(v) == 13 {
