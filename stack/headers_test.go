@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/internal/httplimit/httplimittest"
+	"github.com/lockladder/lockladder/internal/need"
 	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
 )
@@ -28,7 +29,7 @@ func TestRaceServerHeaderLimits(t *testing.T) {
 func TestNginxHeaderLimits(t *testing.T) {
 	t.Parallel()
 	bin, err := proc.LookPath("nginx")
-	needReal(t, "nginx", err)
+	need.Real(t, "nginx", err)
 	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer up.Close()
 	n := lb.NewNginx(bin, readRepoFile(t, "nginx.conf"), t.TempDir(), "127.0.0.1", "0", []string{up.Listener.Addr().String()})

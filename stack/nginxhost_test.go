@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/handlers"
+	"github.com/lockladder/lockladder/internal/need"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/ladder"
@@ -29,7 +30,7 @@ import (
 // host by that port (403).
 func TestNginxPassesTheHost(t *testing.T) {
 	bin, err := proc.LookPath("nginx")
-	needReal(t, "nginx", err)
+	need.Real(t, "nginx", err)
 	gin.SetMode(gin.TestMode)
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/internal/need"
 	"github.com/lockladder/lockladder/stack/redisfam"
 	"github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
@@ -42,7 +43,7 @@ func TestRedisMemoryBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := redisfam.Start(ctx, "127.0.0.1:0", Real, os.Getenv("CI") == "true", nil)
-	needReal(t, "redis-server", err)
+	need.Real(t, "redis-server", err)
 	defer func() {
 		if err := r.Stop(); err != nil {
 			t.Error(err)

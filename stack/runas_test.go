@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/lockladder/lockladder/internal/need"
 	"github.com/lockladder/lockladder/stack/backends"
 	"github.com/lockladder/lockladder/stack/lb"
 	"github.com/lockladder/lockladder/stack/proc"
@@ -71,19 +72,6 @@ func runsAsServerUser(t *testing.T, what string, pid int) {
 	}
 }
 
-// needReal skips a test (fails it under CI=true) when err says a server
-// is missing.
-func needReal(t *testing.T, what string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s: %v", what, err)
-	}
-	t.Skipf("%s not available: %v", what, err)
-}
-
 // As root, every server the stack starts runs as proc.ServerUser, whether its
 // run dir is one that account can reach or, as t.TempDir's, one it
 // cannot (its files go to a temp dir of their own then, removed with it).
@@ -100,7 +88,7 @@ func TestServersRunAsServerUser(t *testing.T) {
 	for name, dir := range map[string]string{"private": t.TempDir(), "shared": sharedDir(t)} {
 		t.Run("redis-server/"+name, func(t *testing.T) {
 			_, err := proc.LookPath("redis-server")
-			needReal(t, "redis-server", err)
+			need.Real(t, "redis-server", err)
 			r, err := redisfam.LaunchServer(ctx, "127.0.0.1:0", Real, true, dir, "", nil)
 			if err != nil {
 				t.Fatal(err)
@@ -142,7 +130,7 @@ func TestServersRunAsServerUser(t *testing.T) {
 			}
 			t.Cleanup(func() { data.Remove() })
 			bs, err := newBackends(cfg, t.TempDir(), data, proc.NewLogger(nil))
-			needReal(t, kind, err)
+			need.Real(t, kind, err)
 			b := bs[0]
 			if err := proc.Launch(ctx, b); err != nil {
 				t.Fatal(err)
@@ -179,7 +167,7 @@ func sharedDir(t *testing.T) string {
 // which is why the workers once stayed root.
 func TestNginxWorkersUnprivileged(t *testing.T) {
 	bin, err := proc.LookPath("nginx")
-	needReal(t, "nginx", err)
+	need.Real(t, "nginx", err)
 	// Over client_body_buffer_size (16k) and under client_max_body_size
 	// (1m); over the proxy buffers (8 of 8k).
 	big := strings.Repeat("x", 512<<10)
@@ -249,7 +237,7 @@ func TestMariaDBLocksOutOtherUsers(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	dsn, stop, err := StartBackend(ctx, "mariadb", Auto, os.Getenv("CI") == "true", dir)
-	needReal(t, "mariadb", err)
+	need.Real(t, "mariadb", err)
 	t.Cleanup(func() { stop() })
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {

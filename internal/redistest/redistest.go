@@ -8,19 +8,19 @@ package redistest
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/internal/need"
 	"github.com/lockladder/lockladder/stack/proc"
 	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
 // CI reports whether the tests run in CI, where every real dependency is
-// required.
-func CI() bool { return os.Getenv("CI") == "true" }
+// required (need.CI).
+func CI() bool { return need.CI() }
 
 // Start returns a client to a fresh Redis and its address.
 func Start(t testing.TB) (*redis.Client, string) {

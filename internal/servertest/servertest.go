@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockladder/lockladder/internal/backend"
+	"github.com/lockladder/lockladder/internal/need"
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/stack"
 )
@@ -27,12 +28,7 @@ func start(t testing.TB, kind string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	addr, stop, err := stack.StartBackend(ctx, kind, stack.Auto, redistest.CI(), t.TempDir())
-	if err != nil {
-		if redistest.CI() {
-			t.Fatalf("start %s: %v", kind, err)
-		}
-		t.Skipf("%s not available: %v", kind, err)
-	}
+	need.Real(t, kind, err)
 	t.Cleanup(func() {
 		if err := stop(); err != nil {
 			t.Errorf("stop %s: %v", kind, err)

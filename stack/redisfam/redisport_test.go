@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/internal/need"
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
@@ -16,7 +17,7 @@ import (
 // ("exited: exit status 1"), and with it a test of another package.
 func TestRedisPickedPortTakenFirst(t *testing.T) {
 	bin, err := proc.LookPath("redis-server")
-	needReal(t, "redis-server", err)
+	need.Real(t, "redis-server", err)
 	// The port ours will try first, held by a listener that is no Redis:
 	// it closes every connection, so the PID check learns nothing there.
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
