@@ -25,7 +25,6 @@ import (
 	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/internal/cli"
 	"github.com/lockladder/lockladder/internal/stackstate"
-	"github.com/lockladder/lockladder/stack"
 )
 
 func main() {
@@ -61,7 +60,7 @@ func main() {
 			err = stackstate.Down(o.State, os.Stdout)
 		}
 	case "guard": // who holds the run guard; -break frees it
-		err = stack.GuardCommand(ctx, args, os.Stdout)
+		err = stackstate.GuardCommand(ctx, args, os.Stdout)
 	case "-h", "-help", "--help", "help":
 		usage(os.Stdout)
 		return

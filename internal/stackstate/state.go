@@ -3,7 +3,8 @@
 // with its start time, and the tmpfs dir of the back ends' data, so that
 // `stack down`, or the next `stack run`, can stop exactly those processes
 // and remove that data after the supervisor died without its Stop (a
-// SIGKILL, a crash).
+// SIGKILL, a crash). It also answers `stack guard` (GuardCommand): who
+// holds the run guard of the stack recorded there.
 package stackstate
 
 import (

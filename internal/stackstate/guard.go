@@ -1,18 +1,17 @@
-package stack
+package stackstate
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/guard"
+	"github.com/lockladder/lockladder/stack"
 )
 
 // GuardCommand is `stack guard [-dir DIR] [-break]`: it says which run
@@ -20,11 +19,11 @@ import (
 // run dir DIR, and with -break frees it, saying whose it was. A run that
 // hangs holds the stack until its lease lapses or guard.MaxHold; its
 // owner need not wait. It reads the stack's Redis address from DIR's
-// stack.json and its password from DIR's redis.pass, which only the
+// stack.json (Read) and its password from DIR's redis.pass, which only the
 // stack's owner can read.
 func GuardCommand(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("stack guard", flag.ContinueOnError)
-	dir := fs.String("dir", RepoPath(".run"), "run dir of the stack (its stack.json and redis.pass)")
+	dir := fs.String("dir", stack.RepoPath(".run"), "run dir of the stack (its stack.json and redis.pass)")
 	brk := fs.Bool("break", false, "free the run guard, whoever holds it")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -32,17 +31,15 @@ func GuardCommand(ctx context.Context, args []string, w io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("stack guard: unexpected arguments %q", fs.Args())
 	}
-	b, err := os.ReadFile(filepath.Join(*dir, "stack.json"))
+	path := filepath.Join(*dir, "stack.json")
+	st, err := Read(path)
 	if err != nil {
 		return fmt.Errorf("stack guard: no stack up with run dir %s: %w", *dir, err)
 	}
-	var st struct {
-		Redis string `json:"redis"`
+	if st.Redis == "" {
+		return fmt.Errorf("stack guard: %s names no Redis", path)
 	}
-	if err := json.Unmarshal(b, &st); err != nil || st.Redis == "" {
-		return fmt.Errorf("stack guard: %s names no Redis (%v)", filepath.Join(*dir, "stack.json"), err)
-	}
-	pw, err := ReadPassword(*dir)
+	pw, err := stack.ReadPassword(*dir)
 	if err != nil {
 		return err
 	}
