@@ -17,7 +17,7 @@ func dur(d time.Duration) *time.Duration { return &d }
 // positive bound gives up after it, not after the Locker's own.
 func TestCallTry(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	clients, _ := startMasters(t, 3)
+	clients, _ := redistest.StartMasters(t, 3)
 	ctx := context.Background()
 	// No clock judges the answers: ErrBusy comes only from the one
 	// attempt of a Try of 0, and the Locker's own bound is an hour, so a

@@ -84,7 +84,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
 	defer n.Close()
 	<-n.Ready()
-	masters, _ := startMasters(b, 5)
+	masters, _ := redistest.StartMasters(b, 5)
 	var mrt []*roundTrips
 	for _, m := range masters {
 		r := &roundTrips{}

@@ -3,60 +3,16 @@ package lock_test
 import (
 	"context"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/locktest"
-	"github.com/lockladder/lockladder/stack"
-	"github.com/lockladder/lockladder/stack/redisfam"
 	"github.com/redis/go-redis/v9"
 )
 
-// Masters for the Redlock tests: real redis-servers, dead and hung
+// Masters for the Redlock tests (redistest.StartMasters): dead and hung
 // addresses, and how many of them hold a key.
-
-// startMasters starts n independent masters (redis-server, or the
-// embedded stand-in where it is missing outside CI), stopped at cleanup.
-func startMasters(t testing.TB, n int) ([]*redis.Client, []*redisfam.Server) {
-	t.Helper()
-	servers := make([]*redisfam.Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			servers[i], errs[i] = redisfam.Start(ctx, "127.0.0.1:0", stack.Auto, redistest.CI(), nil)
-		})
-	}
-	wg.Wait()
-	clients := make([]*redis.Client, n)
-	for i, srv := range servers {
-		if errs[i] != nil {
-			t.Fatalf("start master %d: %v", i, errs[i])
-		}
-		t.Cleanup(func() {
-			if err := srv.Stop(); err != nil {
-				t.Errorf("stop master %d: %v", i, err)
-			}
-		})
-		clients[i] = masterClient(t, srv.Addr())
-	}
-	if servers[0].Embedded() {
-		t.Logf("redis-server not on PATH: masters are embedded miniredis")
-	}
-	return clients, servers
-}
-
-// masterClient never retries and dials once: a dead master fails at once.
-func masterClient(t testing.TB, addr string) *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, PoolSize: 64})
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
 
 // cmdables lists clients as the masters NewRedlock takes.
 func cmdables[C redis.Cmdable](cs []C) []redis.Cmdable {

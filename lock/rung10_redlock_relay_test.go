@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
 )
 
@@ -67,7 +68,7 @@ func recordingMasters(clients []*redis.Client) (masters []redis.Cmdable, asked f
 // sections pays one SET NX; every section still holds a token of its own
 // on a majority of masters, with a fresh lease. All exact, nothing left.
 func TestRedlockRelaySwapsTheTokenOnTheMasters(t *testing.T) {
-	clients, _ := startMasters(t, 5)
+	clients, _ := redistest.StartMasters(t, 5)
 	masters, asked := recordingMasters(clients)
 	ctx := context.Background()
 	rl := lock.NewRedlock(masters, lock.Options{TTL: 10 * time.Second, Wait: 10 * time.Second, WaitMode: lock.WaitRelay}, lock.RedlockOptions{})
@@ -117,7 +118,7 @@ func TestRedlockRelaySwapsTheTokenOnTheMasters(t *testing.T) {
 // ErrNotHeld, and the waiter takes the lock on the masters like anyone.
 // Past half its lease, a chain is not continued either.
 func TestRedlockRelayNeedsAMajority(t *testing.T) {
-	clients, _ := startMasters(t, 5)
+	clients, _ := redistest.StartMasters(t, 5)
 	masters, asked := recordingMasters(clients)
 	ctx := context.Background()
 	rl := lock.NewRedlock(masters, lock.Options{TTL: 10 * time.Second, Wait: 5 * time.Second, WaitMode: lock.WaitRelay}, lock.RedlockOptions{})
@@ -164,7 +165,7 @@ func TestRedlockRelayNeedsAMajority(t *testing.T) {
 // must not put an older token back over a newer one, and one that lands
 // after the chain's release must not leave a lock behind.
 func TestRelayOutOfOrderOnOneMaster(t *testing.T) {
-	clients, _ := startMasters(t, 1)
+	clients, _ := redistest.StartMasters(t, 1)
 	rdb, ctx := clients[0], context.Background()
 	rdb.Set(ctx, "k", "c1", time.Minute) // the chain's first token
 	for _, c := range []struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
 )
 
@@ -41,7 +42,7 @@ func (r tokenRecorder) SetNX(ctx context.Context, key string, value any, ttl tim
 // clock decides a count: a loaded machine only starts them later.
 func contenders(t *testing.T, mode lock.WaitMode, n int) int {
 	t.Helper()
-	clients, _ := startMasters(t, 5)
+	clients, _ := redistest.StartMasters(t, 5)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const key = "lock:held"
@@ -100,7 +101,7 @@ func TestRedlockQueueHasOneContenderPerProcess(t *testing.T) {
 // TestRedlockQueueIsFIFO: requests that line up behind a holder get the
 // lock in the order they came.
 func TestRedlockQueueIsFIFO(t *testing.T) {
-	clients, _ := startMasters(t, 5)
+	clients, _ := redistest.StartMasters(t, 5)
 	ctx := context.Background()
 	rl := lock.NewRedlock(cmdables(clients), lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second}, lock.RedlockOptions{})
 	first, err := rl.Obtain(ctx, "lock:k", lock.Call{})
@@ -142,7 +143,7 @@ func TestRedlockQueueIsFIFO(t *testing.T) {
 // once, not at its next poll (poll away here: a wake-up within half of
 // it was the announcement's, however slow the machine).
 func TestRedlockAnnouncementsWakeTheHead(t *testing.T) {
-	clients, _ := startMasters(t, 5)
+	clients, _ := redistest.StartMasters(t, 5)
 	ctx := context.Background()
 	const poll = 30 * time.Second
 	o := lock.Options{TTL: 2 * poll, Wait: 2 * poll}
@@ -193,7 +194,7 @@ func TestQuorum(t *testing.T) {
 // is still had, excluded and released; with 3 stopped it is not, and the
 // error names each dead master.
 func TestRedlockSurvivesTwoMastersDown(t *testing.T) {
-	clients, servers := startMasters(t, 5)
+	clients, servers := redistest.StartMasters(t, 5)
 	ctx := context.Background()
 	const key = "lock:k"
 	for _, i := range []int{1, 3} {
@@ -271,7 +272,7 @@ func (r setRecorder) SetNX(ctx context.Context, key string, value any, ttl time.
 // else's lock; every attempt takes the 2 free ones, loses, and gives them
 // back.
 func TestRedlockFailedAttemptReleasesMinority(t *testing.T) {
-	clients, _ := startMasters(t, 5)
+	clients, _ := redistest.StartMasters(t, 5)
 	ctx := context.Background()
 	const key = "lock:k"
 	for _, c := range clients[:3] {
@@ -309,8 +310,8 @@ func TestRedlockFailedAttemptReleasesMinority(t *testing.T) {
 // someone else; either way a failed Obtain leaves no key behind.
 func TestRedlockQuorumOverEverySubset(t *testing.T) {
 	const n = 5
-	clients, _ := startMasters(t, n)
-	dead := masterClient(t, deadAddr(t))
+	clients, _ := redistest.StartMasters(t, n)
+	dead := redistest.MasterClient(t, deadAddr(t))
 	for _, mode := range []string{"down", "held elsewhere"} {
 		for mask := range 1 << n {
 			failed := bits.OnesCount(uint(mask))
@@ -379,7 +380,7 @@ func (r slowSet) SetNX(ctx context.Context, key string, value any, ttl time.Dura
 // key there until the lease ends). CI found it as a key left on one of
 // four live masters after a release.
 func TestRedlockReleaseWaitsForALateSet(t *testing.T) {
-	clients, _ := startMasters(t, 5)
+	clients, _ := redistest.StartMasters(t, 5)
 	masters := cmdables(clients)
 	masters[4] = slowSet{clients[4], 300 * time.Millisecond}
 	rl := lock.NewRedlock(masters, redlockOpts, lock.RedlockOptions{NodeTimeout: releaseGrace / 2})
@@ -404,7 +405,7 @@ func TestRedlockReleaseWaitsForALateSet(t *testing.T) {
 // an attempt that takes longer than the TTL (a clock read as a full TTL
 // later each time), the lock is never had, and nothing is left behind.
 func TestRedlockValidityExhausted(t *testing.T) {
-	clients, _ := startMasters(t, 5)
+	clients, _ := redistest.StartMasters(t, 5)
 	ctx := context.Background()
 	var reads atomic.Int64
 	base := time.Now()
@@ -427,9 +428,9 @@ func TestRedlockValidityExhausted(t *testing.T) {
 // that a majority has already granted, and costs a release the per-node
 // timeout at most, never the client's read timeout.
 func TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout(t *testing.T) {
-	clients, _ := startMasters(t, 4)
+	clients, _ := redistest.StartMasters(t, 4)
 	ctx := context.Background()
-	masters := append(cmdables(clients), masterClient(t, blackHole(t)))
+	masters := append(cmdables(clients), redistest.MasterClient(t, blackHole(t)))
 	const nodeTimeout = 200 * time.Millisecond
 	rl := lock.NewRedlock(masters, redlockOpts, lock.RedlockOptions{NodeTimeout: nodeTimeout})
 
@@ -460,7 +461,7 @@ func TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout(t *testing.T) {
 // held, Release cannot give it back on a quorum: ErrNotHeld, naming each
 // master that failed.
 func TestRedlockReleaseWithoutQuorum(t *testing.T) {
-	clients, servers := startMasters(t, 5)
+	clients, servers := redistest.StartMasters(t, 5)
 	ctx := context.Background()
 	l, err := lock.NewRedlock(cmdables(clients), redlockOpts, lock.RedlockOptions{}).Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
@@ -489,7 +490,7 @@ func TestRedlockReleaseWithoutQuorum(t *testing.T) {
 // once half the validity has gone, the next section takes the lock on the
 // masters again. A second Release of a passed section changes nothing.
 func TestRedlockCohortPassesInMemory(t *testing.T) {
-	clients, _ := startMasters(t, 5)
+	clients, _ := redistest.StartMasters(t, 5)
 	masters, asked := recordingMasters(clients)
 	ctx := context.Background()
 	o := lock.Options{TTL: 10 * time.Second, Wait: 10 * time.Second, WaitMode: lock.WaitCohort}

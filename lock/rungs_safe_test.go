@@ -28,7 +28,7 @@ func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) 
 
 func TestSafeRungsExactUnderContention(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	clients, _ := startMasters(t, 3)
+	clients, _ := redistest.StartMasters(t, 3)
 	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Retry: lock.FixedSleep(time.Millisecond)}
 	for _, tc := range []struct {
 		name   string

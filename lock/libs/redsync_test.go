@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/libs"
 	"github.com/lockladder/lockladder/lock/locktest"
-	"github.com/lockladder/lockladder/stack"
 	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
@@ -63,32 +61,16 @@ func TestLibRedsyncUnlockAfterExpiry(t *testing.T) {
 	}
 }
 
-// libMasters starts n independent Redis servers and returns go-redis
-// clients to them.
+// libMasters is redistest.StartMasters with its clients as redsync's
+// go-redis pool takes them.
 func libMasters(t *testing.T, n int) ([]redis.UniversalClient, []*redisfam.Server) {
 	t.Helper()
-	servers := make([]*redisfam.Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			servers[i], errs[i] = redisfam.Start(ctx, "127.0.0.1:0", stack.Auto, redistest.CI(), nil)
-		})
+	clients, servers := redistest.StartMasters(t, n)
+	universal := make([]redis.UniversalClient, n)
+	for i, c := range clients {
+		universal[i] = c
 	}
-	wg.Wait()
-	clients := make([]redis.UniversalClient, n)
-	for i, srv := range servers {
-		if errs[i] != nil {
-			t.Fatalf("start master %d: %v", i, errs[i])
-		}
-		t.Cleanup(func() { srv.Stop() })
-		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialerRetries: 1, PoolSize: 64})
-		t.Cleanup(func() { c.Close() })
-		clients[i] = c
-	}
-	return clients, servers
+	return universal, servers
 }
 
 func TestLibRedsyncRedlockBasics(t *testing.T) {
