@@ -83,6 +83,7 @@ func TestDockerBenchCanWriteItsReports(t *testing.T) {
 type composeService struct {
 	Image       string            `yaml:"image"`
 	Build       any               `yaml:"build"`
+	Entrypoint  []string          `yaml:"entrypoint"`
 	Command     []string          `yaml:"command"`
 	Environment map[string]string `yaml:"environment"`
 	Ports       []string          `yaml:"ports"`
@@ -266,5 +267,54 @@ func TestComposePublishesOnLoopbackOnly(t *testing.T) {
 	}
 	if g.Environment["GF_AUTH_DISABLE_LOGIN_FORM"] == "true" {
 		t.Error("Grafana's login form is off: nobody could log in to administer it")
+	}
+}
+
+// Every Redis under compose (the one Redis, the Redlock masters, the
+// cluster's nodes) requires LOCKLADDER_REDIS_PASSWORD, which compose
+// refuses to start without (no default a stranger could know), given to
+// redis-server on its stdin, not on its command line, which every user
+// of the host can read; the healthchecks, the cluster's forming, every
+// app instance and the bench (the run guard's key) are given the same.
+// The docker bridge is reachable from the host: an open Redis there
+// would hand anyone the run guard's token.
+func TestComposeRedisRequiresAPassword(t *testing.T) {
+	const ref = "${LOCKLADDER_REDIS_PASSWORD:?"
+	required := func(file, name, what, v string) {
+		t.Helper()
+		if !strings.HasPrefix(v, ref) {
+			t.Errorf("%s: %s: %s %q, want %s...} (required, no default)", file, name, what, v, ref)
+		}
+	}
+	servers, apps := 0, 0
+	for _, file := range []string{"../docker-compose.yml", "../deploy/compose.cluster.yml"} {
+		for name, s := range readCompose(t, file) {
+			line := strings.Join(append(slices.Clone(s.Entrypoint), s.Command...), " ")
+			switch {
+			case strings.Contains(line, "redis-server "):
+				servers++
+				required(file, name, "LOCKLADDER_REDIS_PASSWORD", s.Environment["LOCKLADDER_REDIS_PASSWORD"])
+				if !strings.Contains(line, "<<EOF\nrequirepass $$LOCKLADDER_REDIS_PASSWORD\n") {
+					t.Errorf("%s: %s runs %q: want requirepass from the environment on its stdin", file, name, line)
+				}
+				if strings.Contains(line, "--requirepass") || strings.Contains(line, "--masterauth") {
+					t.Errorf("%s: %s has its password on its command line: %q", file, name, line)
+				}
+				if strings.Contains(line, "--cluster-enabled") && !strings.Contains(line, "\nmasterauth $$LOCKLADDER_REDIS_PASSWORD\n") {
+					t.Errorf("%s: %s: a replica could not show its master the password: %q", file, name, line)
+				}
+				if s.Healthcheck == nil || !strings.Contains(strings.Join(s.Healthcheck.Test, " "), `REDISCLI_AUTH="$$LOCKLADDER_REDIS_PASSWORD" redis-cli`) {
+					t.Errorf("%s: %s's healthcheck does not AUTH: it would never be healthy", file, name)
+				}
+			case strings.Contains(line, "redis-cli"):
+				required(file, name, "REDISCLI_AUTH", s.Environment["REDISCLI_AUTH"])
+			case s.Environment["APP_ADDR"] != "" || name == "bench":
+				apps++
+				required(file, name, "LOCKLADDER_REDIS_PASSWORD", s.Environment["LOCKLADDER_REDIS_PASSWORD"])
+			}
+		}
+	}
+	if servers != 12 || apps != 4 {
+		t.Errorf("%d redis-servers and %d apps and benches, want 12 (1 + 5 masters + 6 nodes) and 4", servers, apps)
 	}
 }

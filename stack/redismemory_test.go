@@ -25,7 +25,7 @@ func TestRedisMemoryBounded(t *testing.T) {
 		}
 		servers := 0
 		for name, svc := range c.Services {
-			if len(svc.Command) == 0 || svc.Command[0] != "redis-server" {
+			if !strings.Contains(strings.Join(append(svc.Entrypoint, svc.Command...), " "), "redis-server ") {
 				continue
 			}
 			servers++
