@@ -73,9 +73,9 @@
 // The waiting: wait.go (Poll, the loop the rungs that take one attempt at
 // a time wait in, its pauses, and the waiters' timer; the articles' fixed
 // sleep by default, and the head of a line's way, HeadWaiter, that
-// package speed's Line waits by), notify.go (the lock's
+// package speed's Line waits by; the Notifier interface, that package
+// lock/speed/notify's one subscription per process fills: the lock's
 // deletions announced by Redis itself, and fair's handoffs),
-// notify_cluster.go (one subscription per master of a Redis Cluster),
 // rung12_fair_handoff.go (how fair's waiters wait for a handoff by name),
 // rung10_redlock_round_watch.go (how the explorer hears redlock's rounds),
 // watchdog.go
@@ -232,7 +232,7 @@ type Options struct {
 	// fair's handoffs: WaitNotify waiters and fair's queue wake on them.
 	// Default nil: WaitNotify polls as WaitBackoff, and fair's waiters find
 	// their handoff by polling.
-	Notifier *Notifier
+	Notifier Notifier
 	// Clock is what rungs that compare timestamps (getset) read as "now".
 	// Default time.Now; a skewed instance runs it ahead.
 	Clock func() time.Time

@@ -11,6 +11,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // roundTrips is a go-redis hook that counts round trips: one per command
@@ -78,10 +79,10 @@ func BenchmarkRoundTrips(b *testing.B) {
 	ctx := context.Background()
 	rt := &roundTrips{}
 	rdb.AddHook(rt)
-	if err := lock.EnableKeyspaceEvents(ctx, rdb); err != nil {
+	if err := notify.EnableKeyspaceEvents(ctx, rdb); err != nil {
 		b.Fatal(err)
 	}
-	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
+	n := notify.New(rdb, notify.Options{})
 	defer n.Close()
 	<-n.Ready()
 	masters, _ := startMasters(b, 5)

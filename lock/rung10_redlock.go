@@ -50,7 +50,7 @@ type Redlock struct {
 	nodeTimeout time.Duration
 	drift       time.Duration
 	pause       time.Duration
-	notifier    *Notifier
+	notifier    Notifier
 	queue       line.Queue
 	workers     workers.Pool
 }
@@ -87,7 +87,7 @@ type RedlockOptions struct {
 	// of every process try at once, and the head in the releasing process
 	// has no head start. Without it the heads poll every QueuePause.
 	// (Options.Notifier listens to another Redis: Redlock ignores it.)
-	Notifier *Notifier
+	Notifier Notifier
 }
 
 // NewRedlock returns the Redlock over masters, independent Redis servers
@@ -285,4 +285,4 @@ func releaser(key, token string) masterCall {
 // [d/2, 3d/2), so that clients that failed together do not retry together.
 type spread struct{ b Backoff }
 
-func (j spread) NextBackoff() time.Duration { return jittered(j.b.NextBackoff()) }
+func (j spread) NextBackoff() time.Duration { return Jittered(j.b.NextBackoff()) }

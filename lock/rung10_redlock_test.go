@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // tokenRecorder notes every token that tried to SET the lock on a master.
@@ -146,7 +147,7 @@ func TestRedlockAnnouncementsWakeTheHead(t *testing.T) {
 	ctx := context.Background()
 	const poll = 30 * time.Second
 	o := lock.Options{TTL: 2 * poll, Wait: 2 * poll}
-	n := notifier(t, clients[0], lock.NotifierOptions{Fallback: poll})
+	n := notifier(t, clients[0], notify.Options{Fallback: poll})
 	here := lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{Notifier: n, QueuePause: poll})
 	there := lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{Notifier: n}) // another process, as far as the line knows
 

@@ -77,12 +77,18 @@ func NewFair(rdb redis.Cmdable, o Options) *Fair {
 	return &Fair{rdb: rdb, opts: o, tick: min(max(o.TTL/4, 5*time.Millisecond), 250*time.Millisecond)}
 }
 
+// HandoffChannel is the default channel on which fair's scripts publish
+// each handoff, naming the waiter that now holds the lock and its fencing
+// token: "<waiter token>|<fencing token>". A Notifier may listen on
+// another (Notifier.Channel).
+const HandoffChannel = "lockladder:handoff"
+
 // channel is where handoffs are announced: the Notifier's, which listens.
 func (f *Fair) channel() string {
 	if f.opts.Notifier != nil {
-		return f.opts.Notifier.channel
+		return f.opts.Notifier.Channel()
 	}
-	return handoffChannel
+	return HandoffChannel
 }
 
 // QueueKey is the list of key's waiters, oldest first; QueueKey(key)+":live"

@@ -7,4 +7,8 @@
 //	         front of a rung that polls: only the head asks the back end,
 //	         trying the rung itself (lock.WaitQueue, the ladder's default
 //	         for those rungs)
+//
+// Package notify (lock/speed/notify) wakes waiters when Redis announces a
+// lock key's deletion or fair's handoff, one subscription per process:
+// the Notifier of lock.Options and lock.RedlockOptions.
 package speed
