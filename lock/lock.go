@@ -29,9 +29,11 @@
 //	rung09_reentrant.go     a watchdog renews the lease (and the owner may
 //	                        re-enter), scripts rung09_reentrant_*.lua: not
 //	                        against pauses
-//	rung10_redlock.go       a majority of 5 masters (attempt: the algorithm):
+//	rung10_redlock.go       a majority of 5 masters (Attempt: the algorithm):
 //	                        not against pauses either;
 //	rung10_redlock_round.go one call sent to every master at once, and its votes
+//	rung10_redlock_relay.go the lock relayed to a next holder by swapping
+//	                        tokens on the masters, as one attempt (Relay)
 //	rung11_fenced.go        a fencing token the storage checks
 //	                        (rung11_fenced_acquire.lua): safe
 //	rung12_fair.go          a FIFO queue in Redis, the lock handed to the next
@@ -87,17 +89,13 @@
 // The speed still inside this package, around the rungs and not in them
 // (a reader after the lesson may skip it): each file wraps a rung or plugs
 // into it, and changes what a section costs, never what it is safe
-// against. A process's line in front of the polling rungs is package
-// speed's; the goroutines redlock's rounds run on are internal/workers;
-// the etcd rung's watches and sessions, kept per process, are
-// internal/etcdshare. Redlock's line and relay and the cohorts' pipes
-// below reach into their rung's state, and stay beside it.
+// against. A process's line in front of the polling rungs, and redlock's
+// (which passes or relays the lock down it), are package speed's; the
+// notifications waiters sleep on are lock/speed/notify's; the goroutines
+// redlock's rounds run on are internal/workers; the etcd rung's watches
+// and sessions, kept per process, are internal/etcdshare. The cohorts'
+// pipes below reach into their rung's state, and stay beside it.
 //
-//	speed_redlock_line.go   redlock's requests lined up per process, the
-//	                        lock passed down the line in memory (WaitQueue,
-//	                        WaitCohort)
-//	speed_redlock_relay.go  the lock relayed down that line by swapping
-//	                        tokens on the masters (WaitRelay)
 //	speed_release_in.go     a release that rides the business's last write,
 //	                        one round trip for both (PipelineReleaser)
 //	speed_cohort_pipe.go    a cohort's commands down one ordered pipeline

@@ -11,6 +11,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
@@ -109,7 +110,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 		{"lua", lock.NewLua(rdb, o), one},
 		{"getset", lock.NewGetSet(rdb, o), one},
 		{"reentrant", lock.NewReentrant(rdb, o), one},
-		{"redlock", lock.NewRedlock(cmdables(masters), o, lock.RedlockOptions{}), append(mrt, rt)},
+		{"redlock", speed.RedlockLine(lock.NewRedlock(cmdables(masters), o, lock.RedlockOptions{})), append(mrt, rt)},
 		{"fenced", lock.NewFenced(rdb, o), one},
 		{"fair", lock.NewFair(rdb, o), one},
 	}

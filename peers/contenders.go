@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/libs"
+	"github.com/lockladder/lockladder/lock/speed"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
@@ -311,15 +312,15 @@ func contenders(cfg config, pg *pgServer) []contender {
 			}),
 		labLock("redlock", "the lab's rung 10 over the 5 masters, its default (wait=relay): one contender per process; a section that ends with another request in the line swaps its token for the next one's on the masters (a fresh majority-granted lease per section), up to 64 sections or half a lease",
 			func(_ *redis.Client, masters []*redis.Client, _ *notify.Notifier) lock.Locker {
-				return lock.NewRedlock(cmdables(masters), opts(nil, ""), lock.RedlockOptions{})
+				return speed.RedlockLine(lock.NewRedlock(cmdables(masters), opts(nil, ""), lock.RedlockOptions{}))
 			}),
 		labLock("redlock-queue", "the same, wait=queue: every section takes the lock on the masters (SET NX on five) and releases it on five",
 			func(_ *redis.Client, masters []*redis.Client, _ *notify.Notifier) lock.Locker {
-				return lock.NewRedlock(cmdables(masters), opts(nil, lock.WaitQueue), lock.RedlockOptions{})
+				return speed.RedlockLine(lock.NewRedlock(cmdables(masters), opts(nil, lock.WaitQueue), lock.RedlockOptions{}))
 			}),
 		labLock("redlock-cohort", "the same, wait=cohort: a section that ends with another request in the line passes the lock on in memory while over half its validity is left",
 			func(_ *redis.Client, masters []*redis.Client, _ *notify.Notifier) lock.Locker {
-				return lock.NewRedlock(cmdables(masters), opts(nil, lock.WaitCohort), lock.RedlockOptions{})
+				return speed.RedlockLine(lock.NewRedlock(cmdables(masters), opts(nil, lock.WaitCohort), lock.RedlockOptions{}))
 			}),
 		{name: "atomic", settings: "no lock: the GET and SET in one Lua script (the ceiling)",
 			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {
