@@ -93,11 +93,12 @@
 // (which passes or relays the lock down it), are package speed's; the
 // notifications waiters sleep on are lock/speed/notify's; the goroutines
 // redlock's rounds run on are internal/workers; the etcd rung's watches
-// and sessions, kept per process, are internal/etcdshare. The cohorts'
-// pipes below reach into their rung's state, and stay beside it.
+// and sessions, kept per process, are internal/etcdshare. A release that
+// rides the business's last write (PipelineReleaser, one round trip for
+// both) is the rung's own release in a pipeline, beside its Release in
+// the rung's file. The cohorts' pipes below reach into their rung's
+// state, and stay beside it.
 //
-//	speed_release_in.go     a release that rides the business's last write,
-//	                        one round trip for both (PipelineReleaser)
 //	speed_cohort_pipe.go    a cohort's commands down one ordered pipeline
 //	                        per line, its release behind them (Piped)
 //	speed_cohort_carry.go   cohort-carry (CohortCarry): the lock carrying the
@@ -194,6 +195,23 @@ type Lock interface {
 	// Release gives the lock up. It returns ErrNotHeld when the lock was no
 	// longer ours to release (it expired, and perhaps another holder has it).
 	Release(ctx context.Context) error
+}
+
+// A release may ride the business's last write: a section ends with a
+// write (the stock's SET) and then a release, two round trips in series;
+// queued in one pipeline, they cost one. Redis runs a pipeline's commands
+// in order, so the write still lands before the lock is given up, exactly
+// as with a separate Release after it: the rung's lesson is the same
+// either way. The rungs whose release is one command or one script offer
+// it, beside their Release.
+
+// PipelineReleaser is a held lock whose release can ride in the same
+// pipeline as the business's last write: one round trip for both.
+type PipelineReleaser interface {
+	// ReleaseIn queues the release in p; after p has run, the function
+	// it returns reports what Release would have. Once queued, Release
+	// reports ErrNotHeld.
+	ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error
 }
 
 // Rung is one lock strategy's mechanism, without the waiting: Try makes

@@ -173,3 +173,26 @@ func (l *fairLock) Release(ctx context.Context) error {
 	})
 	return err
 }
+
+var _ PipelineReleaser = (*fairLock)(nil)
+
+// ReleaseIn is rung 12's Release in p: the watchdog stops now, and the
+// handoff script runs behind the business's last write (EVAL: a NOSCRIPT
+// in a pipeline would skip it).
+func (l *fairLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	var cmd *redis.Cmd
+	first := false
+	l.once.Do(func() {
+		first = true
+		l.wd.halt()
+		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.channel(), "0")
+	})
+	return func() error {
+		if !first {
+			return ErrNotHeld
+		}
+		l.wd.wait()
+		n, err := cmd.Int64()
+		return releaseResult(l.keys[0], n, err)
+	}
+}
