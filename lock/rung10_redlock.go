@@ -80,7 +80,7 @@ type RedlockOptions struct {
 	// pause wastes little and leaves a freed lock idle for little.
 	QueuePause time.Duration
 	// Notifier, subscribed to one of the masters (with its keyspace events
-	// on: EnableKeyspaceEvents), wakes the head of each process's line
+	// on: notify.EnableKeyspaceEvents), wakes the head of each process's line
 	// when the lock's key is deleted there: when the lock frees, the heads
 	// of every process try at once, and the head in the releasing process
 	// has no head start. Without it the heads poll every QueuePause.
