@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed"
 )
 
 // Redlock's masters are databases 1 to N of the explorer's Redis (the
@@ -39,7 +40,7 @@ func (w *world) multi() bool { return w.ex.target.Masters > 0 }
 const noNodeTimeout = time.Hour
 
 func newRedlock(masters []redis.Cmdable, o lock.Options) lock.Locker {
-	return lock.NewRedlock(masters, o, lock.RedlockOptions{NodeTimeout: noNodeTimeout})
+	return speed.RedlockLine(lock.NewRedlock(masters, o, lock.RedlockOptions{NodeTimeout: noNodeTimeout}))
 }
 
 // addMasters connects every client to the masters, each connection with

@@ -17,6 +17,7 @@ import (
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/ladder"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // TestEveryRungOnACluster runs /sale and /testLock under every rung that
@@ -35,11 +36,11 @@ func TestEveryRungOnACluster(t *testing.T) {
 	ctx := context.Background()
 	// As the app does: the announcements come over the cluster client,
 	// from the item's master (the channel carries the item's tag).
-	no, err := lock.ClusterNotifierOptions(ctx, cc, inventory.ItemTag)
+	no, err := notify.ClusterOptions(ctx, cc, inventory.ItemTag)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := lock.NewNotifier(cc, no)
+	n := notify.New(cc, no)
 	t.Cleanup(func() { n.Close() })
 	ladder := ladder.New(ladder.Backends{Redis: cc}, lock.Options{TTL: 2 * time.Second, Wait: 5 * time.Second,
 		Retry: lock.FixedSleep(2 * time.Millisecond), Notifier: n}, lock.RedlockOptions{})

@@ -16,6 +16,7 @@ import (
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/ladder"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // env is one app (handlers.New) on a miniredis, with its ladder.
@@ -47,7 +48,7 @@ func newEnvRedis(t *testing.T, change func(*handlers.Config, *redis.Client)) *en
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
+	n := notify.New(rdb, notify.Options{})
 	t.Cleanup(func() { n.Close() })
 	ladder := ladder.New(ladder.Backends{Redis: rdb}, lock.Options{TTL: time.Second, Wait: 5 * time.Second,
 		Retry: lock.FixedSleep(5 * time.Millisecond), Notifier: n}, lock.RedlockOptions{})

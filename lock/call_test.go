@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed"
 )
 
 func dur(d time.Duration) *time.Duration { return &d }
@@ -31,7 +32,7 @@ func TestCallTry(t *testing.T) {
 		{"local", lock.NewLocal(o)},
 		{"lua", lock.NewLua(rdb, o)},
 		{"reentrant", lock.NewReentrant(rdb, o)},
-		{"redlock", lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{})},
+		{"redlock", speed.RedlockLine(lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{}))},
 		{"fair", lock.NewFair(rdb, o)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // TestLocalForgetsIdleKeys: every key's monitor is forgotten once nobody
@@ -76,7 +77,7 @@ func TestLocalForgetsIdleKeys(t *testing.T) {
 func TestCohortForgetsIdleLines(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	o := fairOpts(notifier(t, rdb, notify.Options{}))
 	c, cc := lock.NewCohort(rdb, o, 0), lock.NewCohortCarry(rdb, o, 0)
 	for _, l := range []interface {
 		lock.Locker

@@ -29,9 +29,11 @@
 //	rung09_reentrant.go     a watchdog renews the lease (and the owner may
 //	                        re-enter), scripts rung09_reentrant_*.lua: not
 //	                        against pauses
-//	rung10_redlock.go       a majority of 5 masters (attempt: the algorithm):
+//	rung10_redlock.go       a majority of 5 masters (Attempt: the algorithm):
 //	                        not against pauses either;
 //	rung10_redlock_round.go one call sent to every master at once, and its votes
+//	rung10_redlock_relay.go the lock relayed to a next holder by swapping
+//	                        tokens on the masters, as one attempt (Relay)
 //	rung11_fenced.go        a fencing token the storage checks
 //	                        (rung11_fenced_acquire.lua): safe
 //	rung12_fair.go          a FIFO queue in Redis, the lock handed to the next
@@ -73,9 +75,9 @@
 // The waiting: wait.go (Poll, the loop the rungs that take one attempt at
 // a time wait in, its pauses, and the waiters' timer; the articles' fixed
 // sleep by default, and the head of a line's way, HeadWaiter, that
-// package speed's Line waits by), notify.go (the lock's
+// package speed's Line waits by; the Notifier interface, that package
+// lock/speed/notify's one subscription per process fills: the lock's
 // deletions announced by Redis itself, and fair's handoffs),
-// notify_cluster.go (one subscription per master of a Redis Cluster),
 // rung12_fair_handoff.go (how fair's waiters wait for a handoff by name),
 // rung10_redlock_round_watch.go (how the explorer hears redlock's rounds),
 // watchdog.go
@@ -87,19 +89,16 @@
 // The speed still inside this package, around the rungs and not in them
 // (a reader after the lesson may skip it): each file wraps a rung or plugs
 // into it, and changes what a section costs, never what it is safe
-// against. A process's line in front of the polling rungs is package
-// speed's; the goroutines redlock's rounds run on are internal/workers;
-// the etcd rung's watches and sessions, kept per process, are
-// internal/etcdshare. Redlock's line and relay and the cohorts' pipes
-// below reach into their rung's state, and stay beside it.
+// against. A process's line in front of the polling rungs, and redlock's
+// (which passes or relays the lock down it), are package speed's; the
+// notifications waiters sleep on are lock/speed/notify's; the goroutines
+// redlock's rounds run on are internal/workers; the etcd rung's watches
+// and sessions, kept per process, are internal/etcdshare. A release that
+// rides the business's last write (PipelineReleaser, one round trip for
+// both) is the rung's own release in a pipeline, beside its Release in
+// the rung's file. The cohorts' pipes below reach into their rung's
+// state, and stay beside it.
 //
-//	speed_redlock_line.go   redlock's requests lined up per process, the
-//	                        lock passed down the line in memory (WaitQueue,
-//	                        WaitCohort)
-//	speed_redlock_relay.go  the lock relayed down that line by swapping
-//	                        tokens on the masters (WaitRelay)
-//	speed_release_in.go     a release that rides the business's last write,
-//	                        one round trip for both (PipelineReleaser)
 //	speed_cohort_pipe.go    a cohort's commands down one ordered pipeline
 //	                        per line, its release behind them (Piped)
 //	speed_cohort_carry.go   cohort-carry (CohortCarry): the lock carrying the
@@ -198,6 +197,23 @@ type Lock interface {
 	Release(ctx context.Context) error
 }
 
+// A release may ride the business's last write: a section ends with a
+// write (the stock's SET) and then a release, two round trips in series;
+// queued in one pipeline, they cost one. Redis runs a pipeline's commands
+// in order, so the write still lands before the lock is given up, exactly
+// as with a separate Release after it: the rung's lesson is the same
+// either way. The rungs whose release is one command or one script offer
+// it, beside their Release.
+
+// PipelineReleaser is a held lock whose release can ride in the same
+// pipeline as the business's last write: one round trip for both.
+type PipelineReleaser interface {
+	// ReleaseIn queues the release in p; after p has run, the function
+	// it returns reports what Release would have. Once queued, Release
+	// reports ErrNotHeld.
+	ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error
+}
+
 // Rung is one lock strategy's mechanism, without the waiting: Try makes
 // one attempt at key. It returns the held Lock, or false when someone else
 // holds it; an error means the back end failed (Redis unreachable), not
@@ -232,7 +248,7 @@ type Options struct {
 	// fair's handoffs: WaitNotify waiters and fair's queue wake on them.
 	// Default nil: WaitNotify polls as WaitBackoff, and fair's waiters find
 	// their handoff by polling.
-	Notifier *Notifier
+	Notifier Notifier
 	// Clock is what rungs that compare timestamps (getset) read as "now".
 	// Default time.Now; a skewed instance runs it ahead.
 	Clock func() time.Time

@@ -11,6 +11,8 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // roundTrips is a go-redis hook that counts round trips: one per command
@@ -78,10 +80,10 @@ func BenchmarkRoundTrips(b *testing.B) {
 	ctx := context.Background()
 	rt := &roundTrips{}
 	rdb.AddHook(rt)
-	if err := lock.EnableKeyspaceEvents(ctx, rdb); err != nil {
+	if err := notify.EnableKeyspaceEvents(ctx, rdb); err != nil {
 		b.Fatal(err)
 	}
-	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
+	n := notify.New(rdb, notify.Options{})
 	defer n.Close()
 	<-n.Ready()
 	masters, _ := redistest.StartMasters(b, 5)
@@ -108,7 +110,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 		{"lua", lock.NewLua(rdb, o), one},
 		{"getset", lock.NewGetSet(rdb, o), one},
 		{"reentrant", lock.NewReentrant(rdb, o), one},
-		{"redlock", lock.NewRedlock(cmdables(masters), o, lock.RedlockOptions{}), append(mrt, rt)},
+		{"redlock", speed.RedlockLine(lock.NewRedlock(cmdables(masters), o, lock.RedlockOptions{})), append(mrt, rt)},
 		{"fenced", lock.NewFenced(rdb, o), one},
 		{"fair", lock.NewFair(rdb, o), one},
 	}

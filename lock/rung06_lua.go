@@ -54,3 +54,15 @@ func (l *luaLock) Release(ctx context.Context) error {
 	n, err := luaRelease.Run(ctx, l.rdb, []string{l.key}, l.token).Int64()
 	return releaseResult(l.key, n, err)
 }
+
+var _ PipelineReleaser = (*luaLock)(nil)
+
+// ReleaseIn is rung 6's (and 11's) Release in p: the same
+// compare-and-delete, behind the business's last write.
+func (l *luaLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	cmd := luaRelease.Eval(ctx, p, []string{l.key}, l.token)
+	return func() error {
+		n, err := cmd.Int64()
+		return releaseResult(l.key, n, err)
+	}
+}

@@ -100,3 +100,15 @@ func (l *expiryLock) Release(ctx context.Context) error {
 	}
 	return delReleased(l.rdb.Del(ctx, l.key))
 }
+
+var _ PipelineReleaser = (*expiryLock)(nil)
+
+// ReleaseIn is rung 7's (and 8's) Release in p: it asks the clock as
+// Release does, now, and queues the DEL behind the business's last write.
+func (l *expiryLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	if l.clock().UnixMilli() >= l.expiry {
+		return func() error { return ErrNotHeld }
+	}
+	cmd := p.Del(ctx, l.key)
+	return func() error { return delReleased(cmd) }
+}

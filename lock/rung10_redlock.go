@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockladder/lockladder/internal/line"
 	"github.com/lockladder/lockladder/internal/workers"
 )
 
@@ -39,10 +38,10 @@ import (
 // How a process's requests wait for it is not the algorithm, but it is
 // most of its cost: when many clients try at once, each wins some masters
 // and none a majority (a split vote). The articles' loop (wait=fixed,
-// every request contending) is here; by default a process's requests line
-// up behind one contender and relay the lock down the line
-// (speed_redlock_line.go, speed_redlock_relay.go), every section still
-// holding a lease of its own from a majority.
+// every request contending) is here; the lab lines a process's requests
+// up behind one contender and relays the lock down the line (package
+// speed's RedlockLine, by Attempt and RedlockLock.Relay), every section
+// still holding a lease of its own from a majority.
 type Redlock struct {
 	counts
 	nodes       []redlockNode
@@ -50,8 +49,7 @@ type Redlock struct {
 	nodeTimeout time.Duration
 	drift       time.Duration
 	pause       time.Duration
-	notifier    *Notifier
-	queue       line.Queue
+	notifier    Notifier
 	workers     workers.Pool
 }
 
@@ -82,12 +80,12 @@ type RedlockOptions struct {
 	// pause wastes little and leaves a freed lock idle for little.
 	QueuePause time.Duration
 	// Notifier, subscribed to one of the masters (with its keyspace events
-	// on: EnableKeyspaceEvents), wakes the head of each process's line
+	// on: notify.EnableKeyspaceEvents), wakes the head of each process's line
 	// when the lock's key is deleted there: when the lock frees, the heads
 	// of every process try at once, and the head in the releasing process
 	// has no head start. Without it the heads poll every QueuePause.
 	// (Options.Notifier listens to another Redis: Redlock ignores it.)
-	Notifier *Notifier
+	Notifier Notifier
 }
 
 // NewRedlock returns the Redlock over masters, independent Redis servers
@@ -131,38 +129,47 @@ func NewRedlock(masters []redis.Cmdable, o Options, ro RedlockOptions) *Redlock 
 }
 
 // Obtain tries the lock on every master until one attempt wins a quorum
-// within validity, or the wait ends. By default (WaitRelay, as WaitQueue
-// and WaitCohort) it first waits for its turn in this process's line for
-// key, and may find the lock passed or relayed to it; the wait bound
-// covers both. The Lock it returns also has Validity() time.Duration. On
-// ErrNotObtained the error also tells how the last attempt went, with
-// each failed master's error.
+// within validity, or the wait ends: every request contends on the
+// masters, waiting between two attempts as the call says (the articles'
+// way; WaitFixed by default). Lining a process's requests up (WaitQueue,
+// WaitRelay, WaitCohort) is package speed's RedlockLine, in front of
+// this. The Lock it returns is a *RedlockLock. On ErrNotObtained the
+// error also tells how the last attempt went, with each failed master's
+// error.
 func (r *Redlock) Obtain(ctx context.Context, key string, c Call) (Lock, error) {
-	switch mode := r.opts.mode(c); mode {
-	case WaitFixed, WaitBackoff, WaitNotify:
-		// Every request contends on the masters: the articles' way.
-		l, err := r.obtain(ctx, key, c, r.opts.waiter(c, key))
-		if err != nil {
-			return nil, err
-		}
-		return l, nil
-	case "":
-		return r.obtainInLine(ctx, key, c, WaitRelay)
-	default:
-		return r.obtainInLine(ctx, key, c, mode)
+	w := r.opts.waiter(c, key)
+	if r.opts.mode(c) == WaitQueue {
+		w = r.HeadWaiter(key)
 	}
+	l, err := r.obtain(ctx, key, c, w)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Options are the Redlock's, defaults filled in.
+func (r *Redlock) Options() Options { return r.opts }
+
+// HeadWaiter is how the head of a process's line waits between two
+// attempts: woken when RedlockOptions.Notifier hears the lock's key
+// deleted on its master, or without it polling every QueuePause,
+// jittered. Register it before the first attempt, so that no release
+// after that attempt goes unheard.
+func (r *Redlock) HeadWaiter(key string) Waiter {
+	return r.opts.headWaiter(r.notifier, key, r.pause)
 }
 
 // obtain makes attempts with a token of its own until one wins, waiting
 // by w between two, within the call's bound.
-func (r *Redlock) obtain(ctx context.Context, key string, c Call, w Waiter) (*redlockLock, error) {
+func (r *Redlock) obtain(ctx context.Context, key string, c Call, w Waiter) (*RedlockLock, error) {
 	token, ttl := uuid.NewString(), c.TTL(r.opts.TTL)
 	var (
-		held *redlockLock
+		held *RedlockLock
 		last error // why the last attempt lost
 	)
 	err := acquire(ctx, r.opts, c, w, func(ctx context.Context) (bool, error) {
-		l, lost := r.attempt(ctx, key, token, ttl)
+		l, lost := r.Attempt(ctx, key, token, ttl)
 		if lost == nil {
 			held = l
 			return true, nil
@@ -184,11 +191,11 @@ func (r *Redlock) obtain(ctx context.Context, key string, c Call, w Waiter) (*re
 	return held, nil
 }
 
-// attempt is one Redlock attempt at key for token: the algorithm of
+// Attempt is one Redlock attempt at key for token: the algorithm of
 // docs/ladder.md's rung 10 (redsync's lockContext). It returns the lock,
 // held on a majority for its validity, or nil and why the attempt lost,
 // having given back whatever it may have taken.
-func (r *Redlock) attempt(ctx context.Context, key, token string, ttl time.Duration) (*redlockLock, error) {
+func (r *Redlock) Attempt(ctx context.Context, key, token string, ttl time.Duration) (*RedlockLock, error) {
 	quorum := Quorum(len(r.nodes))
 	// T1, before the first master: the lease runs from here on every
 	// master, whenever its SET lands.
@@ -208,7 +215,7 @@ func (r *Redlock) attempt(ctx context.Context, key, token string, ttl time.Durat
 	// T2: won with a quorum and validity = TTL - (T2 - T1) - drift left.
 	left, held := validity(), set.votes.yes()
 	if held >= quorum && left > 0 {
-		return &redlockLock{r: r, key: key, token: token, t1: t1, validity: left, until: t1.Add(ttl - r.drift), ends: set.ends}, nil
+		return &RedlockLock{r: r, key: key, token: token, t1: t1, validity: left, until: t1.Add(ttl - r.drift), ends: set.ends}, nil
 	}
 
 	// Lost: give back what this attempt may have taken, even when ctx
@@ -225,8 +232,8 @@ func (r *Redlock) attempt(ctx context.Context, key, token string, ttl time.Durat
 	return nil, lost
 }
 
-// redlockLock is a lock a majority of the masters granted.
-type redlockLock struct {
+// RedlockLock is a lock a majority of the masters granted.
+type RedlockLock struct {
 	r        *Redlock
 	key      string
 	token    string
@@ -235,22 +242,33 @@ type redlockLock struct {
 	until    time.Time   // when validity ends
 	ends     settled     // the round that set our token: a release on a master waits for it
 	released atomic.Bool // a second Release must not touch a lock passed on
+	chain    string      // relayed (Relay): the chain's first token; "" before any relay
+	seq      int         // relayed: our token is the chain's seq-th relay
 }
 
 // Validity is how long the lock was still safe to rely on when Obtain
 // returned: TTL - acquisition time - drift. Past it, another client may
 // hold the lock.
-func (l *redlockLock) Validity() time.Duration { return l.validity }
+func (l *RedlockLock) Validity() time.Duration { return l.validity }
+
+// Key is the lock's key.
+func (l *RedlockLock) Key() string { return l.key }
+
+// T1 is when the attempt that won began: the lease runs from there.
+func (l *RedlockLock) T1() time.Time { return l.t1 }
+
+// Until is when the lock's validity ends, on the Redlock's clock.
+func (l *RedlockLock) Until() time.Time { return l.until }
 
 // Release deletes the lock on every master that still holds our token. It
 // succeeds when a quorum of masters did; otherwise it returns ErrNotHeld,
 // joined with each failed master's error. Keys left on masters that failed
 // lapse with their TTL.
-func (l *redlockLock) Release(ctx context.Context) error {
+func (l *RedlockLock) Release(ctx context.Context) error {
 	if l.released.Swap(true) {
 		return fmt.Errorf("%w: redlock: %s already released", ErrNotHeld, l.key)
 	}
-	return l.r.release(ctx, l.key, releaser(l.key, l.token), l.ends)
+	return l.r.release(ctx, l.key, l.releaser(), l.ends)
 }
 
 // release runs a release call on every master, on each once the round in
@@ -285,4 +303,4 @@ func releaser(key, token string) masterCall {
 // [d/2, 3d/2), so that clients that failed together do not retry together.
 type spread struct{ b Backoff }
 
-func (j spread) NextBackoff() time.Duration { return jittered(j.b.NextBackoff()) }
+func (j spread) NextBackoff() time.Duration { return Jittered(j.b.NextBackoff()) }

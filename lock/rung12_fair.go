@@ -77,12 +77,18 @@ func NewFair(rdb redis.Cmdable, o Options) *Fair {
 	return &Fair{rdb: rdb, opts: o, tick: min(max(o.TTL/4, 5*time.Millisecond), 250*time.Millisecond)}
 }
 
+// HandoffChannel is the default channel on which fair's scripts publish
+// each handoff, naming the waiter that now holds the lock and its fencing
+// token: "<waiter token>|<fencing token>". A Notifier may listen on
+// another (Notifier.Channel).
+const HandoffChannel = "lockladder:handoff"
+
 // channel is where handoffs are announced: the Notifier's, which listens.
 func (f *Fair) channel() string {
 	if f.opts.Notifier != nil {
-		return f.opts.Notifier.channel
+		return f.opts.Notifier.Channel()
 	}
-	return handoffChannel
+	return HandoffChannel
 }
 
 // QueueKey is the list of key's waiters, oldest first; QueueKey(key)+":live"
@@ -166,4 +172,27 @@ func (l *fairLock) Release(ctx context.Context) error {
 		err = releaseResult(l.keys[0], n, err)
 	})
 	return err
+}
+
+var _ PipelineReleaser = (*fairLock)(nil)
+
+// ReleaseIn is rung 12's Release in p: the watchdog stops now, and the
+// handoff script runs behind the business's last write (EVAL: a NOSCRIPT
+// in a pipeline would skip it).
+func (l *fairLock) ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error {
+	var cmd *redis.Cmd
+	first := false
+	l.once.Do(func() {
+		first = true
+		l.wd.halt()
+		cmd = luaFairRelease.Eval(ctx, p, l.keys, l.token, leaseMS(l.f.opts.TTL), l.f.channel(), "0")
+	})
+	return func() error {
+		if !first {
+			return ErrNotHeld
+		}
+		l.wd.wait()
+		n, err := cmd.Int64()
+		return releaseResult(l.keys[0], n, err)
+	}
 }

@@ -7,17 +7,18 @@ import (
 
 // handoffWait is how fair's waiters wait: not polling the lock, but for a
 // release to hand it to them by name (the Notifier hears fair's
-// announcement on handoffChannel and wakes exactly that waiter), or for
+// announcement on HandoffChannel and wakes exactly that waiter), or for
 // their refresh tick, on which the wait loop tries again: that keeps the
 // waiter's place in the queue live and catches a handoff whose message
 // was lost. It is the only polling left. Without a Notifier, the waiter
 // finds its handoff by polling with Options.Backoff; the order is still
 // the queue's.
 type handoffWait struct {
-	hw    *handoffWaiter // nil without a Notifier
-	b     Backoff        // polling, without a Notifier
-	tick  time.Duration
-	timer waitTimer
+	handed <-chan int64 // nil without a Notifier
+	forget func()       // unregisters handed
+	b      Backoff      // polling, without a Notifier
+	tick   time.Duration
+	timer  WaitTimer
 	// fence is the fencing token the lock came with: set by the try that
 	// found it ours, or by the handoff message.
 	fence int64
@@ -28,9 +29,9 @@ type handoffWait struct {
 }
 
 func newHandoffWait(o Options, token string, tick time.Duration, ctx context.Context, leave func(context.Context)) *handoffWait {
-	w := &handoffWait{tick: tick, leave: leave, ctx: ctx, timer: waitTimer{at: o.After}}
+	w := &handoffWait{tick: tick, leave: leave, ctx: ctx, timer: WaitTimer{At: o.After}}
 	if o.Notifier != nil {
-		w.hw = o.Notifier.handoff(token)
+		w.handed, w.forget = o.Notifier.Handoff(token)
 	} else {
 		w.b = o.Backoff()
 	}
@@ -38,16 +39,16 @@ func newHandoffWait(o Options, token string, tick time.Duration, ctx context.Con
 }
 
 func (w *handoffWait) Wait(ctx context.Context) (bool, error) {
-	if w.hw == nil {
-		return false, w.timer.sleep(ctx, w.b.NextBackoff())
+	if w.handed == nil {
+		return false, w.timer.Sleep(ctx, w.b.NextBackoff())
 	}
 	select {
 	case <-ctx.Done():
 		return false, ctx.Err()
-	case fence := <-w.hw.handed:
+	case fence := <-w.handed:
 		w.fence = fence
 		return true, nil
-	case <-w.timer.after(jittered(w.tick)):
+	case <-w.timer.After(Jittered(w.tick)):
 		return false, nil // refresh our entry; maybe we missed a handoff
 	}
 }
@@ -55,9 +56,9 @@ func (w *handoffWait) Wait(ctx context.Context) (bool, error) {
 // done leaves the queue when the wait failed. If the lock was handed to us
 // meanwhile, leaving passes it on.
 func (w *handoffWait) Done(obtained bool) {
-	w.timer.stop()
-	if w.hw != nil {
-		w.hw.forget()
+	w.timer.Stop()
+	if w.forget != nil {
+		w.forget()
 	}
 	if obtained {
 		return

@@ -12,16 +12,17 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // notifier returns a Notifier over rdb whose subscription is confirmed,
 // with rdb's keyspace events on (what WaitNotify waits for).
-func notifier(t *testing.T, rdb *redis.Client, o lock.NotifierOptions) *lock.Notifier {
+func notifier(t *testing.T, rdb *redis.Client, o notify.Options) *notify.Notifier {
 	t.Helper()
-	if err := lock.EnableKeyspaceEvents(context.Background(), rdb); err != nil {
+	if err := notify.EnableKeyspaceEvents(context.Background(), rdb); err != nil {
 		t.Fatal(err)
 	}
-	n := lock.NewNotifier(rdb, o)
+	n := notify.New(rdb, o)
 	t.Cleanup(func() { n.Close() })
 	select {
 	case <-n.Ready():
@@ -33,7 +34,7 @@ func notifier(t *testing.T, rdb *redis.Client, o lock.NotifierOptions) *lock.Not
 
 // fairOpts: a lease long enough to outlive each test's waits, so that
 // only a release moves the lock.
-func fairOpts(n *lock.Notifier) lock.Options {
+func fairOpts(n lock.Notifier) lock.Options {
 	return lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second, Notifier: n}
 }
 
@@ -74,7 +75,7 @@ func TestFairFIFO(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	const key, waiters = "lock:k", 6
-	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, lock.NotifierOptions{})))
+	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, notify.Options{})))
 
 	first, err := f.Obtain(ctx, key, lock.Call{})
 	if err != nil {
@@ -123,7 +124,7 @@ func TestFairHandsOffOnRelease(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	const key = "lock:k"
-	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, lock.NotifierOptions{})))
+	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, notify.Options{})))
 
 	a, err := f.Obtain(ctx, key, lock.Call{})
 	if err != nil {
@@ -169,7 +170,7 @@ func TestFairSkipsStaleWaiters(t *testing.T) {
 	ctx := context.Background()
 	const key = "lock:k"
 	q, live := lock.QueueKey(key), lock.QueueKey(key)+":live"
-	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, lock.NotifierOptions{})))
+	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, notify.Options{})))
 
 	a, err := f.Obtain(ctx, key, lock.Call{})
 	if err != nil {
@@ -217,7 +218,7 @@ func TestFairHandoffToADeadWaiterDoesNotWedge(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	const key = "lock:k"
-	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	o := fairOpts(notifier(t, rdb, notify.Options{}))
 	o.TTL = 200 * time.Millisecond
 	f := lock.NewFair(rdb, o)
 	a, err := f.Obtain(ctx, key, lock.Call{})
@@ -284,8 +285,8 @@ func TestFairExactAndNobodyStarves(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	for _, tc := range []struct {
 		name string
-		n    *lock.Notifier
-	}{{"notify", notifier(t, rdb, lock.NotifierOptions{})}, {"polling", nil}} {
+		n    lock.Notifier
+	}{{"notify", notifier(t, rdb, notify.Options{})}, {"polling", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const workers, each = 20, 15
 			start := time.Now()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // cohortOn is a Cohort of bound sections (0: the default) over rdb, with
@@ -20,7 +21,7 @@ import (
 // the same Redis takes the options it returns.
 func cohortOn(t *testing.T, rdb *redis.Client, bound int) (*lock.Cohort, lock.Options) {
 	t.Helper()
-	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	o := fairOpts(notifier(t, rdb, notify.Options{}))
 	return lock.NewCohort(rdb, o, bound), o
 }
 
@@ -88,7 +89,7 @@ func dottedAll(t *testing.T, held []lock.Lock) []string {
 // passed in memory (fewer tokens from Redis than sections).
 func TestCohortExactAcrossProcesses(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	n := notifier(t, rdb, lock.NotifierOptions{})
+	n := notifier(t, rdb, notify.Options{})
 	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Notifier: n}
 	procs := []*lock.Cohort{lock.NewCohort(rdb, o, 0), lock.NewCohort(rdb, o, 0)}
 	ctx := context.Background()
@@ -299,7 +300,7 @@ func TestCohortWaitBound(t *testing.T) {
 // with a new global token.
 func TestCohortDoesNotPassALostLease(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	n := notifier(t, rdb, lock.NotifierOptions{})
+	n := notifier(t, rdb, notify.Options{})
 	c := lock.NewCohort(rdb, lock.Options{TTL: 300 * time.Millisecond, Wait: 5 * time.Second, Notifier: n}, 0)
 	ctx := context.Background()
 	const key = "lock:lost"
@@ -328,7 +329,7 @@ func TestCohortDoesNotPassALostLease(t *testing.T) {
 // next section takes the lock in Redis, though the bound is far.
 func TestCohortSharesHalfALeaseOnItsClock(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	o := fairOpts(notifier(t, rdb, notify.Options{}))
 	var mu sync.Mutex
 	now := time.Now()
 	o.Clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed"
 )
 
 // safeOpts: a short lease, so that lapses and renewals happen within a
@@ -36,7 +37,7 @@ func TestSafeRungsExactUnderContention(t *testing.T) {
 		locker lock.Locker
 	}{
 		{"reentrant", rdb, lock.NewReentrant(rdb, o)},
-		{"redlock", clients[0], lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{})},
+		{"redlock", clients[0], speed.RedlockLine(lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{}))},
 		{"fenced", rdb, lock.NewFenced(rdb, o)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // carrier is a held lock's Carrier, or a test failure.
@@ -30,7 +31,7 @@ func carrier(t *testing.T, l lock.Lock) lock.Carrier {
 // refused compare-and-set must be able to try again under the lock).
 func TestCohortCarryCarriesWithinACohortOnly(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	o := fairOpts(notifier(t, rdb, notify.Options{}))
 	c := lock.NewCohortCarry(rdb, o, 2)
 	ctx := context.Background()
 	const key, data = "lock:carry", "n:carry"
@@ -106,7 +107,7 @@ func setIn(key string, v int64, pause time.Duration) func(redis.Pipeliner) func(
 // holder from another process reads them.
 func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	o := fairOpts(notifier(t, rdb, notify.Options{}))
 	a, b := lock.NewCohortCarry(rdb, o, 0), lock.NewCohortCarry(rdb, o, 0)
 	ctx := context.Background()
 	const key = "lock:commit"
@@ -158,7 +159,7 @@ func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
 // memory any more (the next section takes it in Redis and reads).
 func TestCohortCarryFailedWriteEndsTheCohort(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	o := fairOpts(notifier(t, rdb, notify.Options{}))
 	c := lock.NewCohortCarry(rdb, o, 0)
 	ctx := context.Background()
 	const key, data = "lock:spoil", "n:spoil"

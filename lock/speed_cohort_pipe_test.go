@@ -12,6 +12,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // piped is a held Cohort section's pipe.
@@ -170,7 +171,7 @@ func sellAndCountAcross(t *testing.T, newLocker func(*redis.Client, lock.Options
 	guard func(l lock.Lock) inventory.Guard) {
 	t.Helper()
 	rdb, _ := redistest.Start(t)
-	n := notifier(t, rdb, lock.NotifierOptions{})
+	n := notifier(t, rdb, notify.Options{})
 	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Notifier: n}
 	procs := []lock.Locker{newLocker(rdb, o), newLocker(rdb, o)}
 	ctx := context.Background()

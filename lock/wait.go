@@ -158,7 +158,7 @@ func (o Options) waiterFor(m WaitMode, key string) Waiter {
 		return o.sleeper(o.Backoff())
 	case WaitNotify:
 		if o.Notifier != nil {
-			return o.Notifier.watch(key, o.After)
+			return o.Notifier.Watch(key, o.After)
 		}
 		return o.sleeper(o.Backoff())
 	case WaitQueue:
@@ -171,33 +171,33 @@ func (o Options) waiterFor(m WaitMode, key string) Waiter {
 // sleeper waits by a Backoff: it polls.
 type sleeper struct {
 	b     Backoff
-	timer waitTimer
+	timer WaitTimer
 }
 
 func (s *sleeper) Wait(ctx context.Context) (bool, error) {
-	return false, s.timer.sleep(ctx, s.b.NextBackoff())
+	return false, s.timer.Sleep(ctx, s.b.NextBackoff())
 }
 
-func (s *sleeper) Done(bool) { s.timer.stop() }
+func (s *sleeper) Done(bool) { s.timer.Stop() }
 
 // sleeper returns a waiter that sleeps by b on o's timer.
 func (o Options) sleeper(b Backoff) *sleeper {
-	return &sleeper{b: b, timer: waitTimer{at: o.After}}
+	return &sleeper{b: b, timer: WaitTimer{At: o.After}}
 }
 
-// waitTimer is a waiter's one timer, made on its first wait and reused
-// for every wait after it: the waiters (sleeper, notifyWaiter,
-// handoffWait) wait between every two tries. With at set (Options.After)
-// it waits on at's channels instead.
-type waitTimer struct {
+// WaitTimer is a waiter's one timer, made on its first wait and reused
+// for every wait after it: the waiters (sleeper, handoffWait, package
+// notify's) wait between every two tries. With At set (Options.After) it
+// waits on At's channels instead.
+type WaitTimer struct {
 	t  *time.Timer
-	at func(d time.Duration) <-chan time.Time
+	At func(d time.Duration) <-chan time.Time
 }
 
-// after arms the timer to fire once d has passed, and returns its channel.
-func (w *waitTimer) after(d time.Duration) <-chan time.Time {
-	if w.at != nil {
-		return w.at(d)
+// After arms the timer to fire once d has passed, and returns its channel.
+func (w *WaitTimer) After(d time.Duration) <-chan time.Time {
+	if w.At != nil {
+		return w.At(d)
 	}
 	if w.t == nil {
 		w.t = time.NewTimer(d)
@@ -207,21 +207,46 @@ func (w *waitTimer) after(d time.Duration) <-chan time.Time {
 	return w.t.C
 }
 
-// sleep waits d, or until ctx ends.
-func (w *waitTimer) sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends.
+func (w *WaitTimer) Sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-w.after(d):
+	case <-w.After(d):
 		return nil
 	}
 }
 
-// stop stops the timer, if there is one: the waiter is done.
-func (w *waitTimer) stop() {
+// Stop stops the timer, if there is one: the waiter is done.
+func (w *WaitTimer) Stop() {
 	if w.t != nil {
 		w.t.Stop()
 	}
+}
+
+// Jittered draws a pause in [d/2, 3d/2), so that waiters that failed
+// together do not try again together.
+func Jittered(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d/2 + rand.N(d)
+}
+
+// Notifier hears what Redis announces, so that a waiter sleeps until the
+// lock may be its own instead of polling: a lock key's deletion, and
+// fair's handoffs. Package lock/speed/notify's Notifier is one
+// subscription per process.
+type Notifier interface {
+	// Watch registers a waiter of key before its first try: it wakes
+	// when key is deleted or expires, or on a slow fallback tick. after
+	// is Options.After.
+	Watch(key string, after func(time.Duration) <-chan time.Time) Waiter
+	// Handoff registers fair's waiter token: handed delivers the
+	// fencing token of the handoff that names it; forget unregisters it.
+	Handoff(token string) (handed <-chan int64, forget func())
+	// Channel is where fair's release announces its handoffs.
+	Channel() string
 }
 
 // Poll makes r a Locker that tries until it holds the lock, waiting
@@ -344,9 +369,9 @@ func WaitTurn(ctx context.Context, q *line.Queue, key string, bound time.Duratio
 // headWaiter is how the head of a line waits between two tries: woken by
 // n when the lock's deletion is announced, or without n polling every
 // pause, jittered in [pause/2, 3*pause/2).
-func (o Options) headWaiter(n *Notifier, key string, pause time.Duration) Waiter {
+func (o Options) headWaiter(n Notifier, key string, pause time.Duration) Waiter {
 	if n != nil {
-		return n.watch(key, o.After)
+		return n.Watch(key, o.After)
 	}
 	return o.sleeper(spread{fixed(pause)})
 }

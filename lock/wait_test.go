@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 func TestParseWaitMode(t *testing.T) {
@@ -44,7 +45,7 @@ func TestExponentialBackoff(t *testing.T) {
 // returns at once when the caller cancels.
 func TestWaitModes(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	n := notifier(t, rdb, lock.NotifierOptions{})
+	n := notifier(t, rdb, notify.Options{})
 	for _, m := range lock.WaitModes {
 		t.Run(string(m), func(t *testing.T) {
 			ctx := context.Background()
@@ -95,7 +96,7 @@ func TestWaitModes(t *testing.T) {
 func TestNotifyWakesOnRelease(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	n := notifier(t, rdb, lock.NotifierOptions{Fallback: 5 * time.Second})
+	n := notifier(t, rdb, notify.Options{Fallback: 5 * time.Second})
 	for _, tc := range []struct {
 		name string
 		l    lock.Locker
@@ -143,7 +144,7 @@ func TestNotifyWithoutNotifierPolls(t *testing.T) {
 func TestFairBoundAndCancel(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	o := fairOpts(notifier(t, rdb, lock.NotifierOptions{}))
+	o := fairOpts(notifier(t, rdb, notify.Options{}))
 	o.Wait = 150 * time.Millisecond
 	f := lock.NewFair(rdb, o)
 	held, err := f.Obtain(ctx, "lock:k", lock.Call{})
@@ -174,7 +175,7 @@ func TestFairBoundAndCancel(t *testing.T) {
 // the lock held; fair counts the locks its release handed over.
 func TestCountsRetriesAndHandoffs(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	n := notifier(t, rdb, lock.NotifierOptions{})
+	n := notifier(t, rdb, notify.Options{})
 	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Notifier: n}
 	lua := lock.NewLua(rdb, o)
 	contend(t, rdb, lua, lock.Call{Wait: lock.WaitFixed}, "n:lua", 10, 20)

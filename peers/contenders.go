@@ -13,6 +13,8 @@ import (
 
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/libs"
+	"github.com/lockladder/lockladder/lock/speed"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // contender is one lock under test: setup builds, over a fresh client, the
@@ -123,12 +125,12 @@ redis.call("SET", KEYS[1], n)
 return n`)
 
 func contenders(cfg config, pg *pgServer) []contender {
-	labLock := func(name, settings string, mk func(rdb *redis.Client, masters []*redis.Client, n *lock.Notifier) lock.Locker) contender {
+	labLock := func(name, settings string, mk func(rdb *redis.Client, masters []*redis.Client, n *notify.Notifier) lock.Locker) contender {
 		return contender{name: name, settings: settings, setup: func(rdb *redis.Client, masters []*redis.Client) (func(context.Context, string) (bool, error), func()) {
-			if err := lock.EnableKeyspaceEvents(context.Background(), rdb); err != nil {
+			if err := notify.EnableKeyspaceEvents(context.Background(), rdb); err != nil {
 				panic(err)
 			}
-			n := lock.NewNotifier(rdb, lock.NotifierOptions{})
+			n := notify.New(rdb, notify.Options{})
 			<-n.Ready()
 			l := mk(rdb, masters, n)
 			return func(ctx context.Context, key string) (bool, error) {
@@ -208,7 +210,7 @@ func contenders(cfg config, pg *pgServer) []contender {
 			return mk(pool, lock.Options{TTL: cfg.ttl, Wait: cfg.bound}), nil
 		})
 	}
-	opts := func(n *lock.Notifier, m lock.WaitMode) lock.Options {
+	opts := func(n lock.Notifier, m lock.WaitMode) lock.Options {
 		return lock.Options{TTL: cfg.ttl, Wait: cfg.bound, WaitMode: m, Retry: lock.FixedSleep(cfg.retry), Notifier: n}
 	}
 	pipe := ""
@@ -255,27 +257,27 @@ func contenders(cfg config, pg *pgServer) []contender {
 		pgRung("pg-advisory-xact", "the lab's rung 18 (lock.NewPGAdvisoryXact): the same with BEGIN; pg_try_advisory_xact_lock; COMMIT releases",
 			func(pool *pgxpool.Pool, o lock.Options) lock.Locker { return lock.NewPGAdvisoryXact(pool, o) }),
 		labLock("lua-fixed", fmt.Sprintf("SET NX PX + Lua release; wait=fixed, sleep %s (the articles)%s", cfg.retry, pipe),
-			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+			func(rdb *redis.Client, _ []*redis.Client, n *notify.Notifier) lock.Locker {
 				return lock.NewLua(rdb, opts(n, lock.WaitFixed))
 			}),
 		labLock("lua-backoff", "the same; wait=backoff, exponential 1ms..32ms, full jitter"+pipe,
-			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+			func(rdb *redis.Client, _ []*redis.Client, n *notify.Notifier) lock.Locker {
 				return lock.NewLua(rdb, opts(n, lock.WaitBackoff))
 			}),
 		labLock("lua-notify", "the same; wait=notify, woken over pub/sub by each release (fallback tick 100ms)"+pipe,
-			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+			func(rdb *redis.Client, _ []*redis.Client, n *notify.Notifier) lock.Locker {
 				return lock.NewLua(rdb, opts(n, lock.WaitNotify))
 			}),
 		labLock("fair", "FIFO queue in Redis, handoff in the release script, the waiter woken by name; fencing token, watchdog"+pipe,
-			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+			func(rdb *redis.Client, _ []*redis.Client, n *notify.Notifier) lock.Locker {
 				return lock.NewFair(rdb, opts(n, ""))
 			}),
 		labLock("cohort", "fair's lock passed in memory to the process's next waiter, up to 16 sections or half a lease while another process waits in Redis (on past it while none does), then back through Redis; a fencing token per section; a section's SET goes in one pipeline with the next section's GET, the release behind the cohort's last SET",
-			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+			func(rdb *redis.Client, _ []*redis.Client, n *notify.Notifier) lock.Locker {
 				return lock.NewCohort(rdb, opts(n, ""), 0)
 			}),
 		labLock("cohort-carry", "cohort's lock carrying the counter it last computed: a section passed in memory does no GET, queues its SET as a compare-and-set (a Lua script) behind the writes before it and passes the lock on before the write lands; the writes go in order, in groups (one pipeline per group)",
-			func(rdb *redis.Client, _ []*redis.Client, n *lock.Notifier) lock.Locker {
+			func(rdb *redis.Client, _ []*redis.Client, n *notify.Notifier) lock.Locker {
 				return lock.NewCohortCarry(rdb, opts(n, ""), 0)
 			}),
 		{name: "redsync-5", settings: "v4.18.1 over the 5 masters, its defaults: expiry 8s, 32 tries, a random 50-250ms between them",
@@ -309,16 +311,16 @@ func contenders(cfg config, pg *pgServer) []contender {
 				return libs.NewRedsync(us, lock.Options{TTL: cfg.ttl, Wait: cfg.bound})
 			}),
 		labLock("redlock", "the lab's rung 10 over the 5 masters, its default (wait=relay): one contender per process; a section that ends with another request in the line swaps its token for the next one's on the masters (a fresh majority-granted lease per section), up to 64 sections or half a lease",
-			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {
-				return lock.NewRedlock(cmdables(masters), opts(nil, ""), lock.RedlockOptions{})
+			func(_ *redis.Client, masters []*redis.Client, _ *notify.Notifier) lock.Locker {
+				return speed.RedlockLine(lock.NewRedlock(cmdables(masters), opts(nil, ""), lock.RedlockOptions{}))
 			}),
 		labLock("redlock-queue", "the same, wait=queue: every section takes the lock on the masters (SET NX on five) and releases it on five",
-			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {
-				return lock.NewRedlock(cmdables(masters), opts(nil, lock.WaitQueue), lock.RedlockOptions{})
+			func(_ *redis.Client, masters []*redis.Client, _ *notify.Notifier) lock.Locker {
+				return speed.RedlockLine(lock.NewRedlock(cmdables(masters), opts(nil, lock.WaitQueue), lock.RedlockOptions{}))
 			}),
 		labLock("redlock-cohort", "the same, wait=cohort: a section that ends with another request in the line passes the lock on in memory while over half its validity is left",
-			func(_ *redis.Client, masters []*redis.Client, _ *lock.Notifier) lock.Locker {
-				return lock.NewRedlock(cmdables(masters), opts(nil, lock.WaitCohort), lock.RedlockOptions{})
+			func(_ *redis.Client, masters []*redis.Client, _ *notify.Notifier) lock.Locker {
+				return speed.RedlockLine(lock.NewRedlock(cmdables(masters), opts(nil, lock.WaitCohort), lock.RedlockOptions{}))
 			}),
 		{name: "atomic", settings: "no lock: the GET and SET in one Lua script (the ceiling)",
 			setup: func(rdb *redis.Client, _ []*redis.Client) (func(context.Context, string) (bool, error), func()) {

@@ -22,6 +22,7 @@ import (
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/ladder"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 	"github.com/lockladder/lockladder/race"
 )
 
@@ -40,7 +41,7 @@ func raceEnvApp(t *testing.T) (*redis.Client, *httptest.Server, *httptest.Server
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
+	n := notify.New(rdb, notify.Options{})
 	t.Cleanup(func() { n.Close() })
 	app := httptest.NewServer(handlers.New(handlers.Config{
 		Instance:  "test-1",

@@ -20,6 +20,7 @@ import (
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/ladder"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 	"github.com/lockladder/lockladder/race"
 	"github.com/lockladder/lockladder/stack"
 )
@@ -65,7 +66,7 @@ func newTheatre(t *testing.T, key string) (*theatre, *httptest.Server) {
 	for i := range 3 {
 		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 		t.Cleanup(func() { rdb.Close() })
-		n := lock.NewNotifier(rdb, lock.NotifierOptions{})
+		n := notify.New(rdb, notify.Options{})
 		t.Cleanup(func() { n.Close() })
 		app := httptest.NewServer(handlers.New(handlers.Config{
 			Instance:  fmt.Sprintf("app%d", i+1),

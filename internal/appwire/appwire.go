@@ -16,6 +16,7 @@ import (
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/ladder"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // PasswordEnv is the variable the app reads its Redis servers' password
@@ -46,8 +47,8 @@ type Servers struct {
 // Clients are the connected clients, for the ladder and the inventory.
 type Clients struct {
 	Redis      redis.UniversalClient
-	Where      string         // the main Redis, for the log
-	Notifier   *lock.Notifier // the main Redis's announcements
+	Where      string           // the main Redis, for the log
+	Notifier   *notify.Notifier // the main Redis's announcements
 	Backends   ladder.Backends
 	Redlock    lock.RedlockOptions
 	Optimistic *inventory.DBStore // nil without MariaDB
@@ -91,7 +92,7 @@ func Connect(s Servers, log *slog.Logger) *Clients {
 	// The main Redis: one server, or a Redis Cluster. Every key the lab
 	// touches together carries the item's hash tag (package inventory),
 	// so on a cluster each script and transaction runs on one node.
-	var notifyOpt lock.NotifierOptions
+	var notifyOpt notify.Options
 	if s.Cluster != "" {
 		notifyOpt = c.cluster(s, log)
 	} else {
@@ -112,8 +113,8 @@ func Connect(s Servers, log *slog.Logger) *Clients {
 			// deletions from the first master. When it is down they
 			// poll, every 20ms.
 			announce(log, m, "redlock master "+addr)
-			c.Redlock.Notifier = lock.NewNotifier(m, lock.NotifierOptions{Fallback: 20 * time.Millisecond})
-			n := c.Redlock.Notifier
+			n := notify.New(m, notify.Options{Fallback: 20 * time.Millisecond})
+			c.Redlock.Notifier = n
 			c.closers = append(c.closers, func() { n.Close() })
 		}
 		c.Backends.Masters = append(c.Backends.Masters, m)
@@ -122,7 +123,7 @@ func Connect(s Servers, log *slog.Logger) *Clients {
 	// One subscription per process hears Redis announce the lock keys'
 	// deletions, and fair's handoffs: notify waiters (wait=notify) and
 	// fair's queue wake on it.
-	c.Notifier = lock.NewNotifier(c.Redis, notifyOpt)
+	c.Notifier = notify.New(c.Redis, notifyOpt)
 	c.closers = append(c.closers, func() { c.Notifier.Close() })
 	c.Notifier.Ready() // subscribe now rather than at the first waiter
 
@@ -135,7 +136,7 @@ func Connect(s Servers, log *slog.Logger) *Clients {
 
 // cluster connects to the Redis Cluster and returns the notifier's
 // options that follow the item's slot.
-func (c *Clients) cluster(s Servers, log *slog.Logger) lock.NotifierOptions {
+func (c *Clients) cluster(s Servers, log *slog.Logger) notify.Options {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs:         strings.Split(s.Cluster, ","),
 		Password:      s.Password,
@@ -151,19 +152,19 @@ func (c *Clients) cluster(s Servers, log *slog.Logger) lock.NotifierOptions {
 	c.Redis, c.Where = cc, "cluster "+s.Cluster
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	err := cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
-		return lock.EnableKeyspaceEvents(ctx, node)
+		return notify.EnableKeyspaceEvents(ctx, node)
 	})
 	cancel()
 	if err != nil {
 		log.Warn("keyspace events off: notify waiters fall back to their tick", "server", c.Where, "err", err)
 	}
 	// The announcements subscription goes to the item's master, and
-	// follows its slot after a failover (NotifierOptions.Channel). The
+	// follows its slot after a failover (notify.Options.Channel). The
 	// other items' lock keys live on the other masters, whose keyspace
 	// events are theirs alone: one subscription each.
 	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	opt, err := lock.ClusterNotifierOptions(ctx, cc, inventory.ItemTag)
+	opt, err := notify.ClusterOptions(ctx, cc, inventory.ItemTag)
 	if err != nil {
 		log.Warn("keyspace events of the other masters off: their items' notify waiters fall back to their tick", "server", c.Where, "err", err)
 	}
@@ -176,7 +177,7 @@ func (c *Clients) cluster(s Servers, log *slog.Logger) lock.NotifierOptions {
 func announce(log *slog.Logger, rdb *redis.Client, what string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := lock.EnableKeyspaceEvents(ctx, rdb); err != nil {
+	if err := notify.EnableKeyspaceEvents(ctx, rdb); err != nil {
 		log.Warn("keyspace events off: notify waiters fall back to their tick", "server", what, "err", err)
 	}
 }

@@ -8,12 +8,12 @@
 //	lua (in line):   critical (handlers/critical.go) -> lined.Obtain ->
 //	                 lined.head (lock/speed/line.go) -> Lua.Try
 //	                 (lock/rung06_lua.go): SET NX PX. 3 calls, 3 files.
-//	redlock (relay): critical -> Redlock.Obtain (lock/rung10_redlock.go)
-//	                 -> obtainInLine (lock/speed_redlock_line.go) ->
-//	                 attempt (rung10_redlock.go) -> onMasters
-//	                 (rung10_redlock_round.go) -> Pool.Run
+//	redlock (relay): critical -> redlockLine.Obtain
+//	                 (lock/speed/redlock.go) -> obtainInLine (same file)
+//	                 -> Redlock.Attempt (lock/rung10_redlock.go) ->
+//	                 onMasters (rung10_redlock_round.go) -> Pool.Run
 //	                 (internal/workers) -> the round's call
-//	                 (rung10_redlock_round.go) -> attempt's closure: SET
+//	                 (rung10_redlock_round.go) -> Attempt's closure: SET
 //	                 NX PX on each master. 7 calls.
 //
 // With wait=fixed (the articles' loop) a polling rung is lined.Obtain ->
@@ -73,13 +73,14 @@ func New(b Backends, o lock.Options, ro lock.RedlockOptions) *Ladder {
 	rdb := b.Redis
 	// The speed layer each rung runs with, in this table: inLine puts
 	// a process's requests in a line in front of a rung that polls
-	// (speed.Line). Redlock, fair, the cohorts, ZooKeeper and etcd wait
-	// their own way.
+	// (speed.Line); redlock's line, which passes or relays the lock down
+	// it, is speed.RedlockLine. Fair, the cohorts, ZooKeeper and etcd
+	// wait their own way.
 	inLine := func(l lock.Locker) lock.Locker { return speed.Line(l, o) }
 	l := &Ladder{lockers: make(map[string]lock.Locker)}
 	var redlock lock.Locker = lock.Unavailable{Err: lock.ErrNoMasters}
 	if len(b.Masters) > 0 {
-		redlock = lock.NewRedlock(b.Masters, o, ro)
+		redlock = speed.RedlockLine(lock.NewRedlock(b.Masters, o, ro))
 	}
 	missing := func(server, flag string) lock.Locker {
 		if err := b.Down[server]; err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/speed"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 type callerID struct{}
@@ -138,7 +139,7 @@ func TestLineWaitsAsTheRungDoes(t *testing.T) {
 		c <- time.Time{}
 		return c
 	}
-	n := lock.NewNotifier(rdb, lock.NotifierOptions{})
+	n := notify.New(rdb, notify.Options{})
 	o := lock.Options{Wait: time.Minute, Notifier: n, After: after}
 	ro := o
 	ro.Notifier = nil // as lock.NewPGAdvisory does

@@ -7,4 +7,11 @@
 //	         front of a rung that polls: only the head asks the back end,
 //	         trying the rung itself (lock.WaitQueue, the ladder's default
 //	         for those rungs)
+//	redlock.go  redlock's requests lined up per process, the lock passed
+//	         down the line in memory (WaitCohort) or relayed by swapping
+//	         tokens on the masters (WaitRelay, its default): RedlockLine
+//
+// Package notify (lock/speed/notify) wakes waiters when Redis announces a
+// lock key's deletion or fair's handoff, one subscription per process:
+// the Notifier of lock.Options and lock.RedlockOptions.
 package speed

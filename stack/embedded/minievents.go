@@ -10,8 +10,8 @@ import (
 
 // KeyspaceEvents is what the stack's Redis servers announce from their
 // start (redis-server's --notify-keyspace-events): every key deleted or
-// expired, on its keyspace channel. The lock package's Notifier wakes
-// waiters on a lock key's deletion (lock.KeyspaceEvents).
+// expired, on its keyspace channel. Package notify's Notifier (lock/speed/notify) wakes
+// waiters on a lock key's deletion (notify.KeyspaceEvents).
 const KeyspaceEvents = "Kgx"
 
 // keyspace gives the embedded miniredis, which has no keyspace

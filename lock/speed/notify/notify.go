@@ -1,16 +1,27 @@
-package lock
+// Package notify lets waiters sleep until Redis says the lock may be
+// theirs, instead of polling: one pub/sub subscription per process hears
+// a lock key's deletion (keyspace events) and fair's handoffs, and wakes
+// the one waiter each concerns. It is package lock's Notifier
+// (lock.Options.Notifier, lock.RedlockOptions.Notifier): the speed of
+// WaitNotify, of the head of a line, and of fair's queue, never their
+// safety.
+//
+//	notify.go   the Notifier, and EnableKeyspaceEvents
+//	cluster.go  one subscription per master of a Redis Cluster
+package notify
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/lock"
 )
 
 // Subscriber opens a pub/sub connection: a *redis.Client does.
@@ -49,12 +60,6 @@ func EnableKeyspaceEvents(ctx context.Context, rdb redis.Cmdable) error {
 	return nil
 }
 
-// handoffChannel is the default channel (NotifierOptions.Channel changes
-// it) on which fair's scripts publish each handoff, naming the waiter that
-// now holds the lock and its fencing token: "<waiter token>|<fencing
-// token>".
-const handoffChannel = "lockladder:handoff"
-
 // keyspacePattern matches every key's keyspace channel in every database:
 // "__keyspace@0__:lock:{item}:stock".
 const keyspacePattern = "__keyspace@*__:*"
@@ -69,13 +74,13 @@ const keyspacePattern = "__keyspace@*__:*"
 // Pub/sub is at most once: a message published while the subscription is
 // down (a reconnect) is lost, and Redis announces an expiry only when it
 // gets round to expiring the key. So every notify waiter also tries again
-// on a slow fallback tick (NotifierOptions.Fallback, jittered), and fair's
+// on a slow fallback tick (Options.Fallback, jittered), and fair's
 // waiters refresh their queue entry on theirs.
 type Notifier struct {
 	sub      Subscriber
 	fallback time.Duration
 	channel  string   // fair's handoffs
-	anchors  []string // NotifierOptions.Anchors
+	anchors  []string // Options.Anchors
 
 	startOnce sync.Once
 	subs      []*redis.PubSub // the channel's, then one per anchor
@@ -90,8 +95,8 @@ type Notifier struct {
 	closed  bool
 }
 
-// NotifierOptions configure a Notifier. Zero values take the defaults.
-type NotifierOptions struct {
+// Options configure a Notifier. Zero values take the defaults.
+type Options struct {
 	// Fallback is how often a notify waiter tries again with no
 	// announcement (each pause drawn in [d/2, 3d/2)). Default 100ms.
 	Fallback time.Duration
@@ -107,21 +112,23 @@ type NotifierOptions struct {
 	// Anchors are more channels to subscribe to, each on a connection of
 	// its own, that nobody publishes on: on a Redis Cluster, whose
 	// keyspace events are each node's own, one channel whose hash tag is
-	// in the slots of each master but the Channel's (ClusterNotifierOptions
+	// in the slots of each master but the Channel's (ClusterOptions
 	// finds them), so that the deletions of lock keys on every master, the keys
 	// of every item, reach the waiters, and each subscription follows its
 	// slots to a new master after a failover.
 	Anchors []string
 }
 
-// NewNotifier returns a Notifier over sub. It subscribes on first use;
-// Close ends the subscription.
-func NewNotifier(sub Subscriber, o NotifierOptions) *Notifier {
+var _ lock.Notifier = (*Notifier)(nil)
+
+// New returns a Notifier over sub. It subscribes on first use; Close
+// ends the subscription.
+func New(sub Subscriber, o Options) *Notifier {
 	if o.Fallback <= 0 {
 		o.Fallback = 100 * time.Millisecond
 	}
 	if o.Channel == "" {
-		o.Channel = handoffChannel
+		o.Channel = lock.HandoffChannel
 	}
 	return &Notifier{
 		sub:      sub,
@@ -278,19 +285,13 @@ func (n *Notifier) handedOff(payload string) {
 	}
 }
 
-// jittered draws a pause in [d/2, 3d/2).
-func jittered(d time.Duration) time.Duration {
-	if d <= 0 {
-		return d
-	}
-	return d/2 + rand.N(d)
-}
-
-// watch registers a WaitNotify waiter of key, before its first try, so
-// that no deletion after that try goes unnoticed.
-func (n *Notifier) watch(key string, after func(time.Duration) <-chan time.Time) *notifyWaiter {
+// Watch registers a WaitNotify waiter of key (or the head of a line),
+// before its first try, so that no deletion after that try goes
+// unnoticed. after is lock.Options.After: nil sleeps on a timer of the
+// waiter's own.
+func (n *Notifier) Watch(key string, after func(time.Duration) <-chan time.Time) lock.Waiter {
 	n.start()
-	w := &notifyWaiter{n: n, key: key, wake: make(chan struct{}, 1), timer: waitTimer{at: after}}
+	w := &notifyWaiter{n: n, key: key, wake: make(chan struct{}, 1), timer: lock.WaitTimer{At: after}}
 	n.mu.Lock()
 	n.byKey[key] = append(n.byKey[key], w)
 	n.mu.Unlock()
@@ -302,7 +303,7 @@ type notifyWaiter struct {
 	n     *Notifier
 	key   string
 	wake  chan struct{}
-	timer waitTimer
+	timer lock.WaitTimer
 }
 
 func (w *notifyWaiter) Wait(ctx context.Context) (bool, error) {
@@ -310,13 +311,13 @@ func (w *notifyWaiter) Wait(ctx context.Context) (bool, error) {
 	case <-ctx.Done():
 		return false, ctx.Err()
 	case <-w.wake:
-	case <-w.timer.after(jittered(w.n.fallback)):
+	case <-w.timer.After(lock.Jittered(w.n.fallback)):
 	}
 	return false, nil
 }
 
 func (w *notifyWaiter) Done(bool) {
-	w.timer.stop()
+	w.timer.Stop()
 	n := w.n
 	n.mu.Lock()
 	ws := n.byKey[w.key]
@@ -349,14 +350,19 @@ type handoffWaiter struct {
 	handed chan int64 // the fencing token the handoff came with
 }
 
-func (n *Notifier) handoff(token string) *handoffWaiter {
+// Handoff registers fair's waiter token: handed delivers the fencing
+// token of the handoff that names it; forget unregisters it.
+func (n *Notifier) Handoff(token string) (handed <-chan int64, forget func()) {
 	n.start()
 	w := &handoffWaiter{n: n, token: token, handed: make(chan int64, 1)}
 	n.mu.Lock()
 	n.byToken[token] = w
 	n.mu.Unlock()
-	return w
+	return w.handed, w.forget
 }
+
+// Channel is the channel fair's releases announce their handoffs on.
+func (n *Notifier) Channel() string { return n.channel }
 
 func (w *handoffWaiter) forget() {
 	w.n.mu.Lock()

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,15 +10,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The relay (WaitRelay, redlock's default): a section that ends with
-// another request in its process's line swaps its token for that
-// request's on every master, with a fresh lease, as one Redlock attempt.
-
-// relayMax bounds a chain of relayed sections (WaitRelay): after it, or
-// half a lease after the chain began, the lock goes back to every
-// process's head, so one process's line cannot keep it from the others.
-// It is cohort's bound, for the same reason.
-const relayMax = 64
+// The relay: a section that ends with another request waiting swaps its
+// token for that request's on every master, with a fresh lease, as one
+// Redlock attempt (T1, T2, a majority within validity, or nothing is
+// handed over). Package speed's RedlockLine decides when to relay (its
+// WaitRelay, redlock's default); the round is the algorithm's, here.
 
 // A chain's tokens are its first (the SET NX's) and then "<first>#<n>"
 // for its n-th relay. Its scripts compare the sequence, not only the
@@ -58,21 +55,13 @@ if v then
 end
 return 0`)
 
-// relayChain is where a relayed section stands in its chain.
-type relayChain struct {
-	id    string        // the chain's first token
-	n     int           // sections so far, this one included: its token is the (n-1)-th relay's
-	start time.Time     // when the chain's first section was granted
-	ttl   time.Duration // the lease each section gets
-}
-
 // releaser is how l's release asks each master: compare-and-delete of its
-// token, or of any token of its chain up to its own.
-func (l *linedLock) releaser() masterCall {
-	if l.chain == nil {
+// token, or, once relayed, of any token of its chain up to its own.
+func (l *RedlockLock) releaser() masterCall {
+	if l.chain == "" {
 		return releaser(l.key, l.token)
 	}
-	return chainReleaser(l.key, l.chain.id, l.chain.n-1)
+	return chainReleaser(l.key, l.chain, l.seq)
 }
 
 // chainReleaser deletes the lock on a master that holds a token of the
@@ -84,37 +73,29 @@ func chainReleaser(key, id string, seq int) masterCall {
 	}
 }
 
-// relayOn reports whether l's section, ending with another request in its
-// line, may relay the lock to it.
-func (l *linedLock) relayOn() bool {
-	c := l.chain
-	return c != nil && c.n < relayMax && l.r.opts.Clock().Before(c.start.Add(c.ttl/2)) && l.head.Waiting()
-}
-
-// relay swaps l's token for a fresh one on every master, as one Redlock
-// attempt (Redlock.attempt, with the swap for the SET NX): T1 before, T2
-// after, held when a majority swapped within validity. It returns the
-// next section's lock, not yet handed over; or, when the swap won no
-// majority in time, nil after deleting the chain's tokens wherever one is
-// left, with ErrNotHeld unless a majority held one (as Release reports a
-// lock that was no longer ours).
-func (r *Redlock) relay(ctx context.Context, l *linedLock) (*linedLock, error) {
-	c, quorum := l.chain, Quorum(len(r.nodes))
-	seq := c.n
-	token := fmt.Sprintf("%s#%d", c.id, seq)
-	next := &linedLock{
-		redlockLock: &redlockLock{r: r, key: l.key, token: token},
-		chain:       &relayChain{id: c.id, n: seq + 1, start: c.start, ttl: c.ttl},
-	}
+// Relay swaps l's token for the chain's next on every master, with a
+// fresh lease of ttl, as one Redlock attempt (Attempt, with the swap for
+// the SET NX): T1 before, T2 after, held when a majority swapped within
+// validity. It returns the next section's lock, the same chain's; or,
+// when the swap won no majority in time, nil after deleting the chain's
+// tokens wherever one is left, with ErrNotHeld unless a majority held
+// one (as Release reports a lock that was no longer ours). l itself is
+// spent either way: it must not be released.
+func (l *RedlockLock) Relay(ctx context.Context, ttl time.Duration) (*RedlockLock, error) {
+	r, quorum := l.r, Quorum(len(l.r.nodes))
+	id := cmp.Or(l.chain, l.token)
+	seq := l.seq + 1
+	token := fmt.Sprintf("%s#%d", id, seq)
+	next := &RedlockLock{r: r, key: l.key, token: token, chain: id, seq: seq}
 
 	t1 := r.opts.Clock()
-	validity := func() time.Duration { return c.ttl - r.opts.Clock().Sub(t1) - r.drift }
+	validity := func() time.Duration { return ttl - r.opts.Clock().Sub(t1) - r.drift }
 	swap := r.onMasters(ctx, func(ctx context.Context, m redis.Cmdable) (bool, error) {
-		n, err := luaSwap.Run(ctx, m, []string{l.key}, c.id, seq, token, leaseMS(c.ttl)).Int64()
+		n, err := luaSwap.Run(ctx, m, []string{l.key}, id, seq, token, leaseMS(ttl)).Int64()
 		return n == 1, err
 	}, roundOpts{after: l.ends, enough: func(yes int) bool { return yes >= quorum && validity() > 0 }})
 	if left := validity(); swap.votes.yes() >= quorum && left > 0 {
-		next.t1, next.validity, next.until, next.ends = t1, left, t1.Add(c.ttl-r.drift), swap.ends
+		next.t1, next.validity, next.until, next.ends = t1, left, t1.Add(ttl-r.drift), swap.ends
 		return next, nil
 	}
 

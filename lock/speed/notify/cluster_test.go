@@ -1,4 +1,4 @@
-package lock_test
+package notify_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // TestClusterNotifierHearsEveryMaster: on a Redis Cluster, whose keyspace
@@ -24,11 +25,11 @@ func TestClusterNotifierHearsEveryMaster(t *testing.T) {
 	t.Cleanup(func() { cc.Close() })
 	ctx := context.Background()
 	if err := cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
-		return lock.EnableKeyspaceEvents(ctx, node)
+		return notify.EnableKeyspaceEvents(ctx, node)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	o, err := lock.ClusterNotifierOptions(ctx, cc, inventory.ItemTag)
+	o, err := notify.ClusterOptions(ctx, cc, inventory.ItemTag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestClusterNotifierHearsEveryMaster(t *testing.T) {
 		t.Fatalf("anchors %v: want one on each of the 2 masters not the handoff channel's", o.Anchors)
 	}
 	o.Fallback = 10 * time.Second
-	n := lock.NewNotifier(cc, o)
+	n := notify.New(cc, o)
 	t.Cleanup(func() { n.Close() })
 	select {
 	case <-n.Ready():
@@ -74,4 +75,20 @@ func TestClusterNotifierHearsEveryMaster(t *testing.T) {
 	if len(masters) != 3 {
 		t.Errorf("items on masters %v: want all 3", masters)
 	}
+}
+
+type obtained struct {
+	l   lock.Lock
+	err error
+	at  time.Time
+}
+
+// obtainAsync obtains key on l in a goroutine of its own, and says when.
+func obtainAsync(ctx context.Context, l lock.Locker, key string) <-chan obtained {
+	ch := make(chan obtained, 1)
+	go func() {
+		held, err := l.Obtain(ctx, key, lock.Call{})
+		ch <- obtained{held, err, time.Now()}
+	}()
+	return ch
 }

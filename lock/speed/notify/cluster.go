@@ -1,4 +1,4 @@
-package lock
+package notify
 
 import (
 	"context"
@@ -7,9 +7,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/internal/hashslot"
+	"github.com/lockladder/lockladder/lock"
 )
 
-// ClusterNotifierOptions are the NotifierOptions for a Notifier over a
+// ClusterOptions are the Options for a Notifier over a
 // Redis Cluster client: the handoff channel carries tag, the hash tag of
 // the lab's item (its subscription lives on the item's master and follows
 // it), and one anchor channel lands on each other master. A cluster's
@@ -17,8 +18,8 @@ import (
 // master, the waiters of the items whose keys live elsewhere would hear
 // no release and wait for their tick. The masters are those of the slot
 // map now; a master added later is not heard.
-func ClusterNotifierOptions(ctx context.Context, cc *redis.ClusterClient, tag string) (NotifierOptions, error) {
-	o := NotifierOptions{Channel: handoffChannel + ":" + tag}
+func ClusterOptions(ctx context.Context, cc *redis.ClusterClient, tag string) (Options, error) {
+	o := Options{Channel: lock.HandoffChannel + ":" + tag}
 	//lint:ignore SA1019 CLUSTER SHARDS needs Redis 7; CLUSTER SLOTS answers on every cluster, 7's included
 	slots, err := cc.ClusterSlots(ctx).Result()
 	if err != nil {
