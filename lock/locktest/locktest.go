@@ -23,13 +23,26 @@ import (
 // value, and the longest wait for the lock.
 func Increment(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (ok, counter int64, longest time.Duration) {
 	t.Helper()
+	r := increment(t, rdb, l, c, key, workers, each)
+	return r.done, r.counter, r.longest
+}
+
+// run is what increment read back.
+type run struct {
+	done, counter int64
+	longest       time.Duration
+	overtaken     int64 // the most sections others began while one waited
+}
+
+func increment(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) run {
+	t.Helper()
 	ctx := context.Background()
-	var done, longestNs atomic.Int64
+	var done, longestNs, begun, overtaken atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for range each {
-				start := time.Now()
+				start, before := time.Now(), begun.Load()
 				held, err := l.Obtain(ctx, "lock:"+key, c)
 				if err != nil {
 					t.Error(err)
@@ -37,6 +50,9 @@ func Increment(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key 
 				}
 				if w := int64(time.Since(start)); w > longestNs.Load() {
 					longestNs.Store(w) // racy max, good enough for a bound
+				}
+				if o := begun.Add(1) - 1 - before; o > overtaken.Load() {
+					overtaken.Store(o) // racy max, as above
 				}
 				n, _ := rdb.Get(ctx, key).Int()
 				time.Sleep(100 * time.Microsecond) // widen the window a little
@@ -50,7 +66,20 @@ func Increment(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key 
 	}
 	wg.Wait()
 	got, _ := rdb.Get(ctx, key).Int64()
-	return done.Load(), got, time.Duration(longestNs.Load())
+	return run{done.Load(), got, time.Duration(longestNs.Load()), overtaken.Load()}
+}
+
+// ContendInTurn is Contend for a lock that serves its waiters in turn:
+// it returns the most sections that began while one request waited (its
+// place in the queue and the sections of those ahead), which the ladder's
+// fair lock bounds by the other workers, however slow the machine.
+func ContendInTurn(t *testing.T, rdb *redis.Client, l lock.Locker, c lock.Call, key string, workers, each int) (overtaken int64) {
+	t.Helper()
+	r := increment(t, rdb, l, c, key, workers, each)
+	if lost := r.done - r.counter; lost != 0 || r.done != int64(workers*each) {
+		t.Fatalf("%d increments of %d, counter %d: %d lost", r.done, workers*each, r.counter, lost)
+	}
+	return r.overtaken
 }
 
 // Contend is Increment under a lock that must exclude: every increment
