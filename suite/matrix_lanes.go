@@ -11,12 +11,15 @@ import (
 )
 
 // matrixSlowest are the matrix's scenarios whose stacks take longest,
-// longest first: a full-sized run of every lock and a stall or a lease to
-// wait out per crash (crash-wait, when sized up; crash), a back end to
-// start and holders frozen 2.5s each (pause-session), the stalls bounded
-// at 6s of fair and cohort under pause. With lanes they start first, so
-// that the lanes end about together; the others follow in order.
-var matrixSlowest = []string{"crash-wait", "crash", "pause-session", "slow", "pause", "backend-restart", "check-pause", "session-cut"}
+// longest first: an instance to restart after each crash (crash), a back
+// end to start and holders frozen 2.5s each (pause-session), a business
+// of 600ms to wait out per armed request (slow), every lock's full run
+// (normal), the back ends restarted (backend-restart), PostgreSQL to
+// start (session-cut), the stalls bounded at 6s of fair and cohort under
+// pause, crash-wait at the e2e matrix's full size. With lanes they start
+// first, so that the lanes end about together; the others follow in
+// order.
+var matrixSlowest = []string{"crash", "pause-session", "slow", "normal", "backend-restart", "session-cut", "pause", "crash-wait", "check-pause"}
 
 // runMatrixLanes is RunMatrix with cfg.Lanes scenarios at once, each on
 // its stack as it would run alone (RunMatrix of that one scenario): no two
