@@ -22,9 +22,9 @@ import (
 // line once.
 func TestRunMatrixLanes(t *testing.T) {
 	const lanes = 3
-	// Four scenarios quick on fakes (normal with every back end):
+	// Four scenarios quick on fakes:
 	// the whole matrix takes a minute here, one after the other.
-	scenarios := []string{"normal", "single", "skew", "masters-down"}
+	scenarios := []string{"single", "skew", "masters-down", "masters-down-3"}
 	run := func(lanes int, start func(context.Context, stack.Config) (suite.Stack, error), progress io.Writer) ([]bench.Row, []suite.Skip) {
 		t.Helper()
 		rows, skips, err := suite.RunMatrix(t.Context(), suite.MatrixConfig{
