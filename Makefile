@@ -91,7 +91,9 @@ bench-peers: build
 ## spent waiting on leases and timeouts, not on the two cores. The end-to-end tests run last and
 ## alone, without it: their faults are timed against the machine (a killed instance's 502s, a
 ## lease running out), the instances they start are built without it anyway, and the packages'
-## tests have run the same harness under it. The explorer's tests run among the packages: each
+## tests have run the same harness under it; their matrix (TestMatrix) runs three scenarios'
+## stacks at once, each scenario's locks one after the other on its own, and TestChaos two
+## faults at once (docs/scenarios.md). The explorer's tests run among the packages: each
 ## of their searches ends by its own bound (a depth, a verdict), not by its time, so it covers the
 ## same however loaded the machine. The end-to-end tests' files (the page's screenshot) are kept under
 ## $(OUT)/e2e/_artifacts. examples/checklock, a module of its own, checks its locks through the

@@ -22,6 +22,14 @@ import (
 // its turn), and returns the moves.
 func scripted(tb testing.TB, name string, n int) (explore.Target, []string) {
 	tb.Helper()
+	tg, moves, _ := scriptedGames(tb, name, n)
+	return tg, moves
+}
+
+// scriptedGames is scripted, with the game after each prefix of the
+// moves: games[k] after moves[:k], the last after them all.
+func scriptedGames(tb testing.TB, name string, n int) (explore.Target, []string, []explore.Game) {
+	tb.Helper()
 	tg, err := explore.Lookup(name)
 	if err != nil {
 		// The libraries on one Redis, which the game offers too.
@@ -30,12 +38,14 @@ func scripted(tb testing.TB, name string, n int) (explore.Target, []string) {
 		}
 	}
 	var moves []string
-	for len(moves) < n {
+	var games []explore.Game
+	for {
 		g, err := explore.Play(context.Background(), tg, clientsOf(tg), moves)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if len(g.Next) == 0 {
+		games = append(games, g)
+		if len(g.Next) == 0 || len(moves) == n {
 			break
 		}
 		// Every client and fault gets its turn, the faults less often
@@ -51,7 +61,7 @@ func scripted(tb testing.TB, name string, n int) (explore.Target, []string) {
 		}
 		moves = append(moves, plain[len(moves)%len(plain)])
 	}
-	return tg, moves
+	return tg, moves, games
 }
 
 // BenchmarkGameMove plays a scripted game of up to 50 moves, one answer

@@ -77,7 +77,7 @@ func RunLadder(ctx context.Context, cfg LadderConfig) ([]bench.Row, []Skip, time
 	if lanes <= 0 {
 		lanes = ladderLanes
 	}
-	got, more, err := runLadderJobs(ctx, jobs, lanes, func(ctx context.Context, j ladderJob) ([]bench.Row, []Skip, error) {
+	got, more, err := runLanes(ctx, jobs, lanes, func(ctx context.Context, j ladderJob) ([]bench.Row, []Skip, error) {
 		return RunMatrix(ctx, MatrixConfig{Pairs: j.pairs, Size: LadderSize, Stack: jobStack(tmpl, j), Progress: progress,
 			HistoryDir: cfg.HistoryDir, Start: cfg.Start})
 	})

@@ -73,12 +73,12 @@ func ladderJobs(pairs []Pair) ([]ladderJob, error) {
 	return jobs, nil
 }
 
-// runLadderJobs runs jobs, lanes of them at once, each as run runs it
-// (RunMatrix on a stack of its own), and returns the rows and skips of
-// all. After a job fails no other starts; those running finish, and
-// every error is returned.
-func runLadderJobs(ctx context.Context, jobs []ladderJob, lanes int,
-	run func(context.Context, ladderJob) ([]bench.Row, []Skip, error)) ([]bench.Row, []Skip, error) {
+// runLanes runs jobs, lanes of them at once, each as run runs it
+// (RunMatrix on a stack of its own: a ladder's job, a matrix's
+// scenario), and returns the rows and skips of all. After a job fails no
+// other starts; those running finish, and every error is returned.
+func runLanes[J any](ctx context.Context, jobs []J, lanes int,
+	run func(context.Context, J) ([]bench.Row, []Skip, error)) ([]bench.Row, []Skip, error) {
 	var (
 		mu    sync.Mutex
 		next  int
@@ -87,11 +87,12 @@ func runLadderJobs(ctx context.Context, jobs []ladderJob, lanes int,
 		errs  []error
 		wg    sync.WaitGroup
 	)
-	take := func() (ladderJob, bool) {
+	take := func() (J, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if next == len(jobs) || len(errs) > 0 || ctx.Err() != nil {
-			return ladderJob{}, false
+			var none J
+			return none, false
 		}
 		next++
 		return jobs[next-1], true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
@@ -50,7 +51,11 @@ type MatrixConfig struct {
 	// RequireReal is passed to every stack: no embedded stand-ins.
 	RequireReal bool
 	// Start starts a stack; default stack.Start. Tests put fakes here.
+	// With Lanes it is called from several goroutines at once.
 	Start func(ctx context.Context, cfg stack.Config) (Stack, error)
+	// Lanes, when above 1, is how many scenarios' stacks run at once
+	// (with Scenarios, not Pairs); 0 or 1: one after the other.
+	Lanes int
 
 	// Progress receives a line per scenario and per run (nil = none).
 	Progress io.Writer
@@ -67,7 +72,8 @@ type MatrixConfig struct {
 // a verdict for: for each scenario a fresh stack, then each of its locks,
 // one run after the other, each row carrying the ladder's expected verdict
 // beside the one measured. It returns the rows, the pairs skipped with
-// their reasons, and the first error (with the rows finished before it).
+// their reasons, and the first error (with the rows finished before it;
+// with Lanes, every lane's error, and no scenario starts after one).
 func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]bench.Row, []Skip, error) {
 	scenarios, err := pickScenarios(cfg.Scenarios)
 	if err != nil {
@@ -82,6 +88,8 @@ func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]bench.Row, []Skip, erro
 		if scenarios, paired, err = pairsOf(cfg.Pairs); err != nil {
 			return nil, nil, err
 		}
+	} else if cfg.Lanes > 1 && len(scenarios) > 1 {
+		return runMatrixLanes(ctx, cfg, scenarios)
 	}
 	start := cfg.Start
 	if start == nil {
@@ -200,8 +208,11 @@ func CompareMatrix(ctx context.Context, cfg MatrixConfig, dir string, w io.Write
 	if start == nil {
 		start = startStack
 	}
+	var mu sync.Mutex // over notes: lanes start stacks at once
 	cfg.Start = func(ctx context.Context, c stack.Config) (Stack, error) {
 		t, err := start(ctx, c)
+		mu.Lock()
+		defer mu.Unlock()
 		if s, ok := t.(interface{ Summary() []string }); ok && err == nil && notes == nil {
 			notes = append([]string{"each scenario on a fresh stack on free loopback ports; the first:"}, s.Summary()...)
 		}
