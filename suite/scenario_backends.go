@@ -74,12 +74,20 @@ func backendRestart() Scenario {
 			// line for good. The lab's zookeeper rung deletes until the
 			// znode is gone.
 			"zk-lock": deadlock,
-			// PostgreSQL stopped ends every session: a holder's lock goes
-			// with its session, and nobody can take it until the server
-			// is back, by when the holder's short section has ended.
-			"pg-advisory": safe, "pg-advisory-xact": safe, "pg-advisory-fenced": safe,
+			// PostgreSQL stopped ends every session, and a holder's lock
+			// goes with its session; the fenced rung's write is refused
+			// once a newer token is out, whoever holds what.
+			"pg-advisory-fenced": safe,
 		},
 		Skip: map[string]string{
+			// Measured: SAFE in four CI runs, OVERSOLD by one in the
+			// fifth, with no sale after the restart: a fast shutdown
+			// ends the sessions one by one, and while the holder's is
+			// already gone another, not yet ended, can grant the lock
+			// to a request beside the holder still writing (session-cut's
+			// flaw, staged there on purpose).
+			"pg-advisory":      "its verdict varies from run to run (SAFE, or OVERSOLD: the fast shutdown ends the holder's session before another's, which can grant the lock); session-cut stages the flaw",
+			"pg-advisory-xact": "its verdict varies from run to run, as pg-advisory's; session-cut stages the flaw",
 			// Measured: SAFE in one run, OVERLAP in another (the books
 			// balanced): a holder whose transaction died with the
 			// server learns it only when its COMMIT fails, and the
