@@ -62,8 +62,13 @@ function lookFor(t, r) {
   if (t.stuck) return `the stuck lock: the dark red strip on ${who(t.stuck.lane)}'s lane, from its acquisition at ${tlMs(t.stuck.from_us)} ms to the end of the race (${tlTTL(t.stuck)}); each ✕ is a waiter that gave up.`;
   if (t.refused) return `the refused stale write (orange outline): ${t.refused} time${t.refused === 1 ? '' : 's'} a holder whose lease had lapsed tried to write, and the fence turned it away.`;
   const lapsed = t.lease_ms ? t.sections.filter(s => s[2] - s[1] > t.lease_ms * 1000).length : 0;
-  if (t.interrupted) return `${t.interrupted} section${t.interrupted === 1 ? '' : 's'} cut by a crash (hatched, ✕ at the restart): the next holder had to wait for the dead one's lock to lapse.`;
-  if (tlFailed(r.verdict)) return `no two sections read back overlapped: the counters tell the damage` + (r.oversold > 0 ? ` (${r.oversold} sold beyond the stock)` : '') + '.';
+  const cut = t.interrupted ? `${t.interrupted} section${t.interrupted === 1 ? '' : 's'} cut by a crash (hatched, ✕ at the restart)` : '';
+  // Sold beyond the stock with no overlap read back (a section whose
+  // instance died under it leaves no answer to draw): the counters tell
+  // the damage, and the crashes come second, never in its place.
+  if (r.oversold > 0) return `no two sections read back overlapped: the counters tell the damage (${r.oversold} sold beyond the stock)` + (cut ? `; also ${cut}.` : '.');
+  if (cut) return `${cut}: the next holder had to wait for the dead one's lock to lapse.`;
+  if (tlFailed(r.verdict)) return `no two sections read back overlapped: the counters tell the damage.`;
   return lapsed ? `${lapsed} lease${lapsed === 1 ? '' : 's'} ran out while held (red under the bar), yet no two holders wrote at once.` : 'no two sections overlap: one holder at a time.';
 }
 
