@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 
-	"github.com/lockladder/lockladder/internal/appwire"
 	"github.com/lockladder/lockladder/internal/cli"
 	"github.com/lockladder/lockladder/suite"
 )
@@ -26,9 +25,5 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	cfg := bo.Config
 	cfg.AllowRemote, cfg.URL = *allowRemote, *url
-	// Under docker compose the run guard's key is the apps' Redis
-	// password, in the bench's environment as in theirs; a local stack's
-	// is its run dir's (CompareLocal).
-	cfg.RunKey = os.Getenv(appwire.PasswordEnv)
 	return suite.CompareLocal(ctx, cfg, so.Config, so.LBPort, so.Dir, bo.Out, cli.LoadProcs, os.Stdout, os.Stderr)
 }

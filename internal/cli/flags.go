@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/internal/appwire"
 	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/race"
@@ -179,6 +180,10 @@ func benchFlags(fs *flag.FlagSet) func() (BenchOptions, error) {
 			}
 		}
 		o.Config.Progress = os.Stderr
+		// Under docker compose the run guard's key is the apps' Redis
+		// password, in the bench's environment as in theirs; a local
+		// stack's is its run dir's (suite.CompareLocal).
+		o.Config.RunKey = os.Getenv(appwire.PasswordEnv)
 		return o, nil
 	}
 }
