@@ -32,7 +32,7 @@ func TestCallTry(t *testing.T) {
 		{"local", lock.NewLocal(o)},
 		{"lua", lock.NewLua(rdb, o)},
 		{"reentrant", lock.NewReentrant(rdb, o)},
-		{"redlock", speed.RedlockLine(lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{}))},
+		{"redlock", speed.RedlockLine(lock.NewRedlock(redistest.Cmdables(clients), o, lock.RedlockOptions{}))},
 		{"fair", lock.NewFair(rdb, o)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -110,7 +110,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 		{"lua", lock.NewLua(rdb, o), one},
 		{"getset", lock.NewGetSet(rdb, o), one},
 		{"reentrant", lock.NewReentrant(rdb, o), one},
-		{"redlock", speed.RedlockLine(lock.NewRedlock(cmdables(masters), o, lock.RedlockOptions{})), append(mrt, rt)},
+		{"redlock", speed.RedlockLine(lock.NewRedlock(redistest.Cmdables(masters), o, lock.RedlockOptions{})), append(mrt, rt)},
 		{"fenced", lock.NewFenced(rdb, o), one},
 		{"fair", lock.NewFair(rdb, o), one},
 	}

@@ -37,7 +37,7 @@ func TestRedlockSurvivesTwoMastersDown(t *testing.T) {
 		}
 	}
 	live := []*redis.Client{clients[0], clients[2], clients[4]}
-	rl := lock.NewRedlock(cmdables(clients), redlockOpts, lock.RedlockOptions{})
+	rl := lock.NewRedlock(redistest.Cmdables(clients), redlockOpts, lock.RedlockOptions{})
 
 	start := time.Now()
 	a, err := rl.Obtain(ctx, key, lock.Call{})
@@ -49,16 +49,16 @@ func TestRedlockSurvivesTwoMastersDown(t *testing.T) {
 		t.Errorf("validity %s, want in (0, TTL - drift = %s): the attempt's time comes off it", v, redlockOpts.TTL-drift)
 	}
 	t.Logf("Obtain with 2 masters down took %s; validity %s of a %s TTL", time.Since(start), v, redlockOpts.TTL)
-	if n := keysOn(t, live, key); n != 3 {
+	if n := redistest.KeysOn(live, key); n != 3 {
 		t.Fatalf("lock on %d live masters, want 3", n)
 	}
-	if _, err := lock.NewRedlock(cmdables(clients), redlockOpts, lock.RedlockOptions{}).Obtain(ctx, key, lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := lock.NewRedlock(redistest.Cmdables(clients), redlockOpts, lock.RedlockOptions{}).Obtain(ctx, key, lock.Call{}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("second client while held: %v, want ErrNotObtained", err)
 	}
 	if err := a.Release(ctx); err != nil {
 		t.Fatalf("Release with 3 of 5 masters: %v", err)
 	}
-	if n := keysOnSoon(t, live, key); n != 0 {
+	if n := redistest.KeysOnSoon(live, key); n != 0 {
 		t.Fatalf("lock left on %d live masters after release", n)
 	}
 
@@ -83,7 +83,7 @@ func TestRedlockSurvivesTwoMastersDown(t *testing.T) {
 	if !strings.Contains(msg, "on 2 of 5 masters (quorum 3)") {
 		t.Errorf("error does not say how the last attempt went:\n%s", msg)
 	}
-	if n := keysOn(t, live[:2], key); n != 0 {
+	if n := redistest.KeysOn(live[:2], key); n != 0 {
 		t.Fatalf("the failed Obtain left its minority on %d masters", n)
 	}
 }
@@ -127,7 +127,7 @@ func TestRedlockFailedAttemptReleasesMinority(t *testing.T) {
 			t.Fatalf("master %d: no attempt took the free master", i)
 		}
 	}
-	if n := keysOn(t, clients[3:], key); n != 0 {
+	if n := redistest.KeysOn(clients[3:], key); n != 0 {
 		t.Fatalf("the minority is still held on %d masters after the failed Obtain", n)
 	}
 	for i, c := range clients[:3] {
@@ -152,7 +152,7 @@ func TestRedlockQuorumOverEverySubset(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%05b", mode, mask), func(t *testing.T) {
 				ctx := context.Background()
 				key := fmt.Sprintf("lock:%s:%05b", mode, mask)
-				masters := cmdables(clients)
+				masters := redistest.Cmdables(clients)
 				var live []*redis.Client
 				for i := range n {
 					switch {
@@ -166,9 +166,9 @@ func TestRedlockQuorumOverEverySubset(t *testing.T) {
 				}
 				o := redlockOpts
 				o.Wait = 30 * time.Millisecond
-				// A node timeout under releaseGrace: a live master's
+				// A node timeout under redistest.ReleaseGrace: a live master's
 				// late release still lands before the test looks.
-				ro := lock.RedlockOptions{NodeTimeout: releaseGrace / 2}
+				ro := lock.RedlockOptions{NodeTimeout: redistest.ReleaseGrace / 2}
 				l, err := lock.NewRedlock(masters, o, ro).Obtain(ctx, key, lock.Call{})
 				if want := n-failed >= lock.Quorum(n); (err == nil) != want {
 					t.Fatalf("%d of %d masters up: Obtain = %v, want success %t", n-failed, n, err, want)
@@ -177,18 +177,18 @@ func TestRedlockQuorumOverEverySubset(t *testing.T) {
 					if !errors.Is(err, lock.ErrNotObtained) {
 						t.Fatalf("got %v, want ErrNotObtained", err)
 					}
-					if k := keysOn(t, live, key); k != 0 {
+					if k := redistest.KeysOn(live, key); k != 0 {
 						t.Fatalf("failed Obtain left the lock on %d live masters", k)
 					}
 					return
 				}
-				if k := keysOn(t, live, key); k < lock.Quorum(n) {
+				if k := redistest.KeysOn(live, key); k < lock.Quorum(n) {
 					t.Fatalf("lock on %d of %d live masters, want a quorum", k, len(live))
 				}
 				if err := l.Release(ctx); err != nil {
 					t.Fatalf("Release: %v", err)
 				}
-				if k := keysOnSoon(t, live, key); k != 0 {
+				if k := redistest.KeysOnSoon(live, key); k != 0 {
 					t.Fatalf("lock left on %d live masters after release", k)
 				}
 			})
@@ -215,9 +215,9 @@ func (r slowSet) SetNX(ctx context.Context, key string, value any, ttl time.Dura
 // four live masters after a release.
 func TestRedlockReleaseWaitsForALateSet(t *testing.T) {
 	clients, _ := redistest.StartMasters(t, 5)
-	masters := cmdables(clients)
+	masters := redistest.Cmdables(clients)
 	masters[4] = slowSet{clients[4], 300 * time.Millisecond}
-	rl := lock.NewRedlock(masters, redlockOpts, lock.RedlockOptions{NodeTimeout: releaseGrace / 2})
+	rl := lock.NewRedlock(masters, redlockOpts, lock.RedlockOptions{NodeTimeout: redistest.ReleaseGrace / 2})
 	ctx := context.Background()
 	l, err := rl.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
@@ -230,7 +230,7 @@ func TestRedlockReleaseWaitsForALateSet(t *testing.T) {
 		t.Fatalf("Release: %v", err)
 	}
 	time.Sleep(400 * time.Millisecond) // the SET has landed
-	if n := keysOnSoon(t, clients, "lock:k"); n != 0 {
+	if n := redistest.KeysOnSoon(clients, "lock:k"); n != 0 {
 		t.Fatalf("lock left on %d masters after release", n)
 	}
 }
@@ -245,14 +245,14 @@ func TestRedlockValidityExhausted(t *testing.T) {
 	base := time.Now()
 	o := redlockOpts
 	o.Clock = func() time.Time { return base.Add(time.Duration(reads.Add(1)) * o.TTL) }
-	_, err := lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{}).Obtain(ctx, "lock:k", lock.Call{})
+	_, err := lock.NewRedlock(redistest.Cmdables(clients), o, lock.RedlockOptions{}).Obtain(ctx, "lock:k", lock.Call{})
 	if !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("Obtain with no validity left: %v, want ErrNotObtained", err)
 	}
 	if !strings.Contains(err.Error(), "validity -") {
 		t.Errorf("error does not say the validity ran out: %v", err)
 	}
-	if n := keysOn(t, clients, "lock:k"); n != 0 {
+	if n := redistest.KeysOn(clients, "lock:k"); n != 0 {
 		t.Fatalf("lock left on %d masters", n)
 	}
 }
@@ -264,7 +264,7 @@ func TestRedlockValidityExhausted(t *testing.T) {
 func TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout(t *testing.T) {
 	clients, _ := redistest.StartMasters(t, 4)
 	ctx := context.Background()
-	masters := append(cmdables(clients), redistest.MasterClient(t, blackHole(t)))
+	masters := append(redistest.Cmdables(clients), redistest.MasterClient(t, blackHole(t)))
 	const nodeTimeout = 200 * time.Millisecond
 	rl := lock.NewRedlock(masters, redlockOpts, lock.RedlockOptions{NodeTimeout: nodeTimeout})
 
@@ -286,7 +286,7 @@ func TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout(t *testing.T) {
 	if took := time.Since(start); took > 10*nodeTimeout {
 		t.Errorf("Release took %s with a %s node timeout", took, nodeTimeout)
 	}
-	if n := keysOnSoon(t, clients, "lock:k"); n != 0 {
+	if n := redistest.KeysOnSoon(clients, "lock:k"); n != 0 {
 		t.Fatalf("lock left on %d masters", n)
 	}
 }
@@ -297,7 +297,7 @@ func TestRedlockHungMasterCostsNoMoreThanTheNodeTimeout(t *testing.T) {
 func TestRedlockReleaseWithoutQuorum(t *testing.T) {
 	clients, servers := redistest.StartMasters(t, 5)
 	ctx := context.Background()
-	l, err := lock.NewRedlock(cmdables(clients), redlockOpts, lock.RedlockOptions{}).Obtain(ctx, "lock:k", lock.Call{})
+	l, err := lock.NewRedlock(redistest.Cmdables(clients), redlockOpts, lock.RedlockOptions{}).Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestRedlockReleaseWithoutQuorum(t *testing.T) {
 			t.Errorf("error does not name %q:\n%v", name, err)
 		}
 	}
-	if n := keysOn(t, []*redis.Client{clients[1], clients[4]}, "lock:k"); n != 0 {
+	if n := redistest.KeysOn([]*redis.Client{clients[1], clients[4]}, "lock:k"); n != 0 {
 		t.Fatalf("lock left on %d live masters", n)
 	}
 }

@@ -56,21 +56,6 @@ func queued(t *testing.T, rdb *redis.Client, key string, n int) []string {
 	}
 }
 
-type obtained struct {
-	l   lock.Lock
-	err error
-	at  time.Time
-}
-
-func obtainAsync(ctx context.Context, l lock.Locker, key string) <-chan obtained {
-	ch := make(chan obtained, 1)
-	go func() {
-		held, err := l.Obtain(ctx, key, lock.Call{})
-		ch <- obtained{held, err, time.Now()}
-	}()
-	return ch
-}
-
 // TestFairFIFO: waiters that queued in order get the lock in that order.
 func TestFairFIFO(t *testing.T) {
 	rdb, _ := redistest.Start(t)
@@ -131,7 +116,7 @@ func TestFairHandsOffOnRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := obtainAsync(ctx, f, key)
+	b := locktest.ObtainAsync(ctx, f, key)
 	next := queued(t, rdb, key, 1)[0]
 
 	released := time.Now()
@@ -145,21 +130,21 @@ func TestFairHandsOffOnRelease(t *testing.T) {
 		t.Errorf("the handed lock's lease is %s, want a fresh one (5s)", ttl)
 	}
 	got := <-b
-	if got.err != nil {
-		t.Fatal(got.err)
+	if got.Err != nil {
+		t.Fatal(got.Err)
 	}
 	// The refresh tick is 250ms, drawn in [125ms, 375ms): well past this.
-	if woke := got.at.Sub(released); woke > 100*time.Millisecond {
+	if woke := got.At.Sub(released); woke > 100*time.Millisecond {
 		t.Errorf("the waiter noticed its handoff after %s: it polled rather than being woken", woke)
 	}
-	ta, tb := a.(lock.Tokened).Token(), got.l.(lock.Tokened).Token()
+	ta, tb := a.(lock.Tokened).Token(), got.L.(lock.Tokened).Token()
 	if fence, _ := rdb.Get(ctx, lock.FenceKey(key)).Int64(); tb != fence || tb <= ta {
 		t.Fatalf("tokens: first %d, handed %d, counter %d", ta, tb, fence)
 	}
-	if err := got.l.Release(ctx); err != nil {
+	if err := got.L.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := got.l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+	if err := got.L.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("second release: %v, want ErrNotHeld", err)
 	}
 }
@@ -185,16 +170,16 @@ func TestFairSkipsStaleWaiters(t *testing.T) {
 	// A waiter that gives up: its entry leaves the queue with it.
 	shortCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	quitter := obtainAsync(shortCtx, f, key)
+	quitter := locktest.ObtainAsync(shortCtx, f, key)
 	queued(t, rdb, key, 2)
-	if got := <-quitter; !errors.Is(got.err, lock.ErrNotObtained) {
-		t.Fatalf("the quitter: %v, want ErrNotObtained", got.err)
+	if got := <-quitter; !errors.Is(got.Err, lock.ErrNotObtained) {
+		t.Fatalf("the quitter: %v, want ErrNotObtained", got.Err)
 	}
 	if got := rdb.LRange(ctx, q, 0, -1).Val(); !slices.Equal(got, []string{"dead"}) {
 		t.Fatalf("queue after the quitter left: %v, want [dead]", got)
 	}
 
-	b := obtainAsync(ctx, f, key)
+	b := locktest.ObtainAsync(ctx, f, key)
 	next := queued(t, rdb, key, 2)[1]
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -203,10 +188,10 @@ func TestFairSkipsStaleWaiters(t *testing.T) {
 		t.Fatalf("lock handed to %q, want the live waiter %q", got, next)
 	}
 	got := <-b
-	if got.err != nil {
-		t.Fatal(got.err)
+	if got.Err != nil {
+		t.Fatal(got.Err)
 	}
-	got.l.Release(ctx)
+	got.L.Release(ctx)
 	if n := rdb.Exists(ctx, q, live).Val(); n != 0 {
 		t.Fatalf("queue keys left: %d", n)
 	}
@@ -229,7 +214,7 @@ func TestFairHandoffToADeadWaiterDoesNotWedge(t *testing.T) {
 	now, _ := rdb.Time(ctx).Result()
 	rdb.RPush(ctx, lock.QueueKey(key), "dying")
 	rdb.HSet(ctx, lock.QueueKey(key)+":live", "dying", now.UnixMilli()+int64(time.Minute/time.Millisecond))
-	b := obtainAsync(ctx, f, key)
+	b := locktest.ObtainAsync(ctx, f, key)
 	queued(t, rdb, key, 2)
 	released := time.Now()
 	if err := a.Release(ctx); err != nil {
@@ -239,17 +224,17 @@ func TestFairHandoffToADeadWaiterDoesNotWedge(t *testing.T) {
 		t.Fatalf("lock holds %q, want the dying waiter, first in line", got)
 	}
 	got := <-b
-	if got.err != nil {
-		t.Fatalf("the next waiter: %v", got.err)
+	if got.Err != nil {
+		t.Fatalf("the next waiter: %v", got.Err)
 	}
 	// The dead waiter's lease (200ms), then the next refresh tick
 	// (50ms, drawn in [25ms, 75ms)), then slack for a loaded machine.
-	after := got.at.Sub(released)
+	after := got.At.Sub(released)
 	t.Logf("the next waiter got the lock %s after the release to a dead waiter (lease %s)", after, o.TTL)
 	if after > o.TTL+time.Second {
 		t.Fatalf("the queue was wedged for %s", after)
 	}
-	got.l.Release(ctx)
+	got.L.Release(ctx)
 }
 
 // TestFairWatchdog: a holder that outlives the TTL keeps the lock; the

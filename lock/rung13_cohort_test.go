@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
@@ -52,9 +53,9 @@ func passAlong(t *testing.T, c *lock.Cohort, key string, n int, section func(i i
 		t.Fatal(err)
 	}
 	held := []lock.Lock{first}
-	var waits []<-chan obtained
+	var waits []<-chan locktest.Obtained
 	for range n {
-		waits = append(waits, obtainAsync(ctx, c, key))
+		waits = append(waits, locktest.ObtainAsync(ctx, c, key))
 		time.Sleep(20 * time.Millisecond) // in this order
 	}
 	for i, w := range waits {
@@ -65,10 +66,10 @@ func passAlong(t *testing.T, c *lock.Cohort, key string, n int, section func(i i
 			t.Fatal(err)
 		}
 		got := <-w
-		if got.err != nil {
-			t.Fatal(got.err)
+		if got.Err != nil {
+			t.Fatal(got.Err)
 		}
-		held = append(held, got.l)
+		held = append(held, got.L)
 	}
 	return held
 }
@@ -282,15 +283,15 @@ func TestCohortWaitBound(t *testing.T) {
 	if _, err := c.Obtain(ctx, key, lock.Call{Try: &zero}); !errors.Is(err, lock.ErrBusy) {
 		t.Errorf("try=0 on a held line: %v, want ErrBusy", err)
 	}
-	next := obtainAsync(ctx, c, key)
+	next := locktest.ObtainAsync(ctx, c, key)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got := <-next
-	if got.err != nil {
-		t.Fatalf("the waiter after the one that gave up: %v", got.err)
+	if got.Err != nil {
+		t.Fatalf("the waiter after the one that gave up: %v", got.Err)
 	}
-	if err := got.l.Release(ctx); err != nil {
+	if err := got.L.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -308,18 +309,18 @@ func TestCohortDoesNotPassALostLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := obtainAsync(ctx, c, key)
+	next := locktest.ObtainAsync(ctx, c, key)
 	time.Sleep(20 * time.Millisecond)
 	rdb.Set(ctx, key, "someone-else", 0) // the lease is gone
 	time.Sleep(250 * time.Millisecond)   // a renewal or two see it
 	rdb.Del(ctx, key)
 	held.Release(ctx)
 	got := <-next
-	if got.err != nil {
-		t.Fatal(got.err)
+	if got.Err != nil {
+		t.Fatal(got.Err)
 	}
-	defer got.l.Release(ctx)
-	if g := tokenOf(t, got.l) >> 20; g != 2 {
+	defer got.L.Release(ctx)
+	if g := tokenOf(t, got.L) >> 20; g != 2 {
 		t.Errorf("the section after a lost lease has global token %d, want 2 (taken in Redis, not passed)", g)
 	}
 }

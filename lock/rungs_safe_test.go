@@ -37,7 +37,7 @@ func TestSafeRungsExactUnderContention(t *testing.T) {
 		locker lock.Locker
 	}{
 		{"reentrant", rdb, lock.NewReentrant(rdb, o)},
-		{"redlock", clients[0], speed.RedlockLine(lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{}))},
+		{"redlock", clients[0], speed.RedlockLine(lock.NewRedlock(redistest.Cmdables(clients), o, lock.RedlockOptions{}))},
 		{"fenced", rdb, lock.NewFenced(rdb, o)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
@@ -46,34 +47,34 @@ func TestCohortCarryCarriesWithinACohortOnly(t *testing.T) {
 		t.Fatal("the cohort's first section carries a value it never read")
 	}
 	carrier(t, first).Carry(data, 7)
-	second := obtainAsync(ctx, c, key)
+	second := locktest.ObtainAsync(ctx, c, key)
 	time.Sleep(20 * time.Millisecond) // in this order
-	third := obtainAsync(ctx, c, key)
+	third := locktest.ObtainAsync(ctx, c, key)
 	time.Sleep(20 * time.Millisecond)
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	carrier(t, first).Carry(data, 99) // too late: not its lock any more
 	got := <-second
-	if got.err != nil {
-		t.Fatal(got.err)
+	if got.Err != nil {
+		t.Fatal(got.Err)
 	}
-	if v, ok := carrier(t, got.l).Carried(data); !ok || v != 7 {
+	if v, ok := carrier(t, got.L).Carried(data); !ok || v != 7 {
 		t.Fatalf("the section passed in memory carries %d, %v; want 7", v, ok)
 	}
-	carrier(t, got.l).Carry(data, 8)
-	if err := got.l.Release(ctx); err != nil { // the bound: back to Redis
+	carrier(t, got.L).Carry(data, 8)
+	if err := got.L.Release(ctx); err != nil { // the bound: back to Redis
 		t.Fatal(err)
 	}
 	got = <-third
-	if got.err != nil {
-		t.Fatal(got.err)
+	if got.Err != nil {
+		t.Fatal(got.Err)
 	}
-	defer got.l.Release(ctx)
-	if g := tokenOf(t, got.l) >> 20; g != 2 {
+	defer got.L.Release(ctx)
+	if g := tokenOf(t, got.L) >> 20; g != 2 {
 		t.Fatalf("the third section's global token %d, want 2 (taken in Redis)", g)
 	}
-	if v, ok := carrier(t, got.l).Carried(data); ok {
+	if v, ok := carrier(t, got.L).Carried(data); ok {
 		t.Errorf("a section taken in Redis carries %d: another instance may have written since", v)
 	}
 }
@@ -115,7 +116,7 @@ func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := obtainAsync(ctx, a, key)
+	second := locktest.ObtainAsync(ctx, a, key)
 	time.Sleep(20 * time.Millisecond)
 	start := time.Now()
 	slow := carrier(t, first).Commit(rdb, setIn("carry:x", 1, 300*time.Millisecond))
@@ -123,8 +124,8 @@ func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := <-second
-	if got.err != nil {
-		t.Fatal(got.err)
+	if got.Err != nil {
+		t.Fatal(got.Err)
 	}
 	if d := time.Since(start); d > 200*time.Millisecond {
 		t.Fatalf("the next section had the lock after %s: the pass waited for the write", d)
@@ -132,10 +133,10 @@ func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
 	if rdb.Exists(ctx, "carry:x").Val() != 0 {
 		t.Fatal("the first write landed before the pass: the test shows nothing")
 	}
-	fast := carrier(t, got.l).Commit(rdb, setIn("carry:x", 2, 0))
-	other := obtainAsync(ctx, b, key) // another process waits in Redis
+	fast := carrier(t, got.L).Commit(rdb, setIn("carry:x", 2, 0))
+	other := locktest.ObtainAsync(ctx, b, key) // another process waits in Redis
 	queued(t, rdb, key, 1)
-	if err := got.l.Release(ctx); err != nil { // back to Redis: after the writes
+	if err := got.L.Release(ctx); err != nil { // back to Redis: after the writes
 		t.Fatal(err)
 	}
 	if err := slow(); err != nil {
@@ -145,10 +146,10 @@ func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	o2 := <-other
-	if o2.err != nil {
-		t.Fatal(o2.err)
+	if o2.Err != nil {
+		t.Fatal(o2.Err)
 	}
-	defer o2.l.Release(ctx)
+	defer o2.L.Release(ctx)
 	if v, _ := rdb.Get(ctx, "carry:x").Int64(); v != 2 {
 		t.Errorf("carry:x = %d when the other process got the lock, want 2: the writes landed out of order, or after the release", v)
 	}
@@ -174,41 +175,41 @@ func TestCohortCarryFailedWriteEndsTheCohort(t *testing.T) {
 		cmd := p.Incr(ctx, "carry:not-a-number") // fails: the key holds a string
 		return cmd.Err
 	})
-	second, third := obtainAsync(ctx, c, key), (<-chan obtained)(nil)
+	second, third := locktest.ObtainAsync(ctx, c, key), (<-chan locktest.Obtained)(nil)
 	time.Sleep(20 * time.Millisecond)
-	third = obtainAsync(ctx, c, key)
+	third = locktest.ObtainAsync(ctx, c, key)
 	time.Sleep(20 * time.Millisecond)
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got := <-second // passed in memory, before the write fails
-	if got.err != nil {
-		t.Fatal(got.err)
+	if got.Err != nil {
+		t.Fatal(got.Err)
 	}
-	if g := tokenOf(t, got.l) >> 20; g != 1 {
+	if g := tokenOf(t, got.L) >> 20; g != 1 {
 		t.Fatalf("the second section has global token %d, want 1 (passed in memory)", g)
 	}
 	if err := failing(); err == nil {
 		t.Fatal("the failing write landed")
 	}
-	if err := carrier(t, got.l).Settle(); !errors.Is(err, lock.ErrSpoiled) {
+	if err := carrier(t, got.L).Settle(); !errors.Is(err, lock.ErrSpoiled) {
 		t.Errorf("Settle after a failed write: %v, want ErrSpoiled", err)
 	}
-	if v, ok := carrier(t, got.l).Carried(data); ok {
+	if v, ok := carrier(t, got.L).Carried(data); ok {
 		t.Errorf("carried %d after a write failed", v)
 	}
-	if err := got.l.Release(ctx); err != nil {
+	if err := got.L.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	last := <-third
-	if last.err != nil {
-		t.Fatal(last.err)
+	if last.Err != nil {
+		t.Fatal(last.Err)
 	}
-	defer last.l.Release(ctx)
-	if g := tokenOf(t, last.l) >> 20; g != 2 {
+	defer last.L.Release(ctx)
+	if g := tokenOf(t, last.L) >> 20; g != 2 {
 		t.Errorf("the section after a spoiled cohort has global token %d, want 2 (taken in Redis, not passed)", g)
 	}
-	if err := carrier(t, last.l).Settle(); err != nil {
+	if err := carrier(t, last.L).Settle(); err != nil {
 		t.Errorf("Settle in a fresh cohort: %v", err)
 	}
 }

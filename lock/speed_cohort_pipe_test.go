@@ -12,6 +12,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
@@ -65,7 +66,7 @@ func TestCohortWriteRidesWithTheNextRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := obtainAsync(ctx, c, key)
+	second := locktest.ObtainAsync(ctx, c, key)
 	time.Sleep(20 * time.Millisecond) // waiting in the line
 	if n, err := getVia(piped(t, first), rdb, data); err != nil || n != 0 {
 		t.Fatalf("first read %d, %v; want 0", n, err)
@@ -76,8 +77,8 @@ func TestCohortWriteRidesWithTheNextRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := <-second
-	if got.err != nil {
-		t.Fatal(got.err)
+	if got.Err != nil {
+		t.Fatal(got.Err)
 	}
 	if d := rt.n.Load() - before; d != 0 {
 		t.Fatalf("%d round trips to pass the lock, want 0", d)
@@ -86,7 +87,7 @@ func TestCohortWriteRidesWithTheNextRead(t *testing.T) {
 		t.Fatal("the write went out before the next section's read: they cannot share a round trip")
 	}
 	before = rt.n.Load()
-	n, err := getVia(piped(t, got.l), rdb, data)
+	n, err := getVia(piped(t, got.L), rdb, data)
 	if err != nil || n != 1 {
 		t.Fatalf("the next section read %d, %v; want 1, the write queued before it", n, err)
 	}
@@ -97,9 +98,9 @@ func TestCohortWriteRidesWithTheNextRead(t *testing.T) {
 		t.Fatalf("the first write: %v", err)
 	}
 
-	landed = setLater(piped(t, got.l), rdb, data, 2)
+	landed = setLater(piped(t, got.L), rdb, data, 2)
 	before = rt.n.Load()
-	if err := got.l.Release(ctx); err != nil { // nobody waits: back to Redis
+	if err := got.L.Release(ctx); err != nil { // nobody waits: back to Redis
 		t.Fatal(err)
 	}
 	if d := rt.n.Load() - before; d != 1 {
@@ -128,17 +129,17 @@ func TestCohortParkedWriteGoesAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := obtainAsync(ctx, c, key)
+	second := locktest.ObtainAsync(ctx, c, key)
 	time.Sleep(20 * time.Millisecond)
 	landed := setLater(piped(t, first), rdb, data, 7)
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got := <-second
-	if got.err != nil {
-		t.Fatal(got.err)
+	if got.Err != nil {
+		t.Fatal(got.Err)
 	}
-	defer got.l.Release(ctx)
+	defer got.L.Release(ctx)
 	start := time.Now()
 	if err := landed(); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
@@ -112,20 +113,20 @@ func TestNotifyWakesOnRelease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := obtainAsync(ctx, tc.l, key)
+			b := locktest.ObtainAsync(ctx, tc.l, key)
 			time.Sleep(50 * time.Millisecond) // b has tried once and sleeps
 			released := time.Now()
 			if err := a.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			got := <-b
-			if got.err != nil {
-				t.Fatal(got.err)
+			if got.Err != nil {
+				t.Fatal(got.Err)
 			}
-			if woke := got.at.Sub(released); woke > time.Second {
+			if woke := got.At.Sub(released); woke > time.Second {
 				t.Fatalf("took the lock %s after the release: woken by the fallback, not the release", woke)
 			}
-			got.l.Release(ctx)
+			got.L.Release(ctx)
 		})
 	}
 }

@@ -54,3 +54,38 @@ func MasterClient(t testing.TB, addr string) *redis.Client {
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }
+
+// Cmdables lists clients as the masters lock.NewRedlock takes.
+func Cmdables[C redis.Cmdable](cs []C) []redis.Cmdable {
+	out := make([]redis.Cmdable, len(cs))
+	for i, c := range cs {
+		out[i] = c
+	}
+	return out
+}
+
+// KeysOn counts the masters that hold key.
+func KeysOn(masters []*redis.Client, key string) int {
+	n := 0
+	for _, m := range masters {
+		n += int(m.Exists(context.Background(), key).Val())
+	}
+	return n
+}
+
+// ReleaseGrace is how long a test waits for a release still on its way
+// to the masters that were not in the majority a Release waited for.
+const ReleaseGrace = 3 * time.Second
+
+// KeysOnSoon is KeysOn once the releases a Release did not wait for (it
+// returns when a majority has released) have landed, within ReleaseGrace.
+func KeysOnSoon(masters []*redis.Client, key string) int {
+	deadline := time.Now().Add(ReleaseGrace)
+	for {
+		n := KeysOn(masters, key)
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -151,3 +151,20 @@ func Refuses(t *testing.T, l lock.Locker, key string, bound, own time.Duration) 
 		t.Errorf("gave up after %s, want %s or more and less than the Locker's own %s", took, bound, own)
 	}
 }
+
+// Obtained is what ObtainAsync's Obtain returned, and when.
+type Obtained struct {
+	L   lock.Lock
+	Err error
+	At  time.Time
+}
+
+// ObtainAsync obtains key on l in a goroutine of its own, and says when.
+func ObtainAsync(ctx context.Context, l lock.Locker, key string) <-chan Obtained {
+	ch := make(chan Obtained, 1)
+	go func() {
+		held, err := l.Obtain(ctx, key, lock.Call{})
+		ch <- Obtained{held, err, time.Now()}
+	}()
+	return ch
+}

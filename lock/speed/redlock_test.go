@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 	"github.com/lockladder/lockladder/lock/speed"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
@@ -104,7 +105,7 @@ func TestRedlockQueueHasOneContenderPerProcess(t *testing.T) {
 func TestRedlockQueueIsFIFO(t *testing.T) {
 	clients, _ := redistest.StartMasters(t, 5)
 	ctx := context.Background()
-	rl := speed.RedlockLine(lock.NewRedlock(cmdables(clients), lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second}, lock.RedlockOptions{}))
+	rl := speed.RedlockLine(lock.NewRedlock(redistest.Cmdables(clients), lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second}, lock.RedlockOptions{}))
 	first, err := rl.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
 		t.Fatal(err)
@@ -149,8 +150,8 @@ func TestRedlockAnnouncementsWakeTheHead(t *testing.T) {
 	const poll = 30 * time.Second
 	o := lock.Options{TTL: 2 * poll, Wait: 2 * poll}
 	n := notifier(t, clients[0], notify.Options{Fallback: poll})
-	here := speed.RedlockLine(lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{Notifier: n, QueuePause: poll}))
-	there := speed.RedlockLine(lock.NewRedlock(cmdables(clients), o, lock.RedlockOptions{Notifier: n})) // another process, as far as the line knows
+	here := speed.RedlockLine(lock.NewRedlock(redistest.Cmdables(clients), o, lock.RedlockOptions{Notifier: n, QueuePause: poll}))
+	there := speed.RedlockLine(lock.NewRedlock(redistest.Cmdables(clients), o, lock.RedlockOptions{Notifier: n})) // another process, as far as the line knows
 
 	held, err := there.Obtain(ctx, "lock:k", lock.Call{})
 	if err != nil {
@@ -205,8 +206,8 @@ func TestRedlockCohortPassesInMemory(t *testing.T) {
 	}
 	// Release returns once a majority has released: the others' releases
 	// may still be on their way.
-	if n := keysOnSoon(t, clients, key); n != 0 {
-		t.Errorf("%d masters still hold the lock %s after the last section", n, releaseGrace)
+	if n := redistest.KeysOnSoon(clients, key); n != 0 {
+		t.Errorf("%d masters still hold the lock %s after the last section", n, redistest.ReleaseGrace)
 	}
 
 	// Past half its validity, a lock is not passed on.
@@ -216,14 +217,14 @@ func TestRedlockCohortPassesInMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := obtainAsync(ctx, short, "lock:half")
+	next := locktest.ObtainAsync(ctx, short, "lock:half")
 	time.Sleep(250 * time.Millisecond) // over half of 400ms
 	first.Release(ctx)
 	got := <-next
-	if got.err != nil {
-		t.Fatal(got.err)
+	if got.Err != nil {
+		t.Fatal(got.Err)
 	}
-	got.l.Release(ctx)
+	got.L.Release(ctx)
 	if n := asked() - before; n != 2 {
 		t.Errorf("%d acquisitions on the masters for two sections, the first past half its validity: want 2", n)
 	}
@@ -320,7 +321,7 @@ func TestRedlockRelaySwapsTheTokenOnTheMasters(t *testing.T) {
 	}
 	// (A release returns once a majority has answered: the others' may
 	// still be on their way.)
-	if n := keysOnSoon(t, clients, key); n != 0 {
+	if n := redistest.KeysOnSoon(clients, key); n != 0 {
 		t.Errorf("%d masters still hold the lock after the last section", n)
 	}
 	// Every section but those a SET NX took was relayed: a handoff each.
@@ -342,7 +343,7 @@ func TestRedlockRelayNeedsAMajority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := obtainAsync(ctx, rl, "lock:lost")
+	next := locktest.ObtainAsync(ctx, rl, "lock:lost")
 	time.Sleep(50 * time.Millisecond)
 	for _, c := range clients[:3] {
 		c.Del(ctx, "lock:lost")
@@ -351,13 +352,13 @@ func TestRedlockRelayNeedsAMajority(t *testing.T) {
 		t.Fatalf("Release after losing 3 of 5 masters: %v, want ErrNotHeld", err)
 	}
 	got := <-next
-	if got.err != nil {
-		t.Fatal(got.err)
+	if got.Err != nil {
+		t.Fatal(got.Err)
 	}
 	if n := asked(); n != 2 {
 		t.Errorf("%d acquisitions by SET NX: want 2 (nothing relayed without a majority)", n)
 	}
-	got.l.Release(ctx)
+	got.L.Release(ctx)
 
 	short := speed.RedlockLine(lock.NewRedlock(masters, lock.Options{TTL: 400 * time.Millisecond, Wait: 5 * time.Second, WaitMode: lock.WaitRelay}, lock.RedlockOptions{}))
 	before := asked()
@@ -365,13 +366,13 @@ func TestRedlockRelayNeedsAMajority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next = obtainAsync(ctx, short, "lock:half")
+	next = locktest.ObtainAsync(ctx, short, "lock:half")
 	time.Sleep(250 * time.Millisecond) // over half of 400ms
 	first.Release(ctx)
-	if got = <-next; got.err != nil {
-		t.Fatal(got.err)
+	if got = <-next; got.Err != nil {
+		t.Fatal(got.Err)
 	}
-	got.l.Release(ctx)
+	got.L.Release(ctx)
 	if n := asked() - before; n != 2 {
 		t.Errorf("%d acquisitions by SET NX for two sections, the first past half its lease: want 2", n)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
@@ -57,38 +58,22 @@ func TestClusterNotifierHearsEveryMaster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := obtainAsync(ctx, l, key)
+		b := locktest.ObtainAsync(ctx, l, key)
 		time.Sleep(50 * time.Millisecond) // b has tried once and sleeps
 		released := time.Now()
 		if err := a.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		got := <-b
-		if got.err != nil {
-			t.Fatalf("item %s: %v", sku, got.err)
+		if got.Err != nil {
+			t.Fatalf("item %s: %v", sku, got.Err)
 		}
-		if woke := got.at.Sub(released); woke > 3*time.Second {
+		if woke := got.At.Sub(released); woke > 3*time.Second {
 			t.Errorf("item %s (master %s): took the lock %s after the release: no keyspace event reached it", sku, m.Options().Addr, woke)
 		}
-		got.l.Release(ctx)
+		got.L.Release(ctx)
 	}
 	if len(masters) != 3 {
 		t.Errorf("items on masters %v: want all 3", masters)
 	}
-}
-
-type obtained struct {
-	l   lock.Lock
-	err error
-	at  time.Time
-}
-
-// obtainAsync obtains key on l in a goroutine of its own, and says when.
-func obtainAsync(ctx context.Context, l lock.Locker, key string) <-chan obtained {
-	ch := make(chan obtained, 1)
-	go func() {
-		held, err := l.Obtain(ctx, key, lock.Call{})
-		ch <- obtained{held, err, time.Now()}
-	}()
-	return ch
 }
