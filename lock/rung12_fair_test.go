@@ -16,22 +16,7 @@ import (
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
-// notifier returns a Notifier over rdb whose subscription is confirmed,
-// with rdb's keyspace events on (what WaitNotify waits for).
-func notifier(t *testing.T, rdb *redis.Client, o notify.Options) *notify.Notifier {
-	t.Helper()
-	if err := notify.EnableKeyspaceEvents(context.Background(), rdb); err != nil {
-		t.Fatal(err)
-	}
-	n := notify.New(rdb, o)
-	t.Cleanup(func() { n.Close() })
-	select {
-	case <-n.Ready():
-	case <-time.After(5 * time.Second):
-		t.Fatal("notifier: no subscription after 5s")
-	}
-	return n
-}
+var notifier = locktest.Notifier
 
 // fairOpts: a lease long enough to outlive each test's waits, so that
 // only a release moves the lock.

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
 // Increment runs workers goroutines, each doing the articles' non-atomic
@@ -167,4 +168,22 @@ func ObtainAsync(ctx context.Context, l lock.Locker, key string) <-chan Obtained
 		ch <- Obtained{held, err, time.Now()}
 	}()
 	return ch
+}
+
+// Notifier returns a Notifier over rdb whose subscription is confirmed,
+// with rdb's keyspace events on (what WaitNotify waits for), closed when
+// the test ends.
+func Notifier(t *testing.T, rdb *redis.Client, o notify.Options) *notify.Notifier {
+	t.Helper()
+	if err := notify.EnableKeyspaceEvents(context.Background(), rdb); err != nil {
+		t.Fatal(err)
+	}
+	n := notify.New(rdb, o)
+	t.Cleanup(func() { n.Close() })
+	select {
+	case <-n.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("notifier: no subscription after 5s")
+	}
+	return n
 }

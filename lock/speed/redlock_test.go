@@ -149,7 +149,7 @@ func TestRedlockAnnouncementsWakeTheHead(t *testing.T) {
 	ctx := context.Background()
 	const poll = 30 * time.Second
 	o := lock.Options{TTL: 2 * poll, Wait: 2 * poll}
-	n := notifier(t, clients[0], notify.Options{Fallback: poll})
+	n := locktest.Notifier(t, clients[0], notify.Options{Fallback: poll})
 	here := speed.RedlockLine(lock.NewRedlock(redistest.Cmdables(clients), o, lock.RedlockOptions{Notifier: n, QueuePause: poll}))
 	there := speed.RedlockLine(lock.NewRedlock(redistest.Cmdables(clients), o, lock.RedlockOptions{Notifier: n})) // another process, as far as the line knows
 
