@@ -203,9 +203,13 @@ func (h *handler) critical(c *gin.Context, req lockRequest, sale bool) (n int64,
 		call.Owner = h.cfg.Instance + ":" + uuid.NewString()
 	}
 	if req.plan.armed() {
-		w, _ := writtenOf(h.cfg.Redis, counter)
-		taken := func(bound time.Duration) { takenBy(ctx, h.cfg.Redis, key, bound) }
-		ctx = fault.With(ctx, req.plan.injector(*h.cfg.Faults, w, taken, func(err error) {
+		written, _ := writtenOf(h.cfg.Redis, counter)
+		w := watch{
+			Written: written,
+			Taken:   func(bound time.Duration) { takenBy(ctx, h.cfg.Redis, key, bound) },
+			Alone:   func(bound time.Duration) { alone(h.cfg.Sections, key, bound) },
+		}
+		ctx = fault.With(ctx, req.plan.injector(*h.cfg.Faults, w, func(err error) {
 			if err != nil {
 				h.cfg.Log.Error("fault=pause did not stop the process", "err", err)
 			}

@@ -174,10 +174,42 @@ type FaultActions struct {
 	Sleep     func(d time.Duration) // default time.Sleep
 }
 
-// injector returns the plan's fault.Injector, doing its harm through a;
-// w is what until=written watches, taken waits (at most its bound) until
-// another holder has just taken the lock (until=taken).
-func (p plan) injector(a FaultActions, w Written, taken func(bound time.Duration), log func(error)) fault.Injector {
+// watch is what a plan's faults wait on, outside the process itself.
+type watch struct {
+	// Written is the counter until=written watches.
+	Written Written
+	// Taken waits, at most bound, until another holder has just taken
+	// the lock (until=taken).
+	Taken func(bound time.Duration)
+	// Alone waits, at most bound, until no other request of this
+	// instance holds the lock: what fault=crash does before it exits.
+	Alone func(bound time.Duration)
+}
+
+// crashWaitsAtMost bounds how long a crash waits for its instance's other
+// holders of the lock to finish (watch.Alone): under a sound lock there
+// are none, and it exits at once.
+const crashWaitsAtMost = time.Second
+
+// alone waits, at most bound, until rec holds no section of key but the
+// caller's own: the instance's other holders of the lock have ended
+// theirs.
+func alone(rec *contract.Recorder, key string, bound time.Duration) {
+	for end := time.Now().Add(bound); rec.Holders(key) > 1 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// injector returns the plan's fault.Injector, doing its harm through a
+// and waiting on what w watches.
+//
+// A crash exits once no other request of its instance holds the lock.
+// Under a sound lock none does. Under one that granted it twice, the
+// others are the flaw's own evidence: a crash that struck them between
+// their read and their write (rungs 7's P2 and P3 on one instance, say)
+// would cut their sections short and take their writes with them, and
+// the run that staged the double grant would show none.
+func (p plan) injector(a FaultActions, w watch, log func(error)) fault.Injector {
 	if a.Exit == nil {
 		a.Exit = os.Exit
 	}
@@ -195,13 +227,17 @@ func (p plan) injector(a FaultActions, w Written, taken func(bound time.Duration
 	}
 	return func(_ context.Context, at fault.Point) {
 		switch {
-		case at == fault.Acquired && p.Kind == crash,
-			at == fault.BeforeExpire && p.Kind == crashBeforeExpire:
+		case at == fault.Acquired && p.Kind == crash:
+			if w.Alone != nil {
+				w.Alone(crashWaitsAtMost)
+			}
+			a.Exit(ExitCode)
+		case at == fault.BeforeExpire && p.Kind == crashBeforeExpire:
 			a.Exit(ExitCode)
 		case at == fault.BeforeDelete && p.Kind == checkPause:
 			a.Sleep(p.Pause)
-			if p.UntilTaken && taken != nil {
-				taken(p.Pause)
+			if p.UntilTaken && w.Taken != nil {
+				w.Taken(p.Pause)
 			}
 		case at == fault.Expired && p.Takeover > 0:
 			a.Sleep(p.Takeover)
@@ -211,7 +247,7 @@ func (p plan) injector(a FaultActions, w Written, taken func(bound time.Duration
 			}
 			switch {
 			case p.Kind == pause && p.Until:
-				a.StopUntil(p.Pause, w)
+				a.StopUntil(p.Pause, w.Written)
 			case p.Kind == pause:
 				a.Stop(p.Pause)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/fault"
 	"github.com/lockladder/lockladder/internal/redistest"
 )
@@ -96,7 +97,7 @@ func TestInjectorStrikesOnlyAtItsPoint(t *testing.T) {
 		want record
 	}{
 		{plan{}, record{}},
-		{plan{Kind: crash}, record{exits: []string{"acquired"}}},
+		{plan{Kind: crash}, record{sleeps: []string{"acquired until alone, at most 1s"}, exits: []string{"acquired"}}},
 		{plan{Kind: crashBeforeExpire}, record{exits: []string{"before-expire"}}},
 		{plan{Kind: checkPause, Pause: time.Second}, record{sleeps: []string{"before-delete 1s"}}},
 		{plan{Kind: checkPause, Pause: time.Second, UntilTaken: true}, record{sleeps: []string{"before-delete 1s", "before-delete until taken, at most 1s"}}},
@@ -115,8 +116,14 @@ func TestInjectorStrikesOnlyAtItsPoint(t *testing.T) {
 				got.stops = append(got.stops, string(at)+" "+d.String()+" until "+w.Key+" written")
 			},
 			Sleep: func(d time.Duration) { got.sleeps = append(got.sleeps, string(at)+" "+d.String()) },
-		}, Written{Key: "k"}, func(bound time.Duration) {
-			got.sleeps = append(got.sleeps, string(at)+" until taken, at most "+bound.String())
+		}, watch{
+			Written: Written{Key: "k"},
+			Taken: func(bound time.Duration) {
+				got.sleeps = append(got.sleeps, string(at)+" until taken, at most "+bound.String())
+			},
+			Alone: func(bound time.Duration) {
+				got.sleeps = append(got.sleeps, string(at)+" until alone, at most "+bound.String())
+			},
 		}, func(err error) { t.Error(err) })
 		ctx := fault.With(context.Background(), in)
 		for _, p := range points {
@@ -296,5 +303,40 @@ func TestTakenByWaitsForANewHolder(t *testing.T) {
 	takenBy(ctx, rdb, "lock", 100*time.Millisecond)
 	if e := time.Since(start); e < 100*time.Millisecond {
 		t.Fatalf("no new holder, returned after %s; want its bound", e)
+	}
+}
+
+// TestAloneWaitsForTheInstancesOtherHolders: a crash waits while another
+// request of its instance holds the same lock (a double grant's other
+// half), not for holders of other keys, and exits once that one is over.
+func TestAloneWaitsForTheInstancesOtherHolders(t *testing.T) {
+	rec := contract.NewRecorder(16)
+	rec.Hold(contract.Section{Key: "lock"}) // the crashing request's own
+	rec.Hold(contract.Section{Key: "other"})
+	start := time.Now()
+	alone(rec, "lock", time.Minute)
+	if e := time.Since(start); e > 10*time.Second {
+		t.Fatalf("waited %s for the holder of another key", e)
+	}
+
+	over := rec.Hold(contract.Section{Key: "lock"}) // the second holder
+	done := make(chan struct{})
+	go func() {
+		alone(rec, "lock", time.Minute)
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("returned while another request of the instance held the lock")
+	case <-time.After(50 * time.Millisecond):
+	}
+	over(contract.Section{Key: "lock"})
+	<-done // a minute's bound: only the other holder's end ends it sooner
+
+	rec.Hold(contract.Section{Key: "lock"}) // held for good
+	start = time.Now()
+	alone(rec, "lock", 100*time.Millisecond)
+	if e := time.Since(start); e < 100*time.Millisecond {
+		t.Fatalf("another holder still in, returned after %s; want its bound", e)
 	}
 }
