@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed"
 )
 
 // Targets are the Redis rungs on one server, in ladder order, each with
@@ -32,8 +33,10 @@ var Targets = []Target{
 	// the lock in memory, or takes it through Redis; C, a process of its
 	// own, waits in fair's queue. Its lesson, not its speed layer: each
 	// section sends its own commands (the app's pipe and carry are not
-	// run), and one section a client never reaches the bound.
-	{Name: "cohort", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker { return lock.NewCohort(rdb, o, 0) }, Faults: Crash | Pause | Slow, Line: true,
+	// run), and one section a client never reaches the bound. Made as the
+	// ladder makes it (speed.NewCohort): its release goes down the line's
+	// pipe, one EVAL.
+	{Name: "cohort", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker { return speed.NewCohort(rdb, o, 0) }, Faults: Crash | Pause | Slow, Line: true,
 		Unexplored: "its speed layer (the line's pipe, values carried from one section to the next) and a cohort at its bound (16 sections)"},
 	atomicTarget,
 }

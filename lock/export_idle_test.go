@@ -18,9 +18,6 @@ func (c *Cohort) Lines() int {
 	return len(c.lines)
 }
 
-// Lines counts the lines a CohortCarry keeps.
-func (cc *CohortCarry) Lines() int { return cc.c.Lines() }
-
 // Known counts the lock rows a DBForUpdate remembers.
 func (d *DBForUpdate) Known() int {
 	d.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/speed"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
@@ -73,12 +74,13 @@ func TestLocalForgetsIdleKeys(t *testing.T) {
 }
 
 // TestCohortForgetsIdleLines: a cohort's line in memory is forgotten once
-// its last request hands on to nobody, for cohort and cohort-carry.
+// its last request hands on to nobody, for cohort without its speed and
+// with it (package speed's pipe, which cohort-carry runs on too).
 func TestCohortForgetsIdleLines(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	o := fairOpts(notifier(t, rdb, notify.Options{}))
-	c, cc := lock.NewCohort(rdb, o, 0), lock.NewCohortCarry(rdb, o, 0)
+	c, cc := lock.NewCohort(rdb, o, 0), speed.NewCohort(rdb, o, 0)
 	for _, l := range []interface {
 		lock.Locker
 		Lines() int

@@ -86,25 +86,18 @@
 // Options.After times the waits, and the explorer gives its own of both),
 // counts.go (the retries and handoffs GET /metrics reports).
 //
-// The speed still inside this package, around the rungs and not in them
-// (a reader after the lesson may skip it): each file wraps a rung or plugs
-// into it, and changes what a section costs, never what it is safe
-// against. A process's line in front of the polling rungs, and redlock's
-// (which passes or relays the lock down it), are package speed's; the
-// notifications waiters sleep on are lock/speed/notify's; the goroutines
-// redlock's rounds run on are internal/workers; the etcd rung's watches
-// and sessions, kept per process, are internal/etcdshare. A release that
-// rides the business's last write (PipelineReleaser, one round trip for
-// both) is the rung's own release in a pipeline, beside its Release in
-// the rung's file. The cohorts' pipes below reach into their rung's
-// state, and stay beside it.
-//
-//	speed_cohort_pipe.go    a cohort's commands down one ordered pipeline
-//	                        per line, its release behind them (Piped)
-//	speed_cohort_carry.go   cohort-carry (CohortCarry): the lock carrying the
-//	                        value last written, passed on before the write
-//	                        lands; writes in order, each a compare-and-set,
-//	                        committed in groups (Carrier)
+// The speed is not in this package: around the rungs and not in them,
+// it changes what a section costs, never what it is safe against. A
+// process's line in front of the polling rungs, redlock's (which passes
+// or relays the lock down it), and the cohorts' pipes (a cohort's
+// commands down one ordered pipeline per line, its release behind them;
+// cohort-carry's values carried from one section to the next) are
+// package speed's; the notifications waiters sleep on are
+// lock/speed/notify's; the goroutines redlock's rounds run on are
+// internal/workers; the etcd rung's watches and sessions, kept per
+// process, are internal/etcdshare. A release that rides the business's
+// last write (PipelineReleaser, one round trip for both) is the rung's
+// own release in a pipeline, beside its Release in the rung's file.
 package lock
 
 import (
@@ -212,6 +205,40 @@ type PipelineReleaser interface {
 	// it returns reports what Release would have. Once queued, Release
 	// reports ErrNotHeld.
 	ReleaseIn(ctx context.Context, p redis.Pipeliner) func() error
+}
+
+// Piped is a held lock whose sections send their commands to Redis down
+// one ordered pipe (a Cohort's, with package speed's pipe).
+type Piped interface {
+	// Send queues q behind every command queued under the lock before it:
+	// q adds its commands to a pipeline on rdb and returns how to read
+	// their outcome; wait blocks until that outcome is known. A command
+	// that is waited for goes out at once. later says it need not: a
+	// write after which the section lets go of the lock goes out with the
+	// next section's first command, or with the release to Redis (or,
+	// when neither comes soon, on its own).
+	Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) (wait func() error)
+}
+
+// Carrier is a held lock that carries values from one section to the
+// next, and commits their writes in order (package speed's CohortCarry).
+type Carrier interface {
+	// Carried is key's value as the last section under this lock's lease
+	// computed it, or false when the section must read it.
+	Carried(key string) (int64, bool)
+	// Carry records v as key's value as this section leaves it: read
+	// from Redis, or computed and queued with Commit. It must come before
+	// Release.
+	Carry(key string, v int64)
+	// Commit queues a write behind every write queued before it under the
+	// lock, and returns at once: the section may release before it lands.
+	// q adds the write's commands to a pipeline on rdb and returns how to
+	// read their outcome; wait blocks until that outcome is known.
+	Commit(rdb redis.Cmdable, q func(redis.Pipeliner) func() error) (wait func() error)
+	// Settle waits until every write queued under the lock so far has
+	// landed. It returns an error when one did not: what was carried is
+	// not what Redis holds.
+	Settle() error
 }
 
 // Rung is one lock strategy's mechanism, without the waiting: Try makes

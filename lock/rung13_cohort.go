@@ -46,11 +46,14 @@ import (
 // What it costs: fairness between instances (a cohort runs up to Bound
 // sections while the other instances wait), and a line in every process.
 //
-// Its speed is a layer around this: the sections of a cohort send their
-// commands to Redis down one ordered pipe and share round trips
-// (speed_cohort_pipe.go: the lock's Piped, and where the "alone?"
-// question rides), and CohortCarry carries the value written from one
-// section to the next (speed_cohort_carry.go).
+// Its speed is a layer around this (package speed's NewCohort and
+// NewCohortCarry): each line gets a CohortLine, which its sections send
+// their commands down and which gives the lock back to Redis; the cohort
+// asks it, in the same locked step as it looks at the line's waiters,
+// whether a section may pass the lock on (never after a command of the
+// cohort failed; past the bound, only on an answer that nobody waits in
+// Redis). Without it (NewCohort), each command goes out on its own, the
+// release is fair's, and a cohort ends at its bound.
 type Cohort struct {
 	passes atomic.Uint64 // sections passed in memory
 	fair   *Fair
@@ -59,6 +62,7 @@ type Cohort struct {
 
 	mu    sync.Mutex
 	lines map[string]*cohortLine
+	speed func(key string) CohortLine // a new line's speed
 }
 
 var _ Locker = (*Cohort)(nil)
@@ -90,12 +94,61 @@ const (
 // sections at most per global acquisition (0: DefaultCohortBound).
 // Options are fair's.
 func NewCohort(rdb redis.Cmdable, o Options, bound int) *Cohort {
+	return NewCohortWith(rdb, o, bound, func(string) CohortLine { return plainLine{} })
+}
+
+// NewCohortWith is NewCohort whose lines keep the speed that speed makes
+// for each (package speed's pipe), from the line's key.
+func NewCohortWith(rdb redis.Cmdable, o Options, bound int, speed func(key string) CohortLine) *Cohort {
 	if bound <= 0 {
 		bound = DefaultCohortBound
 	}
 	bound = min(bound, cohortSeqMax)
 	f := NewFair(rdb, o)
-	return &Cohort{fair: f, bound: bound, share: f.opts.TTL / 2, lines: map[string]*cohortLine{}}
+	return &Cohort{fair: f, bound: bound, share: f.opts.TTL / 2, lines: map[string]*cohortLine{}, speed: speed}
+}
+
+// CohortLine is what one line of a Cohort keeps for its speed. The
+// Cohort calls Restart, AtBound and MayPass while it holds its mutex, in
+// the step that also reads and changes the line: they must not block, nor
+// call back into the Cohort.
+type CohortLine interface {
+	// Restart: the line holds the lock in Redis again, a new cohort.
+	Restart()
+	// AtBound: whether the section running now is at or past the bound
+	// (false once the lock is on its way back to Redis).
+	AtBound(at bool)
+	// MayPass says whether a section may pass the lock on to the line's
+	// next waiter: within the bound (within) unless a command of the
+	// cohort failed; past it only on an answer, asked after the last
+	// pass past it, that nobody waits in Redis (which it uses up).
+	MayPass(within bool) bool
+	// Send is a section's Piped.Send.
+	Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) (wait func() error)
+	// GiveBack releases held, fair's lock, behind the line's commands,
+	// and waits for its answer. It is called without the mutex.
+	GiveBack(ctx context.Context, held Lock) error
+}
+
+// plainLine is a line with no speed: a command goes out at once, the
+// release is fair's, and a cohort ends at its bound (nobody asks Redis
+// whether another instance waits).
+type plainLine struct{}
+
+func (plainLine) Restart()                                      {}
+func (plainLine) AtBound(bool)                                  {}
+func (plainLine) MayPass(within bool) bool                      { return within }
+func (plainLine) GiveBack(ctx context.Context, held Lock) error { return held.Release(ctx) }
+
+func (plainLine) Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, _ bool) func() error {
+	var check func() error
+	// The command's error is read by its check.
+	_, _ = rdb.Pipelined(context.Background(), func(p redis.Pipeliner) error {
+		check = q(p)
+		return nil
+	})
+	err := check()
+	return func() error { return err }
 }
 
 // cohortLine is one key's line in this process, from the request that
@@ -109,10 +162,7 @@ type cohortLine struct {
 	seq     int64        // sections run under held
 	since   time.Time    // when held was obtained, on the lock's clock (Options.Clock)
 	lease   bool         // held has an explicit lease: no renewal, so no passing
-
-	// The speed layer's: the line's pipe, who waits in Redis as it last
-	// asked, the values carried (speed_cohort_pipe.go).
-	lineSpeed
+	speed   CohortLine   // its pipe to Redis (package speed), or plainLine
 }
 
 // baton is what a waiter gets: the lock itself (pass), or its turn to
@@ -127,7 +177,7 @@ func (c *Cohort) Obtain(ctx context.Context, key string, call Call) (Lock, error
 	c.mu.Lock()
 	ln := c.lines[key]
 	if ln == nil {
-		ln = &cohortLine{key: key, lineSpeed: newLineSpeed(key)}
+		ln = &cohortLine{key: key, speed: c.speed(key)}
 		c.lines[key] = ln
 	}
 	if !ln.busy {
@@ -199,17 +249,19 @@ func (c *Cohort) takeGlobal(ctx context.Context, key string, ln *cohortLine, cal
 	fl := l.(*fairLock)
 	c.mu.Lock()
 	ln.held, ln.seq, ln.since, ln.lease = fl, 0, c.fair.opts.Clock(), call.Lease > 0
-	ln.newCohort()
+	ln.speed.Restart()
+	ln.speed.AtBound(false)
 	c.mu.Unlock()
 	return c.next(key, ln), nil
 }
 
 // next is the next section of the cohort that holds ln's lock.
-func (c *Cohort) next(key string, ln *cohortLine) *cohortLock {
+func (c *Cohort) next(key string, ln *cohortLine) *CohortSection {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ln.seq++
-	return &cohortLock{c: c, key: key, ln: ln, token: ln.held.fence<<cohortSeqBits | ln.seq}
+	ln.speed.AtBound(ln.seq >= int64(c.bound))
+	return &CohortSection{c: c, key: key, ln: ln, token: ln.held.fence<<cohortSeqBits | ln.seq}
 }
 
 // handOn gives the line to its oldest waiter, who takes the lock in
@@ -230,7 +282,9 @@ func (c *Cohort) handOn(ln *cohortLine) {
 	ch <- baton{}
 }
 
-type cohortLock struct {
+// CohortSection is one section of a cohort: the Lock a Cohort's Obtain
+// returns.
+type CohortSection struct {
 	c     *Cohort
 	key   string
 	ln    *cohortLine
@@ -238,43 +292,60 @@ type cohortLock struct {
 	once  sync.Once
 }
 
-var _ Tokened = (*cohortLock)(nil)
+var (
+	_ Tokened = (*CohortSection)(nil)
+	_ Piped   = (*CohortSection)(nil)
+)
 
 // Token is the section's fencing token: the cohort's global token, times
 // 2^20, plus the section's number in the cohort.
-func (l *cohortLock) Token() int64 { return l.token }
+func (l *CohortSection) Token() int64 { return l.token }
+
+// Send queues q down the line's pipe (Piped).
+func (l *CohortSection) Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) func() error {
+	return l.ln.speed.Send(rdb, q, later)
+}
+
+// Line is the speed of the section's line.
+func (l *CohortSection) Line() CohortLine { return l.ln.speed }
+
+// Current says whether the cohort still holds the lock this section ran
+// under: not given back, its lease neither lost nor replaced.
+func (l *CohortSection) Current() bool {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
+	h := l.ln.held
+	return h != nil && h.fence == l.token>>cohortSeqBits && !h.lost.Load()
+}
 
 // passTo decides how this section ends: the oldest waiter of the line,
 // to pass the lock to, or nil when the lock goes back to Redis (then held
 // is what to release, and the line keeps its waiters for handOn). Past
 // the bound it passes only on an answer that nobody waits in Redis
-// (others, which the line's pipe asks), and uses that answer up: the
-// next pass past the bound needs one asked after this one.
-func (l *cohortLock) passTo() (to chan baton, held *fairLock) {
+// (the line's speed asks), and uses that answer up: the next pass past
+// the bound needs one asked after this one.
+func (l *CohortSection) passTo() (to chan baton, held *fairLock) {
 	c, ln := l.c, l.ln
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Never pass a lease found lost, nor after a command of the cohort
-	// failed (spoiled): the lock goes back to Redis.
-	pass := len(ln.waiters) > 0 && !ln.lease && !ln.held.lost.Load() && !ln.pipe.spoiled
+	// failed (the line's MayPass): the lock goes back to Redis.
+	pass := len(ln.waiters) > 0 && !ln.lease && !ln.held.lost.Load()
 	within := ln.seq < int64(c.bound) && c.fair.opts.Clock().Sub(ln.since) < c.share
-	alone := ln.others == 0 && ln.seq < cohortSeqMax
-	if pass && (within || alone) {
-		if !within {
-			ln.others = -1
-		}
+	if pass && (within || ln.seq < cohortSeqMax) && ln.speed.MayPass(within) {
 		to = ln.waiters[0]
 		ln.waiters = ln.waiters[1:]
 		return to, nil
 	}
 	held, ln.held = ln.held, nil
+	ln.speed.AtBound(false)
 	return nil, held
 }
 
 // Release passes the lock to this process's next waiter, or gives it
 // back in Redis (fair's release, which hands it to the oldest waiting
 // instance) and lets the line's next waiter take it there.
-func (l *cohortLock) Release(ctx context.Context) error {
+func (l *CohortSection) Release(ctx context.Context) error {
 	err := ErrNotHeld
 	l.once.Do(func() {
 		to, held := l.passTo()
@@ -283,7 +354,7 @@ func (l *cohortLock) Release(ctx context.Context) error {
 			err = nil
 			return
 		}
-		err = l.c.giveBack(ctx, l.ln, held)
+		err = l.ln.speed.GiveBack(ctx, held)
 		l.c.handOn(l.ln)
 	})
 	return err

@@ -274,11 +274,11 @@ func contenders(cfg config, pg *pgServer) []contender {
 			}),
 		labLock("cohort", "fair's lock passed in memory to the process's next waiter, up to 16 sections or half a lease while another process waits in Redis (on past it while none does), then back through Redis; a fencing token per section; a section's SET goes in one pipeline with the next section's GET, the release behind the cohort's last SET",
 			func(rdb *redis.Client, _ []*redis.Client, n *notify.Notifier) lock.Locker {
-				return lock.NewCohort(rdb, opts(n, ""), 0)
+				return speed.NewCohort(rdb, opts(n, ""), 0)
 			}),
 		labLock("cohort-carry", "cohort's lock carrying the counter it last computed: a section passed in memory does no GET, queues its SET as a compare-and-set (a Lua script) behind the writes before it and passes the lock on before the write lands; the writes go in order, in groups (one pipeline per group)",
 			func(rdb *redis.Client, _ []*redis.Client, n *notify.Notifier) lock.Locker {
-				return lock.NewCohortCarry(rdb, opts(n, ""), 0)
+				return speed.NewCohortCarry(rdb, opts(n, ""), 0)
 			}),
 		{name: "redsync-5", settings: "v4.18.1 over the 5 masters, its defaults: expiry 8s, 32 tries, a random 50-250ms between them",
 			setup: func(rdb *redis.Client, masters []*redis.Client) (func(context.Context, string) (bool, error), func()) {

@@ -74,8 +74,9 @@ func New(b Backends, o lock.Options, ro lock.RedlockOptions) *Ladder {
 	// The speed layer each rung runs with, in this table: inLine puts
 	// a process's requests in a line in front of a rung that polls
 	// (speed.Line); redlock's line, which passes or relays the lock down
-	// it, is speed.RedlockLine. Fair, the cohorts, ZooKeeper and etcd
-	// wait their own way.
+	// it, is speed.RedlockLine; the cohorts' line pipes are
+	// speed.NewCohort and speed.NewCohortCarry. Fair, the cohorts,
+	// ZooKeeper and etcd wait their own way.
 	inLine := func(l lock.Locker) lock.Locker { return speed.Line(l, o) }
 	l := &Ladder{lockers: make(map[string]lock.Locker)}
 	var redlock lock.Locker = lock.Unavailable{Err: lock.ErrNoMasters}
@@ -160,10 +161,10 @@ func New(b Backends, o lock.Options, ro lock.RedlockOptions) *Ladder {
 			Flaw:    "none under these scenarios; the lock is still one Redis key, and every sale still pays the lock's round trips"}, lock.NewFair(rdb, o)},
 		{lock.Info{Name: "cohort", Try: true, Lease: true,
 			Summary: "fair's lock, passed in memory to the next request of the same process (up to 16 sections or half a lease while another instance waits, on while none does) before it goes back to Redis; a section's write goes to Redis with the next section's read; a fencing token per section",
-			Flaw:    "none under these scenarios; less fair between instances: one waits up to a cohort of another"}, lock.NewCohort(rdb, o, 0)},
+			Flaw:    "none under these scenarios; less fair between instances: one waits up to a cohort of another"}, speed.NewCohort(rdb, o, 0)},
 		{lock.Info{Name: "cohort-carry", Try: true, Lease: true,
 			Summary: "cohort's lock carrying the value the last section computed: a section passed in memory reads nothing, queues its write (a fenced compare-and-set) behind the ones before it and passes the lock on before the write lands; the writes go to Redis in order, in groups",
-			Flaw:    "none under these scenarios; assumes every writer takes the lock (a write from outside fails the writes queued behind it, and their requests answer an error)"}, lock.NewCohortCarry(rdb, o, 0)},
+			Flaw:    "none under these scenarios; assumes every writer takes the lock (a write from outside fails the writes queued behind it, and their requests answer an error)"}, speed.NewCohortCarry(rdb, o, 0)},
 		{lock.Info{Name: "zookeeper", Try: true,
 			Summary: "ZooKeeper: an ephemeral sequential znode per instance in line (its requests line up in memory); the lowest holds; each waits on its predecessor's watch",
 			Flaw:    "the session is the lease: a holder paused past its session timeout loses its znode, and nothing fences it"}, zookeeper},

@@ -10,6 +10,13 @@
 //	redlock.go  redlock's requests lined up per process, the lock passed
 //	         down the line in memory (WaitCohort) or relayed by swapping
 //	         tokens on the masters (WaitRelay, its default): RedlockLine
+//	cohort.go  cohort's line pipe (NewCohort): the sections of a cohort
+//	         send their commands down one ordered pipeline, a write rides
+//	         with the next section's read, the release behind the last
+//	         write, and past the bound it asks Redis whether anyone waits
+//	cohort_carry.go  cohort-carry (NewCohortCarry): the value the last
+//	         section left handed to the next, writes queued in order and
+//	         committed in groups (lock.Carrier)
 //
 // Package notify (lock/speed/notify) wakes waiters when Redis announces a
 // lock key's deletion or fair's handoff, one subscription per process:

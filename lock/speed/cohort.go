@@ -1,10 +1,13 @@
-package lock
+package speed
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/lock"
 )
 
 // The speed of cohort (rung 13): its sections share round trips. None
@@ -13,7 +16,7 @@ import (
 // fencing token.
 //
 // A cohort's sections follow each other in one process, so each line
-// has a pipe, and the sections send their commands down it (Piped).
+// has a pipe, and the sections send their commands down it (lock.Piped).
 // Redis runs a pipeline's commands in the order they were queued, so
 // what one section queued before it let go of the lock is run before
 // anything the next section queues: having queued its write, a section
@@ -21,10 +24,12 @@ import (
 // write goes to Redis in one pipeline with the next section's read, which
 // still sees it. One round trip per section instead of two; the release
 // that gives the lock back to Redis rides behind the cohort's last write
-// (giveBack), so the next instance's read sees that too. Were a write
+// (GiveBack), so the next instance's read sees that too. Were a write
 // ever to land after the next section's read, that read has registered
 // the higher token and the write would be refused, never lost. A command
-// that fails spoils the cohort: no further pass, the lock back to Redis.
+// that fails spoils the cohort: no further pass (MayPass, which the
+// cohort asks in the step that reads its waiters), the lock back to
+// Redis.
 //
 // The pipe holds the queued commands until someone needs an answer: a
 // read waits for its value, so it sends the batch at once, with whatever
@@ -43,72 +48,92 @@ import (
 // instances record a section up to the pass; its request answers only
 // once the write has landed).
 
-// lineSpeed is what a cohortLine keeps for its speed: its pipe, who waits
-// in Redis as the pipe last asked, and CohortCarry's carried values.
-type lineSpeed struct {
-	queue  string           // fair's queue in Redis for the key: asked who waits there past the bound
-	others int64            // instances waiting in Redis, as a pipeline sent past the bound read it; -1: not known
-	carry  map[string]int64 // values left under held (CohortCarry): reset with held
-	pipe   linePipe         // the commands the line's sections queued, in order
+// NewCohort is lock.NewCohort whose lines send their sections' commands
+// down one pipe each.
+func NewCohort(rdb redis.Cmdable, o lock.Options, bound int) *lock.Cohort {
+	return lock.NewCohortWith(rdb, o, bound, func(key string) lock.CohortLine {
+		return &cohortPipe{rdb: rdb, queue: lock.QueueKey(key), others: -1}
+	})
 }
 
-func newLineSpeed(key string) lineSpeed { return lineSpeed{queue: QueueKey(key), others: -1} }
+// cohortPipe is one cohort line's commands to Redis, in the order its
+// sections queued them, who waits in Redis as it last asked, and
+// CohortCarry's carried values. Its mu comes after the Cohort's own: the
+// Cohort calls Restart, AtBound and MayPass holding it.
+type cohortPipe struct {
+	rdb   redis.Cmdable // the lock's client: only its pipelines ask who waits
+	queue string        // fair's queue in Redis for the key
 
-// newCohort starts a cohort's speed afresh once its line holds the lock
-// again: nothing carried, who waits not known, no command of this
-// cohort's queued or failed yet. The last cohort's commands ran before
-// its release. The Cohort's mu is held.
-func (s *lineSpeed) newCohort() {
-	s.carry, s.others = nil, -1
-	s.pipe.last, s.pipe.spoiled = nil, false
-}
-
-// giveBack releases held, fair's lock, behind every command the line
-// queued (so a new line's commands, sent once it holds the lock again,
-// come after them), and waits for its answer.
-func (c *Cohort) giveBack(ctx context.Context, ln *cohortLine, held *fairLock) error {
-	return c.enqueue(ctx, ln, held.f.rdb, func(p redis.Pipeliner) func() error {
-		return held.ReleaseIn(ctx, p)
-	}, sendNow).wait()
-}
-
-var _ Piped = (*cohortLock)(nil)
-
-// Send queues q down the line's pipe (Piped).
-func (l *cohortLock) Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) func() error {
-	ctx := context.Background() // Send has no caller's context
-	if !later {
-		return l.c.enqueue(ctx, l.ln, rdb, q, sendNow).wait
-	}
-	cmd := l.c.enqueue(ctx, l.ln, rdb, q, sendLater)
-	return func() error { return l.c.await(ctx, l.ln, cmd) }
-}
-
-// Piped is a held lock whose sections send their commands to Redis down
-// one ordered pipe (Cohort's).
-type Piped interface {
-	// Send queues q behind every command queued under the lock before it:
-	// q adds its commands to a pipeline on rdb and returns how to read
-	// their outcome; wait blocks until that outcome is known. A command
-	// that is waited for goes out at once. later says it need not: a
-	// write after which the section lets go of the lock goes out with the
-	// next section's first command, or with the release to Redis (or,
-	// when neither comes within parkFor, on its own).
-	Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) (wait func() error)
-}
-
-// parkFor is how long a write queued with later waits for a command to
-// share its round trip with before it goes out alone.
-const parkFor = 2 * time.Millisecond
-
-// linePipe is a line's commands to Redis, in the order its sections
-// queued them. The Cohort's mu guards it.
-type linePipe struct {
+	mu       sync.Mutex
+	atBound  bool             // the section running is at or past the bound: ask who waits
+	others   int64            // instances waiting in Redis, as a pipeline sent past the bound read it; -1: not known
+	carry    map[string]int64 // values left under the cohort's lease (CohortCarry)
 	queued   []*pipeCmd
 	flushing bool     // a goroutine is sending them
 	last     *pipeCmd // the last queued in this cohort, nil before any
 	spoiled  bool     // one failed: the cohort passes (and carries) no more
 }
+
+// Restart starts a cohort's speed afresh once its line holds the lock
+// again: nothing carried, who waits not known, no command of this
+// cohort's queued or failed yet. The last cohort's commands ran before
+// its release.
+func (p *cohortPipe) Restart() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.carry, p.others = nil, -1
+	p.last, p.spoiled = nil, false
+}
+
+func (p *cohortPipe) AtBound(at bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.atBound = at
+}
+
+// MayPass: never once a command of the cohort failed; past the bound only
+// on an answer that nobody waits in Redis, used up by the pass.
+func (p *cohortPipe) MayPass(within bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.spoiled:
+		return false
+	case within:
+		return true
+	case p.others == 0:
+		p.others = -1
+		return true
+	}
+	return false
+}
+
+// GiveBack releases held, fair's lock, behind every command the line
+// queued (so a new cohort's commands, sent once it holds the lock again,
+// come after them), and waits for its answer.
+func (p *cohortPipe) GiveBack(ctx context.Context, held lock.Lock) error {
+	r, ok := held.(lock.PipelineReleaser)
+	if !ok {
+		return held.Release(ctx)
+	}
+	return p.enqueue(ctx, p.rdb, func(pl redis.Pipeliner) func() error {
+		return r.ReleaseIn(ctx, pl)
+	}, sendNow).wait()
+}
+
+// Send queues q down the line's pipe (lock.Piped).
+func (p *cohortPipe) Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, later bool) func() error {
+	ctx := context.Background() // Send has no caller's context
+	if !later {
+		return p.enqueue(ctx, rdb, q, sendNow).wait
+	}
+	cmd := p.enqueue(ctx, rdb, q, sendLater)
+	return func() error { return p.await(ctx, cmd) }
+}
+
+// parkFor is how long a write queued with later waits for a command to
+// share its round trip with before it goes out alone.
+const parkFor = 2 * time.Millisecond
 
 type pipeCmd struct {
 	rdb   redis.Cmdable
@@ -132,29 +157,29 @@ const (
 	sendBehind               // by a goroutine of its own, unless a send is under way
 )
 
-// enqueue queues q on rdb behind ln's commands, sent as by says. The
-// pipelines it starts carry ctx's values, not its deadline or its end
+// enqueue queues q on rdb behind the line's commands, sent as by says.
+// The pipelines it starts carry ctx's values, not its deadline or its end
 // (see send).
-func (c *Cohort) enqueue(ctx context.Context, ln *cohortLine, rdb redis.Cmdable, q func(redis.Pipeliner) func() error, by sendBy) *pipeCmd {
+func (p *cohortPipe) enqueue(ctx context.Context, rdb redis.Cmdable, q func(redis.Pipeliner) func() error, by sendBy) *pipeCmd {
 	cmd := &pipeCmd{rdb: rdb, queue: q, done: make(chan struct{})}
-	c.mu.Lock()
-	ln.pipe.queued = append(ln.pipe.queued, cmd)
-	ln.pipe.last = cmd
-	start := by != sendLater && !ln.pipe.flushing
-	ln.pipe.flushing = ln.pipe.flushing || start
-	c.mu.Unlock()
+	p.mu.Lock()
+	p.queued = append(p.queued, cmd)
+	p.last = cmd
+	start := by != sendLater && !p.flushing
+	p.flushing = p.flushing || start
+	p.mu.Unlock()
 	switch {
 	case start && by == sendNow:
-		c.flush(ctx, ln)
+		p.flush(ctx)
 	case start:
-		go c.flush(ctx, ln)
+		go p.flush(ctx)
 	}
 	return cmd
 }
 
 // await waits for cmd's outcome; a command left waiting for company past
 // parkFor is sent by the caller.
-func (c *Cohort) await(ctx context.Context, ln *cohortLine, cmd *pipeCmd) error {
+func (p *cohortPipe) await(ctx context.Context, cmd *pipeCmd) error {
 	t := time.NewTimer(parkFor)
 	defer t.Stop()
 	select {
@@ -162,37 +187,37 @@ func (c *Cohort) await(ctx context.Context, ln *cohortLine, cmd *pipeCmd) error 
 		return cmd.err
 	case <-t.C:
 	}
-	c.mu.Lock()
-	start := !ln.pipe.flushing
-	ln.pipe.flushing = true
-	c.mu.Unlock()
+	p.mu.Lock()
+	start := !p.flushing
+	p.flushing = true
+	p.mu.Unlock()
 	if start {
-		c.flush(ctx, ln)
+		p.flush(ctx)
 	}
 	return cmd.wait()
 }
 
-// flush sends ln's queued commands, one pipeline per batch, in order,
+// flush sends the queued commands, one pipeline per batch, in order,
 // until none is left. One runs per line at a time: its caller set
 // flushing.
-func (c *Cohort) flush(ctx context.Context, ln *cohortLine) {
+func (p *cohortPipe) flush(ctx context.Context) {
 	for {
-		c.mu.Lock()
-		batch := ln.pipe.queued
-		ln.pipe.queued = nil
+		p.mu.Lock()
+		batch := p.queued
+		p.queued = nil
 		if len(batch) == 0 {
-			ln.pipe.flushing = false
-			c.mu.Unlock()
+			p.flushing = false
+			p.mu.Unlock()
 			return
 		}
-		ask := ln.held != nil && ln.seq >= int64(c.bound) // at or past the bound: who waits in Redis?
-		c.mu.Unlock()
+		ask := p.atBound // at or past the bound: who waits in Redis?
+		p.mu.Unlock()
 		for len(batch) > 0 { // a pipeline per client, in order
 			n := 1
 			for n < len(batch) && batch[n].rdb == batch[0].rdb {
 				n++
 			}
-			c.send(ctx, ln, batch[:n], ask && batch[0].rdb == c.fair.rdb)
+			p.send(ctx, batch[:n], ask && batch[0].rdb == p.rdb)
 			batch = batch[n:]
 		}
 	}
@@ -210,17 +235,17 @@ func (c *Cohort) flush(ctx context.Context, ln *cohortLine) {
 // section, and one section's end must not fail another's commands
 // batched with it. It keeps the values of the context that started it
 // (the explorer's gate tells whose commands they are by them).
-func (c *Cohort) send(ctx context.Context, ln *cohortLine, cmds []*pipeCmd, ask bool) {
+func (p *cohortPipe) send(ctx context.Context, cmds []*pipeCmd, ask bool) {
 	ctx = context.WithoutCancel(ctx)
 	checks := make([]func() error, len(cmds))
 	var others *redis.IntCmd
 	// Each command's error is read by its own check.
-	_, _ = cmds[0].rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = cmds[0].rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		for i, cmd := range cmds {
-			checks[i] = cmd.queue(p)
+			checks[i] = cmd.queue(pl)
 		}
 		if ask {
-			others = p.LLen(ctx, ln.queue)
+			others = pl.LLen(ctx, p.queue)
 		}
 		return nil
 	})
@@ -230,17 +255,17 @@ func (c *Cohort) send(ctx context.Context, ln *cohortLine, cmds []*pipeCmd, ask 
 		failed = failed || cmd.err != nil
 	}
 	if failed || ask {
-		c.mu.Lock()
+		p.mu.Lock()
 		if failed {
-			ln.pipe.spoiled = true // the pass (and CohortCarry's Carried and Carry) check it
+			p.spoiled = true // the pass (and CohortCarry's Carried and Carry) check it
 		}
 		if ask {
-			ln.others = -1
+			p.others = -1
 			if n, err := others.Result(); err == nil {
-				ln.others = n
+				p.others = n
 			}
 		}
-		c.mu.Unlock()
+		p.mu.Unlock()
 	}
 	for _, cmd := range cmds {
 		close(cmd.done)

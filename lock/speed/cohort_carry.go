@@ -1,10 +1,12 @@
-package lock
+package speed
 
 import (
 	"context"
 	"errors"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockladder/lockladder/lock"
 )
 
 // CohortCarry is cohort's lock (rung 13) that carries the data with it.
@@ -45,9 +47,9 @@ import (
 // it, and their requests answer an error); and a critical section that
 // ends before its write lands: the instances' recorded sections end at
 // the pass, the write lands later, in order.
-type CohortCarry struct{ c *Cohort }
+type CohortCarry struct{ c *lock.Cohort }
 
-var _ Locker = (*CohortCarry)(nil)
+var _ lock.Locker = (*CohortCarry)(nil)
 
 // DefaultCarryBound is how many sections one global acquisition of a
 // CohortCarry may run by default: its sections cost no round trip of
@@ -57,7 +59,7 @@ const DefaultCarryBound = 64
 // NewCohortCarry returns cohort's lock on rdb, carrying values and
 // committing writes in groups: bound sections at most per global
 // acquisition (0: DefaultCarryBound).
-func NewCohortCarry(rdb redis.Cmdable, o Options, bound int) *CohortCarry {
+func NewCohortCarry(rdb redis.Cmdable, o lock.Options, bound int) *CohortCarry {
 	if bound <= 0 {
 		bound = DefaultCarryBound
 	}
@@ -65,36 +67,16 @@ func NewCohortCarry(rdb redis.Cmdable, o Options, bound int) *CohortCarry {
 }
 
 // Counts are cohort's.
-func (cc *CohortCarry) Counts() Counts { return cc.c.Counts() }
+func (cc *CohortCarry) Counts() lock.Counts { return cc.c.Counts() }
 
 // Obtain is cohort's; the Lock it returns is Tokened and a Carrier.
-func (cc *CohortCarry) Obtain(ctx context.Context, key string, call Call) (Lock, error) {
+func (cc *CohortCarry) Obtain(ctx context.Context, key string, call lock.Call) (lock.Lock, error) {
 	l, err := cc.c.Obtain(ctx, key, call)
 	if err != nil {
 		return nil, err
 	}
-	return &carriedLock{cc: cc, l: l.(*cohortLock)}, nil
-}
-
-// Carrier is a held lock that carries values from one section to the
-// next, and commits their writes in order.
-type Carrier interface {
-	// Carried is key's value as the last section under this lock's lease
-	// computed it, or false when the section must read it.
-	Carried(key string) (int64, bool)
-	// Carry records v as key's value as this section leaves it: read
-	// from Redis, or computed and queued with Commit. It must come before
-	// Release.
-	Carry(key string, v int64)
-	// Commit queues a write behind every write queued before it under the
-	// lock, and returns at once: the section may release before it lands.
-	// q adds the write's commands to a pipeline on rdb and returns how to
-	// read their outcome; wait blocks until that outcome is known.
-	Commit(rdb redis.Cmdable, q func(redis.Pipeliner) func() error) (wait func() error)
-	// Settle waits until every write queued under the lock so far has
-	// landed. It returns an error when one did not: what was carried is
-	// not what Redis holds.
-	Settle() error
+	s := l.(*lock.CohortSection)
+	return &carriedLock{s: s, p: s.Line().(*cohortPipe)}, nil
 }
 
 // ErrSpoiled is a write that did not land under a CohortCarry, seen by
@@ -103,80 +85,85 @@ var ErrSpoiled = errors.New("lock: a write queued before this section's did not 
 
 // carriedLock is one section of a CohortCarry.
 type carriedLock struct {
-	cc       *CohortCarry
-	l        *cohortLock
-	released bool // under c.mu
+	s        *lock.CohortSection
+	p        *cohortPipe
+	released bool // under p.mu
 }
 
 var (
-	_ Tokened = (*carriedLock)(nil)
-	_ Carrier = (*carriedLock)(nil)
+	_ lock.Tokened = (*carriedLock)(nil)
+	_ lock.Carrier = (*carriedLock)(nil)
 )
 
-func (cl *carriedLock) Token() int64 { return cl.l.token }
+func (cl *carriedLock) Token() int64 { return cl.s.Token() }
 
 // Release passes the lock on, or gives it back to Redis once the writes
 // queued under it have landed.
 func (cl *carriedLock) Release(ctx context.Context) error {
-	cl.l.c.mu.Lock()
+	cl.p.mu.Lock()
 	cl.released = true
-	cl.l.c.mu.Unlock()
-	return cl.l.Release(ctx)
+	cl.p.mu.Unlock()
+	return cl.s.Release(ctx)
 }
 
-// ours says whether this section may still carry: not released, its
-// lease neither lost nor replaced, no write of the cohort failed. The
-// caller holds c.mu.
+// ours locks the pipe when this section may still carry: not released,
+// its lease neither lost nor replaced (Current, asked first: the Cohort's
+// mutex comes before the pipe's), no write of the cohort failed. The
+// caller unlocks it when ours says true.
 func (cl *carriedLock) ours() bool {
-	ln := cl.l.ln
-	h := ln.held
-	return !cl.released && h != nil && h.fence == cl.l.token>>cohortSeqBits && !h.lost.Load() && !ln.pipe.spoiled
+	if !cl.s.Current() {
+		return false
+	}
+	cl.p.mu.Lock()
+	if cl.released || cl.p.spoiled {
+		cl.p.mu.Unlock()
+		return false
+	}
+	return true
 }
 
 func (cl *carriedLock) Carried(key string) (int64, bool) {
-	cl.l.c.mu.Lock()
-	defer cl.l.c.mu.Unlock()
 	if !cl.ours() {
 		return 0, false
 	}
-	v, ok := cl.l.ln.carry[key]
+	defer cl.p.mu.Unlock()
+	v, ok := cl.p.carry[key]
 	return v, ok
 }
 
 func (cl *carriedLock) Carry(key string, v int64) {
-	cl.l.c.mu.Lock()
-	defer cl.l.c.mu.Unlock()
 	if !cl.ours() {
 		return
 	}
-	if cl.l.ln.carry == nil {
-		cl.l.ln.carry = map[string]int64{}
+	defer cl.p.mu.Unlock()
+	if cl.p.carry == nil {
+		cl.p.carry = map[string]int64{}
 	}
-	cl.l.ln.carry[key] = v
+	cl.p.carry[key] = v
 }
 
 func (cl *carriedLock) Commit(rdb redis.Cmdable, q func(redis.Pipeliner) func() error) func() error {
-	cl.l.c.mu.Lock()
+	cl.p.mu.Lock()
 	released := cl.released
-	cl.l.c.mu.Unlock()
+	cl.p.mu.Unlock()
 	if released {
-		return func() error { return ErrNotHeld }
+		return func() error { return lock.ErrNotHeld }
 	}
-	return cl.l.c.enqueue(context.Background(), cl.l.ln, rdb, q, sendBehind).wait
+	return cl.p.enqueue(context.Background(), rdb, q, sendBehind).wait
 }
 
 func (cl *carriedLock) Settle() error {
-	c, ln := cl.l.c, cl.l.ln
-	c.mu.Lock()
-	last := ln.pipe.last
-	c.mu.Unlock()
+	p := cl.p
+	p.mu.Lock()
+	last := p.last
+	p.mu.Unlock()
 	if last == nil {
 		return nil
 	}
 	<-last.done
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if ln.pipe.spoiled {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.spoiled {
 		return ErrSpoiled
 	}
 	return nil

@@ -1,4 +1,4 @@
-package lock_test
+package speed_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/locktest"
+	"github.com/lockladder/lockladder/lock/speed"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
@@ -33,7 +34,7 @@ func carrier(t *testing.T, l lock.Lock) lock.Carrier {
 func TestCohortCarryCarriesWithinACohortOnly(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	o := fairOpts(notifier(t, rdb, notify.Options{}))
-	c := lock.NewCohortCarry(rdb, o, 2)
+	c := speed.NewCohortCarry(rdb, o, 2)
 	ctx := context.Background()
 	const key, data = "lock:carry", "n:carry"
 	first, err := c.Obtain(ctx, key, lock.Call{})
@@ -85,7 +86,7 @@ func TestCohortCarryCarriesWithinACohortOnly(t *testing.T) {
 // twice, every sale answered was made, although most sections never read
 // and never waited for their write.
 func TestCohortCarryExactAcrossProcesses(t *testing.T) {
-	sellAndCountAcross(t, func(rdb *redis.Client, o lock.Options) lock.Locker { return lock.NewCohortCarry(rdb, o, 8) },
+	sellAndCountAcross(t, func(rdb *redis.Client, o lock.Options) lock.Locker { return speed.NewCohortCarry(rdb, o, 8) },
 		func(l lock.Lock) inventory.Guard { return inventory.Guard{Carrier: carrier(t, l)} })
 }
 
@@ -109,7 +110,7 @@ func setIn(key string, v int64, pause time.Duration) func(redis.Pipeliner) func(
 func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	o := fairOpts(notifier(t, rdb, notify.Options{}))
-	a, b := lock.NewCohortCarry(rdb, o, 0), lock.NewCohortCarry(rdb, o, 0)
+	a, b := speed.NewCohortCarry(rdb, o, 0), speed.NewCohortCarry(rdb, o, 0)
 	ctx := context.Background()
 	const key = "lock:commit"
 	first, err := a.Obtain(ctx, key, lock.Call{})
@@ -161,7 +162,7 @@ func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
 func TestCohortCarryFailedWriteEndsTheCohort(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	o := fairOpts(notifier(t, rdb, notify.Options{}))
-	c := lock.NewCohortCarry(rdb, o, 0)
+	c := speed.NewCohortCarry(rdb, o, 0)
 	ctx := context.Background()
 	const key, data = "lock:spoil", "n:spoil"
 	first, err := c.Obtain(ctx, key, lock.Call{})
@@ -192,7 +193,7 @@ func TestCohortCarryFailedWriteEndsTheCohort(t *testing.T) {
 	if err := failing(); err == nil {
 		t.Fatal("the failing write landed")
 	}
-	if err := carrier(t, got.L).Settle(); !errors.Is(err, lock.ErrSpoiled) {
+	if err := carrier(t, got.L).Settle(); !errors.Is(err, speed.ErrSpoiled) {
 		t.Errorf("Settle after a failed write: %v, want ErrSpoiled", err)
 	}
 	if v, ok := carrier(t, got.L).Carried(data); ok {

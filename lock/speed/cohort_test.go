@@ -1,8 +1,9 @@
-package lock_test
+package speed_test
 
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/locktest"
+	"github.com/lockladder/lockladder/lock/speed"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
 
@@ -157,7 +159,7 @@ func TestCohortParkedWriteGoesAlone(t *testing.T) {
 // lost, nothing sold twice, every sale answered was made, and most
 // sections were passed in memory.
 func TestCohortPipedExactAcrossProcesses(t *testing.T) {
-	sellAndCountAcross(t, func(rdb *redis.Client, o lock.Options) lock.Locker { return lock.NewCohort(rdb, o, 8) },
+	sellAndCountAcross(t, func(rdb *redis.Client, o lock.Options) lock.Locker { return speed.NewCohort(rdb, o, 8) },
 		func(l lock.Lock) inventory.Guard { return inventory.Guard{Pipe: piped(t, l)} })
 }
 
@@ -244,5 +246,101 @@ func sellAndCountAcross(t *testing.T, newLocker func(*redis.Client, lock.Options
 	}
 	if g, _ := rdb.Get(ctx, lock.FenceKey(inventory.NumLock)).Int64(); g <= 0 || g >= want {
 		t.Errorf("%d global acquisitions for %d increments: want some, and fewer", g, want)
+	}
+}
+
+// Another process waiting in Redis gets the lock after at most a bound's
+// worth of this process's sections, however many of them wait: whether
+// the sections send nothing to Redis, or read down the pipe (then past the
+// bound they ask who waits in Redis, and the answer names the other).
+func TestCohortBoundsTheOtherProcessesWait(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reads bool
+	}{{"silent sections", false}, {"sections that read", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb, _ := redistest.Start(t)
+			a, o := cohortOn(t, rdb, 2)
+			b := speed.NewCohort(rdb, o, 2)
+			ctx := context.Background()
+			const key = "lock:turns"
+			section := func(l lock.Lock) {
+				if tc.reads {
+					if _, err := getVia(piped(t, l), rdb, "n:turns"); err != nil {
+						t.Error(err)
+					}
+				} else {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			var (
+				mu    sync.Mutex
+				order []string
+			)
+			run := func(c *lock.Cohort, name string) {
+				l, err := c.Obtain(ctx, key, lock.Call{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				section(l)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+			first, err := a.Obtain(ctx, key, lock.Call{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for range 5 {
+				wg.Go(func() { run(a, "a") })
+			}
+			time.Sleep(50 * time.Millisecond) // a's line is full
+			wg.Go(func() { run(b, "b") })
+			queued(t, rdb, key, 1) // b's head waits in Redis
+			mu.Lock()
+			order = append(order, "a")
+			mu.Unlock()
+			section(first)
+			first.Release(ctx)
+			wg.Wait()
+			if i := slices.Index(order, "b"); i < 0 || i > 2 {
+				t.Errorf("sections in order %v: b should come after a's cohort of 2", order)
+			}
+		})
+	}
+}
+
+// Nobody else waits in Redis: the cohort goes on past its bound, each
+// pass past it on a fresh answer from a pipeline; a section that sends
+// nothing brings no answer, and the lock goes back to Redis after it.
+func TestCohortGoesOnPastTheBoundAlone(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	c, _ := cohortOn(t, rdb, 2)
+	ctx := context.Background()
+	const key = "lock:alone"
+	held := passAlong(t, c, key, 5, func(i int, l lock.Lock) {
+		if i != 4 { // the fifth section reads nothing
+			if _, err := getVia(piped(t, l), rdb, "n:alone"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	toks := dottedAll(t, held)
+	if want := []string{"1.1", "1.2", "1.3", "1.4", "1.5", "2.1"}; !slices.Equal(toks, want) {
+		t.Errorf("sections' tokens (global.section) %v, want %v: past the bound of 2 while alone, then back to Redis after the section that asked nothing", toks, want)
+	}
+	if err := held[len(held)-1].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := rdb.Get(ctx, lock.FenceKey(key)).Int64(); g != 2 {
+		t.Errorf("%d global acquisitions, want 2", g)
+	}
+	if rdb.Exists(ctx, key).Val() != 0 {
+		t.Error("the lock is still in Redis after the last release")
 	}
 }
