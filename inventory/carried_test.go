@@ -12,7 +12,7 @@ import (
 )
 
 // carry is a lock's carried values and queue of writes as
-// lock.CohortCarry's sections keep them, run at once: each Commit sends
+// speed.CohortCarry's sections keep them, run at once: each Commit sends
 // its write in a pipeline of its own before it returns, and a write that
 // fails drops what was carried, as a spoiled cohort does.
 type carry struct {
