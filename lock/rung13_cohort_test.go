@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,4 +298,39 @@ func TestCohortWaiting(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// spoiledLine is a cohort line's speed that refuses every pass, as
+// package speed's pipe does once a command of the cohort failed, and
+// counts the lock's returns to Redis through it.
+type spoiledLine struct{ gaveBack atomic.Int64 }
+
+func (*spoiledLine) Restart()          {}
+func (*spoiledLine) AtBound(bool)      {}
+func (*spoiledLine) MayPass(bool) bool { return false }
+func (*spoiledLine) Send(rdb redis.Cmdable, q func(redis.Pipeliner) func() error, _ bool) func() error {
+	return func() error { return errors.New("not sent") }
+}
+func (s *spoiledLine) GiveBack(ctx context.Context, held lock.Lock) error {
+	s.gaveBack.Add(1)
+	return held.Release(ctx)
+}
+
+// A line whose speed refuses the pass (a spoiled cohort) never passes
+// the lock in memory, though its waiters are within the bound: every
+// section gives it back to Redis through the line, and the next takes it
+// there under a new global token.
+func TestCohortPassesOnlyWhenItsLineMay(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	line := &spoiledLine{}
+	o := fairOpts(notifier(t, rdb, notify.Options{}))
+	c := lock.NewCohortWith(rdb, o, 0, func(string) lock.CohortLine { return line })
+	held := passAlong(t, c, "lock:spoiled", 2, nil)
+	if toks, want := dottedAll(t, held), []string{"1.1", "2.1", "3.1"}; !slices.Equal(toks, want) {
+		t.Errorf("sections' tokens (global.section) %v, want %v: no pass from a spoiled line", toks, want)
+	}
+	if n := line.gaveBack.Load(); n != 2 {
+		t.Errorf("%d returns to Redis through the line, want 2", n)
+	}
+	held[len(held)-1].Release(context.Background())
 }
