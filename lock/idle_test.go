@@ -12,6 +12,7 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 	"github.com/lockladder/lockladder/lock/speed"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
@@ -79,7 +80,7 @@ func TestLocalForgetsIdleKeys(t *testing.T) {
 func TestCohortForgetsIdleLines(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	o := fairOpts(notifier(t, rdb, notify.Options{}))
+	o := locktest.FairOpts(notifier(t, rdb, notify.Options{}))
 	c, cc := lock.NewCohort(rdb, o, 0), speed.NewCohort(rdb, o, 0)
 	for _, l := range []interface {
 		lock.Locker
@@ -118,14 +119,14 @@ func TestCohortForgetsIdleLines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first := tokenOf(t, a)
+		first := locktest.TokenOf(t, a)
 		a.Release(ctx)
 		b, err := l.Obtain(ctx, "lock:k", lock.Call{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tokenOf(t, b) <= first {
-			t.Errorf("%T: token %s after %s on a new line, want larger", l, dotted(tokenOf(t, b)), dotted(first))
+		if locktest.TokenOf(t, b) <= first {
+			t.Errorf("%T: token %s after %s on a new line, want larger", l, locktest.Dotted(locktest.TokenOf(t, b)), locktest.Dotted(first))
 		}
 		b.Release(ctx)
 	}

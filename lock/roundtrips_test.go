@@ -2,7 +2,6 @@ package lock_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,30 +10,19 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
+	"github.com/lockladder/lockladder/lock/locktest"
 	"github.com/lockladder/lockladder/lock/speed"
 	"github.com/lockladder/lockladder/lock/speed/notify"
 )
-
-// roundTrips is a go-redis hook that counts round trips: one per command
-// sent on its own, one per pipeline.
-type roundTrips struct{ n atomic.Int64 }
-
-func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { r.n.Add(1); return next(ctx, cmd) }
-}
-func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
-}
 
 // sale is one /sale as the handlers run it: Obtain, the non-atomic sale
 // (fenced when the lock carries a token), Release (in the pipeline of the
 // last write when the lock can). It returns the round trips spent taking
 // the lock and giving it up, and in all.
-func sale(ctx context.Context, c lock.Call, store *inventory.Store, l lock.Locker, rt []*roundTrips) (lockRTT, total int64, err error) {
+func sale(ctx context.Context, c lock.Call, store *inventory.Store, l lock.Locker, rt []*locktest.RoundTrips) (lockRTT, total int64, err error) {
 	count := func() (n int64) {
 		for _, r := range rt {
-			n += r.n.Load()
+			n += r.N.Load()
 		}
 		return n
 	}
@@ -78,7 +66,7 @@ func sale(ctx context.Context, c lock.Call, store *inventory.Store, l lock.Locke
 func BenchmarkRoundTrips(b *testing.B) {
 	rdb, _ := redistest.Start(b)
 	ctx := context.Background()
-	rt := &roundTrips{}
+	rt := &locktest.RoundTrips{}
 	rdb.AddHook(rt)
 	if err := notify.EnableKeyspaceEvents(ctx, rdb); err != nil {
 		b.Fatal(err)
@@ -87,9 +75,9 @@ func BenchmarkRoundTrips(b *testing.B) {
 	defer n.Close()
 	<-n.Ready()
 	masters, _ := redistest.StartMasters(b, 5)
-	var mrt []*roundTrips
+	var mrt []*locktest.RoundTrips
 	for _, m := range masters {
-		r := &roundTrips{}
+		r := &locktest.RoundTrips{}
 		m.AddHook(r)
 		mrt = append(mrt, r)
 	}
@@ -99,9 +87,9 @@ func BenchmarkRoundTrips(b *testing.B) {
 	type rung struct {
 		name string
 		l    lock.Locker
-		rt   []*roundTrips
+		rt   []*locktest.RoundTrips
 	}
-	one := []*roundTrips{rt}
+	one := []*locktest.RoundTrips{rt}
 	rungs := []rung{
 		{"setnx", lock.NewSetNX(rdb, o), one},
 		{"setnx-expire", lock.NewSetNXExpire(rdb, o), one},
@@ -138,14 +126,14 @@ func BenchmarkRoundTrips(b *testing.B) {
 	}
 	b.Run("alone/atomic", func(b *testing.B) {
 		reset(b)
-		start := rt.n.Load()
+		start := rt.N.Load()
 		for b.Loop() {
 			if _, err := store.SellAtomic(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(0, "lock-rtt/op")
-		b.ReportMetric(float64(rt.n.Load()-start)/float64(b.N), "rtt/sale")
+		b.ReportMetric(float64(rt.N.Load()-start)/float64(b.N), "rtt/sale")
 	})
 
 	for _, tc := range []struct {
@@ -160,7 +148,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 	} {
 		b.Run("contended/"+tc.name, func(b *testing.B) {
 			reset(b)
-			start, before := time.Now(), rt.n.Load()
+			start, before := time.Now(), rt.N.Load()
 			b.SetParallelism(8) // 16 goroutines on 2 CPUs
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -172,7 +160,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 			})
 			// Concurrent sales share the counter: report the client's
 			// total over the sales.
-			b.ReportMetric(float64(rt.n.Load()-before)/float64(b.N), "rtt/sale")
+			b.ReportMetric(float64(rt.N.Load()-before)/float64(b.N), "rtt/sale")
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "sales/s")
 		})
 	}

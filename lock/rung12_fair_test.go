@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/locktest"
@@ -18,35 +16,12 @@ import (
 
 var notifier = locktest.Notifier
 
-// fairOpts: a lease long enough to outlive each test's waits, so that
-// only a release moves the lock.
-func fairOpts(n lock.Notifier) lock.Options {
-	return lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second, Notifier: n}
-}
-
-// queued waits until key's queue holds n waiters and returns them.
-func queued(t *testing.T, rdb *redis.Client, key string, n int) []string {
-	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		q := rdb.LRange(ctx, lock.QueueKey(key), 0, -1).Val()
-		if len(q) == n {
-			return q
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue of %s: %v, want %d waiters", key, q, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestFairFIFO: waiters that queued in order get the lock in that order.
 func TestFairFIFO(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	const key, waiters = "lock:k", 6
-	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, notify.Options{})))
+	f := lock.NewFair(rdb, locktest.FairOpts(notifier(t, rdb, notify.Options{})))
 
 	first, err := f.Obtain(ctx, key, lock.Call{})
 	if err != nil {
@@ -71,7 +46,7 @@ func TestFairFIFO(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		queued(t, rdb, key, i+1) // waiter i is in the queue before i+1 starts
+		locktest.Queued(t, rdb, key, i+1) // waiter i is in the queue before i+1 starts
 	}
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -95,14 +70,14 @@ func TestFairHandsOffOnRelease(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	const key = "lock:k"
-	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, notify.Options{})))
+	f := lock.NewFair(rdb, locktest.FairOpts(notifier(t, rdb, notify.Options{})))
 
 	a, err := f.Obtain(ctx, key, lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := locktest.ObtainAsync(ctx, f, key)
-	next := queued(t, rdb, key, 1)[0]
+	next := locktest.Queued(t, rdb, key, 1)[0]
 
 	released := time.Now()
 	if err := a.Release(ctx); err != nil {
@@ -141,7 +116,7 @@ func TestFairSkipsStaleWaiters(t *testing.T) {
 	ctx := context.Background()
 	const key = "lock:k"
 	q, live := lock.QueueKey(key), lock.QueueKey(key)+":live"
-	f := lock.NewFair(rdb, fairOpts(notifier(t, rdb, notify.Options{})))
+	f := lock.NewFair(rdb, locktest.FairOpts(notifier(t, rdb, notify.Options{})))
 
 	a, err := f.Obtain(ctx, key, lock.Call{})
 	if err != nil {
@@ -156,7 +131,7 @@ func TestFairSkipsStaleWaiters(t *testing.T) {
 	shortCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	quitter := locktest.ObtainAsync(shortCtx, f, key)
-	queued(t, rdb, key, 2)
+	locktest.Queued(t, rdb, key, 2)
 	if got := <-quitter; !errors.Is(got.Err, lock.ErrNotObtained) {
 		t.Fatalf("the quitter: %v, want ErrNotObtained", got.Err)
 	}
@@ -165,7 +140,7 @@ func TestFairSkipsStaleWaiters(t *testing.T) {
 	}
 
 	b := locktest.ObtainAsync(ctx, f, key)
-	next := queued(t, rdb, key, 2)[1]
+	next := locktest.Queued(t, rdb, key, 2)[1]
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +164,7 @@ func TestFairHandoffToADeadWaiterDoesNotWedge(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
 	const key = "lock:k"
-	o := fairOpts(notifier(t, rdb, notify.Options{}))
+	o := locktest.FairOpts(notifier(t, rdb, notify.Options{}))
 	o.TTL = 200 * time.Millisecond
 	f := lock.NewFair(rdb, o)
 	a, err := f.Obtain(ctx, key, lock.Call{})
@@ -200,7 +175,7 @@ func TestFairHandoffToADeadWaiterDoesNotWedge(t *testing.T) {
 	rdb.RPush(ctx, lock.QueueKey(key), "dying")
 	rdb.HSet(ctx, lock.QueueKey(key)+":live", "dying", now.UnixMilli()+int64(time.Minute/time.Millisecond))
 	b := locktest.ObtainAsync(ctx, f, key)
-	queued(t, rdb, key, 2)
+	locktest.Queued(t, rdb, key, 2)
 	released := time.Now()
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -227,7 +202,7 @@ func TestFairHandoffToADeadWaiterDoesNotWedge(t *testing.T) {
 func TestFairWatchdog(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	o := fairOpts(nil)
+	o := locktest.FairOpts(nil)
 	o.TTL = 150 * time.Millisecond
 	f := lock.NewFair(rdb, o)
 	a, err := f.Obtain(ctx, "lock:k", lock.Call{})

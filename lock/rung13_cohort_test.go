@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,65 +22,8 @@ import (
 // the same Redis takes the options it returns.
 func cohortOn(t *testing.T, rdb *redis.Client, bound int) (*lock.Cohort, lock.Options) {
 	t.Helper()
-	o := fairOpts(notifier(t, rdb, notify.Options{}))
+	o := locktest.FairOpts(notifier(t, rdb, notify.Options{}))
 	return lock.NewCohort(rdb, o, bound), o
-}
-
-// tokenOf is a held lock's fencing token.
-func tokenOf(t *testing.T, l lock.Lock) int64 {
-	t.Helper()
-	tl, ok := l.(lock.Tokened)
-	if !ok {
-		t.Fatalf("%T is not Tokened", l)
-	}
-	return tl.Token()
-}
-
-// dotted is a cohort token as global.section.
-func dotted(tok int64) string {
-	return strconv.FormatInt(tok>>20, 10) + "." + strconv.FormatInt(tok&(1<<20-1), 10)
-}
-
-// passAlong takes key on c, lines up n more requests behind it in order,
-// then runs each section in turn (section may be nil) and releases it, so
-// that the next in line gets the lock. It returns the n+1 locks held, in
-// order; the last is still held.
-func passAlong(t *testing.T, c *lock.Cohort, key string, n int, section func(i int, l lock.Lock)) []lock.Lock {
-	t.Helper()
-	ctx := context.Background()
-	first, err := c.Obtain(ctx, key, lock.Call{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := []lock.Lock{first}
-	var waits []<-chan locktest.Obtained
-	for range n {
-		waits = append(waits, locktest.ObtainAsync(ctx, c, key))
-		time.Sleep(20 * time.Millisecond) // in this order
-	}
-	for i, w := range waits {
-		if section != nil {
-			section(i, held[len(held)-1])
-		}
-		if err := held[len(held)-1].Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		got := <-w
-		if got.Err != nil {
-			t.Fatal(got.Err)
-		}
-		held = append(held, got.L)
-	}
-	return held
-}
-
-// dottedAll is the held locks' tokens as global.section.
-func dottedAll(t *testing.T, held []lock.Lock) []string {
-	var toks []string
-	for _, l := range held {
-		toks = append(toks, dotted(tokenOf(t, l)))
-	}
-	return toks
 }
 
 // Two processes (two Cohorts: each its own lines) on one Redis, ten
@@ -111,7 +53,7 @@ func TestCohortExactAcrossProcesses(t *testing.T) {
 						return
 					}
 					mu.Lock()
-					tokens = append(tokens, tokenOf(t, l))
+					tokens = append(tokens, locktest.TokenOf(t, l))
 					mu.Unlock()
 					v, _ := rdb.Get(ctx, counter).Int64()
 					rdb.Set(ctx, counter, v+1, 0)
@@ -148,8 +90,8 @@ func TestCohortPassesInMemoryUpToTheBound(t *testing.T) {
 	c, _ := cohortOn(t, rdb, 3)
 	ctx := context.Background()
 	const key = "lock:bound"
-	held := passAlong(t, c, key, 4, nil)
-	toks := dottedAll(t, held)
+	held := locktest.PassAlong(t, c, key, 4, nil)
+	toks := locktest.DottedAll(t, held)
 	if want := []string{"1.1", "1.2", "1.3", "2.1", "2.2"}; !slices.Equal(toks, want) {
 		t.Errorf("sections' tokens (global.section) %v, want %v", toks, want)
 	}
@@ -181,7 +123,7 @@ func TestCohortWaitBound(t *testing.T) {
 	short := 50 * time.Millisecond
 	start := time.Now()
 	// Sooner than the Locker's own bound (fairOpts' Wait): the call's.
-	if _, err := c.Obtain(ctx, key, lock.Call{Try: &short}); !errors.Is(err, lock.ErrNotObtained) || time.Since(start) >= fairOpts(nil).Wait {
+	if _, err := c.Obtain(ctx, key, lock.Call{Try: &short}); !errors.Is(err, lock.ErrNotObtained) || time.Since(start) >= locktest.FairOpts(nil).Wait {
 		t.Errorf("a waiter with a 50ms bound: %v after %s, want ErrNotObtained before the Locker's bound", err, time.Since(start))
 	}
 	zero := time.Duration(0)
@@ -225,7 +167,7 @@ func TestCohortDoesNotPassALostLease(t *testing.T) {
 		t.Fatal(got.Err)
 	}
 	defer got.L.Release(ctx)
-	if g := tokenOf(t, got.L) >> 20; g != 2 {
+	if g := locktest.TokenOf(t, got.L) >> 20; g != 2 {
 		t.Errorf("the section after a lost lease has global token %d, want 2 (taken in Redis, not passed)", g)
 	}
 }
@@ -235,20 +177,20 @@ func TestCohortDoesNotPassALostLease(t *testing.T) {
 // next section takes the lock in Redis, though the bound is far.
 func TestCohortSharesHalfALeaseOnItsClock(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	o := fairOpts(notifier(t, rdb, notify.Options{}))
+	o := locktest.FairOpts(notifier(t, rdb, notify.Options{}))
 	var mu sync.Mutex
 	now := time.Now()
 	o.Clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	c := lock.NewCohort(rdb, o, 0)
 	const key = "lock:share"
-	held := passAlong(t, c, key, 3, func(i int, _ lock.Lock) {
+	held := locktest.PassAlong(t, c, key, 3, func(i int, _ lock.Lock) {
 		if i == 1 { // the second section outlives half a lease
 			mu.Lock()
 			now = now.Add(o.TTL/2 + time.Millisecond)
 			mu.Unlock()
 		}
 	})
-	toks := dottedAll(t, held)
+	toks := locktest.DottedAll(t, held)
 	if want := []string{"1.1", "1.2", "2.1", "2.2"}; !slices.Equal(toks, want) {
 		t.Errorf("sections' tokens (global.section) %v, want %v: back to Redis after the section that outlived half a lease", toks, want)
 	}
@@ -323,10 +265,10 @@ func (s *spoiledLine) GiveBack(ctx context.Context, held lock.Lock) error {
 func TestCohortPassesOnlyWhenItsLineMay(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	line := &spoiledLine{}
-	o := fairOpts(notifier(t, rdb, notify.Options{}))
+	o := locktest.FairOpts(notifier(t, rdb, notify.Options{}))
 	c := lock.NewCohortWith(rdb, o, 0, func(string) lock.CohortLine { return line })
-	held := passAlong(t, c, "lock:spoiled", 2, nil)
-	if toks, want := dottedAll(t, held), []string{"1.1", "2.1", "3.1"}; !slices.Equal(toks, want) {
+	held := locktest.PassAlong(t, c, "lock:spoiled", 2, nil)
+	if toks, want := locktest.DottedAll(t, held), []string{"1.1", "2.1", "3.1"}; !slices.Equal(toks, want) {
 		t.Errorf("sections' tokens (global.section) %v, want %v: no pass from a spoiled line", toks, want)
 	}
 	if n := line.gaveBack.Load(); n != 2 {

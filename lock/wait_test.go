@@ -145,7 +145,7 @@ func TestNotifyWithoutNotifierPolls(t *testing.T) {
 func TestFairBoundAndCancel(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	o := fairOpts(notifier(t, rdb, notify.Options{}))
+	o := locktest.FairOpts(notifier(t, rdb, notify.Options{}))
 	o.Wait = 150 * time.Millisecond
 	f := lock.NewFair(rdb, o)
 	held, err := f.Obtain(ctx, "lock:k", lock.Call{})

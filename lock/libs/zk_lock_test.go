@@ -3,7 +3,6 @@ package libs_test
 import (
 	"context"
 	"errors"
-	"github.com/lockladder/lockladder/stack/faultproxy"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/libs"
+	"github.com/lockladder/lockladder/stack/faultproxy"
 )
 
 func TestLibZKLockBasics(t *testing.T) {

@@ -33,7 +33,7 @@ func carrier(t *testing.T, l lock.Lock) lock.Carrier {
 // refused compare-and-set must be able to try again under the lock).
 func TestCohortCarryCarriesWithinACohortOnly(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	o := fairOpts(notifier(t, rdb, notify.Options{}))
+	o := locktest.FairOpts(notifier(t, rdb, notify.Options{}))
 	c := speed.NewCohortCarry(rdb, o, 2)
 	ctx := context.Background()
 	const key, data = "lock:carry", "n:carry"
@@ -72,7 +72,7 @@ func TestCohortCarryCarriesWithinACohortOnly(t *testing.T) {
 		t.Fatal(got.Err)
 	}
 	defer got.L.Release(ctx)
-	if g := tokenOf(t, got.L) >> 20; g != 2 {
+	if g := locktest.TokenOf(t, got.L) >> 20; g != 2 {
 		t.Fatalf("the third section's global token %d, want 2 (taken in Redis)", g)
 	}
 	if v, ok := carrier(t, got.L).Carried(data); ok {
@@ -109,7 +109,7 @@ func setIn(key string, v int64, pause time.Duration) func(redis.Pipeliner) func(
 // holder from another process reads them.
 func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	o := fairOpts(notifier(t, rdb, notify.Options{}))
+	o := locktest.FairOpts(notifier(t, rdb, notify.Options{}))
 	a, b := speed.NewCohortCarry(rdb, o, 0), speed.NewCohortCarry(rdb, o, 0)
 	ctx := context.Background()
 	const key = "lock:commit"
@@ -136,7 +136,7 @@ func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
 	}
 	fast := carrier(t, got.L).Commit(rdb, setIn("carry:x", 2, 0))
 	other := locktest.ObtainAsync(ctx, b, key) // another process waits in Redis
-	queued(t, rdb, key, 1)
+	locktest.Queued(t, rdb, key, 1)
 	if err := got.L.Release(ctx); err != nil { // back to Redis: after the writes
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestCohortCarryCommitsInOrderAndReleasesAfterTheWrites(t *testing.T) {
 // memory any more (the next section takes it in Redis and reads).
 func TestCohortCarryFailedWriteEndsTheCohort(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	o := fairOpts(notifier(t, rdb, notify.Options{}))
+	o := locktest.FairOpts(notifier(t, rdb, notify.Options{}))
 	c := speed.NewCohortCarry(rdb, o, 0)
 	ctx := context.Background()
 	const key, data = "lock:spoil", "n:spoil"
@@ -187,7 +187,7 @@ func TestCohortCarryFailedWriteEndsTheCohort(t *testing.T) {
 	if got.Err != nil {
 		t.Fatal(got.Err)
 	}
-	if g := tokenOf(t, got.L) >> 20; g != 1 {
+	if g := locktest.TokenOf(t, got.L) >> 20; g != 1 {
 		t.Fatalf("the second section has global token %d, want 1 (passed in memory)", g)
 	}
 	if err := failing(); err == nil {
@@ -207,7 +207,7 @@ func TestCohortCarryFailedWriteEndsTheCohort(t *testing.T) {
 		t.Fatal(last.Err)
 	}
 	defer last.L.Release(ctx)
-	if g := tokenOf(t, last.L) >> 20; g != 2 {
+	if g := locktest.TokenOf(t, last.L) >> 20; g != 2 {
 		t.Errorf("the section after a spoiled cohort has global token %d, want 2 (taken in Redis, not passed)", g)
 	}
 	if err := carrier(t, last.L).Settle(); err != nil {

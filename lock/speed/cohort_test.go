@@ -58,7 +58,7 @@ func TestCohortWriteRidesWithTheNextRead(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	other := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr}) // uncounted
 	t.Cleanup(func() { other.Close() })
-	rt := &roundTrips{}
+	rt := &locktest.RoundTrips{}
 	rdb.AddHook(rt)
 	c, _ := cohortOn(t, rdb, 0)
 	ctx := context.Background()
@@ -74,7 +74,7 @@ func TestCohortWriteRidesWithTheNextRead(t *testing.T) {
 		t.Fatalf("first read %d, %v; want 0", n, err)
 	}
 	landed := setLater(piped(t, first), rdb, data, 1)
-	before := rt.n.Load()
+	before := rt.N.Load()
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -82,18 +82,18 @@ func TestCohortWriteRidesWithTheNextRead(t *testing.T) {
 	if got.Err != nil {
 		t.Fatal(got.Err)
 	}
-	if d := rt.n.Load() - before; d != 0 {
+	if d := rt.N.Load() - before; d != 0 {
 		t.Fatalf("%d round trips to pass the lock, want 0", d)
 	}
 	if other.Exists(ctx, data).Val() != 0 {
 		t.Fatal("the write went out before the next section's read: they cannot share a round trip")
 	}
-	before = rt.n.Load()
+	before = rt.N.Load()
 	n, err := getVia(piped(t, got.L), rdb, data)
 	if err != nil || n != 1 {
 		t.Fatalf("the next section read %d, %v; want 1, the write queued before it", n, err)
 	}
-	if d := rt.n.Load() - before; d != 1 {
+	if d := rt.N.Load() - before; d != 1 {
 		t.Errorf("the write and the next read took %d round trips, want 1", d)
 	}
 	if err := landed(); err != nil {
@@ -101,11 +101,11 @@ func TestCohortWriteRidesWithTheNextRead(t *testing.T) {
 	}
 
 	landed = setLater(piped(t, got.L), rdb, data, 2)
-	before = rt.n.Load()
+	before = rt.N.Load()
 	if err := got.L.Release(ctx); err != nil { // nobody waits: back to Redis
 		t.Fatal(err)
 	}
-	if d := rt.n.Load() - before; d != 1 {
+	if d := rt.N.Load() - before; d != 1 {
 		t.Errorf("the last write and the release took %d round trips, want 1", d)
 	}
 	if err := landed(); err != nil {
@@ -208,7 +208,7 @@ func sellAndCountAcross(t *testing.T, newLocker func(*redis.Client, lock.Options
 							}
 						}
 						g := guard(l)
-						g.Token = tokenOf(t, l)
+						g.Token = locktest.TokenOf(t, l)
 						released := false
 						g.Queued = func() { released = true; release() }
 						if sell {
@@ -301,7 +301,7 @@ func TestCohortBoundsTheOtherProcessesWait(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond) // a's line is full
 			wg.Go(func() { run(b, "b") })
-			queued(t, rdb, key, 1) // b's head waits in Redis
+			locktest.Queued(t, rdb, key, 1) // b's head waits in Redis
 			mu.Lock()
 			order = append(order, "a")
 			mu.Unlock()
@@ -323,14 +323,14 @@ func TestCohortGoesOnPastTheBoundAlone(t *testing.T) {
 	c, _ := cohortOn(t, rdb, 2)
 	ctx := context.Background()
 	const key = "lock:alone"
-	held := passAlong(t, c, key, 5, func(i int, l lock.Lock) {
+	held := locktest.PassAlong(t, c, key, 5, func(i int, l lock.Lock) {
 		if i != 4 { // the fifth section reads nothing
 			if _, err := getVia(piped(t, l), rdb, "n:alone"); err != nil {
 				t.Fatal(err)
 			}
 		}
 	})
-	toks := dottedAll(t, held)
+	toks := locktest.DottedAll(t, held)
 	if want := []string{"1.1", "1.2", "1.3", "1.4", "1.5", "2.1"}; !slices.Equal(toks, want) {
 		t.Errorf("sections' tokens (global.section) %v, want %v: past the bound of 2 while alone, then back to Redis after the section that asked nothing", toks, want)
 	}
