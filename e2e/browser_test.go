@@ -46,6 +46,11 @@ func browser(t *testing.T) context.Context {
 		chromedp.NoSandbox, // CI runs as root, where Chromium's sandbox will not start
 		chromedp.WindowSize(1280, 1800),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium keeps its singleton socket in a directory of its own
+		// under TMPDIR, and a browser the test ends by a kill never
+		// removes it: each run left a dozen in /tmp. Here it goes with
+		// the test's own.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	// The first Run starts the browser for the context's life: no timeout
