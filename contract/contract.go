@@ -175,19 +175,6 @@ func (r *Recorder) Holding() []Section {
 	return secs
 }
 
-// Holders counts the sections of key begun and not over yet.
-func (r *Recorder) Holders(key string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, s := range r.holding {
-		if s.Key == key {
-			n++
-		}
-	}
-	return n
-}
-
 // Add records s, forgetting the oldest when full.
 func (r *Recorder) Add(s Section) {
 	r.mu.Lock()

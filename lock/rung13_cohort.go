@@ -113,7 +113,8 @@ func NewCohortWith(rdb redis.Cmdable, o Options, bound int, speed func(key strin
 // the step that also reads and changes the line: they must not block, nor
 // call back into the Cohort.
 type CohortLine interface {
-	// Restart: the line holds the lock in Redis again, a new cohort.
+	// Restart: the line holds the lock in Redis again, a new cohort (not
+	// at its bound).
 	Restart()
 	// AtBound: whether the section running now is at or past the bound
 	// (false once the lock is on its way back to Redis).
@@ -250,7 +251,6 @@ func (c *Cohort) takeGlobal(ctx context.Context, key string, ln *cohortLine, cal
 	c.mu.Lock()
 	ln.held, ln.seq, ln.since, ln.lease = fl, 0, c.fair.opts.Clock(), call.Lease > 0
 	ln.speed.Restart()
-	ln.speed.AtBound(false)
 	c.mu.Unlock()
 	return c.next(key, ln), nil
 }

@@ -76,12 +76,12 @@ type cohortPipe struct {
 
 // Restart starts a cohort's speed afresh once its line holds the lock
 // again: nothing carried, who waits not known, no command of this
-// cohort's queued or failed yet. The last cohort's commands ran before
-// its release.
+// cohort's queued or failed yet, not at its bound. The last cohort's
+// commands ran before its release.
 func (p *cohortPipe) Restart() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.carry, p.others = nil, -1
+	p.carry, p.others, p.atBound = nil, -1, false
 	p.last, p.spoiled = nil, false
 }
 
