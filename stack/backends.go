@@ -98,7 +98,7 @@ func (s *Stack) startBackends(ctx context.Context) error {
 }
 
 // Backends lists the kinds of back end the stack runs ("zookeeper",
-// "mariadb", "etcd"), in the order they started.
+// "mariadb", "etcd", "postgres"), in the order they started.
 func (s *Stack) Backends() []string {
 	var kinds []string
 	for _, b := range s.backends {
@@ -107,9 +107,11 @@ func (s *Stack) Backends() []string {
 	return kinds
 }
 
-// StopBackend stops the back end of kind as Stop would (SIGTERM, or closing
-// the embedded etcd), keeping its data: its rungs' requests then fail with
-// a 503. Stopping a stopped one does nothing.
+// StopBackend stops the back end of kind as Stop would (SIGTERM, closing
+// the embedded etcd; the databases as a crash would: MariaDB killed,
+// PostgreSQL's immediate shutdown, so that none grants a lock on its way
+// down), keeping its data: its rungs' requests then fail with a 503.
+// Stopping a stopped one does nothing.
 func (s *Stack) StopBackend(kind string) error {
 	s.backendMu.Lock()
 	defer s.backendMu.Unlock()

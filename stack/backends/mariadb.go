@@ -189,6 +189,21 @@ func (m *MariaDB) serving(ctx context.Context) error {
 	})
 }
 
+// Stop kills the server, as a crash would: every connection ends at
+// once, and none frees its row locks on the way down. Its own shutdown
+// (SIGTERM) ends the connections one by one, each transaction rolled
+// back as it goes, so a waiter not yet ended can be granted the row
+// beside a holder still in its section: a double grant on the way down
+// that no downtime can prevent (TestMariaDBStopGrantsNothing; its
+// figures are in MEASUREMENTS.md). The data stays: InnoDB recovers it
+// at the next start from its redo log, committed at every commit.
+func (m *MariaDB) Stop() error {
+	if m.proc == nil {
+		return nil
+	}
+	return m.proc.StopLeader(syscall.SIGKILL, proc.StopGrace)
+}
+
 func (m *MariaDB) Summary() string {
 	v, _, _ := strings.Cut(m.version, "-")
 	return fmt.Sprintf("mariadb: MariaDB %s on %s (pid %d)", v, m.Addr(), m.proc.Pid())

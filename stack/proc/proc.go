@@ -126,9 +126,9 @@ func (p *Proc) Stop(grace time.Duration) error {
 }
 
 // StopLeader is Stop for a server whose leader stops its own children and
-// takes sig as its order to do so: PostgreSQL's postmaster shuts down fast
-// on SIGINT, while a SIGTERM to its whole group is a smart shutdown that
-// waits out its grace.
+// takes sig as its order to do so: PostgreSQL's postmaster shuts down
+// at once on SIGQUIT, while a SIGTERM to its whole group is a smart
+// shutdown that waits out its grace.
 func (p *Proc) StopLeader(sig syscall.Signal, grace time.Duration) error {
 	return p.stopBy(p.signalLeader, sig, grace)
 }
