@@ -33,8 +33,9 @@ const postgresDowntime = backendDowntime
 
 // postgresStop: fault 3 for the rungs on PostgreSQL (the pg-advisory
 // rungs), what redisStop is for the rungs on Redis: the server stopped
-// mid-run (its fast shutdown: every backend ends its session, freeing the advisory
-// locks it held) and started again on the same port with its data.
+// mid-run (its immediate shutdown: every session ends at once, and none
+// frees its advisory locks on the way down) and started again on the
+// same port with its data.
 // Requests that find it down fail with a 503 and change nothing; a
 // holder whose session ends under it has a section of a few
 // milliseconds left, while nobody can take the lock before the server
