@@ -74,14 +74,9 @@ func backendRestart() Scenario {
 			// line for good. The lab's zookeeper rung deletes until the
 			// znode is gone.
 			"zk-lock": deadlock,
-			// The databases are stopped as a crash would stop them (the
-			// stack's Stop: PostgreSQL's immediate shutdown, MariaDB
-			// killed): every session ends at once and none frees its locks
-			// on the way down, so nobody can take a lock until the server
-			// is back, by when the holder's short section has ended. A
-			// shutdown that ends the sessions one by one once granted the
-			// lock beside its holder, to pg-advisory and db-for-update
-			// (session-cut stages that flaw on purpose).
+			// The stack stops the databases as a crash would (each
+			// Stop says why): nobody can take a lock until the server
+			// is back, by when the holder's short section has ended.
 			"pg-advisory": safe, "pg-advisory-xact": safe, "pg-advisory-fenced": safe,
 			"db-for-update": safe,
 		},

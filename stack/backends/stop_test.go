@@ -15,24 +15,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockladder/lockladder/internal/backend"
+	"github.com/lockladder/lockladder/internal/need"
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
-// launch starts srv for the test, or skips it (fails under CI=true) when
-// find says the server is missing; it is stopped and removed at the
-// test's end.
+// launch starts s for the test; it is stopped and removed at the test's
+// end.
 func launch[S interface {
 	proc.Server
 	Remove() error
-}](t *testing.T, findErr error, srv func() S) S {
+}](t *testing.T, s S) S {
 	t.Helper()
-	if findErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%v; under CI=true the test needs it", findErr)
-		}
-		t.Skipf("skipped: %v", findErr)
-	}
-	s := srv()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := proc.Launch(ctx, s); err != nil {
@@ -48,16 +41,14 @@ func launch[S interface {
 
 func launchPostgres(t *testing.T) *Postgres {
 	bin, err := FindPostgres()
-	return launch(t, err, func() *Postgres {
-		return NewPostgres(bin, "127.0.0.1", t.TempDir(), t.TempDir(), proc.NewLogger(nil))
-	})
+	need.Real(t, "postgres", err)
+	return launch(t, NewPostgres(bin, "127.0.0.1", t.TempDir(), t.TempDir(), proc.NewLogger(nil)))
 }
 
 func launchMariaDB(t *testing.T) *MariaDB {
 	server, install, err := FindMariaDB()
-	return launch(t, err, func() *MariaDB {
-		return NewMariaDB(server, install, "127.0.0.1", t.TempDir(), t.TempDir(), proc.NewLogger(nil))
-	})
+	need.Real(t, "mariadb", err)
+	return launch(t, NewMariaDB(server, install, "127.0.0.1", t.TempDir(), t.TempDir(), proc.NewLogger(nil)))
 }
 
 // TestPostgresStopsByItselfWithAClient: Stop ends PostgreSQL by its own
