@@ -72,6 +72,7 @@ function codeView(box, name) {
     return c;
   }));
   return {
+    has: (file, line) => !!box.querySelector(`figure[data-file="${CSS.escape(file)}"] .ln[data-line="${line}"]`),
     mark(marks) {
       for (const l of box.querySelectorAll('.ln.at, .ln.now')) l.classList.remove('at', 'now');
       for (const m of box.querySelectorAll('.ln .mk')) m.replaceChildren();

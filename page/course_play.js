@@ -86,7 +86,12 @@ function drawGame(j, opts) {
   $('playClock').textContent = `time ${j.now_ms} ms` + (step.lease ? ` · lease ${j.lease_ms} ms` : '') + ` · stock ${j.stock}, sold ${j.sold} · ${who}`;
   const marks = [];
   $('playClients').replaceChildren(...j.clients.map(c => {
-    if (c.site && !c.crashed) marks.push({file: c.site.file, line: c.site.line, client: c.name, now: false});
+    // where the client is: the line of its pending command, else, when
+    // that line is not shown here (the sale's own code), the line that
+    // sent its last command
+    const last = [...j.trace].reverse().find(r => r.client === c.name && r.site);
+    const at = c.site && !c.crashed && game.view.has(c.site.file, c.site.line) ? c.site : last && last.site;
+    if (at) marks.push({file: at.file, line: at.line, client: c.name, now: at === c.site});
     const head = el('b', {}, el('span', {className: 'cl ' + c.name, textContent: c.name}),
       ` ${PHASES[c.phase] || c.phase}${c.holding ? ', holds the lock' : ''}${c.crashed ? ', crashed' : ''}${c.skew_ms ? `, clock ${c.skew_ms} ms ahead` : ''}`);
     return el('div', {className: 'pclient' + (c.holding ? ' holding' : '') + (c.crashed ? ' crashed' : '')}, head,

@@ -39,8 +39,9 @@ function redrawCompare() {
     const b = cell(r.lock, 'button', 'link');
     b.setAttribute('aria-label', `${r.lock}: show race ${i + 1}'s timeline`);
     b.addEventListener('click', () => { show(); bringIntoView($('timelineCard')); });
-    cell(r.endpoint); cell(r.wait || 'its own'); cell(r.scenario || '-');
+    // the verdict beside the lock: on a phone both show before the table scrolls
     cell(r.verdict + (r.expected ? (r.verdict === r.expected ? ' ✓' : ' ✗') : ''), 'span', 'badge ' + cls);
+    cell(r.endpoint); cell(r.wait || 'its own'); cell(r.scenario || '-');
     for (const v of [r.ok, r.oversold, r.lost, Math.round(r.rps), r.p99.toFixed(1)]) cell(v, null, 'num');
     const why = tr.insertCell();
     if (typeof whyButton === 'function') whyButton(why, r.lock, r, i + 1);

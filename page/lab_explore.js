@@ -65,7 +65,7 @@ async function explain(lock, entry) {
   $('exploreTitle').textContent = `why ${lock}?` + (terms.race ? ` (${terms.race})` : '');
   for (const id of ['exploreDiagram', 'exploreVerdict', 'exploreLanes', 'exploreBreak', 'stepSay']) $(id).replaceChildren();
   $('exploreSteps').hidden = true;
-  st.textContent = `searching ${lock}'s schedules for the shortest that breaks it (up to 20 s)…`;
+  st.textContent = `searching ${lock}'s code for the shortest order of events that breaks it (up to 20 s)…`;
   bringIntoView(card);
   try {
     const q = new URLSearchParams({lock});
@@ -104,7 +104,7 @@ function drawExplained(j, terms) {
   st.textContent = `${j.lock}: ${j.verdict} in ${j.steps} steps, ${j.clients} clients named as the ${terms.race ? 'race' : 'stack'}'s instances (${columns.slice(0, -1).join(', ')})${on}, ` +
     `each one request, on a lease of ${j.lease_ms} ms` + (!terms.lease ? ' (the explorer\'s own)' : terms.race ? ' (the race\'s)' : ` (the lease of ${terms.scenario}, as in the ladder)`) +
     `, from a stock of ${stock0}` + (terms.stock ? ` (the race's was ${terms.stock}: any stock above the clients' sales breaks the same way)` : '') +
-    `; faults ${j.faults}; ${j.schedules} schedules, ${j.states} states searched in ${(j.elapsed_ms / 1000).toFixed(1)} s. ` +
+    `; faults it could use: ${j.faults}; it tried ${j.schedules} orders of events (${j.states} distinct moments) in ${(j.elapsed_ms / 1000).toFixed(1)} s. ` +
     `t is virtual milliseconds; @N, an expiry at virtual millisecond N; app1#1, app1's first token.`;
 
   const brk = breakStep(j.rows, j.verdict, name);

@@ -217,7 +217,7 @@ func find(ls []Listing, text string) (string, *Line) {
 		for i := range l.Lines {
 			if strings.Contains(l.Lines[i].Text, text) {
 				line := l.Lines[i]
-				line.New, line.Next = false, false
+				line.New, line.Next, line.Text = false, false, strings.TrimSpace(line.Text)
 				return l.File, &line
 			}
 		}
