@@ -227,7 +227,7 @@ func walkCourse(t *testing.T, ctx context.Context, st *stack.Stack) {
 		t.Fatal(err)
 	}
 	shown := eval(`[...document.querySelectorAll('#code figure')].map(f => [...f.querySelectorAll('.ln')].map(l => f.dataset.file + '\t' + l.dataset.line + '\t' +
-		[...l.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('')).join('\n')).join('\n')`)
+		l.querySelector('.tx').textContent).join('\n')).join('\n')`)
 	files := map[string][]string{}
 	n := 0
 	for _, l := range strings.Split(shown, "\n") {

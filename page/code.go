@@ -132,7 +132,7 @@ func codeTexts(ls []Listing) map[string]bool {
 
 // mark marks in ls the code lines other lacks (New, when other is the
 // step before; Next, when it is the step after), and reports how many.
-// Where the two steps share less than a fifth of their code, the step is
+// Where the two steps share less than an eighth of their code, the step is
 // new code rather than a change, and nothing is marked: it says 0.
 func mark(ls []Listing, other []Listing, next bool) int {
 	if len(other) == 0 {
@@ -150,7 +150,7 @@ func mark(ls []Listing, other []Listing, next bool) int {
 			}
 		}
 	}
-	if total == 0 || 5*(total-differ) < total {
+	if total == 0 || 8*(total-differ) < total {
 		return 0
 	}
 	for i := range ls {

@@ -53,7 +53,7 @@ func TestCourseBuilds(t *testing.T) {
 }
 
 var lineRE = regexp.MustCompile(`(?s)<figure class="listing" data-file="([^"]+)">.*?</figure>`)
-var codeLineRE = regexp.MustCompile(`<span class="ln[^"]*" data-line="(\d+)"><span class="no" aria-hidden="true">\d+</span><span class="mk"></span>(?:<span class="sr">[^<]*</span>)*([^<]*)</span>`)
+var codeLineRE = regexp.MustCompile(`<span class="ln[^"]*" data-line="(\d+)"><span class="no" aria-hidden="true">\d+</span><span class="mk"></span>(?:<span class="sr">[^<]*</span>)*<span class="tx">([^<]*)</span></span>`)
 
 // The code /learn/lua shows is the lines of lock/ it comes from, as they
 // are in the files: each line at its number.
