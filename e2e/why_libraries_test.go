@@ -22,7 +22,7 @@ import (
 func TestPageWhyForTheLibraries(t *testing.T) {
 	ctx := browser(t)
 	st := startStack(t)
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/lab")); err != nil {
 		t.Fatal(err)
 	}
 	eval := evaluator(t, ctx)
