@@ -23,19 +23,22 @@ import (
 )
 
 // Inventory is the state the handlers read and change: one store per
-// item (sku "" for the lab's item) in one Redis.
+// item (sku "" for the lab's item) in one Redis, in the lab's scope or a
+// run's (scope "run12": package guard).
 type Inventory interface {
-	Item(sku string) *inventory.Store
+	ItemIn(scope, sku string) *inventory.Store
 	Ping(ctx context.Context) error
 }
 
 // Optimistic is the database store of the db-optimistic rung: its own
-// stock, sold and num, changed by compare-and-set on a version.
+// stock, sold and num, changed by compare-and-set on a version; one row
+// for the lab (scope "") and one for each run's scope.
 type Optimistic interface {
-	SellOptimistic(ctx context.Context, line bool) (int64, error)
-	IncrOptimistic(ctx context.Context, line bool) (int64, error)
-	Snapshot(ctx context.Context) (inventory.Snapshot, error)
-	Reset(ctx context.Context, stock int64) error
+	SellOptimistic(ctx context.Context, scope string, line bool) (int64, error)
+	IncrOptimistic(ctx context.Context, scope string, line bool) (int64, error)
+	Snapshot(ctx context.Context, scope string) (inventory.Snapshot, error)
+	Reset(ctx context.Context, scope string, stock int64) error
+	Drop(ctx context.Context, scopes ...string) error
 }
 
 // Ladder finds a lock strategy by name.
@@ -186,7 +189,8 @@ func (h *handler) recover(c *gin.Context) {
 
 // stock reads the stock, sold and num of item ?sku=ID (the lab's item
 // without it; 404 for an item /reset never made) in ?lock=NAME's store
-// (Redis's without lock=).
+// (Redis's without lock=): in the run's scope with a run's token
+// (guard.Header), and only while the run holds the guard.
 func (h *handler) stock(c *gin.Context) {
 	q, ok := h.query(c, "lock", "sku")
 	if !ok {
@@ -201,19 +205,23 @@ func (h *handler) stock(c *gin.Context) {
 		rung = &r
 	}
 	sku, ok := h.sku(c, q, rung)
-	if !ok || !h.itemExists(c, sku, "", contract.ReasonUnavailable) {
+	if !ok {
+		return
+	}
+	scope, ok := h.admitReset(c, true)
+	if !ok || !h.itemExists(c, scope, sku, "", contract.ReasonUnavailable) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
-	snapshot := h.cfg.Inventory.Item(sku).Snapshot
+	snapshot := h.cfg.Inventory.ItemIn(scope, sku).Snapshot
 	if rung != nil {
 		if rung.Store == lock.StoreMariaDB {
 			if h.cfg.Optimistic == nil {
 				h.serverMissing(c, *rung, rung.Unavailable)
 				return
 			}
-			snapshot = h.cfg.Optimistic.Snapshot
+			snapshot = func(ctx context.Context) (inventory.Snapshot, error) { return h.cfg.Optimistic.Snapshot(ctx, scope) }
 		}
 	}
 	s, err := snapshot(ctx)
@@ -229,7 +237,9 @@ func (h *handler) stock(c *gin.Context) {
 // of item ?sku=ID; or of items "1" to "K" with ?skus=K. It is what makes
 // an item: /sale, /testLock and /stock know no other (itemExists), and
 // at most MaxItems exist at once (makeItems). While a run holds the run
-// guard, only its own resets pass (admitReset): any other is a 409.
+// guard, only its own resets pass (admitReset): any other is a 409. A
+// run's resets (its token) make its items in its scope, apart from the
+// lab's.
 func (h *handler) reset(c *gin.Context) {
 	q, ok := h.query(c, "stock", "sku", "skus")
 	if !ok {
@@ -260,22 +270,23 @@ func (h *handler) reset(c *gin.Context) {
 		}
 		skus = inventory.SKUs(int(k))
 	}
-	if !h.admitReset(c) || !h.makeItems(c, skus) {
+	scope, ok := h.admitReset(c, false)
+	if !ok || !h.makeItems(c, scope, skus) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
 	for _, sku := range skus {
-		if err := h.cfg.Inventory.Item(sku).Reset(ctx, stock); err != nil {
+		if err := h.cfg.Inventory.ItemIn(scope, sku).Reset(ctx, stock); err != nil {
 			c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error(), "reason": contract.ReasonUnavailable})
 			return
 		}
 		if sku != "" {
-			h.items.remember(sku)
+			h.items.remember(scope, sku)
 		}
 	}
 	if h.cfg.Optimistic != nil && skus[0] == "" {
-		if err := h.cfg.Optimistic.Reset(ctx, stock); err != nil {
+		if err := h.cfg.Optimistic.Reset(ctx, scope, stock); err != nil {
 			c.JSON(http.StatusServiceUnavailable, gin.H{"error": "mariadb: " + err.Error(), "reason": contract.ReasonUnavailable})
 			return
 		}
