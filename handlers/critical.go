@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/fault"
+	"github.com/lockladder/lockladder/internal/number"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -143,10 +144,10 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		}
 	}
 	if v, has := q["try"]; has {
-		d, err := parseBound(v[0], 0, maxTry)
+		d, err := number.Duration("try", v[0], 0, maxTry)
 		switch {
 		case err != nil:
-			h.badRequest(c, "try: "+err.Error())
+			h.badParam(c, err)
 			return lockRequest{}, false
 		case !req.rung.Try:
 			h.badRequest(c, fmt.Sprintf("try= does not apply to lock %q: it never waits for a busy lock", req.rung.Name))
@@ -155,10 +156,10 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		req.try = &d
 	}
 	if v, has := q["lease"]; has {
-		d, err := parseBound(v[0], minLease, maxLease)
+		d, err := number.Duration("lease", v[0], minLease, maxLease)
 		switch {
 		case err != nil:
-			h.badRequest(c, "lease: "+err.Error())
+			h.badParam(c, err)
 			return lockRequest{}, false
 		case !req.rung.Lease:
 			h.badRequest(c, fmt.Sprintf("lease= does not apply to lock %q: its lock has no lease to set", req.rung.Name))
@@ -169,7 +170,7 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 	if faults {
 		plan, err := parsePlan(q)
 		if err != nil {
-			h.badRequest(c, err.Error())
+			h.badParam(c, err)
 			return lockRequest{}, false
 		}
 		if plan.Until && h.cfg.Faults.Stop == nil && h.cfg.Faults.StopUntil == nil {

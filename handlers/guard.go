@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
+	"math"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/guard"
+	"github.com/lockladder/lockladder/internal/number"
 )
 
 // The run guard (package guard) as the app serves it: the lab's runs
@@ -68,7 +69,8 @@ func (h *handler) guardHolder(c *gin.Context) {
 // app has none, a 403 without it.
 func (h *handler) guardKey(c *gin.Context) {
 	if h.cfg.RunKey == "" {
-		c.AbortWithStatusJSON(http.StatusNotFound, gin.H{"error": "this app takes no run guard: it was given no run key (GET /guard says who holds one)"})
+		c.AbortWithStatusJSON(http.StatusNotFound, gin.H{"error": "this app takes no run guard: it was given no run key (GET /guard says who holds one)",
+			"reason": ReasonNotFound})
 		return
 	}
 	got := c.GetHeader(guard.KeyHeader)
@@ -110,7 +112,7 @@ func (h *handler) guardRenew(c *gin.Context) {
 	if !ok {
 		return
 	}
-	ms, err := strconv.ParseInt(c.Query("since"), 10, 64)
+	ms, err := number.Whole("since", c.Query("since"), 0, math.MaxInt64)
 	since := time.UnixMilli(ms)
 	if err != nil || time.Since(since) < -time.Minute || time.Since(since) > guard.MaxHold {
 		h.badRequest(c, fmt.Sprintf("since: the Unix milliseconds the run took the guard, within the last %s", guard.MaxHold))

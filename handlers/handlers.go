@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/guard"
+	"github.com/lockladder/lockladder/internal/number"
 	"github.com/lockladder/lockladder/internal/origin"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
@@ -138,10 +139,11 @@ func New(cfg Config) *gin.Engine {
 	r.Use(h.origin) // nothing for another site, nor for a host not the lab's
 	r.Use(limits(MaxBodyBytes, MaxURIBytes))
 	r.NoRoute(func(c *gin.Context) {
-		c.JSON(http.StatusNotFound, gin.H{"error": "no such endpoint: " + c.Request.URL.Path})
+		c.JSON(http.StatusNotFound, gin.H{"error": "no such endpoint: " + c.Request.URL.Path, "reason": ReasonNotFound})
 	})
 	r.NoMethod(func(c *gin.Context) {
 		c.JSON(http.StatusMethodNotAllowed, gin.H{
+			"reason": ReasonMethodNotAllowed,
 			"error": fmt.Sprintf("method %s not allowed on %s (allowed: %s)",
 				c.Request.Method, c.Request.URL.Path, c.Writer.Header().Get("Allow")),
 		})
@@ -181,7 +183,7 @@ func (h *handler) recover(c *gin.Context) {
 	defer func() {
 		if v := recover(); v != nil {
 			h.cfg.Log.Error("panic", "path", c.Request.URL.Path, "panic", v)
-			c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": "internal error"})
+			c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": "internal error", "reason": ReasonInternal})
 		}
 	}()
 	c.Next()
@@ -245,9 +247,9 @@ func (h *handler) reset(c *gin.Context) {
 	if !ok {
 		return
 	}
-	stock, err := parseCount(q.Get("stock"), h.cfg.MaxStock)
+	stock, err := number.Whole("stock", q.Get("stock"), 0, h.cfg.MaxStock)
 	if err != nil {
-		h.badRequest(c, "stock: "+err.Error())
+		h.badParam(c, err)
 		return
 	}
 	sku, ok := h.sku(c, q, nil)
@@ -260,12 +262,9 @@ func (h *handler) reset(c *gin.Context) {
 			h.badRequest(c, "give sku= (one item) or skus= (items 1 to K), not both")
 			return
 		}
-		k, err := parseCount(q.Get("skus"), int64(h.cfg.MaxSKUs))
-		if err == nil && k == 0 {
-			err = fmt.Errorf("0 is out of range [1, %d]", h.cfg.MaxSKUs)
-		}
+		k, err := number.Whole("skus", q.Get("skus"), 1, int64(h.cfg.MaxSKUs))
 		if err != nil {
-			h.badRequest(c, "skus: "+err.Error())
+			h.badParam(c, err)
 			return
 		}
 		skus = inventory.SKUs(int(k))
@@ -302,7 +301,8 @@ func (h *handler) healthz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), time.Second)
 	defer cancel()
 	if err := h.cfg.Inventory.Ping(ctx); err != nil {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "redis unreachable", "instance": h.cfg.Instance, "error": err.Error()})
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "redis unreachable", "instance": h.cfg.Instance, "error": err.Error(),
+			"reason": contract.ReasonUnavailable})
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ok", "instance": h.cfg.Instance})
@@ -324,22 +324,19 @@ func (h *handler) sections(c *gin.Context) {
 		return
 	}
 	var since int64
-	if v := q.Get("since"); v != "" || q.Has("since") {
-		n, err := parseCount(v, math.MaxInt64)
+	if q.Has("since") {
+		n, err := number.Whole("since", q.Get("since"), 0, math.MaxInt64)
 		if err != nil {
-			h.badRequest(c, "since: "+err.Error())
+			h.badParam(c, err)
 			return
 		}
 		since = n
 	}
 	limit := int64(MaxSections)
 	if q.Has("limit") {
-		n, err := parseCount(q.Get("limit"), MaxSections)
-		if err == nil && n == 0 {
-			err = fmt.Errorf("0 is out of range [1, %d]", MaxSections)
-		}
+		n, err := number.Whole("limit", q.Get("limit"), 1, MaxSections)
 		if err != nil {
-			h.badRequest(c, "limit: "+err.Error())
+			h.badParam(c, err)
 			return
 		}
 		limit = n

@@ -124,6 +124,13 @@ type Result struct {
 // cannot serve is a 503 naming the server it lacks. /explore goes to
 // Explore.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/play" && (r.ContentLength != 0 || len(r.TransferEncoding) > 0) {
+		// Nothing here reads a body: one that comes slowly would hold the
+		// connection after the answer.
+		w.Header().Set("Connection", "close")
+		fail(w, http.StatusRequestEntityTooLarge, "too_large", r.URL.Path+" takes no request body: its parameters go in the query")
+		return
+	}
 	if r.URL.Path == "/play" {
 		if s.Play == nil {
 			fail(w, http.StatusNotFound, "", "this stack serves no games")
@@ -278,11 +285,11 @@ func (s *Service) parse(r *http.Request) (params, int, string, error) {
 		}
 		n, c, p.stock = suite.LadderSize(sc.Name)
 	}
-	if p.n, err = count(q.Get("n"), n, MaxRequests); err != nil {
-		return bad("n: %v", err)
+	if p.n, err = count(q, "n", n, MaxRequests); err != nil {
+		return bad("%v", err)
 	}
-	if p.c, err = count(q.Get("c"), c, MaxConcurrency); err != nil {
-		return bad("c: %v", err)
+	if p.c, err = count(q, "c", c, MaxConcurrency); err != nil {
+		return bad("%v", err)
 	}
 	rungs, err := s.strategies(r.Context())
 	if err != nil {
