@@ -99,23 +99,27 @@ bench-peers: build
 		-nginx-conf $(abspath nginx.conf) -commit $(shell git rev-parse --short HEAD)
 
 ## test: vet, then every test (real servers when installed; required under CI=true). The
-## packages' tests run under the race detector, four packages at a time: most of their time is
-## spent waiting on leases and timeouts, not on the two cores. The end-to-end tests run last and
-## alone, without it: their faults are timed against the machine (a killed instance's 502s, a
-## lease running out), the instances they start are built without it anyway, and the packages'
-## tests have run the same harness under it; their matrix (TestMatrix) runs three scenarios'
-## stacks at once, each scenario's locks one after the other on its own, and TestChaos two
-## faults at once (docs/scenarios.md). The explorer's tests run among the packages: each
-## of their searches ends by its own bound (a depth, a verdict), not by its time, so it covers the
-## same however loaded the machine. The end-to-end tests' files (the page's screenshot) are kept under
-## $(OUT)/e2e/_artifacts. examples/checklock, a module of its own, checks its locks through the
-## explorer's public API (explore.Check).
+## packages' tests run under the race detector, eight packages at a time: most of their time is
+## spent waiting on leases, timeouts and servers starting, not on the two cores. The end-to-end
+## tests run last, without it: their faults are timed against the machine (a killed instance's
+## 502s, a lease running out), the instances they start are built without it anyway, and the
+## packages' tests have run the same harness under it. There the suites with lanes of their own
+## run first, alone: the matrix (TestMatrix) runs three scenarios' stacks at once, each
+## scenario's locks one after the other on its own, and TestChaos two faults at once
+## (docs/scenarios.md); then the tests on a stack of their own (lane(t) in e2e) E2E_LANES at a
+## time. The explorer's tests run among the packages: each of their searches ends by its own
+## bound (a depth, a verdict), not by its time, so it covers the same however loaded the machine.
+## The end-to-end tests' files (the page's screenshot) are kept under $(OUT)/e2e/_artifacts.
+## examples/checklock, a module of its own, checks its locks through the explorer's public API
+## (explore.Check).
+PKG_LANES ?= 8
+E2E_LANES ?= 3
 RACE ?= -race
 test: vet
-	$(GO) test $(RACE) -p 4 -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$')
+	$(GO) test $(RACE) -p $(PKG_LANES) -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$')
 	cd examples/checklock && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 10m ./...
 	mkdir -p $(OUT)/e2e
-	$(GO) test -count=1 -timeout 30m -artifacts -outputdir $(abspath $(OUT))/e2e ./e2e
+	$(GO) test -count=1 -timeout 30m -parallel $(E2E_LANES) -artifacts -outputdir $(abspath $(OUT))/e2e ./e2e
 
 ## test-loaded: make test beside two busy loops (sh -c 'while :; do :; done'), as on a loaded CI
 ## machine: a test that fails here waits on time where it should wait on a condition, or asserts
