@@ -120,6 +120,7 @@ func key(t *testing.T, ctx context.Context, k string) {
 // alternative with its verdict and counts, and each why? button is named
 // for its lock. Screenshots of the phone and the desktop page are kept.
 func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 	eval := evaluator(t, ctx)

@@ -19,6 +19,7 @@ import (
 // box (scrollWidth > clientWidth: text clipped, since the cells hide
 // their overflow), naming them. Screenshots of each are kept.
 func TestLadderCellsFit(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 	// The first Run starts the browser on ctx itself (a timeout's end

@@ -23,6 +23,7 @@ import (
 // explorer's shortest counterexample. The screenshots of the ladder view
 // and of check-del's timeline are kept in the test's artifact directory.
 func TestPageShowsEachFlaw(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 

@@ -33,6 +33,7 @@ func chromium() string {
 // articles' wait (wait=fixed), still SAFE, listed beside them. The screenshot is saved
 // in the test's artifact directory (go test -artifacts keeps it).
 func TestPageRacesInABrowser(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 

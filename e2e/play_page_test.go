@@ -22,6 +22,7 @@ import (
 // chromedp call after the first runs under a timeout of its own: a step
 // that does not come fails the test, it never hangs it.
 func TestPageBreakItYourself(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 	// The first Run starts the browser on ctx itself (a timeout's end

@@ -50,6 +50,7 @@ var verdicts = []string{"OVERSOLD", "LOST UPDATES", "DEADLOCK", "SAFE"}
 // wider than the screen and axe-core finds no serious violation with
 // the question open.
 func TestPagePredictsThenRuns(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 	eval := evaluator(t, ctx)

@@ -20,6 +20,7 @@ import (
 // code and the page draws its shortest counterexample, OVERSOLD, told
 // with the race's instances.
 func TestPageWhyForTheLibraries(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/lab")); err != nil {
