@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -135,6 +136,30 @@ func Search(ctx context.Context, l Lock, cfg Config) (r Result, err error) {
 	if err != nil {
 		return Result{}, err
 	}
+	return ex.searchLock(ctx)
+}
+
+// Explore searches l's schedules as Search does, inside a bubble of
+// testing/synctest (bubble.go): time is the search's whatever the lock
+// calls (time.Now, time.Sleep, timers, tickers, context deadlines), so a
+// lock that waits and retries on its own, or reads the wall clock, is
+// searched like any other. It does not fail t: Check does.
+func Explore(t *testing.T, l Lock, cfg Config) (r Result, err error) {
+	t.Helper()
+	if l.New == nil {
+		return Result{}, errors.New("explore: Lock.New is nil")
+	}
+	wall := startWallClock(l.Target().Name)
+	defer wall.close()
+	synctest.Test(t, func(bt *testing.T) {
+		ex := newBubble(l.Target(), cfg)
+		ex.wall, ex.steps = wall.read, &wall.steps
+		r, err = ex.searchLock(bt.Context())
+	})
+	return r, err
+}
+
+func (ex *Explorer) searchLock(ctx context.Context) (r Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("explore: %s: %v (does its Obtain make one attempt and return, and wait on nothing but Redis and Env?)", ex.target.Name, p)
@@ -166,19 +191,33 @@ func Search(ctx context.Context, l Lock, cfg Config) (r Result, err error) {
 //	func TestMyLock(t *testing.T) {
 //		explore.Check(t, explore.Lock{Name: "mylock", New: newMyLock}, explore.Config{})
 //	}
-func Check(t testing.TB, l Lock, cfg Config) Result {
+func Check(t *testing.T, l Lock, cfg Config) Result {
 	t.Helper()
-	r, err := Search(context.Background(), l, cfg)
+	return check(t, t, l, cfg)
+}
+
+// reporter is what Check says its verdict to: the test (or, in the
+// package's tests, a recorder of what it would say).
+type reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
+func check(t *testing.T, rep reporter, l Lock, cfg Config) Result {
+	t.Helper()
+	r, err := Explore(t, l, cfg)
+	rep.Helper()
 	if err != nil {
-		t.Errorf("%v", err)
+		rep.Errorf("%v", err)
 		return r
 	}
 	var b strings.Builder
 	r.Write(&b)
 	if r.Verdict != None {
-		t.Errorf("explore: %s", b.String())
+		rep.Errorf("explore: %s", b.String())
 	} else {
-		t.Logf("explore: %s", b.String())
+		rep.Logf("explore: %s", b.String())
 	}
 	return r
 }

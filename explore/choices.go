@@ -145,7 +145,21 @@ func (w *world) apply(ch Choice) bool {
 		return false // a skew is the world's from its start: replay applies it
 	}
 	w.moved = true
+	w.noteSleepers()
 	return true
+}
+
+// noteSleepers marks when each client fell asleep (in a bubble): how
+// long it has slept is part of the state, as a timer's time left.
+func (w *world) noteSleepers() {
+	for _, c := range w.clients {
+		switch {
+		case !c.asleep():
+			c.sleptAt = time.Time{}
+		case c.sleptAt.IsZero():
+			c.sleptAt = w.time()
+		}
+	}
 }
 
 // nextDue is the next instant something falls due: a key expires, a

@@ -70,6 +70,7 @@ type client struct {
 	hist         []string // this attempt's (and section's) commands and replies
 	histAttempt  int      // the attempt hist is of
 	tokens       int      // tokens this client has made, for their names
+	sleptAt      time.Time // in a bubble: when it fell asleep (zero: awake)
 }
 
 // clock is the client's clock: virtual time, plus its skew.
@@ -83,7 +84,7 @@ func (c *client) holding() bool {
 }
 
 func (c *client) run() {
-	defer func() { c.w.events <- event{kind: evDone, c: c} }()
+	defer func() { c.w.send(event{kind: evDone, c: c}) }()
 	if c.w.ex.target.strict {
 		defer c.caught() // a checked lock's panic fails the check, not the process
 	}
@@ -134,13 +135,13 @@ func (c *client) run() {
 // read, not between the read and the command. False: the world ended.
 func (c *client) startGate() bool {
 	g := &gate{c: c, open: make(chan bool, 1), ctx: context.Background()}
-	c.w.events <- event{kind: evGate, c: c, g: g}
+	c.w.send(event{kind: evGate, c: c, g: g})
 	return <-g.open
 }
 
 // idle says c is done, or waits to start an attempt.
 func (c *client) idle() bool {
-	return c.finished || c.phase == phaseObtain && c.gate != nil && c.gate.cmds == nil
+	return c.finished || c.phase == phaseObtain && (c.gate != nil && c.gate.cmds == nil || c.asleep())
 }
 
 // Sale is the app's business under a lock (handlers.critical): the

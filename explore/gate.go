@@ -76,6 +76,9 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(conte
 		return err
 	}
 	if w.closed.Load() {
+		if w.ex.bubble && w.afterClose.Add(1) > postClose {
+			w.park(cmds)
+		}
 		return endReplies(cmds)
 	}
 	if err := ctx.Err(); err != nil {
@@ -92,7 +95,7 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(conte
 	}
 	g := &gate{c: c, node: h.node, wd: ctx.Value(mainKey{}) == nil, cmds: cmds, open: make(chan bool, 1), sent: make(chan struct{}), ctx: ctx}
 	w.inflight.Add(-1)
-	w.events <- event{kind: evGate, c: c, g: g}
+	w.send(event{kind: evGate, c: c, g: g})
 	select {
 	case ok := <-g.open:
 		w.inflight.Add(1)
@@ -107,7 +110,7 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(conte
 		// released): the renewal is never sent, as go-redis gives up a
 		// command whose context ends.
 		w.inflight.Add(1)
-		w.events <- event{kind: evGateGone, c: c, g: g}
+		w.send(event{kind: evGateGone, c: c, g: g})
 		return ctx.Err()
 	}
 	err := send(ctx)
@@ -115,7 +118,7 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(conte
 	g.answers = answersOf(cmds)
 	if g.node > 0 {
 		// Before the sender hands the answer back to its program.
-		w.events <- event{kind: evAnswered, c: c, g: g}
+		w.send(event{kind: evAnswered, c: c, g: g})
 	}
 	close(g.sent)
 	return err

@@ -21,7 +21,7 @@ import (
 // busy parks with no command, so that its step lasts until the line
 // counts it (Cohort.Waiting). A waiter that sleeps between two tries (fair's
 // queue, polling for its handoff) sleeps at a gate of its own, until the
-// search wakes it (Options.After: virtualAfter). A fault strikes a process: a crash
+// search wakes it (Options.After: Explorer.after). A fault strikes a process: a crash
 // kills both its requests, a pause freezes both and the watchdog that
 // renews their shared lease; a watchdog is its process's (the leader's
 // column), whichever request took the lock.
@@ -97,22 +97,22 @@ func (g *gate) let(w *world) {
 	g.open <- true
 }
 
-// virtualAfter is the waits' timer in the explorer (Options.After): the
+// after is the waits' timer in the explorer (Options.After): the
 // waiter that asks sleeps at a gate until the search delivers it. A
 // world that has ended cancels its waiters' contexts.
-func virtualAfter(time.Duration) <-chan time.Time {
+func (ex *Explorer) after(time.Duration) <-chan time.Time {
 	ch := make(chan time.Time, 1)
-	w := current.Load()
+	w := ex.current.Load()
 	if w == nil || w.closed.Load() || w.running == nil {
 		return ch
 	}
 	c := w.running // a waiter sleeps only after its own try was delivered
-	w.events <- event{kind: evGate, c: c, g: &gate{c: c, wake: ch, open: make(chan bool, 1), ctx: context.Background()}}
+	w.send(event{kind: evGate, c: c, g: &gate{c: c, wake: ch, open: make(chan bool, 1), ctx: context.Background()}})
 	return ch
 }
 
 // sleeping says c waits between two tries until the search wakes it.
-func (c *client) sleeping() bool { return c.gate != nil && c.gate.wake != nil }
+func (c *client) sleeping() bool { return c.gate != nil && c.gate.wake != nil || c.asleep() }
 
 // parked are the clients waiting in their process's line: started, in
 // Obtain, with nothing held at a gate.

@@ -64,12 +64,12 @@ func (ex *Explorer) addMasters(addr string, dial dialer) {
 		}
 		id := i
 		clock := func() time.Time {
-			if w := current.Load(); w != nil && id < len(w.clients) {
+			if w := ex.current.Load(); w != nil && id < len(w.clients) {
 				return w.clients[id].clock()
 			}
 			return epoch
 		}
-		ex.lockers = append(ex.lockers, ex.target.NewMasters(cmdables, lock.Options{TTL: ex.cfg.TTL, Clock: clock, Ticker: virtualTicker, After: virtualAfter}))
+		ex.lockers = append(ex.lockers, ex.target.NewMasters(cmdables, lock.Options{TTL: ex.cfg.TTL, Clock: clock, Ticker: ex.ticker, After: ex.after}))
 	}
 }
 

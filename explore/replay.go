@@ -83,6 +83,10 @@ func (p *Replayer) Replay(ctx context.Context, t Target, r Result) string {
 // the lockers' Options.Ticker and Options.After follow (current) is one
 // per process.
 func (ex *Explorer) driving(f func()) {
+	if ex.bubble { // a world of its own, on its bubble's clock
+		f()
+		return
+	}
 	running <- struct{}{}
 	defer func() { <-running }()
 	f()

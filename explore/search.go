@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
@@ -37,6 +39,19 @@ type Explorer struct {
 	passed              int  // schedules in which a request was passed the lock in memory (line.go)
 	quiet               bool // no trace: the search; the one found is run again to draw it
 	failed              failures
+
+	// bubble: a search in a testing/synctest bubble (bubble.go), on the
+	// bubble's clock; mini is its Redis.
+	bubble bool
+	mini   *miniredis.Miniredis
+	// wall is the wall clock, for the budget: in a bubble, time.Now is
+	// the search's (nil: time.Now).
+	wall  func() time.Time
+	steps *atomic.Int64 // counted for the stall guard (wallClock)
+
+	// current is the world the explorer drives now: the watchdogs'
+	// tickers and the waiters' timers are made in it (ticker, after).
+	current atomic.Pointer[world]
 }
 
 // one explorer at a time per process: the watchdogs' ticker is global.
@@ -116,6 +131,14 @@ func (ex *Explorer) Close() {
 		_ = r.Close()
 	}
 	ex.closeKV()
+}
+
+// wallNow is the wall clock's now, whatever time.Now is.
+func (ex *Explorer) wallNow() time.Time {
+	if ex.wall != nil {
+		return ex.wall()
+	}
+	return time.Now()
 }
 
 var debugDiverge = false
@@ -206,7 +229,7 @@ func (ex *Explorer) Run(ctx context.Context) Result {
 }
 
 func (ex *Explorer) run(ctx context.Context) Result {
-	start := time.Now()
+	start := ex.wallNow()
 	deadline := start.Add(ex.cfg.Budget)
 	r := Result{Target: ex.target.Name, Masters: ex.target.Masters, Verdict: None, Faults: ex.cfg.Faults, Config: ex.cfg, Unexplored: ex.target.Unexplored, InLine: ex.target.Line}
 	for n := 2; n <= ex.cfg.MaxClients; n++ {
@@ -215,7 +238,8 @@ func (ex *Explorer) run(ctx context.Context) Result {
 		// time: the search with more still gets its turn.
 		share := deadline
 		if n < ex.cfg.MaxClients {
-			share = time.Now().Add(time.Until(deadline) / time.Duration(ex.cfg.MaxClients-n+1))
+			now := ex.wallNow()
+			share = now.Add(deadline.Sub(now) / time.Duration(ex.cfg.MaxClients-n+1))
 		}
 		states := r.States
 		ex.search(ctx, n, share, &r)
@@ -224,7 +248,7 @@ func (ex *Explorer) run(ctx context.Context) Result {
 			break
 		}
 	}
-	r.Schedules, r.Elapsed = ex.schedules, time.Since(start)
+	r.Schedules, r.Elapsed = ex.schedules, ex.wallNow().Sub(start)
 	r.Diverged, r.Passed = ex.diverged, ex.passed
 	return r
 }
@@ -255,7 +279,7 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 	for depth := 1; depth <= ex.cfg.Depth; depth++ {
 		var next [][]Choice
 		for _, prefix := range level {
-			if time.Now().After(deadline) || ctx.Err() != nil {
+			if ex.wallNow().After(deadline) || ctx.Err() != nil {
 				r.Bound = "time"
 				return
 			}
@@ -280,6 +304,9 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 					continue
 				}
 				ex.schedules++
+				if ex.steps != nil {
+					ex.steps.Add(1)
+				}
 				if w.passes > 0 {
 					ex.passed++
 				}

@@ -355,6 +355,9 @@ func (c *client) key() string {
 			b.WriteString("> " + rawCmds(g.cmds) + "\n")
 		}
 	}
+	if c.asleep() {
+		fmt.Fprintf(&b, "> asleep %d\n", c.w.time().Sub(c.sleptAt).Milliseconds())
+	}
 	hist := c.hist
 	if c.nodes != nil {
 		// A Redlock round counts its masters' answers, in whatever order
