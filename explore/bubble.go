@@ -10,8 +10,6 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockladder/lockladder/inventory"
 )
 
 // A search in a bubble (testing/synctest): the check of a lock of the
@@ -44,11 +42,11 @@ import (
 // the lock that goes on sending commands after its world has ended (a
 // crashed client's watchdog that nothing stops) is parked and named.
 
-// newBubble starts the in-process Redis of a search in a bubble, on the
-// bubble's clock (ClockTTL, no SetTime: a TTL runs down as the bubble's
-// time.Now moves), reached over net.Pipe. It must be called inside the
-// bubble.
-func newBubble(t Target, cfg Config) *Explorer {
+// NewInBubble starts an explorer of t in a bubble: its in-process Redis
+// on the bubble's clock (ClockTTL, no SetTime: a TTL runs down as the
+// bubble's time.Now moves), reached over net.Pipe; its budget read on
+// wall (made outside the bubble). It must be called inside the bubble.
+func NewInBubble(t Target, cfg Config, wall *WallClock) *Explorer {
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
 	// Virtual time 0 of every world is the lab's epoch or later: the
@@ -59,6 +57,7 @@ func newBubble(t Target, cfg Config) *Explorer {
 	}
 	ex := newExplorer(t, cfg, func(context.Context, string, string) (net.Conn, error) { return m.Dial() }, "miniredis")
 	ex.bubble, ex.mini = true, m
+	ex.wall, ex.steps = wall.read, &wall.steps
 	ex.kv, ex.closeKV = bubbleKV{m}, m.Close
 	return ex
 }
@@ -70,7 +69,7 @@ func (bubbleKV) SetTime(time.Time) {}
 
 // worldClient is client i's connection in world w, in a bubble: a
 // client and a gate of the world's own, closed with it.
-func (ex *Explorer) worldClient(w *world, i int) (*redis.Client, *inventory.Store) {
+func (ex *Explorer) worldClient(w *world, i int) *redis.Client {
 	h := &gateHook{ex: ex, id: i}
 	h.w.Store(w)
 	rdb := redis.NewClient(&redis.Options{
@@ -82,7 +81,7 @@ func (ex *Explorer) worldClient(w *world, i int) (*redis.Client, *inventory.Stor
 	})
 	rdb.AddHook(h)
 	w.conns = append(w.conns, rdb)
-	return rdb, inventory.New(rdb)
+	return rdb
 }
 
 const smallBuf = 4 << 10
@@ -180,7 +179,7 @@ func (w *world) endBubble() {
 // against a lock that blocks on something outside the bubble: the bubble
 // is then never still, synctest.Wait never returns, and after stall
 // without a step the guard ends the test binary with what it waited for.
-type wallClock struct {
+type WallClock struct {
 	now   atomic.Int64 // Unix nanoseconds
 	steps atomic.Int64 // the search's steps so far
 	stop  chan struct{}
@@ -190,8 +189,10 @@ type wallClock struct {
 // microseconds; only a goroutine blocked outside the bubble takes this.
 const stall = 60 * time.Second
 
-func startWallClock(name string) *wallClock {
-	c := &wallClock{stop: make(chan struct{})}
+// StartWallClock starts the wall clock of the bubbles of the search of
+// name; Close stops it.
+func StartWallClock(name string) *WallClock {
+	c := &WallClock{stop: make(chan struct{})}
 	c.now.Store(time.Now().UnixNano())
 	go func() {
 		tick := time.NewTicker(5 * time.Millisecond)
@@ -215,6 +216,7 @@ func startWallClock(name string) *wallClock {
 	return c
 }
 
-func (c *wallClock) read() time.Time { return time.Unix(0, c.now.Load()) }
+func (c *WallClock) read() time.Time { return time.Unix(0, c.now.Load()) }
 
-func (c *wallClock) close() { close(c.stop) }
+// Close stops the clock.
+func (c *WallClock) Close() { close(c.stop) }

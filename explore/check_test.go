@@ -233,7 +233,11 @@ type labLocker struct{ l lock.Locker }
 
 func (a labLocker) Obtain(ctx context.Context, key string) (explore.Held, error) {
 	zero := time.Duration(0)
-	return a.l.Obtain(ctx, key, lock.Call{Try: &zero}) // ErrBusy is an ErrNotObtained
+	l, err := a.l.Obtain(ctx, key, lock.Call{Try: &zero})
+	if errors.Is(err, lock.ErrNotObtained) {
+		return nil, fmt.Errorf("%w: %w", explore.ErrNotObtained, err)
+	}
+	return l, err
 }
 
 // brokenLock's Obtain fails other than busy once the lock is held.

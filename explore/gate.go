@@ -51,7 +51,7 @@ func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 
 func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(context.Context) error) error {
-	if (h.ex.target.WaitsAll || h.ex.target.wallDeadlines) && ctx.Value(mainKey{}) != nil {
+	if (h.ex.target.WaitsAll || h.ex.target.WallDeadlines) && ctx.Value(mainKey{}) != nil {
 		// A library's own wall-clock deadlines (redsync's, 5% of the
 		// expiry for each call) never pass in a schedule: for them no
 		// time passes (libraries.go), however long a command is held.

@@ -71,12 +71,12 @@ func (w *world) move(c *client, wd bool, let func()) {
 	line, ok := c.locker.(interface{ Waiting(string) int })
 	waiting := 0
 	if ok {
-		waiting = line.Waiting(lockKey)
+		waiting = line.Waiting(w.ex.target.key())
 	}
 	let()
 	// c may park in its line: then no event of its says it stopped, but
 	// the line says it is in it, and it does nothing more until its turn.
-	if !w.await(func() bool { return w.stopped(c) || ok && line.Waiting(lockKey) > waiting }) {
+	if !w.await(func() bool { return w.stopped(c) || ok && line.Waiting(w.ex.target.key()) > waiting }) {
 		panic(fmt.Sprintf("explore: %s: client %s neither stopped nor waits in its line after %s", w.ex.target.Name, c.name, stuck))
 	}
 	if len(parked) > 0 && (c.sections != sections || c.attempt != attempt) {

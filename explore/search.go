@@ -11,29 +11,27 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
-
-	"github.com/lockladder/lockladder/inventory"
-	"github.com/lockladder/lockladder/lock"
 )
 
 // Explorer searches the schedules of one target.
 type Explorer struct {
-	target  Target
-	cfg     Config
-	kv      kv   // the server's contents, read directly (not a step)
-	real    bool // a real redis-server: real time (a replay)
-	closeKV func()
-	rdbs    []*redis.Client
-	hooks   []*gateHook
-	stores  []*inventory.Store // one per client, kept: its scripts stay loaded
-	scripts *scripts
+	target   Target
+	cfg      Config
+	kv       kv   // the server's contents, read directly (not a step)
+	real     bool // a real redis-server: real time (a replay)
+	closeKV  func()
+	rdbs     []*redis.Client
+	hooks    []*gateHook
+	scripts  *scripts
+	business *Business         // what each client does under the lock (Target's)
+	keys     *strings.Replacer // the diagram's short names (Target.Display)
 
 	// A target on masters (Redlock): their contents, each client's
 	// connections to them and its Locker, kept for the explorer.
 	masters    []masterKV
 	masterRdbs []*redis.Client
 	nodeHooks  []*gateHook
-	lockers    []lock.Locker
+	lockers    []Locker
 
 	schedules, diverged int
 	passed              int  // schedules in which a request was passed the lock in memory (line.go)
@@ -47,6 +45,8 @@ type Explorer struct {
 	// wall is the wall clock, for the budget: in a bubble, time.Now is
 	// the search's (nil: time.Now).
 	wall  func() time.Time
+	// asleep is the schedule's Result.Asleep, for a replay on real time.
+	asleep []uint8
 	steps *atomic.Int64 // counted for the stall guard (wallClock)
 
 	// current is the world the explorer drives now: the watchdogs'
@@ -81,14 +81,14 @@ func New(t Target, cfg Config) (*Explorer, error) {
 // time: a replay.
 func newReal(t Target, cfg Config, addr string) *Explorer {
 	ex := newExplorer(t, cfg, nil, addr)
-	direct := redis.NewClient(&redis.Options{Addr: addr, Password: cfg.password, Protocol: 2, DisableIdentity: true})
+	direct := redis.NewClient(&redis.Options{Network: cfg.network, Addr: addr, Password: cfg.password, Protocol: 2, DisableIdentity: true})
 	// The scripts a replay before this one loaded would go through
 	// unheld (a digest the explorer does not know passes: NOSCRIPT is no
 	// step): the server starts without any, as the explorer's list does.
 	direct.ScriptFlush(bg)
 	ex.kv, ex.closeKV, ex.real = realKV{direct}, func() { _ = direct.Close() }, true
 	for m := range t.Masters {
-		db := redis.NewClient(&redis.Options{Addr: addr, Password: cfg.password, DB: m + 1, Protocol: 2, DisableIdentity: true})
+		db := redis.NewClient(&redis.Options{Network: cfg.network, Addr: addr, Password: cfg.password, DB: m + 1, Protocol: 2, DisableIdentity: true})
 		ex.masters = append(ex.masters, realKV{db})
 		closeDirect := ex.closeKV
 		ex.closeKV = func() { closeDirect(); _ = db.Close() }
@@ -108,16 +108,16 @@ func noMaint() *maintnotifications.Config {
 
 func newExplorer(t Target, cfg Config, dial dialer, addr string) *Explorer {
 	cfg = cfg.withDefaults(t)
-	ex := &Explorer{target: t, cfg: cfg, scripts: &scripts{loaded: map[string]string{}}}
+	ex := &Explorer{target: t, cfg: cfg, business: t.business(), keys: strings.NewReplacer(t.Display...),
+		scripts: &scripts{loaded: map[string]string{}, names: append(append([]ScriptName(nil), t.Scripts...), saleScripts...)}}
 	for i := range cfg.MaxClients {
 		h := &gateHook{ex: ex, id: i}
 		rdb := redis.NewClient(&redis.Options{
-			Addr: addr, Password: cfg.password, Dialer: dial, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
+			Network: cfg.network, Addr: addr, Password: cfg.password, Dialer: dial, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
 			MaintNotificationsConfig: noMaint(),
 		})
 		rdb.AddHook(h)
 		ex.rdbs, ex.hooks = append(ex.rdbs, rdb), append(ex.hooks, h)
-		ex.stores = append(ex.stores, inventory.New(rdb))
 	}
 	if t.Masters > 0 {
 		ex.addMasters(addr, dial)
@@ -263,7 +263,8 @@ func (ex *Explorer) draw(n int, s []Choice, verdict string, r *Result) {
 		return
 	}
 	w, _ := ex.replay(n, s)
-	r.Trace, r.Oversold = w.trace, w.oversold()
+	r.Trace, r.Asleep = w.trace, w.asleepLog
+	r.setBroken(w.broken())
 	w.close()
 }
 
@@ -310,9 +311,9 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 				if w.passes > 0 {
 					ex.passed++
 				}
-				if w.oversold() > 0 {
+				if err := w.broken(); err != nil {
 					w.close()
-					ex.draw(n, s, Oversold, r)
+					ex.draw(n, s, verdictOf(err), r)
 					return
 				}
 				k := w.key()
@@ -342,4 +343,37 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 		}
 		level = next
 	}
+}
+
+// Reproduce runs schedule s with n clients once, tracing it, and says
+// what it came to: the business broken at its end (OVERSOLD, VIOLATED),
+// a DEADLOCK from it (the probe), or None. A schedule that cannot be
+// taken here (a step not possible: the lock is not the one it was found
+// on) is an error.
+func (ex *Explorer) Reproduce(n int, s []Choice) (r Result, err error) {
+	r = Result{Target: ex.target.Name, Masters: ex.target.Masters, Verdict: None, Faults: ex.cfg.Faults, Config: ex.cfg, Clients: n, Schedule: s, Steps: len(s)}
+	ex.driving(func() {
+		ex.quiet = false
+		w, ok := ex.replay(n, s)
+		if !ok {
+			w.close()
+			err = fmt.Errorf("explore: %s: the schedule cannot be taken on this lock (a step it names is not possible where it comes)", ex.target.Name)
+			return
+		}
+		r.Trace, r.Asleep = w.trace, w.asleepLog
+		if b := w.broken(); b != nil {
+			r.Verdict = verdictOf(b)
+			r.setBroken(b)
+			w.close()
+			return
+		}
+		suspect := w.deadlockSuspect()
+		w.close()
+		if suspect {
+			if trace, dead := ex.probe(n, s); dead {
+				r.Verdict, r.Trace = Deadlock, trace
+			}
+		}
+	})
+	return r, err
 }

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockladder/lockladder/inventory"
-	"github.com/lockladder/lockladder/lock"
 )
 
 // A world is one run of the clients against the gated Redis: built fresh
@@ -44,10 +43,14 @@ type world struct {
 	learned  map[string]string
 	untokens *strings.Replacer
 	used     budget
-	moved    bool // a step other than a skew was taken
-	shown    shot // Redis after the last step shown
-	stepNo   int  // the schedule's steps taken; 0 while probing
-	initial  int64
+	moved    bool      // a step other than a skew was taken
+	shown    shot      // Redis after the last step shown
+	stepNo   int       // the schedule's steps taken; 0 while probing
+	business *Business // the explorer's (Target.Business)
+	// asleepLog is, after the start and after each step, which clients
+	// are asleep (bubble.go; Result.Asleep).
+	asleepLog []uint8
+	applied   int // steps applied (apply), for the replay's Asleep
 	// inflight counts the commands on their way to Redis or back (not
 	// held at a gate): on a real Redis, a goroutine waiting for its
 	// answer is not running, yet the world is not still (line.go).
@@ -200,7 +203,7 @@ func (t *vticker) Stop() { t.w.send(event{kind: evTickStop, tk: t}) }
 
 // ticker is the watchdogs' Options.Ticker in the explorer: a ticker on
 // the virtual time of the world ex drives now (ex.current).
-func (ex *Explorer) ticker(every time.Duration) lock.Ticker {
+func (ex *Explorer) ticker(every time.Duration) Ticker {
 	w := ex.current.Load()
 	if w == nil || w.closed.Load() {
 		return closedTicker{}
@@ -218,7 +221,7 @@ func (closedTicker) Stop()                     {}
 // newWorld starts the clients of one schedule, each up to its first
 // command.
 func (ex *Explorer) newWorld(n int, skews []int) *world {
-	w := &world{ex: ex, epoch: epoch, now: epoch, events: make(chan event, 256), halt: make(chan struct{}), initial: initialStock, names: map[string]string{}}
+	w := &world{ex: ex, epoch: epoch, now: epoch, events: make(chan event, 256), halt: make(chan struct{}), business: ex.business, names: map[string]string{}}
 	w.ctx, w.cancel = context.Background(), func() {}
 	if ex.target.Line || ex.bubble {
 		w.ctx, w.cancel = context.WithCancel(context.Background())
@@ -232,17 +235,19 @@ func (ex *Explorer) newWorld(n int, skews []int) *world {
 	}
 	ex.kv.FlushAll()
 	ex.kv.SetTime(w.epoch)
-	if err := ex.kv.Set(inventory.KeyStock, fmt.Sprint(initialStock)); err != nil {
-		panic(err)
+	for _, k := range slices.Sorted(maps.Keys(ex.business.Init)) {
+		if err := ex.kv.Set(k, ex.business.Init[k]); err != nil {
+			panic(err)
+		}
 	}
 	ex.current.Store(w)
 	for i := range n {
 		c := &client{w: w, id: i, name: string(rune('A' + i))}
 		c.proc = w.processOf(c)
 		if ex.bubble {
-			c.rdb, c.store = ex.worldClient(w, i)
+			c.rdb = ex.worldClient(w, i)
 		} else {
-			c.rdb, c.store = ex.rdbs[i], ex.stores[i]
+			c.rdb = ex.rdbs[i]
 			ex.hooks[i].w.Store(w)
 		}
 		if ex.target.Masters > 0 {
@@ -253,8 +258,7 @@ func (ex *Explorer) newWorld(n int, skews []int) *world {
 		} else if c.proc != c {
 			c.locker = c.proc.locker // a request of the same process
 		} else {
-			o := lock.Options{TTL: ex.cfg.TTL, Clock: c.clock, Ticker: ex.ticker, After: ex.after}
-			c.locker = ex.target.New(c.rdb, o)
+			c.locker = ex.target.New(c.rdb, Env{TTL: ex.cfg.TTL, Now: c.clock, NewTicker: ex.ticker, After: ex.after})
 		}
 		w.clients = append(w.clients, c)
 	}
@@ -279,6 +283,12 @@ func (ex *Explorer) newWorld(n int, skews []int) *world {
 func (w *world) settle(c *client, wd bool) {
 	if w.ex.bubble {
 		w.quiesce()
+		return
+	}
+	if w.ex.real && w.expectAsleep(c) && !wd {
+		// The search saw it fall asleep here (Result.Asleep): it sends
+		// nothing until it wakes, on the real clock.
+		w.drain()
 		return
 	}
 	done := false
@@ -330,7 +340,7 @@ func (w *world) handle(ev event) {
 			ev.g.open <- false
 			return
 		}
-		if w.ex.target.tokens && ev.g.cmds != nil {
+		if w.ex.target.Tokens && ev.g.cmds != nil {
 			w.learn(ev.g.cmds)
 		}
 		if ev.g.node > 0 {
