@@ -70,6 +70,9 @@ type ClientView struct {
 	Crashed bool   `json:"crashed,omitempty"`
 	SkewMS  int64  `json:"skew_ms,omitempty"`
 	Holding bool   `json:"holding,omitempty"`
+	// Site is the line of the lock's code that sends its next command
+	// (Next), null when it has none waiting.
+	Site *Site `json:"site"`
 }
 
 // KeyView is one Redis key: its short name, its value, its TTL (0: none).

@@ -26,7 +26,7 @@ func (w *world) view() Game {
 		if c.finished {
 			v.Phase = phaseDone.String()
 		}
-		v.Next = w.nextOf(c)
+		v.Next, v.Site = w.nextOf(c), w.siteOf(c)
 		if v.Holding {
 			g.Holders = append(g.Holders, c.name)
 		}
@@ -73,6 +73,24 @@ func (w *world) nextOf(c *client) string {
 		return "waits in its process's line"
 	}
 	return "waits"
+}
+
+// siteOf is the line of the lock's code that sent c's command waiting
+// at its gate (for a rung on masters, its first master's), nil when none
+// waits.
+func (w *world) siteOf(c *client) *Site {
+	if c.crashed || c.finished {
+		return nil
+	}
+	if c.gate != nil {
+		return c.gate.callers.site() // nil for the start of an attempt: no command yet
+	}
+	for _, g := range c.nodes {
+		if g != nil {
+			return g.callers.site()
+		}
+	}
+	return nil
 }
 
 // command is cmds as the diagram shows them, before they are sent.

@@ -44,10 +44,10 @@ type Explorer struct {
 	mini   *miniredis.Miniredis
 	// wall is the wall clock, for the budget: in a bubble, time.Now is
 	// the search's (nil: time.Now).
-	wall  func() time.Time
+	wall func() time.Time
 	// asleep is the schedule's Result.Asleep, for a replay on real time.
 	asleep []uint8
-	steps *atomic.Int64 // counted for the stall guard (wallClock)
+	steps  *atomic.Int64 // counted for the stall guard (wallClock)
 
 	// current is the world the explorer drives now: the watchdogs'
 	// tickers and the waiters' timers are made in it (ticker, after).

@@ -26,6 +26,7 @@ type Step struct {
 	Note   string        // what the step did: holds, sale, crash...
 	Lock   string        // the lock key after the step
 	Stock  string        // the business's keys after the step (the sale's stock/sold)
+	Site   *Site         // the line of the lock's code that sent the command; nil for a fault or time passing
 }
 
 // shot is what the diagram and the verdict read from Redis after a step.
@@ -139,6 +140,7 @@ func (w *world) record(c *client, g *gate, before phase, att int) {
 		notes = append(notes, "released")
 	}
 	w.step(c.id, text, reply, strings.Join(notes, ", "), now)
+	w.trace[len(w.trace)-1].Site = g.callers.site()
 }
 
 // otherHolders names the clients other than c that are between their

@@ -46,6 +46,7 @@ type world struct {
 	moved    bool      // a step other than a skew was taken
 	shown    shot      // Redis after the last step shown
 	stepNo   int       // the schedule's steps taken; 0 while probing
+	traced   bool      // the steps are shown: each gated command's callers are read (site.go)
 	business *Business // the explorer's (Target.Business)
 	// asleepLog is, after the start and after each step, which clients
 	// are asleep (bubble.go; Result.Asleep).
@@ -136,7 +137,8 @@ type gate struct {
 	// returns, in the sender's goroutine, which may still run (a Redlock
 	// round's worker) while the search records the step.
 	answers []string
-	round   *round // a command for a master: the round it belongs to (rounds.go)
+	round   *round   // a command for a master: the round it belongs to (rounds.go)
+	callers *callers // who sent it, when the world is traced (site.go)
 }
 
 // renewal is c's watchdog's held renewal, unless its holder has stopped
@@ -221,7 +223,7 @@ func (closedTicker) Stop()                     {}
 // newWorld starts the clients of one schedule, each up to its first
 // command.
 func (ex *Explorer) newWorld(n int, skews []int) *world {
-	w := &world{ex: ex, epoch: epoch, now: epoch, events: make(chan event, 256), halt: make(chan struct{}), business: ex.business, names: map[string]string{}}
+	w := &world{ex: ex, epoch: epoch, now: epoch, events: make(chan event, 256), halt: make(chan struct{}), business: ex.business, names: map[string]string{}, traced: !ex.quiet}
 	w.ctx, w.cancel = context.Background(), func() {}
 	if ex.target.Line || ex.bubble {
 		w.ctx, w.cancel = context.WithCancel(context.Background())

@@ -306,7 +306,7 @@ func (p *Player) levels() map[string]any {
 func rows(trace []explore.Step) []Row {
 	out := []Row{}
 	for _, s := range trace {
-		row := Row{N: s.N, TMS: s.At.Milliseconds(), Command: s.Event, Reply: s.Reply, Note: s.Note, Lock: s.Lock, Stock: s.Stock}
+		row := Row{N: s.N, TMS: s.At.Milliseconds(), Command: s.Event, Reply: s.Reply, Note: s.Note, Lock: s.Lock, Stock: s.Stock, Site: s.Site}
 		if s.Client >= 0 {
 			row.Client = string(rune('A' + s.Client))
 		}
