@@ -104,7 +104,7 @@ var Course = []Step{
 	},
 	{
 		Lock: "setnx-px", Diff: true, Title: "The lock and its lease in one command",
-		Brief: "SET key 1 NX PX 200 takes the lock and its 200 ms lease at once [000]: no crash can come between them. " +
+		Brief: "SET key 1 NX PX 200 takes the lock and its lease at once [000]: the key deletes itself after 200 ms, and no crash can come between the two. " +
 			"But a sale can take longer than the lease. The key lapses, B takes the lock, and A's DEL then deletes B's lock: C walks in while B still sells.",
 		Sources: []string{"000"}, Scenario: "slow", Setup: setupSlow,
 		Changed: "SETNX and EXPIRE became one command; the release is still a plain DEL.",
@@ -202,8 +202,8 @@ var Course = []Step{
 	},
 	{
 		Lock: "zookeeper", Part: partOther, Title: "ZooKeeper: the session is a lease",
-		Brief: "Each waiter creates an ephemeral sequential znode under the lock's path; the lowest holds the lock, and each waiter watches the one before it. A dead holder's session ends and takes its znode with it. " +
-			"A holder frozen past its session timeout loses its znode while it still believes it holds the lock, and nothing refuses its write.",
+		Brief: "Each waiter creates a numbered entry (a znode) that lives only as long as its session; the lowest number holds the lock, and each waiter watches the one before it. A dead holder's session ends and takes its entry with it. " +
+			"A holder frozen past its session timeout loses its entry while it still believes it holds the lock, and nothing refuses its write.",
 		Sources: []string{"000"}, Scenario: "pause-session", Setup: setupSession,
 		Changed: "ZooKeeper instead of Redis: a znode per waiter, in line.",
 		Cuts: []Cut{{"lock/rung14_zookeeper.go", "ZooKeeper.createIn"}, {"lock/rung14_zookeeper.go", "ZooKeeper.predecessor"},

@@ -4,7 +4,7 @@
 // code beside the moves marks each client's next line, as The Deadlock
 // Empire marks each thread's. ----
 const game = {level: null, moves: [], state: null, busy: false, view: null};
-const PHASES = {obtain: 'taking the lock', section: 'in its critical section', release: 'giving the lock back', done: 'done'};
+const PHASES = {obtain: 'taking the lock', section: 'selling, with the lock', release: 'giving the lock back', done: 'done'};
 
 // playOffered shows the section when the game has a level for the lock.
 function playOffered() {

@@ -7,7 +7,7 @@
 // a link sent as homework gives the same game. Solved levels are kept in
 // the browser. Text goes in through textContent only.
 const play = {levels: [], lock: '', moves: [], state: null, busy: false, hinted: ''};
-const PHASES = {obtain: 'taking the lock', section: 'in its critical section', release: 'giving the lock back', done: 'done'};
+const PHASES = {obtain: 'taking the lock', section: 'selling, with the lock', release: 'giving the lock back', done: 'done'};
 const SOLVED_KEY = 'lockladder.solved';
 
 function solvedLevels() {
