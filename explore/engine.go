@@ -74,8 +74,6 @@ type Business struct {
 	// Keys are read back after every step (directly, not through a
 	// gate): Judge judges them, the diagram shows them.
 	Keys []string
-	// Names are what the diagram calls Keys (default the keys).
-	Names []string
 	// Run is one client's section, under the lock: its commands go down
 	// rdb, each held at the client's gate until the search delivers it.
 	// Its error (a write refused for a stale token) is the section's own:
@@ -90,14 +88,6 @@ type Business struct {
 	// Note says what a step did to Keys, for the diagram ("sold one"), or
 	// "".
 	Note func(before, after []string) string
-}
-
-// names are b's Keys as the diagram calls them.
-func (b Business) names() []string {
-	if len(b.Names) == len(b.Keys) {
-		return b.Names
-	}
-	return b.Keys
 }
 
 // Target is a lock as the engine runs it.

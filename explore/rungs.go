@@ -96,10 +96,9 @@ func Sale(ctx context.Context, rdb redis.UniversalClient, held Held) error {
 
 // labSale is the app's sale as the engine runs it, on the app's keys.
 var labSale = Business{
-	Init:  map[string]string{inventory.KeyStock: fmt.Sprint(initialStock)},
-	Keys:  []string{inventory.KeyStock, inventory.KeySold},
-	Names: []string{"stock", "sold"},
-	Run:   Sale, Judge: SaleJudge(initialStock), Show: ShowCounts, Note: SaleNote,
+	Init: map[string]string{inventory.KeyStock: fmt.Sprint(initialStock)},
+	Keys: []string{inventory.KeyStock, inventory.KeySold},
+	Run:  Sale, Judge: SaleJudge(initialStock), Show: ShowCounts, Note: SaleNote,
 }
 
 // labDisplay are the app's keys' short names in the diagram.
