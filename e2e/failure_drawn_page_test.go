@@ -19,7 +19,7 @@ func TestPageDrawsEveryFailure(t *testing.T) {
 	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/lab")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.WaitVisible("#raceBtn")); err != nil {

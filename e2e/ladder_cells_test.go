@@ -60,7 +60,7 @@ func TestLadderCellsFit(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		_, err := chromedp.Run(cctx, chromedp.EmulateViewport(int64(w.width), int64(w.height), opts...))
 		if err == nil {
-			_, err = chromedp.Run(cctx, chromedp.Navigate(st.URL()+"/"))
+			_, err = chromedp.Run(cctx, chromedp.Navigate(st.URL()+"/lab"))
 		}
 		if err == nil {
 			_, err = chromedp.Run(cctx, chromedp.Poll[bool](`!!document.querySelector('#ladderGrid [data-pair="normal none"] button')`,

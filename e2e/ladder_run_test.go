@@ -38,7 +38,7 @@ func TestPageRunsTheLadder(t *testing.T) {
 	} else {
 		st = startStack(t)
 	}
-	url := st.URL() + "/"
+	url := st.URL() + "/lab"
 	eval := evaluator(t, ctx)
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestTimelineLabelsOnAPhone(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/lab")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.WaitVisible("#raceBtn")); err != nil {

@@ -23,7 +23,7 @@ func TestPageWhyForTheLibraries(t *testing.T) {
 	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/lab")); err != nil {
 		t.Fatal(err)
 	}
 	eval := evaluator(t, ctx)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/explore"
+	"github.com/lockladder/lockladder/internal/number"
 	"github.com/lockladder/lockladder/internal/origin"
 )
 
@@ -86,6 +87,10 @@ type Row struct {
 	Note    string `json:"note,omitempty"` // what the step did
 	Lock    string `json:"lock"`           // the lock key after the step
 	Stock   string `json:"stock"`          // stock/sold after the step
+	// Site is the line of the lock's code that sent the command (file
+	// from the module's root, line, function); absent for a fault or
+	// time passing.
+	Site *explore.Site `json:"site,omitempty"`
 }
 
 // Locks are the names of the rungs the explorer can explore: the page's
@@ -263,15 +268,12 @@ const MaxExploreLease = time.Minute
 // race's, so that its answer speaks in the race's figures); 0 when
 // absent: the explorer's default.
 func leaseParam(r *http.Request) (time.Duration, error) {
-	v := r.URL.Query().Get("lease_ms")
-	if v == "" {
+	q := r.URL.Query()
+	if !q.Has("lease_ms") {
 		return 0, nil
 	}
-	ms, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || ms < 1 || ms > MaxExploreLease.Milliseconds() {
-		return 0, fmt.Errorf("lease_ms: %q is not a whole number of milliseconds in [1, %d]", truncate(v, 32), MaxExploreLease.Milliseconds())
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	ms, err := number.Whole("lease_ms", q.Get("lease_ms"), 1, MaxExploreLease.Milliseconds())
+	return time.Duration(ms) * time.Millisecond, err
 }
 
 // search is the explorer's search, without a replay on a real server: an
@@ -299,13 +301,7 @@ func answer(r explore.Result) ExploreResult {
 	} else {
 		a.Columns = append(a.Columns, "Redis")
 	}
-	for _, s := range r.Trace {
-		row := Row{N: s.N, TMS: s.At.Milliseconds(), Command: s.Event, Reply: s.Reply, Note: s.Note, Lock: s.Lock, Stock: s.Stock}
-		if s.Client >= 0 {
-			row.Client = string(rune('A' + s.Client))
-		}
-		a.Rows = append(a.Rows, row)
-	}
+	a.Rows = rows(r.Trace)
 	switch r.Verdict {
 	case explore.None:
 		a.Covered = r.Covered()
