@@ -36,6 +36,12 @@ func TestFlagsRefusedBeforeAnythingStarts(t *testing.T) {
 		{[]string{"explore", "-budget", "0s"}, "-budget 0s: want more than 0"},
 		{[]string{"explore", "-clients", "100"}, "-clients 100: want 0 to 8"},
 		{[]string{"nope"}, "no subcommand"},
+		{[]string{"run", "-n", "10", "extra-positional"}, `unexpected argument "extra-positional"`},
+		{[]string{"matrix", "stray", "-scenarios", "pause"}, `unexpected argument "stray"`},
+		{[]string{"chaos", "-faults", "1", "stray"}, `unexpected argument "stray"`},
+		{[]string{"explore", "-locks", "lua", "stray"}, `unexpected argument "stray"`},
+		{[]string{"run", "--", "-lock-ttl", "-5s"}, "app flags after --: -lock-ttl -5s"},
+		{[]string{"run", "-app-port", "6380", "-redis-port", "6380"}, "-app-port and -redis-port clash"},
 	} {
 		err := dispatch(ctx, tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
