@@ -47,6 +47,10 @@ type Game struct {
 	Stock   int64        `json:"stock"`
 	Sold    int64        `json:"sold"`
 	Holders []string     `json:"holders"` // the clients between Obtain and Release
+	// LockNow says in a sentence who holds the lock now, as Redis's key
+	// and the clients tell it: a crashed client's key still set is held
+	// by nobody alive, never "nobody holds the lock".
+	LockNow string `json:"lock_now"`
 	// Next are the moves possible now, in the order the search tries
 	// them; none once the game has ended.
 	Next []Option `json:"next"`
@@ -64,12 +68,17 @@ type Game struct {
 type ClientView struct {
 	Name  string `json:"name"`
 	Phase string `json:"phase"` // obtain, section, release, done
+	// Doing is Phase in a learner's words: "trying to take the lock"...
+	Doing string `json:"doing"`
 	// Next is what its program is about to do: the command held at its
 	// gate, or a wait.
 	Next    string `json:"next"`
 	Crashed bool   `json:"crashed,omitempty"`
 	SkewMS  int64  `json:"skew_ms,omitempty"`
 	Holding bool   `json:"holding,omitempty"`
+	// Site is the line of the lock's code that sends its next command
+	// (Next), null when it has none waiting.
+	Site *Site `json:"site"`
 }
 
 // KeyView is one Redis key: its short name, its value, its TTL (0: none).
@@ -104,9 +113,9 @@ var ErrBusy = errors.New("explore: the explorer is busy with another search")
 // Goal states what breaking t means: its flaw's verdict.
 func Goal(t Target) string {
 	if t.Faults&Crash != 0 && t.Faults&Idle != 0 && !t.Clocks {
-		return "leave a live client waiting forever for a lock nobody holds (DEADLOCK)"
+		return "leave the live clients waiting for ever for a lock that no live client holds (DEADLOCK)"
 	}
-	return "sell an item twice: two clients write the stock inside their sections at once (OVERSOLD)"
+	return "sell an item twice: two clients write the stock while both hold the lock (OVERSOLD)"
 }
 
 // Play replays moves on a fresh world of t with clients clients, each
@@ -183,7 +192,7 @@ func (ex *Explorer) play(n int, moves []string, chs []Choice) (Game, error) {
 		open = false
 		if _, dead := ex.probe(n, chs); dead {
 			g.Verdict, g.Next = Deadlock, []Option{}
-			g.Explain = fmt.Sprintf("DEADLOCK: a client died holding the lock, and the live ones try for ever: with time run on by %s, three times over, none gets a lock that no live client holds", 2*ex.cfg.TTL)
+			g.Explain = fmt.Sprintf("DEADLOCK: a client died holding the lock, and the live ones wait for ever: even with %s passing, three times over, none of them can take it", 2*ex.cfg.TTL)
 		}
 	}
 	return g, nil
@@ -233,14 +242,33 @@ func (ex *Explorer) notPossible(ch Choice) string {
 	f := ex.cfg.Faults
 	switch ch.Kind {
 	case Tick:
-		return fmt.Sprintf("time passes only as the rung's scenario lets it (faults %s), at most %d times", f, ex.cfg.MaxTicks)
+		return fmt.Sprintf("time passes only when this level lets it (%s), at most %d times", FaultWords(f), ex.cfg.MaxTicks)
 	case CrashIt, PauseIt, SkewIt, RestartIt:
 		if f&kindFault[ch.Kind] == 0 || ch.Kind == SkewIt && !ex.target.Clocks {
-			return fmt.Sprintf("%s is not among this rung's faults (%s)", kindWord[ch.Kind], f)
+			return fmt.Sprintf("this level has no %s (it has: %s)", kindWord[ch.Kind], FaultWords(f))
 		}
 		return fmt.Sprintf("at most %d faults a game; a crash strikes a live client that has started, a pause a holder, a skew is from the start, a restart a master that holds the lock", ex.cfg.MaxFaults)
 	}
 	return "that client has no command waiting there (it waits, has crashed or is done)"
+}
+
+// FaultWords says in words what a level's faults let happen.
+func FaultWords(f Faults) string {
+	words := []string{
+		"a client may crash", "a client that holds the lock may freeze past its lease", "a client's clock may run ahead",
+		"time may pass at any moment", "time may pass between a client's tries and while it releases",
+		"time may pass while every client waits", "a master may restart and forget its locks",
+	}
+	var out []string
+	for i, w := range words {
+		if f&(1<<i) != 0 {
+			out = append(out, w)
+		}
+	}
+	if len(out) == 0 {
+		return "no faults"
+	}
+	return strings.Join(out, "; ")
 }
 
 var kindFault = map[ChoiceKind]Faults{CrashIt: Crash, PauseIt: Pause, SkewIt: Skew, RestartIt: Restart}

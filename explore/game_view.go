@@ -26,15 +26,20 @@ func (w *world) view() Game {
 		if c.finished {
 			v.Phase = phaseDone.String()
 		}
-		v.Next = w.nextOf(c)
+		v.Doing = doing[v.Phase]
+		if c.crashed {
+			v.Doing = "crashed: it does nothing more"
+		}
+		v.Next, v.Site = w.nextOf(c), w.siteOf(c)
 		if v.Holding {
 			g.Holders = append(g.Holders, c.name)
 		}
 		g.Clients = append(g.Clients, v)
 	}
+	g.LockNow = w.lockNow(s, g.Holders)
 	if over := w.oversold(); over > 0 {
 		g.Verdict = Oversold
-		g.Explain = fmt.Sprintf("OVERSOLD: %d sale(s) more than the stock went down: two clients wrote inside their sections at once, and one sale overwrote the other", over)
+		g.Explain = fmt.Sprintf("OVERSOLD: %d sale(s) more than the stock went down: two clients wrote the stock while both held the lock, and one sale overwrote the other", over)
 		return g
 	}
 	for _, ch := range w.playable() {
@@ -42,6 +47,67 @@ func (w *world) view() Game {
 	}
 	g.Explain = w.whatStopped()
 	return g
+}
+
+// doing says a client's phase in words.
+var doing = map[string]string{
+	phaseObtain.String():  "trying to take the lock",
+	phaseSection.String(): "holds the lock: selling",
+	phaseRelease.String(): "releasing the lock",
+	phaseDone.String():    "done",
+}
+
+// lockNow says who holds the lock now: Redis's key (s.lock, as the
+// diagram shows it) beside the clients that think they hold it.
+func (w *world) lockNow(s shot, holders []string) string {
+	var crashed []string
+	for _, c := range w.clients {
+		if c.crashed {
+			crashed = append(crashed, c.name)
+		}
+	}
+	both := strings.Join(holders, " and ")
+	free := s.lock == "-"
+	var key string
+	if w.multi() {
+		var parts []string
+		free = true
+		for m, db := range w.ex.masters {
+			part := fmt.Sprintf("m%d none", m+1)
+			if db.Exists(lockKey) {
+				free = false
+				part = fmt.Sprintf("m%d %s", m+1, w.display(must(db.Get(lockKey)), -1))
+				if ttl := db.TTL(lockKey); ttl > 0 {
+					part += fmt.Sprintf(" (%d ms left)", ttl.Milliseconds())
+				}
+			}
+			parts = append(parts, part)
+		}
+		key = "the masters hold " + strings.Join(parts, ", ")
+	} else if ttl := w.ex.kv.TTL(lockKey); ttl > 0 {
+		key = fmt.Sprintf("the lock key holds %s and expires in %d ms", w.display(w.valueOf(w.ex.kv, lockKey), -1), ttl.Milliseconds())
+	} else {
+		key = fmt.Sprintf("the lock key holds %s with no TTL: it never expires", w.display(w.valueOf(w.ex.kv, lockKey), -1))
+	}
+	if free {
+		where := "Redis holds no lock key"
+		if w.multi() {
+			where = "no master holds the lock key"
+		}
+		if len(holders) > 0 {
+			return fmt.Sprintf("%s, yet %s still thinks it holds the lock: its key is gone (its lease ran out, or another client deleted it)", where, both)
+		}
+		return "nobody holds the lock: " + where
+	}
+	switch {
+	case len(holders) > 1:
+		return fmt.Sprintf("%s both think they hold the lock; %s", both, key)
+	case len(holders) == 1:
+		return fmt.Sprintf("%s holds the lock; %s", both, key)
+	case len(crashed) > 0:
+		return fmt.Sprintf("no live client holds the lock, yet %s: %s crashed and left it", key, strings.Join(crashed, " and "))
+	}
+	return key + "; no client has finished taking the lock yet"
 }
 
 // nextOf says what c's program is about to do.
@@ -73,6 +139,24 @@ func (w *world) nextOf(c *client) string {
 		return "waits in its process's line"
 	}
 	return "waits"
+}
+
+// siteOf is the line of the lock's code that sent c's command waiting
+// at its gate (for a rung on masters, its first master's), nil when none
+// waits.
+func (w *world) siteOf(c *client) *Site {
+	if c.crashed || c.finished {
+		return nil
+	}
+	if c.gate != nil {
+		return c.gate.callers.site() // nil for the start of an attempt: no command yet
+	}
+	for _, g := range c.nodes {
+		if g != nil {
+			return g.callers.site()
+		}
+	}
+	return nil
 }
 
 // command is cmds as the diagram shows them, before they are sent.

@@ -91,6 +91,9 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(conte
 		c = cc
 	}
 	g := &gate{c: c, node: h.node, wd: ctx.Value(mainKey{}) == nil, cmds: cmds, open: make(chan bool, 1), sent: make(chan struct{}), ctx: ctx}
+	if w.traced {
+		g.callers = readCallers()
+	}
 	w.inflight.Add(-1)
 	w.events <- event{kind: evGate, c: c, g: g}
 	select {

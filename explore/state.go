@@ -27,6 +27,7 @@ type Step struct {
 	Note   string        // what the step did: holds, sale, crash...
 	Lock   string        // the lock key after the step
 	Stock  string        // stock and sold after the step
+	Site   *Site         // the line of the lock's code that sent the command; nil for a fault or time passing
 }
 
 // shot is what the diagram and the verdict read from Redis after a step.
@@ -119,6 +120,7 @@ func (w *world) record(c *client, g *gate, before phase, att int) {
 		notes = append(notes, "released")
 	}
 	w.step(c.id, text, reply, strings.Join(notes, ", "), now)
+	w.trace[len(w.trace)-1].Site = g.callers.site()
 }
 
 // otherHolders names the clients other than c that are between their

@@ -47,6 +47,7 @@ type world struct {
 	moved    bool // a step other than a skew was taken
 	shown    shot // Redis after the last step shown
 	stepNo   int  // the schedule's steps taken; 0 while probing
+	traced   bool // the steps are shown: each gated command's callers are read (site.go)
 	initial  int64
 	// inflight counts the commands on their way to Redis or back (not
 	// held at a gate): on a real Redis, a goroutine waiting for its
@@ -110,7 +111,8 @@ type gate struct {
 	// returns, in the sender's goroutine, which may still run (a Redlock
 	// round's worker) while the search records the step.
 	answers []string
-	round   *round // a command for a master: the round it belongs to (rounds.go)
+	round   *round   // a command for a master: the round it belongs to (rounds.go)
+	callers *callers // who sent it, when the world is traced (site.go)
 }
 
 // renewal is c's watchdog's held renewal, unless its holder has stopped
@@ -197,7 +199,7 @@ func (closedTicker) Stop()                     {}
 // newWorld starts the clients of one schedule, each up to its first
 // command.
 func (ex *Explorer) newWorld(n int, skews []int) *world {
-	w := &world{ex: ex, epoch: epoch, now: epoch, events: make(chan event, 256), halt: make(chan struct{}), initial: initialStock, names: map[string]string{}}
+	w := &world{ex: ex, epoch: epoch, now: epoch, events: make(chan event, 256), halt: make(chan struct{}), initial: initialStock, names: map[string]string{}, traced: !ex.quiet}
 	w.ctx, w.cancel = context.Background(), func() {}
 	if ex.target.Line {
 		w.ctx, w.cancel = context.WithCancel(context.Background())

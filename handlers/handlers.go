@@ -149,7 +149,7 @@ func New(cfg Config) *gin.Engine {
 		})
 	})
 
-	r.GET("/", h.page)
+	h.pageRoutes(r)
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		r.Handle(m, "/sale", h.sale)
 		r.Handle(m, "/testLock", h.testLock)

@@ -212,16 +212,33 @@ func TestStrategiesAndPage(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &rungs); err != nil || len(rungs) != len(e.ladder.Names()) {
 		t.Fatalf("strategies: %v %s", err, w.Body)
 	}
-	w = httptest.NewRecorder()
-	e.router.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
-	page := w.Body.String()
-	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
-		t.Fatalf("page: %d %s", w.Code, w.Header().Get("Content-Type"))
+	get := func(path string) (int, string, string) {
+		w := httptest.NewRecorder()
+		e.router.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		return w.Code, w.Header().Get("Content-Type"), w.Body.String()
+	}
+	// the lab: every rung's buttons
+	code, ct, page := get("/lab")
+	if code != 200 || !strings.HasPrefix(ct, "text/html") {
+		t.Fatalf("GET /lab: %d %s", code, ct)
 	}
 	for _, want := range []string{"test-1", "/sale?lock=lua", "/testLock?lock=atomic", "/reset?stock="} {
 		if !strings.Contains(page, want) {
-			t.Errorf("page lacks %q", want)
+			t.Errorf("the lab lacks %q", want)
 		}
+	}
+	// the course: its welcome, a step, a step that is not, the icon
+	if code, ct, page := get("/"); code != 200 || !strings.HasPrefix(ct, "text/html") || !strings.Contains(page, `href="/learn/none"`) {
+		t.Errorf("GET /: %d %s, want the welcome starting step 1", code, ct)
+	}
+	if code, _, page := get("/learn/lua"); code != 200 || !strings.Contains(page, "luaRelease.Run") {
+		t.Errorf("GET /learn/lua: %d, want the step with its code", code)
+	}
+	if code, ct, body := get("/learn/no-such-rung"); code != 404 || !strings.HasPrefix(ct, "application/json") || !strings.Contains(body, "no such step") {
+		t.Errorf("GET /learn/no-such-rung: %d %s %s, want a 404 saying so", code, ct, body)
+	}
+	if code, ct, _ := get("/favicon.ico"); code != 200 || ct != "image/svg+xml" {
+		t.Errorf("GET /favicon.ico: %d %s", code, ct)
 	}
 }
 

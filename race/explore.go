@@ -87,6 +87,10 @@ type Row struct {
 	Note    string `json:"note,omitempty"` // what the step did
 	Lock    string `json:"lock"`           // the lock key after the step
 	Stock   string `json:"stock"`          // stock/sold after the step
+	// Site is the line of the lock's code that sent the command (file
+	// from the module's root, line, function); absent for a fault or
+	// time passing.
+	Site *explore.Site `json:"site,omitempty"`
 }
 
 // Locks are the names of the rungs the explorer can explore: the page's
@@ -297,13 +301,7 @@ func answer(r explore.Result) ExploreResult {
 	} else {
 		a.Columns = append(a.Columns, "Redis")
 	}
-	for _, s := range r.Trace {
-		row := Row{N: s.N, TMS: s.At.Milliseconds(), Command: s.Event, Reply: s.Reply, Note: s.Note, Lock: s.Lock, Stock: s.Stock}
-		if s.Client >= 0 {
-			row.Client = string(rune('A' + s.Client))
-		}
-		a.Rows = append(a.Rows, row)
-	}
+	a.Rows = rows(r.Trace)
 	switch r.Verdict {
 	case explore.None:
 		a.Covered = r.Covered()

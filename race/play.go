@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,9 +27,12 @@ type Player struct {
 	Replayer *explore.Replayer
 
 	slots    chan struct{} // games in flight
-	mu       sync.Mutex    // the replayer's start, and one replay at a time
+	mu       sync.Mutex    // the searches, and the replayer's start
+	replayMu sync.Mutex    // one replay at a time
 	stopRepl func()
-	shortest sync.Map // name/clients -> explore.Result: the search's shortest, once found
+	searches map[string]*hintSearch // name/clients -> the search for its shortest schedule
+	bg       sync.WaitGroup         // the searches under way
+	closed   bool
 }
 
 // MaxGames is how many moves are answered at once; the explorer runs one
@@ -66,13 +68,24 @@ type PlayResult struct {
 	explore.Game
 	Trace   []Row    `json:"trace"`
 	Columns []string `json:"columns"`
+	// Lease says the lock's lease in words, true of the rung: "no lease"
+	// for setnx (whose lease_ms is then 0).
+	Lease string `json:"lease"`
 	// Shortest is the length of the explorer's shortest breaking
 	// schedule, once known (0: not yet searched, or none found).
 	Shortest int `json:"shortest,omitempty"`
 	// Hint is the next move of that schedule, when asked and the game
-	// is on it; HintNote says why there is none.
-	Hint     string `json:"hint,omitempty"`
-	HintNote string `json:"hint_note,omitempty"`
+	// is on it (a move as Next names it); HintLabel is its button's words
+	// (Next's label), HintWhy one sentence on why, HintText the two as the
+	// page says them. HintNote says why there is none; HintWaitMS, when
+	// the explorer is still searching, how long it may take at most: ask
+	// again then.
+	Hint       string `json:"hint,omitempty"`
+	HintLabel  string `json:"hint_label,omitempty"`
+	HintWhy    string `json:"hint_why,omitempty"`
+	HintText   string `json:"hint_text,omitempty"`
+	HintNote   string `json:"hint_note,omitempty"`
+	HintWaitMS int64  `json:"hint_wait_ms,omitempty"`
 	// Replay is "reproduced" or "not-reproduced", when asked.
 	Replay string `json:"replay,omitempty"`
 }
@@ -115,7 +128,7 @@ func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusTooManyRequests, "too_many_games", fmt.Sprintf("%d games are being answered: try again in a second", MaxGames))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), turnWait)
+	ctx, cancel := context.WithTimeout(r.Context(), turnWait+p.searching())
 	g, err := explore.Play(ctx, t, req.Clients, req.Moves)
 	cancel()
 	var me *explore.MoveError
@@ -125,16 +138,20 @@ func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case errors.Is(err, explore.ErrBusy):
 		w.Header().Set("Retry-After", "5")
-		fail(w, http.StatusServiceUnavailable, "explorer_busy", "the explorer is searching (a why?): try again in a few seconds")
+		fail(w, http.StatusServiceUnavailable, "explorer_busy", "the explorer is busy with another search (a why?): try again in a few seconds")
 		return
 	case err != nil:
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
 		return
 	}
 	res := PlayResult{Game: g, Trace: rows(g.Trace), Columns: columns(req.Clients, t.Masters)}
-	if req.Hint || g.Verdict != "" {
-		p.hint(r.Context(), t, req, &res)
+	p.truth(t, &res)
+	if len(req.Moves) == 0 && !safeLevel(t.Name) {
+		// A level opened: its shortest schedule is searched ahead, while
+		// the learner reads it, so that a hint has it at once.
+		p.searchFor(t, req.Clients, true)
 	}
+	p.hint(r.Context(), t, req, &res)
 	if req.Replay && g.Verdict != "" {
 		res.Replay, err = p.replay(r.Context(), t, req, g.Verdict)
 		if err != nil {
@@ -170,55 +187,11 @@ func parsePlay(r *http.Request) (PlayRequest, error) {
 	return req, nil
 }
 
-// hint finds (once per rung and clients) the explorer's shortest
-// schedule and, when the game's moves so far are its first moves, says
-// the next.
-func (p *Player) hint(ctx context.Context, t explore.Target, req PlayRequest, res *PlayResult) {
-	key := t.Name + "/" + strconv.Itoa(req.Clients)
-	v, ok := p.shortest.Load(key)
-	if !ok {
-		if !req.Hint {
-			return // the length is told when known; a search only when asked
-		}
-		ex, err := explore.New(t, explore.Config{MaxClients: req.Clients, Budget: ExploreBudget})
-		if err != nil {
-			return
-		}
-		r := ex.Run(ctx)
-		ex.Close()
-		if ctx.Err() != nil {
-			return
-		}
-		v, _ = p.shortest.LoadOrStore(key, r)
-	}
-	r := v.(explore.Result)
-	if r.Verdict == explore.None {
-		res.HintNote = "the explorer found no schedule that breaks " + t.Name + ": " + r.Covered()
-		return
-	}
-	res.Shortest = r.Steps
-	if !req.Hint || res.Verdict != "" {
-		return
-	}
-	for i, ch := range r.Schedule {
-		m := explore.FormatMove(ch)
-		if i == len(req.Moves) {
-			res.Hint = m
-			return
-		}
-		if req.Moves[i] != m {
-			res.HintNote = fmt.Sprintf("your move %d (%s) left the shortest schedule, which plays %s there: undo to move %d to follow it", i+1, req.Moves[i], m, i)
-			return
-		}
-	}
-	res.HintNote = "your moves go past the shortest schedule"
-}
-
 // replay plays the game's moves on a real redis-server, with real clients
 // on real time, and says whether the lock broke there too.
 func (p *Player) replay(ctx context.Context, t explore.Target, req PlayRequest, verdict string) (string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.replayMu.Lock()
+	defer p.replayMu.Unlock()
 	if p.Replayer == nil {
 		rp, stop, err := explore.StartReplayer(ctx, io.Discard, true)
 		if err != nil {
@@ -237,10 +210,18 @@ func (p *Player) replay(ctx context.Context, t explore.Target, req PlayRequest, 
 	return p.Replayer.ReplayGame(ctx, t, req.Clients, s, verdict), nil
 }
 
-// Close stops the replays' redis-server, if one was started.
+// Close stops the searches under way, waiting for them, and the
+// replays' redis-server, if one was started.
 func (p *Player) Close() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.closed = true
+	for _, s := range p.searches {
+		s.cancel()
+	}
+	p.mu.Unlock()
+	p.bg.Wait()
+	p.replayMu.Lock()
+	defer p.replayMu.Unlock()
 	if p.stopRepl != nil {
 		p.stopRepl()
 		p.stopRepl, p.Replayer = nil, nil
@@ -249,11 +230,13 @@ func (p *Player) Close() {
 
 // Level is one rung of the path through the ladder: what to break.
 type Level struct {
-	Lock    string `json:"lock"`
-	Brief   string `json:"brief"` // what the sources say of the rung
-	Goal    string `json:"goal"`
-	Safe    bool   `json:"safe,omitempty"` // a rung that should hold: try to break it
-	Faults  string `json:"faults"`
+	Lock   string `json:"lock"`
+	Brief  string `json:"brief"` // what the sources say of the rung
+	Goal   string `json:"goal"`
+	Safe   bool   `json:"safe,omitempty"` // a rung that should hold: try to break it
+	Faults string `json:"faults"`
+	// Can says the faults in words: what may happen in the level.
+	Can     string `json:"can"`
 	Clients int    `json:"clients"`
 	Masters int    `json:"masters,omitempty"`
 }
@@ -264,16 +247,16 @@ var path = []struct {
 	lock, brief string
 	safe        bool
 }{
-	{"setnx", "SETNX takes the lock if nobody has it; DEL gives it back [004]. Nothing gives it back if the holder dies first.", false},
-	{"setnx-expire", "SETNX, then EXPIRE so that a dead holder's lock lapses [000]: two commands, and a holder can die between them.", false},
-	{"setnx-px", "SET NX PX: the lock and its lease in one command [000]. The holder's business can outlive the lease, and its DEL then frees whoever holds the lock next.", false},
-	{"check-del", "GET the lock, compare it with my token, then DEL [000][002]: two commands, and the lease can lapse between them.", false},
-	{"lua", "The compare-and-delete in one Lua script, atomic in Redis [003][001]: the release is right; the lease still is not.", false},
-	{"del-setnx", "A lock that holds an expiry time: a waiter that finds it past DELs it and SETNXes its own [004]. Two waiters can both find it past.", false},
-	{"getset", "GETSET swaps in a new expiry and reads the old one, so only one waiter wins [004]; it trusts every client's clock.", false},
-	{"reentrant", "A hash with an owner and a count, renewed by a watchdog while held [001][003]: a process that freezes freezes its watchdog too.", false},
-	{"redlock", "The lock on a majority of independent masters (Redlock, [002]; Kleppmann's \"How to do distributed locking\" and antirez's \"Is Redlock safe?\"): a pause past the lease still lets a second holder in.", false},
-	{"fenced", "Each grant hands out a larger fencing token, and the write refuses a token older than one it has seen (Kleppmann). Try to sell an item twice.", true},
+	{"setnx", "SETNX takes the lock if nobody has it; DEL gives it back (\"Redis SETNX for a distributed lock, explained\" [004]). Nothing gives it back if the holder dies first.", false},
+	{"setnx-expire", "SETNX, then EXPIRE so that a dead holder's lock lapses (BugMaker-shen, \"Redis distributed lock\" [000]): two commands, and a holder can die between them.", false},
+	{"setnx-px", "SET NX PX: the lock and its lease in one command (\"Redis distributed lock\" [000]). The holder's work can outlive the lease, and its DEL then frees whoever holds the lock next.", false},
+	{"check-del", "GET the lock, compare it with my token, then DEL (\"Redis distributed lock\" [000]; \"On the correct implementation of Redis distributed locks\" [002]): two commands, and the lease can lapse between them.", false},
+	{"lua", "The compare-and-delete in one Lua script, atomic in Redis (\"Redis operations made atomic with Lua\" [003]): the release is right; the lease still is not.", false},
+	{"del-setnx", "A lock that holds an expiry time: a waiter that finds it past DELs it and SETNXes its own (\"Redis SETNX for a distributed lock, explained\" [004]). Two waiters can both find it past.", false},
+	{"getset", "GETSET swaps in a new expiry and reads the old one, so only one waiter wins (\"Redis SETNX for a distributed lock, explained\" [004]); it trusts every client's clock.", false},
+	{"reentrant", "A hash with an owner and a count, renewed by a watchdog while held (\"Handwritten Redis distributed lock (2)\" [001]): a process that freezes freezes its watchdog too.", false},
+	{"redlock", "The lock on a majority of independent masters (Redlock, as \"On the correct implementation of Redis distributed locks\" [002] gives it; Kleppmann's \"How to do distributed locking\" and antirez's \"Is Redlock safe?\"): a pause past the lease still lets a second holder in.", false},
+	{"fenced", "Each grant hands out a larger fencing token, and the write refuses a token older than one it has seen (Kleppmann, \"How to do distributed locking\"). Try to sell an item twice.", true},
 	{"fair", "A FIFO queue with a lease and direct handoff: clients take the lock in the order they asked. Try to sell an item twice.", true},
 	{"cohort", "Requests of one process pass the lock in memory, fenced by the shared token. Try to sell an item twice.", true},
 	{"atomic", "No lock: the sale is one Lua script, atomic in Redis. Try to sell an item twice.", true},
@@ -298,7 +281,7 @@ func (p *Player) levels() map[string]any {
 		if t.MaxClients > 0 {
 			c = min(c, t.MaxClients)
 		}
-		out = append(out, Level{Lock: t.Name, Brief: l.brief, Goal: explore.Goal(t), Safe: l.safe, Faults: t.Faults.String(), Clients: c, Masters: t.Masters})
+		out = append(out, Level{Lock: t.Name, Brief: l.brief, Goal: explore.Goal(t), Safe: l.safe, Faults: t.Faults.String(), Can: explore.FaultWords(t.Faults), Clients: c, Masters: t.Masters})
 	}
 	return map[string]any{"levels": out, "max_moves": explore.MaxMoves}
 }
@@ -306,7 +289,7 @@ func (p *Player) levels() map[string]any {
 func rows(trace []explore.Step) []Row {
 	out := []Row{}
 	for _, s := range trace {
-		row := Row{N: s.N, TMS: s.At.Milliseconds(), Command: s.Event, Reply: s.Reply, Note: s.Note, Lock: s.Lock, Stock: s.Stock}
+		row := Row{N: s.N, TMS: s.At.Milliseconds(), Command: s.Event, Reply: s.Reply, Note: s.Note, Lock: s.Lock, Stock: s.Stock, Site: s.Site}
 		if s.Client >= 0 {
 			row.Client = string(rune('A' + s.Client))
 		}

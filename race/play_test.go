@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockladder/lockladder/internal/redistest"
 )
@@ -34,6 +35,30 @@ func playPost(t *testing.T, url string, body any, header ...string) (int, map[st
 	return resp.StatusCode, out
 }
 
+// playHint asks for a hint after moves, again while the explorer says it
+// is searching (hint_wait_ms), within the time it says it may take.
+func playHint(t *testing.T, url, lock string, moves []string) map[string]any {
+	t.Helper()
+	deadline := time.Time{}
+	for {
+		status, g := playPost(t, url, map[string]any{"lock": lock, "moves": moves, "hint": true})
+		if status != http.StatusOK {
+			t.Fatalf("%s after %v: %d %v", lock, moves, status, g)
+		}
+		wait, searching := g["hint_wait_ms"].(float64)
+		if !searching {
+			return g
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(time.Duration(wait)*time.Millisecond + 5*time.Second)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the explorer still searching past the %v ms it said: %v", lock, wait, g["hint_note"])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // A learner breaks check-del over HTTP, one request a move, each carrying
 // the game so far and taking a move the answer before offered; the hint
 // leads along the explorer's shortest schedule; once broken, the answer
@@ -48,10 +73,7 @@ func TestPlayBreaksCheckDel(t *testing.T) {
 
 	var moves []string
 	for len(moves) <= 60 {
-		status, g := playPost(t, srv.URL, map[string]any{"lock": "check-del", "moves": moves, "hint": true})
-		if status != http.StatusOK {
-			t.Fatalf("after %v: %d %v", moves, status, g)
-		}
+		g := playHint(t, srv.URL, "check-del", moves)
 		if g["verdict"] == "OVERSOLD" {
 			if int(g["shortest"].(float64)) != len(moves) {
 				t.Errorf("broken in %d moves, shortest %v: following the hints is the shortest", len(moves), g["shortest"])
@@ -165,10 +187,7 @@ func TestPlayOffersTheLibraries(t *testing.T) {
 	for _, name := range []string{"redsync", "redislock", "redislock-refresh"} {
 		var moves []string
 		for len(moves) <= 20 {
-			status, g := playPost(t, srv.URL, map[string]any{"lock": name, "moves": moves, "hint": true})
-			if status != http.StatusOK {
-				t.Fatalf("%s after %v: %d %v", name, moves, status, g)
-			}
+			g := playHint(t, srv.URL, name, moves)
 			if g["verdict"] == "OVERSOLD" {
 				if int(g["shortest"].(float64)) != len(moves) {
 					t.Errorf("%s broken in %d moves, shortest %v", name, len(moves), g["shortest"])

@@ -18,7 +18,7 @@ const unsafe = "unsafe with no fault at all: shown in normal"
 func slow() Scenario {
 	return Scenario{
 		Name:       "slow",
-		About:      "lock TTL 200ms; a few requests' business takes work=600ms (3 TTLs)",
+		About:      "lock TTL 200ms; a few requests' business takes 600ms (work=600ms: three TTLs)",
 		AppArgs:    faultArgs(),
 		Armed:      url.Values{"work": {"600ms"}},
 		ArmAt:      few,
@@ -59,7 +59,7 @@ func slow() Scenario {
 func crash() Scenario {
 	return Scenario{
 		Name:       "crash",
-		About:      "lock TTL 200ms; a few requests exit their instance right after acquiring (fault=crash)",
+		About:      "lock TTL 200ms; a few requests crash their instance (it exits) right after taking the lock",
 		AppArgs:    faultArgs(),
 		Armed:      url.Values{"fault": {"crash"}},
 		ArmAt:      few,
@@ -105,7 +105,7 @@ func crash() Scenario {
 func crashWait() Scenario {
 	return Scenario{
 		Name:    "crash-wait",
-		About:   "lock TTL 200ms, wait 1s, every request work=3ms, waiting the articles' way (wait=fixed: each retries every 10ms, so many wait at once, not one per instance) and sleeping takeover=40ms between reading an expired lock and taking it over; four requests, at 15%, 40%, 65% and 90% of the stock, exit their instance right after acquiring while the others wait (fault=crash, waiting up to try=5s)",
+		About:   "lock TTL 200ms, a waiter gives up after 1s, every sale takes 3ms; waiters poll the articles' way (each retries every 10ms, so many wait at once, not one per instance) and sleep 40ms between reading an expired lock and taking it over; four requests, at 15%, 40%, 65% and 90% of the stock, crash their instance (it exits) right after taking the lock while the others wait (those four wait up to 5s for it)",
 		AppArgs: faultArgs(),
 		// P2 and P3 of article 004 must both read the expired timestamp
 		// before either takes the lock over. Left to chance, that took
@@ -140,7 +140,7 @@ func crashWait() Scenario {
 func crashBeforeExpire() Scenario {
 	return Scenario{
 		Name:       "crash-before-expire",
-		About:      "lock TTL 200ms; a few requests exit between SETNX and EXPIRE (fault=crash-before-expire)",
+		About:      "lock TTL 200ms; a few requests crash their instance (it exits) between SETNX and EXPIRE",
 		AppArgs:    faultArgs(),
 		Armed:      url.Values{"fault": {"crash-before-expire"}},
 		ArmAt:      few,
@@ -155,7 +155,7 @@ func crashBeforeExpire() Scenario {
 func checkPause() Scenario {
 	return Scenario{
 		Name:  "check-pause",
-		About: "lock TTL 200ms, wait 3s, work=20ms on every request; a few sleep 600ms between the release's GET and DEL, and on until another holder has just taken the lock (until=taken, at most 1.2s)",
+		About: "lock TTL 200ms, a waiter gives up after 3s, every sale takes 20ms; a few requests sleep 600ms between the release's GET and DEL, and on until another holder has just taken the lock (at most 1.2s)",
 		// The stale DEL oversells only when it lands on another holder
 		// between its read and its write, and the next waiter reads
 		// before that holder writes. With a 5ms business, on two
@@ -195,7 +195,7 @@ func checkPause() Scenario {
 func pauseSession() Scenario {
 	return Scenario{
 		Name:    "pause-session",
-		About:   "lock TTL 200ms (a ZooKeeper session and an etcd lease of 1s); a few requests (waiting up to try=5s) SIGSTOP their instance for 2500ms inside the business",
+		About:   "lock TTL 200ms (a ZooKeeper session and an etcd lease of 1s); a few requests (waiting up to 5s for the lock) freeze their whole instance for 2500ms inside the business (SIGSTOP: the process stops, as in a long GC pause)",
 		AppArgs: faultArgs(),
 		// Armed requests that wait out the 1s bound (503) never pause:
 		// in one run three of zookeeper's four did. They wait up to 5s.
@@ -226,7 +226,7 @@ func pauseSession() Scenario {
 func pause() Scenario {
 	return Scenario{
 		Name:    "pause",
-		About:   "lock TTL 200ms; a few requests (waiting up to try=5s) SIGSTOP their instance inside the business for 800ms, and on until another request has written the item (until=written, at most 1.6s)",
+		About:   "lock TTL 200ms; a few requests (waiting up to 5s for the lock) freeze their whole instance inside the business (SIGSTOP: the process stops, as in a long GC pause) for 800ms, and on until another request has written the item (at most 1.6s)",
 		AppArgs: faultArgs(),
 		// A pause of 800ms showed the flaw only if, within it, the lease
 		// lapsed and a request of another instance took the lock and

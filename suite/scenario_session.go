@@ -64,7 +64,7 @@ func sessionCut() Scenario {
 	}
 	return Scenario{
 		Name: "session-cut",
-		About: fmt.Sprintf("a few requests' business takes work=600ms (waiting up to try=5s); while each holds the lock, "+
+		About: fmt.Sprintf("a few requests' business takes 600ms (they wait up to 5s for the lock); while each holds the lock, "+
 			"the lab ends its PostgreSQL session (pg_terminate_backend of a holder idle %s), as a pooler, a failover or a network cut would", cutIdle),
 		AppArgs:    faultArgs(),
 		Armed:      url.Values{"work": {cutWork.String()}, "try": {cutTry.String()}},
