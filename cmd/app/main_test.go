@@ -25,7 +25,7 @@ func TestFlagsRefusedBeforeAnythingStarts(t *testing.T) {
 		{[]string{"-pool", "100000"}, "-pool 100000: want 1 to 1024"},
 		{[]string{"-redis-timeout", "2h"}, "-redis-timeout 2h0m0s: want more than 0 and at most 1m0s"},
 		{[]string{"-clock-skew", "-2h"}, "-clock-skew -2h0m0s: want -1h0m0s to 1h0m0s"},
-		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
 		// -redis names a port nothing listens on: were the app to start,
 		// it would fail otherwise (or serve), not with this refusal.

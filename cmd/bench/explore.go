@@ -29,6 +29,9 @@ func runExplore(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return bound.Usage(err)
 	}
+	if fs.NArg() > 0 {
+		return bound.Usagef("unexpected argument %q: bench explore's flags start with - (-locks a,b)", fs.Arg(0))
+	}
 	if err := bound.First(
 		bound.Duration("budget", *budget, bound.MaxTimeout),
 		bound.IntIn("depth", *depth, 0, 64),

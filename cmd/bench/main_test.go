@@ -39,6 +39,12 @@ func TestFlagsRefusedBeforeAnythingStarts(t *testing.T) {
 		{[]string{"check", "-endpoints", "sale"}, "check takes no -endpoints"},
 		{[]string{"check", "-write", "-runs", "0"}, "-runs 0: want 1 to 100"},
 		{[]string{"nope"}, "no subcommand"},
+		{[]string{"run", "-n", "10", "extra-positional"}, `unexpected argument "extra-positional"`},
+		{[]string{"matrix", "stray", "-scenarios", "pause"}, `unexpected argument "stray"`},
+		{[]string{"chaos", "-faults", "1", "stray"}, `unexpected argument "stray"`},
+		{[]string{"explore", "-locks", "lua", "stray"}, `unexpected argument "stray"`},
+		{[]string{"run", "--", "-lock-ttl", "-5s"}, "app flags after --: -lock-ttl -5s"},
+		{[]string{"run", "-app-port", "6380", "-redis-port", "6380"}, "-app-port and -redis-port clash"},
 	} {
 		err := dispatch(ctx, tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -101,5 +101,9 @@ func parseFlags(cmd string, args []string) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return options{}, bound.Usage(err)
 	}
-	return finish(fs.Args())
+	appArgs, err := cli.AppArgs(fs, args)
+	if err != nil {
+		return options{}, err
+	}
+	return finish(appArgs)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/internal/stackstate"
 	"github.com/lockladder/lockladder/stack"
 )
@@ -162,5 +163,31 @@ func TestMastersFlag(t *testing.T) {
 		case o.Config.Masters != tc.want:
 			t.Errorf("%q: Config.Masters = %d, want %d", tc.args, o.Config.Masters, tc.want)
 		}
+	}
+}
+
+// A stray word is refused, not the point where flag parsing stops: `stack
+// run stray -dir X` ran in .run, -dir dropped. The app's flags after --
+// and ports that clash are refused too, before anything starts; each a
+// usage error (exit 2) naming the word or the flag.
+func TestStrayWordsAndClashes(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"run", []string{"stray", "-dir", "X"}, `unexpected argument "stray"`},
+		{"up", []string{"-instances", "2", "stray"}, `unexpected argument "stray"`},
+		{"down", []string{"stray"}, `unexpected argument "stray"`},
+		{"run", []string{"--", "-lock-ttl", "-5s"}, "app flags after --: -lock-ttl -5s"},
+		{"run", []string{"-app-port", "6380", "-redis-port", "6380"}, "-app-port and -redis-port clash"},
+	} {
+		_, err := parseFlags(tc.cmd, tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || bound.ExitCode(err) != 2 {
+			t.Errorf("stack %s %q: %v (exit %d), want %q and exit 2", tc.cmd, tc.args, err, bound.ExitCode(err), tc.want)
+		}
+	}
+	if o, err := parseFlags("run", []string{"-instances", "2", "--", "-lock-ttl", "1s"}); err != nil || strings.Join(o.Config.AppArgs, " ") != "-lock-ttl 1s" {
+		t.Errorf("flags then app flags after --: %+v %v", o.Config.AppArgs, err)
 	}
 }

@@ -4,6 +4,8 @@ package cli
 
 import (
 	"flag"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -55,6 +57,9 @@ func StackFlags(fs *flag.FlagSet) func(appArgs []string) (StackOptions, error) {
 		o.Config.LBAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(o.LBPort))
 		o.Config.RedisAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(*redisPort))
 		if err := checkStack(o, *redisPort, *masters, *cluster); err != nil {
+			return o, err
+		}
+		if err := checkAppArgs(appArgs); err != nil {
 			return o, err
 		}
 		if *masters == 0 {
@@ -136,7 +141,79 @@ func checkStack(o StackOptions, redisPort, masters, cluster int) error {
 	if cluster > 0 && redisPort != 0 && redisPort+2*cluster-1+10000 > 65535 {
 		return bound.Usagef("-redis-port %d: the cluster's %d nodes' ports, and their bus ports 10000 higher, go past 65535", redisPort, 2*cluster)
 	}
+	return checkClash(o, redisPort, cluster)
+}
+
+// span is the ports one flag's servers take.
+type span struct {
+	flag   string
+	lo, hi int
+	what   string
+}
+
+// checkClash refuses two flags whose servers would take one port (a
+// port 0 is a free one: it clashes with nothing), before anything
+// starts: found when the second server could not listen, it cost the
+// start of every server before it.
+func checkClash(o StackOptions, redisPort, cluster int) error {
+	spans := []span{
+		{"lb-port", o.LBPort, o.LBPort, "the load balancer's port"},
+		{"app-port", o.Config.AppBasePort, o.Config.AppBasePort + o.Config.Instances - 1,
+			fmt.Sprintf("the %d instances' ports", o.Config.Instances)},
+	}
+	if cluster > 0 {
+		n := 2 * cluster
+		spans = append(spans, span{"redis-port", redisPort, redisPort + n - 1, fmt.Sprintf("the cluster's %d nodes' ports", n)},
+			span{"redis-port", redisPort + 10000, redisPort + 10000 + n - 1, fmt.Sprintf("the cluster's %d bus ports", n)})
+	} else {
+		spans = append(spans, span{"redis-port", redisPort, redisPort, "Redis's port"})
+	}
+	for i, a := range spans {
+		for _, b := range spans[i+1:] {
+			if a.lo == 0 || b.lo == 0 || a.flag == b.flag || a.hi < b.lo || b.hi < a.lo {
+				continue
+			}
+			return bound.Usagef("-%s and -%s clash: %s (%s) and %s (%s) overlap; give each its own",
+				a.flag, b.flag, a.what, ports(a), b.what, ports(b))
+		}
+	}
 	return nil
+}
+
+func ports(s span) string {
+	if s.lo == s.hi {
+		return strconv.Itoa(s.lo)
+	}
+	return fmt.Sprintf("%d to %d", s.lo, s.hi)
+}
+
+// checkAppArgs checks the app flags given after -- as every instance
+// will (appwire.ParseFlags), before any server starts.
+func checkAppArgs(args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	fs := flag.NewFlagSet("app", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if _, err := appwire.ParseFlags(fs, args); err != nil {
+		return bound.Usagef("app flags after --: %w", err)
+	}
+	return nil
+}
+
+// AppArgs is what follows -- on a command line args that fs parsed: the
+// app flags. A word before it that is no flag is refused: flag parsing
+// stops at the first such word, and every flag after it would be
+// dropped without a word (`stack run stray -dir X` ran in .run).
+func AppArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return nil, nil
+	}
+	if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+		return rest, nil
+	}
+	return nil, bound.Usagef("unexpected argument %q: this command's flags start with -, and the app's go after --", rest[0])
 }
 
 // BenchOptions is a parsed benchmark command line.
@@ -197,7 +274,11 @@ func ParseStackBench(fs *flag.FlagSet, args []string) (StackOptions, BenchOption
 	if err := fs.Parse(args); err != nil {
 		return StackOptions{}, BenchOptions{}, bound.Usage(err)
 	}
-	so, err := finishStack(fs.Args())
+	appArgs, err := AppArgs(fs, args)
+	if err != nil {
+		return StackOptions{}, BenchOptions{}, err
+	}
+	so, err := finishStack(appArgs)
 	if err != nil {
 		return so, BenchOptions{}, err
 	}

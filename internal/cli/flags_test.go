@@ -123,6 +123,23 @@ func TestFlagBounds(t *testing.T) {
 		{[]string{"-out", file}, "-out " + file + ": want a folder (or one to create), not a file"},
 		{[]string{"-dir", file}, "-dir " + file + ": want a folder"},
 		{[]string{"-no-such-flag"}, "flag provided but not defined"},
+		// Stray words: flag parsing stops at the first, and what
+		// follows it was dropped without a word.
+		{[]string{"-n", "10", "extra-positional"}, `unexpected argument "extra-positional"`},
+		{[]string{"stray", "-dir", "X"}, `unexpected argument "stray"`},
+		{[]string{"stray", "--", "-lock-ttl", "1s"}, `unexpected argument "stray"`},
+		// The app's flags after --, checked as each instance will.
+		{[]string{"--", "-lock-ttl", "-5s"}, "app flags after --: -lock-ttl -5s: want more than 0"},
+		{[]string{"--", "-lock-wait", "0s"}, "app flags after --: -lock-wait 0s"},
+		{[]string{"--", "-pool", "0"}, "app flags after --: -pool 0"},
+		{[]string{"--", "-wait", "spin"}, "app flags after --: -wait"},
+		{[]string{"--", "-no-such-app-flag"}, "app flags after --: flag provided but not defined: -no-such-app-flag"},
+		{[]string{"--", "-lock-ttl", "1s", "stray"}, `app flags after --: unexpected argument "stray"`},
+		// Ports that clash.
+		{[]string{"-app-port", "6380", "-redis-port", "6380"}, "-app-port and -redis-port clash"},
+		{[]string{"-app-port", "6378", "-redis-port", "6380"}, "-app-port and -redis-port clash: the 3 instances' ports (6378 to 6380) and Redis's port (6380)"},
+		{[]string{"-lb-port", "8082"}, "-lb-port and -app-port clash"},
+		{[]string{"-cluster", "3", "-redis-port", "7000", "-app-port", "17003"}, "-app-port and -redis-port clash"},
 	} {
 		_, _, err := parse(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -131,6 +148,21 @@ func TestFlagBounds(t *testing.T) {
 		}
 		if c := bound.ExitCode(err); c != 2 {
 			t.Errorf("%v: exit code %d, want 2", tc.args, c)
+		}
+	}
+}
+
+// Ports of 0 (free ones) clash with nothing; ports that only touch do
+// not clash.
+func TestPortsThatDoNotClash(t *testing.T) {
+	for _, args := range [][]string{
+		{"-lb-port", "0", "-app-port", "0", "-redis-port", "0"},
+		{"-app-port", "6381", "-redis-port", "6380"},
+		{"-app-port", "6377", "-redis-port", "6380"},
+		{"-lb-port", "8084"},
+	} {
+		if _, _, err := parse(t, args...); err != nil {
+			t.Errorf("%v: %v", args, err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/guard"
+	"github.com/lockladder/lockladder/internal/bound"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -29,7 +30,7 @@ func GuardCommand(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("stack guard: unexpected arguments %q", fs.Args())
+		return bound.Usagef("stack guard: unexpected argument %q", fs.Arg(0))
 	}
 	path := filepath.Join(*dir, "stack.json")
 	st, err := Read(path)

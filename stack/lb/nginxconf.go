@@ -247,6 +247,9 @@ func raceLocation(addr, path string) *Directive {
 		d("proxy_set_header", "Connection", ""),
 		d("proxy_set_header", "Host", "$http_host"), // as location / does
 		d("proxy_buffering", "off"),
+		// A body goes on as it comes: the race server reads a whole
+		// request within httplimit.BodyTimeout.
+		d("proxy_request_buffering", "off"),
 		d("proxy_read_timeout", "330s"),
 	}}
 }
@@ -327,7 +330,7 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 	// (see the user line below; unprivileged nginx ignores user).
 	http.Block = drop(http.Block, "access_log", "error_log",
 		"client_header_timeout", "client_header_buffer_size", "large_client_header_buffers",
-		"client_body_timeout", "limit_conn_zone", "limit_conn", "limit_conn_status",
+		"client_body_timeout", "lingering_time", "limit_conn_zone", "limit_conn", "limit_conn_status",
 		"client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path")
 	// nginx creates each temp dir (the last path element) itself.
 	tempPath := func(kind string) string { return filepath.Join(temp, "nginx-"+kind+"-temp") }
@@ -342,6 +345,7 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 		// And of their bodies, and of one client address's connections:
 		// a body sent slowly is cut, and no client starves the others.
 		{Name: "client_body_timeout", Args: []string{fmt.Sprintf("%ds", int(httplimit.BodyTimeout/time.Second))}},
+		{Name: "lingering_time", Args: []string{fmt.Sprintf("%ds", int(httplimit.BodyTimeout/time.Second))}},
 		{Name: "limit_conn_zone", Args: []string{"$binary_remote_addr", "zone=perclient:4m"}},
 		{Name: "limit_conn", Args: []string{"perclient", strconv.Itoa(httplimit.PerClient)}},
 		{Name: "limit_conn_status", Args: []string{"503"}},

@@ -3,9 +3,11 @@ package lb
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/lockladder/lockladder/internal/httplimit"
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
@@ -169,7 +171,7 @@ func TestNginxConfErrorsAreJSON(t *testing.T) {
 		case len(l.Args) == 2 && l.Args[0] == "=":
 			locs[l.Args[1]] = l
 		case len(l.Args) == 1 && l.Args[0] == "/":
-			for _, w := range [][]string{{"proxy_next_upstream", "off"}, {"proxy_pass", "http://app"}} {
+			for _, w := range [][]string{{"proxy_next_upstream", "off"}, {"proxy_pass", "http://app"}, {"proxy_request_buffering", "off"}} {
 				if got := Find(l.Block, w[0]); len(got) != 1 || !slices.Equal(got[0].Args, w[1:]) {
 					t.Errorf("location /: %s = %v, want %q", w[0], got, w[1:])
 				}
@@ -181,7 +183,8 @@ func TestNginxConfErrorsAreJSON(t *testing.T) {
 	}
 	// nginx's code -> what the client sees (494, a header too large, is
 	// answered 400).
-	for code, status := range map[string]string{"400": "400", "404": "404", "413": "413", "414": "414", "494": "400"} {
+	for code, status := range map[string]string{"400": "400", "404": "404", "405": "405", "408": "408", "413": "413", "414": "414", "494": "400",
+		"500": "500", "501": "501", "503": "503", "505": "505"} {
 		t.Run(code, func(t *testing.T) {
 			uri, ok := pages[code]
 			if !ok {
@@ -207,6 +210,9 @@ func TestNginxConfErrorsAreJSON(t *testing.T) {
 			}
 			if msg, _ := body["error"].(string); msg == "" {
 				t.Errorf("location %s: body %q has no error", uri, ret[0].Args[1])
+			}
+			if reason, _ := body["reason"].(string); reason == "" {
+				t.Errorf("location %s: body %q has no reason", uri, ret[0].Args[1])
 			}
 		})
 	}
@@ -263,4 +269,33 @@ func tokensOf(t *testing.T, conf []byte) []string {
 		out = append(out, tk.s)
 	}
 	return out
+}
+
+// The derived config bounds what a slow client can hold, whatever the
+// source says: its header and body time (httplimit), and the requests
+// in flight per client address.
+func TestDeriveNginxConfBoundsClients(t *testing.T) {
+	src := strings.Replace(dockerConf, "http {", "http {\n    client_body_timeout 60s;\n    limit_conn perclient 100000;", 1)
+	out, err := DeriveNginxConf([]byte(src), "127.0.0.1:9999", []string{"127.0.0.1:7001"}, "/run/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ParseConf(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	http := Find(ds, "http")[0]
+	for name, want := range map[string]string{
+		"client_header_timeout": "5s",
+		"client_body_timeout":   "10s",
+		"lingering_time":        "10s",
+		"limit_conn_zone":       "$binary_remote_addr zone=perclient:4m",
+		"limit_conn":            "perclient " + strconv.Itoa(httplimit.PerClient),
+		"limit_conn_status":     "503",
+	} {
+		got := Find(http.Block, name)
+		if len(got) != 1 || strings.Join(got[0].Args, " ") != want {
+			t.Errorf("%s: %v, want one, %q", name, got, want)
+		}
+	}
 }
