@@ -105,6 +105,7 @@ func (h *harness) newAttack(ctx context.Context, row *Row, ld *load) *attack {
 	tg := newLoadTargeter(guard.WithToken(ctx, h.lease.Token()), h.cfg.URL, row.Endpoint, row.Lock, row.Wait, h.skus(), header, ld)
 	row.Instances = map[string]int{}
 	row.Began = tg.start
+	row.Planned = n
 	return &attack{
 		row:        row,
 		dial:       d,
@@ -223,6 +224,13 @@ func (a *attack) stalled() bool {
 	}
 	a.watch.end(now)
 	a.row.Stopped = true
+	a.row.StoppedMs = report.Ms(now)
+	since := "the first fault"
+	if !a.watch.faulty {
+		since = "the start"
+	}
+	a.row.StopReason = fmt.Sprintf("no request got through the lock for %d ms after %s, past the scenario's bound of %d ms: the run stopped sending",
+		a.watch.longest().Milliseconds(), since, a.watch.bound.Milliseconds())
 	return true
 }
 
