@@ -24,7 +24,7 @@ BIN     := bin
 STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES) $(if $(CLUSTER),-cluster $(CLUSTER))
 BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(WAIT),-wait $(WAIT)) $(if $(SKUS),-skus $(SKUS))
 
-.PHONY: all build demo up down bench bench-game matrix chaos explore bench-peers test test-embedded test-ladder vet lint clean
+.PHONY: all build demo up down bench bench-check bench-baseline bench-game matrix chaos explore bench-peers test test-loaded test-embedded test-ladder vet lint clean
 
 all: build
 
@@ -50,6 +50,18 @@ down: build
 ## bench: the comparison against a running stack (starts one if none answers)
 bench: build
 	$(BIN)/bench run $(STACK_FLAGS) $(BENCH_FLAGS)
+
+## bench-check: what each rung costs, guarded like its verdicts: a short run of every rung on both
+## endpoints on a fresh stack on free ports, each rung's throughput and p99 as ratios to atomic's in
+## the same run, against the baseline committed in bench/cost/baseline.json; a rung past the bound
+## fails, named with its figure, its baseline and the bound (bench/cost). bench-baseline rewrites the
+## baseline from the median of BASELINE_RUNS checks: review its diff like code.
+BASELINE_RUNS ?= 3
+bench-check: build
+	$(BIN)/bench check -out $(OUT) $(if $(LOCKS),-locks $(LOCKS))
+
+bench-baseline: build
+	$(BIN)/bench check -write -runs $(BASELINE_RUNS) -out $(OUT) -commit $(shell git rev-parse --short HEAD)
 
 ## bench-game: the 50-move game as the page plays it (POST /play through nginx) on a stack of its
 ## own, while make bench's load runs through the same nginx: each move's answer at p50 and p99, per
@@ -87,23 +99,33 @@ bench-peers: build
 		-nginx-conf $(abspath nginx.conf) -commit $(shell git rev-parse --short HEAD)
 
 ## test: vet, then every test (real servers when installed; required under CI=true). The
-## packages' tests run under the race detector, four packages at a time: most of their time is
-## spent waiting on leases and timeouts, not on the two cores. The end-to-end tests run last and
-## alone, without it: their faults are timed against the machine (a killed instance's 502s, a
-## lease running out), the instances they start are built without it anyway, and the packages'
-## tests have run the same harness under it; their matrix (TestMatrix) runs three scenarios'
-## stacks at once, each scenario's locks one after the other on its own, and TestChaos two
-## faults at once (docs/scenarios.md). The explorer's tests run among the packages: each
-## of their searches ends by its own bound (a depth, a verdict), not by its time, so it covers the
-## same however loaded the machine. The end-to-end tests' files (the page's screenshot) are kept under
-## $(OUT)/e2e/_artifacts. examples/checklock, a module of its own, checks its locks through the
-## explorer's public API (explore.Check).
+## packages' tests run under the race detector, eight packages at a time: most of their time is
+## spent waiting on leases, timeouts and servers starting, not on the two cores. The end-to-end
+## tests run last, without it: their faults are timed against the machine (a killed instance's
+## 502s, a lease running out), the instances they start are built without it anyway, and the
+## packages' tests have run the same harness under it. There the suites with lanes of their own
+## run first, alone: the matrix (TestMatrix) runs three scenarios' stacks at once, each
+## scenario's locks one after the other on its own, and TestChaos two faults at once
+## (docs/scenarios.md); then the tests on a stack of their own (lane(t) in e2e) E2E_LANES at a
+## time. The explorer's tests run among the packages: each of their searches ends by its own
+## bound (a depth, a verdict), not by its time, so it covers the same however loaded the machine.
+## The end-to-end tests' files (the page's screenshot) are kept under $(OUT)/e2e/_artifacts.
+## examples/checklock, a module of its own, checks its locks through the explorer's public API
+## (explore.Check).
+PKG_LANES ?= 8
+E2E_LANES ?= 3
 RACE ?= -race
 test: vet
-	$(GO) test $(RACE) -p 4 -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$')
+	$(GO) test $(RACE) -p $(PKG_LANES) -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$')
 	cd examples/checklock && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 10m ./...
 	mkdir -p $(OUT)/e2e
-	$(GO) test -count=1 -timeout 30m -artifacts -outputdir $(abspath $(OUT))/e2e ./e2e
+	$(GO) test -count=1 -timeout 30m -parallel $(E2E_LANES) -artifacts -outputdir $(abspath $(OUT))/e2e ./e2e
+
+## test-loaded: make test beside two busy loops (sh -c 'while :; do :; done'), as on a loaded CI
+## machine: a test that fails here waits on time where it should wait on a condition, or asserts
+## a timing that belongs in a benchmark (.ci/busy stops the loops by pid however the run ends)
+test-loaded:
+	.ci/busy 2 $(MAKE) test
 
 ## test-embedded: make test as on a machine with only Go and make: LOCKLADDER_SERVERS=embedded
 ## hides every installed server and browser, so the stack uses its embedded fallbacks and the

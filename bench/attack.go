@@ -100,9 +100,10 @@ func (h *harness) newAttack(ctx context.Context, row *Row, ld *load) *attack {
 	if t := h.lease.Token(); t != "" {
 		header.Set(guard.Header, t) // the run's own requests pass the guard
 	}
-	// The hooks beside the load get the run's token: a request of their
-	// own to the run's item passes the guard (guard.TokenOf).
-	tg := newLoadTargeter(guard.WithToken(ctx, h.lease.Token()), h.cfg.URL, row.Endpoint, row.Lock, row.Wait, h.skus(), header, ld)
+	// The hooks beside the load get the run's lease: a request of their
+	// own to the run's item passes the guard (guard.TokenOf), and its
+	// keys are in the run's scope (guard.ScopeOf).
+	tg := newLoadTargeter(guard.WithLease(ctx, h.lease), h.cfg.URL, row.Endpoint, row.Lock, row.Wait, h.skus(), header, ld)
 	row.Instances = map[string]int{}
 	row.Began = tg.start
 	row.Planned = n

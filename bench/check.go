@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench/history"
 	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/inventory"
 )
 
 // judgeOne reads the lab's item back after a run, checks the history and
@@ -73,7 +74,8 @@ func (h *harness) checkHistory(row *Row, ops []history.Op) error {
 }
 
 // checkSections counts the overlapping critical sections (of one key) the
-// instances report since the run began, into row.
+// instances report since the run began, of the run's own requests, into
+// row.
 func (h *harness) checkSections(ctx context.Context, row *Row, since time.Time) error {
 	row.Sections, row.Overlaps, row.Held = -1, 0, nil
 	if len(h.cfg.Instances) == 0 {
@@ -81,6 +83,10 @@ func (h *harness) checkSections(ctx context.Context, row *Row, since time.Time) 
 	}
 	var secs []contract.Section
 	complete := true
+	// The run's own sections are those of its scope's keys: another's
+	// request under the same lock (one admitted before the run took the
+	// guard) holds the lab's.
+	mark := inventory.ScopeMark(h.lease.Scope())
 	for _, base := range h.cfg.Instances {
 		// An instance answers a page of sections at a time, and where
 		// the next begins.
@@ -97,7 +103,7 @@ func (h *harness) checkSections(ctx context.Context, row *Row, since time.Time) 
 			}
 			complete = complete && got.Complete
 			for _, s := range got.Sections {
-				if s.Lock == row.Lock {
+				if s.Lock == row.Lock && strings.Contains(s.Key, mark) {
 					secs = append(secs, s)
 				}
 			}

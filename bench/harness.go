@@ -116,6 +116,10 @@ func (h *harness) callURL(ctx context.Context, method, target string, out any) e
 		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
+		if lost := lostGuard(resp.StatusCode, body); lost != nil {
+			// The run's token no longer counts: what it reads is not its own.
+			return fmt.Errorf("%s %s: %w", method, path, lost)
+		}
 		err := fmt.Errorf("%s %s: want 200, got %s: %s", method, path, resp.Status, snippet(body))
 		if resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusGatewayTimeout {
 			return undelivered{err}
@@ -126,6 +130,19 @@ func (h *harness) callURL(ctx context.Context, method, target string, out any) e
 		return fmt.Errorf("%s %s: bad JSON %s: %w", method, path, snippet(body), err)
 	}
 	return nil
+}
+
+// lostGuard is the app's 409 guard_lost, as a *guard.BusyError (Lost),
+// nil for any other answer.
+func lostGuard(code int, body []byte) error {
+	var refusal struct {
+		guard.Holder
+		Reason string `json:"reason"`
+	}
+	if code != http.StatusConflict || json.Unmarshal(body, &refusal) != nil || refusal.Reason != guard.ReasonLost {
+		return nil
+	}
+	return &guard.BusyError{Holder: refusal.Holder, Lost: true}
 }
 
 // strategies asks GET /strategies for the lock names, in the app's order,

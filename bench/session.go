@@ -57,6 +57,9 @@ func Open(ctx context.Context, cfg Config, top Topology, p *Progress) (*Session,
 // Offers reports whether the app offers lock (GET /strategies lists it).
 func (s *Session) Offers(lock string) bool { return slices.Contains(s.offered, lock) }
 
+// OfferedLocks are the locks the app offers (GET /strategies), in its order.
+func (s *Session) OfferedLocks() []string { return slices.Clone(s.offered) }
+
 // Unavailable says why the app cannot serve lock here ("" when it can):
 // GET /strategies lists it as unavailable, its server missing.
 func (s *Session) Unavailable(lock string) string { return s.h.unavailable[lock] }

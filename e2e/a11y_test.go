@@ -109,7 +109,8 @@ func key(t *testing.T, ctx context.Context, k string) {
 	}
 }
 
-// TestPageOnAPhoneWithAKeyboard opens the page in a real headless
+// TestPageOnAPhoneWithAKeyboard walks the course (walkCourse), then opens
+// the lab in a real headless
 // Chromium sized as a phone (390x844, mobile): nothing is wider than the
 // screen, before and after a race; axe-core finds no violation of impact
 // serious or critical, before and after; and a race is run with the
@@ -119,9 +120,12 @@ func key(t *testing.T, ctx context.Context, k string) {
 // alternative with its verdict and counts, and each why? button is named
 // for its lock. Screenshots of the phone and the desktop page are kept.
 func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 	eval := evaluator(t, ctx)
+	// The course first: the page's front door (course_page_test.go).
+	t.Run("course", func(t *testing.T) { walkCourse(t, ctx, st) })
 	wait := func(what, js string, d time.Duration) {
 		t.Helper()
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(d))); err != nil {
@@ -132,7 +136,7 @@ func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/lab")); err != nil {
 		t.Fatal(err)
 	}
 	wait("the ladder view", `!!document.querySelector('#ladderGrid [data-pair="normal none"] button')`, 30*time.Second)

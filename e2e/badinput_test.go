@@ -475,6 +475,7 @@ func readShop(t *testing.T, base string, rdb *redis.Client) shopState {
 // the right Allow), and leaves stock, sold, num and the Redis key count as
 // they were.
 func TestBadInput(t *testing.T) {
+	lane(t)
 	start := time.Now()
 	st := startStack(t) // instances without -faults
 	for _, l := range st.Summary() {

@@ -69,7 +69,7 @@ func screenshot(t *testing.T, ctx context.Context, name, sel string) {
 	// Bounded: a screenshot is taken when a test ends or fails, and must
 	// not hang it. sel is CSS: a plain string would be searched with
 	// DOM.performSearch, which matches text too, such as "#playCard" in
-	// page_play.js's querySelectorAll('#playCard button'): a text node
+	// page/lab_play.js's querySelectorAll('#playCard button'): a text node
 	// inside a script, never visible, waited for without end. (This hung
 	// the game's browser test after its moves, where it shot #playCard.)
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)

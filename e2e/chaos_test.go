@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -116,46 +114,24 @@ func TestChaosLibraries(t *testing.T) {
 }
 
 // runChaos runs faults on locks (each repeat fault repeats times) at the
-// e2e size, each fault as RunChaos of that one fault on fresh stacks of
-// ss, lanes faults at once, logs the table (the rows in the faults'
-// order), and checks that every process those stacks started is gone.
+// e2e size on fresh stacks of ss, lanes faults at once (suite's
+// ChaosConfig.Lanes), logs the table (the rows in the faults' order),
+// and checks that every process those stacks started is gone.
 func runChaos(t *testing.T, ctx context.Context, ss *stacks, faults []int, locks []string, repeats, lanes int) []suite.ChaosRow {
 	t.Helper()
 	start := time.Now()
-	byFault := make([][]suite.ChaosRow, len(faults))
-	errs := make([]error, len(faults))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range lanes {
-		wg.Go(func() {
-			for i := range next {
-				byFault[i], errs[i] = suite.RunChaos(ctx, suite.ChaosConfig{
-					Faults:   faults[i : i+1],
-					Locks:    locks,
-					Requests: 300, Concurrency: 20, Stock: 100,
-					Repeats:     repeats,
-					Stack:       ss.template(),
-					RequireReal: redistest.CI(),
-					Start:       ss.start,
-					Progress:    logWriter{t},
-					HistoryDir:  t.TempDir(),
-				})
-			}
-		})
-	}
-	// The slowest first, so that the lanes end about together: the
-	// retry trap's two runs, then in the suite's order.
-	order := slices.Clone(faults)
-	if i := slices.Index(order, 4); i > 0 {
-		order = append([]int{4}, slices.Delete(order, i, i+1)...)
-	}
-	for _, f := range order {
-		next <- slices.Index(faults, f)
-	}
-	close(next)
-	wg.Wait()
-	rows := slices.Concat(byFault...)
-	err := errors.Join(errs...)
+	rows, err := suite.RunChaos(ctx, suite.ChaosConfig{
+		Faults:   faults,
+		Locks:    locks,
+		Requests: 300, Concurrency: 20, Stock: 100,
+		Repeats:     repeats,
+		Lanes:       lanes,
+		Stack:       ss.template(),
+		RequireReal: redistest.CI(),
+		Start:       ss.start,
+		Progress:    logWriter{t},
+		HistoryDir:  t.TempDir(),
+	})
 	var table strings.Builder
 	suite.WriteChaosTable(&table, rows)
 	t.Logf("took %s\n%s", time.Since(start).Round(time.Second), table.String())

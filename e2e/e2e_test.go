@@ -93,6 +93,18 @@ func (s *stacks) checkGone() {
 	}
 }
 
+// lane marks a test that runs on a stack of its own (free ports, its own
+// run dir, its own browser) and so may run beside the others so marked:
+// t.Parallel, the e2e step's -parallel bounding how many at once (the
+// Makefile), so that one test's waits (a stack starting, a page polling,
+// a race's load) overlap another's. Call it first in a test that starts
+// everything it uses itself. The suites with lanes of their own
+// (TestMatrix, TestChaos, TestChaosLibraries: stacks at once already) and
+// TestEmbeddedFallbackServesEveryRung (the embedded stack's 100 requests
+// at once on one process, asserting no lock wait runs out) run alone,
+// before the lanes start.
+func lane(t *testing.T) { t.Parallel() }
+
 // startStack brings up the stack on free loopback ports and stops it when
 // the test ends, checking that none of its processes survives.
 func startStack(t *testing.T, with ...func(*stack.Config)) *stack.Stack {
@@ -136,6 +148,7 @@ func startStack(t *testing.T, with ...func(*stack.Config)) *stack.Stack {
 // smaller: through the load balancer and three instances, none and local
 // lose updates, lua and atomic are exact.
 func TestLadderThroughLoadBalancer(t *testing.T) {
+	lane(t)
 	st := startStack(t)
 	const requests, concurrency, stock = 1500, 60, 300
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

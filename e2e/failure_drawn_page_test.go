@@ -20,9 +20,10 @@ import (
 // the instances that held them crashed; lua under slow, its leases that
 // ran out while held. Screenshots kept as artifacts.
 func TestPageDrawsEveryFailure(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/lab")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.WaitVisible("#raceBtn")); err != nil {

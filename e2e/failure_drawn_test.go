@@ -58,6 +58,7 @@ func postRace(t *testing.T, lb, query string) race.Result {
 // del-setnx under crash-wait: OVERSOLD, and its double grant is there
 // as overlapping sections, though instances crashed.
 func TestFailuresDrawnSurviveCrashes(t *testing.T) {
+	lane(t)
 	st := startStack(t)
 	lb := st.URL()
 

@@ -19,6 +19,7 @@ import (
 // box (scrollWidth > clientWidth: text clipped, since the cells hide
 // their overflow), naming them. Screenshots of each are kept.
 func TestLadderCellsFit(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 	// The first Run starts the browser on ctx itself (a timeout's end
@@ -59,7 +60,7 @@ func TestLadderCellsFit(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		_, err := chromedp.Run(cctx, chromedp.EmulateViewport(int64(w.width), int64(w.height), opts...))
 		if err == nil {
-			_, err = chromedp.Run(cctx, chromedp.Navigate(st.URL()+"/"))
+			_, err = chromedp.Run(cctx, chromedp.Navigate(st.URL()+"/lab"))
 		}
 		if err == nil {
 			_, err = chromedp.Run(cctx, chromedp.Poll[bool](`!!document.querySelector('#ladderGrid [data-pair="normal none"] button')`,

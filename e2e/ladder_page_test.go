@@ -23,6 +23,7 @@ import (
 // explorer's shortest counterexample. The screenshots of the ladder view
 // and of check-del's timeline are kept in the test's artifact directory.
 func TestPageShowsEachFlaw(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 
@@ -64,7 +65,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 		return n
 	}
 
-	step("open the page", chromedp.Navigate(st.URL()+"/"))
+	step("open the page", chromedp.Navigate(st.URL()+"/lab"))
 	step("wait for the scenario picker", chromedp.WaitVisible("#scenarioPick"))
 	step("wait for the ladder view", chromedp.WaitVisible(`#ladderGrid td[data-pair="crash setnx"]`))
 	// Races without predicting first (TestPagePredictsThenRuns predicts).
@@ -134,7 +135,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	// row is the results table's last row: lock, scenario, verdict.
 	row := func() string {
 		return eval(`(() => { const r = [...document.querySelectorAll('#results tbody tr')].pop();
-			return r ? r.cells[0].innerText + ' ' + r.cells[3].innerText + ' ' + r.querySelector('.badge').innerText : ''; })()`)
+			return r ? r.cells[0].innerText + ' ' + r.cells[4].innerText + ' ' + r.querySelector('.badge').innerText : ''; })()`)
 	}
 	cell := func(pair string) string {
 		return eval(fmt.Sprintf(`(document.querySelector('#ladderGrid td[data-pair=%q]') || {}).innerText || ''`, pair))

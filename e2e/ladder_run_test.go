@@ -29,6 +29,7 @@ const ladderBound = 3 * time.Minute
 // does, for the whole ladder the page offers there, up to the three
 // minutes: more than make test can spare beside the rest of this package.
 func TestPageRunsTheLadder(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	what := "the ladder of this package's stack"
 	var st *stack.Stack
@@ -37,7 +38,7 @@ func TestPageRunsTheLadder(t *testing.T) {
 	} else {
 		st = startStack(t)
 	}
-	url := st.URL() + "/"
+	url := st.URL() + "/lab"
 	eval := evaluator(t, ctx)
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatal(err)

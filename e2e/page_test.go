@@ -33,6 +33,7 @@ func chromium() string {
 // articles' wait (wait=fixed), still SAFE, listed beside them. The screenshot is saved
 // in the test's artifact directory (go test -artifacts keeps it).
 func TestPageRacesInABrowser(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 
@@ -45,7 +46,7 @@ func TestPageRacesInABrowser(t *testing.T) {
 			t.Fatalf("%s: %v (the page's status line: %q)", what, err, status)
 		}
 	}
-	step("open the page", chromedp.Navigate(st.URL()+"/"))
+	step("open the page", chromedp.Navigate(st.URL()+"/lab"))
 	step("wait for the race button", chromedp.WaitVisible("#raceBtn"))
 	step("set N", chromedp.SetValue("#n", "1500"))
 	step("press race", click("#raceBtn"))
@@ -62,7 +63,7 @@ func TestPageRacesInABrowser(t *testing.T) {
 		shoot()
 		t.Fatalf("waiting for the second race to end: %v", err)
 	}
-	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#results tbody tr')].map(tr => tr.cells[0].innerText + ' ' + tr.cells[2].innerText + ' ' + tr.querySelector('.badge').innerText)`))
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#results tbody tr')].map(tr => tr.cells[0].innerText + ' ' + tr.cells[3].innerText + ' ' + tr.querySelector('.badge').innerText)`))
 	if err != nil {
 		t.Fatal(err)
 	}

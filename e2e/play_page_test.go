@@ -22,11 +22,12 @@ import (
 // chromedp call after the first runs under a timeout of its own: a step
 // that does not come fails the test, it never hangs it.
 func TestPageBreakItYourself(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 	// The first Run starts the browser on ctx itself (a timeout's end
 	// would close it); the others each under a deadline.
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/lab")); err != nil {
 		t.Fatalf("open the page: %v", err)
 	}
 	shoot := func() { screenshot(t, ctx, "page-play.png", "#playCard") }
@@ -68,8 +69,8 @@ func TestPageBreakItYourself(t *testing.T) {
 		do(what+": Enter", chromedp.KeyEvent(kb.Enter))
 	}
 
-	pollJS(t, ctx, "the game's levels", `!!document.querySelector('#playLevels > button[aria-label*="break check-del"]')`, 30*time.Second)
-	press("pick check-del", `#playLevels > button[aria-label*="break check-del"]`)
+	pollJS(t, ctx, "the game's levels", `!!document.querySelector('#playLevels > button[data-lock="check-del"]')`, 30*time.Second)
+	press("pick check-del", `#playLevels > button[data-lock="check-del"]`)
 	played("check-del:0::", 20*time.Second)
 	n := 0
 	for ; n < 30; n++ {
@@ -91,7 +92,7 @@ func TestPageBreakItYourself(t *testing.T) {
 	if want := fmt.Sprintf("Broken in %d moves; the shortest known is %d.", n, n); !strings.HasPrefix(status, want) {
 		t.Errorf("after following the hints: %q, want %q", status, want)
 	}
-	if solved := eval(`document.querySelector('#playLevels > button[aria-label*="break check-del"]').innerText`); !strings.Contains(solved, fmt.Sprintf("✓ %d moves", n)) {
+	if solved := eval(`document.querySelector('#playLevels > button[data-lock="check-del"]').innerText`); !strings.Contains(solved, fmt.Sprintf("✓ %d moves", n)) {
 		t.Errorf("check-del's level after the break says %q, want it marked solved in %d moves", solved, n)
 	}
 	// The replay on the stack's real redis-server.

@@ -50,6 +50,7 @@ var verdicts = []string{"OVERSOLD", "LOST UPDATES", "DEADLOCK", "SAFE"}
 // wider than the screen and axe-core finds no serious violation with
 // the question open.
 func TestPagePredictsThenRuns(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 	eval := evaluator(t, ctx)
@@ -75,7 +76,7 @@ func TestPagePredictsThenRuns(t *testing.T) {
 	}
 	open := func() {
 		t.Helper()
-		run("open the page", chromedp.Navigate(st.URL()+"/"))
+		run("open the page", chromedp.Navigate(st.URL()+"/lab"))
 		pollJS(t, ctx, "the ladder view", `!!document.querySelector('#ladderGrid [data-pair="check-pause check-del"] button')`, 30*time.Second)
 	}
 	run("a phone's screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
@@ -109,6 +110,10 @@ func TestPagePredictsThenRuns(t *testing.T) {
 	if c := cell("check-pause check-del"); len(says(c)) > 0 {
 		t.Errorf("while the question is open, check-del's cell says %q: the verdict shown before the pick", c)
 	}
+	// its flaw, beside the question, would give the answer away
+	if f := eval(`document.querySelector('#ladderGrid [data-pair="check-pause check-del"]').parentElement.querySelector('td.flaw').innerText`); f != "predict first" {
+		t.Errorf("while check-del's verdict is to be predicted, its flaw column says %q", f)
+	}
 	if o := overflow(t, ctx); o != "" {
 		t.Errorf("at 390 px, the question open: %s", o)
 	}
@@ -118,6 +123,14 @@ func TestPagePredictsThenRuns(t *testing.T) {
 	screenshot(t, ctx, "predict-ask.png", "#ladderCard")
 	tabTo(t, ctx, `#predictPicks button:nth-child(4)`, 5)
 	key(t, ctx, kb.Enter)
+	// final: the buttons gone, not only hidden, and the focus back on the
+	// cell the learner pressed
+	if n := eval(`String(document.querySelectorAll('#predictPicks button').length)`); n != "0" {
+		t.Errorf("after the pick, %s answer buttons are left: a prediction could be changed", n)
+	}
+	if at := eval(`document.activeElement.closest('[data-pair]') ? document.activeElement.closest('[data-pair]').dataset.pair : document.activeElement.tagName`); at != "check-pause check-del" {
+		t.Errorf("after the pick the focus is on %q, want check-del's cell", at)
+	}
 	pollJS(t, ctx, "check-del's race", `document.querySelector('#ladderGrid [data-pair="check-pause check-del"]').dataset.verdict !== undefined`, 150*time.Second)
 	got := eval(`document.querySelector('#ladderGrid [data-pair="check-pause check-del"]').dataset.verdict`)
 	mark, right := "✗", 0

@@ -31,6 +31,7 @@ const evil = `</script><img src=x onerror="window.pwned=1">`
 // race.ReportTimelines), from runs made up here: what the report draws
 // of a real run is TestPageShowsEachFlaw's, with the same script.
 func TestReportDrawsTimelines(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	began := time.Now()
 	ms := func(d float64) int64 { return began.UnixNano() + int64(d*float64(time.Millisecond)) }

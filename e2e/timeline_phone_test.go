@@ -17,12 +17,13 @@ import (
 // named, numbered (#3, named under the canvas), or counted under the
 // canvas. The timelines are kept as screenshots.
 func TestTimelineLabelsOnAPhone(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
 	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/lab")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.WaitVisible("#raceBtn")); err != nil {

@@ -20,9 +20,10 @@ import (
 // code and the page draws its shortest counterexample, OVERSOLD, told
 // with the race's instances.
 func TestPageWhyForTheLibraries(t *testing.T) {
+	lane(t)
 	ctx := browser(t)
 	st := startStack(t)
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/")); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(st.URL()+"/lab")); err != nil {
 		t.Fatal(err)
 	}
 	eval := evaluator(t, ctx)

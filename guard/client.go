@@ -78,6 +78,16 @@ type taken struct {
 	SettleMs int64  `json:"settle_ms"`
 }
 
+// Scope is the run's scope, in the keys of its counters
+// (inventory.ItemIn; "" for no guard): the critical sections of its own
+// requests are those of keys in it.
+func (l *Lease) Scope() string {
+	if l == nil {
+		return ""
+	}
+	return l.holder.Scope
+}
+
 // Token is the run's token, for Header on its own resets ("" for no
 // guard).
 func (l *Lease) Token() string {
@@ -159,6 +169,7 @@ func (l *Lease) call(ctx context.Context, method string, out any) error {
 		q := l.run.Values()
 		if method == http.MethodPut {
 			q.Set("since", strconv.FormatInt(l.holder.Since.UnixMilli(), 10))
+			q.Set("scope", l.holder.Scope)
 		}
 		target += "?" + q.Encode()
 	}
@@ -182,9 +193,10 @@ func (l *Lease) call(ctx context.Context, method string, out any) error {
 	}
 	var refusal struct {
 		Holder
-		Error  string `json:"error"`
-		Reason string `json:"reason"`
-		Bound  bool   `json:"bound"`
+		Error     string `json:"error"`
+		Reason    string `json:"reason"`
+		Bound     bool   `json:"bound"`
+		Preempted bool   `json:"preempted"`
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
@@ -201,25 +213,31 @@ func (l *Lease) call(ctx context.Context, method string, out any) error {
 		return ErrNoKey
 	case resp.StatusCode == http.StatusConflict && json.Unmarshal(body, &refusal) == nil &&
 		(refusal.Reason == ReasonBusy || refusal.Reason == ReasonLost):
-		return &BusyError{Holder: refusal.Holder, Lost: refusal.Reason == ReasonLost, Bound: refusal.Bound}
+		return &BusyError{Holder: refusal.Holder, Lost: refusal.Reason == ReasonLost, Bound: refusal.Bound, Preempted: refusal.Preempted}
 	}
 	return fmt.Errorf("guard: %s /guard: %s: %s", method, resp.Status, truncate(strings.TrimSpace(string(body)), 200))
 }
 
-type tokenKey struct{}
+type leaseKey struct{}
 
-// WithToken is ctx carrying a run's token, for what runs beside its
-// load (a scenario's hook that sends a request of its own to the run's
-// item): TokenOf reads it back.
-func WithToken(ctx context.Context, token string) context.Context {
-	if token == "" {
+// WithLease is ctx carrying a run's lease, for what runs beside its load
+// (a scenario's hook that sends a request of its own to the run's item,
+// or finds the master of its keys): TokenOf and ScopeOf read it back.
+func WithLease(ctx context.Context, l *Lease) context.Context {
+	if l == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, tokenKey{}, token)
+	return context.WithValue(ctx, leaseKey{}, l)
 }
 
-// TokenOf is the run's token WithToken put in ctx, "" for none.
+// TokenOf is the token of the run WithLease put in ctx, "" for none.
 func TokenOf(ctx context.Context) string {
-	t, _ := ctx.Value(tokenKey{}).(string)
-	return t
+	l, _ := ctx.Value(leaseKey{}).(*Lease)
+	return l.Token()
+}
+
+// ScopeOf is the scope of the run WithLease put in ctx, "" for none.
+func ScopeOf(ctx context.Context) string {
+	l, _ := ctx.Value(leaseKey{}).(*Lease)
+	return l.Scope()
 }

@@ -42,15 +42,18 @@ func TestStore(t *testing.T) {
 		busy.Holder.Owner != "bench (pid 1)" || !busy.Holder.Since.Equal(h.Since) {
 		t.Fatalf("a second Take: %v, want ErrBusy naming bench since %s", err, h.Since)
 	}
-	if err := s.Admit(ctx, token); err != nil {
-		t.Errorf("Admit with the holder's token: %v", err)
+	if scope, err := s.Admit(ctx, token); err != nil || scope != h.Scope || scope == "" {
+		t.Errorf("Admit with the holder's token: %q %v, want its scope %q", scope, err, h.Scope)
 	}
-	for _, other := range []string{"", "x", token[:len(token)-1]} {
-		if err := s.Admit(ctx, other); !errors.Is(err, guard.ErrBusy) {
-			t.Errorf("Admit with %q: %v, want ErrBusy", other, err)
+	if _, err := s.Admit(ctx, ""); !errors.Is(err, guard.ErrBusy) || errors.Is(err, guard.ErrLost) {
+		t.Errorf("Admit without a token: %v, want ErrBusy", err)
+	}
+	for _, other := range []string{"x", token[:len(token)-1]} {
+		if _, err := s.Admit(ctx, other); !errors.Is(err, guard.ErrLost) {
+			t.Errorf("Admit with %q: %v, want ErrLost: a token not the holder's", other, err)
 		}
 	}
-	if _, err := s.Renew(ctx, token[:len(token)-1], "bench", time.Now()); !errors.Is(err, guard.ErrLost) {
+	if _, err := s.Renew(ctx, token[:len(token)-1], h); !errors.Is(err, guard.ErrLost) {
 		t.Errorf("Renew with a prefix of the token: %v, want ErrLost", err)
 	}
 	if ok, err := s.Release(ctx, token[:len(token)-1]); ok || err != nil {
@@ -63,7 +66,7 @@ func TestStore(t *testing.T) {
 	// Renewed, it outlives its lease; not renewed, it expires.
 	for range 4 {
 		time.Sleep(ttl / 3)
-		if _, err := s.Renew(ctx, token, "bench (pid 1)", h.Since); err != nil {
+		if _, err := s.Renew(ctx, token, h); err != nil {
 			t.Fatalf("Renew: %v", err)
 		}
 	}
@@ -71,23 +74,29 @@ func TestStore(t *testing.T) {
 		t.Fatal("a renewed guard expired")
 	}
 	time.Sleep(ttl + 200*time.Millisecond)
-	if err := s.Admit(ctx, ""); err != nil {
-		t.Errorf("Admit a lease after the holder stopped renewing: %v", err)
+	if scope, err := s.Admit(ctx, ""); err != nil || scope != "" {
+		t.Errorf("Admit a lease after the holder stopped renewing: %q %v", scope, err)
 	}
-	token2, _, err := s.Take(ctx, "race")
+	if _, err := s.Admit(ctx, token); !errors.Is(err, guard.ErrLost) {
+		t.Errorf("Admit the dead holder's token once nobody holds the guard: %v, want ErrLost", err)
+	}
+	token2, h2, err := s.Take(ctx, "race")
 	if err != nil {
 		t.Fatalf("Take once the dead holder's guard expired: %v", err)
 	}
-	if _, err := s.Renew(ctx, token, "bench (pid 1)", h.Since); !errors.As(err, &busy) || !errors.Is(err, guard.ErrLost) || busy.Holder.Owner != "race" {
+	if h2.Scope == h.Scope {
+		t.Errorf("two takes share the scope %q", h.Scope)
+	}
+	if _, err := s.Renew(ctx, token, h); !errors.As(err, &busy) || !errors.Is(err, guard.ErrLost) || busy.Holder.Owner != "race" {
 		t.Errorf("the dead holder's renewal: %v, want ErrLost naming race", err)
 	}
 	if ok, err := s.Release(ctx, token); ok || err != nil {
 		t.Errorf("the dead holder's release: %v %v, want false", ok, err)
 	}
 
-	rdb.Del(ctx, guard.Key) // Redis restarted without it
-	if h, err := s.Renew(ctx, token2, "race", time.Now()); err != nil || h.Owner != "race" {
-		t.Fatalf("Renew of a guard Redis lost: %+v %v", h, err)
+	rdb.Del(ctx, guard.Key) // it expired while the run's renewals did not get through
+	if got, err := s.Renew(ctx, token2, h2); err != nil || got.Owner != "race" || got.Scope != h2.Scope {
+		t.Fatalf("Renew of a guard that expired: %+v %v", got, err)
 	}
 	if pttl := rdb.PTTL(ctx, guard.Key).Val(); pttl <= 0 || pttl > ttl {
 		t.Errorf("the guard taken again has a lease of %s, want up to %s", pttl, ttl)
@@ -97,6 +106,57 @@ func TestStore(t *testing.T) {
 	}
 	if _, ok, _ := s.Holder(ctx); ok {
 		t.Error("held after Release")
+	}
+	// Another run took the stack and let it go since: a renewal of the
+	// guard that expired under the first must not take it again, for
+	// that run's resets may be in what it reads back.
+	token3, h3, err := s.Take(ctx, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.Del(ctx, guard.Key)
+	if _, _, err := s.Take(ctx, "thief"); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Del(ctx, guard.Key)
+	if _, err := s.Renew(ctx, token3, h3); !errors.Is(err, guard.ErrLost) {
+		t.Errorf("Renew of a guard another run took and let go since: %v, want ErrLost", err)
+	}
+	if _, ok, _ := s.Holder(ctx); ok {
+		t.Error("a renewal took the guard again after another run's take")
+	}
+}
+
+// TestOwnerTakesFromAGuest: a run taken for a page's request (a guest's)
+// gives the stack up to a take of the owner's at once, and learns it at
+// its next renewal (Preempted); a guest's take is refused while anyone
+// holds it, and the owner's while the owner's holds it.
+func TestOwnerTakesFromAGuest(t *testing.T) {
+	rdb, _ := redistest.Start(t)
+	ctx := context.Background()
+	s := guard.NewStore(rdb, time.Minute)
+	g, err := s.TakeAs(ctx, "race of lua on sale", true)
+	if err != nil || !g.Holder.Guest || g.From != nil {
+		t.Fatalf("a guest's take: %+v %v", g, err)
+	}
+	if _, err := s.TakeAs(ctx, "race of lua on testLock", true); !errors.Is(err, guard.ErrBusy) {
+		t.Errorf("a guest's take while a guest holds it: %v, want ErrBusy", err)
+	}
+	o, err := s.TakeAs(ctx, "bench", false)
+	if err != nil || o.Holder.Guest || o.From == nil || o.From.Owner != "race of lua on sale" || o.Holder.Scope == g.Holder.Scope {
+		t.Fatalf("the owner's take from a guest: %+v %v, want taken from the race, in a scope of its own", o, err)
+	}
+	var busy *guard.BusyError
+	if _, err := s.Renew(ctx, g.Token, g.Holder); !errors.As(err, &busy) || !busy.Preempted || busy.Holder.Owner != "bench" {
+		t.Errorf("the guest's renewal: %v, want ErrLost, preempted by bench", err)
+	}
+	if _, err := s.Admit(ctx, g.Token); !errors.Is(err, guard.ErrLost) {
+		t.Errorf("the guest's request: %v, want ErrLost", err)
+	}
+	for _, guest := range []bool{true, false} {
+		if _, err := s.TakeAs(ctx, "demo", guest); !errors.Is(err, guard.ErrBusy) {
+			t.Errorf("a take (guest %v) while the owner's run holds it: %v, want ErrBusy", guest, err)
+		}
 	}
 }
 
@@ -110,28 +170,30 @@ func TestHoldIsBounded(t *testing.T) {
 	s := guard.NewStore(rdb, time.Minute)
 	held := func(token string, since time.Time) {
 		t.Helper()
-		v := token + " " + strconv.FormatInt(since.UnixMilli(), 10) + " bench"
+		v := token + " " + strconv.FormatInt(since.UnixMilli(), 10) + " 1 o bench"
 		if err := rdb.Set(ctx, guard.Key, v, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
+		rdb.Set(ctx, guard.SeqKey, 1, 0)
 	}
 	held("t1", time.Now().Add(-guard.MaxHold-time.Second))
 	var busy *guard.BusyError
-	if _, err := s.Renew(ctx, "t1", "bench", time.Now()); !errors.As(err, &busy) || !busy.Bound || !errors.Is(err, guard.ErrLost) {
+	bench := func(since time.Time) guard.Holder { return guard.Holder{Owner: "bench", Since: since, Scope: "run1"} }
+	if _, err := s.Renew(ctx, "t1", bench(time.Now())); !errors.As(err, &busy) || !busy.Bound || !errors.Is(err, guard.ErrLost) {
 		t.Errorf("a renewal past MaxHold: %v, want a Bound ErrLost", err)
 	}
 	if n := rdb.Exists(ctx, guard.Key).Val(); n != 0 {
 		t.Error("a holding past MaxHold was renewed")
 	}
 	held("t2", time.Now().Add(-guard.MaxHold+2*time.Second))
-	if _, err := s.Renew(ctx, "t2", "bench", time.Now()); err != nil {
+	if _, err := s.Renew(ctx, "t2", bench(time.Now())); err != nil {
 		t.Fatal(err)
 	}
 	if pttl := rdb.PTTL(ctx, guard.Key).Val(); pttl <= 0 || pttl > 2*time.Second {
 		t.Errorf("a renewal 2s before MaxHold: a lease of %s, want at most 2s", pttl)
 	}
 	rdb.Del(ctx, guard.Key)
-	if _, err := s.Renew(ctx, "t3", "bench", time.Now().Add(-guard.MaxHold)); !errors.As(err, &busy) || !busy.Bound {
+	if _, err := s.Renew(ctx, "t3", bench(time.Now().Add(-guard.MaxHold))); !errors.As(err, &busy) || !busy.Bound {
 		t.Errorf("taking again a guard first taken MaxHold ago: %v, want Bound", err)
 	}
 	if n := rdb.Exists(ctx, guard.Key).Val(); n != 0 {

@@ -16,6 +16,10 @@ type Run struct {
 	Lock     string // a run of one lock: its name ("" for many)
 	Endpoint string // with Lock: "sale" or "testLock" ("" for both)
 	Scenario string // with Lock: the scenario it runs under ("" for none)
+	// Guest: the run is taken for a page's request (a race or an
+	// exploration that anyone on the loopback may ask the race server
+	// for), and gives the stack up to the owner's runs.
+	Guest bool
 }
 
 // Kinds are the lab's runs that take the guard.
@@ -61,9 +65,12 @@ func (r Run) Name() string {
 	return n
 }
 
-// Values is r as a query: run=, lock=, endpoint=, scenario=.
+// Values is r as a query: run=, lock=, endpoint=, scenario=, guest=1.
 func (r Run) Values() url.Values {
 	q := url.Values{"run": {r.Kind}}
+	if r.Guest {
+		q.Set("guest", "1")
+	}
 	for k, v := range map[string]string{"lock": r.Lock, "endpoint": r.Endpoint, "scenario": r.Scenario} {
 		if v != "" {
 			q.Set(k, v)
@@ -78,5 +85,11 @@ func RunOf(q url.Values) (Run, error) {
 		return Run{}, fmt.Errorf("missing run: say ?run=KIND, what runs (%s); the app names the holder from it", strings.Join(Kinds, ", "))
 	}
 	r := Run{Kind: q.Get("run"), Lock: q.Get("lock"), Endpoint: q.Get("endpoint"), Scenario: q.Get("scenario")}
+	if q.Has("guest") {
+		if q.Get("guest") != "1" {
+			return Run{}, fmt.Errorf("guest: %q is not 1 (a page's run; leave it out for the owner's)", truncate(q.Get("guest"), 32))
+		}
+		r.Guest = true
+	}
 	return r, r.Check()
 }

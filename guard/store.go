@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	_ "embed"
 	"encoding/hex"
 	"errors"
@@ -45,48 +46,87 @@ func NewStore(rdb redis.Cmdable, ttl time.Duration) *Store {
 // TTL is the guard's lease.
 func (s *Store) TTL() time.Duration { return s.ttl }
 
-// Take takes the guard for owner and returns its token; a *BusyError
-// when another run holds it.
+// Take takes the guard for the owner's run named owner and returns its
+// token and holding (its scope among them); a *BusyError when another
+// of the owner's runs holds it. A guest's run gives way (TakeAs).
 func (s *Store) Take(ctx context.Context, owner string) (string, Holder, error) {
+	t, err := s.TakeAs(ctx, owner, false)
+	return t.Token, t.Holder, err
+}
+
+// Taken is a take's outcome: the run's token and holding, and the
+// guest's run it took the stack from (From), if any.
+type Taken struct {
+	Token  string
+	Holder Holder
+	From   *Holder
+}
+
+// TakeAs takes the guard for the run named owner, a guest's (taken for
+// a page's request) or the owner's: a *BusyError when a run holds it,
+// but for a guest's, which gives way to the owner's (Taken.From).
+func (s *Store) TakeAs(ctx context.Context, owner string, guest bool) (Taken, error) {
 	if err := CheckOwner(owner); err != nil {
-		return "", Holder{}, fmt.Errorf("guard: %w", err)
+		return Taken{}, fmt.Errorf("guard: %w", err)
 	}
 	b := make([]byte, 16)
 	rand.Read(b)
 	token := hex.EncodeToString(b)
 	since := time.Now().UTC().Truncate(time.Millisecond)
-	v, err := luaTake.Run(ctx, s.rdb, []string{Key}, value(token, since, owner), s.ttl.Milliseconds()).Text()
-	if errors.Is(err, redis.Nil) {
-		return token, Holder{Owner: owner, Since: since}, nil
+	kind := "o"
+	if guest {
+		kind = "g"
 	}
+	res, err := luaTake.Run(ctx, s.rdb, []string{Key, SeqKey}, token, since.UnixMilli(), kind, owner, s.ttl.Milliseconds()).Slice()
 	if err != nil {
-		return "", Holder{}, fmt.Errorf("guard: take: %w", err)
+		return Taken{}, fmt.Errorf("guard: take: %w", err)
 	}
+	if len(res) < 2 {
+		return Taken{}, fmt.Errorf("guard: take: the script answered %v", res)
+	}
+	status, _ := res[0].(int64)
+	v, _ := res[1].(string)
 	_, h, err := parse(v)
 	if err != nil {
-		return "", Holder{}, err
+		return Taken{}, err
 	}
-	return "", Holder{}, &BusyError{Holder: h}
+	if status != 1 {
+		return Taken{}, &BusyError{Holder: h}
+	}
+	t := Taken{Token: token, Holder: h}
+	if len(res) > 2 {
+		if was, ok := res[2].(string); ok {
+			if _, from, err := parse(was); err == nil {
+				t.From = &from
+			}
+		}
+	}
+	return t, nil
 }
 
-// Renew extends token's hold by a lease, never past MaxHold after since,
-// when the run first took it; when nobody holds the guard (it expired,
-// or Redis lost it) token takes it again, as owner, since then. A
-// *BusyError with Lost when another run holds it, or when the holding
-// reached MaxHold (Bound; the guard is free then).
-func (s *Store) Renew(ctx context.Context, token, owner string, since time.Time) (Holder, error) {
-	if err := CheckOwner(owner); err != nil {
+// Renew extends token's hold by a lease, never past MaxHold after
+// h.Since, when the run first took it; when nobody holds the guard (it
+// expired) token takes it again, as h says (its name, kind and scope),
+// unless another run took it since. A *BusyError with Lost when another
+// run holds it or held it since (Preempted when the owner's took it from
+// a guest's), or when the holding reached MaxHold (Bound; the guard is
+// free then).
+func (s *Store) Renew(ctx context.Context, token string, h Holder) (Holder, error) {
+	if err := CheckOwner(h.Owner); err != nil {
 		return Holder{}, fmt.Errorf("guard: %w", err)
 	}
 	if token == "" {
 		return Holder{}, errors.New("guard: no token")
 	}
 	now := time.Now().UTC()
-	if since.After(now) {
-		since = now
+	if h.Since.After(now) {
+		h.Since = now
 	}
-	again := value(token, since, owner)
-	res, err := luaRenew.Run(ctx, s.rdb, []string{Key}, token, again, s.ttl.Milliseconds(),
+	again, err := value(token, h)
+	if err != nil {
+		return Holder{}, err
+	}
+	res, err := luaRenew.Run(ctx, s.rdb, []string{Key, SeqKey}, token, again, s.ttl.Milliseconds(),
 		now.UnixMilli(), MaxHold.Milliseconds()).Slice()
 	if err != nil {
 		return Holder{}, fmt.Errorf("guard: renew: %w", err)
@@ -95,18 +135,21 @@ func (s *Store) Renew(ctx context.Context, token, owner string, since time.Time)
 		return Holder{}, fmt.Errorf("guard: renew: the script answered %v", res)
 	}
 	status, _ := res[0].(int64)
+	if status == 3 {
+		return Holder{}, &BusyError{Lost: true}
+	}
 	v, _ := res[1].(string)
-	_, h, err := parse(v)
+	_, got, err := parse(v)
 	if err != nil {
 		return Holder{}, err
 	}
 	switch status {
 	case 0:
-		return h, nil
+		return got, nil
 	case 2:
-		return Holder{}, &BusyError{Holder: h, Lost: true, Bound: true}
+		return Holder{}, &BusyError{Holder: got, Lost: true, Bound: true}
 	}
-	return Holder{}, &BusyError{Holder: h, Lost: true}
+	return Holder{}, &BusyError{Holder: got, Lost: true, Preempted: h.Guest && !got.Guest}
 }
 
 // Release lets the guard go if token holds it; false when it did not
@@ -153,14 +196,26 @@ func (s *Store) Holder(ctx context.Context) (Holder, bool, error) {
 	return h, ok, err
 }
 
-// Admit returns nil when a request carrying token (or none) may reset
-// the stock: nobody holds the guard, or token does; else a *BusyError.
-func (s *Store) Admit(ctx context.Context, token string) error {
+// Admit answers for a request carrying token (or none) that would
+// change counters: the scope its counters are kept under ("" for the
+// lab's items: no token, and nobody holds the guard; the holder's scope
+// for the holder's token); else a *BusyError (Lost when it carries a
+// token that is not the holder's).
+func (s *Store) Admit(ctx context.Context, token string) (string, error) {
 	held, h, ok, err := s.get(ctx)
-	if err != nil || !ok || (token != "" && held == token) {
-		return err
+	switch {
+	case err != nil:
+		return "", err
+	case token == "" && !ok:
+		return "", nil
+	case token == "":
+		return "", &BusyError{Holder: h}
+	case ok && subtle.ConstantTimeCompare([]byte(token), []byte(held)) == 1:
+		return h.Scope, nil
+	case ok:
+		return "", &BusyError{Holder: h, Lost: true}
 	}
-	return &BusyError{Holder: h}
+	return "", &BusyError{Lost: true}
 }
 
 func (s *Store) get(ctx context.Context) (token string, h Holder, ok bool, err error) {

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -107,49 +108,84 @@ func (l withDB) Lookup(name string) (info lock.Info, locker lock.Locker, ok bool
 	return info, locker, ok
 }
 
-// fakeDB is an in-memory Optimistic.
+// fakeDB is an in-memory Optimistic: the lab's row (s) and the runs'.
 type fakeDB struct {
 	mu        sync.Mutex
 	s         inventory.Snapshot
+	runs      map[string]*inventory.Snapshot
 	contended bool
 	lines     []bool // each call's: in the process's line, or on its own
 }
 
-func (f *fakeDB) SellOptimistic(_ context.Context, line bool) (int64, error) {
+// row is scope's row, made when make is set; nil when there is none.
+func (f *fakeDB) row(scope string, make bool) *inventory.Snapshot {
+	if scope == "" {
+		return &f.s
+	}
+	if f.runs == nil {
+		f.runs = map[string]*inventory.Snapshot{}
+	}
+	if f.runs[scope] == nil && make {
+		f.runs[scope] = &inventory.Snapshot{}
+	}
+	return f.runs[scope]
+}
+
+func (f *fakeDB) SellOptimistic(_ context.Context, scope string, line bool) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lines = append(f.lines, line)
+	s := f.row(scope, false)
 	switch {
+	case s == nil:
+		return 0, errors.New("no row")
 	case f.contended:
 		return 0, inventory.ErrContended
-	case f.s.Stock <= 0:
+	case s.Stock <= 0:
 		return 0, inventory.ErrSoldOut
 	}
-	f.s.Stock--
-	f.s.Sold++
-	return f.s.Stock, nil
+	s.Stock--
+	s.Sold++
+	return s.Stock, nil
 }
 
-func (f *fakeDB) IncrOptimistic(_ context.Context, line bool) (int64, error) {
+func (f *fakeDB) IncrOptimistic(_ context.Context, scope string, line bool) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lines = append(f.lines, line)
-	if f.contended {
+	s := f.row(scope, false)
+	switch {
+	case s == nil:
+		return 0, errors.New("no row")
+	case f.contended:
 		return 0, inventory.ErrContended
 	}
-	f.s.Num++
-	return f.s.Num, nil
+	s.Num++
+	return s.Num, nil
 }
 
-func (f *fakeDB) Snapshot(context.Context) (inventory.Snapshot, error) {
+func (f *fakeDB) Snapshot(_ context.Context, scope string) (inventory.Snapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.s, nil
+	s := f.row(scope, false)
+	if s == nil {
+		return inventory.Snapshot{}, errors.New("no row")
+	}
+	return *s, nil
 }
 
-func (f *fakeDB) Reset(_ context.Context, stock int64) error {
+func (f *fakeDB) Reset(_ context.Context, scope string, stock int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.s = inventory.Snapshot{Stock: stock}
+	*f.row(scope, true) = inventory.Snapshot{Stock: stock}
+	return nil
+}
+
+func (f *fakeDB) Drop(_ context.Context, scopes ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, scope := range scopes {
+		delete(f.runs, scope)
+	}
 	return nil
 }

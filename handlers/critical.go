@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/fault"
+	"github.com/lockladder/lockladder/internal/number"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -23,7 +24,7 @@ import (
 // sale sells one item under the chosen lock.
 func (h *handler) sale(c *gin.Context) {
 	req, ok := h.lockRequest(c)
-	if !ok || !h.admitRun(c) {
+	if !ok || !h.admitItem(c, &req) {
 		return
 	}
 	remaining, err := h.critical(c, req, true)
@@ -44,7 +45,7 @@ func (h *handler) sale(c *gin.Context) {
 // testLock increments num under the chosen lock.
 func (h *handler) testLock(c *gin.Context) {
 	req, ok := h.lockRequest(c)
-	if !ok || !h.admitRun(c) {
+	if !ok || !h.admitItem(c, &req) {
 		return
 	}
 	num, err := h.critical(c, req, false)
@@ -68,7 +69,20 @@ type lockRequest struct {
 	try     *time.Duration // nil for the instance's wait bound
 	lease   time.Duration  // 0 for the instance's lease and watchdog
 	sku     string         // "" for the lab's item
+	scope   string         // the run's whose token it carries, "" for the lab's
 	plan    plan
+}
+
+// admitItem lets req through the run guard (admitRun), into the scope
+// of the run whose token it carries, and finds its item there (a 404
+// when /reset never made it): last, once the request is known good,
+// so that nothing is taken or written for an item that is not there.
+func (h *handler) admitItem(c *gin.Context, req *lockRequest) bool {
+	var ok bool
+	if req.scope, ok = h.admitRun(c); !ok {
+		return false
+	}
+	return h.itemExists(c, req.scope, req.sku, req.rung.Name, contract.ReasonLockUnavailable)
 }
 
 // Bounds of try= and lease=: what one request may make others wait. A
@@ -82,8 +96,7 @@ const (
 )
 
 // lockRequest parses ?lock=NAME, sku=, reenter=, wait=, try=, lease= and, on an
-// instance with faults enabled, the fault parameters, and finds sku='s
-// item (a 404 when /reset never made it).
+// instance with faults enabled, the fault parameters.
 func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 	q, parsed := h.parseQuery(c)
 	if !parsed {
@@ -131,10 +144,10 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		}
 	}
 	if v, has := q["try"]; has {
-		d, err := parseBound(v[0], 0, maxTry)
+		d, err := number.Duration("try", v[0], 0, maxTry)
 		switch {
 		case err != nil:
-			h.badRequest(c, "try: "+err.Error())
+			h.badParam(c, err)
 			return lockRequest{}, false
 		case !req.rung.Try:
 			h.badRequest(c, fmt.Sprintf("try= does not apply to lock %q: it never waits for a busy lock", req.rung.Name))
@@ -143,10 +156,10 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		req.try = &d
 	}
 	if v, has := q["lease"]; has {
-		d, err := parseBound(v[0], minLease, maxLease)
+		d, err := number.Duration("lease", v[0], minLease, maxLease)
 		switch {
 		case err != nil:
-			h.badRequest(c, "lease: "+err.Error())
+			h.badParam(c, err)
 			return lockRequest{}, false
 		case !req.rung.Lease:
 			h.badRequest(c, fmt.Sprintf("lease= does not apply to lock %q: its lock has no lease to set", req.rung.Name))
@@ -157,7 +170,7 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 	if faults {
 		plan, err := parsePlan(q)
 		if err != nil {
-			h.badRequest(c, err.Error())
+			h.badParam(c, err)
 			return lockRequest{}, false
 		}
 		if plan.Until && h.cfg.Faults.Stop == nil && h.cfg.Faults.StopUntil == nil {
@@ -176,11 +189,6 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 		h.serverMissing(c, req.rung, req.rung.Unavailable)
 		return lockRequest{}, false
 	}
-	// Last, once the request is known good: nothing is taken or written
-	// for an item /reset never made.
-	if !h.itemExists(c, req.sku, req.rung.Name, contract.ReasonLockUnavailable) {
-		return lockRequest{}, false
-	}
 	return req, true
 }
 
@@ -190,7 +198,7 @@ func (h *handler) lockRequest(c *gin.Context) (lockRequest, bool) {
 // through a read-modify-write would teach nothing.
 func (h *handler) critical(c *gin.Context, req lockRequest, sale bool) (n int64, err error) {
 	ctx := c.Request.Context()
-	inv := h.cfg.Inventory.Item(req.sku)
+	inv := h.cfg.Inventory.ItemIn(req.scope, req.sku)
 	k := inv.Keys()
 	key, counter := k.NumLock, k.Num // counter is what a pause with until=written watches
 	if sale {
@@ -328,9 +336,9 @@ func (h *handler) atomic(ctx context.Context, req lockRequest, inv *inventory.St
 	}
 	line := req.wait != lock.WaitBackoff
 	if sale {
-		return db.SellOptimistic(ctx, line)
+		return db.SellOptimistic(ctx, req.scope, line)
 	}
-	return db.IncrOptimistic(ctx, line)
+	return db.IncrOptimistic(ctx, req.scope, line)
 }
 
 // reentrant names the rungs that re-enter (Info.Reenter).

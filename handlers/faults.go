@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/fault"
+	"github.com/lockladder/lockladder/internal/number"
 )
 
 // The faults a request may arm on an instance started with -faults
@@ -151,15 +152,11 @@ func duration(q url.Values, name string) (time.Duration, error) {
 	if !q.Has(name) {
 		return 0, nil
 	}
-	s := q.Get(name)
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a duration (e.g. 300ms)", name, truncate(s, 32))
+	d, err := number.Duration(name, q.Get(name), 0, maxFaultDuration)
+	if err == nil && d == 0 {
+		err = &number.Error{Param: name, Why: fmt.Sprintf("0 is out of range (0, %s]", maxFaultDuration)}
 	}
-	if d <= 0 || d > maxFaultDuration {
-		return 0, fmt.Errorf("%s: %s is out of range (0, %s]", name, d, maxFaultDuration)
-	}
-	return d, nil
+	return d, err
 }
 
 // FaultActions are what faults do to the process: Config.Faults. Tests

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
+	"math"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/guard"
+	"github.com/lockladder/lockladder/internal/number"
 )
 
 // The run guard (package guard) as the app serves it: the lab's runs
@@ -68,7 +69,8 @@ func (h *handler) guardHolder(c *gin.Context) {
 // app has none, a 403 without it.
 func (h *handler) guardKey(c *gin.Context) {
 	if h.cfg.RunKey == "" {
-		c.AbortWithStatusJSON(http.StatusNotFound, gin.H{"error": "this app takes no run guard: it was given no run key (GET /guard says who holds one)"})
+		c.AbortWithStatusJSON(http.StatusNotFound, gin.H{"error": "this app takes no run guard: it was given no run key (GET /guard says who holds one)",
+			"reason": ReasonNotFound})
 		return
 	}
 	got := c.GetHeader(guard.KeyHeader)
@@ -87,25 +89,38 @@ func (h *handler) guardTake(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
-	token, holder, err := h.guard.Take(ctx, run.Name())
+	t, err := h.guard.TakeAs(ctx, run.Name(), run.Guest)
 	if err != nil {
 		h.guardRefused(c, err)
 		return
 	}
 	h.view.forget() // this instance knows at once
-	c.JSON(http.StatusOK, gin.H{"token": token, "owner": holder.Owner, "since": holder.Since,
-		"ttl_ms": h.guard.TTL().Milliseconds(), "settle_ms": settle.Milliseconds()})
+	if t.From != nil {
+		h.cfg.Log.Info("the owner's run took the stack from a guest's", "run", t.Holder.Owner, "from", t.From.Owner)
+	}
+	h.reclaimRuns(ctx, t.Holder.Scope)
+	body := gin.H{"token": t.Token, "owner": t.Holder.Owner, "since": t.Holder.Since, "scope": t.Holder.Scope,
+		"guest": t.Holder.Guest, "ttl_ms": h.guard.TTL().Milliseconds(), "settle_ms": settle.Milliseconds()}
+	if t.From != nil {
+		body["took_from"] = gin.H{"owner": t.From.Owner, "since": t.From.Since}
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 func (h *handler) guardRenew(c *gin.Context) {
-	run, ok := h.guardRun(c, "since")
+	run, ok := h.guardRun(c, "since", "scope")
 	if !ok {
 		return
 	}
-	ms, err := strconv.ParseInt(c.Query("since"), 10, 64)
+	ms, err := number.Whole("since", c.Query("since"), 0, math.MaxInt64)
 	since := time.UnixMilli(ms)
 	if err != nil || time.Since(since) < -time.Minute || time.Since(since) > guard.MaxHold {
 		h.badRequest(c, fmt.Sprintf("since: the Unix milliseconds the run took the guard, within the last %s", guard.MaxHold))
+		return
+	}
+	scope := c.Query("scope")
+	if err := guard.CheckScope(scope); err != nil {
+		h.badRequest(c, "scope: the scope POST /guard gave: "+err.Error())
 		return
 	}
 	token, ok := h.guardToken(c)
@@ -114,7 +129,7 @@ func (h *handler) guardRenew(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
-	holder, err := h.guard.Renew(ctx, token, run.Name(), since)
+	holder, err := h.guard.Renew(ctx, token, guard.Holder{Owner: run.Name(), Since: since, Guest: run.Guest, Scope: scope})
 	if err != nil {
 		h.guardRefused(c, err)
 		return
@@ -132,19 +147,26 @@ func (h *handler) guardRelease(c *gin.Context) {
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
+	held, holder, ok, err := h.guard.State(ctx)
+	if err == nil && ok && held == token {
+		h.touchRun(ctx, holder.Scope) // its keys go a while after its last request
+	}
 	released, err := h.guard.Release(ctx, token)
 	if err != nil {
 		h.guardUnavailable(c, err)
 		return
 	}
 	h.view.forget()
+	if released {
+		h.reclaimRuns(ctx, "")
+	}
 	c.JSON(http.StatusOK, gin.H{"released": released})
 }
 
 // guardRun reads what runs (guard.RunOf; a 400 when bad): the app names
 // the holder from it, and a lock it serves not is no run of the lab's.
 func (h *handler) guardRun(c *gin.Context, more ...string) (guard.Run, bool) {
-	q, ok := h.query(c, append([]string{"run", "lock", "endpoint", "scenario"}, more...)...)
+	q, ok := h.query(c, append([]string{"run", "lock", "endpoint", "scenario", "guest"}, more...)...)
 	if !ok {
 		return guard.Run{}, false
 	}
@@ -172,26 +194,30 @@ func (h *handler) guardToken(c *gin.Context) (string, bool) {
 	return token, true
 }
 
-// admitReset answers for a /reset while a run may hold the guard: true
-// when it may go on (no guard here, nobody holds it, or the request
-// carries the holder's token); otherwise it has answered a 409
-// run_in_progress naming the holder, or a 503 when Redis could not say,
-// and nothing was done. It reads the guard afresh: a reset is rare.
-//
-// The check and the reset are two steps, not one: a run that takes the
-// guard between them finds its own reset after this one, which it sends
-// only once it holds the guard.
-func (h *handler) admitReset(c *gin.Context) bool {
+// admitReset answers for a /reset, and for the reads of a run's
+// counters (/stock, /lock), while a run may hold the guard: the scope of
+// the counters and true when it may go on ("" with no guard here, or
+// without a token when nobody holds it or ro is set; the holder's scope
+// with its token); otherwise it has answered a 409 (run_in_progress
+// naming the holder; guard_lost for a token not the holder's), or a 503
+// when Redis could not say, and nothing was done. It reads the guard
+// afresh: a reset is rare.
+func (h *handler) admitReset(c *gin.Context, ro bool) (string, bool) {
 	if h.guard == nil {
-		return true
+		return "", true
+	}
+	token := c.GetHeader(guard.Header)
+	if ro && token == "" {
+		return "", true
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
-	if err := h.guard.Admit(ctx, c.GetHeader(guard.Header)); err != nil {
+	scope, err := h.guard.Admit(ctx, token)
+	if err != nil {
 		h.guardRefused(c, err)
-		return false
+		return "", false
 	}
-	return true
+	return scope, true
 }
 
 // guardRefused answers err: a 409 naming the run that holds the guard,
@@ -204,14 +230,25 @@ func (h *handler) guardRefused(c *gin.Context, err error) {
 	}
 	reason, msg := guard.ReasonBusy, busy.Error()
 	switch {
+	case busy.Lost && c.Request.URL.Path != "/guard":
+		reason = guard.ReasonLost
+		holder := "nobody holds it now"
+		if busy.Holder.Owner != "" {
+			holder = "it is " + busy.Holder.String()
+		}
+		msg = fmt.Sprintf("header %s carries no token of the run that holds the stack (%s): a run's requests count only while it holds it, and this one's ended or gave the stack up; nothing was done",
+			guard.Header, holder)
 	case busy.Lost:
 		reason = guard.ReasonLost
 	case c.Request.URL.Path != "/guard":
 		msg = fmt.Sprintf("a run holds the stack: %s; %s would change the counters it reads back, and is refused until the run ends (a guard whose holder died expires %s after its last renewal, and none is held over %s)",
 			busy.Holder, c.Request.URL.Path, h.guard.TTL(), guard.MaxHold)
 	}
-	c.AbortWithStatusJSON(http.StatusConflict, gin.H{"error": msg, "reason": reason, "bound": busy.Bound,
-		"owner": busy.Holder.Owner, "since": busy.Holder.Since.Format(time.RFC3339Nano)})
+	body := gin.H{"error": msg, "reason": reason, "bound": busy.Bound, "preempted": busy.Preempted}
+	if busy.Holder.Owner != "" {
+		body["owner"], body["since"] = busy.Holder.Owner, busy.Holder.Since.Format(time.RFC3339Nano)
+	}
+	c.AbortWithStatusJSON(http.StatusConflict, body)
 }
 
 func (h *handler) guardUnavailable(c *gin.Context, err error) {

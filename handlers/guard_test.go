@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/handlers"
+	"github.com/lockladder/lockladder/inventory"
 )
 
 // testKey is the run key of guardEnv's app.
@@ -57,15 +59,16 @@ func guardEnv(t *testing.T, ttl time.Duration, maxItems int) *env {
 }
 
 // take takes the guard for run (a query: "run=bench") and returns its
-// token, checking the app named it want.
-func take(t *testing.T, e *env, run, want string) string {
+// token and scope, checking the app named it want.
+func take(t *testing.T, e *env, run, want string) (token, scope string) {
 	t.Helper()
 	code, body := doToken(t, e, "POST", "/guard?"+run, "")
-	token, _ := body["token"].(string)
-	if code != 200 || len(token) != 32 || body["owner"] != want || body["ttl_ms"] == nil || body["since"] == nil {
-		t.Fatalf("POST /guard?%s: %d %v, want 200 with a token, owner %q, since and ttl_ms", run, code, body, want)
+	token, _ = body["token"].(string)
+	scope, _ = body["scope"].(string)
+	if code != 200 || len(token) != 32 || body["owner"] != want || body["ttl_ms"] == nil || body["since"] == nil || guard.CheckScope(scope) != nil {
+		t.Fatalf("POST /guard?%s: %d %v, want 200 with a token, owner %q, since, scope and ttl_ms", run, code, body, want)
 	}
-	return token
+	return token, scope
 }
 
 // since is the renewal's since= of a run that took the guard now.
@@ -80,25 +83,25 @@ func TestResetWhileARunHoldsTheGuard(t *testing.T) {
 	e := guardEnv(t, 0, 0)
 	mustDo(t, e, "POST", "/reset?stock=7", 200)
 	mustDo(t, e, "POST", "/sale?lock=lua", 200)
-	token := take(t, e, "run=bench", "bench")
+	token, scope := take(t, e, "run=bench", "bench")
 	before := e.mr.Dump()
-	for _, req := range []struct{ target, token string }{
-		{"/reset?stock=5", ""},
-		{"/reset?stock=5&sku=x", ""},
-		{"/reset?stock=5&skus=3", ""},
-		{"/reset?stock=5", "0123456789abcdef0123456789abcdef"},
+	for _, req := range []struct{ target, token, reason string }{
+		{"/reset?stock=5", "", guard.ReasonBusy},
+		{"/reset?stock=5&sku=x", "", guard.ReasonBusy},
+		{"/reset?stock=5&skus=3", "", guard.ReasonBusy},
+		{"/reset?stock=5", "0123456789abcdef0123456789abcdef", guard.ReasonLost},
 	} {
 		code, body := doToken(t, e, "POST", req.target, req.token)
 		msg, _ := body["error"].(string)
-		if code != 409 || body["reason"] != guard.ReasonBusy || body["owner"] != "bench" || body["since"] == nil ||
+		if code != 409 || body["reason"] != req.reason || body["owner"] != "bench" || body["since"] == nil ||
 			!strings.Contains(msg, "bench") {
-			t.Errorf("POST %s (token %q) while bench holds the guard: %d %v, want 409 run_in_progress naming it", req.target, req.token, code, body)
+			t.Errorf("POST %s (token %q) while bench holds the guard: %d %v, want 409 %s naming it", req.target, req.token, code, body, req.reason)
 		}
 	}
 	if code, body := doToken(t, e, "POST", "/guard?run=race&lock=lua&endpoint=sale", ""); code != 409 || body["reason"] != guard.ReasonBusy || body["owner"] != "bench" {
 		t.Errorf("a second take: %d %v, want 409 run_in_progress naming bench", code, body)
 	}
-	if code, body := doToken(t, e, "PUT", "/guard?run=race&since="+since(), "not-the-token"); code != 409 || body["reason"] != guard.ReasonLost {
+	if code, body := doToken(t, e, "PUT", "/guard?run=race&scope="+scope+"&since="+since(), "not-the-token"); code != 409 || body["reason"] != guard.ReasonLost {
 		t.Errorf("renewing with another token: %d %v, want 409 guard_lost", code, body)
 	}
 	if code, body := doToken(t, e, "DELETE", "/guard", "not-the-token"); code != 200 || body["released"] != false {
@@ -114,7 +117,7 @@ func TestResetWhileARunHoldsTheGuard(t *testing.T) {
 	if code, body := doToken(t, e, "POST", "/reset?stock=5", token); code != 200 || body["stock"] != 5.0 {
 		t.Errorf("the run's own reset: %d %v, want 200", code, body)
 	}
-	if code, body := doToken(t, e, "PUT", "/guard?run=bench&since="+since(), token); code != 200 || body["owner"] != "bench" {
+	if code, body := doToken(t, e, "PUT", "/guard?run=bench&scope="+scope+"&since="+since(), token); code != 200 || body["owner"] != "bench" {
 		t.Errorf("the run's renewal: %d %v, want 200", code, body)
 	}
 	if code, body := doToken(t, e, "DELETE", "/guard", token); code != 200 || body["released"] != true {
@@ -180,11 +183,11 @@ func TestGuardOfADeadRunExpires(t *testing.T) {
 	mustDo(t, e, "POST", "/reset?stock=5", 409)
 	e.mr.FastForward(1100 * time.Millisecond)
 	mustDo(t, e, "POST", "/reset?stock=5", 200)
-	token := take(t, e, "run=chaos", "chaos")
+	token, scope := take(t, e, "run=chaos", "chaos")
 
-	e.mr.Del(guard.Key) // Redis restarted without it
-	if code, body := doToken(t, e, "PUT", "/guard?run=chaos&since="+since(), token); code != 200 || body["owner"] != "chaos" {
-		t.Fatalf("renewal of a guard Redis lost: %d %v, want 200", code, body)
+	e.mr.Del(guard.Key) // it expired while the renewals did not get through
+	if code, body := doToken(t, e, "PUT", "/guard?run=chaos&scope="+scope+"&since="+since(), token); code != 200 || body["owner"] != "chaos" {
+		t.Fatalf("renewal of a guard that expired: %d %v, want 200", code, body)
 	}
 	if code, body := doToken(t, e, "POST", "/reset?stock=5", ""); code != 409 || body["owner"] != "chaos" {
 		t.Errorf("POST /reset once the renewal took the guard again: %d %v, want 409", code, body)
@@ -212,8 +215,13 @@ func TestGuardBadInput(t *testing.T) {
 		{"POST", "/guard?run=race&lock=lua&scenario=a%0Ab", ""},
 		{"POST", "/guard?run=bench&run=race", ""},
 		{"POST", "/guard?run=bench&ttl=1h", ""},
-		{"PUT", "/guard?run=bench&since=" + since(), ""},
-		{"PUT", "/guard?run=bench", "t"},
+		{"PUT", "/guard?run=bench&scope=run1&since=" + since(), ""},
+		{"PUT", "/guard?run=bench&scope=run1", "t"},
+		{"PUT", "/guard?run=bench&since=" + since(), "t"},
+		{"PUT", "/guard?run=bench&scope=run0&since=" + since(), "t"},
+		{"PUT", "/guard?run=bench&scope=run01&since=" + since(), "t"},
+		{"POST", "/guard?run=bench&guest=0", ""},
+		{"POST", "/guard?run=bench&guest=", ""},
 		{"PUT", "/guard?run=bench&since=x", "t"},
 		{"PUT", "/guard?run=bench&since=" + since(), strings.Repeat("t", 65)},
 		{"DELETE", "/guard", ""},
@@ -258,4 +266,55 @@ func TestItemsAreBounded(t *testing.T) {
 		mustDo(t, e, "POST", target, 200)
 	}
 	mustDo(t, e, "POST", "/sale?lock=lua&sku=a", 200)
+}
+
+// TestRunsScopesGo: a run's resets make its items in its scope (apart
+// from the lab's: the lab's item and items 1 to K as they were); once
+// it ended and RunIdle passed, the next take deletes every key of its
+// items, and its set; a run that has not been idle that long keeps them.
+func TestRunsScopesGo(t *testing.T) {
+	e := guardEnv(t, 0, 0)
+	ctx := context.Background()
+	mustDo(t, e, "POST", "/reset?stock=9", 200)
+	mustDo(t, e, "POST", "/reset?stock=9&skus=2", 200)
+	labKeys := e.rdb.Keys(ctx, "*{item*").Val()
+	token, scope := take(t, e, "run=bench", "bench")
+	for _, target := range []string{"/reset?stock=5", "/reset?stock=5&skus=3", "/sale?lock=fenced", "/sale?lock=fair&sku=3", "/testLock?lock=lua&sku=1"} {
+		if code, body := doToken(t, e, "POST", target, token); code != 200 {
+			t.Fatalf("the run's POST %s: %d %v", target, code, body)
+		}
+	}
+	mark := inventory.ScopeMark(scope)
+	runKeys := e.rdb.Keys(ctx, "*"+mark+"*").Val()
+	if len(runKeys) < 9 {
+		t.Fatalf("the run's keys %v, want its items' (stock, sold, num of 4 items, and its locks')", runKeys)
+	}
+	for _, target := range []string{"/stock", "/stock?sku=1", "/stock?sku=2"} {
+		if _, _, body := mustDo(t, e, "GET", target, 200); body["stock"] != 9.0 || body["sold"] != 0.0 || body["num"] != 0.0 {
+			t.Errorf("the lab's GET %s during the run: %v, want it as it was", target, body)
+		}
+	}
+	if code, body := doToken(t, e, "DELETE", "/guard", token); code != 200 {
+		t.Fatal(code, body)
+	}
+	// Another run soon after: the first's scope stays (its requests may
+	// still be on their way).
+	token2, _ := take(t, e, "run=bench", "bench")
+	if n := len(e.rdb.Keys(ctx, "*"+mark+"*").Val()); n != len(runKeys) {
+		t.Errorf("%d of the ended run's keys left at once, want %d", n, len(runKeys))
+	}
+	doToken(t, e, "DELETE", "/guard", token2)
+	// RunIdle later, a take drops it.
+	old := float64(time.Now().Add(-handlers.RunIdle - time.Second).UnixMilli())
+	e.rdb.ZAdd(ctx, handlers.RunsKey, redis.Z{Score: old, Member: scope})
+	take(t, e, "run=bench", "bench")
+	if left := e.rdb.Keys(ctx, "*"+mark+"*").Val(); len(left) != 0 {
+		t.Errorf("the ended run's keys left: %v", left)
+	}
+	if e.rdb.Exists(ctx, handlers.RunItemsKey(scope)).Val() != 0 || e.rdb.ZScore(ctx, handlers.RunsKey, scope).Err() == nil {
+		t.Error("the ended run is still noted")
+	}
+	if got := e.rdb.Keys(ctx, "*{item*").Val(); len(got) < len(labKeys) {
+		t.Errorf("the lab's keys %v, want %v kept", got, labKeys)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/guard"
@@ -50,16 +51,23 @@ func TestSaleWhileARunHoldsTheGuard(t *testing.T) {
 			{"/sale?lock=none", ""},
 			{"/sale?lock=atomic&sku=b", ""},
 			{"/testLock?lock=lua", ""},
-			{"/sale?lock=lua", "0123456789abcdef0123456789abcdef"},
 		} {
 			code, body := doToken(t, app, "POST", req.target, req.token)
 			if code != http.StatusConflict || body["reason"] != contract.ReasonRunInProgress || body["owner"] != "race of lua on sale" {
 				t.Errorf("POST %s (token %q) during the race: %d %v, want 409 run_in_progress naming the race", req.target, req.token, code, body)
 			}
 		}
+		// A token not the run's: refused, never moved to the lab's item.
+		code, body := doToken(t, app, "POST", "/sale?lock=lua", "0123456789abcdef0123456789abcdef")
+		if code != http.StatusConflict || body["reason"] != contract.ReasonGuardLost || body["owner"] != "race of lua on sale" {
+			t.Errorf("POST /sale with another token during the race: %d %v, want 409 guard_lost naming the race", code, body)
+		}
 	}
 	if after := e.mr.Dump(); after != before {
 		t.Errorf("refused requests changed Redis:\nbefore %s\nafter  %s", before, after)
+	}
+	if code, body := doToken(t, e, "POST", "/reset?stock=7", lease.Token()); code != 200 {
+		t.Fatalf("the run's reset: %d %v", code, body)
 	}
 	for _, app := range []*env{e, other} {
 		if code, body := doToken(t, app, "POST", "/sale?lock=lua", lease.Token()); code != 200 {
@@ -69,10 +77,77 @@ func TestSaleWhileARunHoldsTheGuard(t *testing.T) {
 			t.Errorf("the run's own testLock: %d %v, want 200", code, body)
 		}
 	}
+	// Its sales are in its scope, the lab's item as it was.
+	if code, body := doToken(t, e, "GET", "/stock", lease.Token()); code != 200 || body["stock"] != 5.0 || body["sold"] != 2.0 || body["num"] != 2.0 {
+		t.Errorf("the run's /stock: %d %v, want stock 5, sold 2, num 2", code, body)
+	}
+	if _, _, body := mustDo(t, e, "GET", "/stock", 200); body["stock"] != 6.0 || body["sold"] != 1.0 {
+		t.Errorf("the lab's /stock: %v, want stock 6, sold 1", body)
+	}
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	mustDo(t, e, "POST", "/sale?lock=lua", 200)
+	// Its token once it ended: refused, on every endpoint that counts.
+	for _, req := range []struct{ method, target string }{{"POST", "/sale?lock=lua"}, {"POST", "/reset?stock=3"}, {"GET", "/stock"}} {
+		if code, body := doToken(t, e, req.method, req.target, lease.Token()); code != http.StatusConflict || body["reason"] != contract.ReasonGuardLost {
+			t.Errorf("%s %s with the token of a run that ended: %d %v, want 409 guard_lost", req.method, req.target, code, body)
+		}
+	}
+}
+
+// TestSaleAdmittedBeforeTheTakeIsNotTheRuns is the forged
+// verdict, made certain: a sale without a token passes the guard's
+// check while nobody holds it, then waits for its lock; a run takes the
+// guard and resets; the sale gets its lock and sells. It sells the
+// lab's item: the run's books, in its scope, show nothing of it. (Before
+// scopes it sold the run's item, and a correct lock read OVERSOLD.)
+func TestSaleAdmittedBeforeTheTakeIsNotTheRuns(t *testing.T) {
+	e := guardEnv(t, 0, 0)
+	mustDo(t, e, "POST", "/reset?stock=7", 200)
+	ctx := context.Background()
+	key := inventory.ItemOf("").StockLock
+	if err := e.rdb.Set(ctx, key, "someone", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e.router)
+	t.Cleanup(srv.Close)
+	sold := make(chan int, 1)
+	go func() {
+		resp, err := srv.Client().Post(srv.URL+"/sale?lock=lua&try=5s", "", nil)
+		if err != nil {
+			sold <- 0
+			return
+		}
+		resp.Body.Close()
+		sold <- resp.StatusCode
+	}()
+	// The sale is past the guard's check once it tries the lock: the
+	// lock's key is asked for (SET NX) again and again.
+	base := e.mr.CommandCount()
+	for deadline := time.Now().Add(10 * time.Second); e.mr.CommandCount()-base < 6; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sale never tried the lock")
+		}
+	}
+	lease, err := guard.Take(ctx, srv.Client(), srv.URL, testKey, guard.Run{Kind: "bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lease.Release(ctx) })
+	if code, body := doToken(t, e, "POST", "/reset?stock=10", lease.Token()); code != 200 {
+		t.Fatalf("the run's reset: %d %v", code, body)
+	}
+	e.rdb.Del(ctx, key) // the sale gets its lock
+	if code := <-sold; code != 200 {
+		t.Fatalf("the sale admitted before the take: %d, want 200 (it sells the lab's item)", code)
+	}
+	if code, body := doToken(t, e, "GET", "/stock", lease.Token()); code != 200 || body["stock"] != 10.0 || body["sold"] != 0.0 {
+		t.Errorf("the run's books: %d %v, want stock 10, sold 0: another's sale landed in them", code, body)
+	}
+	if _, _, body := mustDo(t, e, "GET", "/stock", 200); body["stock"] != 6.0 || body["sold"] != 1.0 {
+		t.Errorf("the lab's item: %v, want stock 6, sold 1", body)
+	}
 }
 
 // TestRunsTokenWhileRedisIsDown: a run that took the guard after this
@@ -90,6 +165,9 @@ func TestRunsTokenWhileRedisIsDown(t *testing.T) {
 	first, err := guard.Take(ctx, srv.Client(), srv.URL, testKey, guard.Run{Kind: "race", Lock: "lua", Endpoint: "sale"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if code, body := doToken(t, e, "POST", "/reset?stock=7", first.Token()); code != 200 {
+		t.Fatalf("the first run's reset: %d %v, want 200", code, body)
 	}
 	if code, body := doToken(t, e, "POST", "/sale?lock=lua", first.Token()); code != 200 {
 		t.Fatalf("the first run's sale: %d %v, want 200", code, body)

@@ -17,25 +17,29 @@ import (
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/guard"
+	"github.com/lockladder/lockladder/internal/number"
 	"github.com/lockladder/lockladder/internal/origin"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
 
 // Inventory is the state the handlers read and change: one store per
-// item (sku "" for the lab's item) in one Redis.
+// item (sku "" for the lab's item) in one Redis, in the lab's scope or a
+// run's (scope "run12": package guard).
 type Inventory interface {
-	Item(sku string) *inventory.Store
+	ItemIn(scope, sku string) *inventory.Store
 	Ping(ctx context.Context) error
 }
 
 // Optimistic is the database store of the db-optimistic rung: its own
-// stock, sold and num, changed by compare-and-set on a version.
+// stock, sold and num, changed by compare-and-set on a version; one row
+// for the lab (scope "") and one for each run's scope.
 type Optimistic interface {
-	SellOptimistic(ctx context.Context, line bool) (int64, error)
-	IncrOptimistic(ctx context.Context, line bool) (int64, error)
-	Snapshot(ctx context.Context) (inventory.Snapshot, error)
-	Reset(ctx context.Context, stock int64) error
+	SellOptimistic(ctx context.Context, scope string, line bool) (int64, error)
+	IncrOptimistic(ctx context.Context, scope string, line bool) (int64, error)
+	Snapshot(ctx context.Context, scope string) (inventory.Snapshot, error)
+	Reset(ctx context.Context, scope string, stock int64) error
+	Drop(ctx context.Context, scopes ...string) error
 }
 
 // Ladder finds a lock strategy by name.
@@ -135,16 +139,17 @@ func New(cfg Config) *gin.Engine {
 	r.Use(h.origin) // nothing for another site, nor for a host not the lab's
 	r.Use(limits(MaxBodyBytes, MaxURIBytes))
 	r.NoRoute(func(c *gin.Context) {
-		c.JSON(http.StatusNotFound, gin.H{"error": "no such endpoint: " + c.Request.URL.Path})
+		c.JSON(http.StatusNotFound, gin.H{"error": "no such endpoint: " + c.Request.URL.Path, "reason": ReasonNotFound})
 	})
 	r.NoMethod(func(c *gin.Context) {
 		c.JSON(http.StatusMethodNotAllowed, gin.H{
+			"reason": ReasonMethodNotAllowed,
 			"error": fmt.Sprintf("method %s not allowed on %s (allowed: %s)",
 				c.Request.Method, c.Request.URL.Path, c.Writer.Header().Get("Allow")),
 		})
 	})
 
-	r.GET("/", h.page)
+	h.pageRoutes(r)
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		r.Handle(m, "/sale", h.sale)
 		r.Handle(m, "/testLock", h.testLock)
@@ -178,7 +183,7 @@ func (h *handler) recover(c *gin.Context) {
 	defer func() {
 		if v := recover(); v != nil {
 			h.cfg.Log.Error("panic", "path", c.Request.URL.Path, "panic", v)
-			c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": "internal error"})
+			c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": "internal error", "reason": ReasonInternal})
 		}
 	}()
 	c.Next()
@@ -186,7 +191,8 @@ func (h *handler) recover(c *gin.Context) {
 
 // stock reads the stock, sold and num of item ?sku=ID (the lab's item
 // without it; 404 for an item /reset never made) in ?lock=NAME's store
-// (Redis's without lock=).
+// (Redis's without lock=): in the run's scope with a run's token
+// (guard.Header), and only while the run holds the guard.
 func (h *handler) stock(c *gin.Context) {
 	q, ok := h.query(c, "lock", "sku")
 	if !ok {
@@ -201,19 +207,23 @@ func (h *handler) stock(c *gin.Context) {
 		rung = &r
 	}
 	sku, ok := h.sku(c, q, rung)
-	if !ok || !h.itemExists(c, sku, "", contract.ReasonUnavailable) {
+	if !ok {
+		return
+	}
+	scope, ok := h.admitReset(c, true)
+	if !ok || !h.itemExists(c, scope, sku, "", contract.ReasonUnavailable) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
-	snapshot := h.cfg.Inventory.Item(sku).Snapshot
+	snapshot := h.cfg.Inventory.ItemIn(scope, sku).Snapshot
 	if rung != nil {
 		if rung.Store == lock.StoreMariaDB {
 			if h.cfg.Optimistic == nil {
 				h.serverMissing(c, *rung, rung.Unavailable)
 				return
 			}
-			snapshot = h.cfg.Optimistic.Snapshot
+			snapshot = func(ctx context.Context) (inventory.Snapshot, error) { return h.cfg.Optimistic.Snapshot(ctx, scope) }
 		}
 	}
 	s, err := snapshot(ctx)
@@ -229,15 +239,17 @@ func (h *handler) stock(c *gin.Context) {
 // of item ?sku=ID; or of items "1" to "K" with ?skus=K. It is what makes
 // an item: /sale, /testLock and /stock know no other (itemExists), and
 // at most MaxItems exist at once (makeItems). While a run holds the run
-// guard, only its own resets pass (admitReset): any other is a 409.
+// guard, only its own resets pass (admitReset): any other is a 409. A
+// run's resets (its token) make its items in its scope, apart from the
+// lab's.
 func (h *handler) reset(c *gin.Context) {
 	q, ok := h.query(c, "stock", "sku", "skus")
 	if !ok {
 		return
 	}
-	stock, err := parseCount(q.Get("stock"), h.cfg.MaxStock)
+	stock, err := number.Whole("stock", q.Get("stock"), 0, h.cfg.MaxStock)
 	if err != nil {
-		h.badRequest(c, "stock: "+err.Error())
+		h.badParam(c, err)
 		return
 	}
 	sku, ok := h.sku(c, q, nil)
@@ -250,32 +262,30 @@ func (h *handler) reset(c *gin.Context) {
 			h.badRequest(c, "give sku= (one item) or skus= (items 1 to K), not both")
 			return
 		}
-		k, err := parseCount(q.Get("skus"), int64(h.cfg.MaxSKUs))
-		if err == nil && k == 0 {
-			err = fmt.Errorf("0 is out of range [1, %d]", h.cfg.MaxSKUs)
-		}
+		k, err := number.Whole("skus", q.Get("skus"), 1, int64(h.cfg.MaxSKUs))
 		if err != nil {
-			h.badRequest(c, "skus: "+err.Error())
+			h.badParam(c, err)
 			return
 		}
 		skus = inventory.SKUs(int(k))
 	}
-	if !h.admitReset(c) || !h.makeItems(c, skus) {
+	scope, ok := h.admitReset(c, false)
+	if !ok || !h.makeItems(c, scope, skus) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
 	for _, sku := range skus {
-		if err := h.cfg.Inventory.Item(sku).Reset(ctx, stock); err != nil {
+		if err := h.cfg.Inventory.ItemIn(scope, sku).Reset(ctx, stock); err != nil {
 			c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error(), "reason": contract.ReasonUnavailable})
 			return
 		}
 		if sku != "" {
-			h.items.remember(sku)
+			h.items.remember(scope, sku)
 		}
 	}
 	if h.cfg.Optimistic != nil && skus[0] == "" {
-		if err := h.cfg.Optimistic.Reset(ctx, stock); err != nil {
+		if err := h.cfg.Optimistic.Reset(ctx, scope, stock); err != nil {
 			c.JSON(http.StatusServiceUnavailable, gin.H{"error": "mariadb: " + err.Error(), "reason": contract.ReasonUnavailable})
 			return
 		}
@@ -291,7 +301,8 @@ func (h *handler) healthz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), time.Second)
 	defer cancel()
 	if err := h.cfg.Inventory.Ping(ctx); err != nil {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "redis unreachable", "instance": h.cfg.Instance, "error": err.Error()})
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "redis unreachable", "instance": h.cfg.Instance, "error": err.Error(),
+			"reason": contract.ReasonUnavailable})
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ok", "instance": h.cfg.Instance})
@@ -313,22 +324,19 @@ func (h *handler) sections(c *gin.Context) {
 		return
 	}
 	var since int64
-	if v := q.Get("since"); v != "" || q.Has("since") {
-		n, err := parseCount(v, math.MaxInt64)
+	if q.Has("since") {
+		n, err := number.Whole("since", q.Get("since"), 0, math.MaxInt64)
 		if err != nil {
-			h.badRequest(c, "since: "+err.Error())
+			h.badParam(c, err)
 			return
 		}
 		since = n
 	}
 	limit := int64(MaxSections)
 	if q.Has("limit") {
-		n, err := parseCount(q.Get("limit"), MaxSections)
-		if err == nil && n == 0 {
-			err = fmt.Errorf("0 is out of range [1, %d]", MaxSections)
-		}
+		n, err := number.Whole("limit", q.Get("limit"), 1, MaxSections)
 		if err != nil {
-			h.badRequest(c, "limit: "+err.Error())
+			h.badParam(c, err)
 			return
 		}
 		limit = n

@@ -114,6 +114,7 @@ func TestRedisDownGives503(t *testing.T) {
 			"/sale?lock=atomic":   {"unavailable"},
 			"/testLock?lock=none": {"unavailable"},
 			"/stock":              {"unavailable"},
+			"/healthz":            {"unavailable"},
 		}[target]
 		if got, _ := body["reason"].(string); (got != "" || len(want) > 0) && !slices.Contains(want, got) {
 			t.Errorf("%s with Redis down: reason %v, want %q", target, body["reason"], want)
@@ -142,13 +143,23 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"GET", "/sale?lock=lua&wait=spin", 400, `wait: unknown wait mode "spin"`},
 		{"GET", "/sale?lock=lua&wait=", 400, "wait: unknown wait mode"},
 		{"GET", "/sale?lock=lua&wait=notify&wait=fixed", 400, "given 2 times"},
-		{"POST", "/reset", 400, "stock: missing"},
-		{"POST", "/reset?stock=", 400, "stock: missing"},
-		{"POST", "/reset?stock=-1", 400, "out of range"},
+		{"POST", "/reset", 400, "stock: empty"},
+		{"POST", "/reset?stock=", 400, "stock: empty"},
+		{"POST", "/reset?stock=-1", 400, `stock: "-1" is not a whole number`},
+		{"POST", "/reset?stock=-0", 400, `stock: "-0" is not a whole number`},
+		{"POST", "/reset?stock=+1", 400, `stock: " 1" is not a whole number`}, // a query's + is a space
+		{"POST", "/reset?stock=%2B1", 400, `stock: "+1" is not a whole number`},
+		{"POST", "/reset?stock=" + strings.Repeat("0", 30) + "1", 400, "stock: \"000"},
+		{"POST", "/reset?stock=5&skus=%2B1", 400, `skus: "+1" is not a whole number`},
+		{"POST", "/reset?stock=5&skus=01", 400, `skus: "01" is not a whole number`},
+		{"GET", "/sale?lock=lua&try=-0", 400, `try: "-0" is not a duration`},
+		{"GET", "/testLock?lock=lua&try=%2B1s", 400, `try: "+1s" is not a duration`},
+		{"GET", "/sections?since=-0", 400, `since: "-0" is not a whole number`},
+		{"GET", "/sections?limit=%2B5", 400, `limit: "+5" is not a whole number`},
 		{"POST", "/reset?stock=1.5", 400, "not a whole number"},
 		{"POST", "/reset?stock=abc", 400, "not a whole number"},
 		{"POST", "/reset?stock=1001", 400, "out of range"},
-		{"POST", "/reset?stock=99999999999999999999999", 400, "not a whole number"},
+		{"POST", "/reset?stock=99999999999999999999999", 400, "out of range"},
 		{"POST", "/reset?stock=5&lock=lua", 400, "unknown parameter"},
 		{"GET", "/stock?x=1", 400, "unknown parameter"},
 		{"GET", "/reset?stock=5", 405, "not allowed"},
@@ -176,6 +187,13 @@ func TestBadInputChangesNothing(t *testing.T) {
 					t.Fatalf("400 does not list the valid locks: %v", body)
 				}
 			}
+			if reason, _ := body["reason"].(string); reason == "" {
+				t.Errorf("no reason: %v", body)
+			}
+			// A number's 400 names its parameter.
+			if p, _, ok := strings.Cut(tc.mentions, ": "); ok && slices.Contains([]string{"stock", "skus", "try", "since", "limit"}, p) && body["param"] != p {
+				t.Errorf("param %v, want %q: %v", body["param"], p, body)
+			}
 			if code == 405 && h.Get("Allow") == "" {
 				t.Fatal("405 without an Allow header")
 			}
@@ -194,16 +212,33 @@ func TestStrategiesAndPage(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &rungs); err != nil || len(rungs) != len(e.ladder.Names()) {
 		t.Fatalf("strategies: %v %s", err, w.Body)
 	}
-	w = httptest.NewRecorder()
-	e.router.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
-	page := w.Body.String()
-	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
-		t.Fatalf("page: %d %s", w.Code, w.Header().Get("Content-Type"))
+	get := func(path string) (int, string, string) {
+		w := httptest.NewRecorder()
+		e.router.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		return w.Code, w.Header().Get("Content-Type"), w.Body.String()
+	}
+	// the lab: every rung's buttons
+	code, ct, page := get("/lab")
+	if code != 200 || !strings.HasPrefix(ct, "text/html") {
+		t.Fatalf("GET /lab: %d %s", code, ct)
 	}
 	for _, want := range []string{"test-1", "/sale?lock=lua", "/testLock?lock=atomic", "/reset?stock="} {
 		if !strings.Contains(page, want) {
-			t.Errorf("page lacks %q", want)
+			t.Errorf("the lab lacks %q", want)
 		}
+	}
+	// the course: its welcome, a step, a step that is not, the icon
+	if code, ct, page := get("/"); code != 200 || !strings.HasPrefix(ct, "text/html") || !strings.Contains(page, `href="/learn/none"`) {
+		t.Errorf("GET /: %d %s, want the welcome starting step 1", code, ct)
+	}
+	if code, _, page := get("/learn/lua"); code != 200 || !strings.Contains(page, "luaRelease.Run") {
+		t.Errorf("GET /learn/lua: %d, want the step with its code", code)
+	}
+	if code, ct, body := get("/learn/no-such-rung"); code != 404 || !strings.HasPrefix(ct, "application/json") || !strings.Contains(body, "no such step") {
+		t.Errorf("GET /learn/no-such-rung: %d %s %s, want a 404 saying so", code, ct, body)
+	}
+	if code, ct, _ := get("/favicon.ico"); code != 200 || ct != "image/svg+xml" {
+		t.Errorf("GET /favicon.ico: %d %s", code, ct)
 	}
 }
 
@@ -595,11 +630,11 @@ func TestTryAndLease(t *testing.T) {
 
 	before := e.mr.Dump()
 	for _, tc := range []struct{ target, want string }{
-		{"/sale?lock=lua&try=-1s", "out of range"},
+		{"/sale?lock=lua&try=-1s", "not a duration"},
 		{"/sale?lock=lua&try=6s", "out of range [0s, 5s]"},
 		{"/sale?lock=lua&try=10s", "out of range"},
 		{"/sale?lock=lua&try=soon", "not a duration"},
-		{"/sale?lock=lua&try=", "not a duration"},
+		{"/sale?lock=lua&try=", "try: empty"},
 		{"/sale?lock=lua&lease=50ms", "out of range"},
 		{"/sale?lock=lua&lease=6s", "out of range [100ms, 5s]"},
 		{"/sale?lock=lua&lease=61s", "out of range"},

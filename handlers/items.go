@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,10 +37,12 @@ import (
 // with when, in a sorted set in Redis (ItemsKey), shared by the
 // instances, and refuses to make more than Config.MaxItems at once (a
 // 409 too_many_items naming the bound, nothing made). So that the bound
-// is never used up for good, an item not made again (reset) for ItemIdle
-// is dropped, its keys deleted, when a /reset needs its room (dropIdle).
-// The bench's items, "1" to "K" (/reset?skus=K), are the same items run
-// after run, reset at each.
+// is never used up for good (2,000 resets of new names, say), an item
+// not made again (reset) for ItemIdle is dropped, its keys deleted, when
+// a /reset needs its room (dropIdle). No run's items are among them: a
+// run's resets make its items in its own scope (runs.go), which go with
+// the run, so a flood of items never keeps the owner's bench from its
+// own.
 type items struct {
 	mu    sync.RWMutex
 	known map[string]time.Time // when found
@@ -61,9 +64,10 @@ const DefaultMaxItems = 2 * inventory.MaxSKUs
 const ItemsKey = "lab:items:made"
 
 // ItemIdle is how long an item stays one of the bound after its last
-// reset, at least: longer than a run may hold the run guard, so no item
-// a run has reset is dropped under it.
-const ItemIdle = 30 * time.Minute
+// reset, at least, once the bound is reached: long enough for a reset,
+// the sales a person sends and the read that follows. No run's item is
+// one of them (a run's items are in its scope).
+const ItemIdle = 10 * time.Second
 
 // knownFor is how long an instance trusts that an item it found exists:
 // another instance may have dropped it since.
@@ -82,16 +86,28 @@ var itemsForgetSrc string
 
 var itemsForget = redis.NewScript(itemsForgetSrc)
 
-// makeItems notes skus as items that exist before a /reset makes them:
-// true when it may go on (the lab's item, or no count kept, or the items
-// stay within MaxItems); otherwise it has answered a 409 too_many_items,
-// or a 503 when Redis failed, and nothing was made.
-func (h *handler) makeItems(c *gin.Context, skus []string) bool {
-	if h.items.registry == nil || len(skus) == 0 || skus[0] == "" {
+// makeItems notes skus as items that exist before a /reset makes them,
+// in scope: true when it may go on (the lab's item, or no count kept, or
+// a run's items, noted as its own, or the items stay within MaxItems);
+// otherwise it has answered a 409 too_many_items, or a 503 when Redis
+// failed, and nothing was made.
+func (h *handler) makeItems(c *gin.Context, scope string, skus []string) bool {
+	if h.items.registry == nil || len(skus) == 0 {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
+	if scope != "" {
+		if err := h.noteRun(ctx, scope, skus); err != nil {
+			c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{"error": "noting the run's items: " + err.Error(),
+				"reason": contract.ReasonLockUnavailable})
+			return false
+		}
+		return true
+	}
+	if skus[0] == "" {
+		return true
+	}
 	args := make([]any, 0, len(skus)+2)
 	args = append(args, h.cfg.MaxItems, time.Now().UnixMilli())
 	for _, s := range skus {
@@ -127,38 +143,57 @@ func (h *handler) makeItems(c *gin.Context, skus []string) bool {
 	return true
 }
 
-// knows reports whether sku is remembered to exist.
-func (it *items) knows(sku string) bool {
+// knows reports whether sku is remembered to exist in scope.
+func (it *items) knows(scope, sku string) bool {
 	it.mu.RLock()
 	defer it.mu.RUnlock()
-	found, ok := it.known[sku]
+	found, ok := it.known[scope+"/"+sku]
 	return ok && time.Since(found) < knownFor
 }
 
-// remember notes that sku exists, while there is room.
-func (it *items) remember(sku string) {
+// remember notes that sku exists in scope, while there is room.
+func (it *items) remember(scope, sku string) {
+	k := scope + "/" + sku
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	if it.known == nil {
 		it.known = make(map[string]time.Time)
 	}
-	if _, ok := it.known[sku]; ok || len(it.known) < maxKnownItems {
-		it.known[sku] = time.Now()
+	if _, ok := it.known[k]; ok || len(it.known) < maxKnownItems {
+		it.known[k] = time.Now()
 	}
 }
 
-// itemExists answers for a request about item sku before anything is
-// done for it: true when the item exists (always for the lab's item);
-// otherwise it has answered a 404 no_such_item, or a 503 with reason
-// when Redis could not say, and the request must stop. lock names the
-// request's lock in the answer ("" for none).
-func (h *handler) itemExists(c *gin.Context, sku, lock, reason string) bool {
-	if sku == "" || h.items.knows(sku) {
+// forget drops what is remembered of scope's items ("" and sku: the
+// lab's item sku).
+func (it *items) forget(scope string, skus ...string) {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if scope == "" {
+		for _, sku := range skus {
+			delete(it.known, "/"+sku)
+		}
+		return
+	}
+	for k := range it.known {
+		if strings.HasPrefix(k, scope+"/") {
+			delete(it.known, k)
+		}
+	}
+}
+
+// itemExists answers for a request about item sku of scope before
+// anything is done for it: true when the item exists (always for the
+// lab's item of a scope); otherwise it has answered a 404 no_such_item,
+// or a 503 with reason when Redis could not say, and the request must
+// stop. lock names the request's lock in the answer ("" for none).
+func (h *handler) itemExists(c *gin.Context, scope, sku, lock, reason string) bool {
+	if sku == "" || h.items.knows(scope, sku) {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), h.cfg.OpTimeout)
 	defer cancel()
-	ok, err := h.cfg.Inventory.Item(sku).Exists(ctx)
+	ok, err := h.cfg.Inventory.ItemIn(scope, sku).Exists(ctx)
 	body := gin.H{"instance": h.cfg.Instance}
 	if lock != "" {
 		body["lock"] = lock
@@ -174,7 +209,7 @@ func (h *handler) itemExists(c *gin.Context, sku, lock, reason string) bool {
 		c.AbortWithStatusJSON(http.StatusNotFound, body)
 		return false
 	}
-	h.items.remember(sku)
+	h.items.remember(scope, sku)
 	return true
 }
 
@@ -204,10 +239,6 @@ func (it *items) dropIdle(ctx context.Context, cutoff time.Time) (int, error) {
 		}
 		dropped += n
 	}
-	it.mu.Lock()
-	for _, sku := range idle {
-		delete(it.known, sku)
-	}
-	it.mu.Unlock()
+	it.forget("", idle...)
 	return dropped, nil
 }

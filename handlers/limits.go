@@ -55,7 +55,7 @@ func limits(maxBody int64, maxURI int) gin.HandlerFunc {
 			}
 			if err != nil {
 				c.Header("Connection", "close")
-				c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": "reading the request body: " + err.Error()})
+				c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": "reading the request body: " + err.Error(), "reason": ReasonBadRequest})
 				return
 			}
 			r.Body = readCloser{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
@@ -68,7 +68,7 @@ func limits(maxBody int64, maxURI int) gin.HandlerFunc {
 // rest of an oversized request is not worth reading.
 func tooLarge(c *gin.Context, code int, msg string) {
 	c.Header("Connection", "close")
-	c.AbortWithStatusJSON(code, gin.H{"error": msg})
+	c.AbortWithStatusJSON(code, gin.H{"error": msg, "reason": ReasonTooLarge})
 }
 
 type readCloser struct {

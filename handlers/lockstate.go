@@ -14,7 +14,7 @@ import (
 // lockState answers GET /lock?endpoint=sale|testLock[&sku=ID]. It reads
 // the lab's own lock key of the item, in the main Redis (the rungs of
 // other servers keep theirs elsewhere: this says not held), never a key
-// the request names.
+// the request names: the run's, with a run's token (guard.Header).
 func (h *handler) lockState(c *gin.Context) {
 	q, ok := h.query(c, "endpoint", "sku")
 	if !ok {
@@ -24,7 +24,11 @@ func (h *handler) lockState(c *gin.Context) {
 	if !ok {
 		return
 	}
-	keys := h.cfg.Inventory.Item(sku).Keys()
+	scope, ok := h.admitReset(c, true) // a run's token: its scope's lock
+	if !ok {
+		return
+	}
+	keys := h.cfg.Inventory.ItemIn(scope, sku).Keys()
 	key := keys.StockLock
 	switch q.Get("endpoint") {
 	case "", "sale":

@@ -6,12 +6,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lockladder/lockladder/internal/number"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 )
@@ -88,23 +87,36 @@ func (h *handler) sku(c *gin.Context, q url.Values, rung *lock.Info) (string, bo
 	return sku, true
 }
 
+// Reasons of the app's answers to requests it cannot serve, besides
+// contract's. Nothing was done for any.
+const (
+	// ReasonBadRequest: a 400, the request is wrong (the error says how;
+	// "param" names the parameter when one is).
+	ReasonBadRequest = "bad_request"
+	// ReasonNotFound: a 404, no such endpoint.
+	ReasonNotFound = "not_found"
+	// ReasonMethodNotAllowed: a 405 (Allow says which methods).
+	ReasonMethodNotAllowed = "method_not_allowed"
+	// ReasonTooLarge: a 413 or 414, a body or a request target over
+	// the app's bounds (MaxBodyBytes, MaxURIBytes).
+	ReasonTooLarge = "too_large"
+	// ReasonInternal: a 500, the handler failed (a bug: the log says).
+	ReasonInternal = "internal"
+)
+
 func (h *handler) badRequest(c *gin.Context, msg string) {
-	c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": msg, "locks": h.cfg.Ladder.Names()})
+	c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": msg, "reason": ReasonBadRequest, "locks": h.cfg.Ladder.Names()})
 }
 
-// parseCount parses a whole number in [0, max].
-func parseCount(s string, max int64) (int64, error) {
-	if s == "" {
-		return 0, errors.New("missing: give a whole number")
+// badParam answers err with a 400 that names its parameter when err
+// says it (a *number.Error).
+func (h *handler) badParam(c *gin.Context, err error) {
+	body := gin.H{"error": err.Error(), "reason": ReasonBadRequest, "locks": h.cfg.Ladder.Names()}
+	var ne *number.Error
+	if errors.As(err, &ne) {
+		body["param"] = ne.Param
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a whole number", truncate(s, 32))
-	}
-	if n < 0 || n > max {
-		return 0, fmt.Errorf("%d is out of range [0, %d]", n, max)
-	}
-	return n, nil
+	c.AbortWithStatusJSON(http.StatusBadRequest, body)
 }
 
 func truncate(s string, n int) string {
@@ -114,14 +126,3 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// parseBound parses a duration in [lo, hi] ("0" is a duration).
-func parseBound(s string, lo, hi time.Duration) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (e.g. 500ms)", truncate(s, 32))
-	}
-	if d < lo || d > hi {
-		return 0, fmt.Errorf("%s is out of range [%s, %s]", d, lo, hi)
-	}
-	return d, nil
-}

@@ -48,6 +48,7 @@ const (
 // spread over a cluster's masters.
 type Item struct {
 	SKU        string // "" for the lab's item
+	Scope      string // the run's whose counters these are; "" for the lab's
 	Tag        string // {item} or {item:ID}
 	Stock      string
 	Sold       string
@@ -75,6 +76,34 @@ func ItemOf(sku string) Item {
 	stockLock, numLock := LockPrefix+tag+":stock", LockPrefix+tag+":num"
 	return Item{SKU: sku, Tag: tag, Stock: tag + ":stock", Sold: tag + ":sold", Num: tag + ":num",
 		StockLock: stockLock, NumLock: numLock, StockFence: stockLock + fenceSuffix, NumFence: numLock + fenceSuffix}
+}
+
+// ItemIn returns the keys of item sku ("" for the lab's item) in a run's
+// scope (package guard: "run12"), or the lab's (ItemOf) for scope "".
+// A scope's items have tags of their own, {run12:item} and
+// {run12:item:ID}, that no sku= can name: only the requests that carry
+// the run's token reach them, so nothing else changes what the run reads
+// back. A section's key is the run's when it holds ScopeMark(scope).
+func ItemIn(scope, sku string) Item {
+	if scope == "" {
+		return ItemOf(sku)
+	}
+	tag := "{" + scope + ":item}"
+	if sku != "" {
+		tag = "{" + scope + ":item:" + sku + "}"
+	}
+	stockLock, numLock := LockPrefix+tag+":stock", LockPrefix+tag+":num"
+	return Item{SKU: sku, Scope: scope, Tag: tag, Stock: tag + ":stock", Sold: tag + ":sold", Num: tag + ":num",
+		StockLock: stockLock, NumLock: numLock, StockFence: stockLock + fenceSuffix, NumFence: numLock + fenceSuffix}
+}
+
+// ScopeMark is what every key of scope's items holds ("" for the lab's
+// scope, whose keys hold none).
+func ScopeMark(scope string) string {
+	if scope == "" {
+		return ""
+	}
+	return "{" + scope + ":item"
 }
 
 // The keys the lock rungs derive from a lock key, besides the lock key
@@ -152,8 +181,17 @@ func New(rdb redis.Cmdable) *Store { return &Store{rdb: rdb, it: labItem, loaded
 // lab's item). The store's own item is s itself: a request without sku=
 // allocates nothing here.
 func (s *Store) Item(sku string) *Store {
-	if sku == s.it.SKU {
+	return s.ItemIn("", sku)
+}
+
+// ItemIn returns the Store of item sku in a run's scope (ItemIn; ""
+// for the lab's).
+func (s *Store) ItemIn(scope, sku string) *Store {
+	if sku == s.it.SKU && scope == s.it.Scope {
 		return s
+	}
+	if scope != "" {
+		return &Store{rdb: s.rdb, it: ItemIn(scope, sku), loaded: s.loaded}
 	}
 	if sku == "" {
 		return &Store{rdb: s.rdb, it: labItem, loaded: s.loaded}

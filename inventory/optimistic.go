@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -46,7 +49,7 @@ var ErrContended = errors.New("inventory: contended: every try lost to another w
 // and row when they are missing; an operation retries for at most wait.
 func NewDBStore(ctx context.Context, db *sql.DB, wait time.Duration) (*DBStore, error) {
 	for _, q := range []string{
-		"CREATE TABLE IF NOT EXISTS " + InventoryTable + " (id INT PRIMARY KEY, stock BIGINT NOT NULL, " +
+		"CREATE TABLE IF NOT EXISTS " + InventoryTable + " (id BIGINT PRIMARY KEY, stock BIGINT NOT NULL, " +
 			"sold BIGINT NOT NULL, num BIGINT NOT NULL, version BIGINT NOT NULL) ENGINE=InnoDB",
 		"INSERT IGNORE INTO " + InventoryTable + " VALUES (1, 0, 0, 0, 0)",
 	} {
@@ -62,8 +65,8 @@ func NewDBStore(ctx context.Context, db *sql.DB, wait time.Duration) (*DBStore, 
 // write lands. It returns the stock left, ErrSoldOut or ErrContended.
 // line says whether it waits in this process's line (wait=queue, the
 // default) or tries on its own (wait=backoff).
-func (s *DBStore) SellOptimistic(ctx context.Context, line bool) (int64, error) {
-	return s.retry(ctx, line, func(stock, num int64) (string, int64, error) {
+func (s *DBStore) SellOptimistic(ctx context.Context, scope string, line bool) (int64, error) {
+	return s.retry(ctx, scope, line, func(stock, num int64) (string, int64, error) {
 		if stock <= 0 {
 			return "", 0, ErrSoldOut
 		}
@@ -72,8 +75,8 @@ func (s *DBStore) SellOptimistic(ctx context.Context, line bool) (int64, error) 
 }
 
 // IncrOptimistic adds one to num the same way, and returns it.
-func (s *DBStore) IncrOptimistic(ctx context.Context, line bool) (int64, error) {
-	return s.retry(ctx, line, func(stock, num int64) (string, int64, error) {
+func (s *DBStore) IncrOptimistic(ctx context.Context, scope string, line bool) (int64, error) {
+	return s.retry(ctx, scope, line, func(stock, num int64) (string, int64, error) {
 		return "num = num + 1", num + 1, nil
 	})
 }
@@ -82,7 +85,11 @@ func (s *DBStore) IncrOptimistic(ctx context.Context, line bool) (int64, error) 
 // and writes it with the version check, until a write lands or the wait
 // ends. The SET clause is relative to the row but guarded by the version:
 // exactly what was read is what is changed.
-func (s *DBStore) retry(ctx context.Context, line bool, change func(stock, num int64) (set string, result int64, err error)) (int64, error) {
+func (s *DBStore) retry(ctx context.Context, scope string, line bool, change func(stock, num int64) (set string, result int64, err error)) (int64, error) {
+	id, err := rowOf(scope)
+	if err != nil {
+		return 0, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.wait)
 	defer cancel()
 	if line {
@@ -107,7 +114,7 @@ func (s *DBStore) retry(ctx context.Context, line bool, change func(stock, num i
 		}
 		tries++
 		var stock, num, version int64
-		err := s.db.QueryRowContext(ctx, "SELECT stock, num, version FROM "+InventoryTable+" WHERE id = 1").
+		err := s.db.QueryRowContext(ctx, "SELECT stock, num, version FROM "+InventoryTable+" WHERE id = ?", id).
 			Scan(&stock, &num, &version)
 		if err != nil {
 			return 0, s.failed(ctx, tries, err)
@@ -116,7 +123,7 @@ func (s *DBStore) retry(ctx context.Context, line bool, change func(stock, num i
 		if err != nil {
 			return 0, err
 		}
-		res, err := s.db.ExecContext(ctx, "UPDATE "+InventoryTable+" SET "+set+", version = version + 1 WHERE id = 1 AND version = ?", version)
+		res, err := s.db.ExecContext(ctx, "UPDATE "+InventoryTable+" SET "+set+", version = version + 1 WHERE id = ? AND version = ?", id, version)
 		if err != nil {
 			return 0, s.failed(ctx, tries, err)
 		}
@@ -154,24 +161,70 @@ func (s *DBStore) failed(ctx context.Context, tries int, err error) error {
 	return fmt.Errorf("inventory: database: %w", err)
 }
 
-// Snapshot reads stock, sold and num.
-func (s *DBStore) Snapshot(ctx context.Context) (Snapshot, error) {
+// Snapshot reads the stock, sold and num of the lab's row (scope "") or
+// a run's.
+func (s *DBStore) Snapshot(ctx context.Context, scope string) (Snapshot, error) {
+	id, err := rowOf(scope)
+	if err != nil {
+		return Snapshot{}, err
+	}
 	var snap Snapshot
-	err := s.db.QueryRowContext(ctx, "SELECT stock, sold, num FROM "+InventoryTable+" WHERE id = 1").
+	err = s.db.QueryRowContext(ctx, "SELECT stock, sold, num FROM "+InventoryTable+" WHERE id = ?", id).
 		Scan(&snap.Stock, &snap.Sold, &snap.Num)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Snapshot{}, fmt.Errorf("inventory: database: no row of %s: the run never reset it", scope)
+	}
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("inventory: database: %w", err)
 	}
 	return snap, nil
 }
 
-// Reset sets the stock and zeroes sold and num.
-func (s *DBStore) Reset(ctx context.Context, stock int64) error {
-	_, err := s.db.ExecContext(ctx, "UPDATE "+InventoryTable+" SET stock = ?, sold = 0, num = 0, version = version + 1 WHERE id = 1", stock)
+// Reset sets the stock and zeroes sold and num of the lab's row (scope
+// "") or a run's, which it makes.
+func (s *DBStore) Reset(ctx context.Context, scope string, stock int64) error {
+	id, err := rowOf(scope)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, "INSERT INTO "+InventoryTable+" VALUES (?, ?, 0, 0, 0) "+
+		"ON DUPLICATE KEY UPDATE stock = VALUES(stock), sold = 0, num = 0, version = version + 1", id, stock)
 	if err != nil {
 		return fmt.Errorf("inventory: database: %w", err)
 	}
 	return nil
+}
+
+// Drop deletes the rows of runs' scopes: what a run left behind once
+// it ended.
+func (s *DBStore) Drop(ctx context.Context, scopes ...string) error {
+	for _, scope := range scopes {
+		id, err := rowOf(scope)
+		if err != nil || id == labRow {
+			continue
+		}
+		if _, err := s.db.ExecContext(ctx, "DELETE FROM "+InventoryTable+" WHERE id = ?", id); err != nil {
+			return fmt.Errorf("inventory: database: %w", err)
+		}
+	}
+	return nil
+}
+
+// labRow is the row of the lab's item; a run's scope "runN" keeps its
+// counters in row N+1.
+const labRow = 1
+
+// rowOf is the row of scope's counters.
+func rowOf(scope string) (int64, error) {
+	if scope == "" {
+		return labRow, nil
+	}
+	n, ok := strings.CutPrefix(scope, "run")
+	seq, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil || seq < 1 || seq >= math.MaxInt64-labRow {
+		return 0, fmt.Errorf("inventory: %q is not a run's scope", scope)
+	}
+	return seq + labRow, nil
 }
 
 // Ping checks that the database answers.

@@ -191,7 +191,12 @@ func TestReentrantWatchdogStopsWhenLockIsGone(t *testing.T) {
 func TestReentrantPausedOwnerLosesLock(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	r := lock.NewReentrant(rdb, safeOpts)
+	// The waits only bound a hang: a takes a free lock, and b enters
+	// once a's lease lapsed, however long the machine takes to get there
+	// (with safeOpts' 100ms, a's first try on a loaded machine ran out).
+	o := safeOpts
+	o.Wait = time.Minute
+	r := lock.NewReentrant(rdb, o)
 	const key = "lock:k"
 
 	a, err := r.Obtain(ctx, key, lock.Call{Owner: "a"})
@@ -200,8 +205,6 @@ func TestReentrantPausedOwnerLosesLock(t *testing.T) {
 	}
 	lock.StopWatchdog(a) // the process stops: nothing renews
 
-	o := safeOpts
-	o.Wait = 10 * safeOpts.TTL
 	start := time.Now()
 	b, err := lock.NewReentrant(rdb, o).Obtain(ctx, key, lock.Call{Owner: "b"})
 	if err != nil {

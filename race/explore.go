@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockladder/lockladder/contract"
 	"github.com/lockladder/lockladder/explore"
+	"github.com/lockladder/lockladder/internal/number"
 	"github.com/lockladder/lockladder/internal/origin"
 )
 
@@ -267,15 +268,12 @@ const MaxExploreLease = time.Minute
 // race's, so that its answer speaks in the race's figures); 0 when
 // absent: the explorer's default.
 func leaseParam(r *http.Request) (time.Duration, error) {
-	v := r.URL.Query().Get("lease_ms")
-	if v == "" {
+	q := r.URL.Query()
+	if !q.Has("lease_ms") {
 		return 0, nil
 	}
-	ms, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || ms < 1 || ms > MaxExploreLease.Milliseconds() {
-		return 0, fmt.Errorf("lease_ms: %q is not a whole number of milliseconds in [1, %d]", truncate(v, 32), MaxExploreLease.Milliseconds())
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	ms, err := number.Whole("lease_ms", q.Get("lease_ms"), 1, MaxExploreLease.Milliseconds())
+	return time.Duration(ms) * time.Millisecond, err
 }
 
 // search is the explorer's search, without a replay on a real server: an

@@ -4,24 +4,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
+	"net/url"
+
+	"github.com/lockladder/lockladder/internal/number"
 )
 
 // The HTTP plumbing the race service's answers share.
 
-// count parses n= or c=: def when absent, else a whole number in [1, max].
-func count(v string, def, max int) (int, error) {
-	if v == "" {
+// count parses n= or c= of q: def when absent, else a whole number in
+// [1, max] (package number: an empty n= is no default).
+func count(q url.Values, name string, def, max int) (int, error) {
+	if !q.Has(name) {
 		return def, nil
 	}
-	x, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a whole number", truncate(v, 32))
-	}
-	if x < 1 || x > max {
-		return 0, fmt.Errorf("%d is out of range [1, %d]", x, max)
-	}
-	return x, nil
+	x, err := number.Whole(name, q.Get(name), 1, int64(max))
+	return int(x), err
 }
 
 // event writes one Server-Sent Event with v as JSON and flushes it; false

@@ -124,6 +124,13 @@ type Result struct {
 // cannot serve is a 503 naming the server it lacks. /explore goes to
 // Explore.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/play" && (r.ContentLength != 0 || len(r.TransferEncoding) > 0) {
+		// Nothing here reads a body: one that comes slowly would hold the
+		// connection after the answer.
+		w.Header().Set("Connection", "close")
+		fail(w, http.StatusRequestEntityTooLarge, "too_large", r.URL.Path+" takes no request body: its parameters go in the query")
+		return
+	}
 	if r.URL.Path == "/play" {
 		if s.Play == nil {
 			fail(w, http.StatusNotFound, "", "this stack serves no games")
@@ -205,16 +212,19 @@ func (s *Service) holdExplore(w http.ResponseWriter, r *http.Request, lock strin
 	if s.runKey() == "" {
 		return func() {}, true // no stack known: no guard to take
 	}
-	held, ok := s.hold(w, r, guard.Run{Kind: "explore", Lock: lock})
+	held, ok := s.hold(w, r, guard.Run{Kind: "explore", Lock: lock, Guest: true})
 	if !ok {
 		return nil, false
 	}
 	return func() { letGo(r, held) }, true
 }
 
-// run is the race, as the app names it in the run guard.
+// run is the race, as the app names it in the run guard: a guest's, for
+// anyone on the loopback may ask for it, so that the owner's runs (the
+// bench, the demo) take the stack from it rather than wait (package
+// guard).
 func (p params) run() guard.Run {
-	return guard.Run{Kind: "race", Lock: p.lock, Endpoint: p.endpoint, Scenario: p.scenario()}
+	return guard.Run{Kind: "race", Lock: p.lock, Endpoint: p.endpoint, Scenario: p.scenario(), Guest: true}
 }
 
 // runKey is the key the race takes the guard with: Key, or the stack's
@@ -275,11 +285,11 @@ func (s *Service) parse(r *http.Request) (params, int, string, error) {
 		}
 		n, c, p.stock = suite.LadderSize(sc.Name)
 	}
-	if p.n, err = count(q.Get("n"), n, MaxRequests); err != nil {
-		return bad("n: %v", err)
+	if p.n, err = count(q, "n", n, MaxRequests); err != nil {
+		return bad("%v", err)
 	}
-	if p.c, err = count(q.Get("c"), c, MaxConcurrency); err != nil {
-		return bad("c: %v", err)
+	if p.c, err = count(q, "c", c, MaxConcurrency); err != nil {
+		return bad("%v", err)
 	}
 	rungs, err := s.strategies(r.Context())
 	if err != nil {
@@ -407,10 +417,8 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params, held *gu
 				cancel() // the reader went away: stop the load
 			}
 		case o := <-done:
-			// Free the stack before the last event: the page starts its
-			// next race as soon as it reads it.
-			letGo(r, held)
 			if o.err != nil {
+				letGo(r, held)
 				event(w, rc, r, "failed", map[string]string{"lock": p.lock, "endpoint": p.endpoint, "error": o.err.Error()})
 				return
 			}
@@ -418,9 +426,13 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, p params, held *gu
 			if s.Stage != nil {
 				res.Timeline = newTimeline(o.row, lease)
 				if st := res.Timeline.Stuck; st != nil {
-					s.readStuck(r.Context(), st, p.endpoint)
+					// The race's lock, in its scope: read while it holds it.
+					s.readStuck(r.Context(), st, p.endpoint, held.Token())
 				}
 			}
+			// Free the stack before the last event: the page starts its
+			// next race as soon as it reads it.
+			letGo(r, held)
 			event(w, rc, r, "result", res)
 			return
 		}

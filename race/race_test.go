@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -213,18 +212,22 @@ func TestRaceRefusesBadInputAndASecondRace(t *testing.T) {
 		evs[0].data["owner"] != "race of lua on sale" || evs[0].data["since"] == nil {
 		t.Errorf("a race while another runs: %d %v, want 409 run_in_progress naming the race and since when", code, evs)
 	}
-	_, err = bench.RunOne(ctx, bench.Config{URL: app.URL, Requests: 10, Concurrency: 2, RunKey: runKey}, "lua", "sale")
-	var busy *guard.BusyError
-	if !errors.As(err, &busy) || !errors.Is(err, guard.ErrBusy) || busy.Holder.Owner != "race of lua on sale" {
-		t.Errorf("a bench while a race runs: %v, want guard.ErrBusy naming the race", err)
-	}
 	if reset, err := http.Post(app.URL+"/reset?stock=5", "", nil); err != nil {
 		t.Fatal(err)
 	} else if reset.Body.Close(); reset.StatusCode != http.StatusConflict {
 		t.Errorf("POST /reset while a race runs: %s, want 409", reset.Status)
 	}
-	io.Copy(io.Discard, resp.Body) // to the race's end
+	// The owner's bench does not wait for a page's race: it takes the
+	// stack from it at once, and the race ends saying so.
+	row, err := bench.RunOne(ctx, bench.Config{URL: app.URL, Requests: 10, Concurrency: 1, Stock: 10, RunKey: runKey}, "lua", "sale")
+	if err != nil || row.Verdict != bench.VerdictSafe || row.Sold != 10 {
+		t.Errorf("a bench while a race runs: %v, %s, %d sold (%v); want it run at once, SAFE, 10 sold", err, row.Verdict, row.Sold, row.Codes)
+	}
+	rest, _ := io.ReadAll(resp.Body) // to the race's end
 	resp.Body.Close()
+	if !strings.Contains(string(rest), "event: failed") || !strings.Contains(string(rest), "bench") {
+		t.Errorf("the race the bench took the stack from ended with %q, want a failed event naming the bench", tail(string(rest), 400))
+	}
 
 	// The page starts its next race as soon as it reads a result, before
 	// the stream ends: the stack is free by then.
@@ -298,4 +301,12 @@ func TestRaceResultCarriesTheTimeline(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/contract"
+	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/internal/report"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/suite"
@@ -456,12 +457,16 @@ func struck(secs [][5]int64, lane int, at, until int64) int {
 }
 
 // readStuck reads the stuck lock back from Redis (GET /lock through the
-// load balancer): still held, and with what TTL. A lock the instances
+// load balancer, with the race's token: its lock is in its scope): still
+// held, and with what TTL. A lock the instances
 // cannot read (another key, another server) stays not read.
-func (s *Service) readStuck(ctx context.Context, st *Stuck, endpoint string) {
+func (s *Service) readStuck(ctx context.Context, st *Stuck, endpoint, token string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.LB+"/lock?endpoint="+url.QueryEscape(endpoint), nil)
 	if err != nil {
 		return
+	}
+	if token != "" {
+		req.Header.Set(guard.Header, token)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {

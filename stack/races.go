@@ -29,10 +29,13 @@ func (r *raceServer) Start(context.Context) error {
 		return fmt.Errorf("stack: race server: %w", err)
 	}
 	r.ln, r.done = ln, make(chan struct{})
-	r.srv = httplimit.Bound(&http.Server{Handler: r.h, IdleTimeout: 120 * time.Second})
+	// A request's header and body within httplimit's bounds, a stream as
+	// long as the race's own bound once they are read; a client address
+	// at most httplimit.PerClient connections.
+	r.srv = httplimit.Bound(&http.Server{Handler: httplimit.Body(r.h), IdleTimeout: 120 * time.Second})
 	go func() {
 		defer close(r.done)
-		r.srv.Serve(ln)
+		r.srv.Serve(httplimit.Listen(ln, httplimit.PerClient))
 	}()
 	return nil
 }

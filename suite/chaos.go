@@ -72,6 +72,11 @@ type ChaosConfig struct {
 	RequireReal bool
 	// Start starts a stack; default stack.Start.
 	Start func(ctx context.Context, cfg stack.Config) (Stack, error)
+	// Lanes, when above 1, is how many faults run at once, each on
+	// stacks of its own (the longest first); 0 or 1: one after the other.
+	// Most of a fault's time is waiting (an instance restarted, a lease or
+	// a partition waited out), on conditions, not on the clock.
+	Lanes int
 
 	// Progress receives a line per run (nil = none).
 	Progress io.Writer
@@ -136,9 +141,13 @@ const (
 // an orphaned lock is free again within it.
 const chaosLockTTL = 2 * time.Second
 
-// RunChaos runs the fault suite and returns its rows, with the first error
-// (and the rows finished before it).
+// RunChaos runs the fault suite and returns its rows, in the faults'
+// order, with the first error (and the rows finished before it; with
+// Lanes, every lane's error, and no fault starts after one).
 func RunChaos(ctx context.Context, cfg ChaosConfig) ([]ChaosRow, error) {
+	if cfg.Lanes > 1 {
+		return runChaosLanes(ctx, cfg)
+	}
 	c, err := newChaos(cfg)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package suite
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -285,5 +286,34 @@ func TestChaosLibraryFaults(t *testing.T) {
 	}
 	if d, _ := orphanBound("etcd-mutex"); d <= chaosLockTTL+500*time.Millisecond {
 		t.Errorf("etcd's orphan bound %s, want more than a Redis key's: etcd revokes at its next check", d)
+	}
+}
+
+// With lanes, the longest faults start first (the repeats, the failover
+// trials, the retry trap), the others in their order, and an error stops
+// the faults not yet started.
+func TestChaosLanesLongestFirst(t *testing.T) {
+	order := []int{1, 2, 3, 4, 5, 6, 7, 8}
+	slices.SortStableFunc(order, func(a, b int) int { return rank(a) - rank(b) })
+	if want := []int{7, 5, 4, 1, 2, 3, 6, 8}; !slices.Equal(order, want) {
+		t.Errorf("lanes take the faults in order %v, want %v", order, want)
+	}
+	var mu sync.Mutex
+	started := 0
+	_, err := RunChaos(t.Context(), ChaosConfig{Faults: []int{1, 4, 7}, Lanes: 2,
+		Start: func(context.Context, stack.Config) (Stack, error) {
+			mu.Lock()
+			started++
+			mu.Unlock()
+			return nil, errors.New("no stack here")
+		}})
+	if err == nil || !strings.Contains(err.Error(), "no stack here") {
+		t.Fatalf("error %v, want the stacks' error", err)
+	}
+	if strings.Contains(err.Error(), "chaos fault 1:") {
+		t.Errorf("fault 1 started after the first two failed: %v", err)
+	}
+	if started == 0 || started > 2*3 {
+		t.Errorf("%d stacks started", started)
 	}
 }

@@ -71,7 +71,11 @@ func ChaosCommand(ctx context.Context, cfg ChaosConfig, bc bench.Config, set map
 	if set["locks"] {
 		cfg.Locks = bc.Locks
 	}
-	fmt.Fprintln(w, "fault suite: each fault on a fresh stack on free loopback ports")
+	if cfg.Lanes > 1 {
+		fmt.Fprintf(w, "fault suite: each fault on fresh stacks on free loopback ports, %d at once\n", cfg.Lanes)
+	} else {
+		fmt.Fprintln(w, "fault suite: each fault on a fresh stack on free loopback ports")
+	}
 	_, err := CompareChaos(ctx, cfg, dir, w)
 	return err
 }

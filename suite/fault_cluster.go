@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockladder/lockladder/bench"
+	"github.com/lockladder/lockladder/guard"
 	"github.com/lockladder/lockladder/internal/report"
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/stack"
@@ -83,12 +84,14 @@ func (c *chaos) killClusterMaster(at float64) faultRun {
 				return errors.New("the item's master was killed once on this stack already: its replica has none")
 			}
 			done = true
-			killed, at, err := cc.KillClusterMaster(ctx, inventory.KeyStock)
+			// The run's item: its keys are in the run's scope.
+			key := inventory.ItemIn(guard.ScopeOf(ctx), "").Stock
+			killed, at, err := cc.KillClusterMaster(ctx, key)
 			if err != nil {
 				return err
 			}
 			killedAt = at
-			f, err = cc.WaitClusterFailover(ctx, inventory.KeyStock, killed, at)
+			f, err = cc.WaitClusterFailover(ctx, key, killed, at)
 			return err
 		}}},
 	}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -147,7 +148,13 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	// net/http's own refusals as JSON; no bound per client: the load
+	// balancer is its one client.
+	go func() { errc <- srv.Serve(httplimit.Listen(ln, 0)) }()
 	log.Info("serving", "addr", *addr, "redis", clients.Where, "masters", len(clients.Backends.Masters),
 		"redis_retries", *redisRetries, "lock_ttl", *lockTTL, "lock_wait", *lockWait, "wait", waitMode, "faults", *faults, "fault_key", *faultKey != "", "clock_skew", *clockSkew)
 

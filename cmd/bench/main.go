@@ -7,6 +7,8 @@
 //	bench chaos [flags] [-- app flags]   the fault suite
 //	bench explore [flags]                each Redis rung's shortest failing
 //	                                     schedule, searched (docs/explore.md)
+//	bench check [flags] [-- app flags]   each rung's cost against the
+//	                                     committed baseline (bench/cost)
 //
 // run is the default. With no -url it targets the local stack
 // (http://127.0.0.1:LB_PORT); if nothing answers there it starts one for
@@ -70,7 +72,7 @@ func dispatch(ctx context.Context, args []string) error {
 			return cmd(ctx, args[1:])
 		}
 		if !strings.HasPrefix(args[0], "-") {
-			return bound.Usagef("no subcommand %q (bench run, bench matrix, bench chaos or bench explore; bench -h)", args[0])
+			return bound.Usagef("no subcommand %q (bench run, bench matrix, bench chaos, bench explore or bench check; bench -h)", args[0])
 		}
 	}
 	return runBench(ctx, args)

@@ -35,6 +35,9 @@ func TestFlagsRefusedBeforeAnythingStarts(t *testing.T) {
 		{[]string{"chaos", "-trials", "0"}, "-trials 0: want 1 to 1000"},
 		{[]string{"explore", "-budget", "0s"}, "-budget 0s: want more than 0"},
 		{[]string{"explore", "-clients", "100"}, "-clients 100: want 0 to 8"},
+		{[]string{"check", "-n", "100"}, "check runs the baseline's sizes: -n, -c and -stock go with -write"},
+		{[]string{"check", "-endpoints", "sale"}, "check takes no -endpoints"},
+		{[]string{"check", "-write", "-runs", "0"}, "-runs 0: want 1 to 100"},
 		{[]string{"nope"}, "no subcommand"},
 	} {
 		err := dispatch(ctx, tc.args)

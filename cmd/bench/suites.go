@@ -37,13 +37,15 @@ func runChaos(ctx context.Context, args []string) error {
 	repeats := fs.Int("repeats", suite.DefaultRepeats, "runs of each schedule in fault 7")
 	trials := fs.Int("trials", suite.DefaultTrials, "failover trials per lock in fault 5")
 	seed := fs.Uint64("seed", 0, "seed of fault 7's random timing (default: from the clock, printed)")
+	lanes := fs.Int("lanes", 2, "faults at once, each on stacks of its own, the longest first (1: one after the other)")
 	so, bo, err := cli.ParseStackBench(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := bound.First(bound.IntIn("repeats", *repeats, 1, 1000), bound.IntIn("trials", *trials, 1, 1000)); err != nil {
+	if err := bound.First(bound.IntIn("repeats", *repeats, 1, 1000), bound.IntIn("trials", *trials, 1, 1000),
+		bound.IntIn("lanes", *lanes, 1, 8)); err != nil {
 		return err
 	}
-	cfg := suite.ChaosConfig{Repeats: *repeats, Trials: *trials, Seed: *seed, Stack: suite.Template(so.Config, *verbose)}
+	cfg := suite.ChaosConfig{Repeats: *repeats, Trials: *trials, Seed: *seed, Lanes: *lanes, Stack: suite.Template(so.Config, *verbose)}
 	return suite.ChaosCommand(ctx, cfg, bo.Config, cli.SetFlags(fs), cli.Split(*faults), bo.Out, os.Stdout)
 }

@@ -1,9 +1,13 @@
-// Package httplimit is the request-header bounds of every HTTP server
-// the lab runs (the app, the race port, the built-in load balancer; nginx
-// is given the same in stack/lb/nginxconf.go): a client that sends its
-// header slowly is cut after HeaderTimeout, and a header over a few KB
-// is refused, so no stranger on the host can hold connections open or
-// make a server buffer megabytes.
+// Package httplimit is the request bounds of every HTTP server the lab
+// runs (the app, the race port, the built-in load balancer; nginx is
+// given the same in stack/lb/nginxconf.go): a client that sends its
+// header slowly is cut after HeaderTimeout, its body after BodyTimeout,
+// a header over a few KB is refused, and one client address holds at
+// most PerClient connections (Listen), so no stranger on the host can
+// hold connections open, starve the others or make a server buffer
+// megabytes. Listen also answers net/http's own refusals (a malformed
+// request, a header too large, an HTTP version not 1.x) as JSON with a
+// reason, as every other answer of the lab is.
 package httplimit
 
 import (
@@ -14,6 +18,16 @@ import (
 const (
 	// HeaderTimeout is how long a client has to send a whole header.
 	HeaderTimeout = 5 * time.Second
+	// BodyTimeout bounds a request's body: the Go servers read the whole
+	// request, header and body, within it (http.Server.ReadTimeout);
+	// nginx waits at most this long between two reads of a body
+	// (client_body_timeout).
+	BodyTimeout = 10 * time.Second
+	// PerClient is the most connections one client address holds at
+	// once at a server the lab's users reach (nginx's limit_conn, the
+	// built-in load balancer's, the race port's): the bench's largest
+	// -c (1,000) and room.
+	PerClient = 1100
 	// MaxHeaderBytes is net/http's MaxHeaderBytes: it accepts 4096 bytes
 	// more, so a header of up to 16 KB passes: room for the app's own
 	// bound on a request target (8 KB, handlers.MaxURIBytes), which
@@ -28,9 +42,16 @@ const (
 	LineBuffer = 8 << 10
 )
 
-// Bound sets s's header limits and returns s.
+// Bound sets s's header limits, and its whole request's (BodyTimeout)
+// unless s has a ReadTimeout already, and returns s. A handler that
+// streams past BodyTimeout (a race) clears its read deadline once it has
+// what it reads (http.ResponseController.SetReadDeadline): past the
+// deadline net/http ends the request's context.
 func Bound(s *http.Server) *http.Server {
 	s.ReadHeaderTimeout = HeaderTimeout
 	s.MaxHeaderBytes = MaxHeaderBytes
+	if s.ReadTimeout == 0 {
+		s.ReadTimeout = BodyTimeout
+	}
 	return s
 }

@@ -11,10 +11,12 @@
 //     and the lab one origin to the browser, and only the Host tells;
 //   - a request another site sent (403): Sec-Fetch-Site cross-site or
 //     same-site (another port of this host is the same site, not the
-//     same origin), or an Origin that is not the Host.
+//     same origin), or an Origin that is not the Host, or, from a
+//     browser that sends neither, a Referer of another site's page.
 //
 // Clients that are not browsers (curl, ab, vegeta, the bench) send
-// neither Sec-Fetch-Site nor Origin, and name the host they dial. The
+// neither Sec-Fetch-Site, Origin nor Referer, and name the host they
+// dial. The
 // app's instances and the stack's race service both check with it.
 package origin
 
@@ -62,12 +64,28 @@ func CrossSite(r *http.Request) string {
 	}
 	origins, sent := r.Header["Origin"]
 	if !sent {
+		// An older browser, or a proxy that strips the rest, may send
+		// only the page it came from: another site's is refused alike.
+		if refs, ok := r.Header["Referer"]; ok && r.Header.Get("Sec-Fetch-Site") == "" &&
+			(len(refs) != 1 || !sameHost(pageOrigin(refs[0]), r.Host)) {
+			return fmt.Sprintf("Referer %q is not this lab's page (Host %q)", truncate(strings.Join(refs, ", "), 64), truncate(r.Host, 64))
+		}
 		return ""
 	}
 	if len(origins) != 1 || !sameHost(origins[0], r.Host) {
 		return fmt.Sprintf("Origin %q is not this lab's (Host %q)", truncate(strings.Join(origins, ", "), 64), truncate(r.Host, 64))
 	}
 	return ""
+}
+
+// pageOrigin is the origin (scheme://host[:port]) of a page's URL, ""
+// when it has none.
+func pageOrigin(page string) string {
+	u, err := url.Parse(page)
+	if err != nil || u.Host == "" || u.User != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // sameHost reports whether origin (scheme://host[:port]) names host (a

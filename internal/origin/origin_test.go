@@ -39,6 +39,18 @@ func TestCheckLoopbackOnly(t *testing.T) {
 		{"127.0.0.1:8080", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
 		{"127.0.0.1:8080", map[string]string{"Origin": "http://evil.example"}, 403},
 		{"127.0.0.1:8080", map[string]string{"Origin": "http://127.0.0.1:9090"}, 403},
+		// Only a Referer (an older browser, a proxy that strips the
+		// rest): another site's page is refused, the lab's own is not.
+		{"127.0.0.1:8080", map[string]string{"Referer": "http://evil.example"}, 403},
+		{"127.0.0.1:8080", map[string]string{"Referer": "http://evil.example/page?x=1"}, 403},
+		{"127.0.0.1:8080", map[string]string{"Referer": "http://127.0.0.1:9090/"}, 403},
+		{"127.0.0.1:8080", map[string]string{"Referer": "http://user@127.0.0.1:8080/"}, 403},
+		{"127.0.0.1:8080", map[string]string{"Referer": "not a url"}, 403},
+		{"127.0.0.1:8080", map[string]string{"Referer": "http://127.0.0.1:8080/learn/lua"}, 0},
+		{"127.0.0.1:8080", map[string]string{"Referer": "http://127.0.0.1:8080"}, 0},
+		// Fetch Metadata or an Origin speak first.
+		{"127.0.0.1:8080", map[string]string{"Referer": "http://evil.example/", "Sec-Fetch-Site": "same-origin"}, 0},
+		{"127.0.0.1:8080", map[string]string{"Referer": "http://127.0.0.1:8080/", "Origin": "http://evil.example"}, 403},
 	} {
 		r := httptest.NewRequest("POST", "/race?lock=lua", nil)
 		r.Host = tc.host

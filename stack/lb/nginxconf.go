@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -326,6 +327,7 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 	// (see the user line below; unprivileged nginx ignores user).
 	http.Block = drop(http.Block, "access_log", "error_log",
 		"client_header_timeout", "client_header_buffer_size", "large_client_header_buffers",
+		"client_body_timeout", "limit_conn_zone", "limit_conn", "limit_conn_status",
 		"client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path")
 	// nginx creates each temp dir (the last path element) itself.
 	tempPath := func(kind string) string { return filepath.Join(temp, "nginx-"+kind+"-temp") }
@@ -337,6 +339,12 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 		{Name: "client_header_timeout", Args: []string{fmt.Sprintf("%ds", int(httplimit.HeaderTimeout/time.Second))}},
 		{Name: "client_header_buffer_size", Args: []string{"1k"}},
 		{Name: "large_client_header_buffers", Args: []string{"4", fmt.Sprintf("%dk", httplimit.LineBuffer>>10)}},
+		// And of their bodies, and of one client address's connections:
+		// a body sent slowly is cut, and no client starves the others.
+		{Name: "client_body_timeout", Args: []string{fmt.Sprintf("%ds", int(httplimit.BodyTimeout/time.Second))}},
+		{Name: "limit_conn_zone", Args: []string{"$binary_remote_addr", "zone=perclient:4m"}},
+		{Name: "limit_conn", Args: []string{"perclient", strconv.Itoa(httplimit.PerClient)}},
+		{Name: "limit_conn_status", Args: []string{"503"}},
 		{Name: "client_body_temp_path", Args: []string{tempPath("client-body")}},
 		{Name: "proxy_temp_path", Args: []string{tempPath("proxy")}},
 		{Name: "fastcgi_temp_path", Args: []string{tempPath("fastcgi")}},

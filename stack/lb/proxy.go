@@ -196,13 +196,17 @@ func (p *ProxyServer) Start(context.Context) error {
 			h.ServeHTTP(w, r)
 		})
 	}
+	// As nginx: a request's header and body within httplimit's bounds
+	// (then as long as the instance takes to answer, up to the
+	// transport's ResponseHeaderTimeout), a client address at most
+	// httplimit.PerClient connections.
 	p.srv = httplimit.Bound(&http.Server{
-		Handler:     handler,
+		Handler:     httplimit.Body(handler),
 		IdleTimeout: 120 * time.Second,
 	})
 	go func() {
 		defer close(p.done)
-		p.srv.Serve(ln)
+		p.srv.Serve(httplimit.Listen(ln, httplimit.PerClient))
 	}()
 	return nil
 }

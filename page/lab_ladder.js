@@ -5,7 +5,7 @@
 // a cell races its pair, and once run opens its race's timeline; "run
 // the ladder" races every pair this stack can show, one after the other,
 // for at most three minutes.
-const ladder = {plan: null, cells: {}, running: false};
+const ladder = {plan: null, cells: {}, flaws: {}, running: false};
 const LADDER_BUDGET_MS = 3 * 60 * 1000;
 
 async function loadPlan() {
@@ -38,6 +38,7 @@ async function loadPlan() {
     showPlan();
   });
   for (const id of ['n', 'c', 'endpoint']) $(id).addEventListener('input', showPlan);
+  $('lockPicks').addEventListener('change', showPlan);
   $('endpoint').addEventListener('change', showPlan);
   showPlan();
   drawLadder();
@@ -51,7 +52,7 @@ function sayScenario() {
   if (!s) { $('scenarioAbout').textContent = ''; return; }
   const hide = l => typeof hiddenVerdict === 'function' && hiddenVerdict(s.name + ' ' + l);
   const locks = Object.entries(s.expect).map(([l, v]) => `${l} ${hide(l) ? '?' : v}`).join(', ');
-  $('scenarioAbout').textContent = `${s.name}: ${s.about}. The ladder says: ${locks}.` +
+  $('scenarioAbout').textContent = `${s.name}: ${plainWords(s.about)}. The ladder says: ${locks}.` +
     (Object.keys(s.expect).some(hide) ? ' (?: predict it first, when you race it)' : '');
 }
 
@@ -60,6 +61,7 @@ function sayScenario() {
 function repaintLadder() {
   if (!ladder.plan) return;
   for (const pair of Object.keys(ladder.cells)) paintCell(pair);
+  paintFlaws();
   sayScenario();
 }
 
@@ -88,13 +90,19 @@ function pickable(s) {
 }
 
 // showPlan says, before a race starts, what it will run: its requests,
-// concurrency, stock and lease.
+// concurrency, stock and lease, true of each lock picked (a lock with
+// no lease of its own, setnx's or a database's, is said to have none).
 function showPlan() {
   const s = ladder.plan && ladder.plan.scenarios.find(x => x.name === $('scenario').value);
   const sale = $('endpoint').value === 'sale';
-  const stock = s ? s.stock : 1000, lease = s && s.lease_ms ? `a lease of ${s.lease_ms} ms` : 'each lock\'s own lease (the instances\' -lock-ttl)';
+  const stock = s ? s.stock : 1000;
+  const picked = [...document.querySelectorAll('input[name=lock]:checked')];
+  const leased = picked.filter(x => 'lease' in x.dataset).map(x => x.value), bare = picked.filter(x => !('lease' in x.dataset)).map(x => x.value);
+  const length = s && s.lease_ms ? `${s.lease_ms} ms` : 'the instances\' own (-lock-ttl)';
+  const lease = [leased.length ? `a lease of ${length} for ${leased.join(', ')}` : '',
+    bare.length ? `no lease set by the race for ${bare.join(', ')} (no lease of their own, or a session's)` : ''].filter(Boolean).join('; ');
   $('runPlan').textContent = `This run: ${$('n').value} requests, ${$('c').value} at a time, ` +
-    (sale ? `stock reset to ${stock}` : 'num reset to 0') + `, ${lease}` + (s ? `, under ${s.name}` : '') + '.';
+    (sale ? `stock reset to ${stock}` : 'num reset to 0') + (lease ? `, ${lease}` : '') + (s ? `, under ${s.name}` : '') + '.';
 }
 
 // drawLadder builds the grid: a row per lock in ladder order, a column
@@ -121,7 +129,9 @@ function drawLadder() {
     th.append(Object.assign(document.createElement('code'), {textContent: l}));
     if (typeof whyButton === 'function') whyButton(th, l);
     tr.append(th);
-    tr.append(Object.assign(document.createElement('td'), {textContent: (plan.flaws || {})[l] || '', className: 'flaw'}));
+    const flaw = Object.assign(document.createElement('td'), {className: 'flaw'});
+    ladder.flaws[l] = flaw;
+    tr.append(flaw);
     for (const s of scenarios) {
       const td = tr.insertCell(), c = plan.ladder.find(x => x.lock === l && x.scenario === s);
       if (!c) continue;
@@ -129,6 +139,17 @@ function drawLadder() {
       ladder.cells[td.dataset.pair] = {td, cell: c, entry: null};
       paintCell(td.dataset.pair);
     }
+  }
+  paintFlaws();
+}
+
+// paintFlaws writes each rung's flaw, except where a verdict of the rung
+// is still to be predicted: the flaw would give it away.
+function paintFlaws() {
+  for (const [l, td] of Object.entries(ladder.flaws)) {
+    const hide = typeof hiddenVerdict === 'function' && Object.keys(ladder.cells).some(p => ladder.cells[p].cell.lock === l && hiddenVerdict(p));
+    td.textContent = hide ? 'predict first' : (ladder.plan.flaws || {})[l] || '';
+    td.classList.toggle('hidden-flaw', hide);
   }
 }
 
@@ -152,6 +173,7 @@ function paintCell(pair) {
     return;
   }
   const btn = document.createElement('button');
+  let say = '';
   btn.addEventListener('click', () => clickCell(pair));
   btn.append(scen);
   if (entry) {
@@ -165,20 +187,20 @@ function paintCell(pair) {
     const note = n ? `${n} overlap${n === 1 ? '' : 's'}` : refused ? `${refused} refused` : '';
     if (note) btn.append(Object.assign(document.createElement('small'), {textContent: note}));
     btn.title = `${entry.title}: ${entry.verdict}` + (ok ? ', as the ladder says' : `, the ladder says ${cell.expected}`) + '. Press: its timeline';
-    btn.setAttribute('aria-label', `${cell.lock} under ${cell.scenario}: ${entry.verdict}` + (ok ? ', as the ladder says' : `, the ladder says ${cell.expected}`) +
-      (note ? `, ${note}` : '') + '; show its timeline');
+    say = `${cell.lock} under ${cell.scenario}: ${entry.verdict}` + (ok ? ', as the ladder says' : `, the ladder says ${cell.expected}`) +
+      (note ? `, ${note}` : '') + '; show its timeline';
     td.dataset.verdict = entry.verdict;
     td.classList.add('run');
   } else if (typeof hiddenVerdict === 'function' && hiddenVerdict(pair)) {
     // the ladder's verdict hidden until the learner predicts or skips
     btn.append(Object.assign(document.createElement('small'), {textContent: 'predict'}), ' ?');
     btn.title = `${cell.lock} under ${cell.scenario}: press to predict its verdict, then race it`;
-    btn.setAttribute('aria-label', `race ${cell.lock} under ${cell.scenario}: predict its verdict first`);
+    say = `race ${cell.lock} under ${cell.scenario}: predict its verdict first`;
     td.classList.add('todo');
   } else {
     btn.append(Object.assign(document.createElement('small'), {textContent: 'want'}), ' ' + cell.expected);
     btn.title = `${cell.lock} under ${cell.scenario}: the ladder says ${cell.expected}. Press to race it`;
-    btn.setAttribute('aria-label', `race ${cell.lock} under ${cell.scenario}: the ladder says ${cell.expected}`);
+    say = `race ${cell.lock} under ${cell.scenario}: the ladder says ${cell.expected}`;
     td.classList.add('todo');
   }
   const p = typeof predict === 'object' && predict.pairs[pair];
@@ -187,8 +209,12 @@ function paintCell(pair) {
     const right = p.guess === p.verdict;
     btn.append(Object.assign(document.createElement('small'), {className: 'you', textContent: `you ${right ? '✓' : '✗'}`}));
     btn.title += ` (you predicted ${p.guess})`;
-    btn.setAttribute('aria-label', btn.getAttribute('aria-label').replace('; show its timeline', `; you predicted ${p.guess}, ${right ? 'right' : 'wrong'}; show its timeline`));
+    say = say.replace('; show its timeline', `; you predicted ${p.guess}, ${right ? 'right' : 'wrong'}; show its timeline`);
   }
+  // The button's name is its visible text, then what it does, read out
+  // after it (label in name: a name that starts elsewhere than the
+  // visible words fails WCAG 2.5.3)
+  btn.append(Object.assign(document.createElement('span'), {className: 'sr', textContent: ' ' + say}));
   td.append(btn);
   if (focused) btn.focus({preventScroll: true});
 }

@@ -57,6 +57,9 @@ function predictFirst(lock, scenario, endpoint, card) {
   const pair = predictPair(scenario, lock, endpoint);
   if (!hiddenVerdict(pair)) return Promise.resolve();
   const panel = $('predict'), back = document.activeElement;
+  // where the learner was: a ladder cell is painted afresh as the
+  // prediction shows, so it is found again by its pair
+  const backCell = back && back.closest ? back.closest('[data-pair]') : null, backPair = backCell ? backCell.dataset.pair : '';
   card.querySelector('.predictSlot').append(panel);
   $('predictAsk').textContent = `Predict first: what will ${lock} do under ${scenario}?`;
   $('predictSay').textContent = '';
@@ -66,17 +69,23 @@ function predictFirst(lock, scenario, endpoint, card) {
   panel.hidden = false;
   const asked = Date.now();
   return new Promise(resolve => {
+    let made = false;
     const done = guess => {
+      if (made) return; // a prediction is final: a second press changes nothing
+      made = true;
       predict.waiting = null;
       predict.waitedMs += Date.now() - asked;
-      predict.pairs[pair] = guess ? {guess} : {skipped: true};
+      if (!(pair in predict.pairs)) predict.pairs[pair] = guess ? {guess} : {skipped: true};
       savePredictions();
+      picks.replaceChildren(); // gone, not only hidden
       picks.hidden = true;
       const expected = endpoint === 'testLock' ? '' : (ladder.plan && (ladder.plan.ladder.find(c => c.lock === lock && c.scenario === scenario) || {}).expected) || '';
-      $('predictSay').textContent = (guess ? `You predicted ${guess}` : 'Skipped') + (expected ? `; the ladder says ${expected}` : '') + `. Racing ${lock} under ${scenario}…`;
+      $('predictSay').textContent = (guess ? `You predicted ${guess}` : 'Skipped') + (expected ? `; the ladder says ${expected}` : '') + `. The race of ${lock} under ${scenario} starts.`;
       showPredictions();
       // back where the learner was (the cell they pressed), else the panel's line
-      if (back && back.isConnected && !back.disabled && back !== document.body && !picks.contains(back)) back.focus({preventScroll: true});
+      const cell = backPair && document.querySelector(`[data-pair="${CSS.escape(backPair)}"] button`);
+      if (cell) cell.focus({preventScroll: true});
+      else if (back && back.isConnected && !back.disabled && back !== document.body && !picks.contains(back)) back.focus({preventScroll: true});
       else $('predictSay').focus({preventScroll: true});
       resolve();
     };
@@ -101,7 +110,7 @@ function predictResult(entry) {
   if (!entry.scenario) return;
   const p = predict.pairs[predictPair(entry.scenario, entry.lock, entry.endpoint)];
   if (!p || !p.guess || p.verdict) {
-    if ($('predictSay').textContent.includes(`${entry.lock} under ${entry.scenario}…`)) $('predict').hidden = true;
+    if ($('predictSay').textContent.includes(`${entry.lock} under ${entry.scenario} starts`)) $('predict').hidden = true;
     return;
   }
   p.verdict = entry.verdict;

@@ -6,7 +6,8 @@
 // the address (#play=LOCK:MOVE,MOVE...) and a reload, a restarted stack or
 // a link sent as homework gives the same game. Solved levels are kept in
 // the browser. Text goes in through textContent only.
-const play = {levels: [], lock: '', moves: [], state: null, busy: false};
+const play = {levels: [], lock: '', moves: [], state: null, busy: false, hinted: ''};
+const PHASES = {obtain: 'taking the lock', section: 'in its critical section', release: 'giving the lock back', done: 'done'};
 const SOLVED_KEY = 'lockladder.solved';
 
 function solvedLevels() {
@@ -42,27 +43,32 @@ function drawLevels() {
     b.className = 'level' + (l.lock === play.lock ? ' current' : '');
     b.setAttribute('aria-pressed', String(l.lock === play.lock));
     const done = solved[l.lock] ? ` ✓ ${solved[l.lock]} moves` : '';
-    b.textContent = `${i + 1}. ${l.lock}${l.safe ? ' (try to break this)' : ''}${done}`;
-    b.setAttribute('aria-label', `level ${i + 1}: break ${l.lock}${l.safe ? ', a lock that should hold' : ''}${done ? ', solved in ' + solved[l.lock] + ' moves' : ''}`);
-    b.addEventListener('click', () => startLevel(l.lock, []));
+    // its name: the visible words first (label in name), then the rest
+    b.append(`${i + 1}. ${l.lock}${l.safe ? ' (try to break this)' : ''}${done}`,
+      Object.assign(document.createElement('span'), {className: 'sr', textContent: `: level ${i + 1}, break ${l.lock}${l.safe ? ', a lock that should hold' : ''}`}));
+    b.dataset.lock = l.lock;
+    b.addEventListener('click', () => startLevel(l.lock, [], true));
     list.append(b);
   });
 }
 
-function startLevel(lock, moves) {
+function startLevel(lock, moves, pressed) {
   play.lock = lock;
   play.moves = moves;
   drawLevels();
   const l = play.levels.find(x => x.lock === lock);
-  $('playBrief').textContent = l ? l.brief : '';
+  $('playBrief').textContent = l ? sourceNamed(l.brief) : '';
   $('playGoal').textContent = l ? 'Goal: ' + l.goal + '.' : '';
   $('playReplay').textContent = '';
-  move(null);
+  move(null, {focus: pressed ? 'first' : ''});
 }
 
 // move plays m (null: none, just show the game so far; 'undo'; 'hint').
+// The focus stays in the game: on the hinted move, else the first move,
+// else the button pressed (opts.keep), never the page's body.
 async function move(m, opts = {}) {
   if (play.busy) return;
+  if (opts.hint) $('playStatus').textContent = 'Looking for the shortest way from here: the first hint of a level may take a few seconds…';
   const moves = m === 'undo' ? play.moves.slice(0, -1) : m ? [...play.moves, m] : play.moves;
   play.busy = true;
   setPlayButtons(true);
@@ -83,6 +89,10 @@ async function move(m, opts = {}) {
   } finally {
     play.busy = false;
     setPlayButtons(false);
+    const first = $('playMoves').querySelector('button.hinted') || $('playMoves').querySelector('button');
+    if (opts.focus && first) first.focus();
+    else if (opts.keep && !opts.keep.disabled) opts.keep.focus();
+    else if (opts.focus || opts.keep) (first || $('playRestart')).focus();
   }
 }
 
@@ -97,6 +107,7 @@ function setPlayButtons(disabled) {
 }
 
 function drawGame(j, opts) {
+  play.hinted = '';
   const st = $('playStatus');
   const n = j.moves.length;
   if (j.verdict) {
@@ -105,15 +116,23 @@ function drawGame(j, opts) {
     markSolved(j.lock, n);
     drawLevels();
   } else {
-    st.textContent = `${n} moves. ${j.explain}` + (opts.hint ? (j.hint ? ` Hint: play ${j.hint}.` : ` ${j.hint_note || ''}`) : '');
+    // a hint names the move by its button's words, and lights the button
+    const hint = opts.hint && j.hint ? j.next.find(o => o.move === j.hint) : null;
+    play.hinted = hint ? hint.move : '';
+    st.textContent = `${n} moves. ${sourceNamed(j.explain)}` + (opts.hint ? (hint ? ` Hint: press "${hint.label}".${j.hint_why ? ' ' + j.hint_why : ''}` : ` ${j.hint_note || 'No hint from here: undo a move or two.'}`) : '');
   }
   if (opts.replay && j.replay) {
     $('playReplay').textContent = j.replay === 'reproduced'
       ? 'On a real redis-server, with the rung\'s real clients on real time: it happened there too.'
       : 'On a real redis-server it did not happen: the schedule depends on something the real server did differently.';
   }
-  $('playClock').textContent = `virtual clock ${j.now_ms} ms · lease ${j.lease_ms} ms · stock ${j.stock}, sold ${j.sold} · ` +
-    (j.holders.length ? `holding the lock: ${j.holders.join(', ')}` : 'nobody holds the lock');
+  // what is true of the rung: a lease only where it has one; a key a dead
+  // holder left in Redis is said, never "nobody holds the lock"
+  const box = document.querySelector(`input[name=lock][value="${CSS.escape(j.lock)}"]`), leased = !box || 'lease' in box.dataset;
+  const lockKey = (j.keys || []).find(k => /lock/i.test(k.key) && !/fence|queue|sold|stock/i.test(k.key));
+  $('playClock').textContent = `time ${j.now_ms} ms` + (leased ? ` · lease ${j.lease_ms} ms` : ' · no lease') + ` · stock ${j.stock}, sold ${j.sold} · ` +
+    (j.holders.length ? `holding the lock: ${j.holders.join(', ')}` : lockKey ? `no live client holds the lock, but Redis still has its key ${lockKey.key}` +
+      (lockKey.ttl_ms ? ` for ${lockKey.ttl_ms} ms more` : ', with no time to live') : 'nobody holds the lock');
   const clients = $('playClients');
   clients.replaceChildren();
   for (const c of j.clients) {
@@ -123,7 +142,7 @@ function drawGame(j, opts) {
     h.textContent = `${c.name}${c.holding ? ' · holds' : ''}${c.crashed ? ' · crashed' : ''}${c.skew_ms ? ` · clock +${c.skew_ms} ms` : ''}`;
     const p = document.createElement('div');
     p.className = 'muted';
-    p.textContent = `in ${c.phase}; next: ${c.next}`;
+    p.textContent = `${PHASES[c.phase] || c.phase}; next: ${c.next}`;
     d.append(h, p);
     clients.append(d);
   }
@@ -144,10 +163,10 @@ function drawGame(j, opts) {
   for (const o of j.next) {
     const b = document.createElement('button');
     b.type = 'button';
-    b.className = 'pmove';
+    b.className = 'pmove' + (play.hinted === o.move ? ' hinted' : '');
     b.textContent = o.label;
     b.dataset.move = o.move;
-    b.addEventListener('click', () => move(o.move));
+    b.addEventListener('click', () => move(o.move, {focus: 'first'}));
     next.append(b);
   }
   if (!j.next.length && !j.verdict) next.append(Object.assign(document.createElement('p'), {className: 'muted', textContent: 'No move left: every client is done or dead.'}));
@@ -161,7 +180,7 @@ function drawPlayTrace(j) {
   table.replaceChildren();
   if (!j.trace.length) return;
   const head = table.createTHead().insertRow();
-  for (const h of ['#', 't (ms)', ...j.columns, 'lock after', 'stock/sold']) head.append(Object.assign(document.createElement('th'), {textContent: h, scope: 'col'}));
+  for (const h of ['#', 't (ms)', ...j.columns, 'lock after', 'stock/\u200bsold']) head.append(Object.assign(document.createElement('th'), {textContent: h, scope: 'col'}));
   const body = table.createTBody();
   const clients = j.columns.slice(0, -1);
   for (const row of j.trace) {
@@ -186,8 +205,8 @@ function drawPlayTrace(j) {
   }
 }
 
-$('playUndo').addEventListener('click', () => move('undo'));
-$('playRestart').addEventListener('click', () => { play.moves = []; $('playReplay').textContent = ''; move(null); });
-$('playHint').addEventListener('click', () => move(null, {hint: true}));
-$('playReplayBtn').addEventListener('click', () => move(null, {replay: true}));
+$('playUndo').addEventListener('click', () => move('undo', {keep: $('playUndo')}));
+$('playRestart').addEventListener('click', () => { play.moves = []; $('playReplay').textContent = ''; move(null, {focus: 'first'}); });
+$('playHint').addEventListener('click', () => move(null, {hint: true, keep: $('playHint')}));
+$('playReplayBtn').addEventListener('click', () => move(null, {replay: true, keep: $('playReplayBtn')}));
 loadLevels();
