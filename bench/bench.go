@@ -66,6 +66,10 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	}
 
 	p := NewProgress(cfg.Progress)
+	if p != nil && cfg.OneLine {
+		p.oneLine = true
+		defer p.clear()
+	}
 	for _, lock := range locks {
 		for _, ep := range cfg.Endpoints {
 			p.Fit(lock, ep)
@@ -83,7 +87,9 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	rows := make([]Row, 0, len(locks)*len(cfg.Endpoints))
 	for _, lock := range locks {
 		if why := h.unavailable[lock]; why != "" {
-			p.Note(fmt.Sprintf("not run: %s: %s", lock, why))
+			if !cfg.OneLine {
+				p.Note(fmt.Sprintf("not run: %s: %s", lock, why))
+			}
 			for _, ep := range cfg.Endpoints {
 				ep, _ := normalizeEndpoint(ep)
 				rows = append(rows, Row{Scenario: ScenarioNormal, Lock: lock, Endpoint: ep, Verdict: VerdictNotRun, NotRun: why})

@@ -19,6 +19,9 @@ import (
 type Progress struct {
 	w    io.Writer
 	live bool
+	// oneLine: a finished run of a series leaves no line on a terminal,
+	// and a plain line every tenth run elsewhere (Config.OneLine).
+	oneLine bool
 
 	scope          string // the run's scenario in a session, shown before the run's name
 	lock, endpoint string
@@ -231,8 +234,34 @@ func (p *Progress) finish(r Row) {
 	if p.runs > 0 && p.run < p.runs {
 		tail = "  (" + p.eta(0, 0) + ")"
 	}
+	if p.oneLine && p.runs > 0 {
+		p.sparse(tail)
+		return
+	}
 	p.line(fmt.Sprintf("%s%s  %d req  ok %d%s%s  %.0f req/s  p99 %.1fms%s  %s%s",
 		p.counter(), p.name(), r.Requests, r.OK, other, extra, r.RPS, r.P99Ms, stall, verdict, tail))
+}
+
+// sparse reports a finished run of a one-line series: on a terminal the
+// live line says how far the series is, and is left for the next run to
+// redraw; elsewhere a plain line every tenth run, and the last.
+func (p *Progress) sparse(tail string) {
+	say := fmt.Sprintf("%s%d of %d runs done%s", p.counter(), p.run, p.runs, tail)
+	switch {
+	case p.live:
+		p.draw(say)
+	case p.run%10 == 0 || p.run == p.runs:
+		fmt.Fprintln(p.w, say)
+	}
+}
+
+// clear blanks the live line, once a one-line series is done: what
+// follows starts on a clean line.
+func (p *Progress) clear() {
+	if p.isLive() && p.drawn > 0 {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.drawn))
+		p.drawn = 0
+	}
 }
 
 // setScope sets the scenario shown before the run names ("" for none).

@@ -204,3 +204,36 @@ func TestPreviousRowsOfTheSameSize(t *testing.T) {
 		t.Errorf("no report: %v", got)
 	}
 }
+
+// TestProgressOneLine: a one-line series leaves no line per run on a
+// terminal (the live line says how far it is, and is blanked at the end),
+// and elsewhere a plain line every tenth run and the last.
+func TestProgressOneLine(t *testing.T) {
+	keys := make([]string, 12)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("l%d/sale", i)
+	}
+	run := func(live bool) string {
+		var b bytes.Buffer
+		p := &Progress{w: &b, live: live, oneLine: true}
+		p.plan(keys, nil)
+		for i := range keys {
+			p.start(fmt.Sprintf("l%d", i), "sale", 10)
+			p.finish(Row{Lock: fmt.Sprintf("l%d", i), Endpoint: "sale", Requests: 10, OK: 10, Verdict: VerdictSafe})
+		}
+		p.clear()
+		return b.String()
+	}
+	live := run(true)
+	if strings.Contains(live, "\n") {
+		t.Errorf("terminal: a line left behind: %q", live)
+	}
+	if !strings.Contains(live, "[12/12] 12 of 12 runs done") || !strings.HasSuffix(live, "\r") {
+		t.Errorf("terminal: want the last count, then the line blanked: %q", live)
+	}
+	plain := run(false)
+	lines := strings.Split(strings.TrimSuffix(plain, "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "[10/12] 10 of 12 runs done") || !strings.HasPrefix(lines[1], "[12/12] 12 of 12 runs done") {
+		t.Errorf("plain: want the 10th and the last run's lines, got %q", lines)
+	}
+}
