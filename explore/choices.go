@@ -193,11 +193,19 @@ func (w *world) noteSleepers() {
 // watchdog ticks, an expiry timestamp (rungs 7 and 8) passes; at most a
 // lease away.
 func (w *world) nextDue() time.Time {
+	t, _ := w.nextDueWhat()
+	return t
+}
+
+// nextDueWhat is nextDue and what falls due then, in words for the
+// game's button ("" when nothing does: time just passes a lease).
+func (w *world) nextDueWhat() (time.Time, string) {
 	now := w.time()
 	var next time.Time // zero: nothing due
-	consider := func(t time.Time) {
+	what := ""
+	consider := func(t time.Time, why string) {
 		if t.After(now) && (next.IsZero() || t.Before(next)) {
-			next = t
+			next, what = t, why
 		}
 	}
 	expires := func(ttl time.Duration) {
@@ -210,9 +218,9 @@ func (w *world) nextDue() time.Time {
 			// to before the key expired, and B found A's key still
 			// there. Counted from the answer, plus the millisecond cut
 			// off, the key has expired by then on the same clock.
-			consider(time.Now().Add(ttl + time.Millisecond))
+			consider(time.Now().Add(ttl+time.Millisecond), "a key's time to live runs out")
 		default:
-			consider(now.Add(ttl))
+			consider(now.Add(ttl), "a key's time to live runs out")
 		}
 	}
 	for _, db := range w.ex.masters {
@@ -228,17 +236,17 @@ func (w *world) nextDue() time.Time {
 			if stampRe.MatchString(v) && len(v) == 13 {
 				var ms int64
 				fmt.Sscan(v, &ms)
-				consider(time.UnixMilli(ms + 1).UTC())
+				consider(time.UnixMilli(ms+1).UTC(), "the expiry time written in the lock passes")
 			}
 		}
 	}
 	for _, t := range w.tickers {
 		if t.state == tickWaiting && t.live() && !t.c.crashed && t.c.renewal() == nil {
-			consider(t.due)
+			consider(t.due, t.c.name+"'s watchdog is due to renew")
 		}
 	}
 	if next.IsZero() {
-		return now.Add(w.ex.cfg.TTL)
+		return now.Add(w.ex.cfg.TTL), ""
 	}
-	return next
+	return next, what
 }

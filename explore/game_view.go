@@ -121,7 +121,7 @@ func (w *world) nextOf(c *client) string {
 	case c.gate != nil && c.gate.wake != nil:
 		return "sleeps before its next try"
 	case c.gate != nil && c.gate.cmds == nil:
-		return "starts an attempt: reads its clock, sends its first command"
+		return "starts an attempt to take the lock"
 	case c.gate != nil:
 		text := w.command(c, c.gate.cmds)
 		return "sends " + text
@@ -186,7 +186,11 @@ func (w *world) label(ch Choice) string {
 		text := w.command(c, c.renewal().cmds)
 		return fmt.Sprintf("%s's watchdog sends %s", c.name, text)
 	case Tick:
-		return fmt.Sprintf("time passes to %dms, the next thing due", w.nextDue().Sub(w.epoch).Milliseconds())
+		due, what := w.nextDueWhat()
+		if what == "" {
+			return fmt.Sprintf("time passes to %dms (nothing falls due before)", due.Sub(w.epoch).Milliseconds())
+		}
+		return fmt.Sprintf("time passes to %dms, when %s", due.Sub(w.epoch).Milliseconds(), what)
 	case CrashIt:
 		return fmt.Sprintf("crash %s", c.name)
 	case PauseIt:
