@@ -180,9 +180,14 @@ func TestRaceUnderSkew(t *testing.T) {
 			t.Errorf("skew %s: scenario %q, verdict %s (expected %q), %d requests; want skew, %s as expected, the ladder's 600",
 				tc.lock, res.Scenario, res.Verdict, res.Expected, res.Requests, tc.verdict)
 		}
-		tl := res.Timeline
-		if tl == nil || len(tl.Faults) != 100 || tl.Faults[0].About != "skew=2s" {
-			t.Fatalf("skew %s's timeline: want every third of the window's 300 hits skewed, got %+v", tc.lock, tl)
+		// Every third of the window's 300 hits is armed; the timeline
+		// marks those that struck: all but the ones that gave up (503).
+		tl, struck := res.Timeline, 100-res.Armed["503"]
+		if n := sumCounts(res.Armed); n != 100 || struck == 0 {
+			t.Fatalf("skew %s: armed %v, want 100 requests skewed, some of them answered", tc.lock, res.Armed)
+		}
+		if tl == nil || len(tl.Faults) != struck || tl.Faults[0].About != "skew=2s" {
+			t.Fatalf("skew %s's timeline: want the %d skewed requests that were answered (armed %v) marked, got %+v", tc.lock, struck, res.Armed, tl)
 		}
 		if (tl.Overlaps > 0) != (tc.verdict == "OVERSOLD") {
 			t.Errorf("skew %s: %d overlaps drawn for a %s race", tc.lock, tl.Overlaps, res.Verdict)
@@ -195,11 +200,21 @@ func TestRaceUnderSkew(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("skew n=60: %d %v", code, evs)
 	}
-	if tl := result(t, evs).Timeline; tl == nil {
+	small := result(t, evs)
+	if tl := small.Timeline; tl == nil {
 		t.Error("skew n=60: no timeline")
-	} else if len(tl.Faults) != 20 {
-		t.Errorf("skew n=60: %d of 60 requests skewed, want 20", len(tl.Faults))
+	} else if n := sumCounts(small.Armed); n != 20 || len(tl.Faults) != 20-small.Armed["503"] {
+		t.Errorf("skew n=60: %d of 60 requests skewed (armed %v), %d marked; want 20, all but those that gave up marked", n, small.Armed, len(tl.Faults))
 	}
+}
+
+// sumCounts adds up the counts of a row's Codes or Armed.
+func sumCounts(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // What the matrix skips, and what the running stack cannot stage, is a
