@@ -89,6 +89,11 @@ func TestPageDrawsEveryFailure(t *testing.T) {
 	if n := canvasPixels(t, ctx, "#timelineCard .tl-canvas", 0x7a, 0x27, 0x1a); n < 200 {
 		t.Errorf("setnx-expire's stuck lock's strip: %d pixels, want it drawn", n)
 	}
+	// Its "Look for" is the DEADLOCK's own, and points at the row the
+	// strip is in, not at the counters (nothing was oversold).
+	if story, _ := chromedp.Run(ctx, chromedp.Text("#raceStory")); !strings.Contains(story, `the stuck lock: the dark red strip in the row "the lock"`) || strings.Contains(story, "the counters") {
+		t.Errorf("the story beside setnx-expire's DEADLOCK: %q, want it to point at the stuck lock's own row", story)
+	}
 
 	verdict, badge, _ = run("del-setnx", "crash-wait")
 	if verdict != "OVERSOLD" {

@@ -84,7 +84,12 @@ function lookFor(t, r) {
   const v = r.verdict, who = l => (t && t.instances[l]) || 'an instance';
   if (t && t.pairs.length) return `two holders wrote at once (${plural(t.overlaps, 'overlap')}): the first is zoomed on the timeline, red bars over a pink band.`;
   if (v === 'DEADLOCK') {
-    if (t && t.stuck) return `the stuck lock: the dark red strip on ${who(t.stuck.lane)}'s lane, from ${tlMs(t.stuck.from_us)} ms to the end (${tlTTL(t.stuck)}); each ✕ is a buyer that gave up waiting.`;
+    if (t && t.stuck) {
+      // a holder that crashed before its section began has no lane: its
+      // lock has a row of its own, "the lock", under the lanes
+      const where = t.stuck.lane >= 0 ? `on ${who(t.stuck.lane)}'s lane` : `in the row "the lock", under the lanes (its holder crashed before its sale began)`;
+      return `the stuck lock: the dark red strip ${where}, from ${tlMs(t.stuck.from_us)} ms to the end (${tlTTL(t.stuck)}); each ✕ is a buyer that gave up waiting.`;
+    }
     const gave = t ? (t.gave_up || []).length : 0;
     return `the silence after the crash: no sale for ${secs(r.stall_ms || 0)}, ${gave ? plural(gave, 'buyer') + ' giving up (✕) while' : 'while'} a dead holder's lock stays in Redis. Nothing was oversold: the lock failed by never coming free.`;
   }

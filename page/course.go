@@ -67,7 +67,7 @@ const (
 var Course = []Step{
 	{
 		Lock: "none", Part: partRedis, Title: "No lock",
-		Brief: "A sale is three steps: read the stock, check it is above zero, write it back one lower. [000] runs them with no lock under ab -n 5000 -c 100. " +
+		Brief: "A sale is three steps: read the stock, check it is above zero, write it back one lower. [000] runs them with no lock: 5000 buyers, 100 at a time (the load tool ab's -n 5000 -c 100). " +
 			"Two sales that read the same stock both write the same number: two items sold, one taken from the stock.",
 		Sources: []string{"000"}, Scenario: "normal", Setup: setupNormal,
 		Cuts: []Cut{{"lock/rung00_none.go", "None.Obtain"}, {"lock/rung00_none.go", "noop.Release"},

@@ -154,7 +154,8 @@ function sayPlan() {
   const s = plan && plan.scenarios.find(x => x.name === step.scenario);
   if (!s) { $('plan').textContent = 'The stack serves no races here (GET /race): start it with make demo.'; return; }
   $('size').textContent = `${s.requests} buyers, ${s.concurrency} at a time, want ${s.stock} items.`;
-  const lease = !step.lease ? 'This lock has no lease of its own.' :
+  // none and local keep nothing in Redis: a lease would be a word too soon
+  const lease = !step.lease ? (['none', 'local'].includes(step.lock) ? '' : 'This lock has no lease: it is held until its holder lets it go.') :
     s.lease_ms ? `The lock's lease: ${s.lease_ms} ms.` : 'The lock\'s lease: the app\'s own, 2 s.';
   $('plan').textContent = `The race: ${s.requests} buyers, ${s.concurrency} at a time, for a stock of ${s.stock}, ` +
     `through a load balancer to three copies of the app (app1, app2, app3), all on one Redis. ${lease}`;

@@ -1,7 +1,7 @@
 // ---- why?: the explorer's shortest schedule that breaks the step's lock
 // (POST /explore), stepped, each step lighting the line of the code that
 // sent its command, for each client where it is. ----
-const why = {rows: [], at: 0, brk: -1, says: '', view: null, clients: []};
+const why = {rows: [], at: 0, brk: -1, says: '', view: null, clients: [], steps: 0};
 const asIs = s => String(s || ''); // the clients keep their letters: A, B, C
 
 // whyOffered shows the section when the explorer can run the step's lock.
@@ -41,6 +41,7 @@ function drawWhy(j) {
     return;
   }
   why.rows = j.rows;
+  why.steps = j.steps || j.rows.filter(r => r.n).length;
   why.clients = j.columns.slice(0, -1);
   const letters = why.clients.join(', ').replace(/, ([^,]*)$/, ' and $1');
   st.textContent = `${j.verdict} in ${j.steps} steps: clients ${letters}, one request each` +
@@ -92,7 +93,10 @@ function showWhy(i) {
   }
   const lit = why.view.mark(marks);
   const from = row.site ? ` (${siteSay(row.site)})` : '';
-  $('whySay').textContent = `Step ${row.n || '*'} of ${why.rows[n - 1].n || n}: ${sentence(row, asIs)}${from}` +
+  // The explorer numbers the steps that break the lock (j.steps); the
+  // rows after them, unnumbered, show that it stays broken.
+  const which = row.n ? `Step ${row.n} of ${why.steps}` : `After step ${why.steps}, to show it stays so`;
+  $('whySay').textContent = `${which}: ${sentence(row, asIs)}${from}` +
     (why.at === why.brk ? ` This is the step that breaks it: ${why.says}.` : '');
   document.querySelectorAll('#whyTable tbody tr').forEach((tr, k) => tr.classList.toggle('now', k === why.at));
   $('whyPrev').disabled = why.at === 0;

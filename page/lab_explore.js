@@ -108,7 +108,7 @@ function drawExplained(j, terms) {
     `t is virtual milliseconds; @N, an expiry at virtual millisecond N; app1#1, app1's first token.`;
 
   const brk = breakStep(j.rows, j.verdict, name);
-  why.rows = j.rows; why.brk = brk.i; why.says = brk.says; why.name = name; why.columns = columns;
+  why.rows = j.rows; why.steps = j.steps || j.rows.filter(r => r.n).length; why.brk = brk.i; why.says = brk.says; why.name = name; why.columns = columns;
   if (brk.i >= 0) {
     const b = $('exploreBreak');
     b.append(Object.assign(document.createElement('b'), {textContent: `What breaks it, step ${j.rows[brk.i].n || '*'}: `}), brk.says + '.');
@@ -226,7 +226,7 @@ function showStep(i) {
   });
   document.querySelectorAll('#exploreDiagram tbody tr').forEach((tr, k) => tr.classList.toggle('now', k === why.at));
   const row = why.rows[why.at];
-  $('stepSay').textContent = `Step ${row.n || '*'} of ${why.rows[n - 1].n || n}: ` + sentence(row, why.name) +
+  $('stepSay').textContent = (row.n ? `Step ${row.n} of ${why.steps}: ` : `After step ${why.steps}, to show it stays so: `) + sentence(row, why.name) +
     (why.at === why.brk ? ` This is the step that breaks it: ${why.says}.` : '');
   $('stepPrev').disabled = why.at === 0;
   $('stepNext').disabled = why.at === n - 1;
