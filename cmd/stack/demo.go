@@ -45,8 +45,9 @@ func demo(ctx context.Context, args []string) error {
 			}
 			return err
 		}
-		fmt.Printf("\nserving: open %s/ in a browser, or curl -X POST '%s/sale?lock=lua'\n", s.URL(), s.URL())
+		fmt.Printf("\nserving: the lab (%s/lab), or curl -X POST '%s/sale?lock=lua'\n", s.URL(), s.URL())
 		fmt.Println("press Ctrl-C to stop every process this demo started")
+		fmt.Printf("the course: open %s/ in a browser\n", s.URL())
 		return nil
 	})
 }
