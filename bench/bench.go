@@ -66,7 +66,7 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	}
 
 	p := NewProgress(cfg.Progress)
-	if p != nil && cfg.OneLine {
+	if p != nil && cfg.Brief {
 		p.oneLine = true
 		defer p.clear()
 	}
@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	rows := make([]Row, 0, len(locks)*len(cfg.Endpoints))
 	for _, lock := range locks {
 		if why := h.unavailable[lock]; why != "" {
-			if !cfg.OneLine {
+			if !cfg.Brief {
 				p.Note(fmt.Sprintf("not run: %s: %s", lock, why))
 			}
 			for _, ep := range cfg.Endpoints {

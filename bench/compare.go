@@ -42,14 +42,18 @@ func CompareReports(ctx context.Context, cfg Config, dir string, notes []string,
 		return nil, rep, runErr
 	}
 	fmt.Fprintln(w)
-	if err := WriteTable(w, rows); err != nil {
+	table, key := WriteTable, ShortKey
+	if cfg.Brief {
+		table, key = WritePairs, BriefKey
+	}
+	if err := table(w, rows); err != nil {
 		return rows, rep, err
 	}
 	for _, l := range NotRunLines(rows) {
 		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, ShortKey)
+	fmt.Fprintln(w, key)
 	meta := NewMeta(cfg, started)
 	meta.Notes = notes
 	jsonPath, mdPath, err := WriteReports(dir, rows, meta)
@@ -61,7 +65,11 @@ func CompareReports(ctx context.Context, cfg Config, dir string, notes []string,
 		return rows, rep, err
 	}
 	rep = Reports{JSON: jsonPath, Markdown: mdPath, HTML: htmlPath, Meta: meta}
-	fmt.Fprintf(w, "\nreports: %s\n         %s\n         %s\n", jsonPath, mdPath, htmlPath)
+	if cfg.Brief {
+		fmt.Fprintf(w, "reports: %s (every column; .md and .html beside it)\n", jsonPath)
+	} else {
+		fmt.Fprintf(w, "\nreports: %s\n         %s\n         %s\n", jsonPath, mdPath, htmlPath)
+	}
 	return rows, rep, runErr
 }
 

@@ -95,11 +95,13 @@ type Config struct {
 	// Progress receives progress (nil = none): a live line rewritten with \r
 	// when it is a terminal, otherwise one line per finished run.
 	Progress io.Writer
-	// OneLine keeps Progress to its live line when a series' table
-	// follows it (make demo): on a terminal a finished run leaves no line
-	// of its own, elsewhere one plain line every tenth run and the last;
-	// a lock not run is said by the table, not by the progress.
-	OneLine bool
+	// Brief keeps the terminal short (make demo): Progress keeps to its
+	// live line (on a terminal a finished run leaves no line of its own,
+	// elsewhere one plain line every tenth run and the last; a lock not
+	// run is said under the table, not by the progress), and
+	// CompareReports's table is one line per lock (WritePairs), the
+	// reports' paths one line.
+	Brief bool
 	// Previous are the rows of an earlier run of the same requests and
 	// concurrency (Compare reads its folder's latest.json when this is
 	// nil): the progress line expects each run to take what it took then,

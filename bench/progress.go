@@ -20,7 +20,7 @@ type Progress struct {
 	w    io.Writer
 	live bool
 	// oneLine: a finished run of a series leaves no line on a terminal,
-	// and a plain line every tenth run elsewhere (Config.OneLine).
+	// and a plain line every tenth run elsewhere (Config.Brief).
 	oneLine bool
 
 	scope          string // the run's scenario in a session, shown before the run's name

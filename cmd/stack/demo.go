@@ -29,7 +29,7 @@ func demo(ctx context.Context, args []string) error {
 		cfg.URL = s.URL()
 		cfg.Instances = s.InstanceURLs()
 		cfg.Run.Kind, cfg.RunKey = "demo", s.RedisPassword()
-		cfg.OneLine = true // the table that follows says each run once
+		cfg.Brief = true // the table that follows says each run once
 		if l := cli.LoadProcs(s.InProcess()); l != "" {
 			fmt.Println(l)
 		}
