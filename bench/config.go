@@ -97,7 +97,7 @@ type Config struct {
 	Progress io.Writer
 	// Brief keeps the terminal short (make demo): Progress keeps to its
 	// live line (on a terminal a finished run leaves no line of its own,
-	// elsewhere one plain line every tenth run and the last; a lock not
+	// elsewhere one plain line every twentieth run and the last; a lock not
 	// run is said under the table, not by the progress), and
 	// CompareReports's table is one line per lock (WritePairs), the
 	// reports' paths one line.

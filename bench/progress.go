@@ -20,7 +20,7 @@ type Progress struct {
 	w    io.Writer
 	live bool
 	// oneLine: a finished run of a series leaves no line on a terminal,
-	// and a plain line every tenth run elsewhere (Config.Brief).
+	// and a plain line every twentieth run elsewhere (Config.Brief).
 	oneLine bool
 
 	scope          string // the run's scenario in a session, shown before the run's name
@@ -244,13 +244,13 @@ func (p *Progress) finish(r Row) {
 
 // sparse reports a finished run of a one-line series: on a terminal the
 // live line says how far the series is, and is left for the next run to
-// redraw; elsewhere a plain line every tenth run, and the last.
+// redraw; elsewhere a plain line every twentieth run, and the last.
 func (p *Progress) sparse(tail string) {
 	say := fmt.Sprintf("%s%d of %d runs done%s", p.counter(), p.run, p.runs, tail)
 	switch {
 	case p.live:
 		p.draw(say)
-	case p.run%10 == 0 || p.run == p.runs:
+	case p.run%20 == 0 || p.run == p.runs:
 		fmt.Fprintln(p.w, say)
 	}
 }

@@ -207,9 +207,9 @@ func TestPreviousRowsOfTheSameSize(t *testing.T) {
 
 // TestProgressOneLine: a one-line series leaves no line per run on a
 // terminal (the live line says how far it is, and is blanked at the end),
-// and elsewhere a plain line every tenth run and the last.
+// and elsewhere a plain line every twentieth run and the last.
 func TestProgressOneLine(t *testing.T) {
-	keys := make([]string, 12)
+	keys := make([]string, 22)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("l%d/sale", i)
 	}
@@ -228,12 +228,12 @@ func TestProgressOneLine(t *testing.T) {
 	if strings.Contains(live, "\n") {
 		t.Errorf("terminal: a line left behind: %q", live)
 	}
-	if !strings.Contains(live, "[12/12] 12 of 12 runs done") || !strings.HasSuffix(live, "\r") {
+	if !strings.Contains(live, "[22/22] 22 of 22 runs done") || !strings.HasSuffix(live, "\r") {
 		t.Errorf("terminal: want the last count, then the line blanked: %q", live)
 	}
 	plain := run(false)
 	lines := strings.Split(strings.TrimSuffix(plain, "\n"), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "[10/12] 10 of 12 runs done") || !strings.HasPrefix(lines[1], "[12/12] 12 of 12 runs done") {
-		t.Errorf("plain: want the 10th and the last run's lines, got %q", lines)
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "[20/22] 20 of 22 runs done") || !strings.HasPrefix(lines[1], "[22/22] 22 of 22 runs done") {
+		t.Errorf("plain: want the 20th and the last run's lines, got %q", lines)
 	}
 }
