@@ -72,9 +72,10 @@ function countsSay(r) {
 // when it ran them all.
 function stopSay(r, total) {
   if (!r.stopped && !(total && r.requests < total)) return '';
-  const why = r.stop_reason ? r.stop_reason :
-    r.stall_bound_ms ? `no sale for ${secs(r.stall_ms)}, longer than the ${secs(r.stall_bound_ms)} the scenario allows: nothing was going to move again` :
-    'it reached its time bound';
+  // in words short enough to keep the timeline in view on a phone; the
+  // timeline's own line, in the reports, keeps the server's reason
+  const why = r.stall_bound_ms ? `no sale got through the lock for ${secs(r.stall_ms)}, past the ${secs(r.stall_bound_ms)} the scenario allows` :
+    r.stop_reason ? r.stop_reason : 'it reached its time bound';
   return `The race stopped early, after ${r.requests}${total ? ' of its ' + total : ''} requests: ${why}.`;
 }
 

@@ -161,7 +161,7 @@ function sayPlan() {
     `through a load balancer to three copies of the app (app1, app2, app3), all on one Redis. ${lease}`;
 }
 
-const tlv = $('tl') ? makeTimeline($('tl')) : null;
+const tlv = $('tl') ? makeTimeline($('tl'), {brief: true}) : null;
 function drawLive() {
   drawLine($('liveRps'), live.map(p => [p[0], p[1]]), '#3056d3');
   drawLine($('liveP99'), live.map(p => [p[0], p[2]]), '#b54708');

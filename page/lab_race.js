@@ -8,7 +8,7 @@ let liveVerdict = ''; // the verdict of the race the live charts show, once it i
 
 // The timeline of a race (report's timeline.js, loaded before this):
 // the one in the timeline card.
-const tl = makeTimeline($('timelineCard'));
+const tl = makeTimeline($('timelineCard'), {brief: true});
 function showTimeline(t, title, verdict) {
   tl.show(t, title);
   tl.showEvidence(); // zoomed on what the verdict rests on

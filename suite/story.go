@@ -2,6 +2,7 @@ package suite
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -31,14 +32,23 @@ var rungs = sync.OnceValue(func() []lock.Info {
 	return ladder.New(ladder.Backends{}, lock.Options{}, lock.RedlockOptions{}).Rungs()
 })
 
-// StoryOf is the story of rung under scenario ("": none).
+// StoryOf is the story of rung under scenario ("": none). A rung with no
+// lease (setnx, the databases' locks) is not told the scenario's lock
+// TTL, which its lock never reads.
 func StoryOf(rung lock.Info, scenario string) Story {
 	st := Story{Lock: rung.Name, Does: rung.Summary, Flaw: rung.Flaw}
 	if sc, err := LookupScenario(scenario); err == nil {
 		st.Scenario, st.Did = sc.Name, sc.About
+		if !rung.Lease && rung.Name != "" {
+			st.Did = leaseClause.ReplaceAllString(st.Did, "")
+		}
 	}
 	return st
 }
+
+// leaseClause is a scenario's About's opening "lock TTL 200ms; " (or
+// "lock TTL 200ms (...); ", or ", " after it).
+var leaseClause = regexp.MustCompile(`^lock TTL \d+m?s(?: \([^)]*\))?[;,] `)
 
 // StoryFor is StoryOf the rung called lockName (the flaw left empty for
 // a name the ladder does not have).

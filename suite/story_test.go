@@ -53,3 +53,19 @@ func TestStoriesAreWhole(t *testing.T) {
 		}
 	}
 }
+
+// A story says a lock TTL only of a rung whose lock has a lease: setnx
+// under crash is told the crash, not the 200ms its lock never reads.
+func TestStoriesSayLeasesTrue(t *testing.T) {
+	if did := suite.StoryFor("setnx", "crash").Did; strings.Contains(did, "TTL") || !strings.HasPrefix(did, "a few requests crash their instance") {
+		t.Errorf("setnx under crash: %q, want the crash and no TTL", did)
+	}
+	if did := suite.StoryFor("setnx-expire", "crash").Did; !strings.HasPrefix(did, "lock TTL 200ms; ") {
+		t.Errorf("setnx-expire under crash: %q, want its lease said", did)
+	}
+	for _, p := range suite.Flaws() {
+		if st := suite.StoryFor(p.Lock, p.Scenario); st.Did == "" || strings.HasPrefix(st.Did, ";") || strings.HasPrefix(st.Did, ",") {
+			t.Errorf("%s under %s: %q", p.Lock, p.Scenario, st.Did)
+		}
+	}
+}

@@ -70,7 +70,10 @@ function tlStep(span, n) {
 // race.Timeline; null: none), v.showPair(k) zooms on the k-th overlap,
 // v.t is the timeline shown. The canvas's data-drawn counts the sections
 // in view.
-function makeTimeline(root) {
+// opts.brief: a story beside the timeline says why a race stopped and
+// where its stuck lock is (the page's "Look for"): the line above the
+// canvas leaves them out, so that the canvas stays in view on a phone.
+function makeTimeline(root, opts = {}) {
   const el = name => root.querySelector('.tl-' + name);
   const cv = el('canvas'), tip = el('tip');
   // track[i] is section i's row within its lane: sections of one instance
@@ -102,12 +105,12 @@ function makeTimeline(root) {
       about = `${t.sections.length} critical sections` + (t.omitted ? ` (the latest; ${t.omitted} earlier left out)` : '') +
         (t.complete ? '' : ', at least: an instance forgot some or did not answer') +
         (t.interrupted ? `; ${t.interrupted} cut short by a crash (drawn to the restart)` : '') +
-        (t.stuck ? `; the lock ${t.stuck.key || ''} stuck from ${tlMs(t.stuck.from_us)} ms, ${tlTTL(t.stuck)}` : '') +
+        (t.stuck && !opts.brief ? `; the lock ${t.stuck.key || ''} stuck from ${tlMs(t.stuck.from_us)} ms, ${tlTTL(t.stuck)}` : '') +
         ((t.gave_up || []).length ? `; ${t.gave_up.length} waiter${t.gave_up.length === 1 ? '' : 's'} gave up (503, ✕)` : '') +
         (t.refused ? `; ${t.refused} stale write${t.refused === 1 ? '' : 's'} refused by the fence` : '') +
         '; ' + (t.lease || (t.lease_ms ? `lease ${t.lease_ms} ms` : 'lease: the instances\' own')) +
         (t.faults.length ? `; ${t.faults.length} fault${t.faults.length === 1 ? '' : 's'}` : '') +
-        (t.stopped ? `; ${tlStopped(t.stopped)}` : '');
+        (t.stopped ? `; ${opts.brief ? tlStopped({...t.stopped, reason: ''}) : tlStopped(t.stopped)}` : '');
     }
     el('title').textContent = title ? title + ': ' : '';
     el('about').textContent = about;
