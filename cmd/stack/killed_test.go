@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -124,9 +127,10 @@ func alive(st stackstate.State) []int {
 	return pids
 }
 
-// wantCleanedUp fails t unless every recorded process, the state file and
-// the tmpfs data are gone.
-func wantCleanedUp(t *testing.T, st stackstate.State, state string) {
+// wantCleanedUp fails t unless every recorded process, the state file,
+// the tmpfs data and its servers' leftovers are gone (in its run dir
+// too unless another stack runs there now).
+func wantCleanedUp(t *testing.T, st stackstate.State, state string, runDirToo bool) {
 	t.Helper()
 	if pids := alive(st); len(pids) > 0 {
 		t.Errorf("recorded processes %v still alive", pids)
@@ -139,6 +143,55 @@ func wantCleanedUp(t *testing.T, st stackstate.State, state string) {
 			t.Errorf("tmpfs data %s left behind: %v", st.Data, err)
 		}
 	}
+	if left := leftovers(st, runDirToo); len(left) > 0 {
+		t.Errorf("its servers' files left behind: %v", left)
+	}
+}
+
+// leftovers are the files of the stack's servers that a killed server
+// leaves and a stopped one does not: a socket (PostgreSQL's, MariaDB's)
+// or a pid file anywhere in its run dir, a Redis config (its password),
+// MariaDB's init file (its password), and the temp dirs of the servers
+// that could not enter the run dir (/tmp/lockladder-PID-*).
+func leftovers(st stackstate.State, runDirToo bool) []string {
+	var found []string
+	dir := st.Dir
+	if !runDirToo {
+		dir = "" // another stack runs in it now
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		name := d.Name()
+		switch {
+		case d.Type()&fs.ModeSocket != 0, strings.HasSuffix(name, ".pid"), name == "init.sql",
+			strings.HasPrefix(name, "redis-") && strings.HasSuffix(name, ".conf"):
+			found = append(found, p)
+		}
+		return nil
+	})
+	for _, root := range []string{os.TempDir(), "/tmp"} {
+		temps, _ := filepath.Glob(filepath.Join(root, fmt.Sprintf("lockladder-%d-*", st.Pid)))
+		found = append(found, temps...)
+	}
+	return found
+}
+
+// runDir is a run dir the servers' account may enter, as make up's .run
+// in a clone is: their files are in it (t.TempDir's parent lets only its
+// owner in, and they go to temp dirs of their own).
+func runDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "stack-killed-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // After a SIGKILL of the supervisor, its servers run on (no death signal,
@@ -148,12 +201,18 @@ func TestDownAfterKilledSupervisor(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skipf("no /proc: %v", err)
 	}
-	bin, dir := buildStack(t), t.TempDir()
+	bin, dir := buildStack(t), runDir(t)
 	s, st := startRun(t, bin, dir, true)
 	t.Logf("recorded: %d processes, data %q", len(st.Procs), st.Data)
 	s.kill(t)
 	if len(alive(st)) == 0 {
 		t.Fatalf("no recorded server outlived the supervisor, nothing for down to do: %+v", st)
+	}
+	// Killed by down, its servers leave their sockets and pid files:
+	// PostgreSQL's socket and lock file at least, when it runs.
+	pg := slices.ContainsFunc(st.Summary, func(l string) bool { return strings.HasPrefix(l, "postgres:") })
+	if sockets, _ := filepath.Glob(filepath.Join(dir, "postgres", ".s.PGSQL.*")); pg && len(sockets) == 0 {
+		t.Errorf("PostgreSQL runs, but no socket of its in %s: the check below would prove nothing", dir)
 	}
 	out, err := exec.Command(filepath.Join(bin, "stack"), "down", "-dir", dir).CombinedOutput()
 	t.Logf("stack down:\n%s", out)
@@ -163,7 +222,7 @@ func TestDownAfterKilledSupervisor(t *testing.T) {
 	if !strings.Contains(string(out), "is gone; cleaning up after it") {
 		t.Errorf("down did not say the supervisor was gone")
 	}
-	wantCleanedUp(t, st, filepath.Join(dir, "stack.json"))
+	wantCleanedUp(t, st, filepath.Join(dir, "stack.json"), true)
 }
 
 // The next `stack run` (as `make demo`) cleans up after a killed
@@ -185,7 +244,7 @@ func TestRunCleansUpAfterKilledSupervisorAndStopsOnSIGHUP(t *testing.T) {
 	if !strings.Contains(s.out.String(), "is gone; cleaning up after it") {
 		t.Errorf("the next run did not say it cleaned up:\n%s", s.out)
 	}
-	wantCleanedUp(t, old, filepath.Join(dir, "no-such-state")) // its state is the new one's now
+	wantCleanedUp(t, old, filepath.Join(dir, "no-such-state"), false) // its state and run dir are the new one's now
 
 	s.cmd.Process.Signal(syscall.SIGHUP)
 	select {
@@ -200,7 +259,7 @@ func TestRunCleansUpAfterKilledSupervisorAndStopsOnSIGHUP(t *testing.T) {
 	if !strings.Contains(s.out.String(), "stack: stopped") {
 		t.Errorf("stack run did not stop its stack on SIGHUP:\n%s", s.out)
 	}
-	wantCleanedUp(t, st, filepath.Join(dir, "stack.json"))
+	wantCleanedUp(t, st, filepath.Join(dir, "stack.json"), true)
 }
 
 // A supervisor that exits while starting is named by its last words on

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -249,6 +250,29 @@ func sweepServerDirs() {
 	for _, root := range []string{os.TempDir(), "/tmp"} {
 		sweepDead(root)
 	}
+}
+
+// RemoveServerDirs removes the temp dirs ServerDir made for the servers
+// of process pid (lockladder-PID-*, in the temp dirs it uses), and
+// returns them: after that process died without removing them. Only
+// process pid's are touched.
+func RemoveServerDirs(pid int) ([]string, error) {
+	var removed []string
+	var errs []error
+	for _, root := range []string{os.TempDir(), "/tmp"} {
+		dirs, _ := filepath.Glob(filepath.Join(root, "lockladder-"+strconv.Itoa(pid)+"-*"))
+		for _, d := range dirs {
+			if slices.Contains(removed, d) {
+				continue
+			}
+			if err := os.RemoveAll(d); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, d)
+		}
+	}
+	return removed, errors.Join(errs...)
 }
 
 // WriteServerFile writes a file a server reads or rewrites (its config)
