@@ -23,6 +23,8 @@ import (
 func buildStack(t *testing.T) (bin string) {
 	t.Helper()
 	bin = t.TempDir()
+	began := time.Now()
+	defer func() { t.Logf("built bin/app and bin/stack in %s", time.Since(began).Round(time.Millisecond)) }()
 	for _, pkg := range []string{"app", "stack"} {
 		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, pkg), "../"+pkg).CombinedOutput()
 		if err != nil {
@@ -66,28 +68,57 @@ func startRun(t *testing.T, bin, dir string, noDeathSignal bool) (*supervisor, s
 		<-s.done
 		exec.Command(filepath.Join(bin, "stack"), "down", "-dir", dir).Run()
 	})
+	began := time.Now()
 	deadline := time.After(120 * time.Second)
 	for {
 		if st, err := stackstate.Read(filepath.Join(dir, "stack.json")); err == nil && st.Pid == cmd.Process.Pid {
+			t.Logf("stack run up and recorded in %s", time.Since(began).Round(time.Millisecond))
 			return s, st
 		}
 		select {
 		case err := <-s.done:
 			s.done <- err
-			t.Fatalf("stack run exited (%v): %s\n--- its output ---\n%s", err, lastLines(s.out.String(), 3), s.out)
+			t.Fatalf("stack run exited (%v): %s\n--- its output ---\n%s%s", err, lastWords(s.out.String()), s.out, logTails(dir, 5))
 		case <-deadline:
-			t.Fatalf("stack run recorded no state in 120s: %s\n--- its output ---\n%s", lastLines(s.out.String(), 3), s.out)
+			t.Fatalf("stack run recorded no state in 120s: %s\n--- its output ---\n%s%s", lastWords(s.out.String()), s.out, logTails(dir, 5))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-// lastLines is the last n lines of out, joined by " | ": what the
-// supervisor said last, on the failure's first line (all a CI summary
-// shows).
-func lastLines(out string, n int) string {
+// lastWords is what the supervisor said last, for the failure's first
+// line (all a CI summary shows): its error (its last line that starts
+// with "stack:"; a server's log tail may follow it) and its last 3 lines,
+// joined by " | ".
+func lastWords(out string) string {
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], " | ")
+	last := lines[max(0, len(lines)-3):]
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "stack:") {
+			if i < len(lines)-3 {
+				last = append([]string{lines[i], "..."}, last...)
+			}
+			break
+		}
+	}
+	return strings.Join(last, " | ")
+}
+
+// logTails is the last n lines of each log in the run dir and the dirs
+// in it (the servers', the apps'), for a failure's message.
+func logTails(dir string, n int) string {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	more, _ := filepath.Glob(filepath.Join(dir, "*", "*.log"))
+	var b strings.Builder
+	for _, l := range append(logs, more...) {
+		data, err := os.ReadFile(l)
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(&b, "\n--- %s (last %d lines) ---\n%s", l, n, strings.Join(lines[max(0, len(lines)-n):], "\n"))
+	}
+	return b.String()
 }
 
 // syncBuffer is a bytes.Buffer the test reads while the process writes.
@@ -263,13 +294,21 @@ func TestRunCleansUpAfterKilledSupervisorAndStopsOnSIGHUP(t *testing.T) {
 }
 
 // A supervisor that exits while starting is named by its last words on
-// the failure's first line.
-func TestLastLines(t *testing.T) {
-	out := "redis: up\netcd: up\nstack: postgres: initdb: signal: killed\n"
-	if got, want := lastLines(out, 2), "etcd: up | stack: postgres: initdb: signal: killed"; got != want {
-		t.Errorf("lastLines = %q, want %q", got, want)
+// the failure's first line: its error, though a server's log follows it.
+func TestLastWords(t *testing.T) {
+	for _, c := range []struct{ out, want string }{
+		{"redis: up\netcd: up\nstack: postgres: initdb: signal: killed\n", "redis: up | etcd: up | stack: postgres: initdb: signal: killed"},
+		{"redis: up\nstack: postgres exited while starting: exit status 1\n--- postgres.log (tail) ---\nFATAL: x\nFATAL: y\nFATAL: z\n",
+			"stack: postgres exited while starting: exit status 1 | ... | FATAL: x | FATAL: y | FATAL: z"},
+		{"", ""},
+	} {
+		if got := lastWords(c.out); got != c.want {
+			t.Errorf("lastWords(%q) = %q, want %q", c.out, got, c.want)
+		}
 	}
-	if got := lastLines("", 3); got != "" {
-		t.Errorf("lastLines of nothing = %q", got)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "app1.log"), []byte("a\nb\nc\n"), 0o644)
+	if got := logTails(dir, 2); !strings.Contains(got, "app1.log (last 2 lines) ---\nb\nc") {
+		t.Errorf("logTails = %q, want app1.log's last 2 lines", got)
 	}
 }
