@@ -19,19 +19,44 @@ import (
 	"github.com/lockladder/lockladder/stack"
 )
 
-// buildStack builds bin/app and bin/stack into a temp dir.
+// built is bin/app and bin/stack, built once for the package's tests
+// (each build took minutes on a loaded machine), in a dir TestMain
+// removes.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// buildStack builds bin/app and bin/stack, once, and returns their dir.
 func buildStack(t *testing.T) (bin string) {
 	t.Helper()
-	bin = t.TempDir()
-	began := time.Now()
-	defer func() { t.Logf("built bin/app and bin/stack in %s", time.Since(began).Round(time.Millisecond)) }()
-	for _, pkg := range []string{"app", "stack"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, pkg), "../"+pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go build ./cmd/%s: %v\n%s", pkg, err, out)
+	built.once.Do(func() {
+		began := time.Now()
+		if built.dir, built.err = os.MkdirTemp("", "stack-bin-"); built.err != nil {
+			return
 		}
+		for _, pkg := range []string{"app", "stack"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(built.dir, pkg), "../"+pkg).CombinedOutput()
+			if err != nil {
+				built.err = fmt.Errorf("go build ./cmd/%s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+		t.Logf("built bin/app and bin/stack in %s", time.Since(began).Round(time.Millisecond))
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.dir
 }
 
 // supervisor is a `stack run` started by a test, its output in out.
