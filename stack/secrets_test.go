@@ -122,6 +122,16 @@ func TestNobodyReadsNoSecretAndNoneOutlivesTheStack(t *testing.T) {
 	need.Real(t, "postgres", err)
 	_, err = stack.LookPath("etcd")
 	need.Real(t, "etcd", err)
+	for _, data := range []string{"", stack.DataDisk} {
+		t.Run("data="+map[string]string{"": "auto", stack.DataDisk: "disk"}[data], func(t *testing.T) {
+			nobodyReadsNoSecret(t, data)
+		})
+	}
+}
+
+// nobodyReadsNoSecret is TestNobodyReadsNoSecretAndNoneOutlivesTheStack
+// with the back ends' data kept as data says (Config.Data).
+func nobodyReadsNoSecret(t *testing.T, data string) {
 	// A run dir every account may enter, as make up's .run in a clone.
 	dir, err := os.MkdirTemp("", "lockladder-secrets-")
 	if err != nil {
@@ -137,6 +147,7 @@ func TestNobodyReadsNoSecretAndNoneOutlivesTheStack(t *testing.T) {
 		c.Instances = 1
 		c.RequireReal = true
 		c.ZooKeeper, c.MariaDB, c.Postgres, c.Etcd = stack.Real, stack.Real, stack.Real, stack.Real
+		c.Data = data
 	})
 	secrets := stackSecrets(t, s)
 	roots := append([]string{s.Dir()}, serverDirs(s)...)
