@@ -99,8 +99,8 @@ bench-peers: build
 		-nginx-conf $(abspath nginx.conf) -commit $(shell git rev-parse --short HEAD)
 
 ## test: vet, then every test (real servers when installed; required under CI=true). The
-## packages' tests run under the race detector, eight packages at a time: most of their time is
-## spent waiting on leases, timeouts and servers starting, not on the two cores. The end-to-end
+## packages' tests run under the race detector, PKG_LANES packages at a time: most of their time
+## is spent waiting on leases, timeouts and servers starting, not on the two cores. The end-to-end
 ## tests run last, without it: their faults are timed against the machine (a killed instance's
 ## 502s, a lease running out), the instances they start are built without it anyway, and the
 ## packages' tests have run the same harness under it. There the suites with lanes of their own
@@ -112,8 +112,8 @@ bench-peers: build
 ## The end-to-end tests' files (the page's screenshot) are kept under $(OUT)/e2e/_artifacts.
 ## examples/checklock, a module of its own, checks its locks through the explorer's public API
 ## (explore.Check).
-PKG_LANES ?= 8
-E2E_LANES ?= 3
+PKG_LANES ?= 4
+E2E_LANES ?= 2
 RACE ?= -race
 test: vet
 	$(GO) test $(RACE) -p $(PKG_LANES) -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$')

@@ -106,6 +106,7 @@ func (h *harness) newAttack(ctx context.Context, row *Row, ld *load) *attack {
 	tg := newLoadTargeter(guard.WithLease(ctx, h.lease), h.cfg.URL, row.Endpoint, row.Lock, row.Wait, h.skus(), header, ld)
 	row.Instances = map[string]int{}
 	row.Began = tg.start
+	row.Planned = n
 	return &attack{
 		row:        row,
 		dial:       d,
@@ -224,6 +225,13 @@ func (a *attack) stalled() bool {
 	}
 	a.watch.end(now)
 	a.row.Stopped = true
+	a.row.StoppedMs = report.Ms(now)
+	since := "the first fault"
+	if !a.watch.faulty {
+		since = "the start"
+	}
+	a.row.StopReason = fmt.Sprintf("no request got through the lock for %d ms after %s, past the scenario's bound of %d ms: the run stopped sending",
+		a.watch.longest().Milliseconds(), since, a.watch.bound.Milliseconds())
 	return true
 }
 

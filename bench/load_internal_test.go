@@ -377,6 +377,10 @@ func TestEarlyStopDeadlock(t *testing.T) {
 	if r.Scenario != "crash" || r.StallBoundMs != 400 {
 		t.Errorf("scenario %q, bound %v", r.Scenario, r.StallBoundMs)
 	}
+	// It says when it stopped, of how many planned, and why.
+	if r.Planned != 100000 || r.StoppedMs <= 400 || !strings.Contains(r.StopReason, "no request got through the lock") || !strings.Contains(r.StopReason, "bound of 400 ms") {
+		t.Errorf("planned %d, stopped at %.1fms, reason %q: want 100000, past the bound, and why", r.Planned, r.StoppedMs, r.StopReason)
+	}
 	// Stopped past the bound, before the run's end (the requests' count
 	// below): how soon after it is the machine's, not the rule's.
 	if r.StallMs <= 400 {

@@ -78,8 +78,12 @@ type Row struct {
 	// stalls longer is stopped early and judged DEADLOCK.
 	StallBoundMs float64 `json:"stall_bound_ms,omitempty"`
 	// Stopped says the run was stopped before all its requests were sent,
-	// because it stalled past the bound.
-	Stopped bool `json:"stopped,omitempty"`
+	// because it stalled past the bound: StoppedMs after its start, for
+	// StopReason (in words). Planned is how many it was to send.
+	Stopped    bool    `json:"stopped,omitempty"`
+	StoppedMs  float64 `json:"stopped_ms,omitempty"`
+	StopReason string  `json:"stop_reason,omitempty"`
+	Planned    int     `json:"planned,omitempty"`
 
 	// Linearizable is the history checker's finding on the run's answers:
 	// ok, illegal or unknown (see package history); Evidence says why a

@@ -1,16 +1,20 @@
 package e2e
 
 import (
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/lockladder/lockladder/suite"
 )
 
 // The page draws every failure: setnx under crash shows its stuck lock
-// (a dark red strip to the end of the race, key and "no TTL"), and a
+// (a dark red strip to the end of the race, key and "no TTL"), and so
+// does setnx-expire under crash-before-expire, whose holder died before
+// its section began; a
 // failing verdict never sits beside a green badge; del-setnx under
 // crash-wait shows its double grant as overlapping sections (red), though
 // the instances that held them crashed; lua under slow, its leases that
@@ -69,6 +73,23 @@ func TestPageDrawsEveryFailure(t *testing.T) {
 		t.Errorf("a negative count in the status: %q", status)
 	}
 
+	// setnx-expire under crash-before-expire: its holder dies between
+	// SETNX and EXPIRE, before its section began; the DEADLOCK still
+	// draws its stuck lock, in a row of its own (no lane answered).
+	verdict, badge, about = run("setnx-expire", "crash-before-expire")
+	if verdict != "DEADLOCK" {
+		t.Fatalf("setnx-expire under crash-before-expire: %s, want DEADLOCK", verdict)
+	}
+	if !strings.Contains(badge, "bad") || !strings.Contains(about, "stuck") || !strings.Contains(about, "no TTL") {
+		t.Errorf("setnx-expire's DEADLOCK: badge %q, the timeline says %q: want bad, and the stuck lock with no TTL", badge, about)
+	}
+	if text, _ := chromedp.Run(ctx, chromedp.Text("#timelineCard .tl-overlaps")); text != "stuck lock" {
+		t.Errorf("setnx-expire's DEADLOCK badge says %q, want \"stuck lock\"", text)
+	}
+	if n := canvasPixels(t, ctx, "#timelineCard .tl-canvas", 0x7a, 0x27, 0x1a); n < 200 {
+		t.Errorf("setnx-expire's stuck lock's strip: %d pixels, want it drawn", n)
+	}
+
 	verdict, badge, _ = run("del-setnx", "crash-wait")
 	if verdict != "OVERSOLD" {
 		t.Fatalf("del-setnx under crash-wait: %s, want OVERSOLD", verdict)
@@ -93,4 +114,42 @@ func TestPageDrawsEveryFailure(t *testing.T) {
 		t.Errorf("lua's lapsed leases: %d red pixels under the bars, want them drawn", n)
 	}
 	screenshot(t, ctx, "page-del-setnx-crash-wait.png", "")
+
+	// The timeline zooms and pans with the keyboard: + zooms in, the
+	// right arrow pans later, 0 shows the whole race, as its button does.
+	view := func() (float64, float64) {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`[tl.v0, tl.v1]`))
+		if err != nil || len(v) != 2 {
+			t.Fatalf("the timeline's view: %v %v", v, err)
+		}
+		return v[0], v[1]
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Focus(chromedp.CSS("#timelineCard .tl-canvas"))); err != nil {
+		t.Fatal(err)
+	}
+	a0, a1 := view()
+	key := func(k string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.KeyEvent(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key("+")
+	b0, b1 := view()
+	if b1-b0 >= a1-a0 {
+		t.Errorf("+ on the timeline: span %.0f -> %.0f us, want it narrower", a1-a0, b1-b0)
+	}
+	key(kb.ArrowRight)
+	if c0, c1 := view(); c0 <= b0 || math.Abs((c1-c0)-(b1-b0)) > 1 {
+		t.Errorf("→ on the timeline: view %.0f..%.0f -> %.0f..%.0f, want it later, as wide", b0, b1, c0, c1)
+	}
+	key("0")
+	d0, d1 := view()
+	if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.CSS("#timelineCard .tl-all"))); err != nil {
+		t.Fatal(err)
+	}
+	if w0, w1 := view(); math.Abs(d0-w0) > 1 || math.Abs(d1-w1) > 1 {
+		t.Errorf("0 on the timeline: view %.0f..%.0f, want the whole race %.0f..%.0f (its button's)", d0, d1, w0, w1)
+	}
 }

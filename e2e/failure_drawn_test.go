@@ -51,7 +51,10 @@ func postRace(t *testing.T, lb, query string) race.Result {
 // Every failure drawn, from data the instances keep across their own
 // crashes. setnx under crash: DEADLOCK, and the stuck lock is in the
 // result: from the dead holder's acquisition, its key read back from
-// Redis with no TTL, the waiters that gave up; no negative count.
+// Redis with no TTL, the waiters that gave up; no negative count; crash
+// marks only where an instance crashed; a race stopped early says why.
+// setnx-expire under crash-before-expire: its stuck lock, though its
+// holder died before its section began.
 // del-setnx under crash-wait: OVERSOLD, and its double grant is there
 // as overlapping sections, though instances crashed.
 func TestFailuresDrawnSurviveCrashes(t *testing.T) {
@@ -83,6 +86,37 @@ func TestFailuresDrawnSurviveCrashes(t *testing.T) {
 	}
 	if len(tl.GaveUp) == 0 || res.Codes["503"] == 0 {
 		t.Errorf("no waiter gave up: gave_up %d, 503s %d", len(tl.GaveUp), res.Codes["503"])
+	}
+	// Only the crashes that happened are marked: none answered (its
+	// instance exited), none of the armed requests that gave up (503).
+	crashes := 0
+	for _, f := range tl.Faults {
+		if f.Hook {
+			continue
+		}
+		if crashes++; f.Code != 0 && f.Code < 500 || f.Code == http.StatusServiceUnavailable {
+			t.Errorf("a crash marked where an armed request was answered %d: %+v", f.Code, f)
+		}
+	}
+	if unanswered := res.Armed["502"] + res.Armed["504"] + res.Armed["error"]; crashes == 0 || crashes > unanswered {
+		t.Errorf("%d crashes marked, %d armed requests went unanswered (armed %v)", crashes, unanswered, res.Armed)
+	}
+	// It stopped early (the lock stuck): it says so, and why.
+	if res.Stopped {
+		if st := tl.Stopped; st == nil || st.Sent != res.Requests || st.Planned <= st.Sent || !strings.Contains(st.Reason, "no request got through the lock") {
+			t.Errorf("a race stopped after %d requests: timeline stopped %+v", res.Requests, tl.Stopped)
+		}
+	}
+
+	// setnx-expire under crash-before-expire: the holder dies between
+	// SETNX and EXPIRE, before its section begins; the stuck lock is the
+	// crash's, read back held with no TTL.
+	res = postRace(t, lb, "lock=setnx-expire&endpoint=sale&scenario=crash-before-expire")
+	if tl = res.Timeline; res.Verdict != bench.VerdictDeadlock || tl == nil || tl.Stuck == nil {
+		t.Fatalf("setnx-expire under crash-before-expire: %s, timeline %v: want DEADLOCK with its stuck lock", res.Verdict, tl)
+	}
+	if s := tl.Stuck; s.Section != -1 || s.Fault < 0 || !s.Read || !s.Held || s.TTLMs != -1 || !strings.HasPrefix(s.Key, "lock:") {
+		t.Errorf("setnx-expire's stuck lock: %+v, want the crash's, read back held with no TTL", s)
 	}
 
 	res = postRace(t, lb, "lock=del-setnx&endpoint=sale&scenario=crash-wait")

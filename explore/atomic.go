@@ -6,7 +6,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/inventory"
-	"github.com/lockladder/lockladder/lock"
 )
 
 // atomicTarget is the ceiling (ladder.New's "atomic", which has no
@@ -17,18 +16,23 @@ import (
 // fall where they fall for the other rungs.
 var atomicTarget = Target{
 	Name:     "atomic",
-	New:      func(redis.Cmdable, lock.Options) lock.Locker { return noLock{} },
+	New:      func(redis.UniversalClient, Env) Locker { return noLock{} },
 	Faults:   Crash | Pause | Slow,
-	Business: sellAtomic,
+	Business: &atomicSale,
 }
 
-func sellAtomic(ctx context.Context, _ redis.Cmdable, s *inventory.Store, _ lock.Lock) error {
-	_, err := s.SellAtomic(ctx)
-	return err
-}
+// atomicSale is the app's sale as one script.
+var atomicSale = func() Business {
+	b := labSale
+	b.Run = func(ctx context.Context, rdb redis.UniversalClient, _ Held) error {
+		_, err := inventory.New(rdb).SellAtomic(ctx)
+		return err
+	}
+	return b
+}()
 
 // noLock is the atomic rung's Locker: every Obtain holds at once.
 type noLock struct{}
 
-func (noLock) Obtain(context.Context, string, lock.Call) (lock.Lock, error) { return noLock{}, nil }
-func (noLock) Release(context.Context) error                                { return nil }
+func (noLock) Obtain(context.Context, string) (Held, error) { return noLock{}, nil }
+func (noLock) Release(context.Context) error                { return nil }

@@ -80,7 +80,7 @@ var (
 // a real redis-server with the lock's own code.
 func TestCheckFailsANaiveLock(t *testing.T) {
 	rec := &tb{TB: t}
-	r := explore.Check(rec, naive, explore.Config{Budget: hangGuard})
+	r := explore.CheckWith(t, rec, naive, explore.Config{Budget: hangGuard})
 	if r.Verdict != explore.Oversold || r.Steps != 7 || r.Clients != 2 {
 		t.Fatalf("lease: %s in %d steps with %d clients, want %s in 7 with 2", r.Verdict, r.Steps, r.Clients, explore.Oversold)
 	}
@@ -111,7 +111,7 @@ func TestCheckPassesAFencedLock(t *testing.T) {
 	// Depth 10, past the lease lock's 7: idle, every schedule of 10 steps
 	// is seen in about 4 s (every state, 12, in 5), and a budget that
 	// is not reached on a loaded machine.
-	r := explore.Check(rec, fenced, explore.Config{MaxClients: 2, Depth: 10, Budget: hangGuard})
+	r := explore.CheckWith(t, rec, fenced, explore.Config{MaxClients: 2, Depth: 10, Budget: hangGuard})
 	if len(rec.errs) != 0 || r.Verdict != explore.None {
 		t.Fatalf("fenced lease: %s, errors %q", r.Verdict, rec.errs)
 	}
@@ -233,7 +233,11 @@ type labLocker struct{ l lock.Locker }
 
 func (a labLocker) Obtain(ctx context.Context, key string) (explore.Held, error) {
 	zero := time.Duration(0)
-	return a.l.Obtain(ctx, key, lock.Call{Try: &zero}) // ErrBusy is an ErrNotObtained
+	l, err := a.l.Obtain(ctx, key, lock.Call{Try: &zero})
+	if errors.Is(err, lock.ErrNotObtained) {
+		return nil, fmt.Errorf("%w: %w", explore.ErrNotObtained, err)
+	}
+	return l, err
 }
 
 // brokenLock's Obtain fails other than busy once the lock is held.
@@ -255,13 +259,13 @@ func TestCheckSaysWhatCouldNotRun(t *testing.T) {
 		return &brokenLock{leaseLock{rdb: rdb, ttl: env.TTL}}
 	}}
 	rec := &tb{TB: t}
-	explore.Check(rec, broken, explore.Config{MaxClients: 2, Budget: 10 * time.Second})
+	explore.CheckWith(t, rec, broken, explore.Config{MaxClients: 2, Budget: 10 * time.Second})
 	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "broken: Obtain: taken") {
 		t.Errorf("an Obtain that fails: Check reported %q", rec.errs)
 	}
 	panics := explore.Lock{Name: "panics", New: func(redis.UniversalClient, explore.Env) explore.Locker { return panicLock{} }}
 	rec = &tb{TB: t}
-	explore.Check(rec, panics, explore.Config{MaxClients: 2, Budget: 10 * time.Second})
+	explore.CheckWith(t, rec, panics, explore.Config{MaxClients: 2, Budget: 10 * time.Second})
 	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "client A panicked: boom") {
 		t.Errorf("an Obtain that panics: Check reported %q", rec.errs)
 	}
@@ -298,7 +302,7 @@ func (h noLeaseHeld) Release(ctx context.Context) error { return h.rdb.Del(ctx, 
 func TestCheckFindsADeadlock(t *testing.T) {
 	l := explore.Lock{Name: "no-lease", New: func(rdb redis.UniversalClient, _ explore.Env) explore.Locker { return noLeaseLock{rdb} }}
 	rec := &tb{TB: t}
-	r := explore.Check(rec, l, explore.Config{Budget: hangGuard})
+	r := explore.CheckWith(t, rec, l, explore.Config{Budget: hangGuard})
 	if r.Verdict != explore.Deadlock || r.Steps != 2 || len(rec.errs) != 1 {
 		t.Fatalf("no-lease: %s in %d steps, %d errors; want %s in 2, one error", r.Verdict, r.Steps, len(rec.errs), explore.Deadlock)
 	}

@@ -107,6 +107,7 @@ func (w *world) apply(ch Choice) bool {
 			break
 		}
 		wd := ch.Kind == DeliverWD
+		w.awaitGate(c, wd)
 		if c.crashed || wd && c.renewal() == nil || !wd && c.gate == nil {
 			return false
 		}
@@ -145,7 +146,47 @@ func (w *world) apply(ch Choice) bool {
 		return false // a skew is the world's from its start: replay applies it
 	}
 	w.moved = true
+	w.noteSleepers()
+	w.applied++
 	return true
+}
+
+// expectAsleep says the search saw c asleep after the step being
+// applied (a replay on real time of a schedule found in a bubble).
+func (w *world) expectAsleep(c *client) bool {
+	i := w.applied + 1
+	return i < len(w.ex.asleep) && w.ex.asleep[i]&(1<<c.id) != 0
+}
+
+// awaitGate waits, on a real Redis, for c's next command to reach its
+// gate: a client the search saw asleep wakes on the real clock.
+func (w *world) awaitGate(c *client, wd bool) {
+	if !w.ex.real {
+		return
+	}
+	w.await(func() bool { return c.finished || c.crashed || !wd && c.gate != nil || wd && c.renewal() != nil })
+}
+
+// noteSleepers marks when each client fell asleep (in a bubble): how
+// long it has slept is part of the state, as a timer's time left.
+func (w *world) noteSleepers() {
+	var bits uint8
+	defer func() {
+		if !w.ex.quiet {
+			w.asleepLog = append(w.asleepLog, bits)
+		}
+	}()
+	for _, c := range w.clients {
+		if c.asleep() {
+			bits |= 1 << c.id
+		}
+		switch {
+		case !c.asleep():
+			c.sleptAt = time.Time{}
+		case c.sleptAt.IsZero():
+			c.sleptAt = w.time()
+		}
+	}
 }
 
 // nextDue is the next instant something falls due: a key expires, a

@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockladder/lockladder/inventory"
-	"github.com/lockladder/lockladder/lock"
 )
 
 // epoch is virtual time 0: every world starts there, so that the expiry
@@ -22,9 +19,6 @@ var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 // initialStock is the stock every world starts with: more than the
 // clients can sell, so a sale is never refused for want of stock.
 const initialStock = 10
-
-// lockKey is the lock the clients take: the app's /sale lock.
-const lockKey = inventory.StockLock
 
 type phase int
 
@@ -49,9 +43,8 @@ type client struct {
 	id     int
 	proc   *client // its process: the first client of it (line.go)
 	name   string
-	rdb    redis.Cmdable
-	locker lock.Locker
-	store  *inventory.Store
+	rdb    redis.UniversalClient
+	locker Locker
 
 	// Set by the program, read by the search while the program waits.
 	phase    phase
@@ -67,9 +60,10 @@ type client struct {
 	delivered    int
 	crashed      bool
 	skew         time.Duration
-	hist         []string // this attempt's (and section's) commands and replies
-	histAttempt  int      // the attempt hist is of
-	tokens       int      // tokens this client has made, for their names
+	hist         []string  // this attempt's (and section's) commands and replies
+	histAttempt  int       // the attempt hist is of
+	tokens       int       // tokens this client has made, for their names
+	sleptAt      time.Time // in a bubble: when it fell asleep (zero: awake)
 }
 
 // clock is the client's clock: virtual time, plus its skew.
@@ -83,21 +77,18 @@ func (c *client) holding() bool {
 }
 
 func (c *client) run() {
-	defer func() { c.w.events <- event{kind: evDone, c: c} }()
-	if c.w.ex.target.strict {
+	defer func() { c.w.send(event{kind: evDone, c: c}) }()
+	if c.w.ex.target.Strict {
 		defer c.caught() // a checked lock's panic fails the check, not the process
 	}
 	ctx := context.WithValue(context.WithValue(c.w.ctx, mainKey{}, c.w), clientKey{}, c)
-	if c.w.multi() {
-		ctx = lock.WithRoundWatch(ctx, roundWatch{c})
+	t := c.w.ex.target
+	if c.w.multi() && t.Watch != nil {
+		ctx = t.Watch(ctx, roundWatch{c})
 	}
-	once := time.Duration(0)
-	if c.w.ex.target.Line {
-		once = waitInLine // B waits in A's line; C in fair's queue
-	}
-	business := c.w.ex.target.business()
+	business, key := t.business(), t.key()
 	for range c.w.ex.cfg.Sections {
-		var held lock.Lock
+		var held Held
 		for {
 			if c.w.closed.Load() {
 				return
@@ -109,18 +100,28 @@ func (c *client) run() {
 			if !c.startGate() {
 				return
 			}
-			l, err := c.locker.Obtain(ctx, lockKey, lock.Call{Try: &once, Wait: c.w.ex.target.Wait})
+			l, err := c.locker.Obtain(ctx, key)
+			if err == nil && l == nil {
+				err = errors.New("Obtain returned neither a lock nor an error")
+			}
 			if err == nil {
 				held = l
 				break
 			}
-			if !errors.Is(err, lock.ErrNotObtained) {
+			if !errors.Is(err, ErrNotObtained) {
 				c.obtainFailed(err)
 				return // the world ended under it
 			}
 		}
 		c.phase = phaseSection
-		_ = business(ctx, c.rdb, c.store, held) // a refused sale (a stale token) is no sale
+		// A refused sale (a stale token) is no sale; a CheckError is the
+		// check's, not the lock's: it fails the search.
+		if err := business.Run(ctx, c.rdb, held); err != nil {
+			var ce *CheckError
+			if errors.As(err, &ce) && !c.w.closed.Load() {
+				c.w.ex.fail(ce)
+			}
+		}
 		c.phase = phaseRelease
 		_ = held.Release(ctx) // not held any more: the lease lapsed; it says so, and moves on
 		c.sections++
@@ -134,25 +135,13 @@ func (c *client) run() {
 // read, not between the read and the command. False: the world ended.
 func (c *client) startGate() bool {
 	g := &gate{c: c, open: make(chan bool, 1), ctx: context.Background()}
-	c.w.events <- event{kind: evGate, c: c, g: g}
+	c.w.send(event{kind: evGate, c: c, g: g})
 	return <-g.open
 }
 
 // idle says c is done, or waits to start an attempt.
 func (c *client) idle() bool {
-	return c.finished || c.phase == phaseObtain && c.gate != nil && c.gate.cmds == nil
-}
-
-// Sale is the app's business under a lock (handlers.critical): the
-// fenced sale with the lock's fencing token when it has one, else the
-// articles' GET, check, SET.
-func Sale(ctx context.Context, _ redis.Cmdable, s *inventory.Store, l lock.Lock) error {
-	var g inventory.Guard
-	if t, ok := l.(lock.Tokened); ok {
-		g.Token = t.Token()
-	}
-	_, err := s.Sell(ctx, g)
-	return err
+	return c.finished || c.phase == phaseObtain && (c.gate != nil && c.gate.cmds == nil || c.asleep())
 }
 
 // scripts knows which Lua scripts Redis has loaded (so that a digest it
@@ -161,32 +150,13 @@ func Sale(ctx context.Context, _ redis.Cmdable, s *inventory.Store, l lock.Lock)
 type scripts struct {
 	mu     sync.Mutex
 	loaded map[string]string // sha1 -> name
+	names  []ScriptName      // the target's, then the sale's
 }
 
-// scriptNames names a script by the first words of its opening comment.
-var scriptNames = []struct{ prefix, name string }{
-	{"-- Release a lock only if we still own it", "lua-release"},
-	{"-- Take a reentrant lock", "reentrant-acquire"},
-	{"-- Leave a reentrant lock", "reentrant-release"},
-	{"-- Renew a reentrant lock", "reentrant-renew"},
-	{"-- Take a lease and hand out the next fencing token", "fenced-acquire"},
-	{"-- Take a fair lock", "fair-acquire"},
-	{"-- Release a fair lock", "fair-release"},
-	{"-- Renew a lease, only while", "fair-renew"},
-	{"-- Read a value under a fencing token", "fenced-read"},
-	{"-- Write a value under a fencing token", "fenced-write"},
-	{"-- Sell one item in one atomic step", "sell-atomic"},
-	// The libraries' (Libraries), by their own source.
-	{"\nif redis.call(\"set\", KEYS[1], ARGV[1], \"NX\", \"PX\", ARGV[3])", "redislock-obtain"},
-	{`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`, "redislock-refresh"},
-	{`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`, "redislock-release"},
-	{"\n\tlocal val = redis.call(\"GET\", KEYS[1])\n\tif val == ARGV[1] then\n\t\treturn redis.call(\"DEL\"", "redsync-delete"},
-}
-
-func scriptName(src string) string {
-	for _, n := range scriptNames {
-		if strings.HasPrefix(src, n.prefix) {
-			return n.name
+func (s *scripts) scriptName(src string) string {
+	for _, n := range s.names {
+		if strings.HasPrefix(src, n.Prefix) {
+			return n.Name
 		}
 	}
 	sum := sha1.Sum([]byte(src))
@@ -223,7 +193,7 @@ func (s *scripts) note(cmds []redis.Cmder) {
 		}
 		sum := sha1.Sum([]byte(src))
 		s.mu.Lock()
-		s.loaded[hex.EncodeToString(sum[:])] = scriptName(src)
+		s.loaded[hex.EncodeToString(sum[:])] = s.scriptName(src)
 		s.mu.Unlock()
 	}
 }

@@ -93,8 +93,9 @@ type Config struct {
 	// Faults overrides the target's own (the scenario the ladder names).
 	Faults Faults
 
-	// password is what a replay's redis-server requires (Replayer's).
-	password string
+	// password is what a replay's redis-server requires (Replayer's);
+	// network is how it is reached ("" tcp).
+	password, network string
 }
 
 func (c Config) withDefaults(t Target) Config {

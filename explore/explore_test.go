@@ -133,25 +133,22 @@ func TestFindsAPlantedBug(t *testing.T) {
 	}
 	unchecked := redis.NewScript(strings.Replace(write, writeCheck, "", 1))
 	read := redis.NewScript(inventoryScript(t, "fenced_read.lua"))
-	tg := explore.Target{
-		Name: "fenced-unchecked-write",
-		New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
-			return lock.NewFenced(rdb, o)
-		},
-		Faults: explore.Crash | explore.Pause | explore.Slow,
-		Business: func(ctx context.Context, rdb redis.Cmdable, _ *inventory.Store, l lock.Lock) error {
-			token := l.(lock.Tokened).Token()
-			res, err := read.Run(ctx, rdb, []string{inventory.StockFence, inventory.KeyStock}, token).Slice()
-			if err != nil || res[0].(int64) != 1 {
-				return err
-			}
-			stock, err := strconv.ParseInt(res[1].(string), 10, 64)
-			if err != nil {
-				return err
-			}
-			keys := []string{inventory.StockFence, inventory.KeyStock, inventory.KeySold}
-			return unchecked.Run(ctx, rdb, keys, token, stock-1).Err()
-		},
+	tg := lookup(t, "fenced")
+	tg.Name = "fenced-unchecked-write"
+	b := *tg.Business
+	tg.Business = &b
+	b.Run = func(ctx context.Context, rdb redis.UniversalClient, l explore.Held) error {
+		token := l.(lock.Tokened).Token()
+		res, err := read.Run(ctx, rdb, []string{inventory.StockFence, inventory.KeyStock}, token).Slice()
+		if err != nil || res[0].(int64) != 1 {
+			return err
+		}
+		stock, err := strconv.ParseInt(res[1].(string), 10, 64)
+		if err != nil {
+			return err
+		}
+		keys := []string{inventory.StockFence, inventory.KeyStock, inventory.KeySold}
+		return unchecked.Run(ctx, rdb, keys, token, stock-1).Err()
 	}
 	r := run(t, tg, explore.Config{MaxClients: 2, Budget: hangGuard})
 	if r.Verdict != explore.Oversold {

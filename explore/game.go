@@ -27,7 +27,7 @@ const MaxMoves = 60
 //
 // A library's own wall-clock deadlines (redsync's, 5% of the lease a
 // call) are held off at the gate in a game as in a search
-// (Target.wallDeadlines, WaitsAll): a move that holds a command for as
+// (Target.WallDeadlines, WaitsAll): a move that holds a command for as
 // long as the machine takes cannot end one.
 func gameConfig(clients int) Config {
 	return Config{MaxClients: clients, Sections: 2, MaxFaults: 3, MaxTicks: 12}
@@ -225,7 +225,7 @@ func (w *world) playable() []Choice {
 			}
 		case ch.Kind == RestartIt:
 			for m, kv := range w.ex.masters {
-				if kv.Exists(lockKey) {
+				if kv.Exists(w.ex.target.key()) {
 					add(Choice{Kind: RestartIt, Client: -1, Node: m + 1})
 				}
 			}

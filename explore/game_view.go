@@ -18,7 +18,7 @@ func (w *world) view() Game {
 	s := w.snapshot()
 	g := Game{
 		Lock: t.Name, Masters: t.Masters, Goal: Goal(t), NowMS: w.time().Sub(w.epoch).Milliseconds(),
-		LeaseMS: w.ex.cfg.TTL.Milliseconds(), Stock: s.stock, Sold: s.sold,
+		LeaseMS: w.ex.cfg.TTL.Milliseconds(), Stock: atoi(s.values[0]), Sold: atoi(s.values[1]),
 		Holders: []string{}, Next: []Option{}, Trace: append([]Step{}, w.trace...), Keys: w.keyViews(),
 	}
 	for _, c := range w.clients {
@@ -37,9 +37,9 @@ func (w *world) view() Game {
 		g.Clients = append(g.Clients, v)
 	}
 	g.LockNow = w.lockNow(s, g.Holders)
-	if over := w.oversold(); over > 0 {
-		g.Verdict = Oversold
-		g.Explain = fmt.Sprintf("OVERSOLD: %d sale(s) more than the stock went down: two clients wrote the stock while both held the lock, and one sale overwrote the other", over)
+	if err := w.broken(); err != nil {
+		g.Verdict = verdictOf(err)
+		g.Explain = fmt.Sprintf("%s: %s, and one sale overwrote the other", g.Verdict, err)
 		return g
 	}
 	for _, ch := range w.playable() {
@@ -60,6 +60,7 @@ var doing = map[string]string{
 // lockNow says who holds the lock now: Redis's key (s.lock, as the
 // diagram shows it) beside the clients that think they hold it.
 func (w *world) lockNow(s shot, holders []string) string {
+	lockKey := w.ex.target.key()
 	var crashed []string
 	for _, c := range w.clients {
 		if c.crashed {

@@ -51,7 +51,7 @@ func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 
 func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(context.Context) error) error {
-	if (h.ex.target.WaitsAll || h.ex.target.wallDeadlines) && ctx.Value(mainKey{}) != nil {
+	if (h.ex.target.WaitsAll || h.ex.target.WallDeadlines) && ctx.Value(mainKey{}) != nil {
 		// A library's own wall-clock deadlines (redsync's, 5% of the
 		// expiry for each call) never pass in a schedule: for them no
 		// time passes (libraries.go), however long a command is held.
@@ -76,6 +76,9 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(conte
 		return err
 	}
 	if w.closed.Load() {
+		if w.ex.bubble && w.afterClose.Add(1) > postClose {
+			w.park(cmds)
+		}
 		return endReplies(cmds)
 	}
 	if err := ctx.Err(); err != nil {
@@ -95,7 +98,7 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(conte
 		g.callers = readCallers()
 	}
 	w.inflight.Add(-1)
-	w.events <- event{kind: evGate, c: c, g: g}
+	w.send(event{kind: evGate, c: c, g: g})
 	select {
 	case ok := <-g.open:
 		w.inflight.Add(1)
@@ -110,7 +113,7 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(conte
 		// released): the renewal is never sent, as go-redis gives up a
 		// command whose context ends.
 		w.inflight.Add(1)
-		w.events <- event{kind: evGateGone, c: c, g: g}
+		w.send(event{kind: evGateGone, c: c, g: g})
 		return ctx.Err()
 	}
 	err := send(ctx)
@@ -118,7 +121,7 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(conte
 	g.answers = answersOf(cmds)
 	if g.node > 0 {
 		// Before the sender hands the answer back to its program.
-		w.events <- event{kind: evAnswered, c: c, g: g}
+		w.send(event{kind: evAnswered, c: c, g: g})
 	}
 	close(g.sent)
 	return err

@@ -29,17 +29,17 @@ import (
 // deadline of one lease, never reached. redislock-refresh's loop ticks by
 // the lab's Ticker (Options.Ticker), so the search drives its Refresh as
 // it drives rung 9's watchdog: frozen with its holder in a pause.
-var Libraries = []Target{
-	{Name: "redsync", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
+var Libraries = labTargets(
+	Target{Name: "redsync", New: rung(func(rdb redis.Cmdable, o lock.Options) lock.Locker {
 		return libs.NewRedsync([]redis.UniversalClient{rdb.(redis.UniversalClient)}, o)
-	}, Faults: Slow, tokens: true, wallDeadlines: true, replayTTL: redsyncReplayTTL},
-	{Name: "redislock", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
+	}), Faults: Slow, Tokens: true, WallDeadlines: true, ReplayTTL: redsyncReplayTTL},
+	Target{Name: "redislock", New: rung(func(rdb redis.Cmdable, o lock.Options) lock.Locker {
 		return libs.NewRedislock(rdb, o)
-	}, Faults: Slow, tokens: true},
-	{Name: "redislock-refresh", New: func(rdb redis.Cmdable, o lock.Options) lock.Locker {
+	}), Faults: Slow, Tokens: true},
+	Target{Name: "redislock-refresh", New: rung(func(rdb redis.Cmdable, o lock.Options) lock.Locker {
 		return libs.NewRedislockRefresh(rdb, o)
-	}, Faults: Pause | Idle, tokens: true},
-}
+	}), Faults: Pause | Idle, Tokens: true},
+)
 
 // redsyncReplayTTL is redsync's lease in a replay on redis-server: the
 // app's. redsync gives each call to Redis a wall-clock deadline of 5% of

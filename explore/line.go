@@ -21,7 +21,7 @@ import (
 // busy parks with no command, so that its step lasts until the line
 // counts it (Cohort.Waiting). A waiter that sleeps between two tries (fair's
 // queue, polling for its handoff) sleeps at a gate of its own, until the
-// search wakes it (Options.After: virtualAfter). A fault strikes a process: a crash
+// search wakes it (Options.After: Explorer.after). A fault strikes a process: a crash
 // kills both its requests, a pause freezes both and the watchdog that
 // renews their shared lease; a watchdog is its process's (the leader's
 // column), whichever request took the lock.
@@ -71,12 +71,12 @@ func (w *world) move(c *client, wd bool, let func()) {
 	line, ok := c.locker.(interface{ Waiting(string) int })
 	waiting := 0
 	if ok {
-		waiting = line.Waiting(lockKey)
+		waiting = line.Waiting(w.ex.target.key())
 	}
 	let()
 	// c may park in its line: then no event of its says it stopped, but
 	// the line says it is in it, and it does nothing more until its turn.
-	if !w.await(func() bool { return w.stopped(c) || ok && line.Waiting(lockKey) > waiting }) {
+	if !w.await(func() bool { return w.stopped(c) || ok && line.Waiting(w.ex.target.key()) > waiting }) {
 		panic(fmt.Sprintf("explore: %s: client %s neither stopped nor waits in its line after %s", w.ex.target.Name, c.name, stuck))
 	}
 	if len(parked) > 0 && (c.sections != sections || c.attempt != attempt) {
@@ -97,22 +97,22 @@ func (g *gate) let(w *world) {
 	g.open <- true
 }
 
-// virtualAfter is the waits' timer in the explorer (Options.After): the
+// after is the waits' timer in the explorer (Options.After): the
 // waiter that asks sleeps at a gate until the search delivers it. A
 // world that has ended cancels its waiters' contexts.
-func virtualAfter(time.Duration) <-chan time.Time {
+func (ex *Explorer) after(time.Duration) <-chan time.Time {
 	ch := make(chan time.Time, 1)
-	w := current.Load()
+	w := ex.current.Load()
 	if w == nil || w.closed.Load() || w.running == nil {
 		return ch
 	}
 	c := w.running // a waiter sleeps only after its own try was delivered
-	w.events <- event{kind: evGate, c: c, g: &gate{c: c, wake: ch, open: make(chan bool, 1), ctx: context.Background()}}
+	w.send(event{kind: evGate, c: c, g: &gate{c: c, wake: ch, open: make(chan bool, 1), ctx: context.Background()}})
 	return ch
 }
 
 // sleeping says c waits between two tries until the search wakes it.
-func (c *client) sleeping() bool { return c.gate != nil && c.gate.wake != nil }
+func (c *client) sleeping() bool { return c.gate != nil && c.gate.wake != nil || c.asleep() }
 
 // parked are the clients waiting in their process's line: started, in
 // Obtain, with nothing held at a gate.

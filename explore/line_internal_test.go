@@ -52,8 +52,8 @@ func TestLinePassesInMemory(t *testing.T) {
 		if acquires != 1 || w.passes != 1 {
 			t.Errorf("%d acquisitions in Redis and %d passes, want 1 and 1:\n%s", acquires, w.passes, trace)
 		}
-		if got := w.oversold(); got != 0 {
-			t.Errorf("oversold %d", got)
+		if err := w.broken(); err != nil {
+			t.Errorf("broken: %v", err)
 		}
 	})
 }

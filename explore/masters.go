@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockladder/lockladder/lock"
-	"github.com/lockladder/lockladder/lock/speed"
 )
 
 // Redlock's masters are databases 1 to N of the explorer's Redis (the
@@ -39,10 +36,6 @@ func (w *world) multi() bool { return w.ex.target.Masters > 0 }
 // choice (its order of delivery), not the machine's speed.
 const noNodeTimeout = time.Hour
 
-func newRedlock(masters []redis.Cmdable, o lock.Options) lock.Locker {
-	return speed.RedlockLine(lock.NewRedlock(masters, o, lock.RedlockOptions{NodeTimeout: noNodeTimeout}))
-}
-
 // addMasters connects every client to the masters, each connection with
 // a gate of its own, and makes each client's Locker once for the
 // explorer: its worker goroutines then serve every world in turn instead
@@ -50,11 +43,11 @@ func newRedlock(masters []redis.Cmdable, o lock.Options) lock.Locker {
 func (ex *Explorer) addMasters(addr string, dial dialer) {
 	n := ex.target.Masters
 	for i := range ex.cfg.MaxClients {
-		var cmdables []redis.Cmdable
+		var cmdables []redis.UniversalClient
 		for m := range n {
 			h := &gateHook{ex: ex, id: i, node: m + 1}
 			rdb := redis.NewClient(&redis.Options{
-				Addr: addr, Password: ex.cfg.password, Dialer: dial, DB: m + 1, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
+				Network: ex.cfg.network, Addr: addr, Password: ex.cfg.password, Dialer: dial, DB: m + 1, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
 				MaintNotificationsConfig: noMaint(),
 			})
 			rdb.AddHook(h)
@@ -64,12 +57,12 @@ func (ex *Explorer) addMasters(addr string, dial dialer) {
 		}
 		id := i
 		clock := func() time.Time {
-			if w := current.Load(); w != nil && id < len(w.clients) {
+			if w := ex.current.Load(); w != nil && id < len(w.clients) {
 				return w.clients[id].clock()
 			}
 			return epoch
 		}
-		ex.lockers = append(ex.lockers, ex.target.NewMasters(cmdables, lock.Options{TTL: ex.cfg.TTL, Clock: clock, Ticker: virtualTicker, After: virtualAfter}))
+		ex.lockers = append(ex.lockers, ex.target.NewMasters(cmdables, Env{TTL: ex.cfg.TTL, Now: clock, NewTicker: ex.ticker, After: ex.after}))
 	}
 }
 
@@ -105,7 +98,7 @@ func (w *world) restartChoices() []Choice {
 	var out []Choice
 	seen := map[string]bool{}
 	for m, kv := range w.ex.masters {
-		if !kv.Exists(lockKey) {
+		if !kv.Exists(w.ex.target.key()) {
 			continue
 		}
 		if k := w.masterClass(m); !seen[k] {
@@ -202,9 +195,9 @@ func (w *world) masterLocks() string {
 	var ttl time.Duration
 	for m, kv := range w.ex.masters {
 		parts[m] = "-"
-		if kv.Exists(lockKey) {
-			parts[m] = must(kv.Get(lockKey))
-			if t := kv.TTL(lockKey); t > ttl {
+		if key := w.ex.target.key(); kv.Exists(key) {
+			parts[m] = must(kv.Get(key))
+			if t := kv.TTL(key); t > ttl {
 				ttl = t
 			}
 		}

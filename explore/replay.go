@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/lockladder/lockladder/stack"
@@ -18,7 +19,9 @@ import (
 // the crashes and pauses done at the same points), on real time, with a
 // shorter lease so that time passing takes a fraction of a second.
 type Replayer struct {
-	Addr string
+	// Network is "tcp" (default) or "unix".
+	Network string
+	Addr    string
 	// Password is what the server requires of its clients ("" for none):
 	// StartReplayer's requires one of its own, so that nobody else on
 	// the host reaches it.
@@ -55,19 +58,27 @@ func (p *Replayer) Replay(ctx context.Context, t Target, r Result) string {
 	}
 	cfg := r.Config
 	cfg.TTL = p.TTL
-	if cfg.TTL <= 0 {
-		cfg.TTL = cmp.Or(t.replayTTL, 300*time.Millisecond)
+	switch {
+	case cfg.TTL > 0:
+	case slices.ContainsFunc(r.Asleep, func(b uint8) bool { return b != 0 }):
+		// A client slept on its own clock (a retry's sleep, in a bubble):
+		// the lease stays the search's, so that its sleeps and the lease
+		// keep their proportions on the real clock.
+		cfg.TTL = r.Config.TTL
+	default:
+		cfg.TTL = cmp.Or(t.ReplayTTL, 300*time.Millisecond)
 	}
 	cfg.MaxClients = r.Clients
-	cfg.password = p.Password
+	cfg.password, cfg.network = p.Password, p.Network
 	ex := newReal(t, cfg, p.Addr)
+	ex.asleep = r.Asleep
 	defer ex.Close()
 	got := false
 	ex.driving(func() {
 		switch r.Verdict {
 		case Oversold:
 			w, ok := ex.replay(r.Clients, r.Schedule)
-			got = ok && w.oversold() > 0
+			got = ok && w.broken() != nil
 			w.close()
 		case Deadlock:
 			_, got = ex.probe(r.Clients, r.Schedule)
@@ -83,6 +94,10 @@ func (p *Replayer) Replay(ctx context.Context, t Target, r Result) string {
 // the lockers' Options.Ticker and Options.After follow (current) is one
 // per process.
 func (ex *Explorer) driving(f func()) {
+	if ex.bubble { // a world of its own, on its bubble's clock
+		f()
+		return
+	}
 	running <- struct{}{}
 	defer func() { <-running }()
 	f()

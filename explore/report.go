@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,7 +14,30 @@ const (
 	Oversold = "OVERSOLD"
 	Deadlock = "DEADLOCK"
 	None     = "none"
+	// Violated: the business's Judge found its keys wrong (not the sale).
+	Violated = "VIOLATED"
 )
+
+// verdictOf is the verdict of what a Judge found wrong.
+func verdictOf(err error) string {
+	var o *Oversell
+	if errors.As(err, &o) {
+		return Oversold
+	}
+	return Violated
+}
+
+// setBroken records what the Judge found wrong at the end of the trace.
+func (r *Result) setBroken(err error) {
+	if err == nil {
+		return
+	}
+	r.Violation = err.Error()
+	var o *Oversell
+	if errors.As(err, &o) {
+		r.Oversold = o.N
+	}
+}
 
 // Result is what a search found, and what it covered.
 type Result struct {
@@ -41,6 +65,13 @@ type Result struct {
 	Diverged int     // replays that went another way (should be 0)
 	Replay   string  // "reproduced", "not-reproduced" or "-"
 	Oversold int64   // sales the stock does not show, at the end of the trace
+	// Violation is what the business's Judge found wrong at the end of
+	// the trace.
+	Violation string
+	// Asleep says, for the counterexample's start and each of its steps,
+	// which clients were asleep after it (bit i: client i; a search in a
+	// bubble): a replay on real time does not wait for them.
+	Asleep []uint8
 	// Unexplored is what of the rung the search does not run (Target's).
 	Unexplored string
 	// InLine: A and B were one process (Target's); Passed counts the
@@ -109,8 +140,8 @@ func (r Result) Write(out io.Writer) {
 		r.Verdict, r.Steps, r.Clients, r.Faults, r.Schedules, r.States, r.Elapsed.Seconds())
 	writeDiagram(out, r.Trace, r.Clients)
 	switch r.Verdict {
-	case Oversold:
-		fmt.Fprintf(out, "  %s: %d sale(s) more than the stock went down: two clients wrote inside their sections at once\n", Oversold, r.Oversold)
+	case Oversold, Violated:
+		fmt.Fprintf(out, "  %s: %s\n", r.Verdict, r.Violation)
 	case Deadlock:
 		fmt.Fprintf(out, "  %s: from * on, the live clients try for ever (time run on by %s, three times over) and never get a lock that no live client holds\n", Deadlock, 2*r.Config.TTL)
 	}

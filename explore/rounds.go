@@ -58,11 +58,11 @@ func (r *round) complete() bool {
 type roundWatch struct{ c *client }
 
 func (r roundWatch) Begin(asked, after []bool) {
-	r.c.w.events <- event{kind: evRoundBegin, c: r.c, r: newRound(asked, after, false)}
+	r.c.w.send(event{kind: evRoundBegin, c: r.c, r: newRound(asked, after, false)})
 }
 
 func (r roundWatch) Wait(taken int) {
-	r.c.w.events <- event{kind: evRoundWait, c: r.c, taken: taken}
+	r.c.w.send(event{kind: evRoundWait, c: r.c, taken: taken})
 }
 
 // accounted says each goroutine of c's round has stopped: its command at

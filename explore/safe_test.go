@@ -9,7 +9,6 @@ import (
 
 	"github.com/lockladder/lockladder/explore"
 	"github.com/lockladder/lockladder/inventory"
-	"github.com/lockladder/lockladder/lock"
 )
 
 // TestAtomicSafe finds nothing wrong with the ceiling: no lock, the sale
@@ -29,7 +28,8 @@ func TestAtomicSafe(t *testing.T) {
 // none above is the script's doing, not a search that cannot see.
 func TestNoLockOversells(t *testing.T) {
 	tg := lookup(t, "atomic")
-	tg.Name, tg.Business = "no-lock", explore.Sale
+	tg.Name = "no-lock"
+	tg.Business = business(tg, explore.Sale)
 	r := run(t, tg, explore.Config{MaxClients: 2, Budget: hangGuard})
 	if r.Verdict != explore.Oversold {
 		t.Fatalf("no lock, GET and SET: %s, want %s", r.Verdict, explore.Oversold)
@@ -62,10 +62,10 @@ func TestCohortSafe(t *testing.T) {
 
 	tg := lookup(t, "cohort")
 	tg.Name = "cohort-unfenced"
-	tg.Business = func(ctx context.Context, _ redis.Cmdable, s *inventory.Store, _ lock.Lock) error {
-		_, err := s.Sell(ctx, inventory.Guard{})
+	tg.Business = business(tg, func(ctx context.Context, rdb redis.UniversalClient, _ explore.Held) error {
+		_, err := inventory.New(rdb).Sell(ctx, inventory.Guard{})
 		return err
-	}
+	})
 	// Two clients are one process: the oversell needs C. Pauses only,
 	// and 7 steps: the search with two is over quickly, and three reach
 	// the counterexample's depth under the race detector.
@@ -86,4 +86,11 @@ func TestCohortSafe(t *testing.T) {
 	if got := p.Replay(context.Background(), lookup(t, "cohort"), r); got != "not-reproduced" {
 		t.Errorf("the unfenced sale's schedule replayed on cohort's fenced sale: %s, want not-reproduced", got)
 	}
+}
+
+// business is tg's business with run in place of its section.
+func business(tg explore.Target, run func(context.Context, redis.UniversalClient, explore.Held) error) *explore.Business {
+	b := *tg.Business
+	b.Run = run
+	return &b
 }

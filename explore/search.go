@@ -5,38 +5,53 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
-
-	"github.com/lockladder/lockladder/inventory"
-	"github.com/lockladder/lockladder/lock"
 )
 
 // Explorer searches the schedules of one target.
 type Explorer struct {
-	target  Target
-	cfg     Config
-	kv      kv   // the server's contents, read directly (not a step)
-	real    bool // a real redis-server: real time (a replay)
-	closeKV func()
-	rdbs    []*redis.Client
-	hooks   []*gateHook
-	stores  []*inventory.Store // one per client, kept: its scripts stay loaded
-	scripts *scripts
+	target   Target
+	cfg      Config
+	kv       kv   // the server's contents, read directly (not a step)
+	real     bool // a real redis-server: real time (a replay)
+	closeKV  func()
+	rdbs     []*redis.Client
+	hooks    []*gateHook
+	scripts  *scripts
+	business *Business         // what each client does under the lock (Target's)
+	keys     *strings.Replacer // the diagram's short names (Target.Display)
 
 	// A target on masters (Redlock): their contents, each client's
 	// connections to them and its Locker, kept for the explorer.
 	masters    []masterKV
 	masterRdbs []*redis.Client
 	nodeHooks  []*gateHook
-	lockers    []lock.Locker
+	lockers    []Locker
 
 	schedules, diverged int
 	passed              int  // schedules in which a request was passed the lock in memory (line.go)
 	quiet               bool // no trace: the search; the one found is run again to draw it
 	failed              failures
+
+	// bubble: a search in a testing/synctest bubble (bubble.go), on the
+	// bubble's clock; mini is its Redis.
+	bubble bool
+	mini   *miniredis.Miniredis
+	// wall is the wall clock, for the budget: in a bubble, time.Now is
+	// the search's (nil: time.Now).
+	wall func() time.Time
+	// asleep is the schedule's Result.Asleep, for a replay on real time.
+	asleep []uint8
+	steps  *atomic.Int64 // counted for the stall guard (wallClock)
+
+	// current is the world the explorer drives now: the watchdogs'
+	// tickers and the waiters' timers are made in it (ticker, after).
+	current atomic.Pointer[world]
 }
 
 // one explorer at a time per process: the watchdogs' ticker is global.
@@ -66,14 +81,14 @@ func New(t Target, cfg Config) (*Explorer, error) {
 // time: a replay.
 func newReal(t Target, cfg Config, addr string) *Explorer {
 	ex := newExplorer(t, cfg, nil, addr)
-	direct := redis.NewClient(&redis.Options{Addr: addr, Password: cfg.password, Protocol: 2, DisableIdentity: true})
+	direct := redis.NewClient(&redis.Options{Network: cfg.network, Addr: addr, Password: cfg.password, Protocol: 2, DisableIdentity: true})
 	// The scripts a replay before this one loaded would go through
 	// unheld (a digest the explorer does not know passes: NOSCRIPT is no
 	// step): the server starts without any, as the explorer's list does.
 	direct.ScriptFlush(bg)
 	ex.kv, ex.closeKV, ex.real = realKV{direct}, func() { _ = direct.Close() }, true
 	for m := range t.Masters {
-		db := redis.NewClient(&redis.Options{Addr: addr, Password: cfg.password, DB: m + 1, Protocol: 2, DisableIdentity: true})
+		db := redis.NewClient(&redis.Options{Network: cfg.network, Addr: addr, Password: cfg.password, DB: m + 1, Protocol: 2, DisableIdentity: true})
 		ex.masters = append(ex.masters, realKV{db})
 		closeDirect := ex.closeKV
 		ex.closeKV = func() { closeDirect(); _ = db.Close() }
@@ -93,16 +108,16 @@ func noMaint() *maintnotifications.Config {
 
 func newExplorer(t Target, cfg Config, dial dialer, addr string) *Explorer {
 	cfg = cfg.withDefaults(t)
-	ex := &Explorer{target: t, cfg: cfg, scripts: &scripts{loaded: map[string]string{}}}
+	ex := &Explorer{target: t, cfg: cfg, business: t.business(), keys: strings.NewReplacer(t.Display...),
+		scripts: &scripts{loaded: map[string]string{}, names: append(append([]ScriptName(nil), t.Scripts...), saleScripts...)}}
 	for i := range cfg.MaxClients {
 		h := &gateHook{ex: ex, id: i}
 		rdb := redis.NewClient(&redis.Options{
-			Addr: addr, Password: cfg.password, Dialer: dial, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
+			Network: cfg.network, Addr: addr, Password: cfg.password, Dialer: dial, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 4,
 			MaintNotificationsConfig: noMaint(),
 		})
 		rdb.AddHook(h)
 		ex.rdbs, ex.hooks = append(ex.rdbs, rdb), append(ex.hooks, h)
-		ex.stores = append(ex.stores, inventory.New(rdb))
 	}
 	if t.Masters > 0 {
 		ex.addMasters(addr, dial)
@@ -116,6 +131,14 @@ func (ex *Explorer) Close() {
 		_ = r.Close()
 	}
 	ex.closeKV()
+}
+
+// wallNow is the wall clock's now, whatever time.Now is.
+func (ex *Explorer) wallNow() time.Time {
+	if ex.wall != nil {
+		return ex.wall()
+	}
+	return time.Now()
 }
 
 var debugDiverge = false
@@ -206,7 +229,7 @@ func (ex *Explorer) Run(ctx context.Context) Result {
 }
 
 func (ex *Explorer) run(ctx context.Context) Result {
-	start := time.Now()
+	start := ex.wallNow()
 	deadline := start.Add(ex.cfg.Budget)
 	r := Result{Target: ex.target.Name, Masters: ex.target.Masters, Verdict: None, Faults: ex.cfg.Faults, Config: ex.cfg, Unexplored: ex.target.Unexplored, InLine: ex.target.Line}
 	for n := 2; n <= ex.cfg.MaxClients; n++ {
@@ -215,7 +238,8 @@ func (ex *Explorer) run(ctx context.Context) Result {
 		// time: the search with more still gets its turn.
 		share := deadline
 		if n < ex.cfg.MaxClients {
-			share = time.Now().Add(time.Until(deadline) / time.Duration(ex.cfg.MaxClients-n+1))
+			now := ex.wallNow()
+			share = now.Add(deadline.Sub(now) / time.Duration(ex.cfg.MaxClients-n+1))
 		}
 		states := r.States
 		ex.search(ctx, n, share, &r)
@@ -224,7 +248,7 @@ func (ex *Explorer) run(ctx context.Context) Result {
 			break
 		}
 	}
-	r.Schedules, r.Elapsed = ex.schedules, time.Since(start)
+	r.Schedules, r.Elapsed = ex.schedules, ex.wallNow().Sub(start)
 	r.Diverged, r.Passed = ex.diverged, ex.passed
 	return r
 }
@@ -239,7 +263,8 @@ func (ex *Explorer) draw(n int, s []Choice, verdict string, r *Result) {
 		return
 	}
 	w, _ := ex.replay(n, s)
-	r.Trace, r.Oversold = w.trace, w.oversold()
+	r.Trace, r.Asleep = w.trace, w.asleepLog
+	r.setBroken(w.broken())
 	w.close()
 }
 
@@ -255,7 +280,7 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 	for depth := 1; depth <= ex.cfg.Depth; depth++ {
 		var next [][]Choice
 		for _, prefix := range level {
-			if time.Now().After(deadline) || ctx.Err() != nil {
+			if ex.wallNow().After(deadline) || ctx.Err() != nil {
 				r.Bound = "time"
 				return
 			}
@@ -280,12 +305,15 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 					continue
 				}
 				ex.schedules++
+				if ex.steps != nil {
+					ex.steps.Add(1)
+				}
 				if w.passes > 0 {
 					ex.passed++
 				}
-				if w.oversold() > 0 {
+				if err := w.broken(); err != nil {
 					w.close()
-					ex.draw(n, s, Oversold, r)
+					ex.draw(n, s, verdictOf(err), r)
 					return
 				}
 				k := w.key()
@@ -315,4 +343,37 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 		}
 		level = next
 	}
+}
+
+// Reproduce runs schedule s with n clients once, tracing it, and says
+// what it came to: the business broken at its end (OVERSOLD, VIOLATED),
+// a DEADLOCK from it (the probe), or None. A schedule that cannot be
+// taken here (a step not possible: the lock is not the one it was found
+// on) is an error.
+func (ex *Explorer) Reproduce(n int, s []Choice) (r Result, err error) {
+	r = Result{Target: ex.target.Name, Masters: ex.target.Masters, Verdict: None, Faults: ex.cfg.Faults, Config: ex.cfg, Clients: n, Schedule: s, Steps: len(s)}
+	ex.driving(func() {
+		ex.quiet = false
+		w, ok := ex.replay(n, s)
+		if !ok {
+			w.close()
+			err = fmt.Errorf("explore: %s: the schedule cannot be taken on this lock (a step it names is not possible where it comes)", ex.target.Name)
+			return
+		}
+		r.Trace, r.Asleep = w.trace, w.asleepLog
+		if b := w.broken(); b != nil {
+			r.Verdict = verdictOf(b)
+			r.setBroken(b)
+			w.close()
+			return
+		}
+		suspect := w.deadlockSuspect()
+		w.close()
+		if suspect {
+			if trace, dead := ex.probe(n, s); dead {
+				r.Verdict, r.Trace = Deadlock, trace
+			}
+		}
+	})
+	return r, err
 }

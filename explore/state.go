@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"cmp"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -13,8 +14,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockladder/lockladder/inventory"
 )
 
 // Step is one step of a schedule as the diagram shows it.
@@ -26,21 +25,23 @@ type Step struct {
 	Reply  string        // Redis's answer
 	Note   string        // what the step did: holds, sale, crash...
 	Lock   string        // the lock key after the step
-	Stock  string        // stock and sold after the step
+	Stock  string        // the business's keys after the step (the sale's stock/sold)
 	Site   *Site         // the line of the lock's code that sent the command; nil for a fault or time passing
 }
 
 // shot is what the diagram and the verdict read from Redis after a step.
 type shot struct {
-	stock, sold int64
-	lock        string
+	values []string // the business's keys' (Business.Keys)
+	lock   string
 }
 
 func (w *world) snapshot() shot {
 	m := w.ex.kv
 	var s shot
-	s.stock, _ = strconv.ParseInt(must(m.Get(inventory.KeyStock)), 10, 64)
-	s.sold, _ = strconv.ParseInt(must(m.Get(inventory.KeySold)), 10, 64)
+	for _, k := range w.business.Keys {
+		s.values = append(s.values, must(m.Get(k)))
+	}
+	lockKey := w.ex.target.key()
 	if w.multi() {
 		s.lock = w.masterLocks()
 		return s
@@ -68,12 +69,29 @@ func (w *world) snapshot() shot {
 
 func must(s string, _ error) string { return s }
 
-// oversold is how many sales the stock does not show: sold - (initial -
-// stock). More than 0 is OVERSOLD: two clients wrote inside their
-// sections at once, and one sale overwrote the other.
-func (w *world) oversold() int64 {
-	s := w.snapshot()
-	return s.sold - (w.initial - s.stock)
+// atoi is s as a number, 0 for none.
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// broken is what the business's Judge finds wrong after the step (the
+// sale's: an Oversell, two clients wrote inside their sections at once,
+// and one sale overwrote the other), or nil.
+func (w *world) broken() error {
+	return w.business.Judge(w.snapshot().values)
+}
+
+// shown is s's values as the diagram shows them.
+func (w *world) showValues(s shot) string {
+	if w.business.Show != nil {
+		return w.business.Show(s.values)
+	}
+	out := make([]string, len(s.values))
+	for i, v := range s.values {
+		out[i] = cmp.Or(v, "-")
+	}
+	return strings.Join(out, "/")
 }
 
 // record adds a delivered step to the trace and to c's history.
@@ -113,8 +131,10 @@ func (w *world) record(c *client, g *gate, before phase, att int) {
 		// the lock another one holds.
 		notes = append(notes, "deletes "+strings.Join(others, " and ")+"'s lock")
 	}
-	if now.sold > was.sold {
-		notes = append(notes, "sold one")
+	if note := w.business.Note; note != nil && was.values != nil {
+		if n := note(was.values, now.values); n != "" {
+			notes = append(notes, n)
+		}
 	}
 	if before == phaseRelease && c.phase != phaseRelease {
 		notes = append(notes, "released")
@@ -143,18 +163,13 @@ func (w *world) step(client int, event, reply, note string, s shot) {
 	}
 	w.trace = append(w.trace, Step{
 		N: w.stepNo, At: w.time().Sub(w.epoch), Client: client, Event: event, Reply: reply, Note: note,
-		Lock: w.display(s.lock, -1), Stock: fmt.Sprintf("%d/%d", s.stock, s.sold),
+		Lock: w.display(s.lock, -1), Stock: w.showValues(s),
 	})
 }
 
 var (
 	uuidRe  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	stampRe = regexp.MustCompile(`\b1[0-9]{12}\b`) // Unix ms near the epoch
-	keys    = strings.NewReplacer(
-		inventory.StockFence, "fence:max", lockKey+":fence", "fence",
-		lockKey+":queue:live", "queue:live", lockKey+":queue", "queue",
-		lockKey, "lock", inventory.KeyStock, "stock", inventory.KeySold, "sold",
-	)
 )
 
 // show renders cmds and their replies for the diagram: short key names,
@@ -191,7 +206,7 @@ func (w *world) show(c *client, cmds []redis.Cmder, answers []string) (string, s
 // display shortens keys, names tokens (a token first seen in a command
 // of client id is that client's) and shows timestamps as virtual time.
 func (w *world) display(s string, id int) string {
-	s = keys.Replace(w.untoken(s))
+	s = w.ex.keys.Replace(w.untoken(s))
 	s = uuidRe.ReplaceAllStringFunc(s, func(u string) string {
 		if n, ok := w.names[u]; ok {
 			return n
@@ -356,6 +371,9 @@ func (c *client) key() string {
 		} else if g != nil {
 			b.WriteString("> " + rawCmds(g.cmds) + "\n")
 		}
+	}
+	if c.asleep() {
+		fmt.Fprintf(&b, "> asleep %d\n", c.w.time().Sub(c.sleptAt).Milliseconds())
 	}
 	hist := c.hist
 	if c.nodes != nil {

@@ -13,7 +13,7 @@ import (
 // Check, writes random strings of its own (redislock 22 base64 chars,
 // redsync 24): left as they are, each run of a schedule would reach a
 // state never seen before, and the diagram would show noise. So for such
-// a target (Target.tokens) the world learns them from the commands sent:
+// a target (Target.Tokens) the world learns them from the commands sent:
 // a value a SET writes, or an argument of a script, that looks random (16
 // characters or more of base64's alphabet or hex, not all digits) is a
 // token, and stands for a UUID of the world's own wherever it appears.

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockladder/lockladder/inventory"
-	"github.com/lockladder/lockladder/lock"
 )
 
 // A world is one run of the clients against the gated Redis: built fresh
@@ -44,20 +43,47 @@ type world struct {
 	learned  map[string]string
 	untokens *strings.Replacer
 	used     budget
-	moved    bool // a step other than a skew was taken
-	shown    shot // Redis after the last step shown
-	stepNo   int  // the schedule's steps taken; 0 while probing
-	traced   bool // the steps are shown: each gated command's callers are read (site.go)
-	initial  int64
+	moved    bool      // a step other than a skew was taken
+	shown    shot      // Redis after the last step shown
+	stepNo   int       // the schedule's steps taken; 0 while probing
+	traced   bool      // the steps are shown: each gated command's callers are read (site.go)
+	business *Business // the explorer's (Target.Business)
+	// asleepLog is, after the start and after each step, which clients
+	// are asleep (bubble.go; Result.Asleep).
+	asleepLog []uint8
+	applied   int // steps applied (apply), for the replay's Asleep
 	// inflight counts the commands on their way to Redis or back (not
 	// held at a gate): on a real Redis, a goroutine waiting for its
 	// answer is not running, yet the world is not still (line.go).
 	inflight atomic.Int32
+
+	// In a bubble (bubble.go): the world's own connections; abandoned
+	// once it has ended (events are then dropped, not waited for);
+	// afterClose counts the commands sent since, limbo parks a goroutine
+	// that goes on sending.
+	conns      []*redis.Client
+	abandoned  atomic.Bool
+	afterClose atomic.Int32
+	parkedOnce atomic.Bool
+	limbo      chan struct{}
+}
+
+// send hands ev to the search; once the world is abandoned (a bubble's
+// ended world), an event nobody will read is dropped.
+func (w *world) send(ev event) {
+	if w.abandoned.Load() {
+		select {
+		case w.events <- ev:
+		default:
+		}
+		return
+	}
+	w.events <- ev
 }
 
 // time is the world's now: virtual, or on a real Redis the real one.
 func (w *world) time() time.Time {
-	if w.ex.real {
+	if w.ex.real || w.ex.bubble {
 		return time.Now()
 	}
 	return w.now
@@ -164,7 +190,7 @@ func (t *vticker) Wait(ctx context.Context) bool {
 		return false
 	}
 	t.ctx = ctx
-	t.w.events <- event{kind: evTickWait, tk: t}
+	t.w.send(event{kind: evTickWait, tk: t})
 	select {
 	case <-ctx.Done():
 		return false
@@ -175,19 +201,17 @@ func (t *vticker) Wait(ctx context.Context) bool {
 	}
 }
 
-func (t *vticker) Stop() { t.w.events <- event{kind: evTickStop, tk: t} }
+func (t *vticker) Stop() { t.w.send(event{kind: evTickStop, tk: t}) }
 
-// current is the world the explorer drives now: the watchdogs' tickers
-// are made in it (Options.Ticker, virtualTicker).
-var current atomic.Pointer[world]
-
-func virtualTicker(every time.Duration) lock.Ticker {
-	w := current.Load()
+// ticker is the watchdogs' Options.Ticker in the explorer: a ticker on
+// the virtual time of the world ex drives now (ex.current).
+func (ex *Explorer) ticker(every time.Duration) Ticker {
+	w := ex.current.Load()
 	if w == nil || w.closed.Load() {
 		return closedTicker{}
 	}
 	t := &vticker{w: w, c: w.running.process(), born: w.time(), every: every, due: w.time().Add(every), tick: make(chan struct{}, 1)}
-	w.events <- event{kind: evTickNew, tk: t}
+	w.send(event{kind: evTickNew, tk: t})
 	return t
 }
 
@@ -199,24 +223,35 @@ func (closedTicker) Stop()                     {}
 // newWorld starts the clients of one schedule, each up to its first
 // command.
 func (ex *Explorer) newWorld(n int, skews []int) *world {
-	w := &world{ex: ex, epoch: epoch, now: epoch, events: make(chan event, 256), halt: make(chan struct{}), initial: initialStock, names: map[string]string{}, traced: !ex.quiet}
+	w := &world{ex: ex, epoch: epoch, now: epoch, events: make(chan event, 256), halt: make(chan struct{}), business: ex.business, names: map[string]string{}, traced: !ex.quiet}
 	w.ctx, w.cancel = context.Background(), func() {}
-	if ex.target.Line {
+	if ex.target.Line || ex.bubble {
 		w.ctx, w.cancel = context.WithCancel(context.Background())
 	}
-	if ex.real {
+	if ex.real || ex.bubble {
 		w.epoch = time.Now().Truncate(time.Millisecond)
+		w.now = w.epoch
+	}
+	if ex.bubble {
+		w.limbo = make(chan struct{})
 	}
 	ex.kv.FlushAll()
 	ex.kv.SetTime(w.epoch)
-	if err := ex.kv.Set(inventory.KeyStock, fmt.Sprint(initialStock)); err != nil {
-		panic(err)
+	for _, k := range slices.Sorted(maps.Keys(ex.business.Init)) {
+		if err := ex.kv.Set(k, ex.business.Init[k]); err != nil {
+			panic(err)
+		}
 	}
-	current.Store(w)
+	ex.current.Store(w)
 	for i := range n {
-		c := &client{w: w, id: i, name: string(rune('A' + i)), rdb: ex.rdbs[i]}
+		c := &client{w: w, id: i, name: string(rune('A' + i))}
 		c.proc = w.processOf(c)
-		ex.hooks[i].w.Store(w)
+		if ex.bubble {
+			c.rdb = ex.worldClient(w, i)
+		} else {
+			c.rdb = ex.rdbs[i]
+			ex.hooks[i].w.Store(w)
+		}
 		if ex.target.Masters > 0 {
 			c.locker, c.nodes = ex.lockers[i], make([]*gate, ex.target.Masters)
 			for _, h := range ex.nodeHooks[i*ex.target.Masters : (i+1)*ex.target.Masters] {
@@ -225,10 +260,8 @@ func (ex *Explorer) newWorld(n int, skews []int) *world {
 		} else if c.proc != c {
 			c.locker = c.proc.locker // a request of the same process
 		} else {
-			o := lock.Options{TTL: ex.cfg.TTL, Clock: c.clock, Ticker: virtualTicker, After: virtualAfter}
-			c.locker = ex.target.New(c.rdb, o)
+			c.locker = ex.target.New(c.rdb, Env{TTL: ex.cfg.TTL, Now: c.clock, NewTicker: ex.ticker, After: ex.after})
 		}
-		c.store = ex.stores[i]
 		w.clients = append(w.clients, c)
 	}
 	w.shown = w.snapshot()
@@ -243,12 +276,23 @@ func (ex *Explorer) newWorld(n int, skews []int) *world {
 		w.running = c
 		w.move(c, false, func() { go c.run() })
 	}
+	w.noteSleepers()
 	return w
 }
 
 // settle waits until the goroutine just woken (c's program, or c's
 // watchdog when wd) has stopped again, and every new watchdog waits.
 func (w *world) settle(c *client, wd bool) {
+	if w.ex.bubble {
+		w.quiesce()
+		return
+	}
+	if w.ex.real && w.expectAsleep(c) && !wd {
+		// The search saw it fall asleep here (Result.Asleep): it sends
+		// nothing until it wakes, on the real clock.
+		w.drain()
+		return
+	}
 	done := false
 	for !done || w.busyTickers() {
 		var ev event
@@ -298,7 +342,7 @@ func (w *world) handle(ev event) {
 			ev.g.open <- false
 			return
 		}
-		if w.ex.target.tokens && ev.g.cmds != nil {
+		if w.ex.target.Tokens && ev.g.cmds != nil {
 			w.learn(ev.g.cmds)
 		}
 		if ev.g.node > 0 {
@@ -374,9 +418,12 @@ func (w *world) deliver(c *client, wd bool) {
 // client's clock, and the watchdogs that fall due tick once, except those
 // of frozen (a paused process renews nothing).
 func (w *world) advance(t time.Time, frozen *client) {
-	if w.ex.real {
+	switch {
+	case w.ex.real:
 		time.Sleep(time.Until(t) + realMargin)
-	} else {
+	case w.ex.bubble:
+		w.sleepUntil(t)
+	default:
 		w.now = t
 		w.ex.kv.SetTime(t)
 	}
@@ -409,6 +456,11 @@ func (w *world) close() {
 		c.gate, c.wdGate = nil, nil
 		clear(c.nodes)
 	}
+	if w.ex.bubble {
+		w.endBubble()
+		w.ex.current.CompareAndSwap(w, nil)
+		return
+	}
 	deadline := time.After(stuck)
 	for !w.allEnded() {
 		select {
@@ -418,7 +470,8 @@ func (w *world) close() {
 			panic("explore: a world's goroutines did not end")
 		}
 	}
-	current.CompareAndSwap(w, nil)
+	ex := w.ex
+	ex.current.CompareAndSwap(w, nil)
 }
 
 func (w *world) allEnded() bool {

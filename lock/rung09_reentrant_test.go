@@ -28,7 +28,7 @@ func holdCount(t *testing.T, rdb *redis.Client, key, owner string) int64 {
 // waitClosed fails the test unless ch closes within d.
 func TestReentrantCountsNestedAcquisitions(t *testing.T) {
 	rdb, _ := redistest.Start(t)
-	r := lock.NewReentrant(rdb, safeOpts)
+	r := lock.NewReentrant(rdb, holdOpts)
 	ctx, procA := context.Background(), lock.Call{Owner: "proc-a:1"}
 	const key = "lock:k"
 
@@ -76,7 +76,7 @@ func TestReentrantCountsNestedAcquisitions(t *testing.T) {
 func TestReentrantExcludesOtherOwners(t *testing.T) {
 	rdb, _ := redistest.Start(t)
 	ctx := context.Background()
-	r := lock.NewReentrant(rdb, safeOpts)
+	r := lock.NewReentrant(rdb, holdOpts)
 	const key = "lock:k"
 
 	a, err := r.Obtain(ctx, key, lock.Call{Owner: "a"})

@@ -59,18 +59,18 @@ func TestFencedStaleHolderIsRefused(t *testing.T) {
 	if err := store.Reset(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
-	// B's wait only bounds a hang: B entering at all, with A's lease
-	// lapsed, is the point, however long the machine takes to get there.
-	o := safeOpts
-	o.Wait = time.Minute
-	f := lock.NewFenced(rdb, o)
-
-	a, err := f.Obtain(ctx, inventory.StockLock, lock.Call{})
+	// A's lease is short, to lapse while A is paused; B's is long, so
+	// that B's sale and release come within it however loaded the
+	// machine. B's wait only bounds a hang: B entering at all, with A's
+	// lease lapsed, is the point.
+	a, err := lock.NewFenced(rdb, safeOpts).Obtain(ctx, inventory.StockLock, lock.Call{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A is paused here; B waits until A's lease lapses and takes it.
-	b, err := f.Obtain(ctx, inventory.StockLock, lock.Call{})
+	ob := holdOpts
+	ob.Wait = time.Minute
+	b, err := lock.NewFenced(rdb, ob).Obtain(ctx, inventory.StockLock, lock.Call{})
 	if err != nil {
 		t.Fatalf("B after A's lease lapsed: %v", err)
 	}

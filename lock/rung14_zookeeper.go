@@ -26,6 +26,13 @@ import (
 // Their parent, the key's znode, is a container: ZooKeeper removes it once
 // it is empty, so the keys once locked leave nothing behind.
 //
+// Every znode it makes is its creator's alone (ZooKeeper's
+// CREATOR_ALL_ACL, zk.AuthACL): only a session that carries the same
+// credentials (conn.AddAuth("digest", "user:password")) may list, make
+// or delete them. With the world's ACL, anyone who reaches the server
+// could delete a holder's znode and let the next waiter in. A session
+// without credentials cannot make such a znode at all (ErrNoCredentials).
+//
 // Two details of the recipe keep a ZooKeeper that goes away and comes back
 // from stopping the line for good (the backend-restart scenario found
 // both): a waiter that gives up deletes its znode until it is gone, not
@@ -168,6 +175,10 @@ func (z *ZooKeeper) obtain(ctx context.Context, key string, bound time.Duration)
 	}
 }
 
+// ErrNoCredentials: the ZooKeeper session carries no credentials, so it
+// cannot make a znode only its creator may touch.
+var ErrNoCredentials = errors.New("the ZooKeeper session has no credentials (conn.AddAuth(\"digest\", \"user:password\"))")
+
 type createResult struct {
 	node string
 	err  error
@@ -181,8 +192,13 @@ type createResult struct {
 // after its last child is gone, so a key nobody locks any more leaves
 // nothing behind. Deleted between our look and our create, it is made
 // again.
-func (z *ZooKeeper) createIn(dir, id string) (string, error) {
-	acl := zk.WorldACL(zk.PermAll)
+func (z *ZooKeeper) createIn(dir, id string) (node string, err error) {
+	defer func() {
+		if errors.Is(err, zk.ErrInvalidACL) {
+			err = fmt.Errorf("%w: %w", ErrNoCredentials, err)
+		}
+	}()
+	acl := zk.AuthACL(zk.PermAll) // the creator's credentials alone
 	for range 3 {
 		node, err := z.conn.Create(dir+"/lock-"+id+"-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
 		if !errors.Is(err, zk.ErrNoNode) {

@@ -15,6 +15,12 @@ import (
 // test, and a short wait bound, so that refusals are quick.
 var safeOpts = lock.Options{TTL: 100 * time.Millisecond, Wait: 100 * time.Millisecond, Retry: lock.FixedSleep(2 * time.Millisecond)}
 
+// holdOpts: safeOpts with a lease nobody outlives, for the tests of
+// exclusion and counting, where a lapse is not the point: with 100ms, a
+// watchdog that ran late on a loaded machine (under -race beside other
+// suites) let the lease lapse under its holder, and its release failed.
+var holdOpts = lock.Options{TTL: time.Minute, Wait: safeOpts.Wait, Retry: safeOpts.Retry}
+
 func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	t.Helper()
 	if ch == nil {

@@ -132,31 +132,14 @@ func codeTexts(ls []Listing) map[string]bool {
 
 // mark marks in ls the code lines other lacks (New, when other is the
 // step before; Next, when it is the step after), and reports how many.
-// Where the two steps share less than an eighth of their code, the step is
-// new code rather than a change, and nothing is marked: it says 0.
 func mark(ls []Listing, other []Listing, next bool) int {
-	if len(other) == 0 {
-		return 0
-	}
 	have := codeTexts(other)
-	total, differ := 0, 0
-	for _, l := range ls {
-		for _, line := range l.Lines {
-			if line.Code() {
-				total++
-				if !have[strings.TrimSpace(line.Text)] {
-					differ++
-				}
-			}
-		}
-	}
-	if total == 0 || 8*(total-differ) < total {
-		return 0
-	}
+	n := 0
 	for i := range ls {
 		for j := range ls[i].Lines {
 			line := &ls[i].Lines[j]
 			if line.Code() && !have[strings.TrimSpace(line.Text)] {
+				n++
 				if next {
 					line.Next = true
 				} else {
@@ -165,5 +148,5 @@ func mark(ls []Listing, other []Listing, next bool) int {
 			}
 		}
 	}
-	return differ
+	return n
 }

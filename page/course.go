@@ -14,8 +14,11 @@ type Step struct {
 	// sources by key ([000]); Sources are those keys, named in full.
 	Brief   string
 	Sources []string
-	// Changed says what changed from the step before ("": the first).
+	// Changed says what changed from the step before ("": the first);
+	// Diff, that the change is a few lines of the step before's code,
+	// marked on both steps (elsewhere a step's code is new code).
 	Changed string
+	Diff    bool
 	// Scenario is the race's scenario (docs/scenarios.md), Setup what it
 	// does, in a learner's words.
 	Scenario, Setup string
@@ -90,7 +93,7 @@ var Course = []Step{
 		Next:    "Give the key a time to live, so that a dead holder's lock goes away on its own.", Fix: "PExpire(",
 	},
 	{
-		Lock: "setnx-expire", Title: "A time to live, set apart",
+		Lock: "setnx-expire", Diff: true, Title: "A time to live, set apart",
 		Brief: "[000]'s next fix gives the key a time to live with EXPIRE, so that a dead holder's lock lapses. " +
 			"But SETNX and EXPIRE are two commands, and a process can die between them: a lock with no time to live again.",
 		Sources: []string{"000"}, Scenario: "crash-before-expire",
@@ -100,8 +103,8 @@ var Course = []Step{
 		Next:    "Set the key and its time to live in one command: SET key 1 NX PX ttl.", Fix: `l.rdb.SetNX(ctx, key, "1", c.TTL(l.ttl))`,
 	},
 	{
-		Lock: "setnx-px", Title: "The lock and its lease in one command",
-		Brief: "SET key 1 NX PX 200 takes the lock and its 200 ms lease at once [000]: no crash can come between them. " +
+		Lock: "setnx-px", Diff: true, Title: "The lock and its lease in one command",
+		Brief: "SET key 1 NX PX 200 takes the lock and its lease at once [000]: the key deletes itself after 200 ms, and no crash can come between the two. " +
 			"But a sale can take longer than the lease. The key lapses, B takes the lock, and A's DEL then deletes B's lock: C walks in while B still sells.",
 		Sources: []string{"000"}, Scenario: "slow", Setup: setupSlow,
 		Changed: "SETNX and EXPIRE became one command; the release is still a plain DEL.",
@@ -109,7 +112,7 @@ var Course = []Step{
 		Next:    "Write a token of your own in the key, and delete the key only while it holds your token.", Fix: "if v != l.token {",
 	},
 	{
-		Lock: "check-del", Title: "An owner token",
+		Lock: "check-del", Diff: true, Title: "An owner token",
 		Brief: "Each holder writes a random token as the key's value, and releases by reading the key, comparing it with its token, then deleting it [000][002]. " +
 			"A holder whose lease lapsed finds another's token and leaves that lock alone. But GET and DEL are two commands, and the lease can lapse between them.",
 		Sources: []string{"000", "002"}, Scenario: "check-pause",
@@ -119,7 +122,7 @@ var Course = []Step{
 		Next:    "Compare and delete in one Lua script, which Redis runs as one step.", Fix: `if redis.call("GET", KEYS[1]) == ARGV[1] then`,
 	},
 	{
-		Lock: "lua", Title: "Compare and delete in one script",
+		Lock: "lua", Diff: true, Title: "Compare and delete in one script",
 		Brief: "Redis runs a Lua script as one step: nothing comes between its GET and its DEL [003][000]. The release is now right. " +
 			"The lease is not: a sale that outlives it still runs beside the next holder's.",
 		Sources: []string{"003", "000"}, Scenario: "slow", Setup: setupSlow,
@@ -140,7 +143,7 @@ var Course = []Step{
 		Next:    "GETSET writes a new value and returns the old one in one command: one waiter wins the swap.", Fix: "l.rdb.GetSet(ctx, key, expiry)",
 	},
 	{
-		Lock: "getset", Title: "GETSET: one winner, if the clocks agree",
+		Lock: "getset", Diff: true, Title: "GETSET: one winner, if the clocks agree",
 		Brief: "[004]'s fix: a waiter that finds the lock expired swaps in its own expiry with GETSET, and wins only if the old value it gets back is the expired one it read. " +
 			"One winner, whatever the timing. But each instance judges expiry by its own clock, and a clock that runs ahead takes a lock that is still held.",
 		Sources: []string{"004"}, Scenario: "skew",
@@ -199,8 +202,8 @@ var Course = []Step{
 	},
 	{
 		Lock: "zookeeper", Part: partOther, Title: "ZooKeeper: the session is a lease",
-		Brief: "Each waiter creates an ephemeral sequential znode under the lock's path; the lowest holds the lock, and each waiter watches the one before it. A dead holder's session ends and takes its znode with it. " +
-			"A holder frozen past its session timeout loses its znode while it still believes it holds the lock, and nothing refuses its write.",
+		Brief: "Each waiter creates a numbered entry (a znode) that lives only as long as its session; the lowest number holds the lock, and each waiter watches the one before it. A dead holder's session ends and takes its entry with it. " +
+			"A holder frozen past its session timeout loses its entry while it still believes it holds the lock, and nothing refuses its write.",
 		Sources: []string{"000"}, Scenario: "pause-session", Setup: setupSession,
 		Changed: "ZooKeeper instead of Redis: a znode per waiter, in line.",
 		Cuts: []Cut{{"lock/rung14_zookeeper.go", "ZooKeeper.createIn"}, {"lock/rung14_zookeeper.go", "ZooKeeper.predecessor"},
@@ -237,7 +240,7 @@ var Course = []Step{
 	},
 	{
 		Lock: "redsync", Part: partLibs, Title: "redsync",
-		Brief: "go-redsync/redsync v4, called as its README shows: NewMutex(key, WithExpiry(lease)), Lock, the sale, Unlock. Over one Redis it is step 7's lock: SET NX PX and a compare-and-delete.",
+		Brief:    "go-redsync/redsync v4, called as its README shows: NewMutex(key, WithExpiry(lease)), Lock, the sale, Unlock. Over one Redis it is step 7's lock: SET NX PX and a compare-and-delete.",
 		Scenario: "slow", Setup: setupSlow,
 		Promise: "A mutex with an expiry; call Extend to hold it longer.",
 		Found:   "Nothing renews the lease unless you call Extend: a sale past it lets another buyer in, and Unlock then fails (lock already expired), after the damage.",
@@ -247,7 +250,7 @@ var Course = []Step{
 	},
 	{
 		Lock: "redsync-redlock", Title: "redsync over five masters",
-		Brief: "The same redsync Mutex over five independent masters, a pool each: Redlock, as step 11 [002].",
+		Brief:   "The same redsync Mutex over five independent masters, a pool each: Redlock, as step 11 [002].",
 		Sources: []string{"002"}, Scenario: "slow", Setup: setupSlow,
 		Promise: "Redlock: the lock holds while a majority of the masters is up.",
 		Found:   "More servers, not more safety: a sale past the lease, or a pause, yields two holders; and 3 of 5 masters restarted empty grant the lock again, unless they fsync every write.",
@@ -257,7 +260,7 @@ var Course = []Step{
 	},
 	{
 		Lock: "redislock", Title: "redislock",
-		Brief: "bsm/redislock, called as its README shows: Obtain(ctx, key, lease, &Options{RetryStrategy: LinearBackoff(10ms)}), the sale, Release.",
+		Brief:    "bsm/redislock, called as its README shows: Obtain(ctx, key, lease, &Options{RetryStrategy: LinearBackoff(10ms)}), the sale, Release.",
 		Scenario: "slow", Setup: setupSlow,
 		Promise: "A simple lock with a time to live, and a Refresh to extend it.",
 		Found:   "No renewal unless you call Refresh: a sale past the lease lets another in, and Release then returns ErrLockNotHeld.",
@@ -267,7 +270,7 @@ var Course = []Step{
 	},
 	{
 		Lock: "redislock-refresh", Title: "redislock with Refresh",
-		Brief: "redislock plus Refresh every third of the lease while the sale runs, as its README suggests: step 10's watchdog, by hand.",
+		Brief:    "redislock plus Refresh every third of the lease while the sale runs, as its README suggests: step 10's watchdog, by hand.",
 		Scenario: "pause", Setup: setupPause,
 		Promise: "A lock that lasts as long as you refresh it.",
 		Found:   "Safe for a slow sale. A frozen process refreshes nothing, wakes, and writes beside the next holder.",
@@ -277,7 +280,7 @@ var Course = []Step{
 	},
 	{
 		Lock: "rueidislock", Title: "rueidislock",
-		Brief: "redis/rueidis' rueidislock, as its README shows: WithContext(ctx, key) takes the lock, extends it every half lease, and cancels the context it returns when the lock is lost; the sale checks that context before it writes.",
+		Brief:    "redis/rueidis' rueidislock, as its README shows: WithContext(ctx, key) takes the lock, extends it every half lease, and cancels the context it returns when the lock is lost; the sale checks that context before it writes.",
 		Scenario: "pause", Setup: setupPause,
 		Promise: "A context that ends when the lock is lost.",
 		Found:   "Safe for a slow sale. A frozen process freezes the extension and the check with it, and on waking writes before it learns the lock is gone.",
@@ -287,7 +290,7 @@ var Course = []Step{
 	},
 	{
 		Lock: "etcd-mutex", Title: "etcd's Mutex, as shipped",
-		Brief: "go.etcd.io/etcd's concurrency.Mutex: NewSession(cli, WithTTL(lease)), NewMutex, Lock, the sale, Unlock. Step 16's lock without the fence: the write carries no token.",
+		Brief:   "go.etcd.io/etcd's concurrency.Mutex: NewSession(cli, WithTTL(lease)), NewMutex, Lock, the sale, Unlock. Step 16's lock without the fence: the write carries no token.",
 		Sources: []string{"J20"}, Scenario: "pause-session", Setup: setupSession,
 		Promise: "A lock held by a session its client keeps alive.",
 		Found:   "Safe for a slow sale and a crash. A holder frozen past its session's lease loses its key, the next one enters, and the late write lands ([J20] found the same). The lab's etcd rung, fenced, is safe here.",
@@ -297,7 +300,7 @@ var Course = []Step{
 	},
 	{
 		Lock: "zk-lock", Title: "go-zookeeper's Lock",
-		Brief: "github.com/go-zookeeper/zk's Lock: NewLock(conn, path, acl), Lock, the sale, Unlock, on the process's session. Lock takes no context: a waiter cannot give up.",
+		Brief:    "github.com/go-zookeeper/zk's Lock: NewLock(conn, path, acl), Lock, the sale, Unlock, on the process's session. Lock takes no context: a waiter cannot give up.",
 		Scenario: "pause-session", Setup: setupSession,
 		Promise: "ZooKeeper's lock recipe, ready made.",
 		Found:   "Safe for a slow sale and a crash. A holder frozen past its session loses its znode and writes anyway; and when ZooKeeper restarted under load, the line stopped for good.",

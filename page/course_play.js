@@ -4,7 +4,7 @@
 // code beside the moves marks each client's next line, as The Deadlock
 // Empire marks each thread's. ----
 const game = {level: null, moves: [], state: null, busy: false, view: null};
-const PHASES = {obtain: 'taking the lock', section: 'in its critical section', release: 'giving the lock back', done: 'done'};
+const PHASES = {obtain: 'taking the lock', section: 'selling, with the lock', release: 'giving the lock back', done: 'done'};
 
 // playOffered shows the section when the game has a level for the lock.
 function playOffered() {
@@ -72,10 +72,10 @@ function setPlayButtons(disabled) {
 function drawGame(j, opts) {
   const n = j.moves.length;
   let say = j.verdict ? `Broken in ${plural(n, 'move')}${j.shortest ? `; the shortest known takes ${j.shortest}` : ''}. ${sourceNamed(j.explain)}` :
-    `${plural(n, 'move')} so far. ${sourceNamed(j.explain)}`;
+    `${plural(n, 'move')} so far: ${sourceNamed(j.explain).replace(/\.$/, '')}.`;
   // the hint names the move by its button's own words
   const hint = opts.hint && j.hint ? j.next.find(o => o.move === j.hint) : null;
-  if (opts.hint) say += hint ? ` Hint: press "${hint.label}".${j.hint_why ? ' ' + j.hint_why : ''}` : ` ${j.hint_note || 'No hint from here: undo a move or two.'}`;
+  if (opts.hint) say += hint ? ' ' + (j.hint_text || `Hint: press "${hint.label}".${j.hint_why ? ' ' + j.hint_why : ''}`) : ` ${j.hint_note || 'No hint from here: undo a move or two.'}`;
   $('playStatus').textContent = say;
   // what is true of this rung: a lease only where it has one; a key left
   // in Redis by a dead holder is said, not "nobody holds the lock"
@@ -83,7 +83,9 @@ function drawGame(j, opts) {
   const who = j.holders.length ? `holding the lock: ${j.holders.join(', ')}` :
     lockKey ? `no live client holds the lock, but Redis still has its key ${lockKey.key}` + (lockKey.ttl_ms ? ` for ${lockKey.ttl_ms} ms more` : ', with no time to live') :
     'nobody holds the lock';
-  $('playClock').textContent = `time ${j.now_ms} ms` + (step.lease ? ` · lease ${j.lease_ms} ms` : '') + ` · stock ${j.stock}, sold ${j.sold} · ${who}`;
+  // (the server says both where it can: its lease, and who holds the lock)
+  const lease = j.lease !== undefined ? j.lease : step.lease ? `lease ${j.lease_ms} ms` : '';
+  $('playClock').textContent = `time ${j.now_ms} ms` + (lease ? ` · ${lease}` : '') + ` · stock ${j.stock}, sold ${j.sold} · ${j.lock_now || who}`;
   const marks = [];
   $('playClients').replaceChildren(...j.clients.map(c => {
     // where the client is: the line of its pending command, else, when
@@ -93,9 +95,9 @@ function drawGame(j, opts) {
     const at = c.site && !c.crashed && game.view.has(c.site.file, c.site.line) ? c.site : last && last.site;
     if (at) marks.push({file: at.file, line: at.line, client: c.name, now: at === c.site});
     const head = el('b', {}, el('span', {className: 'cl ' + c.name, textContent: c.name}),
-      ` ${PHASES[c.phase] || c.phase}${c.holding ? ', holds the lock' : ''}${c.crashed ? ', crashed' : ''}${c.skew_ms ? `, clock ${c.skew_ms} ms ahead` : ''}`);
+      ` ${c.doing || (PHASES[c.phase] || c.phase) + (c.holding ? ', holds the lock' : '')}${c.crashed ? ', crashed' : ''}${c.skew_ms ? `, clock ${c.skew_ms} ms ahead` : ''}`);
     return el('div', {className: 'pclient' + (c.holding ? ' holding' : '') + (c.crashed ? ' crashed' : '')}, head,
-      el('div', {className: 'muted', textContent: `next: ${c.next}` + (c.site && !c.crashed ? `, from ${siteSay(c.site)}` : '')}));
+      el('div', {className: 'muted', textContent: `next: ${c.next}` + (at && at === c.site ? `, from ${siteSay(c.site)}` : '')}));
   }));
   const lit = game.view.mark(marks);
   const moves = $('playMoves');

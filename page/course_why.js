@@ -45,8 +45,8 @@ function drawWhy(j) {
   const letters = why.clients.join(', ').replace(/, ([^,]*)$/, ' and $1');
   st.textContent = `${j.verdict} in ${j.steps} steps: clients ${letters}, one request each` +
     (j.masters ? `, on ${j.masters} Redis masters (m1 to m${j.masters})` : '') +
-    `, a lease of ${j.lease_ms} ms, a stock of ${j.rows.length ? j.rows[0].stock.split('/')[0] : '?'}. ` +
-    `The times are the explorer's own clock, in ms; A1 is A's first token.`;
+    (step.lease ? `, a lease of ${j.lease_ms} ms` : '') + `, a stock of ${j.rows.length ? j.rows[0].stock.split('/')[0] : '?'}. ` +
+    `The times are the explorer's own clock, in ms` + (j.rows.some(r => /\bA1\b/.test(r.command + r.lock)) ? '; A1 is A\'s first token.' : '.');
   const brk = breakStep(j.rows, j.verdict, asIs);
   why.brk = brk.i; why.says = brk.says;
   if (brk.i >= 0) {

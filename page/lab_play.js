@@ -7,7 +7,7 @@
 // a link sent as homework gives the same game. Solved levels are kept in
 // the browser. Text goes in through textContent only.
 const play = {levels: [], lock: '', moves: [], state: null, busy: false, hinted: ''};
-const PHASES = {obtain: 'taking the lock', section: 'in its critical section', release: 'giving the lock back', done: 'done'};
+const PHASES = {obtain: 'taking the lock', section: 'selling, with the lock', release: 'giving the lock back', done: 'done'};
 const SOLVED_KEY = 'lockladder.solved';
 
 function solvedLevels() {
@@ -119,7 +119,7 @@ function drawGame(j, opts) {
     // a hint names the move by its button's words, and lights the button
     const hint = opts.hint && j.hint ? j.next.find(o => o.move === j.hint) : null;
     play.hinted = hint ? hint.move : '';
-    st.textContent = `${n} moves. ${sourceNamed(j.explain)}` + (opts.hint ? (hint ? ` Hint: press "${hint.label}".${j.hint_why ? ' ' + j.hint_why : ''}` : ` ${j.hint_note || 'No hint from here: undo a move or two.'}`) : '');
+    st.textContent = `${n} moves. ${sourceNamed(j.explain)}` + (opts.hint ? (hint ? ' ' + (j.hint_text || `Hint: press "${hint.label}".${j.hint_why ? ' ' + j.hint_why : ''}`) : ` ${j.hint_note || 'No hint from here: undo a move or two.'}`) : '');
   }
   if (opts.replay && j.replay) {
     $('playReplay').textContent = j.replay === 'reproduced'
@@ -130,8 +130,8 @@ function drawGame(j, opts) {
   // holder left in Redis is said, never "nobody holds the lock"
   const box = document.querySelector(`input[name=lock][value="${CSS.escape(j.lock)}"]`), leased = !box || 'lease' in box.dataset;
   const lockKey = (j.keys || []).find(k => /lock/i.test(k.key) && !/fence|queue|sold|stock/i.test(k.key));
-  $('playClock').textContent = `time ${j.now_ms} ms` + (leased ? ` · lease ${j.lease_ms} ms` : ' · no lease') + ` · stock ${j.stock}, sold ${j.sold} · ` +
-    (j.holders.length ? `holding the lock: ${j.holders.join(', ')}` : lockKey ? `no live client holds the lock, but Redis still has its key ${lockKey.key}` +
+  $('playClock').textContent = `time ${j.now_ms} ms · ` + (j.lease !== undefined ? j.lease : leased ? `lease ${j.lease_ms} ms` : 'no lease') + ` · stock ${j.stock}, sold ${j.sold} · ` +
+    (j.lock_now ? j.lock_now : j.holders.length ? `holding the lock: ${j.holders.join(', ')}` : lockKey ? `no live client holds the lock, but Redis still has its key ${lockKey.key}` +
       (lockKey.ttl_ms ? ` for ${lockKey.ttl_ms} ms more` : ', with no time to live') : 'nobody holds the lock');
   const clients = $('playClients');
   clients.replaceChildren();
@@ -142,7 +142,7 @@ function drawGame(j, opts) {
     h.textContent = `${c.name}${c.holding ? ' · holds' : ''}${c.crashed ? ' · crashed' : ''}${c.skew_ms ? ` · clock +${c.skew_ms} ms` : ''}`;
     const p = document.createElement('div');
     p.className = 'muted';
-    p.textContent = `${PHASES[c.phase] || c.phase}; next: ${c.next}`;
+    p.textContent = `${c.doing || PHASES[c.phase] || c.phase}; next: ${c.next}`;
     d.append(h, p);
     clients.append(d);
   }

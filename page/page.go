@@ -118,8 +118,7 @@ type StepView struct {
 	Step
 	N        int // 1 for the first
 	Listings []Listing
-	// News and Nexts count the lines marked New and Next; none marked
-	// while there is a step before: its code is new, not a change.
+	// News and Nexts count the lines marked New and Next (Step.Diff).
 	News, Nexts int
 	// SourceNames are Sources in full.
 	SourceNames []string
@@ -195,11 +194,15 @@ func build(steps []Step) ([]StepView, error) {
 	for i := range out {
 		if i > 0 {
 			out[i].PrevStep = &steps[i-1]
-			out[i].News = mark(out[i].Listings, out[i-1].Listings, false)
+			if steps[i].Diff {
+				out[i].News = mark(out[i].Listings, out[i-1].Listings, false)
+			}
 		}
 		if i+1 < len(out) {
 			out[i].NextStep = &steps[i+1]
-			out[i].Nexts = mark(out[i].Listings, out[i+1].Listings, true)
+			if steps[i+1].Diff {
+				out[i].Nexts = mark(out[i].Listings, out[i+1].Listings, true)
+			}
 			if fix := out[i].Fix; fix != "" {
 				out[i].FixFile, out[i].FixLine = find(out[i+1].Listings, fix)
 				if out[i].FixLine == nil {

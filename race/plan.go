@@ -22,6 +22,20 @@ type Plan struct {
 	// Flaws are the ladder's locks' flaws (lock.Info.Flaw, as the
 	// instances describe them), by lock: the grid's flaw column.
 	Flaws map[string]string `json:"flaws"`
+	// Leases say, by lock, whether its lock has a lease at all, and
+	// which: a scenario's lease_ms is true only of the "scenario" ones.
+	Leases map[string]PlanLease `json:"leases"`
+}
+
+// PlanLease is what lease a rung's lock has.
+type PlanLease struct {
+	// Kind is "scenario" (the lease the scenario sets, lease_ms, or the
+	// instances' own without one), "own" (a lease of the lock's own
+	// server: a ZooKeeper session, an etcd lease), "none" (held until its
+	// holder lets go: setnx, the databases' locks) or "no-lock" (atomic).
+	Kind string `json:"kind"`
+	// About says it in words, for a race of the rung with no scenario.
+	About string `json:"about"`
 }
 
 // PlanScenario is a scenario of the matrix: its name, what it does, the
@@ -36,7 +50,8 @@ type PlanScenario struct {
 	Stock       int               `json:"stock"`
 	// LeaseMS is the lease the scenario grants a lock that takes one
 	// (its -lock-ttl; 0: the instances' own), for the page to say
-	// before the race starts.
+	// before the race starts: only of the locks whose lease is of kind
+	// "scenario" (Plan.Leases); the others have their own, or none.
 	LeaseMS int64 `json:"lease_ms,omitempty"`
 }
 
@@ -51,6 +66,9 @@ type Cell struct {
 	// Reason is Skip's code: contract.ReasonServerMissing,
 	// ReasonCannotStage or ReasonNotInMatrix.
 	Reason string `json:"reason,omitempty"`
+	// Lease is the lease the pair's race grants, in words true of the
+	// rung ("lease 200 ms"; "no lease: ..." for setnx).
+	Lease string `json:"lease"`
 }
 
 // plan answers GET /race.
@@ -60,7 +78,10 @@ func (s *Service) plan(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusServiceUnavailable, contract.ReasonNoRace, "the instances' ladder could not be read: "+err.Error())
 		return
 	}
-	p := Plan{Flaws: map[string]string{}}
+	p := Plan{Flaws: map[string]string{}, Leases: map[string]PlanLease{}}
+	for _, r := range rungs {
+		p.Leases[r.Name] = leaseOf(r)
+	}
 	for _, sc := range suite.Scenarios() {
 		ps := PlanScenario{Name: sc.Name, About: sc.About, Expect: sc.Expect}
 		ps.Requests, ps.Concurrency, ps.Stock = suite.LadderSize(sc.Name)
@@ -77,7 +98,7 @@ func (s *Service) plan(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			continue
 		}
-		c := Cell{Scenario: f.Scenario, Lock: f.Lock}
+		c := Cell{Scenario: f.Scenario, Lock: f.Lock, Lease: leaseText(f.Lock, scenarioLease(f.Scenario, f.Lock))}
 		if i := slices.IndexFunc(rungs, func(x lock.Info) bool { return x.Name == f.Lock }); i >= 0 {
 			p.Flaws[f.Lock] = rungs[i].Flaw
 		}
@@ -101,4 +122,17 @@ func (s *Service) plan(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	json.NewEncoder(w).Encode(p)
+}
+
+// leaseOf says what lease rung's lock has.
+func leaseOf(rung lock.Info) PlanLease {
+	switch {
+	case rung.Atomic || rung.Name == "none":
+		return PlanLease{"no-lock", leaseText(rung.Name, 0)}
+	case rung.Lease:
+		return PlanLease{"scenario", leaseText(rung.Name, 0)}
+	case ownLease[rung.Name] != "":
+		return PlanLease{"own", ownLease[rung.Name]}
+	}
+	return PlanLease{"none", leaseText(rung.Name, 0)}
 }

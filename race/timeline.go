@@ -47,8 +47,10 @@ type Timeline struct {
 	// Refused counts the sections whose write a fence refused.
 	Refused int `json:"refused"`
 	// LeaseMs is the lease every section was granted, when the race set
-	// it (lease=); 0: the instances' own, not known here.
+	// it (lease=); 0: the instances' own, not known here, or none. Lease
+	// says which, in words true of the rung: "no lease" for setnx.
 	LeaseMs float64 `json:"lease_ms,omitempty"`
+	Lease   string  `json:"lease"`
 	Faults  []Fault `json:"faults"`
 	// Verdict is the race's: the page colours what it draws by it.
 	Verdict string `json:"verdict,omitempty"`
@@ -57,6 +59,9 @@ type Timeline struct {
 	Interrupted int `json:"interrupted,omitempty"`
 	// Stuck is the lock a DEADLOCK left held: nil when none.
 	Stuck *Stuck `json:"stuck,omitempty"`
+	// Stopped says the race stopped early, when it did: when, after how
+	// many of the requests planned, and why.
+	Stopped *Stopped `json:"stopped,omitempty"`
 	// GaveUp are the requests that waited for the lock and gave up (a
 	// 503: lock not had in time), [lane, called, answered] (lane -1: no
 	// instance named), the latest MaxGaveUp of them.
@@ -66,11 +71,24 @@ type Timeline struct {
 // MaxGaveUp is the most waiters that gave up a timeline carries.
 const MaxGaveUp = 2000
 
+// Stopped is a race stopped before it sent all its requests.
+type Stopped struct {
+	AtUs    int64  `json:"at_us"`
+	Sent    int    `json:"sent"`
+	Planned int    `json:"planned"`
+	Reason  string `json:"reason"`
+}
+
 // Stuck is the lock a DEADLOCK left held: the crashed holder's, from its
-// acquisition (the section it died inside) to the end of the race.
+// acquisition (the section it died inside) to the end of the race; or,
+// when its holder died before its section began (between SETNX and
+// EXPIRE), from the crash of the armed request that took it (Section -1,
+// Fault that request's index in Faults, Lane -1 when no instance
+// answered it).
 type Stuck struct {
 	Lane    int    `json:"lane"`
-	Section int    `json:"section"` // the interrupted section
+	Section int    `json:"section"` // the interrupted section; -1: none
+	Fault   int    `json:"fault"`   // the crash that left it, when no section did; else -1
 	FromUs  int64  `json:"from_us"`
 	Key     string `json:"key"`
 	// Read says the key was read back from Redis at the end of the race
@@ -115,6 +133,33 @@ type Fault struct {
 // (-lock-ttl), for a rung that takes a lease.
 func TimelineOf(row bench.Row) *Timeline {
 	return newTimeline(row, scenarioLease(row.Scenario, row.Lock))
+}
+
+// leaseText says the lease the sections of a race of lockName had:
+// lease when the race set it, else the rung's own, or none.
+func leaseText(lockName string, lease time.Duration) string {
+	info, ok := rungInfo(lockName)
+	switch {
+	case ok && (info.Atomic || lockName == "none"):
+		return "no lock"
+	case ok && !info.Lease && ownLease[lockName] != "":
+		return ownLease[lockName]
+	case ok && !info.Lease:
+		return "no lease: the lock is held until its holder lets it go"
+	case lease > 0:
+		return fmt.Sprintf("lease %d ms", lease.Milliseconds())
+	}
+	return "lease: the instances' own (-lock-ttl)"
+}
+
+// ownLease says the lease of a rung that takes none from the race (no
+// Call.Lease) yet whose lock lapses on its own.
+var ownLease = map[string]string{
+	"zookeeper":   "lease: the ZooKeeper session's timeout",
+	"zk-lock":     "lease: the ZooKeeper session's timeout",
+	"etcd":        "lease: an etcd lease, kept alive while the instance runs",
+	"etcd-mutex":  "lease: the session's etcd lease, kept alive while the instance runs",
+	"rueidislock": "lease: rueidislock's own key validity, extended every half of it",
 }
 
 // scenarioLease is the lease the matrix's instances grant lock under
@@ -176,7 +221,7 @@ func ReportTimelines(rows []bench.Row) template.HTML {
 		}
 		switch {
 		case t.Stuck != nil:
-			what = append(what, fmt.Sprintf("%s died holding the lock at %.1f ms: nobody could take it to the end of the run", t.Instances[t.Stuck.Lane], float64(t.Stuck.FromUs)/1000))
+			what = append(what, t.Stuck.told(t))
 		case len(t.Sections) == 0:
 			what = append(what, "no critical section was read back")
 		case t.Overlaps > 0:
@@ -185,6 +230,9 @@ func ReportTimelines(rows []bench.Row) template.HTML {
 			what = append(what, "no two sections read back overlapped; an instance did not answer, or forgot some")
 		case failed:
 			what = append(what, "no two sections read back overlapped: the damage came from outside them")
+		}
+		if t.Stopped != nil {
+			what = append(what, t.Stopped.told())
 		}
 		if t.Refused > 0 {
 			what = append(what, fmt.Sprintf("the fence refused %d stale write%s", t.Refused, plural(t.Refused)))
@@ -212,7 +260,7 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 	held := row.Held
 	t := &Timeline{Start: start, Complete: row.Sections >= 0, Overlaps: max(row.Overlaps, 0),
 		Instances: []string{}, Sections: [][5]int64{}, Pairs: [][2]int{}, Faults: []Fault{}, GaveUp: [][3]int64{},
-		LeaseMs: float64(lease) / float64(time.Millisecond), Verdict: row.Verdict}
+		LeaseMs: float64(lease) / float64(time.Millisecond), Lease: leaseText(row.Lock, lease), Verdict: row.Verdict}
 	held = slices.Clone(held)
 	slices.SortStableFunc(held, func(a, b contract.Section) int { return cmp.Compare(a.Acquired, b.Acquired) })
 	if len(held) > MaxSections {
@@ -266,6 +314,9 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 	}
 
 	for _, f := range row.Faults {
+		if !struckAt(f) {
+			continue // armed, and never struck: drawn as a waiter that gave up, if it did
+		}
 		tf := Fault{About: f.About, Hook: f.Hook, AtUs: f.Call / int64(time.Microsecond), UntilUs: f.Return / int64(time.Microsecond),
 			Lane: -1, Section: -1, Code: f.Code}
 		if l, ok := lane[f.Instance]; ok && f.Instance != "" {
@@ -296,16 +347,73 @@ func newTimeline(row bench.Row, lease time.Duration) *Timeline {
 	if row.Verdict == bench.VerdictDeadlock {
 		t.Stuck = stuck(t, held)
 	}
+	if row.Stopped {
+		at := int64(row.StoppedMs * 1000)
+		t.Stopped = &Stopped{AtUs: at, Sent: row.Requests, Planned: row.Planned, Reason: row.StopReason}
+		t.EndUs = max(t.EndUs, at)
+	}
 	return t
 }
 
+// told says who left the stuck lock, and when.
+func (st *Stuck) told(t *Timeline) string {
+	who := "an instance"
+	if st.Lane >= 0 && st.Lane < len(t.Instances) {
+		who = t.Instances[st.Lane]
+	}
+	if st.Section < 0 {
+		return fmt.Sprintf("%s crashed at %.1f ms having taken the lock, before its section began (its request got no answer): nobody could take the lock to the end of the run", who, float64(st.FromUs)/1000)
+	}
+	return fmt.Sprintf("%s died holding the lock at %.1f ms: nobody could take it to the end of the run", who, float64(st.FromUs)/1000)
+}
+
+// told says that the race stopped early, and why.
+func (s *Stopped) told() string {
+	out := fmt.Sprintf("stopped early at %.1f ms, after %d of the %d requests planned", float64(s.AtUs)/1000, s.Sent, s.Planned)
+	if s.Reason != "" {
+		out += ": " + s.Reason
+	}
+	return out
+}
+
+// struckAt says whether an armed request's fault struck: it fires only
+// once its request holds the lock, so an armed request that gave up
+// (503) armed nothing; a crash answers nothing (its instance exited), so
+// a crash's request that was answered did not crash. A hook always ran.
+func struckAt(f bench.Fault) bool {
+	if f.Hook {
+		return true
+	}
+	if f.Code == http.StatusServiceUnavailable {
+		return false
+	}
+	q, _ := url.ParseQuery(f.About)
+	if strings.HasPrefix(q.Get("fault"), "crash") {
+		return f.Code == 0 || f.Code >= 500
+	}
+	return true
+}
+
 // stuck is the lock a DEADLOCK's crashed holder left: the latest section
-// an instance died inside (nil: none was read back).
+// an instance died inside; else, when the holder died before its section
+// began (between SETNX and EXPIRE), the first crash of an armed request,
+// from when it was cut (nil: neither).
 func stuck(t *Timeline, held []contract.Section) *Stuck {
 	for i := len(t.Sections) - 1; i >= 0; i-- {
 		if s := t.Sections[i]; s[4]&FlagInterrupted != 0 {
-			return &Stuck{Lane: int(s[0]), Section: i, FromUs: s[1], Key: held[i].Key}
+			return &Stuck{Lane: int(s[0]), Section: i, Fault: -1, FromUs: s[1], Key: held[i].Key}
 		}
+	}
+	for i, f := range t.Faults {
+		q, _ := url.ParseQuery(f.About)
+		if f.Hook || !strings.HasPrefix(q.Get("fault"), "crash") {
+			continue
+		}
+		st := &Stuck{Lane: f.Lane, Section: -1, Fault: i, FromUs: f.UntilUs}
+		if len(held) > 0 {
+			st.Key = held[len(held)-1].Key // the race's one lock
+		}
+		return st
 	}
 	return nil
 }
@@ -366,8 +474,9 @@ func (s *Service) readStuck(ctx context.Context, st *Stuck, endpoint, token stri
 	}
 	defer resp.Body.Close()
 	var got contract.LockState
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&got) != nil || got.Key != st.Key {
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&got) != nil || st.Key != "" && got.Key != st.Key {
 		return
 	}
+	st.Key = got.Key
 	st.Read, st.Held, st.TTLMs = true, got.Held, got.TTLMs
 }

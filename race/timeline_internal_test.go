@@ -3,6 +3,7 @@ package race
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,109 @@ func TestTimelineStuckLockAndWaitersThatGaveUp(t *testing.T) {
 	row.Verdict = bench.VerdictSafe
 	if tl := newTimeline(row, 0); tl.Stuck != nil || tl.Interrupted != 1 {
 		t.Errorf("a SAFE run with a stuck lock %+v", tl.Stuck)
+	}
+}
+
+// A fault is drawn only where it struck: an armed request that gave up
+// (503) armed nothing, and a crash's request that was answered did not
+// crash; a hook always ran.
+func TestTimelineMarksOnlyFaultsThatStruck(t *testing.T) {
+	began := time.Unix(1000, 0)
+	ms := func(d int64) int64 { return int64(time.Duration(d) * time.Millisecond) }
+	row := bench.Row{Began: began, Lock: "setnx", Verdict: bench.VerdictDeadlock, Faults: []bench.Fault{
+		{About: "fault=crash", Call: ms(100), Return: ms(1100), Instance: "app2", Code: 503}, // gave up
+		{About: "fault=crash", Call: ms(200), Return: ms(210), Code: 502},                    // crashed
+		{About: "fault=crash", Call: ms(300), Return: ms(310), Instance: "app1", Code: 200},  // answered: no crash
+		{About: "fault=pause&pause=800ms", Call: ms(400), Return: ms(1300), Instance: "app3", Code: 200},
+		{About: "fault=pause&pause=800ms", Call: ms(500), Return: ms(3000), Instance: "app3", Code: 503},
+		{About: "stop 2 of 5 masters", Hook: true, Call: ms(600), Return: ms(700)},
+	}}
+	tl := newTimeline(row, 0)
+	var drawn []string
+	for _, f := range tl.Faults {
+		drawn = append(drawn, f.About+"@"+strconv.FormatInt(f.AtUs/1000, 10))
+	}
+	if want := []string{"fault=crash@200", "fault=pause&pause=800ms@400", "stop 2 of 5 masters@600"}; !slices.Equal(drawn, want) {
+		t.Errorf("faults drawn %v, want %v: only those that struck", drawn, want)
+	}
+	if tl.Lease != "no lease: the lock is held until its holder lets it go" || tl.LeaseMs != 0 {
+		t.Errorf("setnx's timeline: lease %q (%v ms), want no lease", tl.Lease, tl.LeaseMs)
+	}
+}
+
+// setnx-expire's holder dies between SETNX and EXPIRE, before its
+// section began: its DEADLOCK still draws the stuck lock, from the crash
+// of the armed request that took it, on no lane when none answered it.
+func TestTimelineStuckBeforeTheSection(t *testing.T) {
+	began := time.Unix(1000, 0)
+	ms := func(d int64) int64 { return began.UnixNano() + d*int64(time.Millisecond) }
+	row := bench.Row{Began: began, Lock: "setnx-expire", Verdict: bench.VerdictDeadlock, Sections: 1, Held: []contract.Section{
+		{Instance: "app1", Lock: "setnx-expire", Key: "lock:{item}:stock", Acquired: ms(10), Released: ms(20), Wrote: true},
+	}, Faults: []bench.Fault{
+		{About: "fault=crash-before-expire", Call: int64(40 * time.Millisecond), Return: int64(60 * time.Millisecond), Code: 502},
+	}}
+	tl := newTimeline(row, 200*time.Millisecond)
+	s := tl.Stuck
+	if s == nil || s.Section != -1 || s.Fault != 0 || s.Lane != -1 || s.FromUs != 60000 || s.Key != "lock:{item}:stock" {
+		t.Fatalf("stuck %+v: want the lock from the crash at 60 ms, on no lane", s)
+	}
+	if note := string(ReportTimelines([]bench.Row{row})); !strings.Contains(note, "crashed at 60.0 ms having taken the lock, before its section began") {
+		t.Errorf("the report does not draw or tell the stuck lock: %s", note)
+	}
+	if tl.Lease != "lease 200 ms" {
+		t.Errorf("lease %q", tl.Lease)
+	}
+}
+
+// A race that stopped early says so: when, after how many of the
+// requests planned, and why; the report says it beside the timeline.
+func TestTimelineSaysItStoppedEarly(t *testing.T) {
+	began := time.Unix(1000, 0)
+	ms := func(d int64) int64 { return began.UnixNano() + d*int64(time.Millisecond) }
+	cut := contract.Section{Instance: "app2", Lock: "setnx", Key: "lock:{item}:stock", Acquired: ms(30), Released: ms(150), Interrupted: true}
+	row := bench.Row{Began: began, Lock: "setnx", Verdict: bench.VerdictDeadlock, Sections: 1, Held: []contract.Section{cut},
+		Requests: 184, Planned: 600, Stopped: true, StoppedMs: 2150.5, StopReason: "no request got through the lock for 2.1s after the first fault, past the scenario's bound of 2s: the run stopped sending"}
+	tl := newTimeline(row, 0)
+	if st := tl.Stopped; st == nil || st.AtUs != 2150500 || st.Sent != 184 || st.Planned != 600 || st.Reason != row.StopReason || tl.EndUs < st.AtUs {
+		t.Fatalf("stopped %+v (end %d)", st, tl.EndUs)
+	}
+	if note := string(ReportTimelines([]bench.Row{row})); !strings.Contains(note, "stopped early at 2150.5 ms, after 184 of the 600 requests planned: no request got through the lock") {
+		t.Errorf("the report does not say the race stopped early: %s", note)
+	}
+	row.Stopped = false
+	if tl := newTimeline(row, 0); tl.Stopped != nil {
+		t.Errorf("a race that ran to its end: stopped %+v", tl.Stopped)
+	}
+}
+
+// Each rung's lease is told as it is: the scenario's for the rungs that
+// take one, the server's own for ZooKeeper and etcd, none for setnx and
+// the databases' locks, no lock for atomic.
+func TestLeaseTrueOfEachRung(t *testing.T) {
+	for _, c := range []struct {
+		lock, kind, text string
+		lease            time.Duration
+	}{
+		{"setnx", "none", "no lease: the lock is held until its holder lets it go", 200 * time.Millisecond},
+		{"pg-advisory", "none", "no lease: the lock is held until its holder lets it go", 200 * time.Millisecond},
+		{"lua", "scenario", "lease 200 ms", 200 * time.Millisecond},
+		{"lua", "scenario", "lease: the instances' own (-lock-ttl)", 0},
+		{"zookeeper", "own", "lease: the ZooKeeper session's timeout", 200 * time.Millisecond},
+		{"atomic", "no-lock", "no lock", 0},
+		{"none", "no-lock", "no lock", 0},
+	} {
+		info, ok := rungInfo(c.lock)
+		if !ok {
+			t.Fatalf("no rung %s", c.lock)
+		}
+		if got := leaseOf(info); got.Kind != c.kind {
+			t.Errorf("%s: lease kind %q, want %q", c.lock, got.Kind, c.kind)
+		}
+		if got := leaseText(c.lock, c.lease); got != c.text {
+			t.Errorf("%s with %v: %q, want %q", c.lock, c.lease, got, c.text)
+		}
+	}
+	if l := scenarioLease("crash", "setnx"); l != 0 {
+		t.Errorf("setnx under crash: a lease of %v, want none", l)
 	}
 }

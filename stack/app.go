@@ -145,8 +145,9 @@ func (s *Stack) startInstances(ctx context.Context) error {
 
 // instanceEnv is the environment of every instance: this process's, with
 // MastersEnv set to the masters (or removed when there are none, so that
-// a value from the caller's shell never leaks in), backends.MySQLEnv and backends.PostgresEnv
-// removed (the stack's MariaDB and PostgreSQL, if it runs them, set them) and FaultKeyEnv removed
+// a value from the caller's shell never leaks in), the back ends'
+// variables (backends.MySQLEnv, PostgresEnv, ZooKeeperEnv, EtcdEnv)
+// removed (the stack's servers, if it runs them, set them) and FaultKeyEnv removed
 // (the stack sets its own), and, unless the caller
 // set GOMAXPROCS, the machine's cores shared among the n instances (at
 // least one each), which it returns too ("" when the caller's stands);
@@ -164,7 +165,8 @@ func instanceEnv(masters []string, n int) (env []string, procs, debug string) {
 		switch {
 		case strings.HasPrefix(kv, MastersEnv+"="), strings.HasPrefix(kv, backends.MySQLEnv+"="), strings.HasPrefix(kv, FaultKeyEnv+"="),
 			strings.HasPrefix(kv, RedisPasswordEnv+"="),
-			strings.HasPrefix(kv, backends.PostgresEnv+"="):
+			strings.HasPrefix(kv, backends.PostgresEnv+"="),
+			strings.HasPrefix(kv, backends.ZooKeeperEnv+"="), strings.HasPrefix(kv, backends.EtcdEnv+"="):
 		case strings.HasPrefix(kv, "GODEBUG="):
 			debug = strings.TrimPrefix(kv, "GODEBUG=")
 		default:

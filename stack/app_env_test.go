@@ -33,11 +33,36 @@ func TestInstanceEnvGODEBUG(t *testing.T) {
 // A MariaDB DSN in the caller's environment never reaches the instances:
 // the stack's own MariaDB, when it runs one, sets it (backendEnv).
 func TestInstanceEnvDropsCallersDSN(t *testing.T) {
-	t.Setenv(backends.MySQLEnv, "root@tcp(db.example:3306)/")
+	vars := []string{backends.MySQLEnv, backends.PostgresEnv, backends.ZooKeeperEnv, backends.EtcdEnv}
+	for _, v := range vars {
+		t.Setenv(v, "from-the-callers-shell")
+	}
 	env, _, _ := instanceEnv(nil, 3)
 	for _, kv := range env {
-		if strings.HasPrefix(kv, backends.MySQLEnv+"=") {
-			t.Errorf("instances get the caller's %s", kv)
+		for _, v := range vars {
+			if strings.HasPrefix(kv, v+"=") {
+				t.Errorf("instances get the caller's %s", kv)
+			}
+		}
+	}
+}
+
+// ZooKeeper's and etcd's addresses, their passwords in them, reach the
+// instances in their environment, never on their command line (which
+// every user of the host can read).
+func TestBackendPasswordsStayOffTheCommandLine(t *testing.T) {
+	z := backends.NewZooKeeper("java", "zk.jar", "127.0.0.1", t.TempDir(), t.TempDir(), nil)
+	e := backends.NewEtcd("", "127.0.0.1", t.TempDir(), t.TempDir(), nil)
+	for _, b := range []backends.Backend{z, e} {
+		_, password, _ := strings.Cut(b.ClientAddr(), "lockladder:")
+		if password, _, _ = strings.Cut(password, "@"); len(password) < 32 {
+			t.Errorf("%s: client address %q carries no password", b.Kind(), b.ClientAddr())
+		}
+		if f := b.Flags(); len(f) != 0 {
+			t.Errorf("%s: flags %q: the address goes in the environment", b.Kind(), f)
+		}
+		if env := b.Env(); len(env) != 1 || !strings.HasSuffix(env[0], "="+b.ClientAddr()) {
+			t.Errorf("%s: environment %q, want its client address", b.Kind(), env)
 		}
 	}
 }

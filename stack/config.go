@@ -106,7 +106,11 @@ type Config struct {
 	// redis-server.
 	MastersAOF bool
 
-	// StartTimeout bounds Start when ctx has no deadline; default 30s.
+	// StartTimeout bounds, when Start's ctx has no deadline, each
+	// server's wait to serve, from its process's start (a Redis
+	// Cluster's: all its nodes'); default 30s. What a start does before
+	// (PostgreSQL's initdb, MariaDB's install) is work, not a wait: it
+	// is not timed (proc.LaunchWithin), and ends with ctx.
 	StartTimeout time.Duration
 
 	// StableAfter is how long a restarted instance must run before its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lockladder/lockladder/stack/proc"
 	"github.com/lockladder/lockladder/stack/redisfam"
 )
 
@@ -23,6 +24,8 @@ const MastersEnv = "REDLOCK_MASTERS"
 // startCluster starts Config.Cluster's cluster from RedisAddr's port
 // upward, or from a free run of ports when that is 0.
 func (s *Stack) startCluster(ctx context.Context) (*redisfam.Cluster, error) {
+	ctx, cancel := proc.WithDefaultTimeout(ctx, s.cfg.StartTimeout) // its nodes' waits, together
+	defer cancel()
 	c, err := redisfam.LaunchCluster(ctx, s.cfg.RedisAddr, s.cfg.Cluster, s.dir, s.redisPass, s.lg)
 	if err != nil {
 		return nil, err

@@ -78,7 +78,9 @@ type Stack struct {
 
 // Start starts Redis, the app instances and the load balancer, and returns
 // once every instance and the load balancer answer GET /healthz with 200.
-// ctx bounds the start only. On any failure it stops whatever it started.
+// ctx bounds the start only; without a deadline, each server's wait to
+// serve is bounded by Config.StartTimeout (proc.LaunchWithin). On any
+// failure it stops whatever it started.
 func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -94,8 +96,6 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 			s.Stop()
 		}
 	}()
-	ctx, cancel := proc.WithDefaultTimeout(ctx, cfg.StartTimeout)
-	defer cancel()
 
 	// Decide both modes before starting anything.
 	if _, _, err := proc.ResolveMode(cfg.Redis, "redis-server", cfg.RequireReal); err != nil {
@@ -231,9 +231,10 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	return s, nil
 }
 
-// up launches srv and, once it serves, leaves it to Stop.
+// up launches srv and, once it serves, leaves it to Stop. Its wait to
+// serve is bounded by Config.StartTimeout, its start's work is not.
 func (s *Stack) up(ctx context.Context, srv proc.Server) error {
-	if err := proc.Launch(ctx, srv); err != nil {
+	if err := proc.LaunchWithin(ctx, srv, s.cfg.StartTimeout); err != nil {
 		return err
 	}
 	s.servers = append(s.servers, srv)

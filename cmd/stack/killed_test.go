@@ -71,12 +71,20 @@ func startRun(t *testing.T, bin, dir string, noDeathSignal bool) (*supervisor, s
 		select {
 		case err := <-s.done:
 			s.done <- err
-			t.Fatalf("stack run exited: %v\n%s", err, s.out)
+			t.Fatalf("stack run exited (%v): %s\n--- its output ---\n%s", err, lastLines(s.out.String(), 3), s.out)
 		case <-deadline:
-			t.Fatalf("stack run recorded no state in 120s:\n%s", s.out)
+			t.Fatalf("stack run recorded no state in 120s: %s\n--- its output ---\n%s", lastLines(s.out.String(), 3), s.out)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// lastLines is the last n lines of out, joined by " | ": what the
+// supervisor said last, on the failure's first line (all a CI summary
+// shows).
+func lastLines(out string, n int) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }
 
 // syncBuffer is a bytes.Buffer the test reads while the process writes.
@@ -193,4 +201,16 @@ func TestRunCleansUpAfterKilledSupervisorAndStopsOnSIGHUP(t *testing.T) {
 		t.Errorf("stack run did not stop its stack on SIGHUP:\n%s", s.out)
 	}
 	wantCleanedUp(t, st, filepath.Join(dir, "stack.json"))
+}
+
+// A supervisor that exits while starting is named by its last words on
+// the failure's first line.
+func TestLastLines(t *testing.T) {
+	out := "redis: up\netcd: up\nstack: postgres: initdb: signal: killed\n"
+	if got, want := lastLines(out, 2), "etcd: up | stack: postgres: initdb: signal: killed"; got != want {
+		t.Errorf("lastLines = %q, want %q", got, want)
+	}
+	if got := lastLines("", 3); got != "" {
+		t.Errorf("lastLines of nothing = %q", got)
+	}
 }

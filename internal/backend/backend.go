@@ -6,8 +6,10 @@ package backend
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log"
+	"net/url"
 	"strings"
 	"time"
 
@@ -28,11 +30,17 @@ const Database = "lockladder"
 const MySQLPool = 150
 
 // ZooKeeper opens a session (timeout sessionTimeout) on the ZooKeeper at
-// addr and waits, until ctx ends, for the server to grant it.
+// addr, [user:password@]host:port, and waits, until ctx ends, for the
+// server to grant it. With a user and password the session carries them
+// (digest auth; the client sends them again after every reconnect): the
+// stack's ZooKeeper lets only them read or write the lab's znodes,
+// which the rungs create readable and writable by their creator alone.
+// Errors never quote the password.
 func ZooKeeper(ctx context.Context, addr string, sessionTimeout time.Duration) (*zk.Conn, error) {
-	conn, events, err := zk.Connect([]string{addr}, sessionTimeout, zk.WithLogger(quiet{}))
+	host, user, password := ParseZooKeeper(addr)
+	conn, events, err := zk.Connect([]string{host}, sessionTimeout, zk.WithLogger(quiet{}))
 	if err != nil {
-		return nil, fmt.Errorf("zookeeper %s: %w", addr, err)
+		return nil, fmt.Errorf("zookeeper %s: %w", host, err)
 	}
 	for conn.State() != zk.StateHasSession {
 		select {
@@ -40,23 +48,88 @@ func ZooKeeper(ctx context.Context, addr string, sessionTimeout time.Duration) (
 		case <-ctx.Done():
 			state := conn.State()
 			conn.Close()
-			return nil, fmt.Errorf("zookeeper %s: no session (state %s): %w", addr, state, ctx.Err())
+			return nil, fmt.Errorf("zookeeper %s: no session (state %s): %w", host, state, ctx.Err())
+		}
+	}
+	if user != "" {
+		if err := conn.AddAuth("digest", []byte(user+":"+password)); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("zookeeper %s: auth as %s: %w", host, user, err)
 		}
 	}
 	return conn, nil
 }
 
-// Etcd returns a client to the etcd at url, once it answers.
-func Etcd(ctx context.Context, url string) (*clientv3.Client, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("etcd %s: %w", url, err)
+// ParseZooKeeper splits a ZooKeeper address, [user:password@]host:port,
+// into its host:port and its credentials ("" when it has none).
+func ParseZooKeeper(addr string) (host, user, password string) {
+	cred, host, ok := strings.Cut(addr, "@")
+	if !ok {
+		return addr, "", ""
 	}
-	if _, err := cli.Status(ctx, url); err != nil {
+	user, password, _ = strings.Cut(cred, ":")
+	return host, user, password
+}
+
+// ZooKeeperAddr is the address ZooKeeper reads: host:port with the
+// credentials, user:password@host:port (host alone when user is "").
+func ZooKeeperAddr(host, user, password string) string {
+	if user == "" {
+		return host
+	}
+	return user + ":" + password + "@" + host
+}
+
+// Etcd returns a client to the etcd at rawURL, once it answers. Its
+// credentials, if any, are the URL's (http://user:password@host:port):
+// the client authenticates with them, and the stack's etcd lets only
+// them read or write the lab's keys. Errors never quote the password.
+func Etcd(ctx context.Context, rawURL string) (*clientv3.Client, error) {
+	endpoint, user, password, err := ParseEtcd(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second,
+		Username: user, Password: password})
+	if err != nil {
+		return nil, fmt.Errorf("etcd %s: %w", endpoint, err)
+	}
+	if _, err := cli.Get(ctx, EtcdHealthKey); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("etcd %s: %w", url, err)
+		return nil, fmt.Errorf("etcd %s: %w", endpoint, err)
 	}
 	return cli, nil
+}
+
+// EtcdHealthKey is the key Etcd reads to know the server answers (and
+// lets it in): under the lab's prefix, which its user may read.
+const EtcdHealthKey = "/lockladder/health"
+
+// ParseEtcd splits an etcd client URL into the endpoint the client dials
+// and the credentials in it ("" when it has none).
+func ParseEtcd(rawURL string) (endpoint, user, password string, err error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url's error quotes the URL, password and all.
+		return "", "", "", errors.New("etcd: the URL does not parse (want http://[user:password@]host:port)")
+	}
+	if u.User != nil {
+		user = u.User.Username()
+		password, _ = u.User.Password()
+		u.User = nil
+	}
+	return u.String(), user, password, nil
+}
+
+// EtcdURL is an etcd client URL with the credentials in it
+// (http://user:password@host:port; endpoint alone when user is "").
+func EtcdURL(endpoint, user, password string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || user == "" {
+		return endpoint
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String()
 }
 
 // MySQL creates database name on the server of dsn (a DSN without a

@@ -27,7 +27,7 @@ func TestEtcdWatchesHearDeletesAndEnd(t *testing.T) {
 		Cancel()
 	} {
 		t.Helper()
-		s, err := ws.Subscribe(ctx, "/t/a/")
+		s, err := ws.Subscribe(ctx, "/lockladder/t/a/")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func TestEtcdWatchesHearDeletesAndEnd(t *testing.T) {
 	}
 	churn := func() {
 		t.Helper()
-		for _, k := range []string{"/t/b/1", "/t/a/1"} {
+		for _, k := range []string{"/lockladder/t/b/1", "/lockladder/t/a/1"} {
 			if _, err := cli.Put(ctx, k, ""); err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +52,7 @@ func TestEtcdWatchesHearDeletesAndEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(evs) != 1 || evs[0].Type != mvccpb.DELETE || string(evs[0].Kv.Key) != "/t/a/1" {
+		if len(evs) != 1 || evs[0].Type != mvccpb.DELETE || string(evs[0].Kv.Key) != "/lockladder/t/a/1" {
 			t.Fatalf("heard %v, want the one deletion of /t/a/1", evs)
 		}
 	}
@@ -75,7 +75,7 @@ func TestEtcdWatchesHearDeletesAndEnd(t *testing.T) {
 	}
 
 	c := subscribe()
-	ws.End("/t/a/")
+	ws.End("/lockladder/t/a/")
 	if evs, err := c.Next(ctx); err == nil || ctx.Err() != nil {
 		t.Fatalf("after its watch ended, a subscriber heard %v, %v; want the end as an error", evs, err)
 	}

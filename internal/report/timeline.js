@@ -1,9 +1,10 @@
 // ---- the timeline of a race: who held the lock, when (race.Timeline) ----
 // One canvas, a lane per instance and a bar per critical section, drawn
 // afresh on every change: no DOM node per section, so the thousands a
-// race holds stay responsive. The wheel zooms about the pointer, a drag
-// pans, a double click shows the whole race; the buttons jump to the
-// overlaps, one after the other. The page draws one timeline, an HTML
+// race holds stay responsive. The wheel or a pinch zooms about the
+// pointer, a drag pans, a double click shows the whole race; on the
+// focused canvas + and - zoom, the arrows pan and 0 shows the whole race;
+// the buttons jump to the overlaps, one after the other. The page draws one timeline, an HTML
 // report one per race it shows: makeTimeline(root) is one of them. What
 // a race names (instances, faults) is drawn, or set as text, never as
 // markup.
@@ -32,6 +33,11 @@ function tlTTL(st) {
   if (!st.read) return 'TTL not read';
   if (!st.held) return 'gone by the end';
   return st.ttl_ms < 0 ? 'no TTL: held for good' : `TTL ${st.ttl_ms} ms left`;
+}
+
+// tlStopped says that a race stopped early, when, and why.
+function tlStopped(st) {
+  return `stopped early at ${tlMs(st.at_us)} ms, after ${st.sent} of the ${st.planned} requests planned` + (st.reason ? `: ${st.reason}` : '');
 }
 
 // tlFault names a fault shortly: "pause 800ms", "crash", "slow 600ms".
@@ -72,8 +78,11 @@ function makeTimeline(root) {
   const v = {t: null, title: '', v0: 0, v1: 1, pair: -1, drag: null, track: [], tracks: 1, barH: 16};
   // a lane: room above its bars for a fault's marker and label, then
   // its tracks of bars, each with its lease's line under it
-  const laneH = () => 14 + v.tracks * (v.barH + 5) + 4 + (v.t && v.t.stuck ? 16 : 0);
+  const laneH = () => 14 + v.tracks * (v.barH + 5) + 4 + (v.t && v.t.stuck && v.t.stuck.lane >= 0 ? 16 : 0);
   const laneY = l => TL_BAND + l * laneH();
+  // a stuck lock whose holder no lane shows (it crashed before its
+  // section began, unanswered) gets a row of its own under the lanes
+  const lockRow = () => v.t && v.t.stuck && v.t.stuck.lane < 0 ? 22 : 0;
   const barY = i => laneY(v.t.sections[i][0]) + 14 + v.track[i] * (v.barH + 5);
   const viewW = () => cv.clientWidth - TL_LEFT - 8;
 
@@ -82,7 +91,7 @@ function makeTimeline(root) {
     tracks();
     const n = t ? t.overlaps : 0, failed = !!t && (n > 0 || tlFailed(t.verdict));
     // The badge's colour follows the verdict: a failing one is never green.
-    el('overlaps').textContent = !t ? '' : t.stuck ? 'stuck lock' : `${n} overlap${n === 1 ? '' : 's'}`;
+    el('overlaps').textContent = !t ? '' : t.stuck ? 'stuck lock' : t.verdict === 'DEADLOCK' ? 'deadlock' : `${n} overlap${n === 1 ? '' : 's'}`;
     el('overlaps').classList.toggle('bad', failed);
     el('overlaps').classList.toggle('ok', !!t && !failed && (t.verdict === 'SAFE' || !t.verdict));
     el('overlaps').classList.toggle('warn', !!t && !failed && !!t.verdict && t.verdict !== 'SAFE');
@@ -93,11 +102,12 @@ function makeTimeline(root) {
       about = `${t.sections.length} critical sections` + (t.omitted ? ` (the latest; ${t.omitted} earlier left out)` : '') +
         (t.complete ? '' : ', at least: an instance forgot some or did not answer') +
         (t.interrupted ? `; ${t.interrupted} cut short by a crash (drawn to the restart)` : '') +
-        (t.stuck ? `; the lock ${t.stuck.key} stuck from ${tlMs(t.stuck.from_us)} ms, ${tlTTL(t.stuck)}` : '') +
+        (t.stuck ? `; the lock ${t.stuck.key || ''} stuck from ${tlMs(t.stuck.from_us)} ms, ${tlTTL(t.stuck)}` : '') +
         ((t.gave_up || []).length ? `; ${t.gave_up.length} waiter${t.gave_up.length === 1 ? '' : 's'} gave up (503, ✕)` : '') +
         (t.refused ? `; ${t.refused} stale write${t.refused === 1 ? '' : 's'} refused by the fence` : '') +
-        (t.lease_ms ? `; lease ${t.lease_ms} ms` : '; lease: the instances\' own') +
-        (t.faults.length ? `; ${t.faults.length} fault${t.faults.length === 1 ? '' : 's'}` : '');
+        '; ' + (t.lease || (t.lease_ms ? `lease ${t.lease_ms} ms` : 'lease: the instances\' own')) +
+        (t.faults.length ? `; ${t.faults.length} fault${t.faults.length === 1 ? '' : 's'}` : '') +
+        (t.stopped ? `; ${tlStopped(t.stopped)}` : '');
     }
     el('title').textContent = title ? title + ': ' : '';
     el('about').textContent = about;
@@ -128,6 +138,7 @@ function makeTimeline(root) {
     let lo = 0, hi = Math.max(t.end_us, 1);
     for (const s of t.sections) { lo = Math.min(lo, s[1]); break; }
     for (const f of t.faults) lo = Math.min(lo, f.at_us);
+    if (t.stopped) hi = Math.max(hi, t.stopped.at_us);
     return [lo, hi];
   }
   v.whole = () => {
@@ -166,7 +177,9 @@ function makeTimeline(root) {
     if (t.stuck) {
       const st = t.stuck, end = Math.max(t.end_us, st.from_us + 1), pad = (end - st.from_us) * 0.04;
       v.v0 = st.from_us - pad; v.v1 = end + pad; v.pair = -1; draw();
-      el('pair').textContent = `the stuck lock: ${t.instances[st.lane] || 'an instance'} took ${st.key} at ${tlMs(st.from_us)} ms and died holding it; ` +
+      el('pair').textContent = (st.section < 0
+        ? `the stuck lock: ${t.instances[st.lane] || 'an instance'} took ${st.key || 'the lock'} and crashed at ${tlMs(st.from_us)} ms, before its section began (its request got no answer); `
+        : `the stuck lock: ${t.instances[st.lane] || 'an instance'} took ${st.key} at ${tlMs(st.from_us)} ms and died holding it; `) +
         `nobody could take it to the end of the race (${tlTTL(st)})` + ((t.gave_up || []).length ? `, and ${t.gave_up.length} waiters gave up (✕).` : '.');
       return true;
     }
@@ -246,7 +259,7 @@ function makeTimeline(root) {
 
   function draw() {
     const t = v.t;
-    const lanes = t ? Math.max(t.instances.length, 1) : 1, H = TL_BAND + lanes * laneH() + TL_AXIS, r = window.devicePixelRatio || 1;
+    const lanes = t ? Math.max(t.instances.length, 1) : 1, H = TL_BAND + lanes * laneH() + lockRow() + TL_AXIS, r = window.devicePixelRatio || 1;
     cv.style.height = H + 'px';
     if (cv.height !== Math.round(H * r)) cv.height = Math.round(H * r);   // setup resizes on a new width only
     const {g, w, h} = setup(cv);
@@ -264,6 +277,7 @@ function makeTimeline(root) {
       g.fillStyle = '#1d2430'; put(g, tlFit(g, t.instances[l] || '', TL_LEFT - 8), 4, laneY(l) + LANE / 2 + 4);
     }
     g.fillStyle = '#667085'; put(g, 'faults', 4, 15);
+    if (lockRow()) { g.fillStyle = '#1d2430'; put(g, 'the lock', 4, laneY(lanes) + 15); }
     const step = tlStep(span, Math.max(2, Math.floor(W / 110)));
     g.strokeStyle = '#e4e7ec'; g.lineWidth = 1;
     let axisEnd = -Infinity;
@@ -350,10 +364,10 @@ function makeTimeline(root) {
     // the stuck lock: a dark red strip at the bottom of its holder's lane,
     // from the dead holder's acquisition to the end of the race
     if (t.stuck) {
-      const st = t.stuck, y = laneY(st.lane) + LANE - 18, x0 = X(st.from_us), x1 = X(Math.max(t.end_us, st.from_us));
+      const st = t.stuck, y = st.lane >= 0 ? laneY(st.lane) + LANE - 18 : laneY(lanes) + 5, x0 = X(st.from_us), x1 = X(Math.max(t.end_us, st.from_us));
       g.fillStyle = '#7a271a'; g.fillRect(x0, y, Math.max(x1 - x0, 3), 12);
       g.fillStyle = '#fff';
-      const label = `stuck: ${st.key}, ${tlTTL(st)}`, lx = Math.max(x0, TL_LEFT) + 4;
+      const label = `stuck: ${st.key || 'the lock'}, ${tlTTL(st)}`, lx = Math.max(x0, TL_LEFT) + 4;
       put(g, tlFit(g, label, Math.max(Math.min(x1, TL_LEFT + W) - lx - 4, 0)), lx, y + 10, W);
     }
     // the waiters that gave up: a ✕ where each was answered 503
@@ -379,6 +393,15 @@ function makeTimeline(root) {
       shown.push({f, n, x, y, lane: f.lane});
     });
     faultLabels(g, shown, W);
+    // where the race stopped early: a dashed line across the lanes
+    if (t.stopped && t.stopped.at_us >= v.v0 && t.stopped.at_us <= v.v1) {
+      const x = X(t.stopped.at_us);
+      g.strokeStyle = '#1d2430'; g.lineWidth = 1.5; g.setLineDash([4, 3]);
+      g.beginPath(); g.moveTo(x, 4); g.lineTo(x, h - TL_AXIS); g.stroke(); g.setLineDash([]);
+      g.fillStyle = '#1d2430';
+      const label = 'stopped', lw = g.measureText(label).width;
+      put(g, label, x - lw - 4 > TL_LEFT ? x - lw - 4 : x + 4, 15, W);
+    }
     g.restore();
     g.restore();
     cv.dataset.drawn = drawn;
@@ -397,7 +420,10 @@ function makeTimeline(root) {
         return `${tlFault(f)}: ${f.hook ? 'on the stack' : 'an armed request'}, ${tlMs(f.at_us)} to ${tlMs(f.until_us)} ms` +
           (f.hook ? '' : f.code ? `, answered ${f.code}` + (f.lane >= 0 ? ' by ' + t.instances[f.lane] : '') : ', no answer: its instance died');
     }
+    if (t.stopped && Math.abs(us - t.stopped.at_us) <= 2 * tol) return tlStopped(t.stopped);
     const lane = Math.floor((py - TL_BAND) / laneH());
+    if (t.stuck && t.stuck.lane < 0 && lane >= t.instances.length && us >= t.stuck.from_us)
+      return `the stuck lock ${t.stuck.key || ''}: taken by a request whose instance crashed at ${tlMs(t.stuck.from_us)} ms, before its section began; ${tlTTL(t.stuck)} when the race ended`;
     if (lane < 0 || lane >= t.instances.length) return '';
     if (t.stuck && t.stuck.lane === lane && us >= t.stuck.from_us && py >= laneY(lane) + laneH() - 20)
       return `the stuck lock ${t.stuck.key}: taken at ${tlMs(t.stuck.from_us)} ms by ${t.instances[lane]}, which died holding it; ${tlTTL(t.stuck)} when the race ended`;
@@ -416,19 +442,52 @@ function makeTimeline(root) {
   }
 
   const local = e => { const r = cv.getBoundingClientRect(); return [e.clientX - r.left, e.clientY - r.top]; };
+  // zoom scales the view by k about the time under x (pixels; null: the middle)
+  const zoom = (k, px) => {
+    if (!v.t) return;
+    const W = viewW(), span = v.v1 - v.v0;
+    const x = v.v0 + (px == null ? W / 2 : Math.min(Math.max(px - TL_LEFT, 0), W)) / W * span;
+    const next = Math.max(span * k, 20);
+    v.v0 = x - (x - v.v0) * next / span; v.v1 = v.v0 + next;
+    draw();
+  };
+  const pan = frac => { if (!v.t) return; const d = (v.v1 - v.v0) * frac; v.v0 += d; v.v1 += d; draw(); };
   cv.addEventListener('wheel', e => {
     if (!v.t) return;
     e.preventDefault();
-    const [px] = local(e), W = viewW(), span = v.v1 - v.v0;
-    const x = v.v0 + Math.min(Math.max(px - TL_LEFT, 0), W) / W * span;
-    const k = e.deltaY > 0 ? 1.25 : 0.8, next = Math.max(span * k, 20);
-    v.v0 = x - (x - v.v0) * next / span; v.v1 = v.v0 + next;
-    draw();
+    zoom(e.deltaY > 0 ? 1.25 : 0.8, local(e)[0]);
   }, {passive: false});
-  cv.addEventListener('mousedown', e => { v.drag = {x: local(e)[0], v0: v.v0, v1: v.v1}; });
-  window.addEventListener('mouseup', () => { v.drag = null; });
-  cv.addEventListener('mousemove', e => {
+  // the keyboard, on the focused canvas: + and - zoom, the arrows pan,
+  // 0 (or Home) shows the whole race
+  cv.addEventListener('keydown', e => {
+    if (!v.t || e.altKey || e.ctrlKey || e.metaKey) return;
+    const act = {'+': () => zoom(0.8), '=': () => zoom(0.8), '-': () => zoom(1.25), '_': () => zoom(1.25),
+      ArrowLeft: () => pan(-0.2), ArrowRight: () => pan(0.2), '0': v.whole, Home: v.whole}[e.key];
+    if (!act) return;
+    e.preventDefault();
+    act();
+  });
+  // a drag pans, with a mouse, a pen or a finger; two fingers pinch to zoom
+  const pointers = new Map();
+  cv.addEventListener('pointerdown', e => {
+    pointers.set(e.pointerId, local(e));
+    if (cv.setPointerCapture) try { cv.setPointerCapture(e.pointerId); } catch { /* already gone */ }
+    v.drag = pointers.size === 1 ? {x: local(e)[0], v0: v.v0, v1: v.v1} : null;
+    v.pinch = pointers.size === 2 ? {d: spread(), v0: v.v0, v1: v.v1} : null;
+  });
+  const spread = () => { const [a, b] = [...pointers.values()]; return Math.max(Math.abs(a[0] - b[0]), 10); };
+  const lift = e => { pointers.delete(e.pointerId); v.drag = null; v.pinch = null; };
+  cv.addEventListener('pointerup', lift);
+  cv.addEventListener('pointercancel', lift);
+  cv.addEventListener('pointermove', e => {
     const [px, py] = local(e);
+    if (pointers.has(e.pointerId)) pointers.set(e.pointerId, [px, py]);
+    if (v.pinch && v.t && pointers.size === 2) {
+      const span = (v.pinch.v1 - v.pinch.v0) * v.pinch.d / spread(), mid = (v.pinch.v0 + v.pinch.v1) / 2;
+      v.v0 = mid - Math.max(span, 20) / 2; v.v1 = mid + Math.max(span, 20) / 2;
+      draw();
+      return;
+    }
     if (v.drag && v.t) {
       const d = (px - v.drag.x) / viewW() * (v.drag.v1 - v.drag.v0);
       v.v0 = v.drag.v0 - d; v.v1 = v.drag.v1 - d;
@@ -441,7 +500,7 @@ function makeTimeline(root) {
     tip.style.left = Math.min(px + 12, cv.clientWidth - 320) + 'px';
     tip.style.top = (py + 14) + 'px';
   });
-  cv.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
+  cv.addEventListener('pointerleave', () => { tip.style.display = 'none'; });
   cv.addEventListener('dblclick', v.whole);
   el('first').addEventListener('click', () => v.showPair(0));
   el('next').addEventListener('click', () => v.showPair(v.pair + 1));

@@ -38,7 +38,8 @@ func start(t testing.TB, kind string) string {
 }
 
 // ZooKeeper returns a session (timeout sessionTimeout) on a fresh
-// ZooKeeper server, and the server's address.
+// ZooKeeper server, carrying the lab's credentials, and the server's
+// address with them (user:password@host:port: backend.ParseZooKeeper).
 func ZooKeeper(t testing.TB, sessionTimeout time.Duration) (*zk.Conn, string) {
 	t.Helper()
 	addr := start(t, "zookeeper")
@@ -59,7 +60,7 @@ func ZooKeeperSession(t testing.TB, addr string, sessionTimeout time.Duration) *
 	return conn
 }
 
-// Etcd returns a client to a fresh etcd.
+// Etcd returns a client to a fresh etcd, logged in as the lab's user.
 func Etcd(t testing.TB) *clientv3.Client {
 	t.Helper()
 	url := start(t, "etcd")

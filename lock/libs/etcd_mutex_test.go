@@ -85,7 +85,7 @@ func TestLibEtcdMutexOneSessionGrantsTwice(t *testing.T) {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	m1, m2 := concurrency.NewMutex(s, "/shared"), concurrency.NewMutex(s, "/shared")
+	m1, m2 := concurrency.NewMutex(s, "/lockladder/shared"), concurrency.NewMutex(s, "/lockladder/shared")
 	if err := m1.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,11 @@ import (
 
 // ZKLock is github.com/go-zookeeper/zk v1.0.4's Lock as shipped, called
 // as its godoc shows, a library rung beside the lab's zookeeper rung (rung
-// 14, the same recipe): NewLock(conn, path, WorldACL(PermAll)), Lock, the
-// business, Unlock. Lock creates a protected ephemeral sequential znode,
+// 14, the same recipe): NewLock(conn, path, acl), Lock, the business,
+// Unlock. The godoc's acl is WorldACL(PermAll), which lets anyone who
+// reaches the server delete a holder's znode; this rung passes
+// AuthACL(PermAll) (ZooKeeper's CREATOR_ALL_ACL): the znodes are the
+// creator's credentials' alone (the session's AddAuth). Lock creates a protected ephemeral sequential znode,
 // lists the children, and waits on a watch of the next lower one; the
 // lowest holds. The session (the process's, its timeout the lab's lease)
 // is the lease.
@@ -69,7 +72,7 @@ func (z *ZKLock) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock
 		}
 		bound = z.wait
 	}
-	l := zk.NewLock(z.conn, p, zk.WorldACL(zk.PermAll))
+	l := zk.NewLock(z.conn, p, zk.AuthACL(zk.PermAll))
 	got := make(chan error, 1)
 	var mu sync.Mutex
 	gaveUp := false

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/lockladder/lockladder/internal/backend"
 	"github.com/lockladder/lockladder/internal/redistest"
 	"github.com/lockladder/lockladder/internal/servertest"
 	"github.com/lockladder/lockladder/lock"
@@ -105,12 +106,13 @@ func TestLibZKLockFailedUnlockHoldsTheLockForever(t *testing.T) {
 	// session (it would then delete the znode, and free the lock).
 	const session = 9 * time.Second
 	_, addr := servertest.ZooKeeper(t, session)
-	p, err := faultproxy.New(addr)
+	host, user, password := backend.ParseZooKeeper(addr)
+	p, err := faultproxy.New(host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	a := servertest.ZooKeeperSession(t, p.Addr(), session)
+	a := servertest.ZooKeeperSession(t, backend.ZooKeeperAddr(p.Addr(), user, password), session)
 	b := servertest.ZooKeeperSession(t, addr, session)
 	ctx := context.Background()
 	o := lock.Options{Wait: 20 * time.Second}

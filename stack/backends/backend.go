@@ -11,9 +11,9 @@ type Backend interface {
 	proc.Server
 	Kind() string // "zookeeper", "mariadb", "etcd"
 	Summary() string
-	ClientAddr() string // what a client is given: ZooKeeper's host:port, MariaDB's DSN, etcd's URL
-	Flags() []string    // what the app is told on its command line: -zookeeper ADDR, say
-	Env() []string      // and in its environment: MySQLEnv=DSN
+	ClientAddr() string // what a client is given, its credentials included: ZooKeeper's user:password@host:port, MariaDB's DSN, etcd's URL
+	Flags() []string    // what the app is told on its command line (nothing secret: ps shows it)
+	Env() []string      // and in its environment, where other users cannot read it: MySQLEnv=DSN
 	Pid() int           // 0: in this process
 	Remove() error      // after its last stop: the temp dirs it made (proc.ServerDir)
 }
@@ -26,15 +26,13 @@ const MySQLEnv = "MYSQL_DSN"
 
 func (e *Etcd) Kind() string { return "etcd" }
 
-func (z *ZooKeeper) ClientAddr() string { return z.Addr() }
-func (z *ZooKeeper) Flags() []string    { return []string{"-zookeeper", z.Addr()} }
-func (z *ZooKeeper) Env() []string      { return nil }
-func (m *MariaDB) ClientAddr() string   { return m.DSN() }
-func (m *MariaDB) Flags() []string      { return nil }
-func (m *MariaDB) Env() []string        { return []string{MySQLEnv + "=" + m.DSN()} }
-func (e *Etcd) ClientAddr() string      { return e.client }
-func (e *Etcd) Flags() []string         { return []string{"-etcd", e.client} }
-func (e *Etcd) Env() []string           { return nil }
+func (z *ZooKeeper) Flags() []string  { return nil }
+func (z *ZooKeeper) Env() []string    { return []string{ZooKeeperEnv + "=" + z.ClientAddr()} }
+func (m *MariaDB) ClientAddr() string { return m.DSN() }
+func (m *MariaDB) Flags() []string    { return nil }
+func (m *MariaDB) Env() []string      { return []string{MySQLEnv + "=" + m.DSN()} }
+func (e *Etcd) Flags() []string       { return nil }
+func (e *Etcd) Env() []string         { return []string{EtcdEnv + "=" + e.ClientAddr()} }
 func (e *Etcd) Pid() int {
 	if e.proc == nil {
 		return 0

@@ -9,11 +9,17 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
-	"github.com/lockladder/lockladder/stack/proc"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"github.com/lockladder/lockladder/internal/backend"
+	"github.com/lockladder/lockladder/stack/proc"
 )
 
 // Etcd is a one-member Etcd cluster, the Etcd rung's back end: the Etcd
@@ -21,6 +27,12 @@ import (
 // embedded in this process (go.Etcd.io/Etcd/server/v3/embed), so that the
 // rung runs on a machine with Go only. Either way on loopback ports, its
 // data where Config.Data says, empty at every start.
+//
+// Either way with etcd's authentication on (enableAuth): the apps log in
+// as EtcdUser, who may read and write the keys under EtcdLabPrefix and
+// nothing else; root, who may do anything, has a password only the
+// stack knows. A client without a password gets "user name is empty",
+// with a wrong one "authentication failed".
 type Etcd struct {
 	bin     string // "" for the embedded one
 	host    string
@@ -35,14 +47,40 @@ type Etcd struct {
 	picked  bool // start chose the ports: it and ready may choose others
 	lg      *proc.Logger
 
+	password, rootPassword string // EtcdUser's and root's
+
 	proc     *proc.Proc  // the binary
 	embedded *embed.Etcd // or the one in this process
 	closed   bool        // the embedded one is closed
 }
 
 func NewEtcd(bin, host, dir, data string, lg *proc.Logger) *Etcd {
-	return &Etcd{bin: bin, host: host, dir: filepath.Join(dir, "etcd"), data: data, lg: lg}
+	return &Etcd{bin: bin, host: host, dir: filepath.Join(dir, "etcd"), data: data, lg: lg,
+		password: NewPassword(), rootPassword: NewPassword()}
 }
+
+// EtcdUser is the user the apps log in as; its role may read and write
+// the keys under EtcdLabPrefix.
+const EtcdUser = "lockladder"
+
+// EtcdLabPrefix holds every key of the lab's: the etcd rung's
+// (/lockladder/locks/) and the library's (/lockladder/etcd-mutex/).
+const EtcdLabPrefix = "/lockladder/"
+
+// EtcdEnv is the variable the app reads its etcd URL from (-etcd's
+// default): the stack passes it there, with the user and its password
+// (http://user:password@host:port), where other users cannot read it.
+const EtcdEnv = "ETCD_URL"
+
+// etcdBcryptCost is the cost of the bcrypt hash of the users'
+// passwords, etcd's least: each password is 128 random bits, which no
+// hashing makes harder to guess, and every login (each client's first
+// request, and each after a restart) pays it.
+const etcdBcryptCost = 4
+
+// ClientAddr is the URL the apps connect to, with their user and
+// password in it (backend.Etcd reads them).
+func (e *Etcd) ClientAddr() string { return backend.EtcdURL(e.client, EtcdUser, e.password) }
 
 // start starts the member on an empty data dir; started again after a
 // stop, it keeps its ports and its data (its leases come back with it).
@@ -93,6 +131,7 @@ func (e *Etcd) Start(context.Context) error {
 		"--listen-client-urls", e.client, "--advertise-client-urls", e.client,
 		"--listen-peer-urls", e.peer, "--initial-advertise-peer-urls", e.peer,
 		"--initial-cluster", "lab=" + e.peer, "--log-level", "warn",
+		"--bcrypt-cost", strconv.Itoa(etcdBcryptCost),
 	}
 	e.proc, err = proc.StartServer("etcd", e.bin, args, e.work, filepath.Join(e.dir, "etcd.log"), syscall.SIGKILL)
 	return err
@@ -120,6 +159,7 @@ func (e *Etcd) startEmbedded(data string) error {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.LogLevel = "error"
 	cfg.LogOutputs = []string{filepath.Join(e.dir, "etcd.log")}
+	cfg.BcryptCost = etcdBcryptCost
 	srv, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return fmt.Errorf("stack: embedded etcd: %w", err)
@@ -174,6 +214,97 @@ func (e *Etcd) serving(ctx context.Context) error {
 	}
 	if err := getJSON(ctx, c, e.client+"/version", &v); err == nil {
 		e.version = v.Server
+	}
+	if !e.picked {
+		return nil // started again on its data: its users and auth with it
+	}
+	return e.enableAuth(ctx)
+}
+
+// enableAuth makes root and EtcdUser, each with a password of this
+// server's, EtcdUser's role (read and write under EtcdLabPrefix), and
+// turns authentication on; from then on no client gets in without a
+// password. Then, as root, it makes sure that nobody got in first (a
+// client is let do anything until auth is on, for a moment after the
+// start): the users and roles must be the stack's alone, and the keys
+// are deleted (a new member has none of its own).
+func (e *Etcd) enableAuth(ctx context.Context) error {
+	open := func(user, password string) (*clientv3.Client, error) {
+		return clientv3.New(clientv3.Config{Endpoints: []string{e.client}, DialTimeout: 5 * time.Second,
+			Username: user, Password: password, Logger: zap.NewNop()})
+	}
+	fail := func(err error) error { return fmt.Errorf("stack: etcd on %s: auth: %w", e.client, err) }
+	cli, err := open("", "")
+	if err != nil {
+		return fail(err)
+	}
+	defer cli.Close()
+	steps := []func() error{
+		func() error { _, err := cli.UserAdd(ctx, "root", e.rootPassword); return err },
+		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := cli.RoleAdd(ctx, EtcdUser); return err },
+		func() error {
+			_, err := cli.RoleGrantPermission(ctx, EtcdUser, EtcdLabPrefix, clientv3.GetPrefixRangeEnd(EtcdLabPrefix),
+				clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := cli.UserAdd(ctx, EtcdUser, e.password); return err },
+		func() error { _, err := cli.UserGrantRole(ctx, EtcdUser, EtcdUser); return err },
+		func() error { _, err := cli.AuthEnable(ctx); return err },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return fail(err)
+		}
+	}
+	root, err := open("root", e.rootPassword)
+	if err != nil {
+		return fail(err)
+	}
+	defer root.Close()
+	if err := onlyOurs(ctx, root); err != nil {
+		return fail(err)
+	}
+	if _, err := root.Delete(ctx, "\x00", clientv3.WithFromKey()); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// onlyOurs fails unless root and EtcdUser are the only users, each with
+// its one role, and EtcdUser's role grants what enableAuth granted.
+func onlyOurs(ctx context.Context, root *clientv3.Client) error {
+	users, err := root.UserList(ctx)
+	if err != nil {
+		return err
+	}
+	if got := users.Users; !slices.Equal(got, []string{EtcdUser, "root"}) {
+		return fmt.Errorf("users %q, want %q: another client got in before auth was on", got, []string{EtcdUser, "root"})
+	}
+	for _, u := range users.Users {
+		r, err := root.UserGet(ctx, u)
+		if err != nil {
+			return err
+		}
+		if want := map[string]string{"root": "root", EtcdUser: EtcdUser}[u]; !slices.Equal(r.Roles, []string{want}) {
+			return fmt.Errorf("user %s has roles %q, want %q: another client got in before auth was on", u, r.Roles, want)
+		}
+	}
+	roles, err := root.RoleList(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range roles.Roles {
+		if name != EtcdUser && name != "root" {
+			return fmt.Errorf("role %s is not the stack's: another client got in before auth was on", name)
+		}
+	}
+	r, err := root.RoleGet(ctx, EtcdUser)
+	if err != nil {
+		return err
+	}
+	if len(r.Perm) != 1 || string(r.Perm[0].Key) != EtcdLabPrefix {
+		return fmt.Errorf("role %s grants %v, want %s only: another client got in before auth was on", EtcdUser, r.Perm, EtcdLabPrefix)
 	}
 	return nil
 }

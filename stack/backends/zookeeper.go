@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockladder/lockladder/internal/backend"
 	"github.com/lockladder/lockladder/stack/proc"
 )
 
@@ -27,10 +30,28 @@ const slf4jSimple = "/usr/share/java/slf4j-simple.jar"
 // end: the JVM running org.apache.ZooKeeper.server.ZooKeeperServerMain on
 // a loopback port, its log in the run dir, its data where Config.Data says. Sessions may time out
 // between 1s and 10s (tickTime 500ms): the rung asks for its lease.
+//
+// Only the lab's user may touch the tree: at its first start the stack
+// sets the root znode's ACL to that user's digest alone (ZooKeeperUser,
+// with a password made for this server), so nobody else may create a
+// znode anywhere (but under /zookeeper, the server's own) nor list the
+// root; and the rungs create their znodes readable and writable by
+// their creator alone (zk.AuthACL: ZooKeeper's CREATOR_ALL_ACL). A
+// client without the password gets NoAuth.
 type ZooKeeper struct {
 	process   // its config in work; snapshots and transaction log in dataDir
 	java, jar string
+	password  string // ZooKeeperUser's
 }
+
+// ZooKeeperUser is the user the apps authenticate as (digest auth).
+const ZooKeeperUser = "lockladder"
+
+// ZooKeeperEnv is the variable the app reads its ZooKeeper address from
+// (-zookeeper's default): the stack passes it there, with the user and
+// its password (user:password@host:port), where other users cannot
+// read it, never on the command line, where they can.
+const ZooKeeperEnv = "ZOOKEEPER_ADDR"
 
 // FindZooKeeper returns the java binary and the server jar, or why there
 // is none.
@@ -52,7 +73,7 @@ func FindZooKeeper() (java, jar string, err error) {
 }
 
 func NewZooKeeper(java, jar, host, dir, data string, lg *proc.Logger) *ZooKeeper {
-	return &ZooKeeper{java: java, jar: jar,
+	return &ZooKeeper{java: java, jar: jar, password: NewPassword(),
 		process: process{kind: "zookeeper", host: host, dir: filepath.Join(dir, "zookeeper"), data: data, lg: lg}}
 }
 
@@ -79,7 +100,7 @@ func (z *ZooKeeper) Start(context.Context) error {
 		"minSessionTimeout=1000",
 		"maxSessionTimeout=10000",
 	}, "\n") + "\n"
-	if err := proc.WriteServerFile(cfg, []byte(conf), 0o644); err != nil {
+	if err := proc.WriteServerFile(cfg, []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("stack: zookeeper: %w", err)
 	}
 	// Debian's ZooKeeper logs through SLF4J with no binding: nothing at
@@ -121,7 +142,40 @@ func (z *ZooKeeper) serving(ctx context.Context) error {
 	if v, ok := strings.CutPrefix(strings.SplitN(srvr, "\n", 2)[0], "Zookeeper version: "); ok {
 		z.version, _, _ = strings.Cut(v, "-")
 	}
+	return z.lockRoot(ctx)
+}
+
+// lockRoot sets the root znode's ACL to ZooKeeperUser's digest alone
+// (again at every start: it costs one round trip), then makes sure
+// that nobody got in first: at the first start, when the tree is new,
+// nothing but ZooKeeper's own /zookeeper may be under the root; a
+// znode another client made in the moment between the server's start
+// and this call would be a stranger's, and the start fails naming it.
+func (z *ZooKeeper) lockRoot(ctx context.Context) error {
+	conn, err := backend.ZooKeeper(ctx, z.ClientAddr(), 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("stack: zookeeper: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.SetACL("/", zk.DigestACL(zk.PermAll, ZooKeeperUser, z.password), -1); err != nil {
+		return fmt.Errorf("stack: zookeeper on %s: the root's ACL: %w", z.Addr(), err)
+	}
+	children, _, err := conn.Children("/")
+	if err != nil {
+		return fmt.Errorf("stack: zookeeper on %s: %w", z.Addr(), err)
+	}
+	for _, c := range children {
+		if c != "zookeeper" && (z.picked || c != "lockladder") {
+			return fmt.Errorf("stack: zookeeper on %s: /%s was made by another client before the stack locked the tree", z.Addr(), c)
+		}
+	}
 	return nil
+}
+
+// ClientAddr is where the apps connect, with their user and password:
+// user:password@host:port (backend.ZooKeeper reads it).
+func (z *ZooKeeper) ClientAddr() string {
+	return backend.ZooKeeperAddr(z.Addr(), ZooKeeperUser, z.password)
 }
 
 func (z *ZooKeeper) Summary() string {

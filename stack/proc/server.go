@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Server is the shape of every kind of server the stack runs, each in a
@@ -28,6 +29,28 @@ func Launch(ctx context.Context, srv Server) error {
 	err := srv.Start(ctx)
 	if err == nil {
 		err = srv.Ready(ctx)
+	}
+	if err != nil {
+		srv.Stop()
+		return err
+	}
+	return nil
+}
+
+// LaunchWithin is Launch with srv's wait to serve (Ready) bounded to d
+// when ctx has no deadline of its own, counted from the moment its
+// Start returned. The bound measures a wait for something that may
+// never happen (a server that never answers), never the work of a
+// start: PostgreSQL's initdb and MariaDB's install are a fixed amount of
+// CPU that a loaded machine spreads over many seconds, and a timer that
+// ran from the stack's first server would kill them half done (initdb
+// under a loaded make test: "signal: killed"). That work ends with ctx.
+func LaunchWithin(ctx context.Context, srv Server, d time.Duration) error {
+	err := srv.Start(ctx)
+	if err == nil {
+		rctx, cancel := WithDefaultTimeout(ctx, d)
+		err = srv.Ready(rctx)
+		cancel()
 	}
 	if err != nil {
 		srv.Stop()
