@@ -26,9 +26,10 @@ import (
 // outside is load from someone without the run key: n clients sending
 // method target in a loop through lb, each pausing a little after an
 // answer that is not a 200 (a 409 while a run holds the stack comes at
-// once). stop ends it and returns what they were answered: a count per
-// status and reason; no answer of the lab lacks a reason.
-func outside(lb, method, target string, n int) (stop func() map[string]int) {
+// once). sold says how many of its requests were answered 200 so far;
+// stop ends it and returns what they were answered: a count per status
+// and reason; no answer of the lab lacks a reason.
+func outside(lb, method, target string, n int) (sold func() int, stop func() map[string]int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}, Timeout: 30 * time.Second}
 	var (
@@ -42,7 +43,13 @@ func outside(lb, method, target string, n int) (stop func() map[string]int) {
 				req, _ := http.NewRequestWithContext(ctx, method, lb+target, nil)
 				resp, err := client.Do(req)
 				if err != nil {
-					continue // stopped
+					if ctx.Err() == nil { // not stopped: no answer at all
+						mu.Lock()
+						got["error"]++
+						mu.Unlock()
+						time.Sleep(20 * time.Millisecond)
+					}
+					continue
 				}
 				var body struct {
 					Reason string `json:"reason"`
@@ -65,12 +72,16 @@ func outside(lb, method, target string, n int) (stop func() map[string]int) {
 			}
 		})
 	}
-	return func() map[string]int {
-		cancel()
-		wg.Wait()
-		client.CloseIdleConnections()
-		return got
-	}
+	return func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return got["200"]
+		}, sync.OnceValue(func() map[string]int {
+			cancel()
+			wg.Wait()
+			client.CloseIdleConnections()
+			return got
+		})
 }
 
 // wantReasons fails t for an outside answer that is not a 200 or a
@@ -94,8 +105,13 @@ func checkVerdictsNotForged(t *testing.T, st *stack.Stack) {
 	if a, err := sendRaw(lb, http.MethodPost, "/reset?stock=1000000", nil, false, nil); err != nil || a.code != 200 {
 		t.Fatalf("reset: %d %s %v", a.code, a.body, err)
 	}
-	stop := outside(lb, http.MethodPost, "/sale?lock=lua", 150)
-	time.Sleep(time.Second) // their sales under way
+	sold, stop := outside(lb, http.MethodPost, "/sale?lock=lua", 150)
+	defer stop() // once: a failed race stops it too
+	for deadline := time.Now().Add(30 * time.Second); sold() < 150; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the outside's 150 loops sold %d in 30 s, want their sales under way before the races", sold())
+		}
+	}
 	for i := range 10 {
 		res := postRace(t, lb, "lock=lua&endpoint=sale&n=300&c=20")
 		if res.Verdict != bench.VerdictSafe || res.Oversold != 0 || res.Remaining != res.Initial-int64(res.OK) ||
@@ -313,10 +329,12 @@ func checkSlowClients(t *testing.T, st *stack.Stack) {
 		}
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
+	var slowest time.Duration
 	for i := range 5 {
 		start := time.Now()
 		resp, err := client.Post(lb+"/sale?lock=lua", "", nil)
 		took := time.Since(start)
+		slowest = max(slowest, took)
 		if err != nil {
 			t.Errorf("sale %d of 5 during 2,000 slow connections: %v after %s", i+1, err, took)
 			continue
@@ -337,7 +355,8 @@ func checkSlowClients(t *testing.T, st *stack.Stack) {
 		}
 	}
 	mu.Lock()
-	t.Logf("slow connections: %d opened, %d refused 503 at once", opened, refused)
+	t.Logf("slow connections: %d opened, %d refused 503 at once; 5 sales from another address meanwhile, the slowest in %s",
+		opened, refused, slowest.Round(time.Millisecond))
 	mu.Unlock()
 }
 
