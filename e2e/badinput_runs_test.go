@@ -417,3 +417,96 @@ func raiseFiles(t *testing.T, n uint64) {
 		t.Skipf("open files limited to %d: the probe needs 2,000 and more", l.Cur)
 	}
 }
+
+// checkSlowPlays: slow bodies to the race server from one address hold
+// at most httplimit.RacePerClient of its connections through nginx (the
+// race port's one client, whose own bound counts everyone's), so that
+// 1,200 of them leave a race from another address its connection: it
+// runs and answers its result.
+func checkSlowPlays(t *testing.T, st *stack.Stack) {
+	lb := st.URL()
+	host := strings.TrimPrefix(lb, "http://")
+	const n = 1200
+	refused, stop := slowBodies(host, "POST /play HTTP/1.1\r\nHost: "+host+"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", n)
+	defer stop()
+	for deadline := time.Now().Add(30 * time.Second); refused() < n-httplimit.RacePerClient; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("%d of %d slow /play refused after 30 s, want all but %d", refused(), n, httplimit.RacePerClient)
+			break
+		}
+	}
+	start := time.Now()
+	res := postRace(t, lb, "lock=lua&endpoint=sale&n=50&c=5")
+	t.Logf("%d slow /play from 127.0.0.2, %d refused 503 at once; a race from 127.0.0.1 meanwhile: %s, %d ok, in %s",
+		n, refused(), res.Verdict, res.OK, time.Since(start).Round(time.Millisecond))
+	if res.Verdict != bench.VerdictSafe || res.OK != 50 {
+		t.Errorf("the race during the slow /play: %s, %d ok of 50, want SAFE, every sale", res.Verdict, res.OK)
+	}
+}
+
+// slowBodies opens n connections to host from 127.0.0.2, each sending
+// req (a header and the start of a body it never finishes). refused
+// counts those answered a 503 too_many_connections; stop closes them
+// all.
+func slowBodies(host, req string, n int) (refused func() int, stop func()) {
+	var (
+		mu     sync.Mutex
+		conns  []net.Conn
+		closed bool
+		count  int
+		wg     sync.WaitGroup
+		next   = make(chan struct{}, n)
+	)
+	for range n {
+		next <- struct{}{}
+	}
+	close(next)
+	// A few dialers, not n at once: a SYN backlog overflowed is a retry
+	// a second later.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 10 * time.Second}
+	for range 32 {
+		wg.Go(func() {
+			for range next {
+				c, err := d.Dial("tcp", host)
+				if err != nil {
+					continue
+				}
+				mu.Lock()
+				if closed {
+					mu.Unlock()
+					c.Close()
+					continue
+				}
+				conns = append(conns, c)
+				mu.Unlock()
+				c.Write([]byte(req))
+				wg.Go(func() {
+					resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+					if err != nil {
+						return
+					}
+					var body map[string]string
+					json.NewDecoder(io.LimitReader(resp.Body, 4<<10)).Decode(&body)
+					if resp.StatusCode == http.StatusServiceUnavailable && body["reason"] == httplimit.ReasonTooManyConnections {
+						mu.Lock()
+						count++
+						mu.Unlock()
+					}
+				})
+			}
+		})
+	}
+	return func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return count
+		}, func() {
+			mu.Lock()
+			closed = true
+			for _, c := range conns {
+				c.Close()
+			}
+			mu.Unlock()
+			wg.Wait()
+		}
+}

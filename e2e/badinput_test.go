@@ -618,6 +618,9 @@ func TestBadInput(t *testing.T) {
 	t.Run("verdicts nobody forges", func(t *testing.T) { checkVerdictsNotForged(t, st) })
 	t.Run("the owner first", func(t *testing.T) { checkOwnerFirst(t, st) })
 	t.Run("slow clients", func(t *testing.T) { checkSlowClients(t, st) })
+	if behindNginx {
+		t.Run("slow bodies to the race server", func(t *testing.T) { checkSlowPlays(t, st) })
+	}
 	if n := st.Restarts(); n != 0 {
 		t.Errorf("%d instance restart(s) after the runs and the slow clients", n)
 	}
