@@ -3,6 +3,7 @@ package lockcheck_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -189,4 +190,23 @@ func TestTheErrorsOfTheLocksOwnCode(t *testing.T) {
 	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "client A panicked: boom") {
 		t.Errorf("an Obtain that panics: %q", r.errs)
 	}
+}
+
+// TestAReplayThatDisagreesFails: a verdict the same schedule does not
+// reproduce on a real redis-server is no verdict: the check fails with
+// both results.
+func TestAReplayThatDisagreesFails(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("redis-server not installed (apt-get install redis-server)")
+	}
+	r := &rec{}
+	res := lockcheck.CheckWith(t, r, inTheBubbleLock, lockcheck.Config{Faults: lockcheck.Faults{}, Clients: 2, Budget: hangGuard})
+	if res.Verdict != "OVERSOLD" || res.Replay != "not-reproduced" {
+		t.Fatalf("bubble-only: %s, replayed on redis-server: %q; want OVERSOLD, not-reproduced\n%q %q", res.Verdict, res.Replay, r.errs, r.logs)
+	}
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "but the same schedule on a real redis-server was not-reproduced") ||
+		!strings.Contains(r.errs[0], "OVERSOLD in") {
+		t.Fatalf("the disagreement is not the check's failure, with both results: %q", r.errs)
+	}
+	t.Logf("what Check says:\n%s", r.errs[0])
 }
