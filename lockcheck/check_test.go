@@ -1,6 +1,7 @@
 package lockcheck_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockladder/lockladder/lockcheck"
 )
@@ -209,4 +212,26 @@ func TestAReplayThatDisagreesFails(t *testing.T) {
 		t.Fatalf("the disagreement is not the check's failure, with both results: %q", r.errs)
 	}
 	t.Logf("what Check says:\n%s", r.errs[0])
+}
+
+// TestASectionMustSayWhatHolds: a Section without its run, its
+// invariant or the keys the invariant reads is an error before any
+// search, naming what is missing.
+func TestASectionMustSayWhatHolds(t *testing.T) {
+	run := func(context.Context, redis.UniversalClient, lockcheck.Held) error { return nil }
+	inv := func(map[string]string) error { return nil }
+	for _, c := range []struct {
+		s    lockcheck.Section
+		want string
+	}{
+		{lockcheck.Section{Keys: []string{"a"}, Invariant: inv}, "Section.Run is nil"},
+		{lockcheck.Section{Keys: []string{"a"}, Run: run}, "Section.Invariant is nil"},
+		{lockcheck.Section{Run: run, Invariant: inv}, "Section.Keys is empty"},
+	} {
+		l := luaLock
+		l.Section = &c.s
+		if _, err := lockcheck.Explore(t, l, lockcheck.Config{Clients: 2}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want %q, got %v", c.want, err)
+		}
+	}
 }
