@@ -78,7 +78,7 @@ var (
 // says what the search covered.
 func TestFenced(t *testing.T) {
 	// Two clients, every schedule of up to 9 steps under each stage of
-	// faults (Lease breaks in 8).
+	// faults (Lease breaks in 9).
 	lockcheck.Check(t, fenced, lockcheck.Config{Clients: 2, Depth: 9, Budget: 5 * time.Minute})
 }
 
