@@ -211,8 +211,8 @@ func TestRaceScenarioRefusals(t *testing.T) {
 		"lock=none&endpoint=sale&scenario=slow":              "not_in_matrix unsafe with no fault at all",
 		"lock=local&endpoint=sale&scenario=single":           "cannot_stage 1 instance(s); this stack runs 3",
 		"lock=redlock&endpoint=sale&scenario=majority-crash": "cannot_stage redis-server masters",
-		"lock=lua&endpoint=sale&scenario=nope":               " unknown scenario",
-		"lock=lua&endpoint=sale&scenario=slow&wait=fixed":    " the scenario says how its requests wait",
+		"lock=lua&endpoint=sale&scenario=nope":               "bad_request unknown scenario",
+		"lock=lua&endpoint=sale&scenario=slow&wait=fixed":    "bad_request the scenario says how its requests wait",
 	} {
 		code, evs := readEvents(t, "POST", srv.URL+"/race?"+q)
 		reason, _ := evs[0].data["reason"].(string)
