@@ -117,8 +117,8 @@ bench-peers: build
 ## time. The explorer's tests run among the packages: each of their searches ends by its own
 ## bound (a depth, a verdict), not by its time, so it covers the same however loaded the machine.
 ## The end-to-end tests' files (the page's screenshot) are kept under $(OUT)/e2e/_artifacts.
-## examples/checklock, a module of its own, checks its locks through the explorer's public API
-## (explore.Check).
+## examples/checklock, a module of its own, checks its locks through lockcheck, the checker
+## an engineer imports.
 PKG_LANES ?= 4
 E2E_LANES ?= 2
 RACE ?= -race
