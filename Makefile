@@ -24,7 +24,7 @@ BIN     := bin
 STACK_FLAGS := -lb-port $(LB_PORT) -app-port $(APP_PORT) -redis-port $(REDIS_PORT) -instances $(INSTANCES) $(if $(CLUSTER),-cluster $(CLUSTER))
 BENCH_FLAGS := -n $(N) -c $(C) -stock $(STOCK) -out $(OUT) $(if $(LOCKS),-locks $(LOCKS)) $(if $(WAIT),-wait $(WAIT)) $(if $(SKUS),-skus $(SKUS))
 
-.PHONY: all build demo up down bench bench-check bench-baseline bench-game matrix chaos explore bench-peers test test-loaded test-embedded test-ladder vet lint clean
+.PHONY: all build demo up down bench bench-check bench-baseline bench-regress bench-game matrix chaos explore bench-peers test test-loaded test-embedded test-ladder vet lint clean
 
 all: build
 
@@ -62,6 +62,13 @@ bench-check: build
 
 bench-baseline: build
 	$(BIN)/bench check -write -runs $(BASELINE_RUNS) -out $(OUT) -commit $(shell git rev-parse --short HEAD)
+
+## bench-regress: the check's own test: bench check of an app built with e76382f's fix undone (the
+## PostgreSQL rungs' heads sleep 100ms between tries, 30 times slower) must fail, naming them
+## (.ci/bench-regress; REGRESS_LOCKS=pg-advisory,... to check only those rungs)
+REGRESS_LOCKS ?=
+bench-regress:
+	REGRESS_LOCKS=$(REGRESS_LOCKS) .ci/bench-regress
 
 ## bench-game: the 50-move game as the page plays it (POST /play through nginx) on a stack of its
 ## own, while make bench's load runs through the same nginx: each move's answer at p50 and p99, per
@@ -110,8 +117,8 @@ bench-peers: build
 ## time. The explorer's tests run among the packages: each of their searches ends by its own
 ## bound (a depth, a verdict), not by its time, so it covers the same however loaded the machine.
 ## The end-to-end tests' files (the page's screenshot) are kept under $(OUT)/e2e/_artifacts.
-## examples/checklock, a module of its own, checks its locks through the explorer's public API
-## (explore.Check).
+## examples/checklock, a module of its own, checks its locks through lockcheck, the checker
+## an engineer imports.
 PKG_LANES ?= 4
 E2E_LANES ?= 2
 RACE ?= -race

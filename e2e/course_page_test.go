@@ -59,7 +59,9 @@ func walkCourse(t *testing.T, ctx context.Context, st *stack.Stack) {
 			t.Errorf("at 390 px, %s: %s", view, o)
 		}
 	}
-	focused := func() string { return eval(`document.activeElement ? (document.activeElement.id || document.activeElement.className || document.activeElement.tagName) : ''`) }
+	focused := func() string {
+		return eval(`document.activeElement ? (document.activeElement.id || document.activeElement.className || document.activeElement.tagName) : ''`)
+	}
 	// inView says which of sels is not wholly on screen ("": all are).
 	inView := func(sels ...string) string {
 		t.Helper()

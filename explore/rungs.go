@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,6 +12,7 @@ import (
 	"github.com/lockladder/lockladder/inventory"
 	"github.com/lockladder/lockladder/lock"
 	"github.com/lockladder/lockladder/lock/speed"
+	"github.com/lockladder/lockladder/lockcheck/engine"
 )
 
 // The lab's rungs as the engine runs them: each Locker (package lock)
@@ -18,6 +20,11 @@ import (
 // decides when a client tries again), its Options' clock, tickers and
 // timers the search's; the app's sale (inventory.Store) under it, on the
 // app's keys.
+
+func init() {
+	// The adapter's frames are no rung's call site.
+	engine.SkipCallers(reflect.TypeFor[rungLocker]().PkgPath())
+}
 
 // rung adapts a rung's constructor, as ladder.New calls it, with each
 // Obtain making one attempt.
@@ -96,9 +103,10 @@ func Sale(ctx context.Context, rdb redis.UniversalClient, held Held) error {
 
 // labSale is the app's sale as the engine runs it, on the app's keys.
 var labSale = Business{
-	Init: map[string]string{inventory.KeyStock: fmt.Sprint(initialStock)},
-	Keys: []string{inventory.KeyStock, inventory.KeySold},
-	Run:  Sale, Judge: SaleJudge(initialStock), Show: ShowCounts, Note: SaleNote,
+	Init:  map[string]string{inventory.KeyStock: fmt.Sprint(engine.InitialStock)},
+	Keys:  []string{inventory.KeyStock, inventory.KeySold},
+	Names: []string{"stock", "sold"},
+	Run:   Sale, Judge: engine.SaleJudge(engine.InitialStock), Show: engine.ShowCounts, Note: engine.SaleNote,
 }
 
 // labDisplay are the app's keys' short names in the diagram.
@@ -130,28 +138,33 @@ func labTargets(ts ...Target) []Target {
 
 // waitInLineCall is the call of a request in a cohort's world: it waits
 // in its process's line with a bound the search never reaches (line.go).
-var waitInLineCall = lock.Call{Try: func() *time.Duration { d := waitInLine; return &d }()}
+var waitInLineCall = lock.Call{Try: func() *time.Duration { d := engine.WaitInLine; return &d }()}
+
+// noNodeTimeout is the per-master timeout the explorer gives Redlock: it
+// never fires, so that whether a master answers in time is the search's
+// choice (its order of delivery), not the machine's speed.
+const noNodeTimeout = time.Hour
 
 func newRedlock(masters []redis.Cmdable, o lock.Options) lock.Locker {
 	return speed.RedlockLine(lock.NewRedlock(masters, o, lock.RedlockOptions{NodeTimeout: noNodeTimeout}))
 }
 
 // labScripts name the lab's scripts by the first words of their opening comment.
-var labScripts = []ScriptName{
-	{"-- Release a lock only if we still own it", "lua-release"},
-	{"-- Take a reentrant lock", "reentrant-acquire"},
-	{"-- Leave a reentrant lock", "reentrant-release"},
-	{"-- Renew a reentrant lock", "reentrant-renew"},
-	{"-- Take a lease and hand out the next fencing token", "fenced-acquire"},
-	{"-- Take a fair lock", "fair-acquire"},
-	{"-- Release a fair lock", "fair-release"},
-	{"-- Renew a lease, only while", "fair-renew"},
-	{"-- Read a value under a fencing token", "fenced-read"},
-	{"-- Write a value under a fencing token", "fenced-write"},
-	{"-- Sell one item in one atomic step", "sell-atomic"},
+var labScripts = []engine.ScriptName{
+	{Prefix: "-- Release a lock only if we still own it", Name: "lua-release"},
+	{Prefix: "-- Take a reentrant lock", Name: "reentrant-acquire"},
+	{Prefix: "-- Leave a reentrant lock", Name: "reentrant-release"},
+	{Prefix: "-- Renew a reentrant lock", Name: "reentrant-renew"},
+	{Prefix: "-- Take a lease and hand out the next fencing token", Name: "fenced-acquire"},
+	{Prefix: "-- Take a fair lock", Name: "fair-acquire"},
+	{Prefix: "-- Release a fair lock", Name: "fair-release"},
+	{Prefix: "-- Renew a lease, only while", Name: "fair-renew"},
+	{Prefix: "-- Read a value under a fencing token", Name: "fenced-read"},
+	{Prefix: "-- Write a value under a fencing token", Name: "fenced-write"},
+	{Prefix: "-- Sell one item in one atomic step", Name: "sell-atomic"},
 	// The libraries' (Libraries), by their own source.
-	{"\nif redis.call(\"set\", KEYS[1], ARGV[1], \"NX\", \"PX\", ARGV[3])", "redislock-obtain"},
-	{`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`, "redislock-refresh"},
-	{`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`, "redislock-release"},
-	{"\n\tlocal val = redis.call(\"GET\", KEYS[1])\n\tif val == ARGV[1] then\n\t\treturn redis.call(\"DEL\"", "redsync-delete"},
+	{Prefix: "\nif redis.call(\"set\", KEYS[1], ARGV[1], \"NX\", \"PX\", ARGV[3])", Name: "redislock-obtain"},
+	{Prefix: `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`, Name: "redislock-refresh"},
+	{Prefix: `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`, Name: "redislock-release"},
+	{Prefix: "\n\tlocal val = redis.call(\"GET\", KEYS[1])\n\tif val == ARGV[1] then\n\t\treturn redis.call(\"DEL\"", Name: "redsync-delete"},
 }

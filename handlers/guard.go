@@ -5,8 +5,8 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"net/http"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"

@@ -125,4 +125,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
-

@@ -3,6 +3,7 @@ package race
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -160,7 +161,11 @@ func (e *Explorer) serve(w http.ResponseWriter, r *http.Request, hold Hold) {
 		lease, err = leaseParam(r)
 	}
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error(), "locks": e.Locks()})
+		body := map[string]any{"error": err.Error(), "reason": "bad_request", "locks": e.Locks()}
+		if ne := (*number.Error)(nil); errors.As(err, &ne) {
+			body["param"] = ne.Param
+		}
+		writeJSON(w, http.StatusBadRequest, body)
 		return
 	}
 	if !e.busy.CompareAndSwap(false, true) {

@@ -2,6 +2,7 @@ package race
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -35,12 +36,42 @@ func event(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, 
 	return r.Context().Err() == nil
 }
 
-// fail answers status with a JSON error and, when there is one, a reason
-// code (contract's).
+// fail answers status with a JSON error and a reason code (contract's;
+// "" for the status's own: bad_request, not_found, ...).
 func fail(w http.ResponseWriter, status int, reason, msg string) {
-	body := map[string]string{"error": msg}
-	if reason != "" {
-		body["reason"] = reason
+	failWith(w, status, reason, msg, "")
+}
+
+// failErr is fail with err's message, naming the parameter when err is a
+// number's (internal/number).
+func failErr(w http.ResponseWriter, status int, reason string, err error) {
+	var ne *number.Error
+	param := ""
+	if errors.As(err, &ne) {
+		param = ne.Param
+	}
+	failWith(w, status, reason, err.Error(), param)
+}
+
+// statusReasons are the reasons of the answers that give none of their
+// own, as the app's.
+var statusReasons = map[int]string{
+	http.StatusBadRequest:            "bad_request",
+	http.StatusNotFound:              "not_found",
+	http.StatusMethodNotAllowed:      "method_not_allowed",
+	http.StatusRequestEntityTooLarge: "too_large",
+}
+
+func failWith(w http.ResponseWriter, status int, reason, msg, param string) {
+	if reason == "" {
+		reason = statusReasons[status]
+	}
+	if reason == "" {
+		reason = "failed"
+	}
+	body := map[string]string{"error": msg, "reason": reason}
+	if param != "" {
+		body["param"] = param
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)

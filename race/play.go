@@ -106,12 +106,12 @@ func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := parsePlay(r)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"reason": "bad_request", "error": err.Error()})
 		return
 	}
 	t, err := lookup(req.Lock)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("lock %q cannot be played", truncate(req.Lock, 32)), "locks": lockNames()})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"reason": "bad_request", "error": fmt.Sprintf("lock %q cannot be played", truncate(req.Lock, 32)), "locks": lockNames()})
 		return
 	}
 	if req.Clients == 0 {
@@ -134,14 +134,14 @@ func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var me *explore.MoveError
 	switch {
 	case errors.As(err, &me):
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": me.Error(), "move": me.Index + 1})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"reason": "bad_request", "error": me.Error(), "move": me.Index + 1})
 		return
 	case errors.Is(err, explore.ErrBusy):
 		w.Header().Set("Retry-After", "5")
 		fail(w, http.StatusServiceUnavailable, "explorer_busy", "the explorer is busy with another search (a why?): try again in a few seconds")
 		return
 	case err != nil:
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"reason": "bad_request", "error": err.Error()})
 		return
 	}
 	res := PlayResult{Game: g, Trace: rows(g.Trace), Columns: columns(req.Clients, t.Masters)}

@@ -164,7 +164,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p, status, reason, err := s.parse(r)
 	if err != nil {
-		fail(w, status, reason, err.Error())
+		failErr(w, status, reason, err)
 		return
 	}
 	held, ok := s.hold(w, r, p.run())
@@ -286,10 +286,10 @@ func (s *Service) parse(r *http.Request) (params, int, string, error) {
 		n, c, p.stock = suite.LadderSize(sc.Name)
 	}
 	if p.n, err = count(q, "n", n, MaxRequests); err != nil {
-		return bad("%v", err)
+		return bad("%w", err)
 	}
 	if p.c, err = count(q, "c", c, MaxConcurrency); err != nil {
-		return bad("%v", err)
+		return bad("%w", err)
 	}
 	rungs, err := s.strategies(r.Context())
 	if err != nil {

@@ -181,6 +181,9 @@ func TestBackendData(t *testing.T) {
 			if data == stack.DataDisk && err != nil {
 				t.Errorf("after Stop, the run dir %s: %v; want it kept", root, err)
 			}
+			if _, err := os.Stat(filepath.Join(root, "etcd-data")); !os.IsNotExist(err) {
+				t.Errorf("after Stop, etcd's data in %s: %v; want it gone", root, err)
+			}
 		})
 	}
 	if _, err := stack.Start(context.Background(), stack.Config{

@@ -67,13 +67,14 @@ type Stack struct {
 	lbMu   sync.Mutex // serialises load balancer changes (Drain)
 	lbDown []bool     // instances taken out of the load balancer
 
-	life     context.Context // cancelled by Stop: supervisors return
-	end      context.CancelFunc
-	wg       sync.WaitGroup
-	restarts atomic.Int64 // after unexpected exits
-	drains   atomic.Int64 // after Drain
-	stopOnce sync.Once
-	stopErr  error
+	life       context.Context // cancelled by Stop: supervisors return
+	end        context.CancelFunc
+	wg         sync.WaitGroup
+	restarts   atomic.Int64 // after unexpected exits
+	lbRestarts atomic.Int64 // nginx's, after its master died
+	drains     atomic.Int64 // after Drain
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // Start starts Redis, the app instances and the load balancer, and returns
@@ -226,6 +227,10 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	for _, in := range s.instances {
 		s.wg.Add(1)
 		go s.supervise(in)
+	}
+	if n, ok := s.lb.(*lb.Nginx); ok {
+		s.wg.Add(1)
+		go s.superviseLB(n)
 	}
 	s.lg.Printf("stack: up at %s", s.URL())
 	return s, nil
@@ -404,6 +409,9 @@ func (s *Stack) Summary() []string {
 	}
 	if n := s.drains.Load(); n > 0 {
 		lines = append(lines, fmt.Sprintf("supervisor: %d drained instance(s) restarted", n))
+	}
+	if n := s.LBRestarts(); n > 0 {
+		lines = append(lines, fmt.Sprintf("supervisor: %d load balancer restart(s)", n))
 	}
 	return lines
 }

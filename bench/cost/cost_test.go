@@ -1,7 +1,9 @@
 package cost_test
 
 import (
+	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -152,5 +154,67 @@ func TestCommittedBaseline(t *testing.T) {
 	}
 	if b.Requests <= 0 || b.Concurrency <= 0 || b.Stock <= 0 || b.Runs <= 0 {
 		t.Errorf("size %+v, runs %d", b.Size, b.Runs)
+	}
+}
+
+// readFigures reads the figures of a bench check's report
+// (results/bench-check-*.json) kept in testdata.
+func readFigures(t *testing.T, name string) []cost.Figures {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Figures []cost.Figures `json:"figures"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if len(rep.Figures) == 0 {
+		t.Fatalf("%s holds no figures", name)
+	}
+	return rep.Figures
+}
+
+// The committed baseline and DefaultBound, against figures the check
+// measured (testdata, MEASUREMENTS.md): a check of an app built with
+// e76382f's fix undone (the PostgreSQL rungs' heads sleeping 100ms
+// between tries; .ci/bench-regress) fails on every PostgreSQL rung on
+// both endpoints, and a check of the unchanged tree on the same machine
+// passes. A baseline rewritten, or a bound widened, so far that the
+// regression the check was built for would pass fails here.
+func TestCommittedBaselineCatchesThePostgreSQLRegression(t *testing.T) {
+	b, err := cost.ReadBaseline("baseline.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		file string
+		want []string // keys that must fail; nil: none may
+	}{
+		{"unchanged.json", nil},
+		{"regressed-e76382f.json", []string{"pg-advisory/sale", "pg-advisory/testLock",
+			"pg-advisory-xact/sale", "pg-advisory-xact/testLock", "pg-advisory-fenced/sale", "pg-advisory-fenced/testLock"}},
+	} {
+		got, err := cost.Ratios(readFigures(t, tc.file))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		failed := map[string]bool{}
+		var lines []string
+		for _, f := range cost.Check(b, got, cost.DefaultBound) {
+			failed[f.Key] = true
+			lines = append(lines, f.String())
+		}
+		if tc.want == nil && len(lines) > 0 {
+			t.Errorf("%s, of the unchanged tree, fails:\n%s", tc.file, strings.Join(lines, "\n"))
+		}
+		for _, k := range tc.want {
+			if !failed[k] {
+				t.Errorf("%s: %s passes the check (%+v against the baseline's %+v, bound %+v); failures:\n%s",
+					tc.file, k, got[k], b.Ratios[k], cost.DefaultBound, strings.Join(lines, "\n"))
+			}
+		}
 	}
 }

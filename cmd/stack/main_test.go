@@ -21,14 +21,7 @@ import (
 // up starts a detached stack and records it; a second up says it is up;
 // down stops every recorded process and removes the state file.
 func TestUpDown(t *testing.T) {
-	bin := t.TempDir()
-	for _, pkg := range []string{"app", "stack"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, pkg), "../"+pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("go build ./cmd/%s: %v\n%s", pkg, err, out)
-		}
-	}
-	dir := t.TempDir()
+	bin, dir := buildStack(t), t.TempDir()
 	stackCmd := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(filepath.Join(bin, "stack"), args...)

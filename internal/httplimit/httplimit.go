@@ -28,6 +28,14 @@ const (
 	// built-in load balancer's, the race port's): the bench's largest
 	// -c (1,000) and room.
 	PerClient = 1100
+	// RacePerClient is the most requests one client address has in
+	// flight to the race server (/race, /explore, /play) through nginx.
+	// nginx is the race port's one client, so the port's own bound
+	// (PerClient) counts every address's requests as nginx's: without
+	// this one, a single address holding PerClient slow bodies there
+	// would have the race port refuse everyone's race. A page runs one
+	// race and a few explorations at a time.
+	RacePerClient = 32
 	// MaxHeaderBytes is net/http's MaxHeaderBytes: it accepts 4096 bytes
 	// more, so a header of up to 16 KB passes: room for the app's own
 	// bound on a request target (8 KB, handlers.MaxURIBytes), which

@@ -50,7 +50,7 @@ func StartMasters(t testing.TB, n int) ([]*redis.Client, []*redisfam.Server) {
 // MasterClient is a client to the master at addr, closed when the test
 // ends. It never retries and dials once: a dead master fails at once.
 func MasterClient(t testing.TB, addr string) *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, PoolSize: 64})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, PoolSize: 64, PoolTimeout: PoolTimeout})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }

@@ -39,7 +39,11 @@ func Start(t testing.TB) (*redis.Client, string) {
 	if r.Embedded() {
 		t.Logf("redis-server not on PATH: using embedded miniredis at %s", r.Addr())
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, PoolSize: 128})
+	// A test's hundreds of goroutines queue for the pool's connections:
+	// that wait only bounds a hang (the default 4s ran out under -race
+	// on the embedded Redis on a loaded machine: "connection pool
+	// timeout"), so it is PoolTimeout, a minute.
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, PoolSize: 128, PoolTimeout: PoolTimeout})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb, r.Addr()
 }
@@ -58,3 +62,7 @@ func NeedServer(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// PoolTimeout is how long a test's client waits for a free connection
+// of its pool: a bound on a hang, not on the machine's speed.
+const PoolTimeout = time.Minute

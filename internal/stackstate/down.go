@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,7 +75,8 @@ func Down(path string, w io.Writer) error {
 
 // cleanup kills the recorded processes still alive (each checked by its
 // start time), waits until they are gone, and removes the recorded tmpfs
-// data. It returns how many pids it left alone for want of a start time.
+// data, and, once they are gone, the files they left
+// (stack.RemoveLeftovers). It returns how many pids it left alone for want of a start time.
 func cleanup(st State, w io.Writer) (unknown int) {
 	var killed []Proc
 	for _, p := range st.Procs {
@@ -97,9 +99,11 @@ func cleanup(st State, w io.Writer) (unknown int) {
 	}
 	// Their files and ports are free only once they are gone (a SIGKILL
 	// cannot be caught; init reaps orphans).
+	gone := unknown == 0
 	for _, p := range killed {
 		if !waitGone(p.Pid, p.Start, 5*time.Second) {
 			fmt.Fprintf(w, "pid %d still alive 5s after its SIGKILL\n", p.Pid)
+			gone = false
 		}
 	}
 	if st.Data != "" {
@@ -108,6 +112,18 @@ func cleanup(st State, w io.Writer) (unknown int) {
 			fmt.Fprintf(w, "data %s: %v\n", st.Data, err)
 		case removed:
 			fmt.Fprintf(w, "data %s removed\n", st.Data)
+		}
+	}
+	// A killed server leaves files it would remove itself (PostgreSQL's
+	// socket, a Redis config with its password): removed once nothing
+	// of the stack's can be using them.
+	if st.Dir != "" && gone {
+		removed, err := stack.RemoveLeftovers(st.Dir, st.Pid)
+		if len(removed) > 0 {
+			fmt.Fprintf(w, "removed what its servers left: %s\n", strings.Join(removed, " "))
+		}
+		if err != nil {
+			fmt.Fprintf(w, "its servers' files: %v\n", err)
 		}
 	}
 	return unknown

@@ -93,7 +93,7 @@ func (z *ZKLock) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock
 	select {
 	case err := <-got:
 		if err != nil {
-			return nil, fmt.Errorf("lock: zk-lock: lock %s: %w", p, err)
+			return nil, zkLockErr(p, err)
 		}
 		return &zkLockHeld{l: l}, nil
 	case <-wctx.Done():
@@ -105,11 +105,21 @@ func (z *ZKLock) Obtain(ctx context.Context, key string, c lock.Call) (lock.Lock
 		if err == nil {
 			return &zkLockHeld{l: l}, nil
 		}
-		return nil, fmt.Errorf("lock: zk-lock: lock %s: %w", p, err)
+		return nil, zkLockErr(p, err)
 	default:
 	}
 	gaveUp = true
 	return nil, fmt.Errorf("%w: zk-lock: waited %s: %w (Lock still waits, and unlocks when its turn comes)", lock.ErrNotObtained, bound, wctx.Err())
+}
+
+// zkLockErr is Lock's error on path p. A session without credentials
+// cannot make a znode only its creator may touch (the server says
+// invalid ACL): lock.ErrNoCredentials, as for rung 14.
+func zkLockErr(p string, err error) error {
+	if errors.Is(err, zk.ErrInvalidACL) {
+		return fmt.Errorf("lock: zk-lock: lock %s: %w: %w", p, lock.ErrNoCredentials, err)
+	}
+	return fmt.Errorf("lock: zk-lock: lock %s: %w", p, err)
 }
 
 type zkLockHeld struct {

@@ -109,8 +109,9 @@ func TestZooKeeperLetsInOnlyItsUser(t *testing.T) {
 	}
 }
 
-// A session without credentials cannot make the rungs' znodes at all:
-// they are their creator's, and it has none to give them.
+// A session without credentials cannot make the rungs' znodes at all,
+// the lab's rung's nor the library's: they are their creator's, and it
+// has none to give them.
 func TestZooKeeperRungNeedsCredentials(t *testing.T) {
 	z := launchZooKeeper(t)
 	// A ZooKeeper of the engineer's own, its root open to all.
@@ -123,6 +124,10 @@ func TestZooKeeperRungNeedsCredentials(t *testing.T) {
 	_, err := lock.NewZooKeeper(anon, lock.Options{}).Obtain(ctx, "k2", lock.Call{})
 	if !errors.Is(err, lock.ErrNoCredentials) {
 		t.Errorf("obtain without credentials: %v, want %v", err, lock.ErrNoCredentials)
+	}
+	_, err = libs.NewZKLock(anon, lock.Options{Wait: 5 * time.Second}).Obtain(ctx, "k2", lock.Call{})
+	if !errors.Is(err, lock.ErrNoCredentials) {
+		t.Errorf("zk-lock without credentials: %v, want %v", err, lock.ErrNoCredentials)
 	}
 }
 

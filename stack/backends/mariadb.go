@@ -146,14 +146,14 @@ func (m *MariaDB) Start(ctx context.Context) error {
 		"ALTER USER " + account + " IDENTIFIED BY '" + m.password + "';",
 		"GRANT " + mariadbGrants + " ON *.* TO " + account + ";",
 	}, "\n") + "\n"
-	initFile := filepath.Join(m.work, "init.sql")
+	initFile := m.initFile()
 	if err := proc.WriteServerFile(initFile, []byte(init), 0o600); err != nil {
 		return fmt.Errorf("stack: mariadb: %w", err)
 	}
 	args := []string{
 		"--no-defaults", "--datadir=" + m.dataDir, "--tmpdir=" + m.tmpDir(),
 		"--port=" + m.port, "--bind-address=" + m.host,
-		"--socket=" + filepath.Join(m.work, "mariadb.sock"), "--pid-file=" + filepath.Join(m.work, "mariadb.pid"),
+		"--socket=" + m.socket(), "--pid-file=" + m.pidFile(),
 		"--user=" + runAs, "--skip-name-resolve", "--skip-log-bin",
 		"--init-file=" + initFile, "--secure-file-priv=" + m.filesDir(), "--local-infile=0",
 		"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
@@ -174,8 +174,16 @@ func (m *MariaDB) Start(ctx context.Context) error {
 // ready waits until the server serves (proc.ReadyOnFreePort: started again on
 // another port if it exits while starting on the one start chose).
 func (m *MariaDB) Ready(ctx context.Context) error {
+	// The server ran its init file, password and all, before it took a
+	// client: the file goes now, not at the stack's stop, which a
+	// SIGKILL may never reach.
+	defer m.removeFiles(m.initFile())
 	return m.ready(ctx, m.serving, m.Start)
 }
+
+// initFile is the SQL the server runs at its start: the apps' account,
+// with its password.
+func (m *MariaDB) initFile() string { return filepath.Join(m.work, "init.sql") }
 
 // serving waits until the server greets a connection (its handshake
 // carries its version).
@@ -201,8 +209,25 @@ func (m *MariaDB) Stop() error {
 	if m.proc == nil {
 		return nil
 	}
-	return m.proc.StopLeader(syscall.SIGKILL, proc.StopGrace)
+	err := m.proc.StopLeader(syscall.SIGKILL, proc.StopGrace)
+	// Killed, it leaves its socket and pid file: the next start makes
+	// them again.
+	m.removeFiles(m.initFile(), m.socket(), m.pidFile())
+	return err
 }
+
+// removeFiles removes files of its work dir, once there is one.
+func (m *MariaDB) removeFiles(files ...string) {
+	if m.work == "" {
+		return
+	}
+	for _, f := range files {
+		os.Remove(f)
+	}
+}
+
+func (m *MariaDB) socket() string  { return filepath.Join(m.work, "mariadb.sock") }
+func (m *MariaDB) pidFile() string { return filepath.Join(m.work, "mariadb.pid") }
 
 func (m *MariaDB) Summary() string {
 	v, _, _ := strings.Cut(m.version, "-")

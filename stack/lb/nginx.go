@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,7 +32,9 @@ type Nginx struct {
 	Race      string // the race server's address: /race goes there; "": to the upstreams
 	down      []bool // upstreams marked down (setDown; serialised by the caller)
 	version   string
-	p         *proc.Proc
+
+	mu sync.Mutex // guards p: Restart replaces it
+	p  *proc.Proc
 }
 
 func NewNginx(bin string, src []byte, dir, host, port string, upstreams []string) *Nginx {
@@ -71,14 +74,50 @@ func (n *Nginx) Start(context.Context) error {
 	// SIGTERM, not SIGKILL, if we die: nginx's workers do not notice their
 	// master's death and would keep the port; on SIGTERM the master stops
 	// them (SIGKILL after a second) and exits.
-	n.p, err = proc.StartSig("nginx", n.bin, []string{"-p", n.dir, "-c", confPath, "-e", n.ErrLog()}, nil, n.dir,
+	p, err := proc.StartSig("nginx", n.bin, []string{"-p", n.dir, "-c", confPath, "-e", n.ErrLog()}, nil, n.dir,
 		filepath.Join(n.dir, "nginx.log"), syscall.SIGTERM)
-	return err
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.p = p
+	n.mu.Unlock()
+	return nil
+}
+
+func (n *Nginx) current() *proc.Proc {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.p
+}
+
+// Exited is closed once the nginx master started last has exited.
+func (n *Nginx) Exited() <-chan struct{} { return n.current().Done() }
+
+// ExitErr says how the master started last ended; call after Exited.
+func (n *Nginx) ExitErr() error { return n.current().ExitErr() }
+
+// Restart brings nginx back on its address after its master died
+// without a Stop (a SIGKILL, a crash). Its workers outlive it, serve on
+// under the old config and hold the port, and nothing would stop them
+// later: first they are stopped (the dead master's process group), then
+// nginx is started on the current config and waited for as at the start.
+func (n *Nginx) Restart(ctx context.Context) (workers int, err error) {
+	old := n.current()
+	workers = len(proc.GroupMembers(old.Pid()))
+	if err := old.Stop(proc.StopGrace); err != nil {
+		return workers, fmt.Errorf("stack: nginx: its dead master's workers: %w", err)
+	}
+	if err := n.Start(ctx); err != nil {
+		return workers, err
+	}
+	return workers, n.Ready(ctx)
 }
 
 // ready waits until nginx accepts connections, then until it routes to
 // the instances.
 func (n *Nginx) Ready(ctx context.Context) error {
+	p := n.current()
 	for {
 		c, err := net.DialTimeout("tcp", n.Addr(), 200*time.Millisecond)
 		if err == nil {
@@ -86,21 +125,21 @@ func (n *Nginx) Ready(ctx context.Context) error {
 			break
 		}
 		select {
-		case <-n.p.Done():
-			return fmt.Errorf("stack: nginx exited: %v%s%s", n.p.ExitErr(), proc.LogTail(n.p.LogPath(), 2048), proc.LogTail(n.ErrLog(), 2048))
+		case <-p.Done():
+			return fmt.Errorf("stack: nginx exited: %v%s%s", p.ExitErr(), proc.LogTail(p.LogPath(), 2048), proc.LogTail(n.ErrLog(), 2048))
 		case <-ctx.Done():
 			return fmt.Errorf("stack: nginx not listening on %s: %w%s", n.Addr(), ctx.Err(), proc.LogTail(n.ErrLog(), 2048))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return routesReady(ctx, "http://"+n.Addr(), len(n.upstreams), n.p.Done())
+	return routesReady(ctx, "http://"+n.Addr(), len(n.upstreams), p.Done())
 }
 
 // stop stops nginx's process group by pid: the master and its workers.
 func (n *Nginx) Stop() error {
 	var err error
-	if n.p != nil {
-		err = n.p.Stop(proc.StopGrace)
+	if p := n.current(); p != nil {
+		err = p.Stop(proc.StopGrace)
 	}
 	if n.rmTemp {
 		err = errors.Join(err, os.RemoveAll(n.temp))
@@ -114,7 +153,7 @@ func (n *Nginx) Addr() string { return net.JoinHostPort(n.host, n.port) }
 // dir of proc.ServerDir's, which Stop removes.
 func (n *Nginx) TempDir() (dir string, removed bool) { return n.temp, n.rmTemp }
 
-func (n *Nginx) Pid() int { return n.p.Pid() }
+func (n *Nginx) Pid() int { return n.current().Pid() }
 
 func (n *Nginx) ErrLog() string { return filepath.Join(n.dir, "nginx-error.log") }
 
@@ -158,7 +197,7 @@ func (n *Nginx) SetDown(ctx context.Context, i int, down bool) error {
 	if _, err := n.writeConf(); err != nil {
 		return err
 	}
-	master := n.p
+	master := n.current()
 	before, listErr := proc.Children(master.Pid())
 	if err := master.Process().Signal(syscall.SIGHUP); err != nil {
 		return fmt.Errorf("stack: nginx reload: %w", err)

@@ -251,6 +251,9 @@ func raceLocation(addr, path string) *Directive {
 		// request within httplimit.BodyTimeout.
 		d("proxy_request_buffering", "off"),
 		d("proxy_read_timeout", "330s"),
+		// Both bounds: a location's limit_conn replaces the inherited.
+		d("limit_conn", "perclient", strconv.Itoa(httplimit.PerClient)),
+		d("limit_conn", "perclientrace", strconv.Itoa(httplimit.RacePerClient)),
 	}}
 }
 
@@ -309,6 +312,15 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 	}
 	up.Block = body
 
+	// Logs into dir, temp files into temp; the source's user is dropped
+	// (see the user line below; unprivileged nginx ignores user); the
+	// source's bounds of clients too, to be the lab's (below, and the
+	// race server's locations).
+	http.Block = drop(http.Block, "access_log", "error_log",
+		"client_header_timeout", "client_header_buffer_size", "large_client_header_buffers",
+		"client_body_timeout", "lingering_time", "limit_conn_zone", "limit_conn", "limit_conn_status",
+		"client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path")
+
 	listens := 0
 	for _, srv := range Find(http.Block, "server") {
 		for _, l := range Find(srv.Block, "listen") {
@@ -326,12 +338,6 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 		return nil, errors.New("stack: DeriveNginxConf: no server block with a listen directive")
 	}
 
-	// Logs into dir, temp files into temp; the source's user is dropped
-	// (see the user line below; unprivileged nginx ignores user).
-	http.Block = drop(http.Block, "access_log", "error_log",
-		"client_header_timeout", "client_header_buffer_size", "large_client_header_buffers",
-		"client_body_timeout", "lingering_time", "limit_conn_zone", "limit_conn", "limit_conn_status",
-		"client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path")
 	// nginx creates each temp dir (the last path element) itself.
 	tempPath := func(kind string) string { return filepath.Join(temp, "nginx-"+kind+"-temp") }
 	http.Block = append([]*Directive{
@@ -348,6 +354,7 @@ func deriveNginxConf(src []byte, listen string, upstreams []string, down []bool,
 		{Name: "lingering_time", Args: []string{fmt.Sprintf("%ds", int(httplimit.BodyTimeout/time.Second))}},
 		{Name: "limit_conn_zone", Args: []string{"$binary_remote_addr", "zone=perclient:4m"}},
 		{Name: "limit_conn", Args: []string{"perclient", strconv.Itoa(httplimit.PerClient)}},
+		{Name: "limit_conn_zone", Args: []string{"$binary_remote_addr", "zone=perclientrace:1m"}},
 		{Name: "limit_conn_status", Args: []string{"503"}},
 		{Name: "client_body_temp_path", Args: []string{tempPath("client-body")}},
 		{Name: "proxy_temp_path", Args: []string{tempPath("proxy")}},

@@ -273,10 +273,11 @@ func tokensOf(t *testing.T, conf []byte) []string {
 
 // The derived config bounds what a slow client can hold, whatever the
 // source says: its header and body time (httplimit), and the requests
-// in flight per client address.
+// in flight per client address; to the race server (whose one client
+// nginx is) a tighter bound besides.
 func TestDeriveNginxConfBoundsClients(t *testing.T) {
 	src := strings.Replace(dockerConf, "http {", "http {\n    client_body_timeout 60s;\n    limit_conn perclient 100000;", 1)
-	out, err := DeriveNginxConf([]byte(src), "127.0.0.1:9999", []string{"127.0.0.1:7001"}, "/run/x")
+	out, err := deriveNginxConf([]byte(src), "127.0.0.1:9999", []string{"127.0.0.1:7001"}, nil, "127.0.0.1:7100", t.TempDir(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,18 +285,37 @@ func TestDeriveNginxConfBoundsClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	http := Find(ds, "http")[0]
-	for name, want := range map[string]string{
-		"client_header_timeout": "5s",
-		"client_body_timeout":   "10s",
-		"lingering_time":        "10s",
-		"limit_conn_zone":       "$binary_remote_addr zone=perclient:4m",
-		"limit_conn":            "perclient " + strconv.Itoa(httplimit.PerClient),
-		"limit_conn_status":     "503",
-	} {
-		got := Find(http.Block, name)
-		if len(got) != 1 || strings.Join(got[0].Args, " ") != want {
-			t.Errorf("%s: %v, want one, %q", name, got, want)
+	args := func(ds []*Directive, name string) []string {
+		var got []string
+		for _, d := range Find(ds, name) {
+			got = append(got, strings.Join(d.Args, " "))
 		}
+		return got
+	}
+	http := Find(ds, "http")[0]
+	for name, want := range map[string][]string{
+		"client_header_timeout": {"5s"},
+		"client_body_timeout":   {"10s"},
+		"lingering_time":        {"10s"},
+		"limit_conn_zone":       {"$binary_remote_addr zone=perclient:4m", "$binary_remote_addr zone=perclientrace:1m"},
+		"limit_conn":            {"perclient " + strconv.Itoa(httplimit.PerClient)},
+		"limit_conn_status":     {"503"},
+	} {
+		if got := args(http.Block, name); !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	races := 0
+	for _, loc := range Find(Find(http.Block, "server")[0].Block, "location") {
+		if path := loc.Args[len(loc.Args)-1]; path == "/race" || path == "/explore" || path == "/play" {
+			races++
+			want := []string{"perclient " + strconv.Itoa(httplimit.PerClient), "perclientrace " + strconv.Itoa(httplimit.RacePerClient)}
+			if got := args(loc.Block, "limit_conn"); !slices.Equal(got, want) {
+				t.Errorf("location %s: limit_conn %q, want %q", path, got, want)
+			}
+		}
+	}
+	if races != 3 {
+		t.Errorf("%d locations to the race server, want 3", races)
 	}
 }

@@ -35,8 +35,9 @@ const minShmFree = 1 << 30
 // DataRoot is the directory the back ends keep their data under, and
 // whether it is a tmpfs dir of the stack's own (removed by Remove).
 type DataRoot struct {
-	dir string
-	shm bool
+	dir   string
+	shm   bool
+	kinds []string // those Of named: their dirs go with Remove
 }
 
 // NewDataRoot decides where the back ends' data goes: mode DataMemory,
@@ -117,7 +118,10 @@ func (r *DataRoot) InMemory() string {
 }
 
 // Of is the data dir of one back end's kind, "zookeeper" say.
-func (r *DataRoot) Of(kind string) string { return filepath.Join(r.dir, kind+"-data") }
+func (r *DataRoot) Of(kind string) string {
+	r.kinds = append(r.kinds, kind)
+	return filepath.Join(r.dir, kind+"-data")
+}
 
 // String says where the data is, for the summary.
 func (r *DataRoot) String() string {
@@ -127,12 +131,22 @@ func (r *DataRoot) String() string {
 	return "on disk (" + r.dir + ")"
 }
 
-// Remove deletes a tmpfs root (the run dir is the stack's to keep).
+// Remove deletes the data once the stack is done with it: a tmpfs root
+// whole; on disk, the data dirs Of named (the run dir is the stack's to
+// keep, its logs in it). Nothing reads them again: a stack starts its
+// servers empty. etcd's WAL holds its users' passwords in clear.
 func (r *DataRoot) Remove() error {
-	if r == nil || !r.shm {
+	if r == nil {
 		return nil
 	}
-	return os.RemoveAll(r.dir)
+	if r.shm {
+		return os.RemoveAll(r.dir)
+	}
+	var errs []error
+	for _, kind := range r.kinds {
+		errs = append(errs, os.RemoveAll(filepath.Join(r.dir, kind+"-data")))
+	}
+	return errors.Join(errs...)
 }
 
 // RemoveData removes the tmpfs data dir that the stack supervised by pid

@@ -1,12 +1,15 @@
 package proc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -14,14 +17,17 @@ import (
 
 // ServerUser is the account the stack runs its servers as when it runs
 // as root (CI does, and so do many who try the lab): redis-server and
-// its sentinels, MariaDB, ZooKeeper, etcd and nginx's workers. As root,
-// any of them that a local user can reach (they all listen on loopback)
-// would act as root for that user: MariaDB's SELECT ... INTO OUTFILE, a
-// Redis CONFIG SET dir, wrote wherever they liked. nobody owns nothing,
-// so a server that is made to write can write only its own files. (The
-// app instances and an embedded etcd run as the stack does: they are
-// this lab's own code.)
-const ServerUser = "nobody"
+// its sentinels, MariaDB, ZooKeeper, etcd, PostgreSQL and nginx's
+// workers. As root, any of them that a local user can reach (they all
+// listen on loopback) would act as root for that user: MariaDB's SELECT
+// ... INTO OUTFILE, a Redis CONFIG SET dir, wrote wherever they liked.
+// As an account that other software shares (nobody), they would be no
+// better off: any process of that account reads the files they read
+// (a Redis config holds its password), and may signal or trace them.
+// So the stack's servers run as an account of the lab's alone, made
+// when missing (a system account: no login, no home), which owns
+// nothing but their own files.
+const ServerUser = "lockladder"
 
 // Account is whom a server runs as.
 type Account struct {
@@ -30,24 +36,83 @@ type Account struct {
 }
 
 // ServerAccount is whom the stack's servers run as: nil when this
-// process is not root (they run as it does), else ServerUser.
+// process is not root (they run as it does), else ServerUser, made if
+// missing.
 var ServerAccount = sync.OnceValues(func() (*Account, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
-	return lookupAccount(ServerUser)
+	return serverAccount(ServerUser)
 })
 
-// lookupAccount finds a user and its primary group.
+// serverAccount finds the account name, or makes it: a system account
+// with a group of its own, no home and no shell. Several stacks (test
+// packages, worktrees) may want it at once, and two useradds at once may
+// both make it (under two uids): they take turns, by a lock file of
+// root's, and each looks again once it has its turn.
+func serverAccount(name string) (*Account, error) {
+	a, err := lookupAccount(name)
+	if err == nil {
+		return a, nil
+	}
+	var unknown user.UnknownUserError
+	if !errors.As(err, &unknown) {
+		return nil, err
+	}
+	useradd, err := exec.LookPath("useradd")
+	if err != nil {
+		return nil, fmt.Errorf("stack: running as root, the servers run as %s, who is missing here, and there is no useradd to make it (%v): make it yourself (a system account, no login)", name, err)
+	}
+	unlock, err := lockAccounts()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if a, err := lookupAccount(name); err == nil {
+		return a, nil // made by another stack while we waited
+	}
+	out, err := exec.Command(useradd, "--system", "--user-group", "--no-create-home",
+		"--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
+		"--comment", "lockladder's servers", name).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("stack: running as root, the servers run as %s, who is missing here and could not be made: useradd: %v: %s", name, err, bytes.TrimSpace(out))
+	}
+	return lookupAccount(name)
+}
+
+// lockAccounts takes the lock file the stacks make their account under
+// (in /run, root's alone, or /etc where there is no /run), waiting for
+// its turn, and returns how to let it go.
+func lockAccounts() (unlock func(), err error) {
+	dir := "/run"
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		dir = "/etc"
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lockladder-useradd.lock"), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("stack: making the servers' account: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stack: making the servers' account: lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// lookupAccount finds a user and its primary group. root is refused:
+// the point is to run the servers as anyone but root.
 func lookupAccount(name string) (*Account, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
-		return nil, fmt.Errorf("stack: running as root, the servers run as %s, who is missing here: %w", name, err)
+		return nil, err
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, fmt.Errorf("stack: user %s: %w", name, err)
+	}
+	if uid == 0 || gid == 0 {
+		return nil, fmt.Errorf("stack: user %s is uid %d, gid %d: the servers must not run as root", name, uid, gid)
 	}
 	a := &Account{Name: u.Username, Group: u.Gid, UID: uint32(uid), GID: uint32(gid)}
 	if g, err := user.LookupGroupId(u.Gid); err == nil {
@@ -185,6 +250,29 @@ func sweepServerDirs() {
 	for _, root := range []string{os.TempDir(), "/tmp"} {
 		sweepDead(root)
 	}
+}
+
+// RemoveServerDirs removes the temp dirs ServerDir made for the servers
+// of process pid (lockladder-PID-*, in the temp dirs it uses), and
+// returns them: after that process died without removing them. Only
+// process pid's are touched.
+func RemoveServerDirs(pid int) ([]string, error) {
+	var removed []string
+	var errs []error
+	for _, root := range []string{os.TempDir(), "/tmp"} {
+		dirs, _ := filepath.Glob(filepath.Join(root, "lockladder-"+strconv.Itoa(pid)+"-*"))
+		for _, d := range dirs {
+			if slices.Contains(removed, d) {
+				continue
+			}
+			if err := os.RemoveAll(d); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, d)
+		}
+	}
+	return removed, errors.Join(errs...)
 }
 
 // WriteServerFile writes a file a server reads or rewrites (its config)

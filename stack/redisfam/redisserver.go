@@ -171,7 +171,7 @@ func (r *redisServer) spawn() error {
 	}
 	var args []string
 	if r.password != "" {
-		conf := filepath.Join(r.work, "redis-"+r.port+".conf")
+		conf := r.confPath()
 		auth := "requirepass " + r.password + "\nmasterauth " + r.password + "\n"
 		if err := proc.WriteServerFile(conf, []byte(auth), 0o600); err != nil {
 			return fmt.Errorf("stack: redis-server on %s: its config: %w", r.Addr(), err)
@@ -207,6 +207,10 @@ func (r *redisServer) await(ctx context.Context) (err error) {
 		if err != nil {
 			p.Stop(proc.StopGrace)
 		}
+		// The server read its password at its start: the file that
+		// held it goes now, not at the stack's stop, which a SIGKILL
+		// may never reach.
+		r.removeConf()
 	}()
 	ctx, cancel := proc.WithDefaultTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -252,6 +256,7 @@ func (r *redisServer) Stop() error {
 	if p := r.current(); p != nil {
 		errs = append(errs, p.Stop(proc.StopGrace))
 	}
+	r.removeConf()
 	if r.rmWork {
 		errs = append(errs, os.RemoveAll(r.work))
 	}
@@ -325,6 +330,19 @@ func (r *redisServer) Kind() string { return "redis-server " + r.version }
 // again must not load the main Redis's dump.
 func (r *redisServer) dumpPath() string {
 	return filepath.Join(r.work, "redis-"+r.port+".rdb")
+}
+
+// confPath is the server's config file: its password, read at its
+// start (spawn writes it, await removes it).
+func (r *redisServer) confPath() string {
+	return filepath.Join(r.work, "redis-"+r.port+".conf")
+}
+
+// removeConf removes the config file, if there is one.
+func (r *redisServer) removeConf() {
+	if r.password != "" && r.work != "" {
+		os.Remove(r.confPath())
+	}
 }
 
 // logPath is where the server's output goes.

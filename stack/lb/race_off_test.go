@@ -1,0 +1,5 @@
+//go:build !race
+
+package lb
+
+const raceEnabled = false
