@@ -186,13 +186,14 @@ func TestComposeServesEveryRung(t *testing.T) {
 	// The variables the app reads (its flags' defaults).
 	var appSrc strings.Builder
 	files, _ := filepath.Glob("../cmd/app/*.go")
-	for _, f := range files {
+	flags, _ := filepath.Glob("../internal/appwire/*.go") // where cmd/app's flags are declared
+	for _, f := range append(files, flags...) {
 		b, _ := os.ReadFile(f)
 		appSrc.Write(b)
 	}
 	for _, v := range []string{"ZOOKEEPER_ADDR", "ETCD_URL", "MYSQL_DSN"} {
 		if !strings.Contains(appSrc.String(), `"`+v+`"`) {
-			t.Errorf("the app reads no %s (cmd/app): the compose file's name for it is stale", v)
+			t.Errorf("the app reads no %s (cmd/app, internal/appwire): the compose file's name for it is stale", v)
 		}
 	}
 
