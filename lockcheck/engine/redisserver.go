@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -92,4 +93,16 @@ func (s *RedisServer) Stop() {
 		<-s.done
 	}
 	_ = os.RemoveAll(s.dir)
+}
+
+// newServer starts the in-process Redis the worlds share (each flushes
+// it), its clock virtual.
+func newServer() (*miniredis.Miniredis, error) {
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		return nil, err
+	}
+	m.ClockTTL(true)
+	m.SetTime(epoch)
+	return m, nil
 }

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -486,16 +485,4 @@ func (w *world) allEnded() bool {
 		}
 	}
 	return true
-}
-
-// newServer starts the in-process Redis the worlds share (each flushes
-// it), its clock virtual.
-func newServer() (*miniredis.Miniredis, error) {
-	m := miniredis.NewMiniRedis()
-	if err := m.Start(); err != nil {
-		return nil, err
-	}
-	m.ClockTTL(true)
-	m.SetTime(epoch)
-	return m, nil
 }
