@@ -10,22 +10,11 @@
 //	bench check [flags] [-- app flags]   each rung's cost against the
 //	                                     committed baseline (bench/cost)
 //
-// run is the default. With no -url it targets the local stack
-// (http://127.0.0.1:LB_PORT); if nothing answers there it starts one for
-// the run and stops it after.
-//
-// matrix runs each scenario of docs/scenarios.md on a fresh stack of its
-// own on free loopback ports (never the ports of a running `make up`),
-// each lock the ladder gives a verdict for there, then prints the grid of
-// verdicts against the ladder's and writes results/matrix-*.{json,md}.
-// chaos runs faults 1 to 8 (kill, drain, Redis stop, retry trap, failover,
-// partition, random repeats, a Redis Cluster failover), each on a fresh
-// stack on free ports, and
-// writes results/chaos-*.{json,md}.
-//
-// The stack's and the benchmark's flags (package internal/cli) are the
-// same in all three and in cmd/stack. The old -matrix and -chaos flags are
-// refused with the subcommand to use instead.
+// run is the default. With no -url it targets the local stack, or starts
+// one for the run and stops it after. matrix and chaos run each scenario or
+// fault on fresh stacks on free loopback ports (docs/scenarios.md); each
+// subcommand's -h says what it writes. The stack's and the benchmark's
+// flags (internal/cli) are the same in all of them and in cmd/stack.
 package main
 
 import (
