@@ -82,17 +82,26 @@ func ZooKeeperAddr(host, user, password string) string {
 
 // Etcd returns a client to the etcd at rawURL, once it answers. Its
 // credentials, if any, are the URL's (http://user:password@host:port):
-// the client authenticates with them, and the stack's etcd lets only
-// them read or write the lab's keys. Errors never quote the password.
+// the client logs in with them (etcdAuth: again after the server
+// restarts), and the stack's etcd lets only them read or write the lab's
+// keys. Errors never quote the password.
 func Etcd(ctx context.Context, rawURL string) (*clientv3.Client, error) {
 	endpoint, user, password, err := ParseEtcd(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second,
-		Username: user, Password: password})
+	cfg := clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second}
+	var auth *etcdAuth
+	if user != "" {
+		auth = newEtcdAuth(user, password)
+		cfg.DialOptions = auth.dialOptions()
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcd %s: %w", endpoint, err)
+	}
+	if auth != nil {
+		auth.cli = cli
 	}
 	if _, err := cli.Get(ctx, EtcdHealthKey); err != nil {
 		cli.Close()
