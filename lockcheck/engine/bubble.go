@@ -145,7 +145,7 @@ const postClose = 32
 // good, and says so once.
 func (w *world) park(cmds []redis.Cmder) {
 	if w.parkedOnce.CompareAndSwap(false, true) {
-		w.ex.fail(fmt.Errorf("explore: %s: a goroutine of the lock went on sending commands (%s...) after its client's world had ended: "+
+		w.ex.fail(fmt.Errorf("lockcheck: %s: a goroutine of the lock went on sending commands (%s...) after its client's world had ended: "+
 			"a crashed client's watchdog or retry loop that neither Release nor the context of Obtain stops; the check cannot end it, "+
 			"and the test's bubble will report it blocked", w.ex.target.Name, rawCmds(cmds)))
 	}
@@ -207,7 +207,7 @@ func StartWallClock(name string) *WallClock {
 				if s := c.steps.Load(); s != last {
 					last, since = s, now
 				} else if now.Sub(since) > stall {
-					panic(fmt.Sprintf("explore: %s: no step in %s: a goroutine of the lock is blocked on something the check cannot drive "+
+					panic(fmt.Sprintf("lockcheck: %s: no step in %s: a goroutine of the lock is blocked on something the check cannot drive "+
 						"(a real network connection, a mutex or a channel made outside the test, a system call); the goroutines below show where", name, stall))
 				}
 			}

@@ -58,7 +58,7 @@ func ParseFaults(s string) (Faults, error) {
 	for _, n := range strings.Split(s, ",") {
 		i := indexOf(faultNames, strings.TrimSpace(n))
 		if i < 0 {
-			return 0, fmt.Errorf("explore: no fault %q (valid: %s)", n, strings.Join(faultNames, ", "))
+			return 0, fmt.Errorf("lockcheck: no fault %q (valid: %s)", n, strings.Join(faultNames, ", "))
 		}
 		f |= 1 << i
 	}

@@ -108,7 +108,7 @@ func (e *MoveError) Error() string {
 
 // ErrBusy is the answer while another search or game drives the
 // explorer for longer than the caller would wait.
-var ErrBusy = errors.New("explore: the explorer is busy with another search")
+var ErrBusy = errors.New("lockcheck: the explorer is busy with another search")
 
 // Goal states what breaking t means: its flaw's verdict.
 func Goal(t Target) string {
@@ -125,10 +125,10 @@ func Goal(t Target) string {
 // process): ErrBusy when it ends first.
 func Play(ctx context.Context, t Target, clients int, moves []string) (Game, error) {
 	if clients < 2 || clients > 3 {
-		return Game{}, fmt.Errorf("explore: a game has 2 or 3 clients, not %d", clients)
+		return Game{}, fmt.Errorf("lockcheck: a game has 2 or 3 clients, not %d", clients)
 	}
 	if t.MaxClients > 0 && clients > t.MaxClients {
-		return Game{}, fmt.Errorf("explore: %s is played with at most %d clients", t.Name, t.MaxClients)
+		return Game{}, fmt.Errorf("lockcheck: %s is played with at most %d clients", t.Name, t.MaxClients)
 	}
 	if len(moves) > MaxMoves {
 		return Game{}, &MoveError{Index: MaxMoves, Move: moves[MaxMoves], Reason: fmt.Sprintf("a game has at most %d moves", MaxMoves)}

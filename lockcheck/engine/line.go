@@ -77,7 +77,7 @@ func (w *world) move(c *client, wd bool, let func()) {
 	// c may park in its line: then no event of its says it stopped, but
 	// the line says it is in it, and it does nothing more until its turn.
 	if !w.await(func() bool { return w.stopped(c) || ok && line.Waiting(w.ex.target.key()) > waiting }) {
-		panic(fmt.Sprintf("explore: %s: client %s neither stopped nor waits in its line after %s", w.ex.target.Name, c.name, stuck))
+		panic(fmt.Sprintf("lockcheck: %s: client %s neither stopped nor waits in its line after %s", w.ex.target.Name, c.name, stuck))
 	}
 	if len(parked) > 0 && (c.sections != sections || c.attempt != attempt) {
 		// Its section ended, with requests in its line: it passed the
@@ -163,7 +163,7 @@ func (w *world) settleAny(cs []*client) {
 			w.handle(ev)
 			done = done || slices.Contains(cs, ev.c) && (ev.kind == evDone || ev.kind == evGate && !ev.g.wd)
 		case <-deadline:
-			panic(fmt.Sprintf("explore: %s: nobody in the line moved on in %s", w.ex.target.Name, stuck))
+			panic(fmt.Sprintf("lockcheck: %s: nobody in the line moved on in %s", w.ex.target.Name, stuck))
 		}
 	}
 }

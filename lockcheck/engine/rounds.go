@@ -121,7 +121,7 @@ func (w *world) settleMasters(c *client) {
 		case ev := <-w.events:
 			w.handle(ev)
 		case <-deadline.C:
-			panic(fmt.Sprintf("explore: %s: client %s's goroutines not accounted for after %s", w.ex.target.Name, c.name, stuck))
+			panic(fmt.Sprintf("lockcheck: %s: client %s's goroutines not accounted for after %s", w.ex.target.Name, c.name, stuck))
 		}
 	}
 }

@@ -64,7 +64,7 @@ var running = make(chan struct{}, 1)
 func New(t Target, cfg Config) (*Explorer, error) {
 	srv, err := newServer()
 	if err != nil {
-		return nil, fmt.Errorf("explore: start miniredis: %w", err)
+		return nil, fmt.Errorf("lockcheck: start miniredis: %w", err)
 	}
 	ex := newExplorer(t, cfg, func(context.Context, string, string) (net.Conn, error) {
 		a, b := net.Pipe()
@@ -363,7 +363,7 @@ func (ex *Explorer) Reproduce(n int, s []Choice) (r Result, err error) {
 		w, ok := ex.replay(n, s)
 		if !ok {
 			w.close()
-			err = fmt.Errorf("explore: %s: the schedule cannot be taken on this lock (a step it names is not possible where it comes)", ex.target.Name)
+			err = fmt.Errorf("lockcheck: %s: the schedule cannot be taken on this lock (a step it names is not possible where it comes)", ex.target.Name)
 			return
 		}
 		r.Trace, r.Asleep = w.trace, w.asleepLog

@@ -14,7 +14,7 @@ import (
 func (ex *Explorer) Search(ctx context.Context) (r Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("explore: %s: %v (does its Obtain make one attempt and return, and wait on nothing but Redis and Env?)", ex.target.Name, p)
+			err = fmt.Errorf("lockcheck: %s: %v (does its Obtain make one attempt and return, and wait on nothing but Redis and Env?)", ex.target.Name, p)
 			return // the world's goroutines may be stuck: the Redis is left to them
 		}
 		ex.Close()
@@ -24,7 +24,7 @@ func (ex *Explorer) Search(ctx context.Context) (r Result, err error) {
 		return r, e
 	}
 	if r.Diverged > 0 {
-		return r, fmt.Errorf("explore: %s: %d schedules went another way when run again: the lock does something the search does not drive (a timer, a goroutine of its own, randomness that changes what it sends)", ex.target.Name, r.Diverged)
+		return r, fmt.Errorf("lockcheck: %s: %d schedules went another way when run again: the lock does something the search does not drive (a timer, a goroutine of its own, randomness that changes what it sends)", ex.target.Name, r.Diverged)
 	}
 	return r, nil
 }
@@ -65,7 +65,7 @@ func (ex *Explorer) failure() error {
 // program then ends, as a crash would).
 func (c *client) caught() {
 	if p := recover(); p != nil {
-		c.w.ex.fail(fmt.Errorf("explore: %s: client %s panicked: %v\n%s", c.w.ex.target.Name, c.name, p, debug.Stack()))
+		c.w.ex.fail(fmt.Errorf("lockcheck: %s: client %s panicked: %v\n%s", c.w.ex.target.Name, c.name, p, debug.Stack()))
 	}
 }
 
@@ -73,6 +73,6 @@ func (c *client) caught() {
 // found the lock busy, while the world still ran.
 func (c *client) obtainFailed(err error) {
 	if c.w.ex.target.Strict && !c.w.closed.Load() {
-		c.w.ex.fail(fmt.Errorf("explore: client %s: %s: Obtain: %w", c.name, c.w.ex.target.Name, err))
+		c.w.ex.fail(fmt.Errorf("lockcheck: client %s: %s: Obtain: %w", c.name, c.w.ex.target.Name, err))
 	}
 }

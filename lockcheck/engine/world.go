@@ -154,7 +154,7 @@ func (c *client) renewal() *gate {
 type mainKey struct{}
 
 // errEnded answers the commands of a world that has ended.
-var errEnded = errors.New("explore: the world ended")
+var errEnded = errors.New("lockcheck: the world ended")
 
 // vticker is a watchdog's ticker on virtual time.
 type vticker struct {
@@ -298,7 +298,7 @@ func (w *world) settle(c *client, wd bool) {
 		select {
 		case ev = <-w.events:
 		case <-time.After(stuck):
-			panic(fmt.Sprintf("explore: %s %s: no answer from client %s in %s", w.ex.target.Name, w.ex.cfg.Faults, c.name, stuck))
+			panic(fmt.Sprintf("lockcheck: %s %s: no answer from client %s in %s", w.ex.target.Name, w.ex.cfg.Faults, c.name, stuck))
 		}
 		w.handle(ev)
 		switch {
@@ -466,7 +466,7 @@ func (w *world) close() {
 		case ev := <-w.events:
 			w.handle(ev)
 		case <-deadline:
-			panic("explore: a world's goroutines did not end")
+			panic("lockcheck: a world's goroutines did not end")
 		}
 	}
 	ex := w.ex
