@@ -254,4 +254,14 @@ func walkCourse(t *testing.T, ctx context.Context, st *stack.Stack) {
 	if n < 15 || files["lock/rung06_lua.go"] == nil || files["lock/rung06_lua_release.lua"] == nil {
 		t.Errorf("/learn/lua shows %d lines of %d files, want lua's Try, Release and its script", n, len(files))
 	}
+
+	// lua's game is played on the lease its race is said to take (slow's
+	// 200 ms), never on another.
+	wait("lua's plan and game", `/lease: \d+ ms/.test(document.getElementById('plan').innerText) && !document.getElementById('playSec').hidden`, 20*time.Second)
+	eval(`(document.getElementById('playBtn').click(), '')`)
+	wait("lua's game", `(document.body.dataset.played || '').startsWith('0:')`, 30*time.Second)
+	raceLease := regexp.MustCompile(`lease: (\d+) ms`).FindStringSubmatch(eval(`document.getElementById('plan').innerText`))
+	if c := eval(`document.getElementById('playClock').innerText`); !strings.Contains(c, "a lease of "+raceLease[1]+" ms") {
+		t.Errorf("lua's race takes a lease of %s ms, its game says %q", raceLease[1], c)
+	}
 }

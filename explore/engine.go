@@ -61,6 +61,8 @@ var (
 	New = engine.New
 	// Play replays a game's moves (engine.Play).
 	Play = engine.Play
+	// PlayLease replays a game's moves on a lease of its own (engine.PlayLease).
+	PlayLease = engine.PlayLease
 	// Goal states what breaking a rung means.
 	Goal        = engine.Goal
 	ParseMove   = engine.ParseMove

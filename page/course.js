@@ -148,6 +148,14 @@ function cannotRace() {
   return c && c.skip ? c.skip : '';
 }
 
+// stepLease is the lease of the step's race in ms (0: none set by its
+// scenario): why? and the game are told on it too, so that all three
+// say the same lease.
+function stepLease() {
+  const s = step.lease && plan && plan.scenarios.find(x => x.name === step.scenario);
+  return s && s.lease_ms ? s.lease_ms : 0;
+}
+
 // sayPlan says what the race will run, true of this lock: its lease, or
 // that it has none.
 function sayPlan() {

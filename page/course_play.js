@@ -37,7 +37,7 @@ async function move(m, opts = {}) {
   let j;
   try {
     const r = await fetch('/play', {method: 'POST', headers: {'Content-Type': 'application/json'},
-      body: JSON.stringify({lock: step.lock, moves, hint: !!opts.hint})});
+      body: JSON.stringify({lock: step.lock, moves, hint: !!opts.hint, lease_ms: stepLease()})});
     j = await r.json();
     if (!r.ok) throw new Error(j.error || r.status);
   } catch (e) {

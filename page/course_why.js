@@ -17,8 +17,7 @@ async function explainStep() {
   const st = $('whyStatus');
   st.textContent = `Searching ${step.lock}'s code for the shortest way it breaks: up to 20 s…`;
   const q = new URLSearchParams({lock: step.lock});
-  const s = plan && plan.scenarios.find(x => x.name === step.scenario);
-  if (s && s.lease_ms && step.lease) q.set('lease_ms', s.lease_ms);
+  if (stepLease()) q.set('lease_ms', stepLease());
   let j;
   try {
     const r = await fetch('/explore?' + q, {method: 'POST'});

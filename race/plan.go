@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/contract"
@@ -85,12 +84,7 @@ func (s *Service) plan(w http.ResponseWriter, r *http.Request) {
 	for _, sc := range suite.Scenarios() {
 		ps := PlanScenario{Name: sc.Name, About: sc.About, Expect: sc.Expect}
 		ps.Requests, ps.Concurrency, ps.Stock = suite.LadderSize(sc.Name)
-		for i, a := range sc.AppArgs {
-			if a == "-lock-ttl" && i+1 < len(sc.AppArgs) {
-				d, _ := time.ParseDuration(sc.AppArgs[i+1])
-				ps.LeaseMS = d.Milliseconds()
-			}
-		}
+		ps.LeaseMS = ttlOf(sc).Milliseconds()
 		p.Scenarios = append(p.Scenarios, ps)
 	}
 	for _, f := range suite.Flaws() {

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/lockladder/lockladder/explore"
 	"github.com/lockladder/lockladder/internal/origin"
+	"github.com/lockladder/lockladder/suite"
 )
 
 // Player serves POST /play: "break it yourself", the explorer's world
@@ -54,6 +56,9 @@ type PlayRequest struct {
 	Lock    string   `json:"lock"`
 	Clients int      `json:"clients"` // 2 or 3; 0: 3 (2 on masters)
 	Moves   []string `json:"moves"`
+	// LeaseMS is the lease the clients take, a scenario's (the race's
+	// beside the game: GET /race's lease_ms); 0: the explorer's own.
+	LeaseMS int64 `json:"lease_ms,omitempty"`
 	// Hint asks for the next move of the explorer's shortest schedule
 	// (found by a search the first time: up to ExploreBudget).
 	Hint bool `json:"hint,omitempty"`
@@ -129,7 +134,7 @@ func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), turnWait+p.searching())
-	g, err := explore.Play(ctx, t, req.Clients, req.Moves)
+	g, err := explore.PlayLease(ctx, t, req.Clients, req.lease(), req.Moves)
 	cancel()
 	var me *explore.MoveError
 	switch {
@@ -149,7 +154,7 @@ func (p *Player) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(req.Moves) == 0 && !safeLevel(t.Name) {
 		// A level opened: its shortest schedule is searched ahead, while
 		// the learner reads it, so that a hint has it at once.
-		p.searchFor(t, req.Clients, true)
+		p.searchFor(t, req.Clients, req.lease(), true)
 	}
 	p.hint(r.Context(), t, req, &res)
 	if req.Replay && g.Verdict != "" {
@@ -184,7 +189,26 @@ func parsePlay(r *http.Request) (PlayRequest, error) {
 	if len(req.Moves) > explore.MaxMoves {
 		return req, fmt.Errorf("%d moves: a game has at most %d", len(req.Moves), explore.MaxMoves)
 	}
+	if req.LeaseMS != 0 && !slices.Contains(scenarioLeases(), req.LeaseMS) {
+		return req, fmt.Errorf("lease_ms %d is not a scenario's lease (one of %v)", req.LeaseMS, scenarioLeases())
+	}
 	return req, nil
+}
+
+func (req PlayRequest) lease() time.Duration { return time.Duration(req.LeaseMS) * time.Millisecond }
+
+// scenarioLeases are the leases the scenarios grant (their -lock-ttl),
+// in ms: the only ones a game takes, so that the hint searches, one per
+// lease, stay few.
+func scenarioLeases() []int64 {
+	var out []int64
+	for _, sc := range suite.Scenarios() {
+		if ms := ttlOf(sc).Milliseconds(); ms > 0 && !slices.Contains(out, ms) {
+			out = append(out, ms)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // replay plays the game's moves on a real redis-server, with real clients
@@ -207,7 +231,7 @@ func (p *Player) replay(ctx context.Context, t explore.Target, req PlayRequest, 
 		}
 		s = append(s, ch)
 	}
-	return p.Replayer.ReplayGame(ctx, t, req.Clients, s, verdict), nil
+	return p.Replayer.ReplayGame(ctx, t, req.Clients, req.lease(), s, verdict), nil
 }
 
 // Close stops the searches under way, waiting for them, and the

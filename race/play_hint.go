@@ -24,7 +24,7 @@ import (
 // hintWait, then says that the explorer is searching, and for how long
 // at most (HintWaitMS): the page asks again then.
 func (p *Player) hint(ctx context.Context, t explore.Target, req PlayRequest, res *PlayResult) {
-	s := p.searchFor(t, req.Clients, req.Hint)
+	s := p.searchFor(t, req.Clients, req.lease(), req.Hint)
 	if s == nil {
 		return // the length is told when known; a search only when asked
 	}
@@ -122,10 +122,11 @@ type hintSearch struct {
 	res    explore.Result
 }
 
-// searchFor is the search for t with clients clients: begun before, or
-// begun now when start (nil when not begun and not start).
-func (p *Player) searchFor(t explore.Target, clients int, start bool) *hintSearch {
-	key := t.Name + "/" + strconv.Itoa(clients)
+// searchFor is the search for t with clients clients on a lease of
+// lease (0: the explorer's own): begun before, or begun now when start
+// (nil when not begun and not start).
+func (p *Player) searchFor(t explore.Target, clients int, lease time.Duration, start bool) *hintSearch {
+	key := t.Name + "/" + strconv.Itoa(clients) + "/" + lease.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if s, ok := p.searches[key]; ok || !start || p.closed {
@@ -146,7 +147,7 @@ func (p *Player) searchFor(t explore.Target, clients int, start bool) *hintSearc
 		defer p.bg.Done()
 		defer cancel()
 		defer close(s.done)
-		ex, err := explore.New(t, explore.Config{MaxClients: clients, Budget: budget})
+		ex, err := explore.New(t, explore.Config{MaxClients: clients, Budget: budget, TTL: lease})
 		if err != nil {
 			s.res = explore.Result{Target: t.Name, Verdict: explore.None}
 			return

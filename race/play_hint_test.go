@@ -107,4 +107,17 @@ func TestPlayTellsTheTruth(t *testing.T) {
 	if now := g["lock_now"].(string); !strings.HasPrefix(now, "A holds the lock") || !strings.Contains(now, "expires in") {
 		t.Errorf("lua, A holding: lock_now %q", now)
 	}
+	// On the course the game is played on its step's race's lease (slow's
+	// 200 ms), so that the two tell the same lease.
+	status, g = playPost(t, srv.URL, map[string]any{"lock": "lua", "clients": 2, "moves": []string{"A", "A"}, "lease_ms": 200})
+	if status != 200 || g["lease_ms"].(float64) != 200 || !strings.HasPrefix(g["lease"].(string), "a lease of 200 ms") {
+		t.Errorf("lua on slow's lease: %d lease_ms %v lease %q, want 200 ms", status, g["lease_ms"], g["lease"])
+	}
+	if now := g["lock_now"].(string); !strings.Contains(now, "expires in 200") {
+		t.Errorf("lua on a 200 ms lease, A holding: lock_now %q", now)
+	}
+	// a lease no scenario grants is refused: each one is a search of its own
+	if status, g = playPost(t, srv.URL, map[string]any{"lock": "lua", "moves": []string{}, "lease_ms": 1234}); status != 400 {
+		t.Errorf("lua on a lease of 1234 ms: %d %v, want 400", status, g)
+	}
 }

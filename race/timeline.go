@@ -174,6 +174,12 @@ func scenarioLease(scenario, lockName string) time.Duration {
 	if i := slices.IndexFunc(rungs, func(r lock.Info) bool { return r.Name == lockName }); i < 0 || !rungs[i].Lease {
 		return 0
 	}
+	return ttlOf(sc)
+}
+
+// ttlOf is the lease sc starts the instances with (its -lock-ttl; 0:
+// none set).
+func ttlOf(sc suite.Scenario) time.Duration {
 	for i, a := range sc.AppArgs {
 		if a == "-lock-ttl" && i+1 < len(sc.AppArgs) {
 			d, _ := time.ParseDuration(sc.AppArgs[i+1])

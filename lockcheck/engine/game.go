@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A game is the search turned over to a learner: the same world, the
@@ -29,8 +30,8 @@ const MaxMoves = 60
 // call) are held off at the gate in a game as in a search
 // (Target.WallDeadlines, WaitsAll): a move that holds a command for as
 // long as the machine takes cannot end one.
-func gameConfig(clients int) Config {
-	return Config{MaxClients: clients, Sections: 2, MaxFaults: 3, MaxTicks: 12}
+func gameConfig(clients int, lease time.Duration) Config {
+	return Config{MaxClients: clients, Sections: 2, MaxFaults: 3, MaxTicks: 12, TTL: lease}
 }
 
 // Game is the state a game's moves reached: what the page draws.
@@ -124,6 +125,12 @@ func Goal(t Target) string {
 // ctx bounds the wait for the explorer (one world at a time per
 // process): ErrBusy when it ends first.
 func Play(ctx context.Context, t Target, clients int, moves []string) (Game, error) {
+	return PlayLease(ctx, t, clients, 0, moves)
+}
+
+// PlayLease is Play with the clients taking a lease of lease (0: the
+// default, Config.TTL's): a game told in the figures of a race.
+func PlayLease(ctx context.Context, t Target, clients int, lease time.Duration, moves []string) (Game, error) {
 	if clients < 2 || clients > 3 {
 		return Game{}, fmt.Errorf("lockcheck: a game has 2 or 3 clients, not %d", clients)
 	}
@@ -141,7 +148,7 @@ func Play(ctx context.Context, t Target, clients int, moves []string) (Game, err
 		}
 		chs[i] = ch
 	}
-	ex, err := New(t, gameConfig(clients))
+	ex, err := New(t, gameConfig(clients, lease))
 	if err != nil {
 		return Game{}, err
 	}
@@ -371,8 +378,8 @@ func (ex *Explorer) drivingCtx(ctx context.Context, f func()) error {
 
 // ReplayGame replays a game's moves (its schedule) on p's real
 // redis-server, as Replay does a search's counterexample, and says
-// whether verdict happened there too.
-func (p *Replayer) ReplayGame(ctx context.Context, t Target, clients int, s []Choice, verdict string) string {
-	cfg := gameConfig(clients).withDefaults(t)
+// whether verdict happened there too; lease is the game's (PlayLease).
+func (p *Replayer) ReplayGame(ctx context.Context, t Target, clients int, lease time.Duration, s []Choice, verdict string) string {
+	cfg := gameConfig(clients, lease).withDefaults(t)
 	return p.Replay(ctx, t, Result{Target: t.Name, Verdict: verdict, Schedule: s, Clients: clients, Config: cfg})
 }
