@@ -121,3 +121,35 @@ func TestPlayTellsTheTruth(t *testing.T) {
 		t.Errorf("lua on a lease of 1234 ms: %d %v, want 400", status, g)
 	}
 }
+
+// A pause says the holder's watchdog freezes with it only where the
+// lock runs one: reentrant's does, redlock's holder has none.
+func TestPauseSaysAWatchdogOnlyWhereOneRuns(t *testing.T) {
+	svc := New("http://127.0.0.1:1", nil)
+	t.Cleanup(svc.Close)
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+
+	for lock, watchdog := range map[string]bool{"reentrant": true, "redlock": false} {
+		moves, label := []string{}, ""
+		for range 12 {
+			g := playHint(t, srv.URL, lock, moves)
+			for _, o := range g["next"].([]any) {
+				if o := o.(map[string]any); strings.HasPrefix(o["move"].(string), "pause") {
+					label = o["label"].(string)
+				}
+			}
+			hint, _ := g["hint"].(string)
+			if label != "" || hint == "" {
+				break
+			}
+			moves = append(moves, hint)
+		}
+		if label == "" {
+			t.Fatalf("%s: no pause offered along the hints %v", lock, moves)
+		}
+		if strings.Contains(label, "watchdog") != watchdog {
+			t.Errorf("%s's pause says %q: a watchdog %v, want %v", lock, label, !watchdog, watchdog)
+		}
+	}
+}

@@ -194,7 +194,12 @@ func (w *world) label(ch Choice) string {
 	case CrashIt:
 		return fmt.Sprintf("crash %s", c.name)
 	case PauseIt:
-		return fmt.Sprintf("pause %s for %dms, its lease and a millisecond (its watchdog freezes with it)", c.name, (w.ex.cfg.TTL + time.Millisecond).Milliseconds())
+		// a watchdog only where the lock runs one: redlock's holder has none
+		wd := ""
+		if slices.ContainsFunc(w.tickers, func(t *vticker) bool { return t.c == c && t.live() }) {
+			wd = " (its watchdog freezes with it)"
+		}
+		return fmt.Sprintf("pause %s for %dms, its lease and a millisecond%s", c.name, (w.ex.cfg.TTL + time.Millisecond).Milliseconds(), wd)
 	case SkewIt:
 		return fmt.Sprintf("run %s's clock %dms ahead, from the start", c.name, (w.ex.cfg.TTL + w.ex.cfg.TTL/2).Milliseconds())
 	case RestartIt:
