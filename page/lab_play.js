@@ -89,8 +89,8 @@ async function move(m, opts = {}) {
   } finally {
     play.busy = false;
     setPlayButtons(false);
-    const first = $('playMoves').querySelector('button.hinted') || $('playMoves').querySelector('button');
-    if (opts.focus && first) first.focus();
+    const hinted = $('playMoves').querySelector('button.hinted'), first = hinted || $('playMoves').querySelector('button');
+    if ((hinted || opts.focus) && first) first.focus();
     else if (opts.keep && !opts.keep.disabled) opts.keep.focus();
     else if (opts.focus || opts.keep) (first || $('playRestart')).focus();
   }
