@@ -134,6 +134,16 @@ func walkCourse(t *testing.T, ctx context.Context, st *stack.Stack) {
 		if s.verdict == "DEADLOCK" && strings.Contains(story, "the counters tell the damage") {
 			t.Errorf("%s: a DEADLOCK told as counters' damage: %q", s.lock, story)
 		}
+		// a race that stopped before its last buyer says so, and why
+		sent := regexp.MustCompile(`Done: (\d+) buyers`).FindStringSubmatch(eval(`document.getElementById('raceStatus').innerText`))
+		planned := regexp.MustCompile(`^(\d+) buyers`).FindStringSubmatch(eval(`document.getElementById('size').innerText`))
+		if sent == nil || planned == nil {
+			t.Errorf("%s: the race's status %q, its size %q: want the buyers sent and planned", s.lock, eval(`document.getElementById('raceStatus').innerText`), eval(`document.getElementById('size').innerText`))
+		} else if stopped := sent[1] != planned[1]; stopped != strings.Contains(story, "The race stopped early, after "+sent[1]+" of its "+planned[1]+" requests: ") {
+			t.Errorf("%s: %s of %s buyers sent, the story says %q", s.lock, sent[1], planned[1], story)
+		} else if stopped {
+			t.Logf("%s stopped early: %s", s.lock, story)
+		}
 		if out := inView("#verdict", "#story", "#tl canvas"); out != "" {
 			t.Errorf("%s: after the race, not in view at once: %s", s.lock, out)
 		}
@@ -256,8 +266,11 @@ func walkCourse(t *testing.T, ctx context.Context, st *stack.Stack) {
 	}
 
 	// lua's game is played on the lease its race is said to take (slow's
-	// 200 ms), never on another.
-	wait("lua's plan and game", `/lease: \d+ ms/.test(document.getElementById('plan').innerText) && !document.getElementById('playSec').hidden`, 20*time.Second)
+	// 200 ms), never on another. (The game is offered once the step is
+	// raced: offered here without the race.)
+	wait("lua's plan", `/lease: \d+ ms/.test(document.getElementById('plan').innerText)`, 20*time.Second)
+	eval(`(playOffered(), '')`)
+	wait("lua's game offered", `!document.getElementById('playSec').hidden`, 20*time.Second)
 	eval(`(document.getElementById('playBtn').click(), '')`)
 	wait("lua's game", `(document.body.dataset.played || '').startsWith('0:')`, 30*time.Second)
 	raceLease := regexp.MustCompile(`lease: (\d+) ms`).FindStringSubmatch(eval(`document.getElementById('plan').innerText`))
