@@ -72,6 +72,13 @@ func TestPageBreakItYourself(t *testing.T) {
 	pollJS(t, ctx, "the game's levels", `!!document.querySelector('#playLevels > button[data-lock="check-del"]')`, 30*time.Second)
 	press("pick check-del", `#playLevels > button[data-lock="check-del"]`)
 	played("check-del:0::", 20*time.Second)
+	// its brief names each source by its title once, not twice
+	brief := eval(`document.getElementById('playBrief').innerText`)
+	for _, title := range []string{`"Redis distributed lock"`, `"On the correct implementation of Redis distributed locks"`} {
+		if n := strings.Count(brief, title); n != 1 {
+			t.Errorf("check-del's brief names %s %d times: %q", title, n, brief)
+		}
+	}
 	n := 0
 	for ; n < 30; n++ {
 		// the first hint searches for the shortest schedule: up to the
@@ -82,6 +89,11 @@ func TestPageBreakItYourself(t *testing.T) {
 		if hint == "" || hint == "-" {
 			t.Fatalf("no hint after %d moves: %q (status %q)", n, state, eval(`document.getElementById('playStatus').innerText`))
 		}
+		// the hint names its button by the button's own words, lights
+		// it, and the focus is on it
+		if lit := eval(fmt.Sprintf(`(() => { const b = document.querySelector('#playMoves button.hinted'); return b && b.dataset.move === %q && document.activeElement === b && document.getElementById('playStatus').innerText.includes('Hint: press \u201c' + b.innerText + '\u201d') ? 'lit' : (b ? b.dataset.move : 'none') + ' / ' + document.getElementById('playStatus').innerText; })()`, hint)); lit != "lit" {
+			t.Errorf("the hint %q after %d moves: its button not lit, focused and named by its words: %s", hint, n, lit)
+		}
 		press("play "+hint, fmt.Sprintf(`#playMoves button[data-move=%q]`, hint))
 		if s := played(fmt.Sprintf("check-del:%d:", n+1), 20*time.Second); strings.Contains(s, ":OVERSOLD:") {
 			n++
@@ -89,7 +101,7 @@ func TestPageBreakItYourself(t *testing.T) {
 		}
 	}
 	status := eval(`document.getElementById('playStatus').innerText`)
-	if want := fmt.Sprintf("Broken in %d moves; the shortest known is %d.", n, n); !strings.HasPrefix(status, want) {
+	if want := fmt.Sprintf("Broken in %d moves; the shortest known is %d.", n, n); !strings.HasPrefix(status, want) || strings.Contains(status, "(s)") {
 		t.Errorf("after following the hints: %q, want %q", status, want)
 	}
 	if solved := eval(`document.querySelector('#playLevels > button[data-lock="check-del"]').innerText`); !strings.Contains(solved, fmt.Sprintf("✓ %d moves", n)) {

@@ -125,9 +125,12 @@ const SOURCES = (() => { try { return JSON.parse($('sources').textContent); } ca
 // SETNX for a distributed lock, explained"").
 const sourcesNamed = new Set();
 function sourceNamed(s) {
-  return String(s || '').replace(/\[(\d{3}|[A-Z]+\d+)\]/g, (m, k) => {
+  const text = String(s || '');
+  return text.replace(/\[(\d{3}|[A-Z]+\d+)\]/g, (m, k) => {
     if (!SOURCES[k] || sourcesNamed.has(k)) return m;
     sourcesNamed.add(k);
-    return SOURCES[k];
+    // a text that names the title itself beside the key keeps it once
+    const title = (SOURCES[k].match(/"[^"]+"/) || [''])[0];
+    return title && text.includes(title) ? m : SOURCES[k];
   });
 }

@@ -312,7 +312,7 @@ func answer(r explore.Result) ExploreResult {
 		a.Covered = r.Covered()
 		a.Explain = "no violation found in what the search covered"
 	case explore.Oversold:
-		a.Explain = fmt.Sprintf("%d sale(s) more than the stock went down: two clients wrote inside their sections at once", r.Oversold)
+		a.Explain = fmt.Sprintf("%d sale%s more than the stock went down: two clients wrote inside their sections at once", r.Oversold, plural(int(r.Oversold)))
 	case explore.Deadlock:
 		a.Explain = fmt.Sprintf("from the rows numbered 0 on, the live clients try for ever (time run on by %s, three times over) and never get a lock that no live client holds", 2*r.Config.TTL)
 	}

@@ -26,7 +26,11 @@ const (
 type Oversell struct{ N int64 }
 
 func (o *Oversell) Error() string {
-	return fmt.Sprintf("%d sale(s) more than the stock went down: two clients wrote inside their sections at once", o.N)
+	sales := "sales"
+	if o.N == 1 {
+		sales = "sale"
+	}
+	return fmt.Sprintf("%d %s more than the stock went down: two clients wrote inside their sections at once", o.N, sales)
 }
 
 // SaleJudge judges a sale over keys stock and sold that started with
