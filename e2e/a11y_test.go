@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -231,6 +232,11 @@ func TestPageOnAPhoneWithAKeyboard(t *testing.T) {
 	}
 	if got := eval(`(() => { const r = document.querySelector('#results tbody tr'); return r ? r.innerText.replace(/\s+/g, ' ') : ''; })()`); !strings.Contains(got, "lua") || !strings.Contains(got, "SAFE") {
 		t.Errorf("the results table's row: %q, want lua SAFE", got)
+	}
+
+	// On the phone the row's verdict is in view, not past the right edge.
+	if r, _ := strconv.Atoi(eval(`String(Math.round(document.querySelector('#results tbody tr td:nth-child(2)').getBoundingClientRect().right))`)); r == 0 || r > 390 {
+		t.Errorf("the results table's verdict ends at %d px on a 390 px screen", r)
 	}
 
 	// A ladder cell, with the keyboard: Tab to none under normal, Space.

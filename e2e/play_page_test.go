@@ -72,6 +72,11 @@ func TestPageBreakItYourself(t *testing.T) {
 	pollJS(t, ctx, "the game's levels", `!!document.querySelector('#playLevels > button[data-lock="check-del"]')`, 30*time.Second)
 	press("pick check-del", `#playLevels > button[data-lock="check-del"]`)
 	played("check-del:0::", 20*time.Second)
+	// a level picked with the keyboard keeps the focus in the game, on
+	// its first move
+	if f := eval(`document.activeElement.matches('#playMoves button') ? 'move' : document.activeElement.tagName + '#' + document.activeElement.id`); f != "move" {
+		t.Errorf("after picking check-del's level the focus is on %s, want its first move", f)
+	}
 	// its brief names each source by its title once, not twice
 	brief := eval(`document.getElementById('playBrief').innerText`)
 	for _, title := range []string{`"Redis distributed lock"`, `"On the correct implementation of Redis distributed locks"`} {

@@ -218,19 +218,20 @@ function makeTimeline(root, opts = {}) {
 
   // faultLabels names the faults drawn (shown: {f, n, x, y} in time
   // order), each beside its marker, where it overlaps no other label nor
-  // marker of its row: to the marker's right, else its left; where its
+  // marker of its row, nor a box of keep: to the marker's right, else its left; where its
   // name does not fit, its number (#3) and the line under the canvas
   // names it; where not even that fits, the line counts it. On a phone
   // a crash scenario's faults come a few pixels apart: without this their
   // names were drawn over one another.
-  function faultLabels(g, shown, W) {
+  function faultLabels(g, shown, W, keep) {
     const rows = {}, note = [];
     let unnamed = 0;
     const box = (text, x, y) => { const w = g.measureText(text).width; return {x0: x, x1: x + w, y0: y - 10, y1: y + 3}; };
     const clash = (a, b) => a.x0 < b.x1 + 2 && b.x0 < a.x1 + 2 && a.y0 < b.y1 && b.y0 < a.y1;
-    // every marker first: a label goes over none
+    // every marker first, and the boxes to keep clear (keep: the
+    // "stopped" label): a label goes over none
     for (const s of shown) {
-      const row = rows[s.y] || (rows[s.y] = []);
+      const row = rows[s.y] || (rows[s.y] = [...keep]);
       if (s.f.at_us >= v.v0) row.push({x0: s.x - 6, x1: s.x + 6, y0: s.y, y1: s.y + 9});
     }
     for (const s of shown) {
@@ -395,15 +396,20 @@ function makeTimeline(root, opts = {}) {
       if (f.at_us >= v.v0) { g.beginPath(); g.moveTo(x - 6, y); g.lineTo(x + 6, y); g.lineTo(x, y + 9); g.closePath(); g.fill(); }
       shown.push({f, n, x, y, lane: f.lane});
     });
-    faultLabels(g, shown, W);
-    // where the race stopped early: a dashed line across the lanes
+    // where the race stopped early: a dashed line across the lanes, its
+    // label kept clear of the faults' labels (placed around it)
+    let stop = null;
     if (t.stopped && t.stopped.at_us >= v.v0 && t.stopped.at_us <= v.v1) {
-      const x = X(t.stopped.at_us);
+      const x = X(t.stopped.at_us), label = 'stopped', lw = g.measureText(label).width;
+      const lx = x - lw - 4 > TL_LEFT ? x - lw - 4 : x + 4;
+      stop = {x, label, lx, box: {x0: lx, x1: lx + lw, y0: 5, y1: 18}};
+    }
+    faultLabels(g, shown, W, stop ? [stop.box] : []);
+    if (stop) {
       g.strokeStyle = '#1d2430'; g.lineWidth = 1.5; g.setLineDash([4, 3]);
-      g.beginPath(); g.moveTo(x, 4); g.lineTo(x, h - TL_AXIS); g.stroke(); g.setLineDash([]);
+      g.beginPath(); g.moveTo(stop.x, 4); g.lineTo(stop.x, h - TL_AXIS); g.stroke(); g.setLineDash([]);
       g.fillStyle = '#1d2430';
-      const label = 'stopped', lw = g.measureText(label).width;
-      put(g, label, x - lw - 4 > TL_LEFT ? x - lw - 4 : x + 4, 15, W);
+      put(g, stop.label, stop.lx, 15, W);
     }
     g.restore();
     g.restore();
