@@ -91,6 +91,9 @@ func walkCourse(t *testing.T, ctx context.Context, st *stack.Stack) {
 		t.Errorf("the welcome does not say what oversold means: %q", s)
 	}
 	axe("the welcome")
+	if o := inView("#start"); o != "" {
+		t.Errorf("at 390x844, the welcome's start button is below the fold: %s", o)
+	}
 	screenshot(t, ctx, "course-welcome.png", "")
 	tabTo(t, ctx, `#start`, 10)
 	key(t, ctx, kb.Enter)

@@ -248,7 +248,7 @@ func (s *Stack) up(ctx context.Context, srv proc.Server) error {
 
 func (s *Stack) makeDir() error {
 	if s.cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "lockladder-stack-")
+		d, err := proc.TempDir("stack")
 		if err != nil {
 			return fmt.Errorf("stack: run dir: %w", err)
 		}

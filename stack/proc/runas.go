@@ -252,6 +252,15 @@ func sweepServerDirs() {
 	}
 }
 
+// TempDir makes a temp dir for the stack's own use (a run dir, a Redis
+// server's), named lockladder-PID-kind-*, first removing those of
+// processes that are gone: a test or a supervisor killed before its Stop
+// leaves its temp dirs behind, and the next one cleans them up.
+func TempDir(kind string) (string, error) {
+	sweepServerDirs()
+	return os.MkdirTemp("", fmt.Sprintf("lockladder-%d-%s-", os.Getpid(), kind))
+}
+
 // RemoveServerDirs removes the temp dirs ServerDir made for the servers
 // of process pid (lockladder-PID-*, in the temp dirs it uses), and
 // returns them: after that process died without removing them. Only

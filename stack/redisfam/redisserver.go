@@ -62,7 +62,7 @@ func newRedisServer(bin, addr, dir string) (*redisServer, error) {
 // start starts a fresh, empty server.
 func (r *redisServer) Start(ctx context.Context) error {
 	if r.dir == "" {
-		d, err := os.MkdirTemp("", "lockladder-redis-")
+		d, err := proc.TempDir("redis")
 		if err != nil {
 			return fmt.Errorf("stack: redis: %w", err)
 		}

@@ -166,7 +166,7 @@ func Start(ctx context.Context, cfg Config) (_ *Group, err error) {
 
 	g := &Group{cfg: cfg, dir: cfg.Dir, lg: proc.NewLogger(cfg.Log), killed: map[*redisfam.Server]bool{}}
 	if g.dir == "" {
-		if g.dir, err = os.MkdirTemp("", "lockladder-sentinel-"); err != nil {
+		if g.dir, err = proc.TempDir("sentinel"); err != nil {
 			return nil, fmt.Errorf("stack: sentinels: %w", err)
 		}
 		g.rmDir = true
