@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -41,7 +42,9 @@ type Shape struct {
 // the hit at fraction At of its window. Its fault counts (the stall is
 // measured from the first) once Do returns; Then, if set, runs next, still
 // beside the load (the stack's recovery within the run: a server started
-// again). An error from either fails the run.
+// again). An error from either fails the run, but one from Do that wraps
+// ErrNotStruck: then its fault never struck, and the run fails only if
+// more hooks missed so than its armed requests answered 503.
 type Hook struct {
 	At    float64
 	About string
@@ -55,6 +58,14 @@ type Hook struct {
 	// what the fault did.
 	Outlast float64
 }
+
+// ErrNotStruck is what a Hook's Do returns (wrapped) when its fault found
+// nothing to strike because the armed request it waits for never held
+// the lock: under load an armed request may wait out its try= bound and
+// answer 503, and then, say, no holder's session is there to cut. Such
+// a miss is the armed request's 503, not a failed staging, as long as
+// there are as many 503s among the armed requests as misses.
+var ErrNotStruck = errors.New("the fault found nothing to strike")
 
 // load places s's armed hits and hooks in a run of n requests on stock.
 func (s Shape) load(n, stock int) *load {
@@ -192,6 +203,7 @@ type loadTargeter struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	hookErrs []error
+	missed   []error // the hooks whose Do returned ErrNotStruck
 	hooksRun []Fault // the hooks done, for Row.Faults
 }
 
@@ -291,6 +303,12 @@ func (t *loadTargeter) fire(h runHook) {
 		if h.done != nil {
 			close(h.done) // on an error too: the run fails, the held hits go
 		}
+		if errors.Is(err, ErrNotStruck) {
+			t.mu.Lock()
+			t.missed = append(t.missed, fmt.Errorf("%s: %w", h.about, err))
+			t.mu.Unlock()
+			return
+		}
 		if err != nil {
 			fail(err)
 			return
@@ -307,13 +325,18 @@ func (t *loadTargeter) fire(h runHook) {
 	})
 }
 
-// wait waits for the hooks fired and returns their first error.
-func (t *loadTargeter) wait() error {
+// wait waits for the hooks fired and returns their first error; with
+// gaveUp armed requests answered 503, the hooks that found nothing to
+// strike fail the run only when they are more.
+func (t *loadTargeter) wait(gaveUp int) error {
 	t.wg.Wait()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.hookErrs) > 0 {
 		return t.hookErrs[0]
+	}
+	if len(t.missed) > gaveUp {
+		return fmt.Errorf("%d hooks found nothing to strike, and only %d armed requests gave up (503): %w", len(t.missed), gaveUp, t.missed[0])
 	}
 	return nil
 }

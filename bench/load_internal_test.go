@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -158,7 +160,7 @@ func TestTargeterConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if err := tg.wait(); err != nil {
+	if err := tg.wait(0); err != nil {
 		t.Fatal(err)
 	}
 	if armed.Load() != 4 || plain.Load() != n-4 {
@@ -196,7 +198,7 @@ func TestHookFiresAtItsHit(t *testing.T) {
 	for range 10 {
 		tg.target(&tgt)
 	}
-	if err := tg.wait(); err != nil {
+	if err := tg.wait(0); err != nil {
 		t.Fatal(err)
 	}
 	if len(fired) != 0 {
@@ -249,7 +251,7 @@ func TestHookOutlastHoldsTheRunsEnd(t *testing.T) {
 	released.Store(true)
 	close(release)
 	<-rest
-	if err := tg.wait(); err != nil {
+	if err := tg.wait(0); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -466,5 +468,42 @@ func TestShapePlacesHitsAndHooks(t *testing.T) {
 	plain := Shape{}.load(600, 150)
 	if plain.name() != ScenarioNormal || plain.faulty() || plain.bound() != 0 || plain.expect() != "" {
 		t.Errorf("zero shape %+v", plain)
+	}
+}
+
+// A hook whose fault found nothing to strike (ErrNotStruck) fails the
+// run only when there are more such misses than armed requests that gave
+// up (503): the miss is then a staging that failed, not an armed request
+// that never held the lock. It counts as no fault either way; any other
+// error fails the run.
+func TestHookThatFindsNothingToStrike(t *testing.T) {
+	missing := func(context.Context) error { return fmt.Errorf("no holder: %w", ErrNotStruck) }
+	for _, tc := range []struct {
+		name   string
+		do     []func(context.Context) error
+		gaveUp int
+		fails  bool
+	}{
+		{"one miss, one armed 503", []func(context.Context) error{missing}, 1, false},
+		{"two misses, one armed 503", []func(context.Context) error{missing, missing}, 1, true},
+		{"one miss, no 503", []func(context.Context) error{missing}, 0, true},
+		{"another error", []func(context.Context) error{func(context.Context) error { return errors.New("broken") }}, 1, true},
+	} {
+		ld := &load{}
+		for i, do := range tc.do {
+			ld.hooks = append(ld.hooks, runHook{at: uint64(i), about: "cut a holder", do: do})
+		}
+		tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "pg-advisory", "", nil, nil, ld)
+		var tgt vegeta.Target
+		for range len(tc.do) {
+			tg.target(&tgt)
+		}
+		err := tg.wait(tc.gaveUp)
+		if (err != nil) != tc.fails {
+			t.Errorf("%s: %v, want failing %v", tc.name, err, tc.fails)
+		}
+		if _, ok := tg.faultAt(); ok {
+			t.Errorf("%s: a hook that struck nothing counted as a fault", tc.name)
+		}
 	}
 }
