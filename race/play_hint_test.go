@@ -1,7 +1,6 @@
 package race
 
 import (
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -11,10 +10,7 @@ import (
 // (fair's runs to its budget: it finds nothing). Asked again once the
 // search is done, it says in words what the search tried.
 func TestHintOnAColdLevel(t *testing.T) {
-	svc := New("http://127.0.0.1:1", nil)
-	t.Cleanup(svc.Close)
-	srv := httptest.NewServer(svc)
-	t.Cleanup(srv.Close)
+	srv := offlineServer(t)
 
 	status, g := playPost(t, srv.URL, map[string]any{"lock": "fair", "moves": []string{}, "hint": true})
 	if status != 200 {
@@ -43,10 +39,7 @@ func TestHintOnAColdLevel(t *testing.T) {
 // A hint names the move by its button's words (the label of the move it
 // names among those offered) and says why in one sentence.
 func TestHintNamesTheButton(t *testing.T) {
-	svc := New("http://127.0.0.1:1", nil)
-	t.Cleanup(svc.Close)
-	srv := httptest.NewServer(svc)
-	t.Cleanup(srv.Close)
+	srv := offlineServer(t)
 
 	moves := []string{}
 	for range 6 {
@@ -78,10 +71,7 @@ func TestHintNamesTheButton(t *testing.T) {
 // 0, and says so), and a client that crashed holding it leaves a key
 // nobody alive holds, which the game never calls free.
 func TestPlayTellsTheTruth(t *testing.T) {
-	svc := New("http://127.0.0.1:1", nil)
-	t.Cleanup(svc.Close)
-	srv := httptest.NewServer(svc)
-	t.Cleanup(srv.Close)
+	srv := offlineServer(t)
 
 	status, g := playPost(t, srv.URL, map[string]any{"lock": "setnx", "clients": 2, "moves": []string{"A", "A", "crash A"}})
 	if status != 200 {
@@ -125,10 +115,7 @@ func TestPlayTellsTheTruth(t *testing.T) {
 // A pause says the holder's watchdog freezes with it only where the
 // lock runs one: reentrant's does, redlock's holder has none.
 func TestPauseSaysAWatchdogOnlyWhereOneRuns(t *testing.T) {
-	svc := New("http://127.0.0.1:1", nil)
-	t.Cleanup(svc.Close)
-	srv := httptest.NewServer(svc)
-	t.Cleanup(srv.Close)
+	srv := offlineServer(t)
 
 	for lock, watchdog := range map[string]bool{"reentrant": true, "redlock": false} {
 		moves, label := []string{}, ""

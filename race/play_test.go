@@ -12,6 +12,17 @@ import (
 	"github.com/lockladder/lockladder/internal/redistest"
 )
 
+// offlineServer is the race server with no stack behind it (its app URL
+// refuses): enough for /play and /explore, which need none.
+func offlineServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	svc := New("http://127.0.0.1:1", nil)
+	t.Cleanup(svc.Close)
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func playPost(t *testing.T, url string, body any, header ...string) (int, map[string]any) {
 	t.Helper()
 	b, _ := json.Marshal(body)
@@ -66,10 +77,7 @@ func playHint(t *testing.T, url, lock string, moves []string) map[string]any {
 // a real redis-server too.
 func TestPlayBreaksCheckDel(t *testing.T) {
 	redistest.NeedServer(t, "redis-server") // the replay's
-	svc := New("http://127.0.0.1:1", nil)
-	t.Cleanup(svc.Close)
-	srv := httptest.NewServer(svc)
-	t.Cleanup(srv.Close)
+	srv := offlineServer(t)
 
 	var moves []string
 	for len(moves) <= 60 {
@@ -159,10 +167,7 @@ func TestPlayRefuses(t *testing.T) {
 // on a real redis-server too.
 func TestPlayOffersTheLibraries(t *testing.T) {
 	redistest.NeedServer(t, "redis-server") // the replay's
-	svc := New("http://127.0.0.1:1", nil)
-	t.Cleanup(svc.Close)
-	srv := httptest.NewServer(svc)
-	t.Cleanup(srv.Close)
+	srv := offlineServer(t)
 	resp, err := http.Get(srv.URL + "/play")
 	if err != nil {
 		t.Fatal(err)

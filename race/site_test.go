@@ -121,10 +121,7 @@ func TestExploreSites(t *testing.T) {
 // A game's client names the line of the rung's code its next command
 // comes from, and null when it has none waiting.
 func TestPlaySites(t *testing.T) {
-	svc := New("http://127.0.0.1:1", nil)
-	t.Cleanup(svc.Close)
-	srv := httptest.NewServer(svc)
-	t.Cleanup(srv.Close)
+	srv := offlineServer(t)
 	play := func(lock string, moves []string) PlayResult {
 		t.Helper()
 		b, _ := json.Marshal(PlayRequest{Lock: lock, Clients: 2, Moves: moves})
