@@ -156,6 +156,15 @@ func launchEtcd(t *testing.T, embedded bool) *Etcd {
 	return launch(t, NewEtcd(bin, "127.0.0.1", t.TempDir(), t.TempDir(), proc.NewLogger(nil)))
 }
 
+// eachEtcd runs f on the stack's etcd, the binary and the embedded one,
+// each in a subtest of its own.
+func eachEtcd(t *testing.T, f func(t *testing.T, e *Etcd)) {
+	for _, embedded := range []bool{false, true} {
+		name := map[bool]string{false: "binary", true: "embedded"}[embedded]
+		t.Run(name, func(t *testing.T) { f(t, launchEtcd(t, embedded)) })
+	}
+}
+
 func etcdClient(t *testing.T, url string) *clientv3.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -174,82 +183,78 @@ func etcdClient(t *testing.T, url string) *clientv3.Client {
 // rungs (etcd, etcd-mutex) included; and the apps' user may touch
 // nothing but them (no key elsewhere, no user, no auth switch).
 func TestEtcdLetsInOnlyItsUser(t *testing.T) {
-	for _, embedded := range []bool{false, true} {
-		name := map[bool]string{false: "binary", true: "embedded"}[embedded]
-		t.Run(name, func(t *testing.T) {
-			e := launchEtcd(t, embedded)
-			lab := etcdClient(t, e.ClientAddr())
-			ctx := context.Background()
-			o := lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second}
-			held, err := lock.NewEtcd(lab, o).Obtain(ctx, "k", lock.Call{})
+	eachEtcd(t, func(t *testing.T, e *Etcd) {
+		lab := etcdClient(t, e.ClientAddr())
+		ctx := context.Background()
+		o := lock.Options{TTL: 5 * time.Second, Wait: 5 * time.Second}
+		held, err := lock.NewEtcd(lab, o).Obtain(ctx, "k", lock.Call{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		libHeld, err := libs.NewEtcdMutex(lab, o).Obtain(ctx, "k", lock.Call{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := func() int64 {
+			t.Helper()
+			r, err := lab.Get(ctx, EtcdLabPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 			if err != nil {
 				t.Fatal(err)
 			}
-			libHeld, err := libs.NewEtcdMutex(lab, o).Obtain(ctx, "k", lock.Call{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			count := func() int64 {
-				t.Helper()
-				r, err := lab.Get(ctx, EtcdLabPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-				if err != nil {
-					t.Fatal(err)
-				}
-				return r.Count
-			}
-			if n := count(); n != 2 {
-				t.Fatalf("%d keys under %s, want the two held locks'", n, EtcdLabPrefix)
-			}
+			return r.Count
+		}
+		if n := count(); n != 2 {
+			t.Fatalf("%d keys under %s, want the two held locks'", n, EtcdLabPrefix)
+		}
 
-			anon, err := clientv3.New(clientv3.Config{Endpoints: []string{e.client}, DialTimeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
+		anon, err := clientv3.New(clientv3.Config{Endpoints: []string{e.client}, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer anon.Close()
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		for what, try := range map[string]func() error{
+			"read":   func() error { _, err := anon.Get(tctx, EtcdLabPrefix, clientv3.WithPrefix()); return err },
+			"write":  func() error { _, err := anon.Put(tctx, lock.EtcdPrefix+"k/x", ""); return err },
+			"delete": func() error { _, err := anon.Delete(tctx, EtcdLabPrefix, clientv3.WithPrefix()); return err },
+			"add a user": func() error {
+				_, err := anon.UserAdd(tctx, "x", "x")
+				return err
+			},
+		} {
+			if err := try(); err == nil || !strings.Contains(err.Error(), "user name is empty") {
+				t.Errorf("no password: %s: %v, want a refusal (user name is empty)", what, err)
 			}
-			defer anon.Close()
-			tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			for what, try := range map[string]func() error{
-				"read":   func() error { _, err := anon.Get(tctx, EtcdLabPrefix, clientv3.WithPrefix()); return err },
-				"write":  func() error { _, err := anon.Put(tctx, lock.EtcdPrefix+"k/x", ""); return err },
-				"delete": func() error { _, err := anon.Delete(tctx, EtcdLabPrefix, clientv3.WithPrefix()); return err },
-				"add a user": func() error {
-					_, err := anon.UserAdd(tctx, "x", "x")
-					return err
-				},
-			} {
-				if err := try(); err == nil || !strings.Contains(err.Error(), "user name is empty") {
-					t.Errorf("no password: %s: %v, want a refusal (user name is empty)", what, err)
-				}
+		}
+		wrong, err := clientv3.New(clientv3.Config{Endpoints: []string{e.client}, DialTimeout: 5 * time.Second,
+			Username: EtcdUser, Password: NewPassword()})
+		if err == nil {
+			_, err = wrong.Delete(tctx, EtcdLabPrefix, clientv3.WithPrefix())
+			wrong.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "authentication failed") {
+			t.Errorf("wrong password: %v, want authentication failed", err)
+		}
+		for what, try := range map[string]func() error{
+			"write outside the lab's prefix": func() error { _, err := lab.Put(tctx, "/elsewhere", ""); return err },
+			"add a user":                     func() error { _, err := lab.UserAdd(tctx, "x", "x"); return err },
+			"turn auth off":                  func() error { _, err := lab.AuthDisable(tctx); return err },
+		} {
+			if err := try(); err == nil || !strings.Contains(err.Error(), "permission denied") {
+				t.Errorf("the apps' user: %s: %v, want permission denied", what, err)
 			}
-			wrong, err := clientv3.New(clientv3.Config{Endpoints: []string{e.client}, DialTimeout: 5 * time.Second,
-				Username: EtcdUser, Password: NewPassword()})
-			if err == nil {
-				_, err = wrong.Delete(tctx, EtcdLabPrefix, clientv3.WithPrefix())
-				wrong.Close()
-			}
-			if err == nil || !strings.Contains(err.Error(), "authentication failed") {
-				t.Errorf("wrong password: %v, want authentication failed", err)
-			}
-			for what, try := range map[string]func() error{
-				"write outside the lab's prefix": func() error { _, err := lab.Put(tctx, "/elsewhere", ""); return err },
-				"add a user":                     func() error { _, err := lab.UserAdd(tctx, "x", "x"); return err },
-				"turn auth off":                  func() error { _, err := lab.AuthDisable(tctx); return err },
-			} {
-				if err := try(); err == nil || !strings.Contains(err.Error(), "permission denied") {
-					t.Errorf("the apps' user: %s: %v, want permission denied", what, err)
-				}
-			}
-			if n := count(); n != 2 {
-				t.Errorf("%d keys under %s after the strangers, want the two held locks'", n, EtcdLabPrefix)
-			}
-			if err := held.Release(ctx); err != nil {
-				t.Errorf("the lab's etcd lock after the strangers: %v", err)
-			}
-			if err := libHeld.Release(ctx); err != nil {
-				t.Errorf("the lab's etcd-mutex after the strangers: %v", err)
-			}
-		})
-	}
+		}
+		if n := count(); n != 2 {
+			t.Errorf("%d keys under %s after the strangers, want the two held locks'", n, EtcdLabPrefix)
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Errorf("the lab's etcd lock after the strangers: %v", err)
+		}
+		if err := libHeld.Release(ctx); err != nil {
+			t.Errorf("the lab's etcd-mutex after the strangers: %v", err)
+		}
+	})
 }
 
 // A user another client added in the moment before the stack turned

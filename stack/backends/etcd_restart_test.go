@@ -19,64 +19,60 @@ import (
 // the restart hid it: its stream's new login got through.) Each step after the
 // first has the few seconds an app's request would give it.
 func TestEtcdClientLogsInAgainAfterARestart(t *testing.T) {
-	for _, embedded := range []bool{false, true} {
-		name := map[bool]string{false: "binary", true: "embedded"}[embedded]
-		t.Run(name, func(t *testing.T) {
-			e := launchEtcd(t, embedded)
-			lab := etcdClient(t, e.ClientAddr())
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			step := func() context.Context {
-				c, cancel := context.WithTimeout(ctx, 3*time.Second)
-				t.Cleanup(cancel)
-				return c
-			}
-			key := EtcdLabPrefix + "restart-test"
-			if _, err := lab.Put(step(), key, "before"); err != nil {
-				t.Fatal(err)
-			}
+	eachEtcd(t, func(t *testing.T, e *Etcd) {
+		lab := etcdClient(t, e.ClientAddr())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		step := func() context.Context {
+			c, cancel := context.WithTimeout(ctx, 3*time.Second)
+			t.Cleanup(cancel)
+			return c
+		}
+		key := EtcdLabPrefix + "restart-test"
+		if _, err := lab.Put(step(), key, "before"); err != nil {
+			t.Fatal(err)
+		}
 
-			if err := e.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			// A request while it is down, as under load.
-			down, downCancel := context.WithTimeout(ctx, time.Second)
-			if _, err := lab.Get(down, key); err == nil {
-				t.Fatal("a read while etcd is down succeeded")
-			}
-			downCancel()
-			if err := proc.Launch(ctx, e); err != nil {
-				t.Fatal(err)
-			}
+		if err := e.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		// A request while it is down, as under load.
+		down, downCancel := context.WithTimeout(ctx, time.Second)
+		if _, err := lab.Get(down, key); err == nil {
+			t.Fatal("a read while etcd is down succeeded")
+		}
+		downCancel()
+		if err := proc.Launch(ctx, e); err != nil {
+			t.Fatal(err)
+		}
 
-			// The first request waits out gRPC's reconnect backoff
-			// (a second or two after the refusals while it was down).
-			first, firstCancel := context.WithTimeout(ctx, 10*time.Second)
-			defer firstCancel()
-			if _, err := lab.Put(first, key, "after"); err != nil {
-				t.Fatalf("put after the restart: %v", err)
-			}
-			if r, err := lab.Get(step(), key); err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "after" {
-				t.Fatalf("get after the restart: %v %v, want the value just written", r, err)
-			}
-			wctx, wcancel := context.WithCancel(ctx)
-			defer wcancel()
-			watch := lab.Watch(clientv3.WithRequireLeader(wctx), key)
-			if _, err := lab.Put(step(), key, "heard"); err != nil {
-				t.Fatalf("put after the restart: %v", err)
-			}
-			hear(t, watch, "heard")
+		// The first request waits out gRPC's reconnect backoff
+		// (a second or two after the refusals while it was down).
+		first, firstCancel := context.WithTimeout(ctx, 10*time.Second)
+		defer firstCancel()
+		if _, err := lab.Put(first, key, "after"); err != nil {
+			t.Fatalf("put after the restart: %v", err)
+		}
+		if r, err := lab.Get(step(), key); err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "after" {
+			t.Fatalf("get after the restart: %v %v, want the value just written", r, err)
+		}
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		watch := lab.Watch(clientv3.WithRequireLeader(wctx), key)
+		if _, err := lab.Put(step(), key, "heard"); err != nil {
+			t.Fatalf("put after the restart: %v", err)
+		}
+		hear(t, watch, "heard")
 
-			o := lock.Options{TTL: 5 * time.Second, Wait: 3 * time.Second}
-			held, err := lock.NewEtcd(lab, o).Obtain(step(), "restart", lock.Call{})
-			if err != nil {
-				t.Fatalf("the etcd rung after the restart: %v", err)
-			}
-			if err := held.Release(step()); err != nil {
-				t.Errorf("release after the restart: %v", err)
-			}
-		})
-	}
+		o := lock.Options{TTL: 5 * time.Second, Wait: 3 * time.Second}
+		held, err := lock.NewEtcd(lab, o).Obtain(step(), "restart", lock.Call{})
+		if err != nil {
+			t.Fatalf("the etcd rung after the restart: %v", err)
+		}
+		if err := held.Release(step()); err != nil {
+			t.Errorf("release after the restart: %v", err)
+		}
+	})
 }
 
 // hear waits, a few seconds at most, for watch to report a write of value.
