@@ -268,6 +268,8 @@ func (w *world) label(ch Choice) string {
 		return fmt.Sprintf("time passes to %dms, when %s", due.Sub(w.epoch).Milliseconds(), what)
 	case CrashIt:
 		return fmt.Sprintf("crash %s", c.name)
+	case LoseIt:
+		return fmt.Sprintf("%s's %s runs, its reply is lost: %s sees a timeout", c.name, w.command(c, c.gate.cmds), c.name)
 	case PauseIt:
 		// a watchdog only where the lock runs one: redlock's holder has none
 		wd := ""
