@@ -205,6 +205,7 @@ func (a *attack) record(r *vegeta.Result) {
 		a.row.MaxWaitMs[inst] = max(a.row.MaxWaitMs[inst], w)
 	}
 	if a.tg.isArmed(r.URL) {
+		a.tg.armed.answer()
 		if a.row.Armed == nil {
 			a.row.Armed = map[string]int{}
 		}

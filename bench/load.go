@@ -183,9 +183,9 @@ func hitsAt(fractions []float64, every, n, stock int) []uint64 {
 // index 0..n-1 is handed out exactly once and the armed ones are exactly
 // those planned, whatever the interleaving.
 type loadTargeter struct {
-	// plain and armed hold one target per item (one, without sku=, for
+	// plain and armedTargets hold one target per item (one, without sku=, for
 	// the lab's item): hit i goes to item i mod len(plain).
-	plain, armed []vegeta.Target
+	plain, armedTargets []vegeta.Target
 	armAt        map[uint64]bool
 	hooks        map[uint64][]runHook
 	holds        []runHook         // the hooks that hold the run's last hits back
@@ -200,6 +200,7 @@ type loadTargeter struct {
 	armedAbout string
 
 	ctx      context.Context
+	armed    *armedTrack // the armed requests handed out and answered
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	hookErrs []error
@@ -211,7 +212,8 @@ type loadTargeter struct {
 // item of skus (nil: the lab's item); wait, if set, goes on every request
 // (an armed request may override it), and so does header (nil: none).
 func newLoadTargeter(ctx context.Context, base, endpoint, lock, wait string, skus []string, header http.Header, ld *load) *loadTargeter {
-	t := &loadTargeter{ctx: ctx, start: time.Now(), item: map[string]string{}, armedURL: map[string]bool{}}
+	t := &loadTargeter{ctx: ctx, start: time.Now(), item: map[string]string{}, armedURL: map[string]bool{}, armed: newArmedTrack()}
+	t.ctx = context.WithValue(ctx, armedKey{}, t.armed)
 	if len(skus) == 0 {
 		skus = []string{""}
 	}
@@ -239,7 +241,7 @@ func newLoadTargeter(ctx context.Context, base, endpoint, lock, wait string, sku
 		}
 		t.plain = append(t.plain, target(ld.every))
 		armed := target(ld.every, ld.armed)
-		t.armed = append(t.armed, armed)
+		t.armedTargets = append(t.armedTargets, armed)
 		t.armedURL[armed.URL] = true
 	}
 	if ld == nil {
@@ -279,7 +281,8 @@ func (t *loadTargeter) target(tgt *vegeta.Target) error {
 	}
 	item := i % uint64(len(t.plain))
 	if t.armAt[i] {
-		*tgt = t.armed[item]
+		*tgt = t.armedTargets[item]
+		t.armed.sent()
 		t.faulted()
 	} else {
 		*tgt = t.plain[item]

@@ -80,8 +80,8 @@ func TestTargeterArmsByHitIndex(t *testing.T) {
 			t.Errorf("hit %d: first fault recorded = %v, want %v", i, ok, i >= 3)
 		}
 	}
-	if tg.armed[0].URL != "http://127.0.0.1:1/sale?fault=crash&lock=setnx&work=5ms" {
-		t.Errorf("armed URL %s", tg.armed[0].URL)
+	if tg.armedTargets[0].URL != "http://127.0.0.1:1/sale?fault=crash&lock=setnx&work=5ms" {
+		t.Errorf("armed URL %s", tg.armedTargets[0].URL)
 	}
 
 	plain := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "testLock", "a b", "", nil, nil, nil)
@@ -125,8 +125,8 @@ func TestTargeterArmsByHitIndex(t *testing.T) {
 	if want := "http://127.0.0.1:1/sale?lock=lua&wait=backoff&work=5ms"; waiting.plain[0].URL != want {
 		t.Errorf("plain URL with wait %s, want %s", waiting.plain[0].URL, want)
 	}
-	if want := "http://127.0.0.1:1/sale?fault=check-pause&lock=lua&pause=600ms&wait=notify&work=5ms"; waiting.armed[0].URL != want {
-		t.Errorf("armed URL with wait %s, want %s", waiting.armed[0].URL, want)
+	if want := "http://127.0.0.1:1/sale?fault=check-pause&lock=lua&pause=600ms&wait=notify&work=5ms"; waiting.armedTargets[0].URL != want {
+		t.Errorf("armed URL with wait %s, want %s", waiting.armedTargets[0].URL, want)
 	}
 }
 
@@ -528,5 +528,52 @@ func TestProgressed(t *testing.T) {
 		if got := progressed(tc.code, []byte(tc.body)); got != tc.want {
 			t.Errorf("progressed(%d, %s) = %v, want %v", tc.code, tc.body, got, tc.want)
 		}
+	}
+}
+
+// WhileArmed, in a hook, lasts as long as an armed request handed out is
+// unanswered: the hook at the first armed hit looks past the second's
+// hand-out, until both are answered; outside a run it is ctx's.
+func TestWhileArmedLastsUntilTheArmedAreAnswered(t *testing.T) {
+	ended := make(chan struct{})
+	ld := &load{armAt: []uint64{2, 5}, armed: url.Values{"work": {"600ms"}}, hooks: []runHook{{at: 2, about: "cut", do: func(ctx context.Context) error {
+		ctx, cancel := WhileArmed(ctx)
+		defer cancel()
+		<-ctx.Done()
+		close(ended)
+		return nil
+	}}}}
+	tg := newLoadTargeter(t.Context(), "http://127.0.0.1:1", "sale", "pg-advisory", "", nil, nil, ld)
+	var tgt vegeta.Target
+	still := func(when string) {
+		t.Helper()
+		select {
+		case <-ended:
+			t.Fatalf("the hook's look ended %s", when)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	for range 6 {
+		tg.target(&tgt) // hits 0-5: both armed handed out
+	}
+	still("with two armed requests out")
+	tg.armed.answer()
+	still("with one armed request still out")
+	tg.armed.answer()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hook's look did not end once every armed request was answered")
+	}
+	if err := tg.wait(0); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := WhileArmed(t.Context())
+	defer cancel()
+	select {
+	case <-ctx.Done():
+		t.Fatal("outside a run, WhileArmed ended at once")
+	default:
 	}
 }
