@@ -252,9 +252,16 @@ func (s *Stack) CutPostgresHolders(ctx context.Context, idle, poll time.Duration
 	}
 	defer conn.Close(context.Background())
 	for {
-		n, err := pgbackend.CutAdvisoryHolders(ctx, conn, idle)
-		if err != nil || n > 0 {
-			return n, err
+		// One look at a time, sparing the sessions cut before: a
+		// terminated backend stays listed until it has exited, and a
+		// second hook's look counted it again (its own holder was then
+		// never cut).
+		s.cutMu.Lock()
+		cut, err := pgbackend.CutAdvisoryHoldersBut(ctx, conn, idle, s.cutPids)
+		s.cutPids = append(s.cutPids, cut...)
+		s.cutMu.Unlock()
+		if err != nil || len(cut) > 0 {
+			return len(cut), err
 		}
 		select {
 		case <-ctx.Done():

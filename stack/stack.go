@@ -59,6 +59,8 @@ type Stack struct {
 	data          *proc.DataRoot      // where they keep their data; nil without them
 	backendMu     sync.Mutex          // StopBackend, StartBackend and Pids
 	backendDown   map[string]bool     // kinds stopped by StopBackend
+	cutMu         sync.Mutex          // CutPostgresHolders' looks, one at a time
+	cutPids       []uint32            // the PostgreSQL sessions cut so far
 	redisProxy    *faultproxy.Proxy   // Config.RedisProxy
 	masterProxies []*faultproxy.Proxy // Config.MasterProxies, in MasterAddrs order
 	instances     []*instance

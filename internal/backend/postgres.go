@@ -82,28 +82,42 @@ func redactPG(err error) error {
 // sessions it cut. The caller's role must be the holders' (or a member of
 // pg_signal_backend).
 func CutAdvisoryHolders(ctx context.Context, conn *pgx.Conn, idle time.Duration) (int, error) {
+	cut, err := CutAdvisoryHoldersBut(ctx, conn, idle, nil)
+	return len(cut), err
+}
+
+// CutAdvisoryHoldersBut is CutAdvisoryHolders sparing the sessions of
+// pids (those cut already: a terminated backend stays in the server's
+// tables until it has exited, and a second look would count it again),
+// and returns the pids it cut.
+func CutAdvisoryHoldersBut(ctx context.Context, conn *pgx.Conn, idle time.Duration, pids []uint32) ([]uint32, error) {
+	if pids == nil {
+		pids = []uint32{}
+	}
 	rows, err := conn.Query(ctx, `
-		SELECT pg_terminate_backend(a.pid)
+		SELECT a.pid, pg_terminate_backend(a.pid)
 		FROM pg_stat_activity a
 		WHERE a.pid <> pg_backend_pid()
 		  AND a.application_name = $2
 		  AND a.state IN ('idle', 'idle in transaction')
 		  AND now() - a.state_change >= make_interval(secs => $1)
+		  AND NOT (a.pid = ANY($3::int4[]))
 		  AND EXISTS (SELECT 1 FROM pg_locks l
 		              WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted)`,
-		idle.Seconds(), fault.ArmedSession)
+		idle.Seconds(), fault.ArmedSession, pids)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: cut advisory holders: %w", err)
+		return nil, fmt.Errorf("postgres: cut advisory holders: %w", err)
 	}
-	n := 0
+	var cut []uint32
 	for rows.Next() {
+		var pid int32
 		var ok bool
-		if err := rows.Scan(&ok); err != nil {
-			return n, err
+		if err := rows.Scan(&pid, &ok); err != nil {
+			return cut, err
 		}
 		if ok {
-			n++
+			cut = append(cut, uint32(pid))
 		}
 	}
-	return n, rows.Err()
+	return cut, rows.Err()
 }
