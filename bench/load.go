@@ -186,11 +186,11 @@ type loadTargeter struct {
 	// plain and armedTargets hold one target per item (one, without sku=, for
 	// the lab's item): hit i goes to item i mod len(plain).
 	plain, armedTargets []vegeta.Target
-	armAt        map[uint64]bool
-	hooks        map[uint64][]runHook
-	holds        []runHook         // the hooks that hold the run's last hits back
-	item         map[string]string // each target's item, by URL
-	armedURL     map[string]bool
+	armAt               map[uint64]bool
+	hooks               map[uint64][]runHook
+	holds               []runHook         // the hooks that hold the run's last hits back
+	item                map[string]string // each target's item, by URL
+	armedURL            map[string]bool
 
 	next  atomic.Uint64
 	start time.Time
