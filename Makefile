@@ -117,16 +117,17 @@ bench-peers: build
 ## time. The explorer's tests run among the packages: each of their searches ends by its own
 ## bound (a depth, a verdict), not by its time, so it covers the same however loaded the machine.
 ## The end-to-end tests' files (the page's screenshot) are kept under $(OUT)/e2e/_artifacts.
+## A step that fails repeats its failures at its end (.ci/failing), for logs cut in the middle.
 ## examples/checklock, a module of its own, checks its locks through lockcheck, the checker
 ## an engineer imports.
 PKG_LANES ?= 4
 E2E_LANES ?= 2
 RACE ?= -race
 test: vet
-	$(GO) test $(RACE) -p $(PKG_LANES) -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$')
+	.ci/failing $(GO) test $(RACE) -p $(PKG_LANES) -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/e2e$$')
 	cd examples/checklock && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 10m ./...
 	mkdir -p $(OUT)/e2e
-	$(GO) test -count=1 -timeout 30m -parallel $(E2E_LANES) -artifacts -outputdir $(abspath $(OUT))/e2e ./e2e
+	.ci/failing $(GO) test -count=1 -timeout 30m -parallel $(E2E_LANES) -artifacts -outputdir $(abspath $(OUT))/e2e ./e2e
 
 ## test-loaded: make test beside two busy loops (sh -c 'while :; do :; done'), as on a loaded CI
 ## machine: a test that fails here waits on time where it should wait on a condition, or asserts

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -211,7 +212,7 @@ func (a *attack) record(r *vegeta.Result) {
 		a.row.Faults = append(a.row.Faults, Fault{About: a.tg.armedAbout, Call: int64(call), Return: int64(call + r.Latency),
 			Instance: r.Headers.Get("X-Instance"), Code: int(r.Code)})
 	}
-	if progressed(a.row.Endpoint, r.Code) && !a.row.Stopped {
+	if progressed(r.Code, r.Body) && !a.row.Stopped {
 		a.watch.progress(a.last)
 	}
 }
@@ -300,9 +301,17 @@ func outcomes(byStatus map[string]int) (requests, ok int, codes map[string]int) 
 }
 
 // progressed reports whether an answer came from inside the critical
-// section: a 200, or on /sale a 409, the sold-out answer the sale gives
-// under the lock. Anything else (503 lock not had, 502, a transport error)
-// is no progress.
-func progressed(endpoint string, code uint16) bool {
-	return code == http.StatusOK || (endpoint == EndpointSale && code == http.StatusConflict)
+// section: a 200, or a 409 the business gave under the lock (sold out, a
+// stale fencing token refused). Anything else (503 lock not had, a run
+// guard's 409, 502, a transport error) is no progress.
+func progressed(code uint16, body []byte) bool {
+	if code == http.StatusOK {
+		return true
+	}
+	if code != http.StatusConflict {
+		return false
+	}
+	var a struct{ Reason string }
+	_ = json.Unmarshal(body, &a)
+	return a.Reason != contract.ReasonGuardLost && a.Reason != contract.ReasonRunInProgress
 }

@@ -507,3 +507,26 @@ func TestHookThatFindsNothingToStrike(t *testing.T) {
 		}
 	}
 }
+
+// An answer from inside the lock is progress for the stall watch: a 200,
+// a 409 of the business (sold out, a stale token refused); a run guard's
+// 409 is answered before any lock, and a 503 or 502 never got one.
+func TestProgressed(t *testing.T) {
+	for _, tc := range []struct {
+		code uint16
+		body string
+		want bool
+	}{
+		{200, `{"sold":true,"remaining":3}`, true},
+		{409, `{"reason":"sold_out","remaining":0}`, true},
+		{409, `{"reason":"stale_token"}`, true},
+		{409, `{"reason":"guard_lost"}`, false},
+		{409, `{"reason":"run_in_progress"}`, false},
+		{503, `{"reason":"lock_timeout"}`, false},
+		{502, ``, false},
+	} {
+		if got := progressed(tc.code, []byte(tc.body)); got != tc.want {
+			t.Errorf("progressed(%d, %s) = %v, want %v", tc.code, tc.body, got, tc.want)
+		}
+	}
+}

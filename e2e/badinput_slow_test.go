@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/lockladder/lockladder/bench"
 	"github.com/lockladder/lockladder/internal/httplimit"
+	"github.com/lockladder/lockladder/internal/httplimit/httplimittest"
 	"github.com/lockladder/lockladder/stack"
 )
 
@@ -36,55 +36,9 @@ func checkSlowClients(t *testing.T, st *stack.Stack) {
 	if a, err := sendRaw(lb, http.MethodPost, "/reset?stock=100000", nil, false, nil); err != nil || a.code != 200 {
 		t.Fatalf("reset: %d %s %v", a.code, a.body, err)
 	}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		opened   int
-		refused  int
-		stopSlow = make(chan struct{})
-	)
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
-	for range 2000 {
-		wg.Go(func() {
-			c, err := d.Dial("tcp", host)
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			fmt.Fprintf(c, "POST /sale?lock=atomic HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\n", host)
-			mu.Lock()
-			opened++
-			mu.Unlock()
-			answered := make(chan string, 1)
-			go func() {
-				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-				if err != nil {
-					answered <- ""
-					return
-				}
-				resp.Body.Close()
-				answered <- resp.Status
-			}()
-			tick := time.NewTicker(20 * time.Second)
-			defer tick.Stop()
-			for {
-				select {
-				case s := <-answered:
-					if strings.HasPrefix(s, "503") {
-						mu.Lock()
-						refused++
-						mu.Unlock()
-					}
-					return
-				case <-tick.C:
-					c.Write([]byte("x"))
-				case <-stopSlow:
-					return
-				}
-			}
-		})
-	}
-	defer func() { close(stopSlow); wg.Wait() }()
+	const slow = 2000
+	sc := httplimittest.OpenSlow(host, fmt.Sprintf("POST /sale?lock=atomic HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\n", host), slow)
+	defer sc.Close()
 
 	// Bounded bodies, beside: each answered (or cut) within 12 s.
 	type cut struct {
@@ -112,13 +66,9 @@ func checkSlowClients(t *testing.T, st *stack.Stack) {
 
 	// Once they are open, and those over the bound refused (nginx cuts
 	// the rest at 10 s: the sales go within that).
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		mu.Lock()
-		settled := opened == 2000 && refused >= 2000-httplimit.PerClient
-		mu.Unlock()
-		if settled {
-			break
-		}
+	refused, other, err := sc.Settle(httplimit.PerClient, 10*time.Second)
+	if err != nil {
+		t.Fatalf("%v; otherwise: %v", err, other[:min(len(other), 3)])
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	var slowest time.Duration
@@ -146,10 +96,8 @@ func checkSlowClients(t *testing.T, st *stack.Stack) {
 			t.Logf("%s: answered %d, closed after %s", c.name, c.code, c.took.Round(time.Millisecond))
 		}
 	}
-	mu.Lock()
 	t.Logf("slow connections: %d opened, %d refused 503 at once; 5 sales from another address meanwhile, the slowest in %s",
-		opened, refused, slowest.Round(time.Millisecond))
-	mu.Unlock()
+		slow, refused, slowest.Round(time.Millisecond))
 }
 
 // slowRequest writes req to addr, then a byte every every (0: nothing
@@ -219,86 +167,16 @@ func checkSlowPlays(t *testing.T, st *stack.Stack) {
 	lb := st.URL()
 	host := strings.TrimPrefix(lb, "http://")
 	const n = 1200
-	refused, stop := slowBodies(host, "POST /play HTTP/1.1\r\nHost: "+host+"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", n)
-	defer stop()
-	for deadline := time.Now().Add(30 * time.Second); refused() < n-httplimit.RacePerClient; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Errorf("%d of %d slow /play refused after 30 s, want all but %d", refused(), n, httplimit.RacePerClient)
-			break
-		}
+	sc := httplimittest.OpenSlow(host, "POST /play HTTP/1.1\r\nHost: "+host+"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", n)
+	defer sc.Close()
+	if _, other, err := sc.Settle(httplimit.RacePerClient, 30*time.Second); err != nil || sc.Refused() < n-httplimit.RacePerClient {
+		t.Errorf("%d of %d slow /play refused (%v; otherwise %v), want all but %d", sc.Refused(), n, err, other[:min(len(other), 3)], httplimit.RacePerClient)
 	}
 	start := time.Now()
 	res := postRace(t, lb, "lock=lua&endpoint=sale&n=50&c=5")
 	t.Logf("%d slow /play from 127.0.0.2, %d refused 503 at once; a race from 127.0.0.1 meanwhile: %s, %d ok, in %s",
-		n, refused(), res.Verdict, res.OK, time.Since(start).Round(time.Millisecond))
+		n, sc.Refused(), res.Verdict, res.OK, time.Since(start).Round(time.Millisecond))
 	if res.Verdict != bench.VerdictSafe || res.OK != 50 {
 		t.Errorf("the race during the slow /play: %s, %d ok of 50, want SAFE, every sale", res.Verdict, res.OK)
 	}
-}
-
-// slowBodies opens n connections to host from 127.0.0.2, each sending
-// req (a header and the start of a body it never finishes). refused
-// counts those answered a 503 too_many_connections; stop closes them
-// all.
-func slowBodies(host, req string, n int) (refused func() int, stop func()) {
-	var (
-		mu     sync.Mutex
-		conns  []net.Conn
-		closed bool
-		count  int
-		wg     sync.WaitGroup
-		next   = make(chan struct{}, n)
-	)
-	for range n {
-		next <- struct{}{}
-	}
-	close(next)
-	// A few dialers, not n at once: a SYN backlog overflowed is a retry
-	// a second later.
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 10 * time.Second}
-	for range 32 {
-		wg.Go(func() {
-			for range next {
-				c, err := d.Dial("tcp", host)
-				if err != nil {
-					continue
-				}
-				mu.Lock()
-				if closed {
-					mu.Unlock()
-					c.Close()
-					continue
-				}
-				conns = append(conns, c)
-				mu.Unlock()
-				c.Write([]byte(req))
-				wg.Go(func() {
-					resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-					if err != nil {
-						return
-					}
-					var body map[string]string
-					json.NewDecoder(io.LimitReader(resp.Body, 4<<10)).Decode(&body)
-					if resp.StatusCode == http.StatusServiceUnavailable && body["reason"] == httplimit.ReasonTooManyConnections {
-						mu.Lock()
-						count++
-						mu.Unlock()
-					}
-				})
-			}
-		})
-	}
-	return func() int {
-			mu.Lock()
-			defer mu.Unlock()
-			return count
-		}, func() {
-			mu.Lock()
-			closed = true
-			for _, c := range conns {
-				c.Close()
-			}
-			mu.Unlock()
-			wg.Wait()
-		}
 }

@@ -101,6 +101,25 @@ func TestPageShowsEachFlaw(t *testing.T) {
 	}
 	shoot("page-explore-setnx-px.png", "#exploreCard")
 
+	// Its replay token, and the page at it: the same schedule again, by
+	// the token alone (no search), as lockcheck.Replay would run it.
+	token := eval(`(document.querySelector('#exploreToken code') || {}).textContent || ''`)
+	link := eval(`(document.querySelector('#exploreToken a') || {}).href || ''`)
+	if !strings.HasPrefix(token, "lc1:") || !strings.Contains(link, "#why=setnx-px:") {
+		t.Fatalf("setnx-px's why? shows the token %q and the link %q: want its replay token and a link to it", token, link)
+	}
+	step("open the token's link", chromedp.Evaluate[chromedp.Void](`delete document.body.dataset.explored; document.querySelector('#exploreToken a').click()`))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.dataset.explored === 'setnx-px'`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		shoot("page-flaws-failed.png", "")
+		t.Fatalf("waiting for the token's schedule: %v", err)
+	}
+	again := eval(`[...document.querySelectorAll('#exploreDiagram tbody tr')].map(r => r.cells[0].textContent).join(',')`)
+	says := eval(`document.getElementById('exploreStatus').innerText`)
+	if v := eval(`document.getElementById('exploreVerdict').innerText`); !strings.HasPrefix(v, "OVERSOLD") || again != nums ||
+		!strings.Contains(says, "the token's") || !strings.Contains(says, "tried 0 orders") {
+		t.Errorf("the token replayed: verdict %q, rows %q (the search's %q), status %q; want the same OVERSOLD, rows, the token's lease and no search", v, again, nums, says)
+	}
+
 	// redlock's why? runs on three masters: each master's SET in the
 	// diagram, the pause between the two quorums.
 	step("press why? for redlock", click(`#ladderGrid button.why[data-lock="redlock"]`))
@@ -108,7 +127,7 @@ func TestPageShowsEachFlaw(t *testing.T) {
 		shoot("page-flaws-failed.png", "")
 		t.Fatalf("waiting for redlock's counterexample: %v", err)
 	}
-	says := eval(`document.getElementById('exploreStatus').innerText`)
+	says = eval(`document.getElementById('exploreStatus').innerText`)
 	cols = eval(`[...document.querySelectorAll('#exploreDiagram thead th')].map(h => h.textContent).join(',')`)
 	cmds := eval(`[...document.querySelectorAll('#exploreDiagram td.cmd')].map(c => c.textContent).join('|')`)
 	if v := eval(`document.getElementById('exploreVerdict').innerText`); !strings.HasPrefix(v, "OVERSOLD") ||

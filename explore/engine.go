@@ -39,6 +39,7 @@ const (
 	Late    = engine.Late
 	Idle    = engine.Idle
 	Restart = engine.Restart
+	Lost    = engine.Lost
 
 	Oversold = engine.Oversold
 	Deadlock = engine.Deadlock
@@ -54,6 +55,7 @@ const (
 	PauseIt   = engine.PauseIt
 	SkewIt    = engine.SkewIt
 	RestartIt = engine.RestartIt
+	LoseIt    = engine.LoseIt
 )
 
 var (

@@ -171,7 +171,7 @@ func coverage(f engine.Result) string {
 		what string
 	}{
 		{engine.CrashIt, engine.Crash, "a crash"}, {engine.PauseIt, engine.Pause, "a pause"},
-		{engine.SkewIt, engine.Skew, "a clock ahead"}, {engine.Tick, engine.Slow | engine.Late | engine.Idle, "time passing"},
+		{engine.SkewIt, engine.Skew, "a clock ahead"}, {engine.LoseIt, engine.Lost, "a lost reply"}, {engine.Tick, engine.Slow | engine.Late | engine.Idle, "time passing"},
 		{engine.DeliverWD, ^engine.Faults(0), "a watchdog's renewal"},
 	} {
 		switch n := f.Taken[k.kind]; {

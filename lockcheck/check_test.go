@@ -82,6 +82,12 @@ func TestTheIssuesLocks(t *testing.T) {
 		// oversell, a lease outlived, is found (the wall clock gave a false
 		// DEADLOCK).
 		{lock: stampLock, faults: lockcheck.Faults{lockcheck.Slow}, verdict: "OVERSOLD", steps: 10},
+		// The retried unlock (etcd issue 22082's kind): a DEL of its own
+		// lock, sent again after a timeout. Safe while every reply comes
+		// back; a reply lost after the DEL ran, and the retry deletes the
+		// next holder's lock.
+		{lock: retriedDelLock, faults: lockcheck.Faults{lockcheck.Crash}, clients: 2, verdict: "none"},
+		{lock: retriedDelLock, faults: lockcheck.Faults{lockcheck.Crash, lockcheck.Lost}, verdict: "OVERSOLD", steps: 11},
 	} {
 		name := fmt.Sprintf("%s/%s", c.lock.Name, c.faults)
 		t.Run(name, func(t *testing.T) {

@@ -27,6 +27,13 @@ const (
 	Pause Fault = "pause"
 	// Skew: a client's clock (Env.Now) runs a lease and a half ahead.
 	Skew Fault = "skew"
+	// Lost: a command runs on Redis but its reply is lost; the lock's
+	// code gets a timeout (a net.Error) and goes on as it is written: a
+	// release retried after a timeout that deletes the next holder's
+	// lock, a SET NX that took the lock without its sender knowing. Not
+	// in the default search (it is a choice at every command): ask for
+	// it by name, beside the others, Faults{Crash, Late, Lost}.
+	Lost Fault = "lost"
 )
 
 // Faults are the faults a search may put in a schedule. Nil is the
@@ -47,14 +54,14 @@ func (fs Faults) stages() ([]engine.Faults, error) {
 	for _, x := range fs {
 		b, ok := faultBits[x]
 		if !ok {
-			return nil, fmt.Errorf("lockcheck: no fault %q (faults: crash, late, slow, pause, skew)", string(x))
+			return nil, fmt.Errorf("lockcheck: no fault %q (faults: crash, late, slow, pause, skew, lost)", string(x))
 		}
 		f |= b
 	}
 	return []engine.Faults{f}, nil
 }
 
-var faultBits = map[Fault]engine.Faults{Crash: engine.Crash, Late: engine.Late, Slow: engine.Slow, Pause: engine.Pause, Skew: engine.Skew}
+var faultBits = map[Fault]engine.Faults{Crash: engine.Crash, Late: engine.Late, Slow: engine.Slow, Pause: engine.Pause, Skew: engine.Skew, Lost: engine.Lost}
 
 // Config bounds a check. Zero values take the defaults.
 type Config struct {
@@ -106,7 +113,7 @@ func (c Config) engine(f engine.Faults, budget time.Duration) engine.Config {
 // faultNames is f in the words of Faults.
 func faultNames(f engine.Faults) string {
 	var out []string
-	for _, x := range []Fault{Crash, Late, Slow, Pause, Skew} {
+	for _, x := range []Fault{Crash, Late, Slow, Pause, Skew, Lost} {
 		if f&faultBits[x] != 0 {
 			out = append(out, string(x))
 		}

@@ -64,6 +64,8 @@ type lease struct {
 	// checkThenDelete releases by GET, compare, DEL: three steps that
 	// another client's SET can fall between.
 	checkThenDelete bool
+	// retriedDel releases by DEL, sent again when it fails (a timeout).
+	retriedDel bool
 	// block retries every 10 ms; else one attempt.
 	block bool
 }
@@ -92,6 +94,17 @@ func (l *lease) Obtain(ctx context.Context, key string) (lockcheck.Held, error) 
 }
 
 func (h *leaseHeld) Release(ctx context.Context) error {
+	if h.l.retriedDel {
+		// The retried unlock: a DEL whose reply timed out is sent again,
+		// though the first may have run, and the lock passed on since.
+		var err error
+		for range 3 {
+			if err = h.l.rdb.Del(ctx, h.key).Err(); err == nil {
+				return nil
+			}
+		}
+		return err
+	}
 	if !h.l.checkThenDelete {
 		return releaseScript.Run(ctx, h.l.rdb, []string{h.key}, h.token).Err()
 	}
@@ -216,6 +229,9 @@ var (
 	}}
 	luaLock = lockcheck.Lock{Name: "lua", New: func(rdb redis.UniversalClient, env lockcheck.Env) lockcheck.Locker {
 		return &lease{rdb: rdb, ttl: env.TTL, block: true}
+	}}
+	retriedDelLock = lockcheck.Lock{Name: "retried-del", New: func(rdb redis.UniversalClient, env lockcheck.Env) lockcheck.Locker {
+		return &lease{rdb: rdb, ttl: env.TTL, retriedDel: true, block: true}
 	}}
 	breakerLock = lockcheck.Lock{Name: "breaker", New: func(rdb redis.UniversalClient, env lockcheck.Env) lockcheck.Locker {
 		return &breaker{lease{rdb: rdb, ttl: env.TTL}}

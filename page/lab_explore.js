@@ -55,7 +55,11 @@ function raceTerms(lock, entry) {
   return {names, lease, stock: entry ? entry.stock : 0, scenario, race: entry ? entry.title : ''};
 }
 
-async function explain(lock, entry) {
+// explain asks for lock's shortest counterexample, told in entry's terms
+// (a race's, or none); with token, the schedule of that replay token
+// instead (one the explorer gave, or a failing lockcheck printed), no
+// search.
+async function explain(lock, entry, token) {
   if (exploring) return;
   exploring = true;
   const card = $('exploreCard'), st = $('exploreStatus');
@@ -63,13 +67,18 @@ async function explain(lock, entry) {
   card.hidden = false;
   const terms = raceTerms(lock, entry);
   $('exploreTitle').textContent = `why ${lock}?` + (terms.race ? ` (${terms.race})` : '');
-  for (const id of ['exploreDiagram', 'exploreVerdict', 'exploreLanes', 'exploreBreak', 'stepSay']) $(id).replaceChildren();
+  for (const id of ['exploreDiagram', 'exploreVerdict', 'exploreLanes', 'exploreBreak', 'stepSay', 'exploreToken']) $(id).replaceChildren();
   $('exploreSteps').hidden = true;
-  st.textContent = `searching ${lock}'s code for the shortest order of events that breaks it (up to 20 s)…`;
+  $('exploreToken').hidden = true;
+  st.textContent = token ? `replaying the token's schedule on ${lock}'s code…` : `searching ${lock}'s code for the shortest order of events that breaks it (up to 20 s)…`;
   bringIntoView(card);
   try {
     const q = new URLSearchParams({lock});
-    if (terms.lease) q.set('lease_ms', terms.lease);
+    if (token) {
+      q.set('token', token);
+      terms.lease = 0;
+      terms.token = true; // it names its own lease
+    } else if (terms.lease) q.set('lease_ms', terms.lease);
     const r = await fetch('/explore?' + q, {method: 'POST'});
     const j = await r.json();
     if (!r.ok) {
@@ -102,10 +111,20 @@ function drawExplained(j, terms) {
   const stock0 = j.rows.length ? j.rows[0].stock.split('/')[0] : '?';
   const on = j.masters ? ` on ${j.masters} masters (quorum ${Math.floor(j.masters / 2) + 1}; mN: master N)` : '';
   st.textContent = `${j.lock}: ${j.verdict} in ${j.steps} steps, ${j.clients} clients named as the ${terms.race ? 'race' : 'stack'}'s instances (${columns.slice(0, -1).join(', ')})${on}, ` +
-    `each one request, on a lease of ${j.lease_ms} ms` + (!terms.lease ? ' (the explorer\'s own)' : terms.race ? ' (the race\'s)' : ` (the lease of ${terms.scenario}, as in the ladder)`) +
+    `each one request, on a lease of ${j.lease_ms} ms` + (terms.token ? ' (the token\'s)' : !terms.lease ? ' (the explorer\'s own)' : terms.race ? ' (the race\'s)' : ` (the lease of ${terms.scenario}, as in the ladder)`) +
     `, from a stock of ${stock0}` + (terms.stock ? ` (the race's was ${terms.stock}: any stock above the clients' sales breaks the same way)` : '') +
     `; faults it could use: ${j.faults}; it tried ${j.schedules} orders of events (${j.states} distinct moments) in ${(j.elapsed_ms / 1000).toFixed(1)} s. ` +
     `t is virtual milliseconds; @N, an expiry at virtual millisecond N; app1#1, app1's first token.`;
+
+  if (j.token) {
+    // The schedule as a replay token: the same steps in a test
+    // (lockcheck.Replay) or here again, from this page's address.
+    const t = $('exploreToken'), link = `${location.pathname}#why=${encodeURIComponent(j.lock)}:${encodeURIComponent(j.token)}`;
+    t.append('Replay token: ', Object.assign(document.createElement('code'), {textContent: j.token}),
+      '. The same schedule again: ', Object.assign(document.createElement('a'), {href: link, textContent: 'this page at it'}),
+      ', or in a Go test on this code, lockcheck.Replay(t, lock, token).');
+    t.hidden = false;
+  }
 
   const brk = breakStep(j.rows, j.verdict, name);
   why.rows = j.rows; why.steps = j.steps || j.rows.filter(r => r.n).length; why.brk = brk.i; why.says = brk.says; why.name = name; why.columns = columns;
@@ -240,3 +259,13 @@ function showStep(i) {
 $('stepPrev').addEventListener('click', () => showStep(why.at - 1));
 $('stepNext').addEventListener('click', () => showStep(why.at + 1));
 $('stepBreak').addEventListener('click', () => showStep(why.brk));
+
+// #why=LOCK:TOKEN in the address replays that token's schedule on LOCK's
+// code (the link under a counterexample, or one made by hand from a
+// token a failing lockcheck printed).
+function whyFromAddress() {
+  const m = location.hash.match(/^#why=([a-z0-9-]+):(.+)$/);
+  if (m) explorable.then(locks => { if (locks.includes(m[1])) explain(m[1], null, decodeURIComponent(m[2])); });
+}
+window.addEventListener('hashchange', whyFromAddress);
+whyFromAddress();

@@ -17,6 +17,7 @@ import (
 	"github.com/lockladder/lockladder/explore"
 	"github.com/lockladder/lockladder/internal/number"
 	"github.com/lockladder/lockladder/internal/origin"
+	"github.com/lockladder/lockladder/lockcheck/engine"
 )
 
 // ExploreBudget bounds one exploration the page asks for: enough for
@@ -26,7 +27,10 @@ const ExploreBudget = 20 * time.Second
 
 // Explorer serves POST /explore?lock=NAME: the explorer (package explore)
 // searching the rung's own code for its shortest counterexample, answered
-// as JSON the page draws as a sequence diagram; GET /explore names the
+// as JSON the page draws as a sequence diagram, with its replay token;
+// POST /explore?lock=NAME&token=T replays the schedule of a token (the
+// page's, or one a failing lockcheck printed for the same code) instead
+// of searching; GET /explore names the
 // rungs it can explore. It runs in the harness process, beside the races,
 // never in an instance under test, and one exploration at a time: each
 // takes a core for up to its budget.
@@ -76,6 +80,9 @@ type ExploreResult struct {
 	// Explain says what the verdict means.
 	Explain string `json:"explain"`
 	Summary string `json:"summary"` // the bench explore line
+	// Token is the counterexample's replay token (lockcheck's): POST
+	// /explore?lock=NAME&token=T draws it again, anywhere.
+	Token string `json:"token,omitempty"`
 }
 
 // Row is one row of the diagram: a step of the schedule.
@@ -155,10 +162,13 @@ func (e *Explorer) serve(w http.ResponseWriter, r *http.Request, hold Hold) {
 		fail(w, status, reason, msg)
 		return
 	}
-	t, err := e.parse(r)
+	t, sched, err := e.parse(r)
 	var lease time.Duration
 	if err == nil {
 		lease, err = leaseParam(r)
+	}
+	if err == nil && sched != nil && lease != 0 {
+		err = errors.New("lease_ms and token cannot go together: a token names its lease")
 	}
 	if err != nil {
 		body := map[string]any{"error": err.Error(), "reason": "bad_request", "locks": e.Locks()}
@@ -189,6 +199,15 @@ func (e *Explorer) serve(w http.ResponseWriter, r *http.Request, hold Hold) {
 		}
 		defer release()
 	}
+	if sched != nil {
+		res, err := reproduce(t, *sched)
+		if err != nil {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"reason": ReasonNotReplayable, "error": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, answer(res))
+		return
+	}
 	run := e.run
 	if run == nil {
 		run = search
@@ -198,6 +217,22 @@ func (e *Explorer) serve(w http.ResponseWriter, r *http.Request, hold Hold) {
 		return // the asker left
 	}
 	writeJSON(w, http.StatusOK, answer(res))
+}
+
+// ReasonNotReplayable is the reason of a 422 from /explore: the token's
+// schedule cannot be taken on the lock named (another lock's token, or
+// its code changed what it sends).
+const ReasonNotReplayable = "not_replayable"
+
+// reproduce runs sched on t once: no search, the steps as the token
+// names them, within their bounds (parse checked them).
+func reproduce(t explore.Target, sched engine.Schedule) (explore.Result, error) {
+	ex, err := explore.New(t, sched.Config)
+	if err != nil {
+		return explore.Result{}, err
+	}
+	defer ex.Close()
+	return ex.Reproduce(sched.Clients, sched.Steps)
 }
 
 // ReasonRateLimited is the reason of a 429 from /explore.
@@ -241,28 +276,65 @@ func (e *Explorer) budget() time.Duration {
 	return e.Budget
 }
 
-func (e *Explorer) parse(r *http.Request) (explore.Target, error) {
+func (e *Explorer) parse(r *http.Request) (explore.Target, *engine.Schedule, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return explore.Target{}, fmt.Errorf("malformed query: %v", err)
+		return explore.Target{}, nil, fmt.Errorf("malformed query: %v", err)
 	}
 	for k, vs := range q {
-		if k != "lock" && k != "lease_ms" {
-			return explore.Target{}, fmt.Errorf("unknown parameter %q (allowed: lock, lease_ms)", truncate(k, 32))
+		if k != "lock" && k != "lease_ms" && k != "token" {
+			return explore.Target{}, nil, fmt.Errorf("unknown parameter %q (allowed: lock, lease_ms, token)", truncate(k, 32))
 		}
 		if len(vs) > 1 {
-			return explore.Target{}, fmt.Errorf("parameter %q given %d times", k, len(vs))
+			return explore.Target{}, nil, fmt.Errorf("parameter %q given %d times", k, len(vs))
 		}
 	}
 	name := q.Get("lock")
 	if name == "" {
-		return explore.Target{}, fmt.Errorf("lock is required (explorable: %s)", strings.Join(e.Locks(), ", "))
+		return explore.Target{}, nil, fmt.Errorf("lock is required (explorable: %s)", strings.Join(e.Locks(), ", "))
 	}
 	t, err := lookup(name)
 	if err != nil {
-		return explore.Target{}, fmt.Errorf("lock %q cannot be explored (explorable: %s)", truncate(name, 32), strings.Join(e.Locks(), ", "))
+		return explore.Target{}, nil, fmt.Errorf("lock %q cannot be explored (explorable: %s)", truncate(name, 32), strings.Join(e.Locks(), ", "))
 	}
-	return t, nil
+	if !q.Has("token") {
+		return t, nil, nil
+	}
+	s, err := parseToken(q.Get("token"))
+	return t, s, err
+}
+
+// Bounds of a token /explore replays: what the page's searches and the
+// checker's defaults find stays well within them.
+const (
+	maxTokenLen      = 2 << 10
+	maxTokenSteps    = 200
+	maxTokenSections = 4
+	maxTokenFaults   = 4
+	maxTokenTicks    = 16
+)
+
+// parseToken reads a replay token and checks it against the bounds above.
+func parseToken(tok string) (*engine.Schedule, error) {
+	if len(tok) > maxTokenLen {
+		return nil, fmt.Errorf("token: %d bytes, at most %d", len(tok), maxTokenLen)
+	}
+	s, err := engine.ParseToken(tok)
+	if err != nil {
+		return nil, fmt.Errorf("token: %s", strings.TrimPrefix(err.Error(), "lockcheck: "))
+	}
+	c := s.Config
+	switch {
+	case len(s.Steps) > maxTokenSteps:
+		return nil, fmt.Errorf("token: %d steps, at most %d", len(s.Steps), maxTokenSteps)
+	case c.Sections < 1 || c.Sections > maxTokenSections:
+		return nil, fmt.Errorf("token: %d sections per client, want 1 to %d", c.Sections, maxTokenSections)
+	case c.TTL <= 0 || c.TTL > MaxExploreLease:
+		return nil, fmt.Errorf("token: lease %s, want 1ms to %s", c.TTL, MaxExploreLease)
+	case c.MaxFaults > maxTokenFaults || c.MaxTicks > maxTokenTicks:
+		return nil, fmt.Errorf("token: %d faults and %d time passings at most, want at most %d and %d", c.MaxFaults, c.MaxTicks, maxTokenFaults, maxTokenTicks)
+	}
+	return &s, nil
 }
 
 // MaxExploreLease bounds ?lease_ms=: the explorer's time is virtual, so
@@ -296,7 +368,7 @@ func answer(r explore.Result) ExploreResult {
 	a := ExploreResult{
 		Lock: r.Target, Verdict: r.Verdict, Steps: r.Steps, Clients: r.Clients, Masters: r.Masters, Faults: r.Faults.String(),
 		Schedules: r.Schedules, States: r.States, ElapsedMS: r.Elapsed.Milliseconds(), Oversold: r.Oversold,
-		Rows: []Row{}, Summary: r.Line(), LeaseMS: r.Config.TTL.Milliseconds(),
+		Rows: []Row{}, Summary: r.Line(), LeaseMS: r.Config.TTL.Milliseconds(), Token: r.Token(),
 	}
 	for i := range r.Clients {
 		a.Columns = append(a.Columns, string(rune('A'+i)))

@@ -228,6 +228,8 @@ func hintWhy(ch explore.Choice, i int, r explore.Result, g explore.Game) string 
 		return fmt.Sprintf("%s freezes (a long garbage-collection pause, say) for longer than its lease while it holds the lock: the lock lapses and another client can take it while %s still thinks it holds it %s.", name, name, step)
 	case explore.SkewIt:
 		return fmt.Sprintf("%s's clock runs ahead: it will see a live lock as expired %s.", name, step)
+	case explore.LoseIt:
+		return fmt.Sprintf("%s's command runs on Redis but its reply is lost: %s sees a timeout and goes on as its code says %s.", name, name, step)
 	case explore.RestartIt:
 		return fmt.Sprintf("The master restarts empty and forgets the lock it granted: another client can win a majority %s.", step)
 	case explore.DeliverWD:

@@ -264,6 +264,14 @@ func (s *Stack) makeDir() error {
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return fmt.Errorf("stack: run dir: %w", err)
 	}
+	// A kept run dir holds the last stack's logs. The other servers' and
+	// the instances' are named by role and start over; Redis's are named
+	// by port (masters share the dir), picked anew by each stack, so the
+	// earlier stacks' would pile up: they go.
+	old, _ := filepath.Glob(filepath.Join(d, "redis-*.log"))
+	for _, f := range old {
+		os.Remove(f)
+	}
 	return nil
 }
 

@@ -414,3 +414,29 @@ func readStock(t *testing.T, base string) stockCounters {
 	}
 	return st
 }
+
+// A kept run dir holds the last stack's Redis logs, not every earlier
+// one's: they are named by port, and each stack picks its ports anew.
+func TestKeptDirHoldsTheLastRedisLogs(t *testing.T) {
+	needApp(t)
+	needBinary(t, "redis-server")
+	dir := t.TempDir()
+	for range 2 {
+		s, err := stack.Start(context.Background(), stack.Config{
+			Dir: dir, LBAddr: "127.0.0.1:0", RedisAddr: "127.0.0.1:0",
+			Redis: stack.Real, LB: stack.Embedded, Instances: 1, AppBinary: appBin,
+			RequireReal: ci, Log: redistest.Log(t),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "redis-*.log"))
+	// Redis and its 5 masters, the second stack's.
+	if len(logs) != 6 {
+		t.Errorf("after two stacks the run dir holds %d Redis logs, want the last stack's 6: %v", len(logs), logs)
+	}
+}

@@ -137,7 +137,6 @@ func lbFailures(r bench.Row) int {
 func (c *chaos) start(ctx context.Context, sc Scenario, locks []string) (Stack, error) {
 	sCfg := sc.stackConfig(MatrixConfig{Stack: c.cfg.Stack, RequireReal: c.cfg.RequireReal})
 	sCfg = withServers(sCfg, c.cfg.Stack, locks)
-	sCfg.StableAfter = time.Second // instances are killed on purpose, seconds apart
 	top, err := c.cfg.Start(ctx, sCfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting the stack for %s: %w", sc.Name, err)

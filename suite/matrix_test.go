@@ -120,6 +120,9 @@ func TestRunMatrixWithFakes(t *testing.T) {
 		if c.LBAddr != "127.0.0.1:0" || c.RedisAddr != "127.0.0.1:0" || c.AppBasePort != 0 || !c.RequireReal {
 			t.Errorf("%s: stack %+v: want free loopback ports and RequireReal", name, c)
 		}
+		if c.StableAfter != time.Second {
+			t.Errorf("%s: restart backoff starts over after %v, want 1s: its instances crash on purpose, runs back to back", name, c.StableAfter)
+		}
 		if len(c.AppArgs) < 2 || c.AppArgs[0] != "-retry" {
 			t.Errorf("%s: app args %q lack the template's", name, c.AppArgs)
 		}

@@ -31,7 +31,8 @@ type Outcome string
 const (
 	// Applied: a 200; Value is the stock left (/sale) or num (/testLock).
 	Applied Outcome = "applied"
-	// SoldOut: a 409 from inside the critical section, the stock was 0.
+	// SoldOut: a 409 sold_out from inside the critical section: the
+	// stock was 0.
 	SoldOut Outcome = "sold_out"
 	// Rejected: nothing was changed, for sure: the lock was not had in
 	// time, a stale fencing token was refused, or the request was refused.
@@ -92,8 +93,13 @@ func Classify(code int, body []byte) (Outcome, int64) {
 		return Unknown, 0
 	case code == http.StatusConflict && a.Reason == contract.ReasonStaleToken:
 		return Rejected, 0
-	case code == http.StatusConflict:
+	case code == http.StatusConflict && (a.Reason == contract.ReasonSoldOut || a.Reason == ""):
 		return SoldOut, 0
+	case code == http.StatusConflict:
+		// A run guard's refusal (guard_lost, run_in_progress): answered
+		// before any lock was taken. Read as sold out, it made a history
+		// illegal that was not.
+		return Rejected, 0
 	case code == http.StatusServiceUnavailable && (a.Reason == contract.ReasonLockTimeout || a.Reason == contract.ReasonLockBusy ||
 		a.Reason == contract.ReasonLockUnavailable):
 		return Rejected, 0

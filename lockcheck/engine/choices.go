@@ -16,6 +16,7 @@ const (
 	PauseIt                     // the client freezes past its lease
 	SkewIt                      // the client's clock runs ahead, from the start
 	RestartIt                   // master Node restarts empty
+	LoseIt                      // the client's next command runs, its reply is lost
 )
 
 // Choice is one step of a schedule.
@@ -81,6 +82,9 @@ func (w *world) choices() []Choice {
 		if f&Skew != 0 && w.ex.target.Clocks && c.skew == 0 && !w.moved {
 			out = append(out, Choice{Kind: SkewIt, Client: c.id})
 		}
+		if f&Lost != 0 && !w.multi() && c.gate != nil && c.gate.cmds != nil && c.gate.wake == nil {
+			out = append(out, Choice{Kind: LoseIt, Client: c.id})
+		}
 	}
 	return out
 }
@@ -138,6 +142,14 @@ func (w *world) apply(ch Choice) bool {
 		w.step(c.id, fmt.Sprintf("** pauses %dms **", d.Milliseconds()), "", "", w.snapshot())
 		w.advance(w.time().Add(d), c.process())
 		w.step(-1, "", "", fmt.Sprintf("%s wakes at %dms", c.name, w.time().Sub(w.epoch).Milliseconds()), w.snapshot())
+	case LoseIt:
+		w.awaitGate(c, false)
+		if c.crashed || w.multi() || c.gate == nil || c.gate.cmds == nil {
+			return false
+		}
+		w.used.faults++
+		c.gate.lost = true
+		w.deliver(c, false)
 	case RestartIt:
 		w.used.faults++
 		w.ex.masters[ch.Node-1].FlushDB()

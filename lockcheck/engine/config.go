@@ -34,9 +34,14 @@ const (
 	// persistence (no AOF with fsync) and comes back empty, forgetting
 	// the locks it granted.
 	Restart
+	// Lost: a client's command runs on Redis but its reply never comes
+	// back; the client sees a timeout (a net.Error) and goes on as its
+	// code says: the retried release that deletes the next holder's
+	// lock, the SET whose success its sender never learns.
+	Lost
 )
 
-var faultNames = []string{"crash", "pause", "skew", "slow", "late", "idle", "restart"}
+var faultNames = []string{"crash", "pause", "skew", "slow", "late", "idle", "restart", "lost"}
 
 // String names the faults, comma-separated, as ParseFaults reads them.
 func (f Faults) String() string {

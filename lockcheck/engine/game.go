@@ -250,7 +250,7 @@ func (ex *Explorer) notPossible(ch Choice) string {
 	switch ch.Kind {
 	case Tick:
 		return fmt.Sprintf("time passes only when this level lets it (%s), at most %d times", FaultWords(f), ex.cfg.MaxTicks)
-	case CrashIt, PauseIt, SkewIt, RestartIt:
+	case CrashIt, PauseIt, SkewIt, RestartIt, LoseIt:
 		if f&kindFault[ch.Kind] == 0 || ch.Kind == SkewIt && !ex.target.Clocks {
 			return fmt.Sprintf("this level has no %s (it has: %s)", kindWord[ch.Kind], FaultWords(f))
 		}
@@ -265,6 +265,7 @@ func FaultWords(f Faults) string {
 		"a client may crash", "a client that holds the lock may freeze past its lease", "a client's clock may run ahead",
 		"time may pass at any moment", "time may pass between a client's tries and while it releases",
 		"time may pass while every client waits", "a master may restart and forget its locks",
+		"a command's reply may be lost: it ran, its sender sees a timeout",
 	}
 	var out []string
 	for i, w := range words {
@@ -278,16 +279,16 @@ func FaultWords(f Faults) string {
 	return strings.Join(out, "; ")
 }
 
-var kindFault = map[ChoiceKind]Faults{CrashIt: Crash, PauseIt: Pause, SkewIt: Skew, RestartIt: Restart}
+var kindFault = map[ChoiceKind]Faults{CrashIt: Crash, PauseIt: Pause, SkewIt: Skew, RestartIt: Restart, LoseIt: Lost}
 
 var kindWord = map[ChoiceKind]string{
-	Deliver: "deliver", DeliverWD: "renew", Tick: "tick", CrashIt: "crash", PauseIt: "pause", SkewIt: "skew", RestartIt: "restart",
+	Deliver: "deliver", DeliverWD: "renew", Tick: "tick", CrashIt: "crash", PauseIt: "pause", SkewIt: "skew", RestartIt: "restart", LoseIt: "lose",
 }
 
 // ParseMove reads a move: "A" (deliver A's next command), "A@m2" (A's
 // command for master 2 of a rung on masters), "renew A" (A's watchdog's
 // renewal), "tick" (time passes to the next thing due), "crash A",
-// "pause A", "skew A", "restart m2".
+// "pause A", "skew A", "lose A" (its next command runs, its reply is lost), "restart m2".
 func ParseMove(s string, clients, masters int) (Choice, error) {
 	s = strings.TrimSpace(s)
 	if len(s) > 16 {
@@ -317,10 +318,10 @@ func ParseMove(s string, clients, masters int) (Choice, error) {
 			m, err := master(arg)
 			return Choice{Kind: RestartIt, Client: -1, Node: m}, err
 		}
-		kinds := map[string]ChoiceKind{"renew": DeliverWD, "crash": CrashIt, "pause": PauseIt, "skew": SkewIt}
+		kinds := map[string]ChoiceKind{"renew": DeliverWD, "crash": CrashIt, "pause": PauseIt, "skew": SkewIt, "lose": LoseIt}
 		k, ok := kinds[verb]
 		if !ok {
-			return Choice{}, fmt.Errorf("no move %q (moves: A, A@m1, renew A, tick, crash A, pause A, skew A, restart m1)", verb)
+			return Choice{}, fmt.Errorf("no move %q (moves: A, A@m1, renew A, tick, crash A, pause A, skew A, lose A, restart m1)", verb)
 		}
 		c, err := client(arg)
 		return Choice{Kind: k, Client: c}, err

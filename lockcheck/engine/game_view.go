@@ -160,10 +160,85 @@ func (w *world) siteOf(c *client) *Site {
 	return nil
 }
 
-// command is cmds as the diagram shows them, before they are sent.
+// command is cmds as the diagram shows them, before they are sent, with
+// what they ask of Redis in words when that is one of the few things a
+// lock and a sale ask (gloss).
 func (w *world) command(c *client, cmds []redis.Cmder) string {
 	text, _ := w.show(c, cmds, make([]string, len(cmds)))
+	if g := w.gloss(cmds); g != "" {
+		text += " (" + g + ")"
+	}
 	return text
+}
+
+// scriptGloss says what the lab's scripts (by their names, ScriptName)
+// do, in words.
+var scriptGloss = map[string]string{
+	"lua-release":       "delete the lock only if it is still its own, in one step",
+	"reentrant-acquire": "take the lock, or enter it again as its owner",
+	"reentrant-release": "leave the lock once; free it at the owner's last leave",
+	"reentrant-renew":   "extend the lease while it still owns the lock",
+	"fair-renew":        "extend the lease while it still holds the lock",
+	"fenced-acquire":    "take the lease and the next fencing token",
+	"fenced-read":       "read the stock and note its token as the highest: refused if a higher one was seen",
+	"fenced-write":      "write the stock under its token: refused if a higher one was seen",
+	"fair-acquire":      "take the lock, or queue for it",
+	"fair-release":      "hand the lock to the oldest live waiter",
+	"sell-atomic":       "sell one item in one step",
+}
+
+// gloss says in words what cmds ask of Redis, "" when they are not one
+// of the plain commands on the lock key or the sale's keys (a script
+// says it by its name).
+func (w *world) gloss(cmds []redis.Cmder) string {
+	name := func(cmd redis.Cmder) (string, string, []string) {
+		args := cmd.Args()
+		if len(args) < 2 {
+			return "", "", nil
+		}
+		rest := make([]string, 0, len(args)-2)
+		for _, a := range args[2:] {
+			rest = append(rest, strings.ToLower(argString(a)))
+		}
+		return strings.ToUpper(cmd.Name()), w.ex.keys.Replace(argString(args[1])), rest
+	}
+	if len(cmds) == 2 {
+		op, key, _ := name(cmds[0])
+		op2, key2, _ := name(cmds[1])
+		if op == "SET" && key == "stock" && op2 == "INCR" && key2 == "sold" {
+			return "write the stock it read, less one; count the sale"
+		}
+		return ""
+	}
+	if len(cmds) != 1 {
+		return ""
+	}
+	op, key, rest := name(cmds[0])
+	switch op {
+	case "EVAL":
+		return scriptGloss[w.ex.scripts.scriptName(argString(cmds[0].Args()[1]))]
+	case "EVALSHA":
+		return scriptGloss[w.ex.scripts.name(argString(cmds[0].Args()[1]))]
+	}
+	switch {
+	case key == "stock" && op == "GET":
+		return "read the stock"
+	case key != "lock":
+		return ""
+	case op == "GET":
+		return "read who holds the lock"
+	case op == "SETNX", op == "SET" && slices.Contains(rest, "nx") && !slices.ContainsFunc(rest, func(a string) bool { return a == "px" || a == "ex" }):
+		return "take the lock if it is free: no expiry"
+	case op == "SET" && slices.Contains(rest, "nx"):
+		return "take the lock if it is free, with a lease"
+	case op == "PEXPIRE", op == "EXPIRE":
+		return "give the lock a time to live"
+	case op == "DEL":
+		return "delete the lock, whoever holds it"
+	case op == "GETSET":
+		return "write a new expiry time, read the old one"
+	}
+	return ""
 }
 
 // label says what ch does, in words.
@@ -193,6 +268,8 @@ func (w *world) label(ch Choice) string {
 		return fmt.Sprintf("time passes to %dms, when %s", due.Sub(w.epoch).Milliseconds(), what)
 	case CrashIt:
 		return fmt.Sprintf("crash %s", c.name)
+	case LoseIt:
+		return fmt.Sprintf("%s's %s runs, its reply is lost: %s sees a timeout", c.name, w.command(c, c.gate.cmds), c.name)
 	case PauseIt:
 		// a watchdog only where the lock runs one: redlock's holder has none
 		wd := ""

@@ -119,6 +119,12 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(conte
 	}
 	err := send(ctx)
 	h.ex.scripts.note(cmds)
+	if g.lost {
+		for _, cmd := range cmds {
+			cmd.SetErr(ErrReplyLost)
+		}
+		err = ErrReplyLost
+	}
 	g.answers = answersOf(cmds)
 	if g.node > 0 {
 		// Before the sender hands the answer back to its program.
@@ -136,3 +142,16 @@ func gated(cmd redis.Cmder) bool {
 	}
 	return true
 }
+
+// ErrReplyLost is what a client gets for a command whose reply the
+// search lost (Lost): the command ran on Redis. It is a net.Error that
+// says it timed out, as a read deadline that passed would.
+var ErrReplyLost error = replyLost{}
+
+type replyLost struct{}
+
+func (replyLost) Error() string {
+	return "lockcheck: i/o timeout: the command ran on Redis, its reply was lost"
+}
+func (replyLost) Timeout() bool   { return true }
+func (replyLost) Temporary() bool { return true }

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"cmp"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -186,11 +184,13 @@ func (w *world) show(c *client, cmds []redis.Cmder, answers []string) (string, s
 		name := strings.ToUpper(cmd.Name())
 		rest := args[1:]
 		if (name == "EVAL" || name == "EVALSHA") && len(args) >= 3 {
-			sha := argString(args[1])
+			// An EVAL names its script by its source: it may be about
+			// to load it, and is then not among those loaded yet.
 			if name == "EVAL" {
-				sha = sha1hex(sha)
+				name = "EVAL " + w.ex.scripts.scriptName(argString(args[1]))
+			} else {
+				name = "EVAL " + w.ex.scripts.name(argString(args[1]))
 			}
-			name = "EVAL " + w.ex.scripts.name(sha)
 			rest = args[3:]
 		}
 		words = append(words, name)
@@ -283,11 +283,6 @@ func rawAnswered(cmds []redis.Cmder, answers []string) string {
 		b.WriteString("; ")
 	}
 	return b.String()
-}
-
-func sha1hex(src string) string {
-	sum := sha1.Sum([]byte(src))
-	return hex.EncodeToString(sum[:])
 }
 
 func argString(a any) string {

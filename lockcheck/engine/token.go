@@ -51,6 +51,8 @@ func tokenStep(ch Choice) string {
 		return "x" + name
 	case PauseIt:
 		return "p" + name
+	case LoseIt:
+		return "l" + name
 	case SkewIt:
 		return "s" + name
 	case RestartIt:
@@ -118,9 +120,9 @@ func parseStep(st string, clients int) (Choice, bool) {
 	case len(st) >= 2 && st[0] == 'r':
 		n, err := strconv.Atoi(st[1:])
 		return Choice{Kind: RestartIt, Client: -1, Node: n}, err == nil && n > 0
-	case len(st) == 2 && strings.IndexByte("wxps", st[0]) >= 0:
+	case len(st) == 2 && strings.IndexByte("wxpsl", st[0]) >= 0:
 		i, ok := client(st[1])
-		kind := map[byte]ChoiceKind{'w': DeliverWD, 'x': CrashIt, 'p': PauseIt, 's': SkewIt}[st[0]]
+		kind := map[byte]ChoiceKind{'w': DeliverWD, 'x': CrashIt, 'p': PauseIt, 's': SkewIt, 'l': LoseIt}[st[0]]
 		return Choice{Kind: kind, Client: i}, ok
 	case len(st) >= 1:
 		i, ok := client(st[0])

@@ -126,6 +126,9 @@ type gate struct {
 	wd   bool // sent by the client's watchdog, not its program
 	cmds []redis.Cmder
 	open chan bool // true: deliver it; false: the world ended
+	// lost: the commands run, and their sender gets ErrReplyLost instead
+	// of their replies (set before open is sent to).
+	lost bool
 	// wake, for a waiter's sleep between two tries (Options.After), is
 	// what delivering it fires: its next try is the step's command.
 	wake chan time.Time

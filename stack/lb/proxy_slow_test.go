@@ -1,19 +1,16 @@
 package lb
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockladder/lockladder/internal/httplimit"
+	"github.com/lockladder/lockladder/internal/httplimit/httplimittest"
 )
 
 // TestProxyUnderSlowClients is issue 53's item 4 at the built-in proxy:
@@ -49,90 +46,16 @@ func TestProxyUnderSlowClients(t *testing.T) {
 	addr := p.Addr()
 
 	const slow = 2000
-	var (
-		mu      sync.Mutex
-		conns   []net.Conn
-		closed  bool
-		refused int
-		other   []string
-		wg      sync.WaitGroup
-		settled = make(chan struct{}, slow)
-		next    = make(chan struct{}, slow)
-	)
-	for range slow {
-		next <- struct{}{}
-	}
-	close(next)
-	defer func() {
-		mu.Lock()
-		closed = true
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}()
-	// A few dialers, not 2,000 at once (a SYN backlog overflowed is a
-	// retry a second later), and a reader per connection for its answer.
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 10 * time.Second}
-	for range 32 {
-		wg.Go(func() {
-			for range next {
-				c, err := d.Dial("tcp", addr)
-				if err != nil {
-					mu.Lock()
-					other = append(other, err.Error())
-					mu.Unlock()
-					settled <- struct{}{}
-					continue
-				}
-				mu.Lock()
-				if closed {
-					mu.Unlock()
-					c.Close()
-					continue
-				}
-				conns = append(conns, c)
-				mu.Unlock()
-				fmt.Fprintf(c, "POST /sale?lock=lua HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\nx", addr)
-				wg.Go(func() {
-					resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-					if err != nil {
-						return // closed at the end, unanswered: held
-					}
-					// Only a connection over the bound is answered
-					// before its body is whole.
-					var body map[string]string
-					json.NewDecoder(resp.Body).Decode(&body)
-					mu.Lock()
-					if resp.StatusCode == http.StatusServiceUnavailable && body["reason"] == httplimit.ReasonTooManyConnections {
-						refused++
-					} else {
-						other = append(other, fmt.Sprint(resp.Status, body))
-					}
-					mu.Unlock()
-					settled <- struct{}{}
-				})
-			}
-		})
-	}
-
+	sc := httplimittest.OpenSlow(addr, fmt.Sprintf("POST /sale?lock=lua HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\nx", addr), slow)
+	defer sc.Close()
 	// Every connection over the bound refused: the proxy holds the rest.
-	timeout := time.After(30 * time.Second)
-	for n := 0; n < slow-httplimit.PerClient; n++ {
-		select {
-		case <-settled:
-		case <-timeout:
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("after 30 s, %d of the %d connections over the bound refused; %d otherwise: %v", refused, slow-httplimit.PerClient, len(other), other[:min(len(other), 3)])
-		}
+	refused, other, err := sc.Settle(httplimit.PerClient, 30*time.Second)
+	if err != nil {
+		t.Fatalf("%v; otherwise: %v", err, other[:min(len(other), 3)])
 	}
-	mu.Lock()
 	if refused != slow-httplimit.PerClient || len(other) != 0 {
 		t.Errorf("%d slow connections refused 503 %s, %d otherwise (%v); want %d refused", refused, httplimit.ReasonTooManyConnections, len(other), other[:min(len(other), 3)], slow-httplimit.PerClient)
 	}
-	mu.Unlock()
 
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()

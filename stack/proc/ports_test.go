@@ -2,6 +2,7 @@ package proc
 
 import (
 	"net"
+	"strconv"
 	"testing"
 )
 
@@ -34,4 +35,26 @@ func TestReservePorts(t *testing.T) {
 		t.Fatalf("%s after release: %v", addr, err)
 	}
 	ln.Close()
+}
+
+// The ports come from below the kernel's ephemeral range, where no
+// outgoing connection takes one while its server restarts, and are
+// distinct.
+func TestFreePortsBelowTheEphemeralRange(t *testing.T) {
+	ports, err := FreePorts("127.0.0.1", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	to := portsTo()
+	for _, p := range ports {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < portsFrom || n >= to {
+			t.Errorf("port %s: want one in [%d, %d)", p, portsFrom, to)
+		}
+		if seen[p] {
+			t.Errorf("port %s handed out twice", p)
+		}
+		seen[p] = true
+	}
 }

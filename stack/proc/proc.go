@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,52 +255,6 @@ func (l *Logger) Printf(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fmt.Fprintf(l.w, format+"\n", args...)
-}
-
-// FreePort asks the kernel for a free TCP port on host and releases it for
-// a child process to bind.
-func FreePort(host string) (string, error) {
-	ports, err := FreePorts(host, 1)
-	if err != nil {
-		return "", err
-	}
-	return ports[0], nil
-}
-
-// FreePorts reserves n distinct free TCP ports on host at once and
-// releases them for child processes to bind. Ports for several children
-// started together must come from one call: a port released by one
-// FreePort call may be handed out again by the next before its child has
-// bound it.
-func FreePorts(host string, n int) ([]string, error) {
-	ports, release, err := ReservePorts(host, n)
-	if err != nil {
-		return nil, err
-	}
-	release()
-	return ports, nil
-}
-
-// ReservePorts finds n distinct free TCP ports on host and keeps them
-// bound until release is called: ports picked meanwhile cannot be them.
-func ReservePorts(host string, n int) (ports []string, release func(), err error) {
-	var lns []net.Listener
-	release = func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}
-	for range n {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			release()
-			return nil, nil, fmt.Errorf("stack: free port on %s: %w", host, err)
-		}
-		lns = append(lns, ln)
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		ports = append(ports, port)
-	}
-	return ports, release, nil
 }
 
 // BinaryVersion runs bin args and returns the first submatch of re in its
