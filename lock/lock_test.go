@@ -108,6 +108,7 @@ func TestLuaRedisDownIsAnErrorNotATimeout(t *testing.T) {
 // goroutines: under a lock that excludes, no update is lost; with none,
 // some are.
 func TestExactUnderContention(t *testing.T) {
+	t.Parallel() // its own Redis, and no bound in time
 	rdb, _ := redistest.Start(t)
 	opts := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second, Retry: lock.FixedSleep(time.Millisecond)}
 	t.Run("lua", func(t *testing.T) { contend(t, rdb, lock.NewLua(rdb, opts), lock.Call{}, "n:lua", 20, 25) })

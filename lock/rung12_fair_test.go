@@ -233,6 +233,7 @@ func TestFairWatchdog(t *testing.T) {
 // the machine; a lock that lets pollers race (lua in fair's place) breaks
 // it by dozens.
 func TestFairExactAndNobodyStarves(t *testing.T) {
+	t.Parallel() // its own Redis; waits on its waiters' polls, not the CPU
 	rdb, _ := redistest.Start(t)
 	for _, tc := range []struct {
 		name    string

@@ -107,6 +107,7 @@ func TestNaiveRungsRedisDownIsAnErrorNotATimeout(t *testing.T) {
 // TestSetNXDeadlocksWhenHolderDies is rung 2's flaw: the key has no TTL, so
 // a holder that never releases blocks everyone, however long they wait.
 func TestNaiveRungsExactUnderContention(t *testing.T) {
+	t.Parallel() // its own Redis, and no bound in time
 	rdb, _ := redistest.Start(t)
 	opts := lock.Options{TTL: 5 * time.Second, Wait: 20 * time.Second, Retry: lock.FixedSleep(time.Millisecond)}
 	for _, r := range naiveRungs {

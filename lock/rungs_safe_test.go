@@ -34,6 +34,7 @@ func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) 
 }
 
 func TestSafeRungsExactUnderContention(t *testing.T) {
+	t.Parallel() // its own Redis and masters, and no bound in time
 	rdb, _ := redistest.Start(t)
 	clients, _ := redistest.StartMasters(t, 3)
 	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Retry: lock.FixedSleep(time.Millisecond)}

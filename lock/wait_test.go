@@ -175,6 +175,7 @@ func TestFairBoundAndCancel(t *testing.T) {
 // TestCountsRetriesAndHandoffs: a polling lock counts the tries that found
 // the lock held; fair counts the locks its release handed over.
 func TestCountsRetriesAndHandoffs(t *testing.T) {
+	t.Parallel() // its own Redis, and no bound in time
 	rdb, _ := redistest.Start(t)
 	n := notifier(t, rdb, notify.Options{})
 	o := lock.Options{TTL: 5 * time.Second, Wait: 10 * time.Second, Notifier: n}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockladder/lockladder/internal/racebuild"
 	"github.com/lockladder/lockladder/lockcheck"
 )
 
@@ -52,7 +53,10 @@ func wantReplayed(t *testing.T, r lockcheck.Result) {
 
 // TestTheIssuesLocks checks the locks engineers write (locks_test.go),
 // in parallel, each with a Redis of its own, and gets each its verdict:
-// the one a unit test, go test -race and a load test all miss.
+// the one a unit test, go test -race and a load test all miss. Each
+// search runs in full under -race too: check-del's and the breaker's own
+// bugs take three clients and 12 and 13 steps, so no smaller search
+// finds them.
 func TestTheIssuesLocks(t *testing.T) {
 	for _, c := range []struct {
 		lock    lockcheck.Lock
@@ -116,9 +120,27 @@ func TestTheIssuesLocks(t *testing.T) {
 // TestTheStampLocksOwnBug: by default the stamp lock's own bug (two
 // clients that both find the stamp passed, both DEL, both SETNX) comes
 // first, the lease it outlives after.
+//
+// The search of three clients to depth 14 is pure CPU that the race
+// detector makes many times dearer. Under -race the same two stages run
+// with two clients, which drives the same engine and lock code: the own
+// bug needs a third client, so the first stage finds nothing to depth 14
+// and the lease's 10 steps come first. The three clients' search runs in
+// the pass without -race (make test-embedded RACE=, CI's second pass).
 func TestTheStampLocksOwnBug(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a search of three clients to depth 14")
+	}
+	if racebuild.Enabled {
+		r, err := lockcheck.Explore(t, stampLock, lockcheck.Config{Clients: 2, Budget: hangGuard, NoReplay: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Verdict != "OVERSOLD" || r.Steps != 10 || r.Faults != "crash,slow,pause,skew" || len(r.Also) != 0 ||
+			!strings.Contains(r.Coverage, "faults crash,late: 2 clients: every schedule to depth 14") {
+			t.Fatalf("stamp, two clients: %s in %d steps under %s, then %d more; want none to depth 14 under crash,late, then OVERSOLD in 10:\n%s", r.Verdict, r.Steps, r.Faults, len(r.Also), r)
+		}
+		return
 	}
 	r, err := lockcheck.Explore(t, stampLock, lockcheck.Config{Budget: hangGuard, NoReplay: true})
 	if err != nil {
@@ -145,9 +167,18 @@ func TestAWrapperThatDropsTheTokenIsRefused(t *testing.T) {
 // TestTheFencedLockPasses: the same lease with a fencing token its
 // writes carry: nothing found, every state of two clients seen, and
 // the log says so.
+//
+// Every schedule to depth 9 is pure CPU that the race detector makes
+// many times dearer: under -race the search stops at depth 7, past the 7
+// steps in which the lease alone oversells, and the pass without -race
+// (make test-embedded RACE=) searches to 9.
 func TestTheFencedLockPasses(t *testing.T) {
+	depth := 9
+	if racebuild.Enabled {
+		depth = 7
+	}
 	r := &rec{}
-	res := lockcheck.CheckWith(t, r, fencedLock, lockcheck.Config{Clients: 2, Depth: 9, Budget: hangGuard})
+	res := lockcheck.CheckWith(t, r, fencedLock, lockcheck.Config{Clients: 2, Depth: depth, Budget: hangGuard})
 	if len(r.errs) != 0 || res.Verdict != "none" {
 		t.Fatalf("fenced: %s, %q", res.Verdict, r.errs)
 	}
