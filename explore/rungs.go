@@ -149,19 +149,31 @@ func newRedlock(masters []redis.Cmdable, o lock.Options) lock.Locker {
 	return speed.RedlockLine(lock.NewRedlock(masters, o, lock.RedlockOptions{NodeTimeout: noNodeTimeout}))
 }
 
-// labScripts name the lab's scripts by the first words of their opening comment.
+// labScripts name the lab's scripts by the first words of their opening
+// comment, and say what each does for the game's moves.
 var labScripts = []engine.ScriptName{
-	{Prefix: "-- Release a lock only if we still own it", Name: "lua-release"},
-	{Prefix: "-- Take a reentrant lock", Name: "reentrant-acquire"},
-	{Prefix: "-- Leave a reentrant lock", Name: "reentrant-release"},
-	{Prefix: "-- Renew a reentrant lock", Name: "reentrant-renew"},
-	{Prefix: "-- Take a lease and hand out the next fencing token", Name: "fenced-acquire"},
-	{Prefix: "-- Take a fair lock", Name: "fair-acquire"},
-	{Prefix: "-- Release a fair lock", Name: "fair-release"},
-	{Prefix: "-- Renew a lease, only while", Name: "fair-renew"},
-	{Prefix: "-- Read a value under a fencing token", Name: "fenced-read"},
-	{Prefix: "-- Write a value under a fencing token", Name: "fenced-write"},
-	{Prefix: "-- Sell one item in one atomic step", Name: "sell-atomic"},
+	{Prefix: "-- Release a lock only if we still own it", Name: "lua-release",
+		Says: "delete the lock only if it is still its own, in one step"},
+	{Prefix: "-- Take a reentrant lock", Name: "reentrant-acquire",
+		Says: "take the lock, or enter it again as its owner"},
+	{Prefix: "-- Leave a reentrant lock", Name: "reentrant-release",
+		Says: "leave the lock once; free it at the owner's last leave"},
+	{Prefix: "-- Renew a reentrant lock", Name: "reentrant-renew",
+		Says: "extend the lease while it still owns the lock"},
+	{Prefix: "-- Take a lease and hand out the next fencing token", Name: "fenced-acquire",
+		Says: "take the lease and the next fencing token"},
+	{Prefix: "-- Take a fair lock", Name: "fair-acquire",
+		Says: "take the lock, or queue for it"},
+	{Prefix: "-- Release a fair lock", Name: "fair-release",
+		Says: "hand the lock to the oldest live waiter"},
+	{Prefix: "-- Renew a lease, only while", Name: "fair-renew",
+		Says: "extend the lease while it still holds the lock"},
+	{Prefix: "-- Read a value under a fencing token", Name: "fenced-read",
+		Says: "read the stock and note its token as the highest: refused if a higher one was seen"},
+	{Prefix: "-- Write a value under a fencing token", Name: "fenced-write",
+		Says: "write the stock under its token: refused if a higher one was seen"},
+	{Prefix: "-- Sell one item in one atomic step", Name: "sell-atomic",
+		Says: "sell one item in one step"},
 	// The libraries' (Libraries), by their own source.
 	{Prefix: "\nif redis.call(\"set\", KEYS[1], ARGV[1], \"NX\", \"PX\", ARGV[3])", Name: "redislock-obtain"},
 	{Prefix: `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`, Name: "redislock-refresh"},

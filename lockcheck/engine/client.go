@@ -163,6 +163,17 @@ func (s *scripts) scriptName(src string) string {
 	return "script-" + hex.EncodeToString(sum[:4])
 }
 
+// says is what the script named name does, in words ("" when its
+// ScriptName does not say).
+func (s *scripts) says(name string) string {
+	for _, n := range s.names {
+		if n.Name == name {
+			return n.Says
+		}
+	}
+	return ""
+}
+
 // unknown says cmd is an EVALSHA of a script Redis has not loaded.
 func (s *scripts) unknown(cmd redis.Cmder) bool {
 	args := cmd.Args()

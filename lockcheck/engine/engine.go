@@ -155,8 +155,9 @@ type Target struct {
 	ReplayTTL time.Duration
 }
 
-// ScriptName names a Lua script by the start of its source.
-type ScriptName struct{ Prefix, Name string }
+// ScriptName names a Lua script by the start of its source, and says
+// what it does in words for a game's moves (Says; "" for nothing).
+type ScriptName struct{ Prefix, Name, Says string }
 
 func (t Target) key() string {
 	if t.Key == "" {

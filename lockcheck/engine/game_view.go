@@ -171,25 +171,9 @@ func (w *world) command(c *client, cmds []redis.Cmder) string {
 	return text
 }
 
-// scriptGloss says what the lab's scripts (by their names, ScriptName)
-// do, in words.
-var scriptGloss = map[string]string{
-	"lua-release":       "delete the lock only if it is still its own, in one step",
-	"reentrant-acquire": "take the lock, or enter it again as its owner",
-	"reentrant-release": "leave the lock once; free it at the owner's last leave",
-	"reentrant-renew":   "extend the lease while it still owns the lock",
-	"fair-renew":        "extend the lease while it still holds the lock",
-	"fenced-acquire":    "take the lease and the next fencing token",
-	"fenced-read":       "read the stock and note its token as the highest: refused if a higher one was seen",
-	"fenced-write":      "write the stock under its token: refused if a higher one was seen",
-	"fair-acquire":      "take the lock, or queue for it",
-	"fair-release":      "hand the lock to the oldest live waiter",
-	"sell-atomic":       "sell one item in one step",
-}
-
 // gloss says in words what cmds ask of Redis, "" when they are not one
-// of the plain commands on the lock key or the sale's keys (a script
-// says it by its name).
+// of the plain commands on the lock key or the sale's keys, or a script
+// whose ScriptName says.
 func (w *world) gloss(cmds []redis.Cmder) string {
 	name := func(cmd redis.Cmder) (string, string, []string) {
 		args := cmd.Args()
@@ -216,9 +200,9 @@ func (w *world) gloss(cmds []redis.Cmder) string {
 	op, key, rest := name(cmds[0])
 	switch op {
 	case "EVAL":
-		return scriptGloss[w.ex.scripts.scriptName(argString(cmds[0].Args()[1]))]
+		return w.ex.scripts.says(w.ex.scripts.scriptName(argString(cmds[0].Args()[1])))
 	case "EVALSHA":
-		return scriptGloss[w.ex.scripts.name(argString(cmds[0].Args()[1]))]
+		return w.ex.scripts.says(w.ex.scripts.name(argString(cmds[0].Args()[1])))
 	}
 	switch {
 	case key == "stock" && op == "GET":

@@ -153,6 +153,6 @@ func sellFenced(ctx context.Context, rdb redis.UniversalClient, token int64) err
 
 // saleScripts name the sale's scripts in the diagram.
 var saleScripts = []ScriptName{
-	{"-- Read the stock under a fencing token", "fenced-read"},
-	{"-- Sell under a fencing token", "fenced-sell"},
+	{Prefix: "-- Read the stock under a fencing token", Name: "fenced-read"},
+	{Prefix: "-- Sell under a fencing token", Name: "fenced-sell"},
 }
