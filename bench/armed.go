@@ -9,22 +9,19 @@ import (
 // that a hook can look for its fault's target for as long as an armed
 // request is on its way (WhileArmed), not for a time of its own.
 type armedTrack struct {
-	mu        sync.Mutex
-	out, in   int
-	answered  chan struct{} // closed and replaced at each answer
-	handedOut chan struct{} // closed and replaced at each hand-out
+	mu       sync.Mutex
+	out, in  int
+	answered chan struct{} // closed and replaced at each answer
 }
 
-func newArmedTrack() *armedTrack {
-	return &armedTrack{answered: make(chan struct{}), handedOut: make(chan struct{})}
-}
+func newArmedTrack() *armedTrack { return &armedTrack{answered: make(chan struct{})} }
 
+// sent counts an armed request handed out. Nobody waits on it: a
+// hand-out only puts the end of a look further off.
 func (a *armedTrack) sent() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.out++
-	close(a.handedOut)
-	a.handedOut = make(chan struct{})
 }
 
 func (a *armedTrack) answer() {
@@ -53,14 +50,13 @@ func WhileArmed(ctx context.Context) (context.Context, context.CancelFunc) {
 		defer cancel()
 		for {
 			a.mu.Lock()
-			done, answered, handedOut := a.out > 0 && a.in >= a.out, a.answered, a.handedOut
+			done, answered := a.out > 0 && a.in >= a.out, a.answered
 			a.mu.Unlock()
 			if done {
 				return
 			}
 			select {
 			case <-answered:
-			case <-handedOut:
 			case <-ctx.Done():
 				return
 			}
