@@ -40,9 +40,11 @@ const (
 	Idle    = engine.Idle
 	Restart = engine.Restart
 	Lost    = engine.Lost
+	Cancel  = engine.Cancel
 
 	Oversold = engine.Oversold
 	Deadlock = engine.Deadlock
+	Leaked   = engine.Leaked
 	Violated = engine.Violated
 	None     = engine.None
 
@@ -56,6 +58,9 @@ const (
 	SkewIt    = engine.SkewIt
 	RestartIt = engine.RestartIt
 	LoseIt    = engine.LoseIt
+
+	CancelIt      = engine.CancelIt
+	CancelAfterIt = engine.CancelAfterIt
 )
 
 var (

@@ -16,7 +16,9 @@ import (
 type Result struct {
 	Lock string
 	// Verdict is OVERSOLD (the sale broken), VIOLATED (a Section's
-	// Invariant said so), DEADLOCK, or "none".
+	// Invariant said so), DEADLOCK (a client died holding a lock no live
+	// client can ever take again), LEAKED (as DEADLOCK, but a cancelled
+	// Obtain or Release left the key: Cancel), or "none".
 	Verdict string
 	// Faults are those of the search that found it ("crash,late").
 	Faults string
@@ -171,7 +173,9 @@ func coverage(f engine.Result) string {
 		what string
 	}{
 		{engine.CrashIt, engine.Crash, "a crash"}, {engine.PauseIt, engine.Pause, "a pause"},
-		{engine.SkewIt, engine.Skew, "a clock ahead"}, {engine.LoseIt, engine.Lost, "a lost reply"}, {engine.Tick, engine.Slow | engine.Late | engine.Idle, "time passing"},
+		{engine.SkewIt, engine.Skew, "a clock ahead"}, {engine.LoseIt, engine.Lost, "a lost reply"},
+		{engine.CancelIt, engine.Cancel, "a context cancelled before a command"}, {engine.CancelAfterIt, engine.Cancel, "a context cancelled after a command ran"},
+		{engine.Tick, engine.Slow | engine.Late | engine.Idle, "time passing"},
 		{engine.DeliverWD, ^engine.Faults(0), "a watchdog's renewal"},
 	} {
 		switch n := f.Taken[k.kind]; {
@@ -213,7 +217,7 @@ func (r Result) String() string {
 func writeFinding(b *strings.Builder, r Result) {
 	fmt.Fprintf(b, "lockcheck: %s: %s in %d steps, %d clients (faults %s; %d schedules, %d states, %.1fs)\n%s  %s: %s\n",
 		r.Lock, r.Verdict, r.Steps, r.Clients, r.Faults, r.Schedules, r.States, r.Elapsed.Seconds(), r.Diagram, r.Verdict, r.Violation)
-	if r.Verdict == engine.Deadlock {
+	if r.Verdict == engine.Deadlock || r.Verdict == engine.Leaked {
 		fmt.Fprintf(b, "  (from * on, the live clients try for ever, time run far past every lease, and never get a lock no live client holds)\n")
 	}
 	fmt.Fprintf(b, "  on a real redis-server: %s\n  replay token: %s (lockcheck.Replay(t, lock, token))\n", r.Replay, r.Token)

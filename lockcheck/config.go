@@ -34,6 +34,18 @@ const (
 	// in the default search (it is a choice at every command): ask for
 	// it by name, beside the others, Faults{Crash, Late, Lost}.
 	Lost Fault = "lost"
+	// Cancel: the context given to an Obtain or a Release is cancelled at
+	// a command it sends: before the command is sent (go-redis returns
+	// the context's error and sends nothing), or after it ran on Redis,
+	// before its reply (the sender sees context.Canceled, as with a client
+	// that watches its context: rueidis, or a select on ctx.Done()). The
+	// context stays cancelled, so cleanup on it sends nothing. A client
+	// whose Obtain then fails gives up, as its request has. Besides a
+	// second owner, the check finds a LEAKED key: one the cancelled call
+	// left behind that no client can ever take again (a key with a TTL
+	// expires: the others wait a lease, which is no leak). Not in the
+	// default search: ask for it by name, Faults{Crash, Late, Cancel}.
+	Cancel Fault = "cancel"
 )
 
 // Faults are the faults a search may put in a schedule. Nil is the
@@ -54,14 +66,14 @@ func (fs Faults) stages() ([]engine.Faults, error) {
 	for _, x := range fs {
 		b, ok := faultBits[x]
 		if !ok {
-			return nil, fmt.Errorf("lockcheck: no fault %q (faults: crash, late, slow, pause, skew, lost)", string(x))
+			return nil, fmt.Errorf("lockcheck: no fault %q (faults: crash, late, slow, pause, skew, lost, cancel)", string(x))
 		}
 		f |= b
 	}
 	return []engine.Faults{f}, nil
 }
 
-var faultBits = map[Fault]engine.Faults{Crash: engine.Crash, Late: engine.Late, Slow: engine.Slow, Pause: engine.Pause, Skew: engine.Skew, Lost: engine.Lost}
+var faultBits = map[Fault]engine.Faults{Crash: engine.Crash, Late: engine.Late, Slow: engine.Slow, Pause: engine.Pause, Skew: engine.Skew, Lost: engine.Lost, Cancel: engine.Cancel}
 
 // Config bounds a check. Zero values take the defaults.
 type Config struct {
@@ -113,7 +125,7 @@ func (c Config) engine(f engine.Faults, budget time.Duration) engine.Config {
 // faultNames is f in the words of Faults.
 func faultNames(f engine.Faults) string {
 	var out []string
-	for _, x := range []Fault{Crash, Late, Slow, Pause, Skew, Lost} {
+	for _, x := range []Fault{Crash, Late, Slow, Pause, Skew, Lost, Cancel} {
 		if f&faultBits[x] != 0 {
 			out = append(out, string(x))
 		}

@@ -230,6 +230,10 @@ func hintWhy(ch explore.Choice, i int, r explore.Result, g explore.Game) string 
 		return fmt.Sprintf("%s's clock runs ahead: it will see a live lock as expired %s.", name, step)
 	case explore.LoseIt:
 		return fmt.Sprintf("%s's command runs on Redis but its reply is lost: %s sees a timeout and goes on as its code says %s.", name, name, step)
+	case explore.CancelIt:
+		return fmt.Sprintf("%s's request gives up: the context of its Obtain or Release is cancelled, so its next command is never sent and the lock's code gets the context's error %s.", name, step)
+	case explore.CancelAfterIt:
+		return fmt.Sprintf("%s's command runs on Redis, then its request gives up before the reply: the lock's code gets context.Canceled for a command that did run %s.", name, step)
 	case explore.RestartIt:
 		return fmt.Sprintf("The master restarts empty and forgets the lock it granted: another client can win a majority %s.", step)
 	case explore.DeliverWD:

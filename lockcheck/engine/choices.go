@@ -9,14 +9,16 @@ import (
 type ChoiceKind int
 
 const (
-	Deliver   ChoiceKind = iota // the client's next command reaches Redis
-	DeliverWD                   // its watchdog's renewal reaches Redis
-	Tick                        // time passes to the next thing due
-	CrashIt                     // the client dies
-	PauseIt                     // the client freezes past its lease
-	SkewIt                      // the client's clock runs ahead, from the start
-	RestartIt                   // master Node restarts empty
-	LoseIt                      // the client's next command runs, its reply is lost
+	Deliver       ChoiceKind = iota // the client's next command reaches Redis
+	DeliverWD                       // its watchdog's renewal reaches Redis
+	Tick                            // time passes to the next thing due
+	CrashIt                         // the client dies
+	PauseIt                         // the client freezes past its lease
+	SkewIt                          // the client's clock runs ahead, from the start
+	RestartIt                       // master Node restarts empty
+	LoseIt                          // the client's next command runs, its reply is lost
+	CancelIt                        // the context of its Obtain or Release is cancelled before its next command is sent
+	CancelAfterIt                   // its next command runs, then that context is cancelled before the reply
 )
 
 // Choice is one step of a schedule.
@@ -85,8 +87,19 @@ func (w *world) choices() []Choice {
 		if f&Lost != 0 && !w.multi() && c.gate != nil && c.gate.cmds != nil && c.gate.wake == nil {
 			out = append(out, Choice{Kind: LoseIt, Client: c.id})
 		}
+		if f&Cancel != 0 && c.cancellable() {
+			out = append(out, Choice{Kind: CancelIt, Client: c.id}, Choice{Kind: CancelAfterIt, Client: c.id})
+		}
 	}
 	return out
+}
+
+// cancellable says c waits to send a command of its Obtain or Release
+// (or to start an attempt), whose context the search may cancel: once a
+// schedule, for one client.
+func (c *client) cancellable() bool {
+	g := c.gate
+	return !c.w.multi() && !c.cancelled && g != nil && g.wake == nil && !g.wd && (c.phase == phaseObtain || c.phase == phaseRelease)
 }
 
 // apply takes one step; false when the step is not possible here (the
@@ -149,6 +162,18 @@ func (w *world) apply(ch Choice) bool {
 		}
 		w.used.faults++
 		c.gate.lost = true
+		w.deliver(c, false)
+	case CancelIt, CancelAfterIt:
+		w.awaitGate(c, false)
+		if c.crashed || !c.cancellable() {
+			return false
+		}
+		// Marked on the command deliver sends: at the start of an
+		// attempt, its first.
+		c.fate = cancelBefore
+		if ch.Kind == CancelAfterIt {
+			c.fate = cancelAfter
+		}
 		w.deliver(c, false)
 	case RestartIt:
 		w.used.faults++

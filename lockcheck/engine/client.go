@@ -64,6 +64,15 @@ type client struct {
 	histAttempt  int       // the attempt hist is of
 	tokens       int       // tokens this client has made, for their names
 	sleptAt      time.Time // in a bubble: when it fell asleep (zero: awake)
+
+	// Cancel (cancel.go): the program's cancel of the context of its
+	// Obtain or Release under way; the search's mark for the command it
+	// delivers next (fate), and whether it has cancelled one.
+	opCancel      context.CancelFunc
+	fate          cancelWhen
+	cancelled     bool
+	cancelIn      phase // the phase, and the section, it was cancelled in
+	cancelSection int
 }
 
 // clock is the client's clock: virtual time, plus its skew.
@@ -100,13 +109,17 @@ func (c *client) run() {
 			if !c.startGate() {
 				return
 			}
-			l, err := c.locker.Obtain(ctx, key)
+			octx := c.opContext(ctx)
+			l, err := c.locker.Obtain(octx, key)
 			if err == nil && l == nil {
 				err = errors.New("its Obtain returned neither a lock nor an error")
 			}
 			if err == nil {
 				held = l
 				break
+			}
+			if octx.Err() != nil {
+				return // its context cancelled, it gives up, as its request has
 			}
 			if !errors.Is(err, ErrNotObtained) {
 				c.obtainFailed(err)
@@ -123,7 +136,7 @@ func (c *client) run() {
 			}
 		}
 		c.phase = phaseRelease
-		_ = held.Release(ctx) // not held any more: the lease lapsed; it says so, and moves on
+		_ = held.Release(c.opContext(ctx)) // not held any more: the lease lapsed; it says so, and moves on
 		c.sections++
 	}
 	c.phase = phaseDone

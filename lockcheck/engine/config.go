@@ -8,7 +8,7 @@ import (
 
 // Faults are the kinds of fault and of passing time a search may put in
 // a schedule, each a choice at any step.
-type Faults uint8
+type Faults uint16
 
 const (
 	// Crash: a client dies after a step; it sends nothing more, and its
@@ -39,9 +39,19 @@ const (
 	// code says: the retried release that deletes the next holder's
 	// lock, the SET whose success its sender never learns.
 	Lost
+	// Cancel: the context a client's Obtain or Release was given is
+	// cancelled at one of the commands it sends, either before the
+	// command is sent (go-redis returns the context's error and sends
+	// nothing) or after it ran on Redis, before its reply (a client that
+	// watches its context, as rueidis does or a select on ctx.Done()
+	// around the call: the command ran, its sender sees
+	// context.Canceled). A client whose Obtain returns an error once its
+	// context is cancelled gives up, as the request it served has; a
+	// lock key it left that no client can ever take again is LEAKED.
+	Cancel
 )
 
-var faultNames = []string{"crash", "pause", "skew", "slow", "late", "idle", "restart", "lost"}
+var faultNames = []string{"crash", "pause", "skew", "slow", "late", "idle", "restart", "lost", "cancel"}
 
 // String names the faults, comma-separated, as ParseFaults reads them.
 func (f Faults) String() string {

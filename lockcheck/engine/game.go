@@ -195,11 +195,16 @@ func (ex *Explorer) play(n int, moves []string, chs []Choice) (Game, error) {
 	g := w.view()
 	g.Moves = append([]string{}, moves...)
 	if g.Verdict == "" && w.deadlockSuspect() {
+		stuck := w.stuck()
 		w.close() // the probe replays the moves on a world of its own
 		open = false
 		if _, dead := ex.probe(n, chs); dead {
-			g.Verdict, g.Next = Deadlock, []Option{}
-			g.Explain = fmt.Sprintf("DEADLOCK: a client died holding the lock, and the live ones wait for ever: even with %s passing, three times over, none of them can take it", 2*ex.cfg.TTL)
+			g.Verdict, g.Next = stuck, []Option{}
+			why := "a client died holding the lock"
+			if stuck == Leaked {
+				why = "a cancelled Obtain or Release left the lock's key behind, held by no client"
+			}
+			g.Explain = fmt.Sprintf("%s: %s, and the live ones wait for ever: even with %s passing, three times over, none of them can take it", stuck, why, 2*ex.cfg.TTL)
 		}
 	}
 	return g, nil
@@ -250,11 +255,11 @@ func (ex *Explorer) notPossible(ch Choice) string {
 	switch ch.Kind {
 	case Tick:
 		return fmt.Sprintf("time passes only when this level lets it (%s), at most %d times", FaultWords(f), ex.cfg.MaxTicks)
-	case CrashIt, PauseIt, SkewIt, RestartIt, LoseIt:
+	case CrashIt, PauseIt, SkewIt, RestartIt, LoseIt, CancelIt, CancelAfterIt:
 		if f&kindFault[ch.Kind] == 0 || ch.Kind == SkewIt && !ex.target.Clocks {
 			return fmt.Sprintf("this level has no %s (it has: %s)", kindWord[ch.Kind], FaultWords(f))
 		}
-		return fmt.Sprintf("at most %d faults a game; a crash strikes a live client that has started, a pause a holder, a skew is from the start, a restart a master that holds the lock", ex.cfg.MaxFaults)
+		return fmt.Sprintf("at most %d faults a game; a crash strikes a live client that has started, a pause a holder, a skew is from the start, a restart a master that holds the lock, a cancel a client in its Obtain or Release, once", ex.cfg.MaxFaults)
 	}
 	return "that client has no command waiting there (it waits, has crashed or is done)"
 }
@@ -266,6 +271,7 @@ func FaultWords(f Faults) string {
 		"time may pass at any moment", "time may pass between a client's tries and while it releases",
 		"time may pass while every client waits", "a master may restart and forget its locks",
 		"a command's reply may be lost: it ran, its sender sees a timeout",
+		"the context of a client's Obtain or Release may be cancelled, before a command is sent or after it ran",
 	}
 	var out []string
 	for i, w := range words {
@@ -279,16 +285,20 @@ func FaultWords(f Faults) string {
 	return strings.Join(out, "; ")
 }
 
-var kindFault = map[ChoiceKind]Faults{CrashIt: Crash, PauseIt: Pause, SkewIt: Skew, RestartIt: Restart, LoseIt: Lost}
+var kindFault = map[ChoiceKind]Faults{CrashIt: Crash, PauseIt: Pause, SkewIt: Skew, RestartIt: Restart, LoseIt: Lost, CancelIt: Cancel, CancelAfterIt: Cancel}
 
 var kindWord = map[ChoiceKind]string{
 	Deliver: "deliver", DeliverWD: "renew", Tick: "tick", CrashIt: "crash", PauseIt: "pause", SkewIt: "skew", RestartIt: "restart", LoseIt: "lose",
+	CancelIt: "cancel", CancelAfterIt: "cancel-after",
 }
 
 // ParseMove reads a move: "A" (deliver A's next command), "A@m2" (A's
 // command for master 2 of a rung on masters), "renew A" (A's watchdog's
 // renewal), "tick" (time passes to the next thing due), "crash A",
-// "pause A", "skew A", "lose A" (its next command runs, its reply is lost), "restart m2".
+// "pause A", "skew A", "lose A" (its next command runs, its reply is lost),
+// "cancel A" (the context of its Obtain or Release is cancelled before
+// its next command is sent), "cancel-after A" (... after it ran, before
+// its reply), "restart m2".
 func ParseMove(s string, clients, masters int) (Choice, error) {
 	s = strings.TrimSpace(s)
 	if len(s) > 16 {
@@ -318,10 +328,11 @@ func ParseMove(s string, clients, masters int) (Choice, error) {
 			m, err := master(arg)
 			return Choice{Kind: RestartIt, Client: -1, Node: m}, err
 		}
-		kinds := map[string]ChoiceKind{"renew": DeliverWD, "crash": CrashIt, "pause": PauseIt, "skew": SkewIt, "lose": LoseIt}
+		kinds := map[string]ChoiceKind{"renew": DeliverWD, "crash": CrashIt, "pause": PauseIt, "skew": SkewIt, "lose": LoseIt,
+			"cancel": CancelIt, "cancel-after": CancelAfterIt}
 		k, ok := kinds[verb]
 		if !ok {
-			return Choice{}, fmt.Errorf("no move %q (moves: A, A@m1, renew A, tick, crash A, pause A, skew A, lose A, restart m1)", verb)
+			return Choice{}, fmt.Errorf("no move %q (moves: A, A@m1, renew A, tick, crash A, pause A, skew A, lose A, cancel A, cancel-after A, restart m1)", verb)
 		}
 		c, err := client(arg)
 		return Choice{Kind: k, Client: c}, err

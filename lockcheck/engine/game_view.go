@@ -254,6 +254,19 @@ func (w *world) label(ch Choice) string {
 		return fmt.Sprintf("crash %s", c.name)
 	case LoseIt:
 		return fmt.Sprintf("%s's %s runs, its reply is lost: %s sees a timeout", c.name, w.command(c, c.gate.cmds), c.name)
+	case CancelIt, CancelAfterIt:
+		call := "Obtain"
+		if c.phase == phaseRelease {
+			call = "Release"
+		}
+		next := "its next command"
+		if c.gate.cmds != nil {
+			next = w.command(c, c.gate.cmds)
+		}
+		if ch.Kind == CancelIt {
+			return fmt.Sprintf("cancel the context of %s's %s before %s is sent", c.name, call, next)
+		}
+		return fmt.Sprintf("%s's %s runs, then the context of its %s is cancelled before the reply", c.name, next, call)
 	case PauseIt:
 		// a watchdog only where the lock runs one: redlock's holder has none
 		wd := ""

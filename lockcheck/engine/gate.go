@@ -117,8 +117,18 @@ func (h *gateHook) pass(ctx context.Context, cmds []redis.Cmder, send func(conte
 		w.send(event{kind: evGateGone, c: c, g: g})
 		return ctx.Err()
 	}
+	if g.cancel == cancelBefore {
+		if err := g.cancelBeforeSend(ctx, cmds); err != nil {
+			g.answers = answersOf(cmds)
+			close(g.sent)
+			return err
+		}
+	}
 	err := send(ctx)
 	h.ex.scripts.note(cmds)
+	if g.cancel == cancelAfter {
+		err = g.cancelAfterRun(ctx, cmds, err)
+	}
 	if g.lost {
 		for _, cmd := range cmds {
 			cmd.SetErr(ErrReplyLost)

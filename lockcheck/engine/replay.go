@@ -50,7 +50,7 @@ func (p *Replayer) Replay(ctx context.Context, t Target, r Result) string {
 	defer ex.Close()
 	got := false
 	ex.driving(func() {
-		if r.Verdict == Deadlock {
+		if r.Verdict == Deadlock || r.Verdict == Leaked {
 			_, got = ex.probe(r.Clients, r.Schedule)
 			return
 		}

@@ -17,6 +17,9 @@ const (
 	None     = "none"
 	// Violated: the business's Judge found its keys wrong (not the sale).
 	Violated = "VIOLATED"
+	// Leaked: as DEADLOCK, but no client died: a cancelled Obtain or
+	// Release left the key (Cancel, cancel.go).
+	Leaked = "LEAKED"
 )
 
 // verdictOf is the verdict of what a Judge found wrong.
@@ -44,7 +47,7 @@ func (r *Result) setBroken(err error) {
 type Result struct {
 	Target  string
 	Masters int    // a rung on masters: how many; 0, one server
-	Verdict string // Oversold, Deadlock or None
+	Verdict string // Oversold, Violated, Deadlock, Leaked or None
 	// Steps is the counterexample's length: its schedule's steps (a
 	// DEADLOCK's probe, the live clients trying forever, not counted).
 	Steps    int
@@ -149,8 +152,11 @@ func (r Result) Write(out io.Writer) {
 	switch r.Verdict {
 	case Oversold, Violated:
 		fmt.Fprintf(out, "  %s: %s\n", r.Verdict, r.Violation)
-	case Deadlock:
-		fmt.Fprintf(out, "  %s: from * on, the live clients try for ever (time run on by %s, three times over) and never get a lock that no live client holds\n", Deadlock, 2*r.Config.TTL)
+	case Deadlock, Leaked:
+		fmt.Fprintf(out, "  %s: from * on, the live clients try for ever (time run on by %s, three times over) and never get a lock that no live client holds\n", r.Verdict, 2*r.Config.TTL)
+		if r.Verdict == Leaked {
+			fmt.Fprintf(out, "  %s\n", r.Violation)
+		}
 	}
 }
 

@@ -168,11 +168,13 @@ func (ex *Explorer) replay(n int, s []Choice) (*world, bool) {
 }
 
 // deadlockSuspect says whether no live client holds the lock while one
-// has died, and every live client that is not done is about to try for
-// it: the state a DEADLOCK starts from, if it is one (probe says).
+// has died, or had its Obtain or Release cancelled, and every live
+// client that is not done is about to try for it: the state a DEADLOCK
+// (a LEAKED key) starts from, if it is one (probe says).
 func (w *world) deadlockSuspect() bool {
 	dead, waiting := false, false
 	for _, c := range w.clients {
+		dead = dead || c.cancelled
 		switch {
 		case c.crashed:
 			dead = true
@@ -259,8 +261,11 @@ func (ex *Explorer) draw(n int, s []Choice, verdict string, r *Result) {
 	ex.quiet = false
 	defer func() { ex.quiet = true }()
 	r.Verdict, r.Steps, r.Schedule = verdict, len(s), s
-	if verdict == Deadlock {
+	if verdict == Deadlock || verdict == Leaked {
 		r.Trace, _ = ex.probe(n, s)
+		if verdict == Leaked {
+			r.Violation = leakedWhy
+		}
 		return
 	}
 	w, _ := ex.replay(n, s)
@@ -324,6 +329,7 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 				}
 				k := w.key()
 				suspect := !seen[k] && w.deadlockSuspect()
+				stuck := w.stuck()
 				w.close()
 				if seen[k] {
 					continue
@@ -332,7 +338,7 @@ func (ex *Explorer) search(ctx context.Context, n int, deadline time.Time, r *Re
 				r.States++
 				if suspect {
 					if _, dead := ex.probe(n, s); dead {
-						ex.draw(n, s, Deadlock, r)
+						ex.draw(n, s, stuck, r)
 						return
 					}
 				}
@@ -373,11 +379,14 @@ func (ex *Explorer) Reproduce(n int, s []Choice) (r Result, err error) {
 			w.close()
 			return
 		}
-		suspect := w.deadlockSuspect()
+		suspect, stuck := w.deadlockSuspect(), w.stuck()
 		w.close()
 		if suspect {
 			if trace, dead := ex.probe(n, s); dead {
-				r.Verdict, r.Trace = Deadlock, trace
+				r.Verdict, r.Trace = stuck, trace
+				if stuck == Leaked {
+					r.Violation = leakedWhy
+				}
 			}
 		}
 	})

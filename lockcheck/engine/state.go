@@ -107,6 +107,12 @@ func (w *world) record(c *client, g *gate, before phase, att int) {
 		return
 	}
 	text, reply := w.show(c, g.cmds, g.answers)
+	switch {
+	case g.unsent:
+		text = "** context cancelled ** " + text + " (not sent)"
+	case g.cancel == cancelAfter:
+		text += " ** context cancelled before the reply **"
+	}
 	if g.wd {
 		text = "(watchdog) " + text
 	}
@@ -134,8 +140,15 @@ func (w *world) record(c *client, g *gate, before phase, att int) {
 			notes = append(notes, n)
 		}
 	}
+	if before == phaseObtain && c.finished && c.cancelled {
+		notes = append(notes, "Obtain fails: gives up")
+	}
 	if before == phaseRelease && c.phase != phaseRelease {
-		notes = append(notes, "released")
+		if c.cancelled && c.cancelIn == phaseRelease && c.cancelSection == c.sections-1 {
+			notes = append(notes, "Release returns, cancelled")
+		} else {
+			notes = append(notes, "released")
+		}
 	}
 	w.step(c.id, text, reply, strings.Join(notes, ", "), now)
 	w.trace[len(w.trace)-1].Site = g.callers.site()
@@ -358,6 +371,9 @@ func (w *world) key() uint64 {
 func (c *client) key() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s s%d crash=%v fin=%v skew=%d\n", c.phase, c.sections, c.crashed, c.finished, c.skew)
+	if c.cancelled {
+		b.WriteString("cancelled\n")
+	}
 	for _, g := range []*gate{c.gate, c.renewal()} {
 		if g != nil && g.wake != nil {
 			b.WriteString("> sleep\n")

@@ -16,8 +16,10 @@ import (
 // (version, clients, sections, lease in ms, faults, faults and time
 // passings a schedule may have, the steps). A step is a client's letter
 // (its next command reaches Redis), w and a letter (its watchdog's
-// renewal), t (time passes to the next thing due), or x, p, s and a
-// letter (the client crashes, pauses, its clock runs ahead).
+// renewal), t (time passes to the next thing due), or x, p, s, l, c, k
+// and a letter (the client crashes, pauses, its clock runs ahead, its
+// next command's reply is lost, the context of its Obtain or Release is
+// cancelled before its next command is sent, or after it ran).
 
 const tokenVersion = "lc1"
 
@@ -53,6 +55,10 @@ func tokenStep(ch Choice) string {
 		return "p" + name
 	case LoseIt:
 		return "l" + name
+	case CancelIt:
+		return "c" + name
+	case CancelAfterIt:
+		return "k" + name
 	case SkewIt:
 		return "s" + name
 	case RestartIt:
@@ -120,9 +126,9 @@ func parseStep(st string, clients int) (Choice, bool) {
 	case len(st) >= 2 && st[0] == 'r':
 		n, err := strconv.Atoi(st[1:])
 		return Choice{Kind: RestartIt, Client: -1, Node: n}, err == nil && n > 0
-	case len(st) == 2 && strings.IndexByte("wxpsl", st[0]) >= 0:
+	case len(st) == 2 && strings.IndexByte("wxpslck", st[0]) >= 0:
 		i, ok := client(st[1])
-		kind := map[byte]ChoiceKind{'w': DeliverWD, 'x': CrashIt, 'p': PauseIt, 's': SkewIt, 'l': LoseIt}[st[0]]
+		kind := map[byte]ChoiceKind{'w': DeliverWD, 'x': CrashIt, 'p': PauseIt, 's': SkewIt, 'l': LoseIt, 'c': CancelIt, 'k': CancelAfterIt}[st[0]]
 		return Choice{Kind: kind, Client: i}, ok
 	case len(st) >= 1:
 		i, ok := client(st[0])

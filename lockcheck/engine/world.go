@@ -129,6 +129,10 @@ type gate struct {
 	// lost: the commands run, and their sender gets ErrReplyLost instead
 	// of their replies (set before open is sent to).
 	lost bool
+	// cancel: the search cancels its sender's Obtain or Release context
+	// before the commands are sent, or after they ran (cancel.go).
+	cancel cancelWhen
+	unsent bool // cancelled before it was sent: it never reached Redis
 	// wake, for a waiter's sleep between two tries (Options.After), is
 	// what delivering it fires: its next try is the step's command.
 	wake chan time.Time
@@ -395,6 +399,7 @@ func (w *world) deliver(c *client, wd bool) {
 		w.running = c
 		w.move(c, false, func() { g.let(w) })
 		if c.gate == nil || c.gate.cmds == nil {
+			c.fate = 0 // no command to cancel: the step is a start
 			if w.ex.target.Line && c.phase == phaseObtain && c.gate == nil && !c.finished {
 				w.step(c.id, "waits in its process's line", "", "", w.snapshot())
 			}
@@ -408,6 +413,7 @@ func (w *world) deliver(c *client, wd bool) {
 		w.setTickers(c, tickGated, tickRunning)
 	} else {
 		c.gate = nil
+		w.markCancel(c, g)
 	}
 	phase, att := c.phase, c.attempt
 	w.running = c
