@@ -2,7 +2,8 @@
 // runs the lock's own code in two and then three clients against an
 // in-process Redis, holds every command a client sends at a gate, and
 // searches the orders in which they can reach Redis, with crashes,
-// pauses, a clock running ahead and time passing as choices, for the
+// pauses, a clock running ahead and time passing as choices (and, asked
+// for by name, a lost reply or a cancelled context: Faults), for the
 // shortest schedule that breaks what the lock guards. It fails the test
 // with that schedule drawn as a sequence diagram, replayed on a real
 // redis-server, and printed as a token that replays it anywhere
@@ -31,7 +32,8 @@
 // once leave a sale the stock does not show (OVERSOLD). A Section of
 // your own checks your own business and keys instead. A lock whose live
 // clients can never take it again once one has died holding it is a
-// DEADLOCK.
+// DEADLOCK; once a cancelled Obtain or Release left its key (Cancel), it
+// is LEAKED.
 package lockcheck
 
 import (
@@ -58,7 +60,9 @@ type Locker interface {
 	// ErrNotObtained when another client holds key. It may make one
 	// attempt (the check then decides when the client tries again) or
 	// wait and retry on its own, on any clock. Any other error fails the
-	// check: Redis answers every command it is sent.
+	// check: Redis answers every command it is sent. (Under Cancel, an
+	// error once ctx is cancelled ends the client instead, as a request
+	// that gave up does.)
 	Obtain(ctx context.Context, key string) (Held, error)
 }
 
