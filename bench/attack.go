@@ -229,8 +229,11 @@ func (a *attack) stalled() bool {
 	a.row.Stopped = true
 	a.row.StoppedMs = report.Ms(now)
 	since := "the first fault"
-	if !a.watch.faulty {
+	switch {
+	case !a.watch.faulty:
 		since = "the start"
+	case a.tg.recovered.Load() > 0:
+		since = "the fault's recovery (its server back)"
 	}
 	a.row.StopReason = fmt.Sprintf("no request got through the lock for %d ms after %s, past the scenario's bound of %d ms: the run stopped sending",
 		a.watch.longest().Milliseconds(), since, a.watch.bound.Milliseconds())

@@ -33,7 +33,8 @@ type Shape struct {
 	ArmEvery int
 	Hooks    []Hook
 	// StallBound: a run with no progress for longer than this after its
-	// first fault is stopped and judged DEADLOCK; 0: never.
+	// first fault (or after a Hook's recovery, Then) is stopped and
+	// judged DEADLOCK; 0: never.
 	StallBound time.Duration
 	Expected   string // the ladder's verdict, for the row ("": none)
 }
@@ -42,7 +43,7 @@ type Shape struct {
 // the hit at fraction At of its window. Its fault counts (the stall is
 // measured from the first) once Do returns; Then, if set, runs next, still
 // beside the load (the stack's recovery within the run: a server started
-// again). An error from either fails the run, but one from Do that wraps
+// again), and the stall is measured from its end instead. An error from either fails the run, but one from Do that wraps
 // ErrNotStruck: then its fault never struck, and the run fails only if
 // more hooks missed so than its armed requests answered 503.
 type Hook struct {
@@ -195,6 +196,10 @@ type loadTargeter struct {
 	next  atomic.Uint64
 	start time.Time
 	fault atomic.Int64 // 1 + time of the first fault since start; 0: none yet
+	// recovering counts the hooks' recoveries (Then) under way, and
+	// recovered is 1 + when the last one ended (0: none yet).
+	recovering atomic.Int32
+	recovered  atomic.Int64
 
 	// armedAbout is the armed parameters, for Row.Faults.
 	armedAbout string
@@ -316,12 +321,18 @@ func (t *loadTargeter) fire(h runHook) {
 			fail(err)
 			return
 		}
+		if h.then != nil {
+			t.recovering.Add(1) // before the fault counts: no stall is measured until it is over
+		}
 		t.faulted()
 		t.mu.Lock()
 		t.hooksRun = append(t.hooksRun, Fault{About: h.about, Hook: true, Call: int64(began), Return: int64(time.Since(t.start))})
 		t.mu.Unlock()
 		if h.then != nil {
-			if err := h.then(t.ctx); err != nil {
+			err := h.then(t.ctx)
+			t.recovered.Store(int64(time.Since(t.start)) + 1)
+			t.recovering.Add(-1)
+			if err != nil {
 				fail(err)
 			}
 		}
@@ -355,8 +366,17 @@ func (t *loadTargeter) faulted() {
 	t.fault.CompareAndSwap(0, int64(time.Since(t.start))+1)
 }
 
-// faultAt returns when the first fault struck, since start.
+// faultAt returns where the stall is measured from, since start: when
+// the first fault struck, or when the last recovery (a Hook's Then) ended
+// if later; false before the first fault and while a recovery is under
+// way. A server started again takes its own time to come up, longer on a
+// loaded machine, and a rung cannot serve before it is up: what the
+// stall bound judges is whether the rung serves again once its server
+// is back, not how fast the machine starts the server.
 func (t *loadTargeter) faultAt() (time.Duration, bool) {
 	v := t.fault.Load()
-	return time.Duration(v - 1), v != 0
+	if v == 0 || t.recovering.Load() > 0 {
+		return 0, false
+	}
+	return time.Duration(max(v, t.recovered.Load()) - 1), true
 }
