@@ -84,7 +84,7 @@ func ParseExplore(args []string) (Explore, error) {
 	fs.DurationVar(&e.Config.Budget, "budget", time.Minute, "time bound per rung")
 	fs.IntVar(&e.Config.Depth, "depth", 0, "steps bound per schedule (default 18)")
 	fs.IntVar(&e.Config.MaxClients, "clients", 0, "clients, at most (2, then up to this; default 3)")
-	fs.StringVar(&e.Faults, "faults", "", "faults to search instead of each rung's own scenario: crash,pause,skew,slow,late,idle,restart (restart: redlock)")
+	fs.StringVar(&e.Faults, "faults", "", "faults to search instead of each rung's own scenario: crash,pause,skew,slow,late,idle,restart,lost,cancel (restart: redlock; lost, cancel: not on masters)")
 	fs.IntVar(&e.Config.MaxFaults, "max-faults", 0, "faults per schedule (default 1)")
 	fs.BoolVar(&e.Replay, "replay", true, "replay each counterexample on a real redis-server (started on a free loopback port)")
 	if err := fs.Parse(args); err != nil {
