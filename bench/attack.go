@@ -247,7 +247,7 @@ func (a *attack) finish(ctx context.Context, cancelled bool, n int, ld *load) ([
 	row := a.row
 	a.m.Close()
 	row.Requests, row.OK, row.Codes = outcomes(a.m.StatusCodes)
-	hookErr := a.tg.wait(row.Armed[codeKey(http.StatusServiceUnavailable)])
+	hookErr := a.tg.wait(row.Armed[codeKey(http.StatusServiceUnavailable)], row.Armed)
 	if cancelled {
 		return nil, fmt.Errorf("cancelled after %d of %d requests: %w", row.Requests, n, context.Cause(ctx))
 	}

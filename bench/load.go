@@ -341,8 +341,9 @@ func (t *loadTargeter) fire(h runHook) {
 
 // wait waits for the hooks fired and returns their first error; with
 // gaveUp armed requests answered 503, the hooks that found nothing to
-// strike fail the run only when they are more.
-func (t *loadTargeter) wait(gaveUp int) error {
+// strike fail the run only when they are more. armed is what every armed
+// request answered, for the error.
+func (t *loadTargeter) wait(gaveUp int, armed map[string]int) error {
 	t.wg.Wait()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -350,7 +351,7 @@ func (t *loadTargeter) wait(gaveUp int) error {
 		return t.hookErrs[0]
 	}
 	if len(t.missed) > gaveUp {
-		return fmt.Errorf("%d hooks found nothing to strike, and only %d armed requests gave up (503): %w", len(t.missed), gaveUp, t.missed[0])
+		return fmt.Errorf("%d hooks found nothing to strike, and only %d armed requests gave up (503; the armed answered %v): %w", len(t.missed), gaveUp, armed, t.missed[0])
 	}
 	return nil
 }

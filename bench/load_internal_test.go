@@ -160,7 +160,7 @@ func TestTargeterConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if err := tg.wait(0); err != nil {
+	if err := tg.wait(0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if armed.Load() != 4 || plain.Load() != n-4 {
@@ -198,7 +198,7 @@ func TestHookFiresAtItsHit(t *testing.T) {
 	for range 10 {
 		tg.target(&tgt)
 	}
-	if err := tg.wait(0); err != nil {
+	if err := tg.wait(0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(fired) != 0 {
@@ -251,7 +251,7 @@ func TestHookOutlastHoldsTheRunsEnd(t *testing.T) {
 	released.Store(true)
 	close(release)
 	<-rest
-	if err := tg.wait(0); err != nil {
+	if err := tg.wait(0, nil); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -498,7 +498,7 @@ func TestHookThatFindsNothingToStrike(t *testing.T) {
 		for range len(tc.do) {
 			tg.target(&tgt)
 		}
-		err := tg.wait(tc.gaveUp)
+		err := tg.wait(tc.gaveUp, nil)
 		if (err != nil) != tc.fails {
 			t.Errorf("%s: %v, want failing %v", tc.name, err, tc.fails)
 		}
@@ -565,7 +565,7 @@ func TestWhileArmedLastsUntilTheArmedAreAnswered(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the hook's look did not end once every armed request was answered")
 	}
-	if err := tg.wait(0); err != nil {
+	if err := tg.wait(0, nil); err != nil {
 		t.Fatal(err)
 	}
 

@@ -186,7 +186,7 @@ func walkCourse(t *testing.T, ctx context.Context, st *stack.Stack) {
 	axe("why? open")
 	screenshot(t, ctx, "course-why.png", "#whySec")
 
-	// The game on setnx: one move, each client's line marked, the focus
+	// The game on setnx: four moves, each client's line marked, the focus
 	// kept in the game.
 	wait("setnx's game", `!document.getElementById('playSec').hidden`, 20*time.Second)
 	tabTo(t, ctx, `#playBtn`, 40)
@@ -207,7 +207,21 @@ func walkCourse(t *testing.T, ctx context.Context, st *stack.Stack) {
 		t.Errorf("setnx's game says %q: setnx has no lease", c)
 	}
 	axe("the game open")
+	// Three moves more, then the moves so far read straight down on a
+	// phone: the trace fits its box, a move a block of labelled cells,
+	// nothing to scroll sideways.
+	for n := 2; n <= 4; n++ {
+		key(t, ctx, kb.Enter)
+		wait(fmt.Sprintf("the game's move %d", n), fmt.Sprintf(`(document.body.dataset.played || '').startsWith('%d:')`, n), 30*time.Second)
+	}
+	if w := eval(`(() => { const tr = document.getElementById('playTrace'), box = tr.closest('.scroll');
+		tr.closest('details').open = true;
+		const cells = tr.querySelectorAll('tbody td').length;
+		return cells && tr.scrollWidth <= box.clientWidth ? '' : cells + ' cells, ' + tr.scrollWidth + ' px wide in ' + box.clientWidth; })()`); w != "" {
+		t.Errorf("at 390 px the game's trace is empty or scrolls sideways: %s", w)
+	}
 	screenshot(t, ctx, "course-play.png", "#playSec")
+	screenshot(t, ctx, "course-play-trace.png", "#playTrace")
 
 	// A reload keeps the progress, and the predictions stay as made.
 	if _, err := chromedp.Run(ctx, chromedp.Reload()); err != nil {

@@ -120,17 +120,20 @@ function drawGame(j, opts) {
   const tr = $('playTrace');
   tr.replaceChildren();
   if (j.trace.length) {
-    const h = tr.createTHead().insertRow();
-    for (const t of ['#', 't (ms)', ...j.columns, 'lock after', 'stock/sold']) h.append(el('th', {scope: 'col', textContent: t}));
+    const h = tr.createTHead().insertRow(), heads = ['#', 't (ms)', ...j.columns, 'lock after', 'stock/sold'];
+    for (const t of heads) h.append(el('th', {scope: 'col', textContent: t}));
     const body = tr.createTBody(), clients = j.columns.slice(0, -1);
     for (const row of j.trace) {
       const r = body.insertRow();
-      r.insertCell().textContent = String(row.n);
-      r.insertCell().textContent = String(row.t_ms);
-      for (const c of clients) r.insertCell().textContent = row.client === c ? row.command + (row.note ? ' ' + row.note : '') : '';
-      r.insertCell().textContent = row.client ? (row.reply ? '→ ' + row.reply : '') : `(${row.note || ''})`;
-      r.insertCell().textContent = row.lock;
-      r.insertCell().textContent = row.stock;
+      // each cell carries its column's name: on a phone a move is a
+      // line of labelled cells, not a row of a table wider than the screen
+      const cell = (text) => { const c = r.insertCell(); c.textContent = text; c.dataset.label = heads[c.cellIndex]; };
+      cell(String(row.n));
+      cell(String(row.t_ms));
+      for (const c of clients) cell(row.client === c ? row.command + (row.note ? ' ' + row.note : '') : '');
+      cell(row.client ? (row.reply ? '→ ' + row.reply : '') : `(${row.note || ''})`);
+      cell(row.lock);
+      cell(row.stock);
     }
   }
   document.body.dataset.played = `${n}:${j.verdict || ''}:${lit ? 'lit' : '-'}`;

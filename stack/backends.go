@@ -246,12 +246,14 @@ func (s *Stack) CutPostgresHolders(ctx context.Context, idle, poll time.Duration
 	if err != nil {
 		return 0, err
 	}
+	began := time.Now()
 	conn, err := pgx.Connect(ctx, b.ClientAddr())
 	if err != nil {
-		return 0, fmt.Errorf("stack: postgres: control connection: %w", err)
+		return 0, fmt.Errorf("stack: postgres: control connection (after %s): %w", time.Since(began).Round(time.Millisecond), err)
 	}
 	defer conn.Close(context.Background())
-	for {
+	connected := time.Since(began)
+	for looks := 1; ; looks++ {
 		// One look at a time, sparing the sessions cut before: a
 		// terminated backend stays listed until it has exited, and a
 		// second hook's look counted it again (its own holder was then
@@ -265,7 +267,9 @@ func (s *Stack) CutPostgresHolders(ctx context.Context, idle, poll time.Duration
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			// What the look did, for a fault that found nothing.
+			return 0, fmt.Errorf("stack: postgres: %d looks in %s (connected after %s): %w",
+				looks, time.Since(began).Round(time.Millisecond), connected.Round(time.Millisecond), ctx.Err())
 		case <-time.After(poll):
 		}
 	}

@@ -54,7 +54,7 @@ func cutHolder(ctx context.Context, t Stack) error {
 		// Every armed request was answered, none idle in its section
 		// for cutIdle: they found the lock busy past their try= (under
 		// load) and answered 503; then the run does not fail for it.
-		return fmt.Errorf("no holder idle %s in its section while an armed request was out: %w", cutIdle, bench.ErrNotStruck)
+		return fmt.Errorf("no holder idle %s in its section while an armed request was out (%v): %w", cutIdle, err, bench.ErrNotStruck)
 	}
 	return err
 }
