@@ -117,3 +117,42 @@ func TestCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestLostReplyEndsTheClient: an Obtain whose reply was lost and that
+// gives up with the error is a request that timed out, not a fault of
+// the lock's code. SETNX then EXPIRE, whose SETNX ran without its sender
+// knowing, leaves a key without a TTL (LEAKED); the lock without a
+// lease, whose Obtain deletes its own key after an error, leaves none.
+func TestLostReplyEndsTheClient(t *testing.T) {
+	for _, c := range []struct {
+		lock    lockcheck.Lock
+		verdict string
+		steps   int
+		token   string
+	}{
+		{lock: setnxExpireLock, verdict: "LEAKED", steps: 1, token: "lA"},
+		{lock: noLeaseLock, verdict: "none"},
+	} {
+		t.Run(c.lock.Name, func(t *testing.T) {
+			t.Parallel()
+			r, err := lockcheck.Explore(t, c.lock, lockcheck.Config{Faults: lockcheck.Faults{lockcheck.Late, lockcheck.Lost}, Clients: 2, Budget: hangGuard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s", r)
+			if r.Verdict != c.verdict || r.Steps != c.steps {
+				t.Fatalf("%s: %s in %d steps, want %s in %d", c.lock.Name, r.Verdict, r.Steps, c.verdict, c.steps)
+			}
+			if r.Verdict == "none" {
+				if !strings.Contains(r.Coverage, "2 clients: every state") || r.CutShort {
+					t.Errorf("%s: covered too little to say: %s", c.lock.Name, r.Coverage)
+				}
+				return
+			}
+			if !strings.HasSuffix(r.Token, ":"+c.token) || !strings.Contains(r.String(), "lost reply") {
+				t.Errorf("%s: token %q (want its steps %s), report:\n%s", c.lock.Name, r.Token, c.token, r)
+			}
+			wantReplayed(t, r)
+		})
+	}
+}

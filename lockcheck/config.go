@@ -30,9 +30,12 @@ const (
 	// Lost: a command runs on Redis but its reply is lost; the lock's
 	// code gets a timeout (a net.Error) and goes on as it is written: a
 	// release retried after a timeout that deletes the next holder's
-	// lock, a SET NX that took the lock without its sender knowing. Not
-	// in the default search (it is a choice at every command): ask for
-	// it by name, beside the others, Faults{Crash, Late, Lost}.
+	// lock, a SET NX that took the lock without its sender knowing. An
+	// Obtain that then returns an error ends its client, as a request
+	// that timed out gives up; a key it left that no client can ever take
+	// is LEAKED. Not in the default search (it is a choice at every
+	// command): ask for it by name, beside the others, Faults{Crash,
+	// Late, Lost}.
 	Lost Fault = "lost"
 	// Cancel: the context given to an Obtain or a Release is cancelled at
 	// a command it sends: before the command is sent (go-redis returns

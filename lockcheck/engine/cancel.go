@@ -120,5 +120,5 @@ func (w *world) stuck() string {
 }
 
 // leakedWhy is a LEAKED verdict's violation, in words.
-const leakedWhy = "a cancelled Obtain or Release left the lock key behind, held by no client and never expiring: " +
+const leakedWhy = "a cancelled Obtain or Release, or an Obtain that gave up on a lost reply, left the lock key behind, held by no client and never expiring: " +
 	"no client can take the lock again (a key with a TTL would have expired: that is no leak)"

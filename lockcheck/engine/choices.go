@@ -84,7 +84,8 @@ func (w *world) choices() []Choice {
 		if f&Skew != 0 && w.ex.target.Clocks && c.skew == 0 && !w.moved {
 			out = append(out, Choice{Kind: SkewIt, Client: c.id})
 		}
-		if f&Lost != 0 && !w.multi() && c.gate != nil && c.gate.cmds != nil && c.gate.wake == nil {
+		// At a command, or at the start of an attempt: its first.
+		if f&Lost != 0 && !w.multi() && c.gate != nil && c.gate.wake == nil && !c.asleep() {
 			out = append(out, Choice{Kind: LoseIt, Client: c.id})
 		}
 		if f&Cancel != 0 && c.cancellable() {
@@ -157,12 +158,15 @@ func (w *world) apply(ch Choice) bool {
 		w.step(-1, "", "", fmt.Sprintf("%s wakes at %dms", c.name, w.time().Sub(w.epoch).Milliseconds()), w.snapshot())
 	case LoseIt:
 		w.awaitGate(c, false)
-		if c.crashed || w.multi() || c.gate == nil || c.gate.cmds == nil {
+		if c.crashed || w.multi() || c.gate == nil || c.asleep() {
 			return false
 		}
-		w.used.faults++
-		c.gate.lost = true
+		c.loseNext = true
 		w.deliver(c, false)
+		if c.loseNext { // a start that sent no command: nothing was lost
+			c.loseNext = false
+			return false
+		}
 	case CancelIt, CancelAfterIt:
 		w.awaitGate(c, false)
 		if c.crashed || !c.cancellable() {

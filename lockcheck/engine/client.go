@@ -73,6 +73,12 @@ type client struct {
 	cancelled     bool
 	cancelIn      phase // the phase, and the section, it was cancelled in
 	cancelSection int
+
+	// loseNext: the search loses the reply of the command deliver
+	// sends next (Lost; at the start of an attempt, its first), and
+	// lostAttempt is the Obtain attempt in which it lost one (0: none).
+	loseNext    bool
+	lostAttempt int
 }
 
 // clock is the client's clock: virtual time, plus its skew.
@@ -120,6 +126,13 @@ func (c *client) run() {
 			}
 			if octx.Err() != nil {
 				return // its context cancelled, it gives up, as its request has
+			}
+			if c.lostAttempt == c.attempt && !errors.Is(err, ErrNotObtained) {
+				// A reply of this attempt was lost, and the lock gave up
+				// with an error, as a request that timed out does: no
+				// fault of the lock's code, and what it left behind is
+				// judged (a key no client can take again is LEAKED).
+				return
 			}
 			if !errors.Is(err, ErrNotObtained) {
 				c.obtainFailed(err)

@@ -165,3 +165,16 @@ func (replyLost) Error() string {
 }
 func (replyLost) Timeout() bool   { return true }
 func (replyLost) Temporary() bool { return true }
+
+// markLost marks g, the command of c about to be delivered, as the one
+// whose reply the search loses (LoseIt), if it chose to.
+func (w *world) markLost(c *client, g *gate) {
+	if !c.loseNext {
+		return
+	}
+	c.loseNext, g.lost = false, true
+	if c.phase == phaseObtain {
+		c.lostAttempt = c.attempt
+	}
+	w.used.faults++
+}

@@ -18,7 +18,8 @@ const (
 	// Violated: the business's Judge found its keys wrong (not the sale).
 	Violated = "VIOLATED"
 	// Leaked: as DEADLOCK, but no client died: a cancelled Obtain or
-	// Release left the key (Cancel, cancel.go).
+	// Release (Cancel, cancel.go), or an Obtain that gave up on a lost
+	// reply (Lost), left the key.
 	Leaked = "LEAKED"
 )
 

@@ -174,7 +174,9 @@ func (ex *Explorer) replay(n int, s []Choice) (*world, bool) {
 func (w *world) deadlockSuspect() bool {
 	dead, waiting := false, false
 	for _, c := range w.clients {
-		dead = dead || c.cancelled
+		// A client that gave up in its Obtain (its context cancelled, a
+		// reply lost) may have left a key behind, as a dead one may.
+		dead = dead || c.cancelled || c.finished && c.phase == phaseObtain
 		switch {
 		case c.crashed:
 			dead = true

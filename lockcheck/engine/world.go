@@ -414,6 +414,7 @@ func (w *world) deliver(c *client, wd bool) {
 	} else {
 		c.gate = nil
 		w.markCancel(c, g)
+		w.markLost(c, g)
 	}
 	phase, att := c.phase, c.attempt
 	w.running = c
