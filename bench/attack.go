@@ -68,6 +68,12 @@ type attack struct {
 
 	onProgress func(Snapshot) // Config.OnProgress
 	total      int            // requests the run sends
+
+	// armedSoldOut counts the armed requests answered 409 sold out: they
+	// found no stock under the lock, and so had no business for a fault
+	// to strike (one that waited for the lock while the others sold the
+	// rest).
+	armedSoldOut int
 }
 
 // attack fires the run's load and fills the response-side fields of row.
@@ -210,6 +216,9 @@ func (a *attack) record(r *vegeta.Result) {
 			a.row.Armed = map[string]int{}
 		}
 		a.row.Armed[codeKey(r.Code)]++
+		if r.Code == http.StatusConflict && reasonOf(r.Body) == contract.ReasonSoldOut {
+			a.armedSoldOut++
+		}
 		a.row.Faults = append(a.row.Faults, Fault{About: a.tg.armedAbout, Call: int64(call), Return: int64(call + r.Latency),
 			Instance: r.Headers.Get("X-Instance"), Code: int(r.Code)})
 	}
@@ -247,7 +256,7 @@ func (a *attack) finish(ctx context.Context, cancelled bool, n int, ld *load) ([
 	row := a.row
 	a.m.Close()
 	row.Requests, row.OK, row.Codes = outcomes(a.m.StatusCodes)
-	hookErr := a.tg.wait(row.Armed[codeKey(http.StatusServiceUnavailable)], row.Armed)
+	hookErr := a.tg.wait(row.Armed[codeKey(http.StatusServiceUnavailable)]+a.armedSoldOut, row.Armed)
 	if cancelled {
 		return nil, fmt.Errorf("cancelled after %d of %d requests: %w", row.Requests, n, context.Cause(ctx))
 	}
@@ -315,7 +324,13 @@ func progressed(code uint16, body []byte) bool {
 	if code != http.StatusConflict {
 		return false
 	}
+	reason := reasonOf(body)
+	return reason != contract.ReasonGuardLost && reason != contract.ReasonRunInProgress
+}
+
+// reasonOf is an answer's reason, "" when it gives none.
+func reasonOf(body []byte) string {
 	var a struct{ Reason string }
-	_ = json.Unmarshal(body, &a)
-	return a.Reason != contract.ReasonGuardLost && a.Reason != contract.ReasonRunInProgress
+	_ = json.Unmarshal(body, &a) // a body that is not JSON gives none
+	return a.Reason
 }

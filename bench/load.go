@@ -61,11 +61,13 @@ type Hook struct {
 }
 
 // ErrNotStruck is what a Hook's Do returns (wrapped) when its fault found
-// nothing to strike because the armed request it waits for never held
-// the lock: under load an armed request may wait out its try= bound and
-// answer 503, and then, say, no holder's session is there to cut. Such
-// a miss is the armed request's 503, not a failed staging, as long as
-// there are as many 503s among the armed requests as misses.
+// nothing to strike because the armed request it waits for never did its
+// business under the lock: under load an armed request may wait out its
+// try= bound and answer 503, or wait for the lock while the others sell
+// the rest and find no stock (409 sold out), and then, say, no holder's
+// session is there to cut. Such a miss is the armed request's, not a
+// failed staging, as long as there are as many such answers among the
+// armed requests as misses.
 var ErrNotStruck = errors.New("the fault found nothing to strike")
 
 // load places s's armed hits and hooks in a run of n requests on stock.
@@ -340,8 +342,9 @@ func (t *loadTargeter) fire(h runHook) {
 }
 
 // wait waits for the hooks fired and returns their first error; with
-// gaveUp armed requests answered 503, the hooks that found nothing to
-// strike fail the run only when they are more. armed is what every armed
+// gaveUp armed requests that never did their business (a 503, a 409 sold
+// out), the hooks that found nothing to strike fail the run only when
+// they are more. armed is what every armed
 // request answered, for the error.
 func (t *loadTargeter) wait(gaveUp int, armed map[string]int) error {
 	t.wg.Wait()
@@ -351,7 +354,7 @@ func (t *loadTargeter) wait(gaveUp int, armed map[string]int) error {
 		return t.hookErrs[0]
 	}
 	if len(t.missed) > gaveUp {
-		return fmt.Errorf("%d hooks found nothing to strike, and only %d armed requests gave up (503; the armed answered %v): %w", len(t.missed), gaveUp, armed, t.missed[0])
+		return fmt.Errorf("%d hooks found nothing to strike, and only %d armed requests gave up (503, or 409 sold out; the armed answered %v): %w", len(t.missed), gaveUp, armed, t.missed[0])
 	}
 	return nil
 }
