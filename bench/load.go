@@ -43,9 +43,10 @@ type Shape struct {
 // the hit at fraction At of its window. Its fault counts (the stall is
 // measured from the first) once Do returns; Then, if set, runs next, still
 // beside the load (the stack's recovery within the run: a server started
-// again), and the stall is measured from its end instead. An error from either fails the run, but one from Do that wraps
-// ErrNotStruck: then its fault never struck, and the run fails only if
-// more hooks missed so than its armed requests answered 503.
+// again), and the stall is measured from its end instead. An error from
+// either fails the run, but one from Do that wraps ErrNotStruck: then its
+// fault never struck, and the run fails only if more hooks missed so than
+// its armed requests never did their business (ErrNotStruck).
 type Hook struct {
 	At    float64
 	About string
@@ -344,8 +345,8 @@ func (t *loadTargeter) fire(h runHook) {
 // wait waits for the hooks fired and returns their first error; with
 // gaveUp armed requests that never did their business (a 503, a 409 sold
 // out), the hooks that found nothing to strike fail the run only when
-// they are more. armed is what every armed
-// request answered, for the error.
+// they are more. armed is what the armed requests answered, for the
+// error.
 func (t *loadTargeter) wait(gaveUp int, armed map[string]int) error {
 	t.wg.Wait()
 	t.mu.Lock()
