@@ -121,14 +121,15 @@ bench-peers: build
 ## examples/checklock, a module of its own, checks its locks through lockcheck, the checker
 ## an engineer imports.
 ## The packages whose tests take longest go first (SLOW_PKGS, longest first, from `go test
-## -json` timings): go test starts them in the order it is given, and alphabetical order left
+## -json` timings; go list keeps them first and lists each package once): go test starts them
+## in the order it is given, and alphabetical order left
 ## stack and suite, two of the longest, to start last and run on alone at the end.
 PKG_LANES ?= 4
 E2E_LANES ?= 2
 RACE ?= -race
 SLOW_PKGS := stack lock explore stack/backends lockcheck race suite handlers failover lock/libs cmd/stack
 test: vet
-	.ci/failing $(GO) test $(RACE) -p $(PKG_LANES) -count=1 -timeout 30m $$( (printf './%s\n' $(SLOW_PKGS); $(GO) list ./...) | grep -v '/e2e$$' | sed 's|^github.com/lockladder/lockladder|.|;s|^\.$$|./|' | awk '!seen[$$0]++')
+	.ci/failing $(GO) test $(RACE) -p $(PKG_LANES) -count=1 -timeout 30m $$($(GO) list $(addprefix ./,$(SLOW_PKGS)) ./... | grep -v '/e2e$$')
 	cd examples/checklock && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 10m ./...
 	mkdir -p $(OUT)/e2e
 	.ci/failing $(GO) test -count=1 -timeout 30m -parallel $(E2E_LANES) -artifacts -outputdir $(abspath $(OUT))/e2e ./e2e
