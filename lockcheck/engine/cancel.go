@@ -69,23 +69,29 @@ func (w *world) markCancel(c *client, g *gate) {
 	w.used.faults++
 }
 
-// cancelBeforeSend cancels the sender's call before cmds are sent, in
-// the sender's goroutine, and says with what error they failed unsent;
-// nil when the command's context does not derive from the call's (it
-// goes on as it would).
-func (g *gate) cancelBeforeSend(ctx context.Context, cmds []redis.Cmder) error {
+// cancelCall cancels the sender's call and fails cmds with the
+// context's error, which it returns; nil when the command's context does
+// not derive from the call's (it goes on as it would).
+func (g *gate) cancelCall(ctx context.Context, cmds []redis.Cmder) error {
 	if g.c.opCancel == nil {
 		return nil
 	}
 	g.c.opCancel()
 	err := ctx.Err()
-	if err == nil {
-		return nil
+	if err != nil {
+		for _, cmd := range cmds {
+			cmd.SetErr(err)
+		}
 	}
-	for _, cmd := range cmds {
-		cmd.SetErr(err)
-	}
-	g.unsent = true
+	return err
+}
+
+// cancelBeforeSend cancels the sender's call before cmds are sent, in
+// the sender's goroutine, and says with what error they failed unsent
+// (nil: they go on as they would).
+func (g *gate) cancelBeforeSend(ctx context.Context, cmds []redis.Cmder) error {
+	err := g.cancelCall(ctx, cmds)
+	g.unsent = err != nil
 	return err
 }
 
@@ -93,18 +99,10 @@ func (g *gate) cancelBeforeSend(ctx context.Context, cmds []redis.Cmder) error {
 // drops their replies for the context's error; err when the command's
 // context does not derive from the call's.
 func (g *gate) cancelAfterRun(ctx context.Context, cmds []redis.Cmder, err error) error {
-	if g.c.opCancel == nil {
-		return err
+	if cerr := g.cancelCall(ctx, cmds); cerr != nil {
+		return cerr
 	}
-	g.c.opCancel()
-	cerr := ctx.Err()
-	if cerr == nil {
-		return err
-	}
-	for _, cmd := range cmds {
-		cmd.SetErr(cerr)
-	}
-	return cerr
+	return err
 }
 
 // stuck is the verdict of a world whose live clients can never take a
