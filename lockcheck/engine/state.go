@@ -140,7 +140,7 @@ func (w *world) record(c *client, g *gate, before phase, att int) {
 			notes = append(notes, n)
 		}
 	}
-	if before == phaseObtain && c.finished && (c.cancelled || c.lostAttempt > 0) {
+	if before == phaseObtain && c.finished { // it gave up: its context cancelled, or a reply lost
 		notes = append(notes, "Obtain fails: gives up")
 	}
 	if before == phaseRelease && c.phase != phaseRelease {
